@@ -1,0 +1,74 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Module boundaries follow docs/architecture.md: implementation targets depend on
+/// TokenVaultCore (domain + protocols) and never on each other; the executable wires them.
+let package = Package(
+    name: "TokenVault",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tokenvault", targets: ["tokenvault"]),
+        .library(name: "TokenVaultCore", targets: ["TokenVaultCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries, reached through pkg-config.
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+
+        // Domain: credentials, secrets in memory, errors, protocols. No I/O.
+        .target(name: "TokenVaultCore"),
+        // The only importer of libsodium: envelope, keyring, KDF.
+        .target(name: "TokenVaultCrypto", dependencies: ["TokenVaultCore", "CSodium"]),
+        // The only importer of SQLite: connection, migrations, queries. Sees ciphertext only.
+        .target(
+            name: "TokenVaultStorage",
+            dependencies: ["TokenVaultCore", "CSQLite"],
+            plugins: ["EmbedMigrations"]),
+
+        // Build-time embedding of migrations/*.sql into TokenVaultStorage.
+        .executableTarget(name: "migration-embedder", path: "Plugins/MigrationEmbedderTool"),
+        .plugin(
+            name: "EmbedMigrations", capability: .buildTool(),
+            dependencies: ["migration-embedder"]),
+
+        // The command-line tool: argument parsing and wiring only.
+        .executableTarget(
+            name: "tokenvault",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // Measurements recorded in docs/benchmarks.md. Imports the C libraries directly
+        // only to print the raw reference line next to our wrappers.
+        .executableTarget(
+            name: "tokenvault-bench",
+            dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite"],
+            path: "Benchmarks/tokenvault-bench"),
+
+        // Shared test helpers: fake clock, temporary vaults, byte search.
+        .target(
+            name: "TokenVaultTesting",
+            dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage"],
+            path: "Tests/TokenVaultTesting"),
+
+        .testTarget(name: "TokenVaultCoreTests", dependencies: ["TokenVaultCore", "TokenVaultTesting"]),
+        .testTarget(name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultStorageTests",
+            dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultEndToEndTests",
+            dependencies: ["TokenVaultTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

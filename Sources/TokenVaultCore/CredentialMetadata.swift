@@ -1,0 +1,63 @@
+/// Everything about a credential that is not secret: what the API's metadata calls return
+/// and what the database stores in plain columns.
+public struct CredentialMetadata: Sendable, Equatable {
+    public var id: CredentialID
+    public var provider: String
+    public var kind: CredentialKind
+    public var subject: String?
+    public var status: CredentialStatus
+    /// Incremented on every write of new tokens; bound into every sealed field's associated data.
+    public var generation: Int64
+    public var tokenType: String?
+    public var scopes: [String]
+    public var labels: [String: String]
+    public var issuedAt: Timestamp
+    public var expiresAt: Timestamp?
+    public var refreshAt: Timestamp?
+    public var refreshTokenExpiresAt: Timestamp?
+    public var lastError: CredentialFailure?
+    public var createdAt: Timestamp
+    public var updatedAt: Timestamp
+    public var hasRefreshToken: Bool
+    public var hasIDToken: Bool
+
+    public init(
+        id: CredentialID, provider: String, kind: CredentialKind, subject: String? = nil,
+        status: CredentialStatus = .active, generation: Int64, tokenType: String? = nil, scopes: [String] = [],
+        labels: [String: String] = [:], issuedAt: Timestamp, expiresAt: Timestamp? = nil, refreshAt: Timestamp? = nil,
+        refreshTokenExpiresAt: Timestamp? = nil, lastError: CredentialFailure? = nil, createdAt: Timestamp,
+        updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool
+    ) {
+        self.id = id
+        self.provider = provider
+        self.kind = kind
+        self.subject = subject
+        self.status = status
+        self.generation = generation
+        self.tokenType = tokenType
+        self.scopes = scopes
+        self.labels = labels
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        self.refreshAt = refreshAt
+        self.refreshTokenExpiresAt = refreshTokenExpiresAt
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.hasRefreshToken = hasRefreshToken
+        self.hasIDToken = hasIDToken
+    }
+}
+
+/// The last failure recorded against a credential (never contains a token).
+public struct CredentialFailure: Sendable, Equatable {
+    public var code: String
+    public var message: String
+    public var at: Timestamp
+
+    public init(code: String, message: String, at: Timestamp) {
+        self.code = code
+        self.message = message
+        self.at = at
+    }
+}

@@ -1,0 +1,77 @@
+/// How hard a write must reach the disk before it returns.
+public enum Durability: Sendable {
+    /// WAL with `synchronous=NORMAL`: survives a process crash; a power loss may lose the
+    /// latest commits (never corrupts).
+    case normal
+    /// `synchronous=FULL`: on disk before returning. Required for any write that carries a
+    /// new refresh token, because the provider has already forgotten the old one.
+    case full
+}
+
+/// Filter and page for listing credentials, ordered by id.
+public struct CredentialQuery: Sendable, Equatable {
+    public var namespace: String?
+    public var status: CredentialStatus?
+    /// Return ids strictly after this one (the previous page's last id).
+    public var after: CredentialID?
+    public var limit: Int
+
+    public init(namespace: String? = nil, status: CredentialStatus? = nil, after: CredentialID? = nil, limit: Int = 100) {
+        self.namespace = namespace
+        self.status = status
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// Persistence of sealed credential rows. Implemented by TokenVaultStorage over SQLite; it
+/// never sees a plaintext secret.
+public protocol CredentialStore: Sendable {
+    func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    func list(_ query: CredentialQuery) throws -> [CredentialMetadata]
+    /// Up to `limit` rows with id greater than `after`, in id order (verification walks).
+    func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
+    /// Up to `limit` rows sealed under any term other than `term` (re-seal batches).
+    func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord]
+    /// Runs `body` in one write transaction; it commits when `body` returns and rolls back
+    /// when it throws, so nothing is ever half-written.
+    func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+}
+
+/// The operations allowed inside a write transaction.
+public protocol CredentialWriter {
+    func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    /// Inserts or replaces the row with `record.metadata.id`.
+    func save(_ record: SealedCredentialRecord) throws
+    /// Deletes the row; false when there was none.
+    func delete(_ id: CredentialID) throws -> Bool
+    func appendAudit(_ event: AuditEvent) throws
+}
+
+/// One audit row: who did what to which credential, and how it ended. Never a token value.
+public struct AuditEvent: Sendable, Equatable {
+    public enum Outcome: String, Sendable, Codable { case allowed, denied, succeeded, failed }
+
+    public var at: Timestamp
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var pid: Int32?
+    public var operation: String
+    public var credentialID: CredentialID?
+    public var outcome: Outcome
+    public var detail: String?
+
+    public init(
+        at: Timestamp, uid: UInt32? = nil, gid: UInt32? = nil, pid: Int32? = nil, operation: String,
+        credentialID: CredentialID? = nil, outcome: Outcome, detail: String? = nil
+    ) {
+        self.at = at
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.operation = operation
+        self.credentialID = credentialID
+        self.outcome = outcome
+        self.detail = detail
+    }
+}

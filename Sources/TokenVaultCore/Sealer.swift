@@ -1,0 +1,20 @@
+/// Seals and opens secret fields. Implemented by TokenVaultCrypto's `Keyring`; Core only
+/// knows that an envelope names the key term it was sealed with.
+public protocol Sealer: Sendable {
+    /// The term new seals use.
+    var activeTerm: UInt32 { get }
+    /// Seals `plaintext` under `term`, binding `associatedData`.
+    func seal(_ plaintext: SecretBytes, associatedData: [UInt8], term: UInt32) throws -> [UInt8]
+    /// Opens an envelope; throws `VaultError.integrity` when it does not authenticate.
+    func open(_ envelope: [UInt8], associatedData: [UInt8]) throws -> SecretBytes
+    /// The term named in an envelope's header, without opening it.
+    func term(of envelope: [UInt8]) throws -> UInt32
+}
+
+/// A sealer whose set of data keys can grow: key rotation adds a term here.
+public protocol RotatingSealer: Sealer {
+    /// Creates a data key, stores it wrapped as the new active term and returns the term.
+    func addTerm() throws -> UInt32
+    /// Re-reads the stored terms (another process may have rotated).
+    func reload() throws
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A point in time as Unix epoch milliseconds: the unit of every time column in the database.
+public struct Timestamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public var milliseconds: Int64
+
+    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+    public init(seconds: Double) { self.milliseconds = Int64((seconds * 1000).rounded(.down)) }
+
+    public static func now() -> Timestamp {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Timestamp(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+    }
+
+    public var seconds: Double { Double(milliseconds) / 1000 }
+
+    public func adding(seconds: Double) -> Timestamp {
+        Timestamp(milliseconds: milliseconds + Int64((seconds * 1000).rounded(.down)))
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.milliseconds < rhs.milliseconds }
+
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T04:07:05.123Z`.
+    public var description: String {
+        var time = time_t(milliseconds.floorDivided(by: 1000))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let millis = Int(milliseconds - milliseconds.floorDivided(by: 1000) * 1000)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        milliseconds = try decoder.singleValueContainer().decode(Int64.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(milliseconds)
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}

@@ -1,0 +1,119 @@
+import Synchronization
+import TokenVaultCore
+
+/// The vault's data keys ("terms"), unwrapped in locked memory, and the `Sealer` built on them.
+///
+/// Each term is a random 32-byte key stored in the database sealed by the master key (an
+/// `Envelope` whose associated data names the term). New seals use the active term; opening
+/// picks the key the envelope's header names. Following HashiCorp Vault's keyring: storage is
+/// untrusted, the master key only ever wraps data keys, so changing it re-wraps terms only.
+public final class Keyring: RotatingSealer {
+    private struct State: ~Copyable {
+        var keys: [UInt32: SecretBytes]
+        var active: UInt32
+    }
+
+    private let masterKey: SecretBytes
+    private let store: any KeyTermStore
+    private let clock: any VaultClock
+    private let state: Mutex<State>
+
+    /// Unwraps every stored term. Throws `wrongMasterKey` (before anything is written) when
+    /// the master key does not open them.
+    public init(masterKey: SecretBytes, store: any KeyTermStore, clock: any VaultClock = SystemClock()) throws {
+        self.masterKey = masterKey
+        self.store = store
+        self.clock = clock
+        let (keys, active) = try Self.unwrapAll(try store.terms(), masterKey: masterKey)
+        state = Mutex(State(keys: keys, active: active))
+    }
+
+    /// Creates the first term of a new vault (no-op when terms exist) and returns the keyring.
+    public static func bootstrap(masterKey: SecretBytes, store: any KeyTermStore, clock: any VaultClock = SystemClock())
+        throws -> Keyring
+    {
+        if try store.terms().isEmpty {
+            try store.addActiveTerm(wrap(SodiumRandom.secret(count: 32), term: 1, masterKey: masterKey, now: clock.now))
+        }
+        return try Keyring(masterKey: masterKey, store: store, clock: clock)
+    }
+
+    public var activeTerm: UInt32 { state.withLock { $0.active } }
+    public var knownTerms: [UInt32] { state.withLock { $0.keys.keys.sorted() } }
+
+    public func seal(_ plaintext: SecretBytes, associatedData: [UInt8], term: UInt32) throws -> [UInt8] {
+        Envelope.seal(plaintext, key: try key(for: term), term: term, associatedData: associatedData)
+    }
+
+    public func open(_ envelope: [UInt8], associatedData: [UInt8]) throws -> SecretBytes {
+        try Envelope.open(envelope, key: try key(for: try Envelope.term(of: envelope)), associatedData: associatedData)
+    }
+
+    public func term(of envelope: [UInt8]) throws -> UInt32 { try Envelope.term(of: envelope) }
+
+    public func addTerm() throws -> UInt32 {
+        let next = (try store.terms().map(\.term).max() ?? 0) + 1
+        try store.addActiveTerm(Self.wrap(SodiumRandom.secret(count: 32), term: next, masterKey: masterKey, now: clock.now))
+        try reload()
+        return next
+    }
+
+    public func reload() throws {
+        let (keys, active) = try Self.unwrapAll(try store.terms(), masterKey: masterKey)
+        state.withLock { state in
+            state.keys = keys
+            state.active = active
+        }
+    }
+
+    /// Every term wrapped under `newMasterKey`, for `KeyTermStore.rewrap` (rekey).
+    public func rewrapped(under newMasterKey: SecretBytes) throws -> [WrappedTerm] {
+        try store.terms().map { stored in
+            let key = try Self.unwrap(stored, masterKey: masterKey)
+            var wrapped = Self.wrap(key, term: stored.term, masterKey: newMasterKey, now: stored.createdAt)
+            wrapped.isActive = stored.isActive
+            return wrapped
+        }
+    }
+
+    /// The key for `term`, re-reading the store once if another process added it.
+    private func key(for term: UInt32) throws -> SecretBytes {
+        if let key = state.withLock({ $0.keys[term] }) { return key }
+        try reload()
+        guard let key = state.withLock({ $0.keys[term] }) else { throw VaultError.unknownKeyTerm(term) }
+        return key
+    }
+
+    // MARK: Wrapping
+
+    private static func associatedData(term: UInt32) -> [UInt8] { Array("tokenvault.term.v1\u{0}\(term)".utf8) }
+
+    static func wrap(_ dataKey: SecretBytes, term: UInt32, masterKey: SecretBytes, now: Timestamp) -> WrappedTerm {
+        WrappedTerm(
+            term: term,
+            wrappedKey: Envelope.seal(dataKey, key: masterKey, term: term, associatedData: associatedData(term: term)),
+            isActive: true, createdAt: now)
+    }
+
+    static func unwrap(_ stored: WrappedTerm, masterKey: SecretBytes) throws -> SecretBytes {
+        do {
+            let key = try Envelope.open(stored.wrappedKey, key: masterKey, associatedData: associatedData(term: stored.term))
+            guard key.count == XChaCha20Poly1305.keySize else {
+                throw VaultError.integrity("data key term \(stored.term) has \(key.count) bytes, expected 32")
+            }
+            return key
+        } catch let error as VaultError where error.code == "integrity_error" {
+            throw VaultError.wrongMasterKey(
+                "the master key does not open this vault's data key (term \(stored.term)): wrong key file or passphrase")
+        }
+    }
+
+    private static func unwrapAll(_ terms: [WrappedTerm], masterKey: SecretBytes) throws -> ([UInt32: SecretBytes], UInt32) {
+        guard let active = terms.first(where: \.isActive) else {
+            throw VaultError.keySource("this vault has no active data key; was it created with `tokenvault init`?")
+        }
+        var keys: [UInt32: SecretBytes] = [:]
+        for stored in terms { keys[stored.term] = try unwrap(stored, masterKey: masterKey) }
+        return (keys, active.term)
+    }
+}

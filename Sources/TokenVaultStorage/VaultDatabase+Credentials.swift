@@ -1,0 +1,160 @@
+import Foundation
+import TokenVaultCore
+
+extension VaultDatabase: CredentialStore {
+    static let metadataColumns = """
+        id, provider, kind, subject, status, generation, token_type, scopes, labels, issued_at, expires_at, \
+        refresh_at, refresh_token_expires_at, last_error_code, last_error_message, last_error_at, created_at, \
+        updated_at, refresh_token IS NOT NULL, id_token IS NOT NULL
+        """
+    static let recordColumns = metadataColumns + ", seal_term, access_token, refresh_token, id_token, extras"
+
+    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try withReader { try Self.record(id, on: $0) }
+    }
+
+    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                """
+                SELECT \(Self.metadataColumns) FROM credentials
+                WHERE (?1 IS NULL OR namespace = ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id > ?3)
+                ORDER BY id LIMIT ?4
+                """)
+            try statement.bind(query.namespace, query.status?.rawValue, query.after?.description, max(0, query.limit))
+            var result: [CredentialMetadata] = []
+            while try statement.step() { result.append(try Self.metadata(from: statement)) }
+            return result
+        }
+    }
+
+    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT \(Self.recordColumns) FROM credentials WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2")
+            try statement.bind(after?.description, limit)
+            return try Self.records(from: statement)
+        }
+    }
+
+    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT \(Self.recordColumns) FROM credentials WHERE seal_term <> ?1 ORDER BY seal_term LIMIT ?2")
+            try statement.bind(term, limit)
+            return try Self.records(from: statement)
+        }
+    }
+
+    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result {
+        try writeTransaction(durability: durability) { connection in
+            try body(SQLiteCredentialWriter(connection: connection))
+        }
+    }
+
+    // MARK: Row mapping
+
+    static func record(_ id: CredentialID, on connection: SQLiteConnection) throws -> SealedCredentialRecord? {
+        let statement = try connection.statement("SELECT \(recordColumns) FROM credentials WHERE id = ?1")
+        try statement.bind(id.description)
+        return try records(from: statement).first
+    }
+
+    static func records(from statement: SQLiteStatement) throws -> [SealedCredentialRecord] {
+        var result: [SealedCredentialRecord] = []
+        while try statement.step() {
+            result.append(
+                SealedCredentialRecord(
+                    metadata: try metadata(from: statement), sealTerm: UInt32(truncatingIfNeeded: statement.int64(20)),
+                    accessToken: statement.blob(21) ?? [], refreshToken: statement.blob(22),
+                    idToken: statement.blob(23), extras: statement.blob(24)))
+        }
+        return result
+    }
+
+    static func metadata(from row: SQLiteStatement) throws -> CredentialMetadata {
+        func timestamp(_ column: Int32) -> Timestamp? { row.optionalInt64(column).map(Timestamp.init(milliseconds:)) }
+        let idText = row.text(0) ?? ""
+        guard let id = try? CredentialID(idText),
+            let kind = CredentialKind(rawValue: row.text(2) ?? ""),
+            let status = CredentialStatus(rawValue: row.text(4) ?? "")
+        else { throw VaultError.storage("credential row '\(idText)' has an unreadable id, kind or status") }
+        let decoder = JSONDecoder()
+        let scopes = (try? decoder.decode([String].self, from: Data((row.text(7) ?? "[]").utf8))) ?? []
+        let labels = (try? decoder.decode([String: String].self, from: Data((row.text(8) ?? "{}").utf8))) ?? [:]
+        var failure: CredentialFailure?
+        if let code = row.text(13) {
+            failure = CredentialFailure(
+                code: code, message: row.text(14) ?? "", at: timestamp(15) ?? Timestamp(milliseconds: 0))
+        }
+        return CredentialMetadata(
+            id: id, provider: row.text(1) ?? "", kind: kind, subject: row.text(3), status: status,
+            generation: row.int64(5), tokenType: row.text(6), scopes: scopes, labels: labels,
+            issuedAt: timestamp(9) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(10), refreshAt: timestamp(11),
+            refreshTokenExpiresAt: timestamp(12), lastError: failure,
+            createdAt: timestamp(16) ?? Timestamp(milliseconds: 0), updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
+            hasRefreshToken: row.int64(18) != 0, hasIDToken: row.int64(19) != 0)
+    }
+}
+
+/// Writes inside one transaction on the writer connection.
+struct SQLiteCredentialWriter: CredentialWriter {
+    let connection: SQLiteConnection
+
+    func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try VaultDatabase.record(id, on: connection)
+    }
+
+    func save(_ record: SealedCredentialRecord) throws {
+        let metadata = record.metadata
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let scopes = String(decoding: try encoder.encode(metadata.scopes), as: UTF8.self)
+        let labels = String(decoding: try encoder.encode(metadata.labels), as: UTF8.self)
+        let statement = try connection.statement(
+            """
+            INSERT INTO credentials (
+                id, namespace, name, provider, kind, subject, status, generation, token_type, scopes, labels,
+                issued_at, expires_at, refresh_at, refresh_token_expires_at, last_error_code, last_error_message,
+                last_error_at, created_at, updated_at, seal_term, access_token, refresh_token, id_token, extras)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+                    ?22, ?23, ?24, ?25)
+            ON CONFLICT (id) DO UPDATE SET
+                provider = excluded.provider, kind = excluded.kind, subject = excluded.subject,
+                status = excluded.status, generation = excluded.generation, token_type = excluded.token_type,
+                scopes = excluded.scopes, labels = excluded.labels, issued_at = excluded.issued_at,
+                expires_at = excluded.expires_at, refresh_at = excluded.refresh_at,
+                refresh_token_expires_at = excluded.refresh_token_expires_at,
+                last_error_code = excluded.last_error_code, last_error_message = excluded.last_error_message,
+                last_error_at = excluded.last_error_at, updated_at = excluded.updated_at,
+                seal_term = excluded.seal_term, access_token = excluded.access_token,
+                refresh_token = excluded.refresh_token, id_token = excluded.id_token, extras = excluded.extras
+            """)
+        try statement.bind(
+            metadata.id.description, metadata.id.namespace, metadata.id.name, metadata.provider,
+            metadata.kind.rawValue, metadata.subject, metadata.status.rawValue, metadata.generation,
+            metadata.tokenType, scopes, labels, metadata.issuedAt.milliseconds, metadata.expiresAt?.milliseconds,
+            metadata.refreshAt?.milliseconds, metadata.refreshTokenExpiresAt?.milliseconds, metadata.lastError?.code,
+            metadata.lastError?.message, metadata.lastError?.at.milliseconds, metadata.createdAt.milliseconds,
+            metadata.updatedAt.milliseconds, record.sealTerm, record.accessToken, record.refreshToken,
+            record.idToken, record.extras)
+        try statement.run()
+    }
+
+    func delete(_ id: CredentialID) throws -> Bool {
+        try connection.statement("DELETE FROM credentials WHERE id = ?1").bind(id.description).run()
+        return connection.changes > 0
+    }
+
+    func appendAudit(_ event: AuditEvent) throws {
+        try connection.statement(
+            """
+            INSERT INTO audit_events (at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            """
+        ).bind(
+            event.at.milliseconds, event.uid, event.gid, event.pid, event.operation, event.credentialID?.description,
+            event.outcome.rawValue, event.detail
+        ).run()
+    }
+}

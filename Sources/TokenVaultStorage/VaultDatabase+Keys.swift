@@ -1,0 +1,84 @@
+import TokenVaultCore
+
+extension VaultDatabase: KeyTermStore {
+    public func terms() throws -> [WrappedTerm] {
+        try withReader { connection in
+            // A vault not yet migrated has no key table: report "no terms" rather than an SQL error.
+            guard try connection.statement("SELECT 1 FROM sqlite_master WHERE name = 'key_terms'").exists() else {
+                return []
+            }
+            let statement = try connection.statement(
+                "SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term")
+            var terms: [WrappedTerm] = []
+            while try statement.step() {
+                terms.append(
+                    WrappedTerm(
+                        term: UInt32(truncatingIfNeeded: statement.int64(0)), wrappedKey: statement.blob(1) ?? [],
+                        isActive: statement.text(2) == "active", createdAt: Timestamp(milliseconds: statement.int64(3))))
+            }
+            return terms
+        }
+    }
+
+    public func addActiveTerm(_ term: WrappedTerm) throws {
+        try writeTransaction(durability: .full) { connection in
+            try connection.statement("UPDATE key_terms SET state = 'retired' WHERE state = 'active'").run()
+            try connection.statement(
+                "INSERT INTO key_terms (term, wrapped_key, state, created_at) VALUES (?1, ?2, 'active', ?3)"
+            ).bind(term.term, term.wrappedKey, term.createdAt.milliseconds).run()
+        }
+    }
+
+    public func removeTerm(_ term: UInt32) throws -> Bool {
+        try writeTransaction(durability: .full) { connection in
+            let inUse = try connection.statement("SELECT 1 FROM credentials WHERE seal_term = ?1 LIMIT 1").bind(term)
+            guard try !inUse.exists() else { return false }
+            try connection.statement("DELETE FROM key_terms WHERE term = ?1 AND state = 'retired'").bind(term).run()
+            return connection.changes > 0
+        }
+    }
+
+    public func rewrap(_ terms: [WrappedTerm], settings: [String: String]) throws {
+        try writeTransaction(durability: .full) { connection in
+            for term in terms {
+                try connection.statement("UPDATE key_terms SET wrapped_key = ?2 WHERE term = ?1")
+                    .bind(term.term, term.wrappedKey).run()
+                guard connection.changes == 1 else {
+                    throw VaultError.conflict("key term \(term.term) changed during rekey; run rekey again")
+                }
+            }
+            try Self.upsert(settings, on: connection)
+        }
+    }
+
+    public func termUsage() throws -> [UInt32: Int] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT term, (SELECT count(*) FROM credentials WHERE seal_term = term) FROM key_terms")
+            var usage: [UInt32: Int] = [:]
+            while try statement.step() { usage[UInt32(truncatingIfNeeded: statement.int64(0))] = Int(statement.int64(1)) }
+            return usage
+        }
+    }
+
+    public func setting(_ key: String) throws -> String? {
+        try withReader { connection in
+            guard try connection.statement("SELECT 1 FROM sqlite_master WHERE name = 'vault_meta'").exists() else {
+                return nil
+            }
+            return try connection.statement("SELECT value FROM vault_meta WHERE key = ?1").bind(key).firstText()
+        }
+    }
+
+    public func setSettings(_ settings: [String: String]) throws {
+        try writeTransaction(durability: .full) { try Self.upsert(settings, on: $0) }
+    }
+
+    private static func upsert(_ settings: [String: String], on connection: SQLiteConnection) throws {
+        for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
+            try connection.statement(
+                "INSERT INTO vault_meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ).bind(key, value).run()
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import TokenVaultCore
+
+/// The vault's SQLite database: one writer connection and a small pool of readers (WAL lets
+/// reads run beside a write). Implements `CredentialStore` and `KeyTermStore`; it stores and
+/// returns envelopes without ever seeing a plaintext secret.
+///
+/// Every method blocks on SQLite. Callers on an event loop must hop to another thread first
+/// (the server does, through its blocking-work pool).
+public final class VaultDatabase: @unchecked Sendable {
+    public let path: String
+    let migrator: Migrator
+    private let writer: SQLiteConnection
+    private let writerLock = NSLock()
+    private var idleReaders: [SQLiteConnection] = []
+    private let readersLock = NSLock()
+    private let maximumIdleReaders: Int
+    private let clock: any VaultClock
+
+    /// Opens (creating if needed) the database at `path` and checks its schema against the
+    /// embedded migrations without writing anything; call `migrate()` to apply pending ones.
+    /// `checksum` is SHA-256 in hex (TokenVaultCrypto's), injected so Storage stays free of crypto.
+    public init(
+        path: String, migrations: [Migration]? = nil, checksum: @escaping @Sendable ([UInt8]) -> String,
+        clock: any VaultClock = SystemClock(), maximumIdleReaders: Int = 4
+    ) throws {
+        self.path = path
+        self.clock = clock
+        self.maximumIdleReaders = maximumIdleReaders
+        migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
+        writer = try SQLiteConnection(path: path)
+        // WAL: readers never block the writer; NORMAL is durable against process crashes, and
+        // writes that carry a new refresh token raise it to FULL for their commit.
+        if try writer.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {
+            guard try writer.scalarText("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
+                throw VaultError.storage("cannot switch \(path) to WAL mode")
+            }
+        }
+        try writer.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")
+        _ = try migrator.check(writer)
+    }
+
+    /// Migrations this database still needs.
+    public func pendingMigrations() throws -> [Migration] {
+        try withWriter { try migrator.check($0) }
+    }
+
+    /// Applies pending migrations, each in a transaction; returns what was applied.
+    @discardableResult
+    public func migrate() throws -> [Migration] {
+        try withWriter { try migrator.migrate($0, now: clock.now) }
+    }
+
+    /// Migrations recorded in the database, for diagnostics.
+    public func appliedMigrations() throws -> [(version: Int, name: String, sha256: String)] {
+        try withWriter { connection in
+            try migrator.applied(connection).sorted { $0.key < $1.key }.map { ($0.key, $0.value.name, $0.value.sha256) }
+        }
+    }
+
+    /// `PRAGMA integrity_check`: "ok" or the problems SQLite found.
+    public func integrityCheck() throws -> [String] {
+        try withReader { connection in
+            let statement = try connection.statement("PRAGMA integrity_check")
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(0) ?? "") }
+            return lines
+        }
+    }
+
+    /// Checkpoints the WAL into the main file (used before byte-level inspection and backups).
+    public func checkpoint() throws {
+        try withWriter { try $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    public func close() {
+        writerLock.withLock { writer.close() }
+        readersLock.withLock {
+            idleReaders.forEach { $0.close() }
+            idleReaders.removeAll()
+        }
+    }
+
+    // MARK: Connections
+
+    func withWriter<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
+        try writerLock.withLock { try body(writer) }
+    }
+
+    /// Runs `body` in a write transaction at the given durability.
+    func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result {
+        try withWriter { connection in
+            if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
+            defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
+            return try connection.transaction { try body(connection) }
+        }
+    }
+
+    func withReader<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
+        let connection =
+            try readersLock.withLock({ idleReaders.popLast() })
+            ?? {
+                let reader = try SQLiteConnection(path: path, create: false)
+                try reader.execute("PRAGMA query_only = ON")
+                return reader
+            }()
+        defer {
+            readersLock.withLock {
+                if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) } else { connection.close() }
+            }
+        }
+        return try body(connection)
+    }
+}

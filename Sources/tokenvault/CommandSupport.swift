@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import TokenVaultCore
+
+/// Runs a command body, printing a `VaultError` as one line on stderr and mapping it to the
+/// documented exit code (see `tokenvault --help`).
+func reportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as VaultError {
+        FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
+        throw ExitCode(error.code == "credential_not_found" ? 3 : 1)
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("tokenvault: \(message)\n".utf8))
+}
+
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// A plain left-aligned text table for people.
+func printTable(_ header: [String], _ rows: [[String]]) {
+    let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+    for row in [header] + rows {
+        print(
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  "))
+    }
+}
+
+extension CredentialID: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let id = try? CredentialID(argument) else { return nil }
+        self = id
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultStorage
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create the data directory (0700), the master key (0600, unless one is given) and the database.")
+
+    @OptionGroup var options: VaultOptions
+
+    @Option(help: "Argon2id cost when --passphrase-file is used: interactive, moderate or sensitive.")
+    var kdfProfile: String = PassphraseKDF.Profile.moderate.rawValue
+
+    func run() throws {
+        try reportingErrors {
+            TokenVaultCommand.restrictFileCreation()
+            let directory = options.resolvedDataDir
+            try createPrivateDirectory(directory)
+            if FileManager.default.fileExists(atPath: options.databasePath) {
+                let existing = try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+                if !(try existing.terms().isEmpty) {
+                    throw VaultError(
+                        code: "already_initialised", message: "a vault already exists at \(options.databasePath)")
+                }
+            }
+            let (masterKey, settings, notice) = try masterKey()
+            let database = try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+            try database.migrate()
+            try database.setSettings(settings)
+            let keyring = try Keyring.bootstrap(masterKey: masterKey, store: database)
+            database.close()
+            if let notice { print(notice) }
+            print("initialised vault \(options.databasePath) (data key term \(keyring.activeTerm))")
+        }
+    }
+
+    /// The master key for the new vault and the settings that say where it comes from.
+    private func masterKey() throws -> (SecretBytes, [String: String], String?) {
+        if let passphraseFile = options.resolvedPassphraseFile {
+            guard let profile = PassphraseKDF.Profile(rawValue: kdfProfile) else {
+                throw VaultError.invalidField("--kdf-profile", "must be interactive, moderate or sensitive")
+            }
+            let kdf = PassphraseKDF.generate(profile)
+            let key = try kdf.deriveKey(from: try MasterKey.read(passphraseFile: passphraseFile))
+            return (key, kdf.settings.merging([OpenedVault.keySourceSetting: "passphrase"]) { $1 }, nil)
+        }
+        let (path, explicit) = options.resolvedKeyFile
+        let settings = [OpenedVault.keySourceSetting: "file"]
+        if explicit || FileManager.default.fileExists(atPath: path) {
+            return (try MasterKey.read(keyFile: path), settings, nil)
+        }
+        let key = try MasterKey.create(keyFile: path)
+        return (
+            key, settings,
+            "generated a new master key at \(path) (mode 0600). Back it up: without it this vault cannot be opened."
+        )
+    }
+
+    private func createPrivateDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw VaultError.storage("data directory \(path) exists and is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw VaultError.storage("cannot create data directory \(path): \(error.localizedDescription)")
+        }
+    }
+}

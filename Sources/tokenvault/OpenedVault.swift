@@ -1,0 +1,75 @@
+import Foundation
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultStorage
+
+/// Wiring: the database, the keyring and the vault, opened in the one safe order.
+///
+/// 1. open the database and check its schema (refuses changed or newer migrations);
+/// 2. load the master key and unwrap every data key (refuses a wrong key);
+/// 3. only then apply pending migrations.
+/// Steps 1-2 write nothing, so a wrong key or a too-old binary leaves the file byte-for-byte as it was.
+struct OpenedVault {
+    static let keySourceSetting = "key.source"
+
+    let database: VaultDatabase
+    let keyring: Keyring
+    let vault: Vault
+    let keyDescription: String
+
+    static func open(_ options: VaultOptions) throws -> OpenedVault {
+        TokenVaultCommand.restrictFileCreation()
+        let path = options.databasePath
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw VaultError(
+                code: "vault_not_found",
+                message: "no vault at \(options.resolvedDataDir) (\(path) does not exist); "
+                    + "create one with: tokenvault init --data-dir \(options.resolvedDataDir)")
+        }
+        let database = try VaultDatabase(path: path, checksum: SHA256.hex)
+        let (keyring, description) = try unlock(database, options)
+        try database.migrate()
+        return OpenedVault(
+            database: database, keyring: keyring, vault: Vault(store: database, sealer: keyring),
+            keyDescription: description)
+    }
+
+    /// Loads the master key the vault's settings call for and unwraps the data keys.
+    static func unlock(_ database: VaultDatabase, _ options: VaultOptions) throws -> (Keyring, String) {
+        if try database.setting(keySourceSetting) == "passphrase" {
+            guard let passphraseFile = options.resolvedPassphraseFile else {
+                throw VaultError.keySource(
+                    "this vault is protected by a passphrase: pass --passphrase-file or set TOKENVAULT_PASSPHRASE_FILE")
+            }
+            let kdf = try PassphraseKDF(settings: [
+                PassphraseKDF.settingKeys.salt: try database.setting(PassphraseKDF.settingKeys.salt),
+                PassphraseKDF.settingKeys.opsLimit: try database.setting(PassphraseKDF.settingKeys.opsLimit),
+                PassphraseKDF.settingKeys.memLimit: try database.setting(PassphraseKDF.settingKeys.memLimit),
+            ])
+            let key = try kdf.deriveKey(from: try MasterKey.read(passphraseFile: passphraseFile))
+            return (try keyring(key, database, source: "passphrase file \(passphraseFile)"), "passphrase")
+        }
+        let keyFile = options.resolvedKeyFile.path
+        do {
+            return (try keyring(try MasterKey.read(keyFile: keyFile), database, source: "key file \(keyFile)"), keyFile)
+        } catch let error as VaultError where error.code == "wrong_master_key" {
+            // A rekey that committed but crashed before renaming its new key file into place.
+            let pending = keyFile + ".new"
+            guard FileManager.default.fileExists(atPath: pending),
+                let recovered = try? keyring(try MasterKey.read(keyFile: pending), database, source: pending)
+            else { throw error }
+            guard rename(pending, keyFile) == 0 else { throw error }
+            FileHandle.standardError.write(
+                Data("tokenvault: notice: finished an interrupted rekey: \(pending) is now \(keyFile)\n".utf8))
+            return (recovered, keyFile)
+        }
+    }
+
+    private static func keyring(_ key: SecretBytes, _ database: VaultDatabase, source: String) throws -> Keyring {
+        do {
+            return try Keyring(masterKey: key, store: database)
+        } catch let error as VaultError where error.code == "wrong_master_key" {
+            throw VaultError.wrongMasterKey("\(error.message) (\(source), vault \(database.path))")
+        }
+    }
+}

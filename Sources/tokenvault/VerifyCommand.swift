@@ -1,0 +1,45 @@
+import ArgumentParser
+import TokenVaultCore
+
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Run PRAGMA integrity_check and open every sealed field; report counts and failures (no secrets).",
+        discussion: "Exit code 4 when anything is wrong.")
+
+    @OptionGroup var options: VaultOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    struct Document: Encodable {
+        let integrityCheck: [String]
+        let credentials: Int
+        let sealedFields: Int
+        let keyTerms: [UInt32]
+        let failures: [String]
+        let ok: Bool
+        enum CodingKeys: String, CodingKey {
+            case integrityCheck = "integrity_check", credentials, sealedFields = "sealed_fields"
+            case keyTerms = "key_terms", failures, ok
+        }
+    }
+
+    func run() throws {
+        var clean = true
+        try reportingErrors {
+            let opened = try OpenedVault.open(options)
+            let integrity = try opened.database.integrityCheck()
+            let report = try VaultVerification(vault: opened.vault).run()
+            clean = integrity == ["ok"] && report.isClean
+            let document = Document(
+                integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,
+                keyTerms: opened.keyring.knownTerms, failures: report.failures, ok: clean)
+            if json { return try printJSON(document) }
+            print("integrity_check: \(integrity.joined(separator: "; "))")
+            print("key terms: \(document.keyTerms.map(String.init).joined(separator: ", "))")
+            print("credentials: \(report.credentials), sealed fields opened: \(report.sealedFields - report.failures.count)")
+            print("failures: \(report.failures.count)")
+            for failure in report.failures { print("  \(failure)") }
+        }
+        if !clean { throw ExitCode(4) }
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages TokenVault builds against, only when they are missing.
+# Used by `make run` and `make test`; safe to run repeatedly.
+set -euo pipefail
+
+packages=(pkg-config libsodium-dev libsqlite3-dev)
+missing=()
+for pkg in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "error: missing system packages (${missing[*]}) and apt-get is not available; install them by hand" >&2
+    exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+echo "installing system packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
