@@ -148,7 +148,7 @@ public struct TokenPayloadDecoder: Sendable {
             throw VaultError.invalidField(field, "must not be negative")
         }
         guard seconds <= Self.maximumLifetimeSeconds else {
-            throw VaultError.invalidField(field, "\(Int64(seconds.rounded(.down))) s is more than 100 years")
+            throw VaultError.invalidField(field, "is more than 100 years (\(Int64(Self.maximumLifetimeSeconds)) s)")
         }
         let whole = seconds.rounded(.down)
         return whole == 0 ? nil : whole

@@ -6,6 +6,12 @@ public struct VaultVerification: Sendable {
         public var sealedFields = 0
         public var failures: [String] = []
         public var isClean: Bool { failures.isEmpty }
+
+        public init(credentials: Int = 0, sealedFields: Int = 0, failures: [String] = []) {
+            self.credentials = credentials
+            self.sealedFields = sealedFields
+            self.failures = failures
+        }
     }
 
     public let vault: Vault

@@ -1,0 +1,75 @@
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+/// The vault's logic over an in-memory store and a real keyring.
+@Suite struct VaultTests {
+    let store = InMemoryStore()
+    let clock = FakeClock()
+    let vault: Vault
+
+    init() throws {
+        let keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: store, clock: clock)
+        vault = Vault(store: store, sealer: keyring, clock: clock)
+    }
+
+    @Test func putThenReadEachShape() throws {
+        for (index, sample) in [SamplePayloads.tinkoff(), SamplePayloads.oauth(), SamplePayloads.ebs()].enumerated() {
+            let id = try CredentialID("test/c\(index)")
+            let stored = try vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
+            let read = try vault.credential(id)
+            #expect(read.metadata == stored)
+            #expect(read.secrets.accessToken.revealString() == sample.tokens[0])
+        }
+        #expect(try vault.metadata(CredentialID("test/c2")).kind == .verifyToken)
+        #expect(try vault.metadata(CredentialID("test/c2")).refreshAt == nil)
+    }
+
+    @Test func replacingBumpsGenerationAndKeepsCreation() throws {
+        let id = try CredentialID("test/alice")
+        let first = try vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        clock.advance(seconds: 10)
+        let second = try vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        #expect(first.generation == 1)
+        #expect(second.generation == 2)
+        #expect(second.createdAt == first.createdAt)
+        #expect(second.updatedAt == clock.now)
+        #expect(second.expiresAt == clock.now.adding(seconds: 1800))
+    }
+
+    @Test func rejectedInputChangesNothing() throws {
+        let id = try CredentialID("test/bob")
+        let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
+        #expect(throws: VaultError.self) { try vault.put(id, payload: payload, provider: "Bad Provider!") }
+        #expect(throws: VaultError.self) {
+            try vault.put(id, payload: payload, provider: "p", labels: ["": "empty key"])
+        }
+        #expect(try store.list(CredentialQuery()).isEmpty)
+        #expect(throws: VaultError.notFound(id)) { try vault.credential(id) }
+        #expect(throws: VaultError.notFound(id)) { try vault.delete(id) }
+    }
+
+    @Test func deleteWritesItsAuditRowInTheSameTransaction() throws {
+        let id = try CredentialID("test/carol")
+        try vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        try vault.delete(id, audit: AuditEvent(at: clock.now, uid: 7, operation: "credential.delete", credentialID: id, outcome: .succeeded))
+        #expect(store.auditEvents.map(\.operation) == ["credential.delete"])
+        #expect(throws: VaultError.notFound(id)) { try vault.metadata(id) }
+    }
+
+    @Test func rotationMovesEveryRowAndDropsTheOldTerm() throws {
+        for index in 0..<25 {
+            try vault.put(
+                try CredentialID("rot/c\(index)"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+                provider: "p")
+        }
+        let keyring = vault.sealer as! Keyring
+        let report = try KeyRotation(vault: vault, keyring: keyring, terms: store, batchSize: 7).rotate()
+        #expect(report.newTerm == 2)
+        #expect(report.resealed == 25)
+        #expect(report.removedTerms == [1])
+        #expect(try store.terms().map(\.term) == [2])
+        #expect(try VaultVerification(vault: vault).run() == .init(credentials: 25, sealedFields: 100, failures: []))
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+@Suite struct MigrationTests {
+    let directory = TemporaryDirectory()
+    var path: String { directory.file("vault.db") }
+
+    static let repositoryMigrations = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations")
+
+    func open(_ migrations: [Migration]? = nil) throws -> VaultDatabase {
+        try VaultDatabase(path: path, migrations: migrations, checksum: SHA256.hex)
+    }
+
+    /// The main file and WAL as they are on disk.
+    func snapshot() -> [UInt8] { RawBytes.read(path) + [0xff] + RawBytes.read(path + "-wal") }
+
+    @Test func embeddedCopyEqualsTheRepositoryFiles() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.repositoryMigrations.path)
+            .filter { $0.hasSuffix(".sql") }.sorted()
+        let embedded = try EmbeddedMigrations.all()
+        #expect(embedded.map(\.fileName) == files)
+        for migration in embedded {
+            let onDisk = RawBytes.read(Self.repositoryMigrations.appendingPathComponent(migration.fileName).path)
+            #expect(migration.sql == onDisk, "\(migration.fileName) differs from the embedded copy: rebuild")
+        }
+    }
+
+    @Test func freshDatabaseIsMigratedAndRecordsChecksums() throws {
+        let database = try open()
+        #expect(try database.pendingMigrations().map(\.version) == [1])
+        #expect(try database.migrate().map(\.fileName) == ["0001_initial.sql"])
+        let applied = try database.appliedMigrations()
+        #expect(applied.map(\.name) == ["0001_initial.sql"])
+        #expect(applied[0].sha256 == SHA256.hex(try EmbeddedMigrations.all()[0].sql))
+        #expect(try database.migrate().isEmpty)
+        #expect(try open().pendingMigrations().isEmpty)
+    }
+
+    @Test func changedShippedMigrationIsRefusedNamingTheFile() throws {
+        try open().migrate()
+        let original = try EmbeddedMigrations.all()[0]
+        let edited = try Migration(fileName: original.fileName, sql: original.sql + Array("\n-- edited\n".utf8))
+        let before = snapshot()
+        #expect {
+            _ = try open([edited])
+        } throws: { error in
+            let error = error as! VaultError
+            return error.code == "migration_error" && error.message.contains("0001_initial.sql")
+                && error.message.contains("changed after it was applied")
+        }
+        #expect(snapshot() == before)
+    }
+
+    @Test func databaseFromANewerBinaryIsRefused() throws {
+        let database = try open()
+        try database.migrate()
+        try database.withWriter {
+            try $0.execute(
+                "INSERT INTO schema_migrations VALUES (2, '0002_future_feature.sql', '\(String(repeating: "0", count: 64))', 0)")
+        }
+        database.close()
+        let before = snapshot()
+        #expect {
+            _ = try open()
+        } throws: { error in
+            let message = (error as! VaultError).message
+            return message.contains("newer than this binary") && message.contains("0002_future_feature.sql")
+        }
+        #expect(snapshot() == before)
+    }
+
+    @Test func failingMigrationIsRolledBackWhole() throws {
+        let broken = try Migration(
+            fileName: "0002_broken.sql", sql: Array("CREATE TABLE half_done (a INTEGER); SELECT no_such_function();".utf8))
+        let database = try open(try EmbeddedMigrations.all() + [broken])
+        #expect {
+            try database.migrate()
+        } throws: { ($0 as! VaultError).message.contains("0002_broken.sql failed and was rolled back") }
+        #expect(try database.appliedMigrations().map(\.version) == [1])
+        let exists = try database.withWriter {
+            try $0.statement("SELECT 1 FROM sqlite_master WHERE name = 'half_done'").exists()
+        }
+        #expect(!exists)
+    }
+
+    @Test(arguments: ["1_short.sql", "0001-dash.sql", "0001_Upper.sql", "0001_x.txt"])
+    func badFileNamesAreRefused(_ name: String) {
+        #expect(throws: VaultError.self) { _ = try Migration(fileName: name, sql: []) }
+    }
+
+    @Test func gapsInNumberingAreRefused() throws {
+        let third = try Migration(fileName: "0003_skip.sql", sql: [])
+        #expect {
+            _ = try open(try EmbeddedMigrations.all() + [third])
+        } throws: { ($0 as! VaultError).message.contains("without gaps") }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+@Suite struct RotationTests {
+    static let credentialCount = 300
+
+    func filledVault() throws -> (TestVault, [CredentialID: String]) {
+        let fixture = try TestVault()
+        var expected: [CredentialID: String] = [:]
+        for index in 0..<Self.credentialCount {
+            let sample = SamplePayloads.oauth()
+            let id = try CredentialID("rotate/c\(index)")
+            expected[id] = sample.tokens[0]
+            try fixture.vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
+        }
+        return (fixture, expected)
+    }
+
+    @Test func thousandsOfConcurrentReadsAllSucceedDuringRotation() async throws {
+        let (fixture, expected) = try filledVault()
+        let ids = Array(expected.keys)
+        let rotating = Atomic<Bool>(true)
+        let readsDuringRotation = Atomic<Int>(0)
+        let failures = Atomic<Int>(0)
+
+        let readers = (0..<3).map { reader in
+            Thread.detachNewThreadWithResult {
+                var index = reader
+                var total = 0
+                // Keep reading while the rotation runs, and at least 2,000 times each.
+                while rotating.load(ordering: .acquiring) || total < 2_000 {
+                    let id = ids[index % ids.count]
+                    index += 7
+                    total += 1
+                    do {
+                        if try fixture.vault.credential(id).secrets.accessToken.revealString() != expected[id] {
+                            failures.add(1, ordering: .relaxed)
+                        }
+                    } catch {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                    if rotating.load(ordering: .acquiring) { readsDuringRotation.add(1, ordering: .relaxed) }
+                }
+                return total
+            }
+        }
+        let rotation = KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
+        let report = try rotation.rotate()
+        rotating.store(false, ordering: .releasing)
+        let totals = try await readers.asyncMap { try await $0.value }
+
+        #expect(failures.load(ordering: .relaxed) == 0)
+        #expect(totals.reduce(0, +) >= 6_000)
+        #expect(readsDuringRotation.load(ordering: .relaxed) >= 1_000, "reads must overlap the rotation")
+        #expect(report.resealed == Self.credentialCount)
+        #expect(report.removedTerms == [1])
+        #expect(try fixture.database.termUsage() == [2: Self.credentialCount])
+        #expect(try VaultVerification(vault: fixture.vault).run().isClean)
+    }
+
+    @Test func writesDuringRotationAreNeitherLostNorLeftOnTheOldTerm() async throws {
+        let (fixture, _) = try filledVault()
+        let rotating = Atomic<Bool>(true)
+        let writer = Thread.detachNewThreadWithResult {
+            var written: [CredentialID: String] = [:]
+            var index = 0
+            while rotating.load(ordering: .acquiring) || index < 50 {
+                let sample = SamplePayloads.tinkoff()
+                let id = try! CredentialID("rotate/c\(index % RotationTests.credentialCount)")
+                try! fixture.vault.put(id, payload: try! SamplePayloads.decode(sample.json), provider: "p")
+                written[id] = sample.tokens[0]
+                index += 1
+            }
+            return written
+        }
+        let rotation = KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
+        _ = try rotation.rotate()
+        rotating.store(false, ordering: .releasing)
+        let written = try await writer.value
+        let finished = try rotation.finish(onto: fixture.keyring.activeTerm)
+        #expect(finished.remainingTerms.isEmpty)
+        #expect(try fixture.database.terms().map(\.term) == [2])
+        for (id, token) in written {
+            #expect(try fixture.vault.credential(id).secrets.accessToken.revealString() == token)
+        }
+        #expect(try VaultVerification(vault: fixture.vault).run().isClean)
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new OS thread (not the cooperative pool), as a blocking caller would.
+    static func detachNewThreadWithResult<T: Sendable>(_ body: @escaping @Sendable () -> T) -> Task<T, Error> {
+        let (stream, continuation) = AsyncStream.makeStream(of: T.self)
+        Thread.detachNewThread {
+            continuation.yield(body())
+            continuation.finish()
+        }
+        return Task {
+            for await value in stream { return value }
+            throw CancellationError()
+        }
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}

@@ -1,0 +1,58 @@
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+@Suite struct SchemaTests {
+    let fixture: TestVault
+    init() throws { fixture = try TestVault() }
+
+    func scalar(_ sql: String) throws -> String? { try fixture.database.withWriter { try $0.scalarText(sql) } }
+
+    @Test func connectionSettings() throws {
+        #expect(try scalar("PRAGMA journal_mode") == "wal")
+        #expect(try scalar("PRAGMA foreign_keys") == "1")
+        #expect(try scalar("PRAGMA synchronous") == "1")
+    }
+
+    @Test func fullDurabilityAppliesToItsCommitOnly() throws {
+        let inside = try fixture.database.writeTransaction(durability: .full) { try $0.scalarText("PRAGMA synchronous") }
+        #expect(inside == "2")
+        #expect(try scalar("PRAGMA synchronous") == "1")
+    }
+
+    @Test func nextDueIsReadThroughTheIndex() throws {
+        let plan = try fixture.database.withWriter { connection in
+            let statement = try connection.statement(
+                "EXPLAIN QUERY PLAN SELECT id FROM credentials WHERE refresh_at IS NOT NULL ORDER BY refresh_at LIMIT 1")
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(3) ?? "") }
+            return lines.joined(separator: "\n")
+        }
+        #expect(plan.contains("credentials_refresh_due"), "\(plan)")
+    }
+
+    @Test(arguments: [
+        "UPDATE credentials SET status = 'bogus'", "UPDATE credentials SET generation = 0",
+        "UPDATE credentials SET seal_term = 99", "UPDATE credentials SET labels = '[1]'",
+        "UPDATE credentials SET name = 'other'", "UPDATE credentials SET kind = 'verify_token'",
+        "UPDATE credentials SET access_token = NULL", "INSERT INTO key_terms VALUES (7, x'00', 'active', 0)",
+        "INSERT INTO audit_events (at, operation, outcome) VALUES (0, 'x', 'maybe')",
+    ])
+    func schemaRefusesInconsistentRows(_ sql: String) throws {
+        try fixture.vault.put(
+            try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
+        #expect(throws: VaultError.self) { try fixture.database.withWriter { try $0.execute(sql) } }
+    }
+
+    @Test func termInUseCannotBeRemoved() throws {
+        try fixture.vault.put(
+            try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
+        _ = try fixture.keyring.addTerm()
+        #expect(try fixture.database.removeTerm(1) == false)
+        #expect(try fixture.database.removeTerm(2) == false)
+        #expect(try fixture.database.termUsage() == [1: 1, 2: 0])
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Runs the built `tokenvault` binary for end-to-end tests.
+public struct CommandRunner: Sendable {
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    public let executable: String
+    public let environment: [String: String]
+
+    /// The `tokenvault` built next to the test bundle (`swift build --build-tests` builds both),
+    /// or `$TOKENVAULT_BIN`.
+    public static func locateBinary() -> String {
+        if let explicit = ProcessInfo.processInfo.environment["TOKENVAULT_BIN"] { return explicit }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("tokenvault").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/tokenvault").path
+    }
+
+    public init(executable: String = CommandRunner.locateBinary(), environment: [String: String] = [:]) {
+        self.executable = executable
+        var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
+        base["CREDENTIALS_DIRECTORY"] = nil
+        self.environment = base.merging(environment) { $1 }
+    }
+
+    @discardableResult
+    public func run(_ arguments: [String], stdin: String? = nil, environment extra: [String: String] = [:]) throws
+        -> Result
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment.merging(extra) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
