@@ -38,7 +38,8 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
         let bytes = Array(part.utf8)
         guard !bytes.isEmpty else { throw .invalidCredentialID("the \(label) is empty") }
         guard bytes.count <= maximumLength else {
-            throw .invalidCredentialID("the \(label) is \(bytes.count) characters long; at most \(maximumLength) allowed")
+            throw .invalidCredentialID(
+                "the \(label) is \(bytes.count) characters long; at most \(maximumLength) allowed")
         }
         guard bytes.allSatisfy(isAllowed) else {
             throw .invalidCredentialID(
@@ -60,7 +61,8 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
 
     /// Echoes user input in an error without control characters and without unbounded length.
     static func printable(_ text: String) -> String {
-        let cleaned = String(text.unicodeScalars.map { $0.properties.isWhitespace || $0.value < 0x20 ? "?" : Character($0) })
+        let cleaned = String(
+            text.unicodeScalars.map { $0.properties.isWhitespace || $0.value < 0x20 ? "?" : Character($0) })
         return cleaned.count > 80 ? String(cleaned.prefix(80)) + "…" : cleaned
     }
 }

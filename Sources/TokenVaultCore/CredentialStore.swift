@@ -16,7 +16,8 @@ public struct CredentialQuery: Sendable, Equatable {
     public var after: CredentialID?
     public var limit: Int
 
-    public init(namespace: String? = nil, status: CredentialStatus? = nil, after: CredentialID? = nil, limit: Int = 100) {
+    public init(namespace: String? = nil, status: CredentialStatus? = nil, after: CredentialID? = nil, limit: Int = 100)
+    {
         self.namespace = namespace
         self.status = status
         self.after = after

@@ -11,7 +11,9 @@ public struct RefreshPlanner: Sendable {
     /// Assumed lifetime when the provider gave none.
     public var defaultLifetime: Double
 
-    public init(lifetimeShare: Double = 0.75, margin: Double = 60, jitterFraction: Double = 0.1, defaultLifetime: Double = 3600) {
+    public init(
+        lifetimeShare: Double = 0.75, margin: Double = 60, jitterFraction: Double = 0.1, defaultLifetime: Double = 3600
+    ) {
         self.lifetimeShare = lifetimeShare
         self.margin = margin
         self.jitterFraction = jitterFraction

@@ -72,7 +72,8 @@ public struct TokenPayloadDecoder: Sendable {
 
         return TokenPayload(
             kind: kind,
-            secrets: CredentialSecrets(accessToken: primary, refreshToken: refreshToken, idToken: idToken, extras: extras),
+            secrets: CredentialSecrets(
+                accessToken: primary, refreshToken: refreshToken, idToken: idToken, extras: extras),
             tokenType: try tokenType(fields),
             scopes: try scopes(fields["scope"]),
             expiry: expiry,

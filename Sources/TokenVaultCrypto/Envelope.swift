@@ -88,7 +88,9 @@ public enum Envelope {
     public static let overhead = headerSize + XChaCha20Poly1305.nonceSize + XChaCha20Poly1305.tagSize
 
     /// Seals `plaintext` under `key` (identified by `term`) with a fresh random nonce.
-    public static func seal(_ plaintext: SecretBytes, key: SecretBytes, term: UInt32, associatedData: [UInt8]) -> [UInt8] {
+    public static func seal(_ plaintext: SecretBytes, key: SecretBytes, term: UInt32, associatedData: [UInt8])
+        -> [UInt8]
+    {
         requireSodium()
         var envelope: [UInt8] = []
         envelope.reserveCapacity(overhead + plaintext.count)

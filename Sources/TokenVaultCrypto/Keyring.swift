@@ -53,7 +53,8 @@ public final class Keyring: RotatingSealer {
 
     public func addTerm() throws -> UInt32 {
         let next = (try store.terms().map(\.term).max() ?? 0) + 1
-        try store.addActiveTerm(Self.wrap(SodiumRandom.secret(count: 32), term: next, masterKey: masterKey, now: clock.now))
+        try store.addActiveTerm(
+            Self.wrap(SodiumRandom.secret(count: 32), term: next, masterKey: masterKey, now: clock.now))
         try reload()
         return next
     }
@@ -97,18 +98,22 @@ public final class Keyring: RotatingSealer {
 
     static func unwrap(_ stored: WrappedTerm, masterKey: SecretBytes) throws -> SecretBytes {
         do {
-            let key = try Envelope.open(stored.wrappedKey, key: masterKey, associatedData: associatedData(term: stored.term))
+            let key = try Envelope.open(
+                stored.wrappedKey, key: masterKey, associatedData: associatedData(term: stored.term))
             guard key.count == XChaCha20Poly1305.keySize else {
                 throw VaultError.integrity("data key term \(stored.term) has \(key.count) bytes, expected 32")
             }
             return key
         } catch let error as VaultError where error.code == "integrity_error" {
             throw VaultError.wrongMasterKey(
-                "the master key does not open this vault's data key (term \(stored.term)): wrong key file or passphrase")
+                "the master key does not open this vault's data key (term \(stored.term)): wrong key file or passphrase"
+            )
         }
     }
 
-    private static func unwrapAll(_ terms: [WrappedTerm], masterKey: SecretBytes) throws -> ([UInt32: SecretBytes], UInt32) {
+    private static func unwrapAll(_ terms: [WrappedTerm], masterKey: SecretBytes) throws -> (
+        [UInt32: SecretBytes], UInt32
+    ) {
         guard let active = terms.first(where: \.isActive) else {
             throw VaultError.keySource("this vault has no active data key; was it created with `tokenvault init`?")
         }

@@ -1,8 +1,9 @@
+import CSodium
+import TokenVaultCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import CSodium
-import TokenVaultCore
 
 /// Loading, creating and deriving the 32-byte master key that wraps the data keys.
 public enum MasterKey {
@@ -18,7 +19,8 @@ public enum MasterKey {
             while let last = hex.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { hex = hex.dropLast() }
             guard hex.count == size * 2 else {
                 throw VaultError.keySource(
-                    "key file \(path) must hold 32 bytes, raw or as 64 hex characters (it holds \(contents.count) bytes)")
+                    "key file \(path) must hold 32 bytes, raw or as 64 hex characters (it holds \(contents.count) bytes)"
+                )
             }
             return try SecretBytes(count: size) { key in
                 var decoded = 0
@@ -42,7 +44,8 @@ public enum MasterKey {
         let hex = SecretBytes(count: size * 2 + 1) { text in
             key.withUnsafeBytes { keyBytes in
                 var characters = [CChar](repeating: 0, count: size * 2 + 1)
-                _ = sodium_bin2hex(&characters, characters.count, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
+                _ = sodium_bin2hex(
+                    &characters, characters.count, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), size)
                 for index in 0..<(size * 2) { text[index] = UInt8(bitPattern: characters[index]) }
                 sodium_memzero(&characters, characters.count)
             }
@@ -57,7 +60,9 @@ public enum MasterKey {
         let contents = try readPrivateFile(path, what: "passphrase file", maximumSize: 4096)
         let trimmed = contents.withUnsafeBytes { raw in
             var bytes = raw[...]
-            while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+            while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
+                bytes = bytes.dropLast()
+            }
             return SecretBytes(bytes)
         }
         guard trimmed.count >= 8 else {
@@ -73,7 +78,9 @@ public enum MasterKey {
         guard stat(path, &info) == 0 else {
             throw VaultError.keySource("\(what) \(path) cannot be read: \(String(cString: strerror(errno)))")
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw VaultError.keySource("\(what) \(path) is not a regular file") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw VaultError.keySource("\(what) \(path) is not a regular file")
+        }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw VaultError.keySource(
@@ -99,7 +106,9 @@ public enum MasterKey {
                 total += count
             }
         }
-        guard total <= maximumSize else { throw VaultError.keySource("\(what) \(path) is larger than \(maximumSize) bytes") }
+        guard total <= maximumSize else {
+            throw VaultError.keySource("\(what) \(path) is larger than \(maximumSize) bytes")
+        }
         return buffer.withUnsafeBytes { SecretBytes($0[0..<total]) }
     }
 

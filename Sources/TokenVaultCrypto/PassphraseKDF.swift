@@ -47,7 +47,8 @@ public struct PassphraseKDF: Sendable, Equatable {
                     Int(memLimit), crypto_pwhash_ALG_ARGON2ID13)
             }
             guard result == 0 else {
-                throw VaultError.keySource("Argon2id could not derive the key (out of memory for \(memLimit >> 20) MiB?)")
+                throw VaultError.keySource(
+                    "Argon2id could not derive the key (out of memory for \(memLimit >> 20) MiB?)")
             }
         }
     }

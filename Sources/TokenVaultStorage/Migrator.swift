@@ -12,7 +12,8 @@ struct Migrator {
     init(migrations: [Migration], checksum: @escaping @Sendable ([UInt8]) -> String) throws {
         for (index, migration) in migrations.enumerated() where migration.version != index + 1 {
             throw VaultError.migration(
-                "migrations must be numbered 0001, 0002, ... without gaps; found \(migration.fileName) at position \(index + 1)")
+                "migrations must be numbered 0001, 0002, ... without gaps; found \(migration.fileName) at position \(index + 1)"
+            )
         }
         self.migrations = migrations
         self.checksum = checksum
@@ -76,7 +77,8 @@ struct Migrator {
                     ).bind(migration.version, migration.fileName, checksum(migration.sql), now.milliseconds).run()
                 }
             } catch let error as VaultError {
-                throw VaultError.migration("migration \(migration.fileName) failed and was rolled back: \(error.message)")
+                throw VaultError.migration(
+                    "migration \(migration.fileName) failed and was rolled back: \(error.message)")
             }
         }
         return pending

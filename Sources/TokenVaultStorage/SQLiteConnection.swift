@@ -120,7 +120,9 @@ final class SQLiteStatement {
             case let integer as UInt32: result = sqlite3_bind_int64(raw, index, Int64(integer))
             case let integer as Int32: result = sqlite3_bind_int64(raw, index, Int64(integer))
             case let blob as [UInt8]:
-                result = blob.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), Self.transient) }
+                result = blob.withUnsafeBytes {
+                    sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), Self.transient)
+                }
             default: preconditionFailure("unsupported SQLite binding type")
             }
             guard result == SQLITE_OK else { throw connection.error(result) }

@@ -46,7 +46,8 @@ extension VaultDatabase: CredentialStore {
         }
     }
 
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result {
+    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+    {
         try writeTransaction(durability: durability) { connection in
             try body(SQLiteCredentialWriter(connection: connection))
         }
@@ -92,7 +93,8 @@ extension VaultDatabase: CredentialStore {
             generation: row.int64(5), tokenType: row.text(6), scopes: scopes, labels: labels,
             issuedAt: timestamp(9) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(10), refreshAt: timestamp(11),
             refreshTokenExpiresAt: timestamp(12), lastError: failure,
-            createdAt: timestamp(16) ?? Timestamp(milliseconds: 0), updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
+            createdAt: timestamp(16) ?? Timestamp(milliseconds: 0),
+            updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
             hasRefreshToken: row.int64(18) != 0, hasIDToken: row.int64(19) != 0)
     }
 }

@@ -14,7 +14,8 @@ extension VaultDatabase: KeyTermStore {
                 terms.append(
                     WrappedTerm(
                         term: UInt32(truncatingIfNeeded: statement.int64(0)), wrappedKey: statement.blob(1) ?? [],
-                        isActive: statement.text(2) == "active", createdAt: Timestamp(milliseconds: statement.int64(3))))
+                        isActive: statement.text(2) == "active", createdAt: Timestamp(milliseconds: statement.int64(3)))
+                )
             }
             return terms
         }
@@ -56,7 +57,9 @@ extension VaultDatabase: KeyTermStore {
             let statement = try connection.statement(
                 "SELECT term, (SELECT count(*) FROM credentials WHERE seal_term = term) FROM key_terms")
             var usage: [UInt32: Int] = [:]
-            while try statement.step() { usage[UInt32(truncatingIfNeeded: statement.int64(0))] = Int(statement.int64(1)) }
+            while try statement.step() {
+                usage[UInt32(truncatingIfNeeded: statement.int64(0))] = Int(statement.int64(1))
+            }
             return usage
         }
     }

@@ -88,7 +88,8 @@ public final class VaultDatabase: @unchecked Sendable {
     }
 
     /// Runs `body` in a write transaction at the given durability.
-    func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result {
+    func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result
+    {
         try withWriter { connection in
             if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
             defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }

@@ -36,7 +36,9 @@ struct VerifyCommand: ParsableCommand {
             if json { return try printJSON(document) }
             print("integrity_check: \(integrity.joined(separator: "; "))")
             print("key terms: \(document.keyTerms.map(String.init).joined(separator: ", "))")
-            print("credentials: \(report.credentials), sealed fields opened: \(report.sealedFields - report.failures.count)")
+            print(
+                "credentials: \(report.credentials), sealed fields opened: \(report.sealedFields - report.failures.count)"
+            )
             print("failures: \(report.failures.count)")
             for failure in report.failures { print("  \(failure)") }
         }

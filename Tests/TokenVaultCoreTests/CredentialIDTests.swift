@@ -11,7 +11,8 @@ import TokenVaultCore
         ("noslash", "namespace/name"), ("/name", "namespace is empty"), ("ns/", "name is empty"),
         ("ns/a/b", "may contain only"), ("ns/.hidden", "must not start"), ("-ns/x", "must not start"),
         ("ns/white space", "may contain only"), ("ns/ü", "may contain only"),
-        (String(repeating: "n", count: 65) + "/x", "at most 64"), ("ns/" + String(repeating: "x", count: 129), "at most 128"),
+        (String(repeating: "n", count: 65) + "/x", "at most 64"),
+        ("ns/" + String(repeating: "x", count: 129), "at most 128"),
     ])
     func rejectsInvalidIDs(_ text: String, _ reason: String) {
         #expect {

@@ -10,7 +10,8 @@ import TokenVaultTesting
 
     @Test func seventyFivePercentOfLifetimeWithoutJitter() {
         let at = planner.refreshAt(
-            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 1800), refreshIn: nil, canRefresh: true, jitter: 0)
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 1800), refreshIn: nil, canRefresh: true, jitter: 0
+        )
         #expect(offset(at) == 1350)
     }
 
@@ -22,13 +23,15 @@ import TokenVaultTesting
 
     @Test func jitterTakesUpToTenPercentOfTheWindow() {
         let at = planner.refreshAt(
-            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 1800), refreshIn: nil, canRefresh: true, jitter: 1)
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 1800), refreshIn: nil, canRefresh: true, jitter: 1
+        )
         #expect(offset(at) == 1215)
     }
 
     @Test func serverRefreshInIsHonoured() {
         let at = planner.refreshAt(
-            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 3600), refreshIn: 600, canRefresh: true, jitter: 0)
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 3600), refreshIn: 600, canRefresh: true, jitter: 0
+        )
         #expect(offset(at) == 600)
     }
 
@@ -40,13 +43,15 @@ import TokenVaultTesting
     @Test func nothingToRefreshWithoutARefreshToken() {
         #expect(
             planner.refreshAt(
-                issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 60), refreshIn: nil, canRefresh: false, jitter: 0)
+                issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 60), refreshIn: nil, canRefresh: false,
+                jitter: 0)
                 == nil)
     }
 
     @Test func alreadyInsideTheMarginMeansNow() {
         let at = planner.refreshAt(
-            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 30), refreshIn: nil, canRefresh: true, jitter: 0.5)
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 30), refreshIn: nil, canRefresh: true, jitter: 0.5
+        )
         #expect(offset(at) == 0)
     }
 }

@@ -16,7 +16,8 @@ import TokenVaultTesting
 
     @Test func tinkoffSDKPayload() throws {
         let payload = try decode(
-            #"{"accessToken":"a1","refreshToken":"r1","idToken":"eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ.","expirationTimeout":1800}"#)
+            #"{"accessToken":"a1","refreshToken":"r1","idToken":"eyJhbGciOiJub25lIn0.eyJzdWIiOiJ1LTEifQ.","expirationTimeout":1800}"#
+        )
         #expect(payload.kind == .oauth2)
         #expect(payload.secrets.accessToken.revealString() == "a1")
         #expect(payload.secrets.refreshToken?.revealString() == "r1")
@@ -34,7 +35,8 @@ import TokenVaultTesting
 
     @Test func rfc6749Response() throws {
         let payload = try decode(
-            #"{"access_token":"a","token_type":"bearer","expires_in":3600,"refresh_token":"r","scope":"openid profile","x":1}"#)
+            #"{"access_token":"a","token_type":"bearer","expires_in":3600,"refresh_token":"r","scope":"openid profile","x":1}"#
+        )
         #expect(payload.tokenType == "Bearer")
         #expect(payload.scopes == ["openid", "profile"])
         #expect(payload.secrets.extras?.revealString() == #"{"x":1}"#)
@@ -69,7 +71,9 @@ import TokenVaultTesting
     }
 
     @Test func absoluteExpiresAt() throws {
-        #expect(try decode(#"{"access_token":"a","expires_at":1795000000}"#).expiry == .at(Timestamp(seconds: 1_795_000_000)))
+        #expect(
+            try decode(#"{"access_token":"a","expires_at":1795000000}"#).expiry
+                == .at(Timestamp(seconds: 1_795_000_000)))
         #expect(
             try decode(#"{"access_token":"a","expires_at":"2026-11-22T10:00:00Z"}"#).expiry
                 == .at(Timestamp(seconds: 1_795_341_600)))
@@ -81,18 +85,21 @@ import TokenVaultTesting
         let relative = try decode(#"{"verify_token":"v","expired":"600"}"#)
         #expect(relative.kind == .verifyToken)
         #expect(relative.expiry == .after(seconds: 600))
-        #expect(try decode(#"{"verify_token":"v","expired":1795000000}"#).expiry == .at(Timestamp(seconds: 1_795_000_000)))
+        #expect(
+            try decode(#"{"verify_token":"v","expired":1795000000}"#).expiry == .at(Timestamp(seconds: 1_795_000_000)))
         #expect(
             try decode(#"{"verify_token":"v","expired":1795000000123}"#).expiry
                 == .at(Timestamp(milliseconds: 1_795_000_000_123)))
-        #expect(decodeError(#"{"verify_token":"v","refresh_token":"r"}"#)?.message.contains("cannot be refreshed") == true)
+        #expect(
+            decodeError(#"{"verify_token":"v","refresh_token":"r"}"#)?.message.contains("cannot be refreshed") == true)
     }
 
     @Test(arguments: [
         ("[]", "expected a JSON object"), ("{", "not valid JSON"), ("{}", "access_token"),
         (#"{"access_token":""}"#, "access_token"), (#"{"access_token":5}"#, "expected a string, got a number"),
         (#"{"access_token":"a","verify_token":"v"}"#, "not both"), (#"{"access_token":"a","scope":5}"#, "scope"),
-        (#"{"access_token":"a","scope":["x",1]}"#, "array items"), (#"{"access_token":"a","token_type":7}"#, "token_type"),
+        (#"{"access_token":"a","scope":["x",1]}"#, "array items"),
+        (#"{"access_token":"a","token_type":7}"#, "token_type"),
     ])
     func malformedPayloads(_ json: String, _ reason: String) {
         let error = decodeError(json)
@@ -102,8 +109,10 @@ import TokenVaultTesting
 
     @Test func errorsNeverEchoTokenValues() {
         let cases = [
-            #"{"access_token":"SECRET-A","expires_in":"SECRET-B"}"#, #"{"access_token":"SECRET-A","refresh_token":["SECRET-B"]}"#,
-            #"{"access_token":"SECRET-A","verify_token":"SECRET-B"}"#, #"{"access_token":"SECRET-A","scope":{"SECRET-B":1}}"#,
+            #"{"access_token":"SECRET-A","expires_in":"SECRET-B"}"#,
+            #"{"access_token":"SECRET-A","refresh_token":["SECRET-B"]}"#,
+            #"{"access_token":"SECRET-A","verify_token":"SECRET-B"}"#,
+            #"{"access_token":"SECRET-A","scope":{"SECRET-B":1}}"#,
             #"{"access_token":"SECRET-A""#,
         ]
         for json in cases {

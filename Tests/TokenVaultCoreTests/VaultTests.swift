@@ -53,7 +53,10 @@ import TokenVaultTesting
     @Test func deleteWritesItsAuditRowInTheSameTransaction() throws {
         let id = try CredentialID("test/carol")
         try vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
-        try vault.delete(id, audit: AuditEvent(at: clock.now, uid: 7, operation: "credential.delete", credentialID: id, outcome: .succeeded))
+        try vault.delete(
+            id,
+            audit: AuditEvent(
+                at: clock.now, uid: 7, operation: "credential.delete", credentialID: id, outcome: .succeeded))
         #expect(store.auditEvents.map(\.operation) == ["credential.delete"])
         #expect(throws: VaultError.notFound(id)) { try vault.metadata(id) }
     }

@@ -45,7 +45,8 @@ import TokenVaultTesting
     }
 
     @Test(arguments: [
-        (Array(repeating: UInt8(1), count: 31), "holds 31 bytes"), (Array(repeating: UInt8(0x7a), count: 64), "not all hexadecimal"),
+        (Array(repeating: UInt8(1), count: 31), "holds 31 bytes"),
+        (Array(repeating: UInt8(0x7a), count: 64), "not all hexadecimal"),
         (Array(repeating: UInt8(1), count: 200), "at most 128"),
     ])
     func malformedKeyFilesAreRefused(_ contents: [UInt8], _ reason: String) {

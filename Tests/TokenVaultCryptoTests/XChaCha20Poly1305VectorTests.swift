@@ -18,7 +18,8 @@ import TokenVaultTesting
             + "21f9664c97637da9768812f615c68b13b52e")
     static let tag = RawBytes.hex("c0875924c1c7987947deafd8780acf49")
 
-    func seal(_ plaintext: [UInt8], key: [UInt8] = key, nonce: [UInt8] = nonce, ad: [UInt8] = associatedData) -> [UInt8] {
+    func seal(_ plaintext: [UInt8], key: [UInt8] = key, nonce: [UInt8] = nonce, ad: [UInt8] = associatedData) -> [UInt8]
+    {
         var output: [UInt8] = []
         plaintext.withUnsafeBytes { plain in
             nonce.withUnsafeBytes { nonceBytes in
@@ -59,7 +60,9 @@ import TokenVaultTesting
         #expect(try open(sealed).isEmpty)
     }
 
-    @Test(arguments: ["flipped ciphertext", "flipped tag", "wrong ad", "wrong key", "wrong nonce", "truncated", "too short"])
+    @Test(arguments: [
+        "flipped ciphertext", "flipped tag", "wrong ad", "wrong key", "wrong nonce", "truncated", "too short",
+    ])
     func alteredVectorsFail(_ alteration: String) {
         var sealed = Self.ciphertext + Self.tag
         var key = Self.key

@@ -11,7 +11,9 @@ import TokenVaultTesting
     var databaseFile: String { dataDir + "/vault.db" }
 
     @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> CommandRunner.Result {
+    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws
+        -> CommandRunner.Result
+    {
         try cli.run(arguments + ["--data-dir", dataDir], stdin: stdin, environment: environment)
     }
 
@@ -20,7 +22,8 @@ import TokenVaultTesting
     }
 
     func writePrivate(_ path: String, _ contents: String) {
-        FileManager.default.createFile(atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
     }
 
     @Test func initCreatesPrivateDirectoryKeyAndDatabase() throws {
@@ -38,7 +41,8 @@ import TokenVaultTesting
     @Test func storeReadListDeleteRoundTrip() throws {
         try run(["init"])
         let sample = SamplePayloads.tinkoff()
-        let put = try run(["put", "payments/alice", "--provider", "tinkoff-id", "--label", "env=test", "--json"], stdin: sample.json)
+        let put = try run(
+            ["put", "payments/alice", "--provider", "tinkoff-id", "--label", "env=test", "--json"], stdin: sample.json)
         #expect(put.status == 0, "\(put.stderr)")
         #expect(put.stdout.contains("\"generation\" : 1"))
         let token = try run(["token", "payments/alice"])

@@ -62,7 +62,8 @@ import TokenVaultTesting
         try database.migrate()
         try database.withWriter {
             try $0.execute(
-                "INSERT INTO schema_migrations VALUES (2, '0002_future_feature.sql', '\(String(repeating: "0", count: 64))', 0)")
+                "INSERT INTO schema_migrations VALUES (2, '0002_future_feature.sql', '\(String(repeating: "0", count: 64))', 0)"
+            )
         }
         database.close()
         let before = snapshot()
@@ -77,7 +78,8 @@ import TokenVaultTesting
 
     @Test func failingMigrationIsRolledBackWhole() throws {
         let broken = try Migration(
-            fileName: "0002_broken.sql", sql: Array("CREATE TABLE half_done (a INTEGER); SELECT no_such_function();".utf8))
+            fileName: "0002_broken.sql",
+            sql: Array("CREATE TABLE half_done (a INTEGER); SELECT no_such_function();".utf8))
         let database = try open(try EmbeddedMigrations.all() + [broken])
         #expect {
             try database.migrate()

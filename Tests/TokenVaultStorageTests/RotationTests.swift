@@ -50,7 +50,8 @@ import TokenVaultTesting
                 return total
             }
         }
-        let rotation = KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
+        let rotation = KeyRotation(
+            vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
         let report = try rotation.rotate()
         rotating.store(false, ordering: .releasing)
         let totals = try await readers.asyncMap { try await $0.value }
@@ -79,7 +80,8 @@ import TokenVaultTesting
             }
             return written
         }
-        let rotation = KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
+        let rotation = KeyRotation(
+            vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
         _ = try rotation.rotate()
         rotating.store(false, ordering: .releasing)
         let written = try await writer.value

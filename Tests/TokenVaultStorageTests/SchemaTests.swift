@@ -18,7 +18,9 @@ import TokenVaultTesting
     }
 
     @Test func fullDurabilityAppliesToItsCommitOnly() throws {
-        let inside = try fixture.database.writeTransaction(durability: .full) { try $0.scalarText("PRAGMA synchronous") }
+        let inside = try fixture.database.writeTransaction(durability: .full) {
+            try $0.scalarText("PRAGMA synchronous")
+        }
         #expect(inside == "2")
         #expect(try scalar("PRAGMA synchronous") == "1")
     }
@@ -26,7 +28,8 @@ import TokenVaultTesting
     @Test func nextDueIsReadThroughTheIndex() throws {
         let plan = try fixture.database.withWriter { connection in
             let statement = try connection.statement(
-                "EXPLAIN QUERY PLAN SELECT id FROM credentials WHERE refresh_at IS NOT NULL ORDER BY refresh_at LIMIT 1")
+                "EXPLAIN QUERY PLAN SELECT id FROM credentials WHERE refresh_at IS NOT NULL ORDER BY refresh_at LIMIT 1"
+            )
             var lines: [String] = []
             while try statement.step() { lines.append(statement.text(3) ?? "") }
             return lines.joined(separator: "\n")

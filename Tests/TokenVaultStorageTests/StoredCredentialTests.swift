@@ -12,7 +12,9 @@ import TokenVaultTesting
     init() throws { fixture = try TestVault() }
 
     @Test func eachPayloadShapeRoundTripsAndSurvivesReopening() throws {
-        let samples = [("tid", SamplePayloads.tinkoff()), ("rfc", SamplePayloads.oauth()), ("ebs", SamplePayloads.ebs())]
+        let samples = [
+            ("tid", SamplePayloads.tinkoff()), ("rfc", SamplePayloads.oauth()), ("ebs", SamplePayloads.ebs()),
+        ]
         for (name, sample) in samples {
             try fixture.vault.put(
                 try CredentialID("shapes/\(name)"), payload: try SamplePayloads.decode(sample.json), provider: name,
@@ -66,8 +68,10 @@ import TokenVaultTesting
         try fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p", audit: event)
         let row = try fixture.database.withWriter { connection in
-            try connection.statement("SELECT actor_uid || ',' || operation || ',' || credential_id || ',' || outcome FROM audit_events")
-                .firstText()
+            try connection.statement(
+                "SELECT actor_uid || ',' || operation || ',' || credential_id || ',' || outcome FROM audit_events"
+            )
+            .firstText()
         }
         #expect(row == "1000,credential.put,audit/x,allowed")
     }

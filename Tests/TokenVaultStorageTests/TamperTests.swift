@@ -23,7 +23,8 @@ import TokenVaultTesting
 
     func blob(_ column: String, of id: CredentialID) throws -> [UInt8] {
         try fixture.database.withWriter { connection in
-            let statement = try connection.statement("SELECT \(column) FROM credentials WHERE id = ?1").bind(id.description)
+            let statement = try connection.statement("SELECT \(column) FROM credentials WHERE id = ?1").bind(
+                id.description)
             defer { statement.reset() }
             _ = try statement.step()
             return statement.blob(0) ?? []
@@ -32,7 +33,8 @@ import TokenVaultTesting
 
     func setBlob(_ column: String, of id: CredentialID, to value: [UInt8]) throws {
         try fixture.database.withWriter { connection in
-            try connection.statement("UPDATE credentials SET \(column) = ?1 WHERE id = ?2").bind(value, id.description).run()
+            try connection.statement("UPDATE credentials SET \(column) = ?1 WHERE id = ?2").bind(value, id.description)
+                .run()
         }
     }
 

@@ -43,7 +43,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, @unchecked Send
         lock.withLock { Array(state.credentials.values.filter { $0.sealTerm != term }.prefix(limit)) }
     }
 
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result {
+    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+    {
         try lock.withLock {
             let writer = Writer(state: state)
             let result = try body(writer)
@@ -77,7 +78,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, @unchecked Send
 
     public func removeTerm(_ term: UInt32) throws -> Bool {
         lock.withLock {
-            guard state.terms[term]?.isActive == false, !state.credentials.values.contains(where: { $0.sealTerm == term })
+            guard state.terms[term]?.isActive == false,
+                !state.credentials.values.contains(where: { $0.sealTerm == term })
             else { return false }
             state.terms[term] = nil
             return true
@@ -100,5 +102,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, @unchecked Send
     }
 
     public func setting(_ key: String) throws -> String? { lock.withLock { state.settings[key] } }
-    public func setSettings(_ settings: [String: String]) throws { lock.withLock { state.settings.merge(settings) { $1 } } }
+    public func setSettings(_ settings: [String: String]) throws {
+        lock.withLock { state.settings.merge(settings) { $1 } }
+    }
 }

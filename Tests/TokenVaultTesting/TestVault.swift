@@ -58,5 +58,7 @@ public enum SamplePayloads {
         return ("{\"verify_token\": \"\(verify)\", \"expired\": \"600\"}", [verify])
     }
 
-    public static func decode(_ json: String) throws -> TokenPayload { try TokenPayloadDecoder().decode(Array(json.utf8)) }
+    public static func decode(_ json: String) throws -> TokenPayload {
+        try TokenPayloadDecoder().decode(Array(json.utf8))
+    }
 }
