@@ -13,6 +13,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -33,6 +36,18 @@ let package = Package(
             dependencies: ["TokenVaultCore", "CSQLite"],
             plugins: ["EmbedMigrations"]),
 
+        // HTTP/JSON over a Unix socket, peer-credential authorisation, routes.
+        .target(
+            name: "TokenVaultServer",
+            dependencies: [
+                "TokenVaultCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+
         // Build-time embedding of migrations/*.sql into TokenVaultStorage.
         .executableTarget(name: "migration-embedder", path: "Plugins/MigrationEmbedderTool"),
         .plugin(
@@ -43,8 +58,9 @@ let package = Package(
         .executableTarget(
             name: "tokenvault",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -66,6 +82,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultStorageTests",
             dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(name: "TokenVaultServerTests", dependencies: ["TokenVaultServer", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: ["TokenVaultTesting"]),

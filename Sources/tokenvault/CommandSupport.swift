@@ -13,6 +13,16 @@ func reportingErrors(_ body: () throws -> Void) throws {
     }
 }
 
+/// `reportingErrors` for async commands.
+func reportingErrorsAsync(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as VaultError {
+        FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
+        throw ExitCode(error.code == "credential_not_found" ? 3 : 1)
+    }
+}
+
 func printError(_ message: String) {
     FileHandle.standardError.write(Data("tokenvault: \(message)\n".utf8))
 }

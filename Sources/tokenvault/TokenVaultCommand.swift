@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 @main
-struct TokenVaultCommand: ParsableCommand {
+struct TokenVaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokenvault",
         abstract: "Keeps OAuth/OIDC credentials sealed in SQLite and hands out fresh access tokens.",
@@ -11,7 +11,7 @@ struct TokenVaultCommand: ParsableCommand {
             4 `verify` found a problem.
             """,
         subcommands: [
-            InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
+            ServeCommand.self, InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self,
         ])
 

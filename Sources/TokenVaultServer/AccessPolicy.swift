@@ -1,0 +1,71 @@
+/// A permission a peer needs for an operation, scoped to a namespace.
+public enum Permission: String, Sendable, Codable, CaseIterable {
+    case tokenRead = "token:read"
+    case credentialWrite = "credential:write"
+    case credentialList = "credential:list"
+    case admin
+}
+
+/// Decides who may do what, from the peer's uid and groups. Pure: no I/O, easy to test.
+///
+/// Default deny. The daemon's own uid and root are admins everywhere; `admin` implies every
+/// other permission. A rule grants permissions in namespaces (`*` = all) to a user or a group.
+public struct AccessPolicy: Sendable, Equatable {
+    public struct Rule: Sendable, Equatable {
+        public enum Subject: Sendable, Equatable {
+            case user(UInt32)
+            case group(UInt32)
+        }
+
+        public var subject: Subject
+        public var namespaces: Set<String>
+        public var permissions: Set<Permission>
+
+        public init(subject: Subject, namespaces: Set<String>, permissions: Set<Permission>) {
+            self.subject = subject
+            self.namespaces = namespaces
+            self.permissions = permissions
+        }
+    }
+
+    public var rules: [Rule]
+    public var daemonUID: UInt32
+
+    public init(rules: [Rule], daemonUID: UInt32) {
+        self.rules = rules
+        self.daemonUID = daemonUID
+    }
+
+    /// Whether a peer with `uid` and `groups` holds `permission` in `namespace`
+    /// (`namespace == nil`: in every namespace, as admin operations need).
+    public func allows(uid: UInt32, groups: Set<UInt32>, _ permission: Permission, in namespace: String?) -> Bool {
+        if uid == 0 || uid == daemonUID { return true }
+        return rules.contains { rule in
+            let matches: Bool =
+                switch rule.subject {
+                case .user(let ruleUID): ruleUID == uid
+                case .group(let gid): groups.contains(gid)
+                }
+            guard matches, rule.permissions.contains(permission) || rule.permissions.contains(.admin) else {
+                return false
+            }
+            if rule.namespaces.contains("*") { return true }
+            guard let namespace else { return false }
+            return rule.namespaces.contains(namespace)
+        }
+    }
+
+    /// Namespaces in which the peer holds `permission`; nil means all of them.
+    public func namespaces(uid: UInt32, groups: Set<UInt32>, with permission: Permission) -> Set<String>? {
+        if allows(uid: uid, groups: groups, permission, in: nil) { return nil }
+        var result: Set<String> = []
+        for rule in rules where rule.permissions.contains(permission) || rule.permissions.contains(.admin) {
+            switch rule.subject {
+            case .user(let ruleUID) where ruleUID == uid: result.formUnion(rule.namespaces)
+            case .group(let gid) where groups.contains(gid): result.formUnion(rule.namespaces)
+            default: continue
+            }
+        }
+        return result
+    }
+}

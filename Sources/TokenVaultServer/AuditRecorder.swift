@@ -1,0 +1,52 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TokenVaultCore
+
+/// Collects audit rows and writes them in batches (one transaction per flush), so that auditing
+/// every token read does not cost a commit per request. Runs as a service; on shutdown it
+/// flushes what is left. A crash loses at most one flush interval of read audits; writes of
+/// credentials carry their audit row in their own transaction instead.
+public final class AuditRecorder: Service, Sendable {
+    private let pending = Mutex<[AuditEvent]>([])
+    private let store: any CredentialStore
+    private let interval: Duration
+    private let logger: Logger
+
+    public init(store: any CredentialStore, interval: Duration = .milliseconds(250), logger: Logger) {
+        self.store = store
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func record(_ event: AuditEvent) {
+        pending.withLock { $0.append(event) }
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: interval)
+            await flush()
+        }
+        await flush()
+    }
+
+    /// Writes every pending row now.
+    public func flush() async {
+        let batch = pending.withLock { events in
+            defer { events.removeAll(keepingCapacity: true) }
+            return events
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            try await BlockingWork.run { [store] in
+                try store.write(durability: .normal) { writer in
+                    for event in batch { try writer.appendAudit(event) }
+                }
+            }
+        } catch {
+            logger.error(
+                "could not write audit rows", metadata: ["tokenvault.audit.count": "\(batch.count)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,183 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+
+/// The daemon's configuration file (JSON). Every key is optional; errors name the key and file.
+///
+/// ```json
+/// {
+///   "socket": {"path": "/run/tokenvault/tokenvault.sock", "mode": "0660", "group": "tokenvault"},
+///   "limits": {"max_body_bytes": 65536, "idle_timeout_seconds": 30},
+///   "providers": ["tinkoff-id", "oauth2"],
+///   "access": [{"group": "payments", "namespaces": ["payments"], "permissions": ["token:read"]}]
+/// }
+/// ```
+public struct DaemonConfiguration: Sendable, Equatable {
+    public var socketPath: String?
+    public var socketMode: mode_t = 0o660
+    public var socketGroup: String?
+    public var maximumBodySize = 64 * 1024
+    public var idleTimeoutSeconds = 30
+    public var providers: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia", "ebs"]
+    public var rules: [AccessPolicy.Rule] = []
+
+    public init() {}
+
+    struct File: Decodable {
+        struct Socket: Decodable {
+            var path: String?
+            var mode: String?
+            var group: String?
+        }
+        struct Limits: Decodable {
+            var maxBodyBytes: Int?
+            var idleTimeoutSeconds: Int?
+            enum CodingKeys: String, CodingKey {
+                case maxBodyBytes = "max_body_bytes", idleTimeoutSeconds = "idle_timeout_seconds"
+            }
+        }
+        struct Rule: Decodable {
+            var user: NameOrID?
+            var group: NameOrID?
+            var namespaces: [String]
+            var permissions: [String]
+        }
+        var socket: Socket?
+        var limits: Limits?
+        var providers: [String]?
+        var access: [Rule]?
+    }
+
+    /// A user or group given by name or numeric id.
+    enum NameOrID: Decodable {
+        case name(String)
+        case id(UInt32)
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let id = try? container.decode(UInt32.self) { self = .id(id) } else { self = .name(try container.decode(String.self)) }
+        }
+    }
+
+    /// Reads and validates `path`. Errors read like `config /etc/tokenvault.json: access[0].permissions: ...`.
+    public static func load(path: String) throws -> DaemonConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(file: path, key: nil, problem: "cannot be read")
+        }
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigurationError(file: path, decodingError: error)
+        }
+        return try DaemonConfiguration(file, path: path)
+    }
+
+    init(_ file: File, path: String) throws {
+        func fail(_ key: String, _ problem: String) -> ConfigurationError {
+            ConfigurationError(file: path, key: key, problem: problem)
+        }
+        if let socket = file.socket {
+            socketPath = socket.path
+            if let mode = socket.mode {
+                guard let parsed = mode_t(mode, radix: 8), parsed & ~0o777 == 0 else {
+                    throw fail("socket.mode", "'\(mode)' is not an octal file mode such as \"0660\"")
+                }
+                guard parsed & 0o007 == 0 else {
+                    throw fail("socket.mode", "\(mode) gives others access; the socket must never be world-accessible")
+                }
+                socketMode = parsed
+            }
+            socketGroup = socket.group
+        }
+        if let limits = file.limits {
+            if let bytes = limits.maxBodyBytes {
+                guard (1024...(16 << 20)).contains(bytes) else { throw fail("limits.max_body_bytes", "must be 1024-16777216") }
+                maximumBodySize = bytes
+            }
+            if let idle = limits.idleTimeoutSeconds {
+                guard (1...3600).contains(idle) else { throw fail("limits.idle_timeout_seconds", "must be 1-3600") }
+                idleTimeoutSeconds = idle
+            }
+        }
+        if let providers = file.providers { self.providers = Set(providers) }
+        for (index, rule) in (file.access ?? []).enumerated() {
+            let key = "access[\(index)]"
+            let subject: AccessPolicy.Rule.Subject
+            switch (rule.user, rule.group) {
+            case (let user?, nil): subject = .user(try Self.resolveUser(user, key: key + ".user", path: path))
+            case (nil, let group?): subject = .group(try Self.resolveGroup(group, key: key + ".group", path: path))
+            default: throw fail(key, "give exactly one of \"user\" or \"group\"")
+            }
+            var permissions: Set<Permission> = []
+            for permission in rule.permissions {
+                guard let parsed = Permission(rawValue: permission) else {
+                    throw fail(
+                        key + ".permissions",
+                        "'\(permission)' is not one of \(Permission.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                permissions.insert(parsed)
+            }
+            guard !rule.namespaces.isEmpty else { throw fail(key + ".namespaces", "must name at least one namespace or \"*\"") }
+            rules.append(.init(subject: subject, namespaces: Set(rule.namespaces), permissions: permissions))
+        }
+    }
+
+    static func resolveUser(_ value: NameOrID, key: String, path: String) throws -> UInt32 {
+        switch value {
+        case .id(let id): return id
+        case .name(let name):
+            guard let entry = getpwnam(name) else {
+                throw ConfigurationError(file: path, key: key, problem: "no user named '\(name)'")
+            }
+            return entry.pointee.pw_uid
+        }
+    }
+
+    static func resolveGroup(_ value: NameOrID, key: String, path: String) throws -> UInt32 {
+        switch value {
+        case .id(let id): return id
+        case .name(let name):
+            guard let entry = getgrnam(name) else {
+                throw ConfigurationError(file: path, key: key, problem: "no group named '\(name)'")
+            }
+            return entry.pointee.gr_gid
+        }
+    }
+}
+
+/// A configuration problem, naming the file and the key.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let file: String
+    public let key: String?
+    public let problem: String
+
+    init(file: String, key: String?, problem: String) {
+        self.file = file
+        self.key = key
+        self.problem = problem
+    }
+
+    init(file: String, decodingError: DecodingError) {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+                .trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        }
+        switch decodingError {
+        case .typeMismatch(let type, let context):
+            self.init(file: file, key: path(context.codingPath), problem: "expected \(type)")
+        case .valueNotFound(let type, let context):
+            self.init(file: file, key: path(context.codingPath), problem: "expected \(type), found null")
+        case .keyNotFound(let key, let context):
+            self.init(file: file, key: path(context.codingPath + [key]), problem: "is required")
+        case .dataCorrupted(let context):
+            self.init(file: file, key: path(context.codingPath), problem: "is not valid JSON")
+        @unknown default:
+            self.init(file: file, key: nil, problem: "cannot be decoded")
+        }
+    }
+
+    public var description: String {
+        "config \(file): " + (key.map { $0.isEmpty ? "" : "\($0): " } ?? "") + problem
+    }
+}

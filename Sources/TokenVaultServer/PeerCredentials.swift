@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import NIOCore
+import TokenVaultCore
+
+/// Who is on the other end of a Unix socket connection, as the kernel says (`SO_PEERCRED`):
+/// the credentials the peer had when it connected. Nothing the client sends can change them.
+public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
+    public let uid: UInt32
+    public let gid: UInt32
+    public let pid: Int32
+
+    public init(uid: UInt32, gid: UInt32, pid: Int32) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+    }
+
+    public var description: String { "uid=\(uid) gid=\(gid) pid=\(pid)" }
+
+    /// Reads `SO_PEERCRED` from a connected Unix socket channel.
+    public static func read(from channel: any Channel) async throws -> PeerCredentials {
+        guard let provider = channel as? any SocketOptionProvider else {
+            throw VaultError(code: "peer_unknown", message: "the connection does not expose peer credentials")
+        }
+        let credentials: PeerCredentialsValue = try await provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)
+        ).get()
+        return PeerCredentials(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid)
+    }
+}
+
+/// The kernel's `struct ucred` (pid, uid, gid), declared here because Glibc exposes it only
+/// under `_GNU_SOURCE`. Same layout: three 32-bit integers.
+struct PeerCredentialsValue: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Hummingbird
+import TokenVaultCore
+
+/// An RFC 9457 `application/problem+json` error with a stable `code`. The `detail` comes from
+/// a `VaultError` message or a fixed text: never a token, never a statement argument.
+public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let title: String
+    public let detail: String
+    public let field: String?
+
+    public init(_ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.title = status.reasonPhrase
+        self.detail = detail
+        self.field = field
+    }
+
+    /// The HTTP status a `VaultError` code maps to.
+    public init(_ error: VaultError) {
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case "invalid_field", "invalid_payload", "invalid_credential_id", "invalid_request": .badRequest
+            case "credential_not_found": .notFound
+            case "unknown_provider": .unprocessableContent
+            case "token_expired", "conflict": .conflict
+            case "forbidden": .forbidden
+            case "payload_too_large": .contentTooLarge
+            default: .internalServerError
+            }
+        let field = error.message.firstMatch(of: /^field '([^']+)'/).map { String($0.output.1) }
+        let detail = status == .internalServerError ? "internal error (\(error.code)); see the daemon log" : error.message
+        self.init(status, code: error.code, detail: detail, field: field)
+    }
+
+    enum CodingKeys: String, CodingKey { case type, title, status, detail, code, field }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("https://tokenvault.dev/problems/\(code)", forKey: .type)
+        try container.encode(title, forKey: .title)
+        try container.encode(Int(status.code), forKey: .status)
+        try container.encode(detail, forKey: .detail)
+        try container.encode(code, forKey: .code)
+        try container.encodeIfPresent(field, forKey: .field)
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = try encoder.encode(self)
+        return Response(
+            status: status, headers: [.contentType: "application/problem+json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import TokenVaultCore
+import TokenVaultServer
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the daemon: the local HTTP/JSON API on a Unix socket.",
+        discussion: """
+            Stops on SIGTERM or SIGINT: no new connections, in-flight requests finish, audit rows \
+            are flushed, the database is closed and the socket file removed.
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Option(help: ArgumentHelp("JSON configuration file.", discussion: "Default: $TOKENVAULT_CONFIG", valueName: "file"))
+    var config: String?
+    @Option(
+        help: ArgumentHelp(
+            "Socket path.", discussion: "Default: $TOKENVAULT_SOCKET, else the config's socket.path, else <data-dir>/run/tokenvault.sock",
+            valueName: "path"))
+    var socket: String?
+
+    func run() async throws {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        let logger = {
+            var logger = Logger(label: "tokenvault")
+            logger.logLevel =
+                ProcessInfo.processInfo.environment["TOKENVAULT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+            return logger
+        }()
+        let settings: DaemonConfiguration
+        do {
+            settings = try (config ?? options.environment["TOKENVAULT_CONFIG"]).map(DaemonConfiguration.load) ?? DaemonConfiguration()
+        } catch let error as ConfigurationError {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        try await reportingErrorsAsync {
+            let opened = try OpenedVault.open(options)
+            let lock = try DatabaseLock(databasePath: opened.database.path)
+            let socketPath =
+                socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
+                ?? options.resolvedDataDir + "/run/tokenvault.sock"
+            try SocketGuard.prepare(path: socketPath)
+
+            let audit = AuditRecorder(store: opened.database, logger: logger)
+            let api = VaultAPI(
+                vault: opened.vault,
+                policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()),
+                audit: audit,
+                options: .init(
+                    providers: settings.providers, maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion))
+            let application = VaultServer.application(
+                api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds, logger: logger
+            ) {
+                do {
+                    try SocketGuard.applyPermissions(path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
+                    FileHandle.standardOutput.write(Data("tokenvault: listening on \(socketPath)\n".utf8))
+                } catch {
+                    logger.critical("cannot set socket permissions", metadata: ["error": "\(error)"])
+                    SocketGuard.remove(path: socketPath)
+                    Foundation.exit(1)
+                }
+            }
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: audit), .init(service: application)],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            defer {
+                SocketGuard.remove(path: socketPath)
+                opened.database.close()
+                withExtendedLifetime(lock) {}
+            }
+            try await group.run()
+            logger.info("stopped")
+        }
+    }
+}
+
+let tokenVaultVersion = "0.1.0"
