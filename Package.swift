@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "tokenvault", targets: ["tokenvault"]),
         .library(name: "TokenVaultCore", targets: ["TokenVaultCore"]),
+        .library(name: "TokenVaultClient", targets: ["TokenVaultClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -16,6 +17,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -46,6 +51,16 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
+
+        // Swift client for other processes (and the CLI): async/await over the Unix socket.
+        .target(
+            name: "TokenVaultClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]),
 
         // Build-time embedding of migrations/*.sql into TokenVaultStorage.
@@ -58,7 +73,7 @@ let package = Package(
         .executableTarget(
             name: "tokenvault",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,7 +97,19 @@ let package = Package(
         .testTarget(
             name: "TokenVaultStorageTests",
             dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting"]),
-        .testTarget(name: "TokenVaultServerTests", dependencies: ["TokenVaultServer", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultServerTests",
+            dependencies: [
+                "TokenVaultServer", "TokenVaultTesting",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .testTarget(
+            name: "TokenVaultClientTests",
+            dependencies: [
+                "TokenVaultClient", "TokenVaultServer", "TokenVaultTesting", "TokenVaultCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: ["TokenVaultTesting"]),

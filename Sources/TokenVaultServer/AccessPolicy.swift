@@ -30,16 +30,19 @@ public struct AccessPolicy: Sendable, Equatable {
 
     public var rules: [Rule]
     public var daemonUID: UInt32
+    /// Root is an admin (on by default; tests running as root turn it off to exercise denial).
+    public var rootIsAdmin: Bool
 
-    public init(rules: [Rule], daemonUID: UInt32) {
+    public init(rules: [Rule], daemonUID: UInt32, rootIsAdmin: Bool = true) {
         self.rules = rules
         self.daemonUID = daemonUID
+        self.rootIsAdmin = rootIsAdmin
     }
 
     /// Whether a peer with `uid` and `groups` holds `permission` in `namespace`
     /// (`namespace == nil`: in every namespace, as admin operations need).
     public func allows(uid: UInt32, groups: Set<UInt32>, _ permission: Permission, in namespace: String?) -> Bool {
-        if uid == 0 || uid == daemonUID { return true }
+        if (uid == 0 && rootIsAdmin) || uid == daemonUID { return true }
         return rules.contains { rule in
             let matches: Bool =
                 switch rule.subject {

@@ -46,7 +46,8 @@ public final class AuditRecorder: Service, Sendable {
             }
         } catch {
             logger.error(
-                "could not write audit rows", metadata: ["tokenvault.audit.count": "\(batch.count)", "error": "\(error)"])
+                "could not write audit rows",
+                metadata: ["tokenvault.audit.count": "\(batch.count)", "error": "\(error)"])
         }
     }
 }

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 
 /// The daemon's configuration file (JSON). Every key is optional; errors name the key and file.
 ///
@@ -55,7 +56,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case id(UInt32)
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let id = try? container.decode(UInt32.self) { self = .id(id) } else { self = .name(try container.decode(String.self)) }
+            if let id = try? container.decode(UInt32.self) {
+                self = .id(id)
+            } else {
+                self = .name(try container.decode(String.self))
+            }
         }
     }
 
@@ -92,7 +97,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         if let limits = file.limits {
             if let bytes = limits.maxBodyBytes {
-                guard (1024...(16 << 20)).contains(bytes) else { throw fail("limits.max_body_bytes", "must be 1024-16777216") }
+                guard (1024...(16 << 20)).contains(bytes) else {
+                    throw fail("limits.max_body_bytes", "must be 1024-16777216")
+                }
                 maximumBodySize = bytes
             }
             if let idle = limits.idleTimeoutSeconds {
@@ -118,8 +125,41 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 }
                 permissions.insert(parsed)
             }
-            guard !rule.namespaces.isEmpty else { throw fail(key + ".namespaces", "must name at least one namespace or \"*\"") }
+            guard !rule.namespaces.isEmpty else {
+                throw fail(key + ".namespaces", "must name at least one namespace or \"*\"")
+            }
             rules.append(.init(subject: subject, namespaces: Set(rule.namespaces), permissions: permissions))
+        }
+    }
+
+    /// `TOKENVAULT_*` environment variables override the file: `TOKENVAULT_SOCKET_MODE`,
+    /// `TOKENVAULT_SOCKET_GROUP`, `TOKENVAULT_MAX_BODY_BYTES`, `TOKENVAULT_IDLE_TIMEOUT_SECONDS`,
+    /// `TOKENVAULT_PROVIDERS` (comma-separated). (`TOKENVAULT_SOCKET` is read by `serve`.)
+    public mutating func applyEnvironment(_ environment: [String: String]) throws {
+        func fail(_ name: String, _ problem: String) -> ConfigurationError {
+            ConfigurationError(file: "environment", key: name, problem: problem)
+        }
+        if let mode = environment["TOKENVAULT_SOCKET_MODE"] {
+            guard let parsed = mode_t(mode, radix: 8), parsed & ~0o770 == 0 else {
+                throw fail("TOKENVAULT_SOCKET_MODE", "'\(mode)' must be an octal mode without access for others")
+            }
+            socketMode = parsed
+        }
+        if let group = environment["TOKENVAULT_SOCKET_GROUP"] { socketGroup = group }
+        if let bytes = environment["TOKENVAULT_MAX_BODY_BYTES"] {
+            guard let parsed = Int(bytes), (1024...(16 << 20)).contains(parsed) else {
+                throw fail("TOKENVAULT_MAX_BODY_BYTES", "must be 1024-16777216")
+            }
+            maximumBodySize = parsed
+        }
+        if let idle = environment["TOKENVAULT_IDLE_TIMEOUT_SECONDS"] {
+            guard let parsed = Int(idle), (1...3600).contains(parsed) else {
+                throw fail("TOKENVAULT_IDLE_TIMEOUT_SECONDS", "must be 1-3600")
+            }
+            idleTimeoutSeconds = parsed
+        }
+        if let providers = environment["TOKENVAULT_PROVIDERS"] {
+            self.providers = Set(providers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         }
     }
 

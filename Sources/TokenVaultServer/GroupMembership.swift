@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 
 /// The groups a uid belongs to (primary and supplementary), from the system's user database,
 /// cached per uid: `SO_PEERCRED` carries only the primary gid.
@@ -19,7 +20,8 @@ final class GroupMembership: Sendable {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name
+        else {
             return [primaryGID]
         }
         var count: Int32 = 64

@@ -1,8 +1,9 @@
+import NIOCore
+import TokenVaultCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import NIOCore
-import TokenVaultCore
 
 /// Who is on the other end of a Unix socket connection, as the kernel says (`SO_PEERCRED`):
 /// the credentials the peer had when it connected. Nothing the client sends can change them.

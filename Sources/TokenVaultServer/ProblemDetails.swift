@@ -10,13 +10,17 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     public let title: String
     public let detail: String
     public let field: String?
+    public let permission: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil) {
+    public init(
+        _ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil, permission: String? = nil
+    ) {
         self.status = status
         self.code = code
         self.title = status.reasonPhrase
         self.detail = detail
         self.field = field
+        self.permission = permission
     }
 
     /// The HTTP status a `VaultError` code maps to.
@@ -32,11 +36,12 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
             default: .internalServerError
             }
         let field = error.message.firstMatch(of: /^field '([^']+)'/).map { String($0.output.1) }
-        let detail = status == .internalServerError ? "internal error (\(error.code)); see the daemon log" : error.message
+        let detail =
+            status == .internalServerError ? "internal error (\(error.code)); see the daemon log" : error.message
         self.init(status, code: error.code, detail: detail, field: field)
     }
 
-    enum CodingKeys: String, CodingKey { case type, title, status, detail, code, field }
+    enum CodingKeys: String, CodingKey { case type, title, status, detail, code, field, permission, instance }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -46,14 +51,21 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         try container.encode(detail, forKey: .detail)
         try container.encode(code, forKey: .code)
         try container.encodeIfPresent(field, forKey: .field)
+        try container.encodeIfPresent(permission, forKey: .permission)
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = try encoder.encode(self)
-        return Response(
-            status: status, headers: [.contentType: "application/problem+json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        var document = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
+        var headers: HTTPFields = [.contentType: "application/problem+json"]
+        if case .string(let requestID)? = context.logger[metadataKey: "tokenvault.request.id"] {
+            document["instance"] = "urn:tokenvault:request:\(requestID)"
+            headers[.init("X-Request-Id")!] = requestID
+        }
+        if status == .methodNotAllowed { headers[.allow] = "GET, PUT, POST, DELETE" }
+        let body = try JSONSerialization.data(
+            withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

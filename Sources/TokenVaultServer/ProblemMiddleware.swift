@@ -17,7 +17,8 @@ struct ProblemMiddleware: RouterMiddleware {
         } catch let error as VaultError {
             let problem = ProblemDetails(error)
             if problem.status == .internalServerError {
-                context.logger.error("request failed", metadata: ["tokenvault.error.code": "\(error.code)", "error": "\(error.message)"])
+                context.logger.error(
+                    "request failed", metadata: ["tokenvault.error.code": "\(error.code)", "error": "\(error.message)"])
             }
             throw problem
         } catch let error as HTTPError {
@@ -31,7 +32,8 @@ struct ProblemMiddleware: RouterMiddleware {
             throw ProblemDetails(error.status, code: code, detail: error.body ?? error.status.reasonPhrase)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(type(of: error))"])
-            throw ProblemDetails(.internalServerError, code: "internal_error", detail: "internal error; see the daemon log")
+            throw ProblemDetails(
+                .internalServerError, code: "internal_error", detail: "internal error; see the daemon log")
         }
     }
 }

@@ -1,8 +1,9 @@
+import Foundation
+import TokenVaultCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
-import TokenVaultCore
 
 /// Prepares the socket path before the server binds and tidies up after it stops.
 ///
@@ -46,7 +47,9 @@ public enum SocketGuard {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            _ = path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count))) }
+            _ = path.utf8CString.withUnsafeBytes {
+                raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count)))
+            }
         }
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -58,10 +61,12 @@ public enum SocketGuard {
     /// Gives the bound socket its configured mode and group.
     public static func applyPermissions(path: String, mode: mode_t, group: String?) throws {
         if let group {
-            guard let entry = getgrnam(group) else {
+            guard let gid = gid_t(group) ?? getgrnam(group).map({ $0.pointee.gr_gid }) else {
                 throw VaultError(code: "socket_error", message: "socket group '\(group)' does not exist")
             }
-            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0 else {
+            // The socket and its directory both belong to the group, or its members cannot reach it.
+            let parent = (path as NSString).deletingLastPathComponent
+            guard chown(path, uid_t.max, gid) == 0, chown(parent, uid_t.max, gid) == 0 else {
                 throw VaultError(
                     code: "socket_error",
                     message: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")

@@ -10,6 +10,7 @@ public enum VaultServer {
         onRunning: @escaping @Sendable () async -> Void
     ) -> some ApplicationProtocol {
         let router = Router(context: VaultRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
         router.add(middleware: ProblemMiddleware())
         api.register(on: router)
         return Application(

@@ -15,11 +15,14 @@ struct ServeCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: VaultOptions
-    @Option(help: ArgumentHelp("JSON configuration file.", discussion: "Default: $TOKENVAULT_CONFIG", valueName: "file"))
+    @Option(
+        help: ArgumentHelp("JSON configuration file.", discussion: "Default: $TOKENVAULT_CONFIG", valueName: "file"))
     var config: String?
     @Option(
         help: ArgumentHelp(
-            "Socket path.", discussion: "Default: $TOKENVAULT_SOCKET, else the config's socket.path, else <data-dir>/run/tokenvault.sock",
+            "Socket path.",
+            discussion:
+                "Default: $TOKENVAULT_SOCKET, else the config's socket.path, else <data-dir>/run/tokenvault.sock",
             valueName: "path"))
     var socket: String?
 
@@ -28,16 +31,22 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = {
             var logger = Logger(label: "tokenvault")
             logger.logLevel =
-                ProcessInfo.processInfo.environment["TOKENVAULT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+                ProcessInfo.processInfo.environment["TOKENVAULT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
+                ?? .info
             return logger
         }()
         let settings: DaemonConfiguration
         do {
-            settings = try (config ?? options.environment["TOKENVAULT_CONFIG"]).map(DaemonConfiguration.load) ?? DaemonConfiguration()
+            var loaded =
+                try (config ?? options.environment["TOKENVAULT_CONFIG"]).map(DaemonConfiguration.load)
+                ?? DaemonConfiguration()
+            try loaded.applyEnvironment(options.environment)
+            settings = loaded
         } catch let error as ConfigurationError {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        raiseOpenFileLimit()
         try await reportingErrorsAsync {
             let opened = try OpenedVault.open(options)
             let lock = try DatabaseLock(databasePath: opened.database.path)
@@ -48,16 +57,19 @@ struct ServeCommand: AsyncParsableCommand {
 
             let audit = AuditRecorder(store: opened.database, logger: logger)
             let api = VaultAPI(
-                vault: opened.vault,
-                policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()),
-                audit: audit,
+                vault: opened.vault, admin: opened.database,
+                rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
+                policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
                 options: .init(
-                    providers: settings.providers, maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion))
+                    providers: settings.providers, maximumBodySize: settings.maximumBodySize,
+                    version: tokenVaultVersion,
+                    backupDirectory: options.resolvedDataDir + "/backups"))
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds, logger: logger
             ) {
                 do {
-                    try SocketGuard.applyPermissions(path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
+                    try SocketGuard.applyPermissions(
+                        path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
                     FileHandle.standardOutput.write(Data("tokenvault: listening on \(socketPath)\n".utf8))
                 } catch {
                     logger.critical("cannot set socket permissions", metadata: ["error": "\(error)"])
@@ -81,3 +93,14 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 let tokenVaultVersion = "0.1.0"
+
+/// Each connection is a file descriptor: lift the soft limit to the hard one so a burst of
+/// clients is not refused for lack of descriptors.
+private func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
+        return
+    }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Everything about a credential that is not secret (the API's `Metadata` schema).
+///
+/// `kind` and `status` stay strings so that a newer daemon's values do not break decoding;
+/// times are RFC 3339 strings in UTC (see ``date(_:)`` to parse one).
+public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
+    /// `namespace/name`.
+    public var id: String
+    public var namespace: String
+    public var name: String
+    public var provider: String
+    /// `oauth2` or `verify_token`.
+    public var kind: String
+    /// The id token's `sub` claim, read (not verified) for display.
+    public var subject: String?
+    /// `active`, `failing`, `needs_reauth`, `revoke_pending` or `expired`.
+    public var status: String
+    /// Incremented on every write of new tokens; 1 when created.
+    public var generation: Int64
+    public var tokenType: String?
+    public var scopes: [String]
+    public var labels: [String: String]
+    public var issuedAt: String
+    /// Absent when the provider did not say.
+    public var expiresAt: String?
+    /// When the refresh engine plans to refresh; absent when it never will.
+    public var refreshAt: String?
+    public var refreshTokenExpiresAt: String?
+    public var hasRefreshToken: Bool
+    public var hasIDToken: Bool
+    /// The last failure recorded against the credential (never contains a token).
+    public var lastError: LastError?
+    public var createdAt: String
+    public var updatedAt: String
+
+    public struct LastError: Codable, Sendable, Equatable, Hashable {
+        /// For example `invalid_grant`.
+        public var code: String
+        public var message: String
+        public var at: String
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, namespace, name, provider, kind, subject, status, generation, scopes, labels
+        case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
+        case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
+        case hasIDToken = "has_id_token", lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
+    }
+
+    /// Parses one of the API's RFC 3339 times (with or without fractional seconds).
+    public static func date(_ text: String) -> Date? {
+        RFC3339.date(text)
+    }
+}
+
+/// RFC 3339 parsing for the API's times, which carry milliseconds (`2026-11-22T04:07:05.123Z`).
+enum RFC3339 {
+    static func date(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+            return date
+        }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle())
+    }
+}

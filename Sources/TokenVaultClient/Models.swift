@@ -1,0 +1,99 @@
+/// The smaller API documents. JSON keys are the API's snake_case; times are RFC 3339 strings.
+
+/// `GET /v1/health`.
+public struct Health: Codable, Sendable, Equatable {
+    /// `ok` or `degraded` (serving, but something needs attention; see the daemon's log).
+    public var status: String
+    /// The daemon's version.
+    public var version: String
+    /// Optional here although the API requires it, so an older daemon still answers health checks.
+    public var database: Database?
+    public var uptimeSeconds: Double
+
+    public struct Database: Codable, Sendable, Equatable {
+        /// The newest applied migration.
+        public var schemaVersion: Int
+        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
+    }
+
+    enum CodingKeys: String, CodingKey { case status, version, database, uptimeSeconds = "uptime_seconds" }
+}
+
+/// One page of `GET /v1/credentials`.
+public struct CredentialPage: Codable, Sendable, Equatable {
+    public var items: [CredentialMetadata]
+    /// Pass as `cursor` for the next page; nil on the last page.
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey { case items, nextCursor = "next_cursor" }
+}
+
+/// What `DELETE` did.
+public enum DeleteResult: Sendable, Equatable {
+    /// The credential and its secrets are gone.
+    case deleted
+    /// Revocation at the provider has started; the row goes once it is confirmed.
+    case revocationPending(CredentialMetadata)
+}
+
+/// One audit row. Never a token value.
+public struct AuditEvent: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var at: String
+    /// The peer's uid, gid and pid; absent for operations of the CLI on the database directly.
+    public var uid: Int64?
+    public var gid: Int64?
+    public var pid: Int64?
+    /// For example `credential.put`, `token.read`, `admin.rotate_key`.
+    public var operation: String
+    public var credentialID: String?
+    /// `allowed`, `denied`, `succeeded` or `failed`.
+    public var outcome: String
+    /// Why, for denials and failures.
+    public var detail: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, at, uid, gid, pid, operation, outcome, detail
+        case credentialID = "credential_id"
+    }
+}
+
+/// One page of `GET /v1/admin/audit`, newest first.
+public struct AuditPage: Codable, Sendable, Equatable {
+    public var items: [AuditEvent]
+    /// Pass as `cursor` for the next (older) page; nil on the last page.
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey { case items, nextCursor = "next_cursor" }
+}
+
+/// `POST /v1/admin/rotate-key`.
+public struct RotateKeyResult: Codable, Sendable, Equatable {
+    /// The data key term now active.
+    public var newTerm: Int64
+    /// Credentials re-sealed under the new term.
+    public var resealed: Int
+    /// Terms deleted because no row uses them any more.
+    public var removedTerms: [Int64]
+    /// Old terms still in use (a concurrent writer); another rotation finishes them.
+    public var remainingTerms: [Int64]
+
+    enum CodingKeys: String, CodingKey {
+        case newTerm = "new_term", resealed, removedTerms = "removed_terms", remainingTerms = "remaining_terms"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        newTerm = try container.decode(Int64.self, forKey: .newTerm)
+        resealed = try container.decode(Int.self, forKey: .resealed)
+        removedTerms = try container.decode([Int64].self, forKey: .removedTerms)
+        remainingTerms = try container.decodeIfPresent([Int64].self, forKey: .remainingTerms) ?? []
+    }
+}
+
+/// `POST /v1/admin/backup`.
+public struct BackupResult: Codable, Sendable, Equatable {
+    /// Absolute path of the copy, in the data directory's `backups/` folder.
+    public var path: String
+    public var bytes: Int64
+}

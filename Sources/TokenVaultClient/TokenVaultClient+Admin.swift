@@ -1,0 +1,29 @@
+/// `/v1/admin`: audit log, key rotation and backups. Each needs the `admin` permission
+/// (the daemon's own uid and root have it).
+extension TokenVaultClient {
+    /// `GET /v1/admin/audit`: one page of audit rows, newest first.
+    ///
+    /// - Parameter credential: Only rows naming this credential id (`namespace/name`).
+    public func auditEvents(cursor: String? = nil, limit: Int? = nil, credential: String? = nil) async throws
+        -> AuditPage
+    {
+        try await send(
+            .get, "/v1/admin/audit",
+            query: [("cursor", cursor), ("limit", limit.map(String.init)), ("credential", credential)]
+        ).decode(AuditPage.self)
+    }
+
+    /// `POST /v1/admin/rotate-key`: re-seals every credential under a new data key term.
+    /// Answers when the rotation has finished, which for a large vault takes longer than an
+    /// ordinary request: `timeout` overrides the client's for this call.
+    public func rotateKey(timeout: Duration? = nil) async throws -> RotateKeyResult {
+        try await send(.post, "/v1/admin/rotate-key", timeout: timeout).decode(RotateKeyResult.self)
+    }
+
+    /// `POST /v1/admin/backup`: writes a consistent copy of the database (ciphertext only)
+    /// into the data directory's `backups/` folder.
+    /// `timeout` overrides the client's for this call (copying a large database takes a while).
+    public func backup(timeout: Duration? = nil) async throws -> BackupResult {
+        try await send(.post, "/v1/admin/backup", timeout: timeout).decode(BackupResult.self)
+    }
+}

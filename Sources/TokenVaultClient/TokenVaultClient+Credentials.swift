@@ -1,0 +1,105 @@
+import Foundation
+import NIOCore
+
+/// `/v1/credentials`: store, read, list and delete. Ids are `namespace/name`.
+extension TokenVaultClient {
+    /// `PUT /v1/credentials/{namespace}/{name}`: stores or replaces a credential.
+    ///
+    /// - Parameter token: The token response exactly as the provider or SDK returned it, as a
+    ///   raw JSON object; it is passed through untouched so the daemon seals every field.
+    /// - Returns: The metadata, and whether the credential was created (`false`: replaced,
+    ///   with `generation` incremented).
+    @discardableResult
+    public func put(_ id: String, provider: String, labels: [String: String] = [:], token: Data) async throws
+        -> (metadata: CredentialMetadata, created: Bool)
+    {
+        let path = try Self.credentialPath(id)
+        guard Self.isJSONObject(token) else {
+            throw TokenVaultClientError.invalidArgument(
+                "the token must be a JSON object (the token response as the provider or SDK gave it)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var body = ByteBuffer()
+        body.writeString(#"{"provider":"#)
+        body.writeBytes(try encoder.encode(provider))
+        body.writeString(#","labels":"#)
+        body.writeBytes(try encoder.encode(labels))
+        body.writeString(#","token":"#)
+        body.writeBytes(token)
+        body.writeString("}")
+        let reply = try await send(.put, path, body: body, expecting: [200, 201])
+        return (try reply.decode(CredentialMetadata.self), reply.status == 201)
+    }
+
+    /// `GET /v1/credentials/{namespace}/{name}`: the metadata document; never a secret.
+    public func metadata(_ id: String) async throws -> CredentialMetadata {
+        try await send(.get, try Self.credentialPath(id)).decode(CredentialMetadata.self)
+    }
+
+    /// `GET /v1/credentials/{namespace}/{name}/token`: the current access token.
+    ///
+    /// - Parameter minTTL: Seconds the token must stay valid; when it would not, the daemon
+    ///   answers a problem with code `token_expired` (409).
+    public func token(_ id: String, minTTL: Int? = nil) async throws -> AccessToken {
+        try await send(.get, try Self.credentialPath(id, "/token"), query: [("min_ttl", minTTL.map(String.init))])
+            .decode(AccessToken.self)
+    }
+
+    /// `GET /v1/credentials`: one page of metadata, ordered by id. Pass the previous page's
+    /// `nextCursor` as `cursor` for the next one.
+    ///
+    /// - Parameters:
+    ///   - status: A `CredentialMetadata.status` value such as `active` or `needs_reauth`.
+    ///   - limit: Items per page, 1-500 (the daemon's default is 100).
+    public func list(namespace: String? = nil, status: String? = nil, cursor: String? = nil, limit: Int? = nil)
+        async throws -> CredentialPage
+    {
+        try await send(
+            .get, "/v1/credentials",
+            query: [
+                ("namespace", namespace), ("status", status), ("cursor", cursor), ("limit", limit.map(String.init)),
+            ]
+        ).decode(CredentialPage.self)
+    }
+
+    /// Every matching credential, following cursors page by page (500 per request).
+    public func listAll(namespace: String? = nil, status: String? = nil) async throws -> [CredentialMetadata] {
+        var items: [CredentialMetadata] = []
+        var cursor: String?
+        var seen: Set<String> = []
+        repeat {
+            let page = try await list(namespace: namespace, status: status, cursor: cursor, limit: 500)
+            items += page.items
+            cursor = page.nextCursor
+            // A daemon repeating a cursor would otherwise keep us here forever.
+            if let next = cursor, !seen.insert(next).inserted {
+                throw TokenVaultClientError.unexpectedResponse(
+                    status: 200, detail: "the daemon returned the same list cursor twice")
+            }
+        } while cursor != nil
+        return items
+    }
+
+    /// `DELETE /v1/credentials/{namespace}/{name}`.
+    ///
+    /// - Parameter force: Skip revocation at the provider (meaningful once the daemon revokes on
+    ///   delete; today every delete is immediate).
+    @discardableResult
+    public func delete(_ id: String, force: Bool = false) async throws -> DeleteResult {
+        let reply = try await send(
+            .delete, try Self.credentialPath(id), query: [("force", force ? "true" : nil)], expecting: [202, 204])
+        guard reply.status == 202 else { return .deleted }
+        return .revocationPending(try reply.decode(CredentialMetadata.self))
+    }
+
+    /// A cheap shape check that never parses (and so never copies) the secrets: the first and
+    /// last non-blank bytes are braces. The daemon validates the rest.
+    static func isJSONObject(_ data: Data) -> Bool {
+        let blank: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        guard let first = data.first(where: { !blank.contains($0) }),
+            let last = data.last(where: { !blank.contains($0) })
+        else { return false }
+        return first == UInt8(ascii: "{") && last == UInt8(ascii: "}")
+    }
+}

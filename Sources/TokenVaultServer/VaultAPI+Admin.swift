@@ -1,0 +1,63 @@
+import Foundation
+import Hummingbird
+import TokenVaultCore
+
+extension VaultAPI {
+    func rotateKey(_ context: VaultRequestContext) async throws -> Response {
+        let peer = try await authoriseAdmin(context, operation: "admin.rotate_key")
+        guard let rotation else {
+            throw ProblemDetails(.conflict, code: "conflict", detail: "this vault's keyring cannot rotate")
+        }
+        let report = try await blocking { try rotation.rotate() }
+        audit.record(auditEvent(peer, "admin.rotate_key", nil, .succeeded, detail: "term \(report.newTerm)"))
+        context.logger.notice(
+            "data key rotated",
+            metadata: ["tokenvault.key.term": "\(report.newTerm)", "tokenvault.key.resealed": "\(report.resealed)"])
+        return try json(
+            RotateKeyDocument(
+                newTerm: report.newTerm, resealed: report.resealed, removedTerms: report.removedTerms,
+                remainingTerms: report.remainingTerms))
+    }
+
+    func auditTrail(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let limit =
+            try parameters.get("limit").map { text in
+                guard let value = Int(text), (1...1000).contains(value) else {
+                    throw ProblemDetails(
+                        .badRequest, code: "invalid_field", detail: "limit must be 1-1000", field: "limit")
+                }
+                return value
+            } ?? 100
+        let after = try parameters.get("cursor").map { text in
+            guard let value = Int64(text), value >= 0 else {
+                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")
+            }
+            return value
+        }
+        let credential = try parameters.get("credential").map { try CredentialID($0) }
+        _ = try await authoriseAdmin(context, operation: "admin.audit")
+        await audit.flush()
+        let rows = try await blocking { [admin] in
+            try admin.auditEvents(after: after, credentialID: credential, limit: limit)
+        }
+        return try json(
+            AuditListDocument(
+                items: rows.map(AuditEventDocument.init),
+                nextCursor: rows.count == limit ? rows.last.map { String($0.id) } : nil))
+    }
+
+    func backup(_ context: VaultRequestContext) async throws -> Response {
+        let peer = try await authoriseAdmin(context, operation: "admin.backup")
+        let directory = options.backupDirectory
+        let name = "vault-\(vault.clock.now.description.replacingOccurrences(of: ":", with: "")).db"
+        let path = directory + "/" + name
+        let bytes = try await blocking { [admin] in
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            return try admin.backup(to: path)
+        }
+        audit.record(auditEvent(peer, "admin.backup", nil, .succeeded, detail: name))
+        return try json(BackupDocument(path: path, bytes: bytes))
+    }
+}

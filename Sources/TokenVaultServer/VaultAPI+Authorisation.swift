@@ -1,0 +1,65 @@
+import Hummingbird
+import TokenVaultCore
+
+extension VaultAPI {
+    /// The peer, if it holds `permission` in the credential's namespace; otherwise an audit row
+    /// and 403.
+    func authorise(_ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String)
+        async throws -> PeerCredentials
+    {
+        let peer = try await PeerCredentials.read(from: context.channel)
+        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
+            throw await deny(
+                peer, context, operation: operation, id: id, namespace: id.namespace, permission: permission)
+        }
+        return peer
+    }
+
+    /// The peer, if it is an admin (its own uid, root, or an `admin` rule for all namespaces).
+    func authoriseAdmin(_ context: VaultRequestContext, operation: String) async throws -> PeerCredentials {
+        let peer = try await PeerCredentials.read(from: context.channel)
+        guard policy.allows(uid: peer.uid, groups: groups.groups(uid: peer.uid, primaryGID: peer.gid), .admin, in: nil)
+        else {
+            throw await deny(peer, context, operation: operation, namespace: nil, permission: .admin)
+        }
+        return peer
+    }
+
+    /// The peer, if it may list credentials in every namespace (the event stream shows all of them).
+    func authoriseAdminOrList(_ context: VaultRequestContext) async throws -> PeerCredentials {
+        let peer = try await PeerCredentials.read(from: context.channel)
+        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        guard policy.allows(uid: peer.uid, groups: memberOf, .credentialList, in: nil) else {
+            throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)
+        }
+        return peer
+    }
+
+    func deny(
+        _ peer: PeerCredentials, _ context: VaultRequestContext, operation: String, id: CredentialID? = nil,
+        namespace: String?, permission: Permission
+    ) async -> ProblemDetails {
+        audit.record(auditEvent(peer, operation, id, .denied, detail: "missing \(permission.rawValue)"))
+        context.logger.notice(
+            "request denied",
+            metadata: [
+                "tokenvault.peer.uid": "\(peer.uid)", "tokenvault.peer.pid": "\(peer.pid)",
+                "tokenvault.operation": "\(operation)",
+            ])
+        let scope = namespace.map { "namespace '\($0)'" } ?? "any namespace"
+        return ProblemDetails(
+            .forbidden, code: "forbidden", detail: "uid \(peer.uid) lacks \(permission.rawValue) in \(scope)",
+            permission: permission.rawValue)
+    }
+
+    func auditEvent(
+        _ peer: PeerCredentials, _ operation: String, _ id: CredentialID?, _ outcome: AuditEvent.Outcome,
+        detail: String? = nil
+    ) -> AuditEvent {
+        AuditEvent(
+            at: vault.clock.now, uid: peer.uid, gid: peer.gid, pid: peer.pid, operation: operation, credentialID: id,
+            outcome: outcome, detail: detail)
+    }
+
+}

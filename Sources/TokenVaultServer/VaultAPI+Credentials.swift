@@ -1,0 +1,126 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import TokenVaultCore
+
+extension VaultAPI {
+    func put(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.put")
+        let body = try await collectBody(request)
+        let (payload, provider, labels) = try decodePut(body)
+        let event = auditEvent(peer, "credential.put", id, .allowed)
+        let metadata = try await blocking {
+            try vault.put(id, payload: payload, provider: provider, labels: labels, audit: event)
+        }
+        context.logger.info(
+            "credential stored",
+            metadata: [
+                "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(metadata.generation)",
+            ])
+        var response = try json(CredentialMetadataDocument(metadata), status: metadata.generation == 1 ? .created : .ok)
+        response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
+        return response
+    }
+
+    func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .credentialList, id: id, operation: "credential.show")
+        let metadata = try await blocking { try vault.metadata(id) }
+        audit.record(auditEvent(peer, "credential.show", id, .allowed))
+        return try json(CredentialMetadataDocument(metadata))
+    }
+
+    func token(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let minimumTTL =
+            try request.uri.queryParameters.get("min_ttl").map { text -> Double in
+                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+                    throw ProblemDetails(
+                        .badRequest, code: "invalid_field", detail: "min_ttl must be 0-86400 seconds", field: "min_ttl")
+                }
+                return seconds
+            } ?? 0
+        let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
+        let credential = try await blocking { try vault.credential(id) }
+        let now = vault.clock.now
+        if let expiresAt = credential.metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "token_expired"))
+            throw ProblemDetails(
+                .conflict, code: "token_expired",
+                detail: "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s")
+        }
+        audit.record(auditEvent(peer, "token.read", id, .allowed))
+        var response = try json(
+            TokenDocument(
+                accessToken: credential.secrets.accessToken.revealString(),
+                tokenType: credential.metadata.tokenType ?? "Bearer",
+                expiresAt: credential.metadata.expiresAt?.description,
+                idToken: credential.secrets.idToken?.revealString()))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    func delete(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.delete")
+        let event = auditEvent(peer, "credential.delete", id, .allowed)
+        try await blocking { try vault.delete(id, audit: event) }
+        context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
+        return Response(status: .noContent)
+    }
+
+    func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        var query = CredentialQuery(limit: 100)
+        if let namespace = parameters.get("namespace") {
+            try CredentialID.validateNamespace(namespace)
+            query.namespace = namespace
+        }
+        if let status = parameters.get("status") {
+            guard let parsed = CredentialStatus(rawValue: status) else {
+                throw ProblemDetails(
+                    .badRequest, code: "invalid_field", detail: "status '\(status)' is not a credential status",
+                    field: "status")
+            }
+            query.status = parsed
+        }
+        if let limit = parameters.get("limit") {
+            guard let parsed = Int(limit), (1...500).contains(parsed) else {
+                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
+            }
+            query.limit = parsed
+        }
+        if let cursor = parameters.get("cursor") {
+            guard let after = try? CredentialID(cursor) else {
+                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")
+            }
+            query.after = after
+        }
+        let peer = try await PeerCredentials.read(from: context.channel)
+        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
+        if let namespace = query.namespace, let visible, !visible.contains(namespace) {
+            throw await deny(
+                peer, context, operation: "credential.list", namespace: namespace, permission: .credentialList)
+        }
+        if visible?.isEmpty == true {
+            throw await deny(peer, context, operation: "credential.list", namespace: nil, permission: .credentialList)
+        }
+        // Rows in namespaces the peer may not list are skipped, page by page.
+        let page = try await blocking { [query] () -> ([CredentialMetadata], CredentialID?) in
+            var items: [CredentialMetadata] = []
+            var scan = query
+            while items.count < query.limit {
+                let rows = try vault.list(scan)
+                items += rows.filter { visible?.contains($0.id.namespace) ?? true }
+                guard rows.count == scan.limit, let last = rows.last else { return (items, nil) }
+                scan.after = last.id
+            }
+            return (Array(items.prefix(query.limit)), items.count >= query.limit ? items[query.limit - 1].id : nil)
+        }
+        return try json(
+            ListDocument(items: page.0.map(CredentialMetadataDocument.init), nextCursor: page.1?.description))
+    }
+
+}

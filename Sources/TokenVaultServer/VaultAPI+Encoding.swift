@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import TokenVaultCore
+
+extension VaultAPI {
+    func credentialID(_ context: VaultRequestContext) throws -> CredentialID {
+        try CredentialID(
+            namespace: context.parameters.get("namespace") ?? "", name: context.parameters.get("name") ?? "")
+    }
+
+    func collectBody(_ request: Request) async throws -> ByteBuffer {
+        do {
+            return try await request.body.collect(upTo: options.maximumBodySize)
+        } catch is NIOTooManyBytesError {
+            throw ProblemDetails(
+                .contentTooLarge, code: "payload_too_large",
+                detail: "the request body is larger than \(options.maximumBodySize) bytes")
+        }
+    }
+
+    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String]) {
+        guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: body)) else {
+            throw VaultError.invalidPayload("the body must be a JSON object {\"provider\", \"labels\", \"token\"}")
+        }
+        if let unknown = fields.keys.filter({ !["provider", "labels", "token"].contains($0) }).sorted().first {
+            throw VaultError.invalidField(unknown, "is not a known field (provider, labels, token)")
+        }
+        guard case .string(let provider)? = fields["provider"] else {
+            throw VaultError.invalidField("provider", "is required and must be a string")
+        }
+        guard options.providers.contains(provider) else {
+            throw VaultError(
+                code: "unknown_provider",
+                message:
+                    "provider '\(provider)' is not configured (known: \(options.providers.sorted().joined(separator: ", ")))"
+            )
+        }
+        var labels: [String: String] = [:]
+        switch fields["labels"] {
+        case nil, .null: break
+        case .object(let object):
+            for (key, value) in object {
+                guard case .string(let text) = value else {
+                    throw VaultError.invalidField("labels", "values must be strings")
+                }
+                labels[key] = text
+            }
+        case let other?: throw VaultError.invalidField("labels", "expected an object, got \(other.typeName)")
+        }
+        guard case .object(let token)? = fields["token"] else {
+            throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
+        }
+        do {
+            return (try TokenPayloadDecoder().decode(token), provider, labels)
+        } catch let error as VaultError where error.code == "invalid_field" {
+            // Name the field by its path in the request body.
+            throw VaultError(
+                code: error.code, message: error.message.replacingOccurrences(of: "field '", with: "field 'token."))
+        }
+    }
+
+    func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await BlockingWork.run(body)
+    }
+
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import TokenVaultServer
+import TokenVaultTesting
+
+@Suite struct DaemonConfigurationTests {
+    let directory = TemporaryDirectory()
+
+    func load(_ json: String) throws -> DaemonConfiguration {
+        let path = directory.file("config.json")
+        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        return try DaemonConfiguration.load(path: path)
+    }
+
+    func error(_ json: String) -> String {
+        do {
+            _ = try load(json)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func fullConfiguration() throws {
+        let config = try load(
+            """
+            {"socket": {"path": "/run/tv/tv.sock", "mode": "0640", "group": "0"},
+             "limits": {"max_body_bytes": 4096, "idle_timeout_seconds": 5},
+             "providers": ["tinkoff-id"],
+             "access": [{"user": 1001, "namespaces": ["payments"], "permissions": ["token:read"]},
+                        {"group": "root", "namespaces": ["*"], "permissions": ["credential:list", "admin"]}]}
+            """)
+        #expect(config.socketPath == "/run/tv/tv.sock")
+        #expect(config.socketMode == 0o640)
+        #expect(config.maximumBodySize == 4096 && config.idleTimeoutSeconds == 5)
+        #expect(config.providers == ["tinkoff-id"])
+        #expect(config.rules.count == 2)
+        #expect(config.rules[1].subject == .group(0))
+        #expect(config.rules[1].permissions == [.credentialList, .admin])
+    }
+
+    @Test func emptyFileMeansDefaults() throws {
+        let config = try load("{}")
+        #expect(config.socketMode == 0o660 && config.maximumBodySize == 65536 && config.rules.isEmpty)
+    }
+
+    @Test(arguments: [
+        (
+            #"{"access": [{"user": 1, "namespaces": ["a"], "permissions": ["token:write"]}]}"#,
+            "access[0].permissions: 'token:write'"
+        ),
+        (#"{"access": [{"namespaces": ["a"], "permissions": []}]}"#, "access[0]: give exactly one"),
+        (
+            #"{"access": [{"user": "no-such-user-xyz", "namespaces": ["a"], "permissions": []}]}"#,
+            "access[0].user: no user named"
+        ),
+        (#"{"access": [{"user": 1, "permissions": []}]}"#, "access[0].namespaces: is required"),
+        (#"{"socket": {"mode": "0666"}}"#, "socket.mode: 0666 gives others access"),
+        (#"{"socket": {"mode": "rw"}}"#, "socket.mode: 'rw' is not an octal"),
+        (#"{"limits": {"max_body_bytes": "big"}}"#, "limits.max_body_bytes: expected Int"),
+        (#"{"limits": {"idle_timeout_seconds": 0}}"#, "limits.idle_timeout_seconds: must be 1-3600"),
+        ("{", "is not valid JSON"),
+    ])
+    func errorsNameTheFileAndTheKey(_ json: String, _ expected: String) {
+        let message = error(json)
+        #expect(message.contains(directory.file("config.json")), "\(message)")
+        #expect(message.contains(expected), "\(message)")
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        var config = try load(#"{"socket": {"mode": "0600"}}"#)
+        try config.applyEnvironment([
+            "TOKENVAULT_SOCKET_MODE": "0660", "TOKENVAULT_MAX_BODY_BYTES": "2048", "TOKENVAULT_PROVIDERS": "a, b",
+        ])
+        #expect(config.socketMode == 0o660 && config.maximumBodySize == 2048 && config.providers == ["a", "b"])
+        #expect(throws: ConfigurationError.self) { try config.applyEnvironment(["TOKENVAULT_SOCKET_MODE": "0666"]) }
+    }
+}
