@@ -11,12 +11,12 @@ deps:
 	@bash scripts/install-deps.sh
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build --product tokenvault
 
-# Until the daemon lands (issue 3): initialise the embedded default vault and show a
-# store/read round trip with a sample T-ID payload.
+# The daemon on the embedded default: vault and key under ./.tokenvault (created on first
+# start), socket at ./.tokenvault/run/tokenvault.sock (printed).
 run: build
-	@bash scripts/demo.sh "$(BIN)" "$(DATA_DIR)"
+	@bash scripts/run.sh "$(BIN)" "$(DATA_DIR)"
 
 # One build of everything (tests included), then every test.
 test: deps

@@ -19,8 +19,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -86,6 +87,16 @@ let package = Package(
             dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite"],
             path: "Benchmarks/tokenvault-bench"),
 
+        // Load generator for the socket API (docs/benchmarks.md): keep-alive connections,
+        // latency percentiles from HdrHistogram.
+        .executableTarget(
+            name: "tokenvault-loadgen",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/tokenvault-loadgen"),
+
         // Shared test helpers: fake clock, temporary vaults, byte search.
         .target(
             name: "TokenVaultTesting",
@@ -102,6 +113,7 @@ let package = Package(
             dependencies: [
                 "TokenVaultServer", "TokenVaultTesting",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
             ]),
         .testTarget(
             name: "TokenVaultClientTests",

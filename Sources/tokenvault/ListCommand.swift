@@ -1,41 +1,20 @@
 import ArgumentParser
-import TokenVaultCore
+import TokenVaultClient
 
-struct ListCommand: ParsableCommand {
+struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ls", abstract: "List credentials (metadata only).")
 
-    @OptionGroup var options: VaultOptions
+    @OptionGroup var client: ClientOptions
     @Argument(help: "Only this namespace.") var namespace: String?
     @Option(help: "Only this status (active, failing, needs_reauth, revoke_pending, expired).") var status: String?
-    @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
-        try reportingErrors {
-            if let namespace { try CredentialID.validateNamespace(namespace) }
-            var query = CredentialQuery(namespace: namespace, limit: 500)
-            if let status {
-                guard let parsed = CredentialStatus(rawValue: status) else {
-                    throw VaultError.invalidField("status", "'\(status)' is not a credential status")
-                }
-                query.status = parsed
-            }
-            let vault = try OpenedVault.open(options).vault
-            var all: [CredentialMetadata] = []
-            while true {
-                let page = try vault.list(query)
-                all += page
-                guard page.count == query.limit, let last = page.last else { break }
-                query.after = last.id
-            }
-            if json { return try printJSON(all.map(CredentialMetadataDocument.init)) }
+    func run() async throws {
+        try await client.withClient { vault in
+            let all = try await vault.listAll(namespace: namespace, status: status)
+            if client.json { return try ClientOutput.json(all) }
             printTable(
                 ["ID", "PROVIDER", "STATUS", "EXPIRES", "REFRESH"],
-                all.map { metadata in
-                    [
-                        metadata.id.description, metadata.provider, metadata.status.rawValue,
-                        metadata.expiresAt?.description ?? "-", metadata.hasRefreshToken ? "yes" : "no",
-                    ]
-                })
+                all.map { [$0.id, $0.provider, $0.status, $0.expiresAt ?? "-", $0.hasRefreshToken ? "yes" : "no"] })
         }
     }
 }

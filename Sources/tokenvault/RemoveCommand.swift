@@ -1,21 +1,16 @@
 import ArgumentParser
-import Foundation
-import TokenVaultCore
+import TokenVaultClient
 
-struct RemoveCommand: ParsableCommand {
+struct RemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rm", abstract: "Delete ns/name from the vault (local only; no provider revocation yet).")
+        commandName: "rm", abstract: "Delete ns/name (local only until provider revocation lands).")
 
-    @OptionGroup var options: VaultOptions
-    @Argument(help: "Credential id, namespace/name.") var id: CredentialID
+    @OptionGroup var client: ClientOptions
+    @Argument(help: "Credential id, namespace/name.") var id: String
 
-    func run() throws {
-        try reportingErrors {
-            try OpenedVault.open(options).vault.delete(
-                id,
-                audit: AuditEvent(
-                    at: Timestamp.now(), uid: getuid(), gid: getgid(), pid: getpid(), operation: "credential.delete",
-                    credentialID: id, outcome: .succeeded, detail: "cli"))
+    func run() async throws {
+        try await client.withClient { vault in
+            _ = try await vault.delete(id)
             print("deleted \(id)")
         }
     }

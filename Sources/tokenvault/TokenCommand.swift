@@ -1,47 +1,28 @@
 import ArgumentParser
 import Foundation
-import TokenVaultCore
+import TokenVaultClient
 
-struct TokenCommand: ParsableCommand {
+struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
-        abstract: "Print the access token of ns/name (never the refresh token).",
-        discussion: "Exit code 1 when the token has expired; --json adds token_type, expires_at and id_token.")
+        abstract: "Print a fresh access token of ns/name (never the refresh token).",
+        discussion: "--json adds token_type, expires_at and id_token. Exit code 1 when no token lives long enough.")
 
-    @OptionGroup var options: VaultOptions
-    @Argument(help: "Credential id, namespace/name.") var id: CredentialID
-    @Option(help: "Fail unless the token stays valid for at least this many seconds.") var minTTL: Int = 0
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var client: ClientOptions
+    @Argument(help: "Credential id, namespace/name.") var id: String
+    @Option(name: .customLong("min-ttl"), help: "Seconds the token must stay valid.") var minTTL: Int?
 
-    struct TokenDocument: Encodable {
-        let accessToken: String
-        let tokenType: String
-        let expiresAt: String?
-        let idToken: String?
-        enum CodingKeys: String, CodingKey {
-            case accessToken = "access_token", tokenType = "token_type", expiresAt = "expires_at", idToken = "id_token"
-        }
-    }
-
-    func run() throws {
-        try reportingErrors {
-            let credential = try OpenedVault.open(options).vault.credential(id)
-            if let expiresAt = credential.metadata.expiresAt,
-                expiresAt < Timestamp.now().adding(seconds: Double(max(minTTL, 0)))
-            {
-                throw VaultError(
-                    code: "token_expired",
-                    message: "the access token of \(id) expires at \(expiresAt), sooner than the \(minTTL) s asked for")
-            }
-            if json {
-                try printJSON(
-                    TokenDocument(
-                        accessToken: credential.secrets.accessToken.revealString(),
-                        tokenType: credential.metadata.tokenType ?? "Bearer",
-                        expiresAt: credential.metadata.expiresAt?.description,
-                        idToken: credential.secrets.idToken?.revealString()))
+    func run() async throws {
+        try await client.withClient { vault in
+            let token = try await vault.token(id, minTTL: minTTL)
+            if client.json {
+                try ClientOutput.json(
+                    [
+                        "access_token": token.accessToken, "token_type": token.tokenType,
+                        "expires_at": token.expiresAt, "id_token": token.idToken,
+                    ].compactMapValues { $0 })
             } else {
-                print(credential.secrets.accessToken.revealString())
+                print(token.accessToken)
             }
         }
     }

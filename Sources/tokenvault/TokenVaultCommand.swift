@@ -7,11 +7,15 @@ struct TokenVaultCommand: AsyncParsableCommand {
         commandName: "tokenvault",
         abstract: "Keeps OAuth/OIDC credentials sealed in SQLite and hands out fresh access tokens.",
         discussion: """
-            Exit codes: 0 success; 1 error; 2 bad usage; 3 credential not found; \
-            4 `verify` found a problem.
+            put, token, show, ls, rm, audit and watch talk to the daemon (tokenvault serve) over its \
+            socket; init, rotate-key, rekey and verify work on the database directly.
+
+            Exit codes: 0 success; 1 error; 3 credential not found; 4 `verify` found a problem; \
+            5 daemon unreachable; 6 permission denied; 64 bad usage.
             """,
         subcommands: [
             ServeCommand.self, InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
+            AuditCommand.self, WatchCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self,
         ])
 

@@ -1,0 +1,26 @@
+import ArgumentParser
+import TokenVaultClient
+
+struct AuditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "audit", abstract: "Show the audit trail (admins only): who did what to which credential.")
+
+    @OptionGroup var client: ClientOptions
+    @Option(help: "Only rows about this credential (namespace/name).") var credential: String?
+    @Option(help: "At most this many rows.") var limit: Int = 100
+
+    func run() async throws {
+        try await client.withClient { vault in
+            let page = try await vault.auditEvents(limit: limit, credential: credential)
+            if client.json { return try ClientOutput.json(page.items) }
+            printTable(
+                ["AT", "UID", "PID", "OPERATION", "CREDENTIAL", "OUTCOME", "DETAIL"],
+                page.items.map { event in
+                    [
+                        event.at, event.uid.map(String.init) ?? "-", event.pid.map(String.init) ?? "-", event.operation,
+                        event.credentialID ?? "-", event.outcome, event.detail ?? "",
+                    ]
+                })
+        }
+    }
+}

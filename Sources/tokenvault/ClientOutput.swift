@@ -1,0 +1,33 @@
+import Foundation
+import TokenVaultClient
+
+/// How the client commands print daemon answers: tables for people, JSON for scripts.
+enum ClientOutput {
+    static func json(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    static func metadata(_ metadata: TokenVaultClient.Metadata, json asJSON: Bool) throws {
+        if asJSON { return try json(metadata) }
+        let rows: [(String, String?)] = [
+            ("id", metadata.id), ("provider", metadata.provider), ("kind", metadata.kind), ("status", metadata.status),
+            ("generation", String(metadata.generation)), ("subject", metadata.subject),
+            ("token type", metadata.tokenType), ("scopes", metadata.scopes.joined(separator: " ")),
+            ("labels", metadata.labels.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: ",")),
+            ("issued at", metadata.issuedAt), ("expires at", metadata.expiresAt ?? "unknown"),
+            ("refresh at", metadata.refreshAt ?? "never"),
+            ("refresh token", metadata.hasRefreshToken ? "stored" : "none"),
+            ("id token", metadata.hasIDToken ? "stored" : "none"),
+            ("last error", metadata.lastError.map { "\($0.code): \($0.message)" }),
+        ]
+        printTable(["field", "value"], rows.compactMap { key, value in value.map { [key, $0] } })
+    }
+}
+
+extension TokenVaultClient {
+    /// The client's metadata model (the bare name clashes with TokenVaultCore's).
+    typealias Metadata = TokenVaultClient::CredentialMetadata
+}
