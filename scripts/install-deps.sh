@@ -3,7 +3,7 @@
 # Used by `make run` and `make test`; safe to run repeatedly.
 set -euo pipefail
 
-packages=(pkg-config libsodium-dev libsqlite3-dev)
+packages=(pkg-config libsodium-dev libsqlite3-dev curl)
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
