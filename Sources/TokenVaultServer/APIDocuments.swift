@@ -22,8 +22,9 @@ struct TokenDocument: Encodable {
     }
 }
 
-struct ListDocument: Encodable {
-    let items: [CredentialMetadataDocument]
+/// One page of a listing; `next_cursor` is always present (`null` on the last page).
+struct PageDocument<Item: Encodable>: Encodable {
+    let items: [Item]
     let nextCursor: String?
     enum CodingKeys: String, CodingKey { case items, nextCursor = "next_cursor" }
 
@@ -68,18 +69,6 @@ struct AuditEventDocument: Encodable {
         credentialID = stored.event.credentialID?.description
         outcome = stored.event.outcome.rawValue
         detail = stored.event.detail
-    }
-}
-
-struct AuditListDocument: Encodable {
-    let items: [AuditEventDocument]
-    let nextCursor: String?
-    enum CodingKeys: String, CodingKey { case items, nextCursor = "next_cursor" }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(items, forKey: .items)
-        try container.encode(nextCursor, forKey: .nextCursor)
     }
 }
 

@@ -11,9 +11,12 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     public let detail: String
     public let field: String?
     public let permission: String?
+    /// For 405: the methods the path does support (sent as `Allow`).
+    public let allowedMethods: [String]
 
     public init(
-        _ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil, permission: String? = nil
+        _ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil, permission: String? = nil,
+        allowedMethods: [String] = []
     ) {
         self.status = status
         self.code = code
@@ -21,6 +24,7 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         self.detail = detail
         self.field = field
         self.permission = permission
+        self.allowedMethods = allowedMethods
     }
 
     /// The HTTP status a `VaultError` code maps to.
@@ -59,11 +63,11 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var document = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
         var headers: HTTPFields = [.contentType: "application/problem+json"]
-        if case .string(let requestID)? = context.logger[metadataKey: "tokenvault.request.id"] {
+        if let requestID = (context as? VaultRequestContext)?.requestID {
             document["instance"] = "urn:tokenvault:request:\(requestID)"
-            headers[.init("X-Request-Id")!] = requestID
+            headers[.requestID] = requestID
         }
-        if status == .methodNotAllowed { headers[.allow] = "GET, PUT, POST, DELETE" }
+        if !allowedMethods.isEmpty { headers[.allow] = allowedMethods.joined(separator: ", ") }
         let body = try JSONSerialization.data(
             withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))

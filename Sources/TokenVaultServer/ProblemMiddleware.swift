@@ -1,17 +1,22 @@
+import HTTPTypes
 import Hummingbird
 import TokenVaultCore
 
 /// Turns every error into problem+json: `VaultError` by its code, Hummingbird's own HTTP
-/// errors (404, 405, 413) by their status, anything else into a 500 whose detail names no
-/// internal value. Also logs one line per request with its outcome.
+/// errors by their status (a known path with another method becomes 405 with `Allow`),
+/// anything else into a 500 whose detail names no internal value. Every response carries
+/// the request id in `X-Request-Id`.
 struct ProblemMiddleware: RouterMiddleware {
     typealias Context = VaultRequestContext
+    let routes: RouteTable
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         do {
-            return try await next(request, context)
+            var response = try await next(request, context)
+            response.headers[.requestID] = context.requestID
+            return response
         } catch let problem as ProblemDetails {
             throw problem
         } catch let error as VaultError {
@@ -22,6 +27,13 @@ struct ProblemMiddleware: RouterMiddleware {
             }
             throw problem
         } catch let error as HTTPError {
+            let allowed = error.status == .notFound ? routes.methods(for: request.uri.path) : []
+            if !allowed.isEmpty {
+                throw ProblemDetails(
+                    .methodNotAllowed, code: "method_not_allowed",
+                    detail: "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: ", "))",
+                    allowedMethods: allowed)
+            }
             let code =
                 switch error.status {
                 case .notFound: "not_found"
@@ -36,4 +48,8 @@ struct ProblemMiddleware: RouterMiddleware {
                 .internalServerError, code: "internal_error", detail: "internal error; see the daemon log")
         }
     }
+}
+
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
 }

@@ -42,7 +42,7 @@ extension VaultAPI {
             try admin.auditEvents(after: after, credentialID: credential, limit: limit)
         }
         return try json(
-            AuditListDocument(
+            PageDocument(
                 items: rows.map(AuditEventDocument.init),
                 nextCursor: rows.count == limit ? rows.last.map { String($0.id) } : nil))
     }

@@ -7,6 +7,7 @@ extension VaultAPI {
     func put(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.put")
+        try requireJSON(request)
         let body = try await collectBody(request)
         let (payload, provider, labels) = try decodePut(body)
         let event = auditEvent(peer, "credential.put", id, .allowed)
@@ -120,7 +121,7 @@ extension VaultAPI {
             return (Array(items.prefix(query.limit)), items.count >= query.limit ? items[query.limit - 1].id : nil)
         }
         return try json(
-            ListDocument(items: page.0.map(CredentialMetadataDocument.init), nextCursor: page.1?.description))
+            PageDocument(items: page.0.map(CredentialMetadataDocument.init), nextCursor: page.1?.description))
     }
 
 }

@@ -9,6 +9,18 @@ extension VaultAPI {
             namespace: context.parameters.get("namespace") ?? "", name: context.parameters.get("name") ?? "")
     }
 
+    /// Bodies are JSON: a declared media type that is not (`application/json` or `…+json`) is 415.
+    /// A missing Content-Type is accepted, as `curl -d` users often forget it.
+    func requireJSON(_ request: Request) throws {
+        guard let declared = request.headers[.contentType] else { return }
+        let mediaType = declared.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
+            throw ProblemDetails(
+                .unsupportedMediaType, code: "unsupported_media_type",
+                detail: "the body must be application/json, not \(mediaType)")
+        }
+    }
+
     func collectBody(_ request: Request) async throws -> ByteBuffer {
         do {
             return try await request.body.collect(upTo: options.maximumBodySize)

@@ -10,9 +10,11 @@ public enum VaultServer {
         onRunning: @escaping @Sendable () async -> Void
     ) -> some ApplicationProtocol {
         let router = Router(context: VaultRequestContext.self)
+        let routeTable = RouteTable()
         router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
-        router.add(middleware: ProblemMiddleware())
+        router.add(middleware: ProblemMiddleware(routes: routeTable))
         api.register(on: router)
+        routeTable.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
         return Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(idleTimeoutSeconds)))),

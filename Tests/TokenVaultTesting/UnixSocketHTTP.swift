@@ -117,6 +117,24 @@ public final class UnixSocketConnection {
     }
 }
 
+/// Calls `body` with a `sockaddr_un` for `path` (truncated to the 107 bytes the kernel allows).
+public func withUnixSocketAddress<Result>(
+    _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result
+) rethrows -> Result {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        path.utf8CString.withUnsafeBytes {
+            raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1)))
+        }
+    }
+    return try withUnsafePointer(to: &address) {
+        try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            try body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+}
+
 public struct RawHTTPResponse: Sendable {
     public let status: Int
     public let headers: [String: String]
