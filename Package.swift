@@ -112,6 +112,7 @@ let package = Package(
             name: "TokenVaultServerTests",
             dependencies: [
                 "TokenVaultServer", "TokenVaultTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
             ]),

@@ -16,8 +16,8 @@ public final class APIMetrics: Sendable {
     func record(route: String, method: String, status: Int, duration: Duration) {
         registry.makeCounter(
             name: "tokenvault_http_requests_total",
-            labels: [("route", route), ("method", method), ("status", String(status))],
-            help: "HTTP requests answered, by route template, method and status."
+            labels: [("route", route), ("method", method), ("code", String(status))],
+            help: "HTTP requests answered, by route template, method and status code."
         ).increment()
         registry.makeDurationHistogram(
             name: "tokenvault_http_request_duration_seconds", labels: [("route", route), ("method", method)],

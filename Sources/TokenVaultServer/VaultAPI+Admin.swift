@@ -23,9 +23,9 @@ extension VaultAPI {
         let parameters = request.uri.queryParameters
         let limit =
             try parameters.get("limit").map { text in
-                guard let value = Int(text), (1...1000).contains(value) else {
+                guard let value = Int(text), (1...500).contains(value) else {
                     throw ProblemDetails(
-                        .badRequest, code: "invalid_field", detail: "limit must be 1-1000", field: "limit")
+                        .badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
                 }
                 return value
             } ?? 100

@@ -26,11 +26,12 @@ extension VaultAPI {
         return peer
     }
 
-    /// The peer, if it may list credentials in every namespace (the event stream shows all of them).
-    func authoriseAdminOrList(_ context: VaultRequestContext) async throws -> PeerCredentials {
+    /// The peer, if it may list credentials in at least one namespace (the event stream will
+    /// show it the events of those namespaces only).
+    func authoriseEventStream(_ context: VaultRequestContext) async throws -> PeerCredentials {
         let peer = try await PeerCredentials.read(from: context.channel)
         let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
-        guard policy.allows(uid: peer.uid, groups: memberOf, .credentialList, in: nil) else {
+        guard policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList) != [] else {
             throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)
         }
         return peer

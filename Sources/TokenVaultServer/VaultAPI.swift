@@ -68,7 +68,7 @@ public struct VaultAPI: Sendable {
             try await notYetAvailable(context, .credentialList, "credential.watch", "the watch stream")
         }
         router.get("/v1/events") { _, context -> Response in
-            _ = try await authoriseAdminOrList(context)
+            _ = try await authoriseEventStream(context)
             throw ProblemDetails(
                 .notImplemented, code: "not_implemented", detail: "the event stream arrives with the refresh engine")
         }
