@@ -7,7 +7,8 @@
 # 1. builds `tokenvault` and `tokenvault-loadgen` in release mode;
 # 2. installs redis-server and redis-tools with apt-get when missing (a benchmark script, not CI);
 # 3. seeds 10,000 credentials into a fresh vault, starts `tokenvault serve`, and measures
-#    GET /v1/credentials/bench/c<k>/token at 1 and 16 keep-alive connections;
+#    GET /v1/credentials/bench/c<k>/token at 1 and 16 keep-alive connections, then two
+#    baselines through the same daemon (GET /v1/health, and an unknown path's 404);
 # 4. starts redis-server on a Unix socket only, stores 10,000 keys, and runs
 #    `redis-benchmark -t get` at 1 and 16 clients;
 # 5. grows the vault to 100,000 credentials, restarts the daemon, requests every credential's
@@ -17,7 +18,9 @@
 # Everything runs on Unix sockets; everything started here is stopped on exit. About 2 minutes
 # after the build. Knobs (environment): SCRATCH (build directory, default .build), DURATION and
 # WARMUP (seconds per load run, default 10 and 2), CONNECTIONS (default 16), SEED_COUNT (10000),
-# RSS_COUNT (100000), RESULTS (also write the summary to this file).
+# RSS_COUNT (100000), BASELINE_DURATION (5), RESULTS (also write the summary to this file).
+# The machine should be otherwise idle: the summary prints the load average, and for every run
+# the server's CPU and the whole machine's busy cores (more than server + client = interference).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,6 +32,8 @@ SEED_COUNT=${SEED_COUNT:-10000}
 RSS_COUNT=${RSS_COUNT:-100000}
 REDIS_REQUESTS_1=${REDIS_REQUESTS_1:-200000}
 REDIS_REQUESTS_N=${REDIS_REQUESTS_N:-1500000}
+BASELINE_DURATION=${BASELINE_DURATION:-5}
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
@@ -96,8 +101,34 @@ start_daemon() {
 cpu_seconds() {
     awk -v ticks="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / ticks }' "/proc/$1/stat"
 }
+# The whole machine's busy time (every process, all cores) in seconds, from /proc/stat.
+machine_seconds() {
+    awk -v ticks="$(getconf CLK_TCK)" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8 + $9) / ticks }' /proc/stat
+}
 status_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+# Cores kept busy: CPU seconds used over wall-clock seconds.
+cores() { awk -v a="$1" -v b="$2" -v s="$3" -v f="$4" 'BEGIN { printf "%.2f", (b - a) / (f - s) }'; }
+# CPU time per request in microseconds, from cores busy and requests per second.
+cpu_per_request() { awk -v cores="$1" -v rps="$2" 'BEGIN { printf "%.0f", (rps > 0 ? cores * 1e6 / rps : 0) }'; }
+
+# Per measurement KEY: RESULT line (loadgen's, or redis-benchmark's CSV), server cores, server
+# CPU us per request, and the whole machine's busy cores (server + client + anything else).
+declare -A RESULT SERVER_CORES SERVER_CPU_US MACHINE_CORES
+
+# measure KEY SERVER_PID COMMAND...: runs COMMAND, records the server's and the machine's CPU.
+measure() {
+    local key=$1 pid=$2
+    shift 2
+    local cpu_before machine_before started cpu_after machine_after finished
+    cpu_before=$(cpu_seconds "$pid") machine_before=$(machine_seconds) started=$(date +%s.%N)
+    "$@" >"$WORK/run.txt"
+    cpu_after=$(cpu_seconds "$pid") machine_after=$(machine_seconds) finished=$(date +%s.%N)
+    cat "$WORK/run.txt" >&2
+    RESULT[$key]=$(grep -E '^(RESULT |"?GET"?,)' "$WORK/run.txt" | tr -d '"')
+    SERVER_CORES[$key]=$(cores "$cpu_before" "$cpu_after" "$started" "$finished")
+    MACHINE_CORES[$key]=$(cores "$machine_before" "$machine_after" "$started" "$finished")
+}
 
 # --- our daemon ------------------------------------------------------------------------------
 log "vault with $SEED_COUNT credentials in $DATA"
@@ -105,16 +136,20 @@ log "vault with $SEED_COUNT credentials in $DATA"
 "$LOADGEN" seed --data-dir "$DATA" --count "$SEED_COUNT" >&2
 start_daemon
 
-declare -A OURS SERVER_CORES
 for connections in 1 "$CONNECTIONS"; do
     log "tokenvault: $connections connection(s), ${WARMUP} s warm-up + ${DURATION} s"
-    cpu_before=$(cpu_seconds "$DAEMON_PID")
-    "$LOADGEN" run --socket "$SOCKET" --connections "$connections" --duration "$DURATION" --warmup "$WARMUP" \
-        --credentials "$SEED_COUNT" | tee "$WORK/ours-$connections.txt" >&2
-    cpu_after=$(cpu_seconds "$DAEMON_PID")
-    OURS[$connections]=$(grep '^RESULT ' "$WORK/ours-$connections.txt")
-    SERVER_CORES[$connections]=$(awk -v a="$cpu_before" -v b="$cpu_after" -v d="$DURATION" -v w="$WARMUP" \
-        'BEGIN { printf "%.2f", (b - a) / (d + w) }')
+    measure "token-$connections" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$connections" \
+        --duration "$DURATION" --warmup "$WARMUP" --credentials "$SEED_COUNT"
+done
+# Baselines through the same daemon and client, for the analysis: the health check (HTTP,
+# routing, middleware, one SQLite read on the blocking pool; no peer credentials, no
+# decryption) and an unknown path (routing and the problem+json error path only).
+for baseline in "health-1 /v1/health 200 1" "health-n /v1/health 200 $CONNECTIONS" \
+    "notfound-n /v1/no-such-route 404 $CONNECTIONS"; do
+    read -r key path expect connections <<<"$baseline"
+    log "tokenvault baseline GET $path: $connections connection(s), 1 s warm-up + $BASELINE_DURATION s"
+    measure "$key" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$connections" \
+        --duration "$BASELINE_DURATION" --warmup 1 --path "$path" --expect "$expect"
 done
 OURS_RSS_10K=$(status_kb "$DAEMON_PID" VmRSS)
 stop_daemon
@@ -128,28 +163,19 @@ for _ in $(seq 100); do
     redis-cli -s "$REDIS_SOCKET" ping >/dev/null 2>&1 && break
     sleep 0.1
 done
-# 10,000 keys of 120 bytes (the size of a typical access token), the keys redis-benchmark -r picks.
-VALUE=$(head -c 90 /dev/urandom | base64 -w0 | tr '+/' '-_')
+# 10,000 keys with 120-byte values (a typical access token), the keys redis-benchmark -r picks.
+VALUE=$(head -c 89 /dev/urandom | base64 -w0 | tr '+/' '-_')
 seq 0 $((SEED_COUNT - 1)) | awk -v v="$VALUE" '{ printf "SET key:%012d t.%s\r\n", $1, v }' \
     | redis-cli -s "$REDIS_SOCKET" --pipe >/dev/null
-redis-cli -s "$REDIS_SOCKET" dbsize >&2
+echo "redis keys: $(redis-cli -s "$REDIS_SOCKET" dbsize)" >&2
 
-declare -A REDIS REDIS_CORES
 for connections in 1 "$CONNECTIONS"; do
     requests=$REDIS_REQUESTS_N
     [ "$connections" -eq 1 ] && requests=$REDIS_REQUESTS_1
     log "redis-benchmark -t get -c $connections -n $requests -r $SEED_COUNT"
-    cpu_before=$(cpu_seconds "$REDIS_PID")
-    started=$(date +%s.%N)
-    # CSV: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-    line=$(redis-benchmark -s "$REDIS_SOCKET" -t get -c "$connections" -n "$requests" -r "$SEED_COUNT" --csv \
-        | grep '^"GET"' | tr -d '"')
-    finished=$(date +%s.%N)
-    cpu_after=$(cpu_seconds "$REDIS_PID")
-    echo "$line" >&2
-    REDIS[$connections]=$line
-    REDIS_CORES[$connections]=$(awk -v a="$cpu_before" -v b="$cpu_after" -v s="$started" -v f="$finished" \
-        'BEGIN { printf "%.2f", (b - a) / (f - s) }')
+    # CSV: test, rps, avg, min, p50, p95, p99, max (latencies in ms)
+    measure "redis-$connections" "$REDIS_PID" redis-benchmark -s "$REDIS_SOCKET" -t get -c "$connections" \
+        -n "$requests" -r "$SEED_COUNT" --csv
 done
 REDIS_RSS=$(status_kb "$REDIS_PID" VmRSS)
 kill -TERM "$REDIS_PID"
@@ -162,54 +188,80 @@ log "growing the vault to $RSS_COUNT credentials"
 start_daemon
 RSS_IDLE=$(status_kb "$DAEMON_PID" VmRSS)
 log "tokenvault: reading every one of the $RSS_COUNT tokens, then VmRSS"
-"$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" --duration 6 --warmup 0 \
-    --credentials "$RSS_COUNT" --order sequential | tee "$WORK/ours-rss.txt" >&2
+"$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" --duration 120 --warmup 0 \
+    --credentials "$RSS_COUNT" --order sequential --requests "$RSS_COUNT" | tee "$WORK/ours-rss.txt" >&2
 OURS_RSS_SWEEP=$(grep '^RESULT ' "$WORK/ours-rss.txt")
 RSS_AFTER=$(status_kb "$DAEMON_PID" VmRSS)
 RSS_PEAK=$(status_kb "$DAEMON_PID" VmHWM)
 stop_daemon
 
 # --- summary ---------------------------------------------------------------------------------
-ours_rps_1=$(field "${OURS[1]}" rps)
-ours_p50_1=$(field "${OURS[1]}" p50_us)
-ours_rps_n=$(field "${OURS[$CONNECTIONS]}" rps)
-ours_p99_n=$(field "${OURS[$CONNECTIONS]}" p99_us)
-redis_col() { cut -d, -f"$2" <<<"${REDIS[$1]}"; }
+N=$CONNECTIONS
+redis_col() { cut -d, -f"$2" <<<"${RESULT[redis-$1]}"; }
 ms_to_us() { awk -v ms="$1" 'BEGIN { printf "%.0f", ms * 1000 }'; }
 verdict() { awk "BEGIN { exit !($1) }" && echo met || echo missed; }
-share=$(awk -v a="$ours_rps_n" -v b="$(redis_col "$CONNECTIONS" 2)" 'BEGIN { printf "%.1f", 100 * a / b }')
+for key in "${!RESULT[@]}"; do
+    case $key in
+    redis-*) rps=$(cut -d, -f2 <<<"${RESULT[$key]}") ;;
+    *) rps=$(field "${RESULT[$key]}" rps) ;;
+    esac
+    SERVER_CPU_US[$key]=$(cpu_per_request "${SERVER_CORES[$key]}" "$rps")
+done
+ours_p50_1=$(field "${RESULT[token-1]}" p50_us)
+ours_p99_n=$(field "${RESULT[token-$N]}" p99_us)
+share=$(awk -v a="$(field "${RESULT[token-$N]}" rps)" -v b="$(redis_col "$N" 2)" 'BEGIN { printf "%.1f", 100 * a / b }')
 rss_mb=$(awk -v kb="$RSS_AFTER" -v peak="$RSS_PEAK" 'BEGIN { printf "%.1f", (kb > peak ? kb : peak) / 1024 }')
-errors=$(($(field "${OURS[1]}" errors) + $(field "${OURS[$CONNECTIONS]}" errors) + $(field "$OURS_RSS_SWEEP" errors)))
+errors=0
+for key in token-1 "token-$N" health-1 health-n notfound-n; do
+    errors=$((errors + $(field "${RESULT[$key]}" errors)))
+done
+errors=$((errors + $(field "$OURS_RSS_SWEEP" errors)))
+
+ours_row() {
+    local r=${RESULT[$2]}
+    echo "| $1 | $(field "$r" connections) | $(field "$r" rps) | $(field "$r" p50_us) | $(field "$r" p99_us)" \
+        "| $(field "$r" p999_us) | $(field "$r" max_us) | ${SERVER_CORES[$2]} | ${SERVER_CPU_US[$2]}" \
+        "| ${MACHINE_CORES[$2]} |"
+}
+redis_row() {
+    echo "| redis GET (redis-benchmark) | $1 | $(redis_col "$1" 2 | cut -d. -f1) | $(ms_to_us "$(redis_col "$1" 5)")" \
+        "| $(ms_to_us "$(redis_col "$1" 7)") | n/a | $(ms_to_us "$(redis_col "$1" 8)") | ${SERVER_CORES[redis-$1]}" \
+        "| ${SERVER_CPU_US[redis-$1]} | ${MACHINE_CORES[redis-$1]} |"
+}
 
 summary() {
     echo "Machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), Linux $(uname -r)"
-    echo "Runs: ${WARMUP} s warm-up + ${DURATION} s per tokenvault run; redis-benchmark -n $REDIS_REQUESTS_1 (1 client), -n $REDIS_REQUESTS_N ($CONNECTIONS clients)"
+    echo "Load average (1/5/15 min): $LOAD_BEFORE at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+    echo "Runs: ${WARMUP} s warm-up + ${DURATION} s per tokenvault run (baselines 1 s + ${BASELINE_DURATION} s);" \
+        "redis-benchmark -n $REDIS_REQUESTS_1 (1 client), -n $REDIS_REQUESTS_N ($N clients)"
     echo
-    echo "| server | connections | requests/s | p50 us | p99 us | p99.9 us | max us | server CPU (cores) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    for c in 1 "$CONNECTIONS"; do
-        echo "| tokenvault GET .../token | $c | $(field "${OURS[$c]}" rps) | $(field "${OURS[$c]}" p50_us) | $(field "${OURS[$c]}" p99_us) | $(field "${OURS[$c]}" p999_us) | $(field "${OURS[$c]}" max_us) | ${SERVER_CORES[$c]} |"
-    done
-    for c in 1 "$CONNECTIONS"; do
-        echo "| redis GET (redis-benchmark) | $c | $(redis_col "$c" 2 | cut -d. -f1) | $(ms_to_us "$(redis_col "$c" 5)") | $(ms_to_us "$(redis_col "$c" 7)") | n/a | $(ms_to_us "$(redis_col "$c" 8)") | ${REDIS_CORES[$c]} |"
-    done
+    echo "| server, request | connections | requests/s | p50 us | p99 us | p99.9 us | max us | server cores" \
+        "| server CPU us/request | machine busy cores |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    ours_row "tokenvault GET .../token" token-1
+    ours_row "tokenvault GET .../token" "token-$N"
+    redis_row 1
+    redis_row "$N"
+    ours_row "baseline: tokenvault GET /v1/health" health-1
+    ours_row "baseline: tokenvault GET /v1/health" health-n
+    ours_row "baseline: tokenvault GET unknown path (404)" notfound-n
     echo
-    echo "Load generator CPU: $(field "${OURS[1]}" client_cores) cores at 1 connection, $(field "${OURS[$CONNECTIONS]}" client_cores) at $CONNECTIONS."
-    echo "Errors (non-200 or broken connections) in all tokenvault runs: $errors"
+    echo "Load generator CPU: $(field "${RESULT[token-1]}" client_cores) cores at 1 connection," \
+        "$(field "${RESULT[token-$N]}" client_cores) at $N."
+    echo "Errors (unexpected status or broken connection) in all tokenvault runs: $errors"
     echo "Daemon VmRSS: $((OURS_RSS_10K / 1024)) MB after the $SEED_COUNT-credential runs;" \
         "with $RSS_COUNT credentials $((RSS_IDLE / 1024)) MB at start, $((RSS_AFTER / 1024)) MB after reading all" \
-        "$RSS_COUNT tokens ($(field "$OURS_RSS_SWEEP" requests) requests), peak (VmHWM) $((RSS_PEAK / 1024)) MB." \
+        "$RSS_COUNT tokens once ($(field "$OURS_RSS_SWEEP" requests) requests," \
+        "$(field "$OURS_RSS_SWEEP" rps) req/s), peak (VmHWM) $((RSS_PEAK / 1024)) MB." \
         "redis-server with $SEED_COUNT keys: $((REDIS_RSS / 1024)) MB."
     echo
     echo "| goal | target | measured | |"
     echo "| --- | --- | --- | --- |"
-    echo "| throughput at $CONNECTIONS connections vs redis GET | >= 35% | ${share}% | $(verdict "$share >= 35") |"
-    echo "| p99 at $CONNECTIONS connections | < 1000 us | ${ours_p99_n} us | $(verdict "$ours_p99_n < 1000") |"
+    echo "| throughput at $N connections vs redis GET | >= 35% | ${share}% | $(verdict "$share >= 35") |"
+    echo "| p99 at $N connections | < 1000 us | ${ours_p99_n} us | $(verdict "$ours_p99_n < 1000") |"
     echo "| p50 at 1 connection | < 100 us | ${ours_p50_1} us | $(verdict "$ours_p50_1 < 100") |"
     echo "| daemon RSS, $RSS_COUNT credentials | < 64 MB | ${rss_mb} MB | $(verdict "$rss_mb < 64") |"
     echo "| errors | 0 | $errors | $(verdict "$errors == 0") |"
-    echo
-    echo "1 connection: tokenvault ${ours_rps_1} req/s vs redis $(redis_col 1 2 | cut -d. -f1) req/s."
 }
 log "summary"
 if [ -n "${RESULTS:-}" ]; then summary | tee "$RESULTS"; else summary; fi

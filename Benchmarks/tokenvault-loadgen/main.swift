@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Load generator for the daemon's socket API (docs/benchmarks.md, "Local API over the Unix
+/// socket"). Two subcommands:
+///
+///     tokenvault-loadgen seed --data-dir D --count N [--start I] [--batch B]
+///     tokenvault-loadgen run --socket S --connections N --duration SECONDS --credentials COUNT
+///                            [--warmup SECONDS] [--order random|sequential]
+///
+/// `seed` writes credentials `bench/c<i>` straight into an initialised vault (the daemon must
+/// not be running on it); `run` drives `GET /v1/credentials/bench/c<i>/token` over N keep-alive
+/// connections, one blocking thread each, and prints throughput and latency percentiles.
+
+let usage = """
+    usage: tokenvault-loadgen seed --data-dir DIR --count N [--start I] [--batch B]
+           tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --credentials COUNT
+                                  [--warmup SECONDS] [--order random|sequential] [--namespace NS]
+                                  [--requests TOTAL]
+           tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --path /fixed/path
+                                  [--expect STATUS] [--warmup SECONDS]
+
+    seed  stores N credentials <ns>/c<I>..c<I+N-1> (namespace "bench") with one-hour T-ID-like
+          tokens, B per transaction (default 1000), into the vault in DIR (created by
+          `tokenvault init`; the daemon must not be running on it).
+    run   opens N keep-alive connections (one thread each), requests GET .../c<k>/token with k
+          random (or walking sequentially) below COUNT, and reports requests/s and latency
+          percentiles of the requests started after the warm-up (default 2 s). The last line
+          is machine-readable: RESULT key=value ... With --requests, the run also ends once
+          that many requests (after the warm-up) are done; with --order sequential and TOTAL =
+          COUNT, every credential is read exactly once.
+          With --path, every request is GET of that path instead, and responses with status
+          STATUS (default 200) count as successes: a baseline for the HTTP layer alone.
+    """
+
+func fail(_ message: String, exitCode: Int32 = 1) -> Never {
+    let line = Array("tokenvault-loadgen: \(message)\n".utf8)
+    line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    exit(exitCode)
+}
+
+var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+switch arguments.subcommand() {
+case "seed":
+    let options = SeedOptions(
+        dataDir: arguments.string("--data-dir"),
+        count: arguments.int("--count"),
+        start: arguments.int("--start", default: 0),
+        batch: arguments.int("--batch", default: 1000),
+        namespace: arguments.optionalString("--namespace") ?? "bench")
+    arguments.finish()
+    do {
+        try seed(options)
+    } catch {
+        fail("seed failed: \(error)")
+    }
+case "run":
+    let orderText = arguments.optionalString("--order") ?? "random"
+    guard let order = RunOptions.Order(rawValue: orderText) else {
+        fail("--order must be random or sequential", exitCode: 64)
+    }
+    let fixedPath = arguments.optionalString("--path")
+    let options = RunOptions(
+        socketPath: arguments.string("--socket"),
+        connections: arguments.int("--connections"),
+        duration: arguments.double("--duration"),
+        warmup: arguments.double("--warmup", default: 2),
+        credentials: fixedPath == nil ? arguments.int("--credentials") : arguments.int("--credentials", default: 1),
+        namespace: arguments.optionalString("--namespace") ?? "bench",
+        order: order,
+        fixedPath: fixedPath,
+        expectedStatus: arguments.int("--expect", default: 200),
+        requests: arguments.optionalString("--requests").map { text in
+            guard let total = Int(text), total > 0 else { fail("--requests must be a positive number", exitCode: 64) }
+            return total
+        })
+    arguments.finish()
+    runLoad(options)
+case "help", "-h", "--help":
+    print(usage)
+default:
+    fail("expected a subcommand\n\(usage)", exitCode: 64)
+}
