@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 import TokenVaultCore
 
 #if canImport(Glibc)
@@ -19,6 +20,20 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "uid=\(uid) gid=\(gid) pid=\(pid)" }
+
+    /// The peer of `channel`: read from the kernel on the connection's first request, then
+    /// remembered until the connection closes (the kernel's answer cannot change meanwhile),
+    /// which saves a trip to the event loop on every further keep-alive request.
+    public static func of(_ channel: any Channel) async throws -> PeerCredentials {
+        let key = ObjectIdentifier(channel)
+        if let known = knownPeers.withLock({ $0[key] }) { return known }
+        let peer = try await read(from: channel)
+        knownPeers.withLock { $0[key] = peer }
+        channel.closeFuture.whenComplete { _ in _ = knownPeers.withLock { $0.removeValue(forKey: key) } }
+        return peer
+    }
+
+    private static let knownPeers = Mutex<[ObjectIdentifier: PeerCredentials]>([:])
 
     /// Reads `SO_PEERCRED` from a connected Unix socket channel.
     public static func read(from channel: any Channel) async throws -> PeerCredentials {

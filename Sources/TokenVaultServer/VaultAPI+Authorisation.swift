@@ -7,7 +7,7 @@ extension VaultAPI {
     func authorise(_ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String)
         async throws -> PeerCredentials
     {
-        let peer = try await PeerCredentials.read(from: context.channel)
+        let peer = try await PeerCredentials.of(context.channel)
         let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
         guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
             throw await deny(
@@ -18,7 +18,7 @@ extension VaultAPI {
 
     /// The peer, if it is an admin (its own uid, root, or an `admin` rule for all namespaces).
     func authoriseAdmin(_ context: VaultRequestContext, operation: String) async throws -> PeerCredentials {
-        let peer = try await PeerCredentials.read(from: context.channel)
+        let peer = try await PeerCredentials.of(context.channel)
         guard policy.allows(uid: peer.uid, groups: groups.groups(uid: peer.uid, primaryGID: peer.gid), .admin, in: nil)
         else {
             throw await deny(peer, context, operation: operation, namespace: nil, permission: .admin)
@@ -29,7 +29,7 @@ extension VaultAPI {
     /// The peer, if it may list credentials in at least one namespace (the event stream will
     /// show it the events of those namespaces only).
     func authoriseEventStream(_ context: VaultRequestContext) async throws -> PeerCredentials {
-        let peer = try await PeerCredentials.read(from: context.channel)
+        let peer = try await PeerCredentials.of(context.channel)
         let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
         guard policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList) != [] else {
             throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)

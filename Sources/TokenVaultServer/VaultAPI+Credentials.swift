@@ -98,7 +98,7 @@ extension VaultAPI {
             }
             query.after = after
         }
-        let peer = try await PeerCredentials.read(from: context.channel)
+        let peer = try await PeerCredentials.of(context.channel)
         let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         if let namespace = query.namespace, let visible, !visible.contains(namespace) {
