@@ -21,14 +21,21 @@ func runBenchmarks(_ options: BenchmarkOptions) throws {
 
     var harness = Harness(repetitions: options.repetitions)
     var comparisons: [Comparison] = []
-    progress("1/3 seal + open")
-    comparisons.append(try compareSealOpen(options, &harness))
-
-    let (vault, raw) = try makeFilledFixtures(in: directory, options)
-    progress("2/3 point read")
-    comparisons.append(try comparePointRead(vault, raw, options, &harness))
-    progress("3/3 durable update")
-    comparisons.append(try compareDurableUpdate(vault, raw, options, &harness))
+    if options.runs(1) {
+        progress("1/3 seal + open")
+        comparisons.append(try compareSealOpen(options, &harness))
+    }
+    if options.runs(2) || options.runs(3) {
+        let (vault, raw) = try makeFilledFixtures(in: directory, options)
+        if options.runs(2) {
+            progress("2/3 point read")
+            comparisons.append(try comparePointRead(vault, raw, options, &harness))
+        }
+        if options.runs(3) {
+            progress("3/3 durable update")
+            comparisons.append(try compareDurableUpdate(vault, raw, options, &harness))
+        }
+    }
 
     printReport(Report(comparisons: comparisons, repetitions: options.repetitions), options)
     print("(checksum of all results, keeps the work live: \(harness.checksum))")
@@ -47,7 +54,8 @@ func makeFilledFixtures(in directory: String, _ options: BenchmarkOptions) throw
     let count = options.recordCount
     let vault = try VaultFixture(path: directory + "/vault.sqlite", count: count)
     let fill = try timed { try vault.fill() }
-    progress("filled the vault with \(grouped(count)) credentials (Vault.put, FULL) in \(format(fill.duration.seconds, decimals: 1)) s")
+    let seconds = format(fill.duration.seconds, decimals: 1)
+    progress("filled the vault with \(grouped(count)) credentials (Vault.put, FULL) in \(seconds) s")
     let raw = try RawFixture(
         path: directory + "/raw.sqlite", count: count, associatedData: try AssociatedData().withHeader)
     try raw.fill()
