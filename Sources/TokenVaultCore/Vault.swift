@@ -52,10 +52,14 @@ public final class Vault: Sendable {
         return record.metadata
     }
 
-    /// The credential with its secrets opened.
-    public func credential(_ id: CredentialID) throws -> Credential {
+    /// The credential with its secrets opened: all of them, or only `fields` (the access token
+    /// is always opened). Serving a token opens just what it returns, so the refresh token is
+    /// not decrypted into memory on every read.
+    public func credential(_ id: CredentialID, opening fields: Set<SealedField> = Set(SealedField.allCases)) throws
+        -> Credential
+    {
         guard let record = try store.record(id) else { throw VaultError.notFound(id) }
-        return Credential(metadata: record.metadata, secrets: try open(record))
+        return Credential(metadata: record.metadata, secrets: try open(record, fields: fields))
     }
 
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
@@ -90,10 +94,13 @@ public final class Vault: Sendable {
             extras: try sealed(secrets.extras, .extras))
     }
 
-    /// Opens every sealed field of a row; any failure names the credential and the field.
-    public func open(_ record: SealedCredentialRecord) throws -> CredentialSecrets {
+    /// Opens the sealed fields of a row (every one unless `fields` says otherwise; the access
+    /// token always); any failure names the credential and the field.
+    public func open(_ record: SealedCredentialRecord, fields: Set<SealedField> = Set(SealedField.allCases)) throws
+        -> CredentialSecrets
+    {
         func opened(_ field: SealedField) throws -> SecretBytes? {
-            guard let envelope = record[field] else { return nil }
+            guard field == .accessToken || fields.contains(field), let envelope = record[field] else { return nil }
             let associatedData = field.associatedData(id: record.metadata.id, generation: record.metadata.generation)
             do {
                 return try sealer.open(envelope, associatedData: associatedData)

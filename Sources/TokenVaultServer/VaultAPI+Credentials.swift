@@ -43,7 +43,7 @@ extension VaultAPI {
                 return seconds
             } ?? 0
         let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
-        let credential = try await blocking { try vault.credential(id) }
+        let credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
         let now = vault.clock.now
         if let expiresAt = credential.metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
             audit.record(auditEvent(peer, "token.read", id, .failed, detail: "token_expired"))

@@ -26,6 +26,17 @@ import TokenVaultTesting
         #expect(try vault.metadata(CredentialID("test/c2")).refreshAt == nil)
     }
 
+    @Test func servingATokenOpensOnlyWhatItReturns() throws {
+        let id = try CredentialID("test/opening")
+        let sample = SamplePayloads.oauth()
+        try vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
+        let served = try vault.credential(id, opening: [.idToken])
+        #expect(served.secrets.accessToken.revealString() == sample.tokens[0])
+        #expect(served.secrets.idToken?.revealString() == sample.tokens[2])
+        #expect(served.secrets.refreshToken == nil && served.secrets.extras == nil)
+        #expect(try vault.credential(id).secrets.refreshToken?.revealString() == sample.tokens[1])
+    }
+
     @Test func replacingBumpsGenerationAndKeepsCreation() throws {
         let id = try CredentialID("test/alice")
         let first = try vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
