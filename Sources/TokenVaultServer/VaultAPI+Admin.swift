@@ -21,14 +21,7 @@ extension VaultAPI {
 
     func auditTrail(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let parameters = request.uri.queryParameters
-        let limit =
-            try parameters.get("limit").map { text in
-                guard let value = Int(text), (1...500).contains(value) else {
-                    throw ProblemDetails(
-                        .badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
-                }
-                return value
-            } ?? 100
+        let limit = try limitParameter(request)
         let after = try parameters.get("cursor").map { text in
             guard let value = Int64(text), value >= 0 else {
                 throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")

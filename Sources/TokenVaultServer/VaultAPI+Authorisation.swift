@@ -2,13 +2,18 @@ import Hummingbird
 import TokenVaultCore
 
 extension VaultAPI {
+    /// Who is calling: the kernel's peer credentials and every group the uid belongs to.
+    func caller(_ context: VaultRequestContext) async throws -> (peer: PeerCredentials, groups: Set<UInt32>) {
+        let peer = try await PeerCredentials.of(context.channel)
+        return (peer, groups.groups(uid: peer.uid, primaryGID: peer.gid))
+    }
+
     /// The peer, if it holds `permission` in the credential's namespace; otherwise an audit row
     /// and 403.
     func authorise(_ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String)
         async throws -> PeerCredentials
     {
-        let peer = try await PeerCredentials.of(context.channel)
-        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
             throw await deny(
                 peer, context, operation: operation, id: id, namespace: id.namespace, permission: permission)
@@ -18,9 +23,8 @@ extension VaultAPI {
 
     /// The peer, if it is an admin (its own uid, root, or an `admin` rule for all namespaces).
     func authoriseAdmin(_ context: VaultRequestContext, operation: String) async throws -> PeerCredentials {
-        let peer = try await PeerCredentials.of(context.channel)
-        guard policy.allows(uid: peer.uid, groups: groups.groups(uid: peer.uid, primaryGID: peer.gid), .admin, in: nil)
-        else {
+        let (peer, memberOf) = try await caller(context)
+        guard policy.allows(uid: peer.uid, groups: memberOf, .admin, in: nil) else {
             throw await deny(peer, context, operation: operation, namespace: nil, permission: .admin)
         }
         return peer
@@ -29,8 +33,7 @@ extension VaultAPI {
     /// The peer, if it may list credentials in at least one namespace (the event stream will
     /// show it the events of those namespaces only).
     func authoriseEventStream(_ context: VaultRequestContext) async throws -> PeerCredentials {
-        let peer = try await PeerCredentials.of(context.channel)
-        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        let (peer, memberOf) = try await caller(context)
         guard policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList) != [] else {
             throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)
         }

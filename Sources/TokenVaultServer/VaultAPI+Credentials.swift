@@ -73,7 +73,7 @@ extension VaultAPI {
 
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let parameters = request.uri.queryParameters
-        var query = CredentialQuery(limit: 100)
+        var query = CredentialQuery()
         if let namespace = parameters.get("namespace") {
             try CredentialID.validateNamespace(namespace)
             query.namespace = namespace
@@ -86,20 +86,14 @@ extension VaultAPI {
             }
             query.status = parsed
         }
-        if let limit = parameters.get("limit") {
-            guard let parsed = Int(limit), (1...500).contains(parsed) else {
-                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
-            }
-            query.limit = parsed
-        }
+        query.limit = try limitParameter(request)
         if let cursor = parameters.get("cursor") {
             guard let after = try? CredentialID(cursor) else {
                 throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")
             }
             query.after = after
         }
-        let peer = try await PeerCredentials.of(context.channel)
-        let memberOf = groups.groups(uid: peer.uid, primaryGID: peer.gid)
+        let (peer, memberOf) = try await caller(context)
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         if let namespace = query.namespace, let visible, !visible.contains(namespace) {
             throw await deny(

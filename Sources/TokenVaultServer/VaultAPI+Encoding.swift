@@ -9,6 +9,15 @@ extension VaultAPI {
             namespace: context.parameters.get("namespace") ?? "", name: context.parameters.get("name") ?? "")
     }
 
+    /// The `limit` query parameter of every listing: 1-500, 100 when absent.
+    func limitParameter(_ request: Request) throws -> Int {
+        guard let text = request.uri.queryParameters.get("limit") else { return 100 }
+        guard let value = Int(text), (1...500).contains(value) else {
+            throw ProblemDetails(.badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
+        }
+        return value
+    }
+
     /// Bodies are JSON: a declared media type that is not (`application/json` or `…+json`) is 415.
     /// A missing Content-Type is accepted, as `curl -d` users often forget it.
     func requireJSON(_ request: Request) throws {

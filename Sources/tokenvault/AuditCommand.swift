@@ -12,7 +12,7 @@ struct AuditCommand: AsyncParsableCommand {
     func run() async throws {
         try await client.withClient { vault in
             let page = try await vault.auditEvents(limit: limit, credential: credential)
-            if client.json { return try ClientOutput.json(page.items) }
+            if client.json { return try printJSON(page.items) }
             printTable(
                 ["AT", "UID", "PID", "OPERATION", "CREDENTIAL", "OUTCOME", "DETAIL"],
                 page.items.map { event in

@@ -3,15 +3,8 @@ import TokenVaultClient
 
 /// How the client commands print daemon answers: tables for people, JSON for scripts.
 enum ClientOutput {
-    static func json(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
-    }
-
     static func metadata(_ metadata: TokenVaultClient.Metadata, json asJSON: Bool) throws {
-        if asJSON { return try json(metadata) }
+        if asJSON { return try printJSON(metadata) }
         let rows: [(String, String?)] = [
             ("id", metadata.id), ("provider", metadata.provider), ("kind", metadata.kind), ("status", metadata.status),
             ("generation", String(metadata.generation)), ("subject", metadata.subject),

@@ -8,8 +8,7 @@ func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as VaultError {
-        FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
-        throw ExitCode(error.code == "credential_not_found" ? 3 : 1)
+        throw report(error)
     }
 }
 
@@ -18,9 +17,14 @@ func reportingErrorsAsync(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as VaultError {
-        FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
-        throw ExitCode(error.code == "credential_not_found" ? 3 : 1)
+        throw report(error)
     }
+}
+
+/// Prints `error` as one line on stderr and returns the exit code it maps to.
+private func report(_ error: VaultError) -> ExitCode {
+    FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
+    return ExitCode(error.code == "credential_not_found" ? 3 : 1)
 }
 
 func printError(_ message: String) {

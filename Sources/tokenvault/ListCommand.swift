@@ -11,7 +11,7 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         try await client.withClient { vault in
             let all = try await vault.listAll(namespace: namespace, status: status)
-            if client.json { return try ClientOutput.json(all) }
+            if client.json { return try printJSON(all) }
             printTable(
                 ["ID", "PROVIDER", "STATUS", "EXPIRES", "REFRESH"],
                 all.map { [$0.id, $0.provider, $0.status, $0.expiresAt ?? "-", $0.hasRefreshToken ? "yes" : "no"] })

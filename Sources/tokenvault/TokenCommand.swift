@@ -16,7 +16,7 @@ struct TokenCommand: AsyncParsableCommand {
         try await client.withClient { vault in
             let token = try await vault.token(id, minTTL: minTTL)
             if client.json {
-                try ClientOutput.json(
+                try printJSON(
                     [
                         "access_token": token.accessToken, "token_type": token.tokenType,
                         "expires_at": token.expiresAt, "id_token": token.idToken,
