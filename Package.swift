@@ -55,6 +55,30 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
 
+        // OAuth clients per provider kind, over AsyncHTTPClient. Implements Core's TokenProvider.
+        .target(
+            name: "TokenVaultProviders",
+            dependencies: [
+                "TokenVaultCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // The refresh engine: scheduler, single flight, journal, provider pacing. Talks to
+        // storage and providers only through Core protocols (wired by the executable).
+        .target(
+            name: "TokenVaultEngine",
+            dependencies: [
+                "TokenVaultCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+
         // Swift client for other processes (and the CLI): async/await over the Unix socket.
         .target(
             name: "TokenVaultClient",
@@ -75,6 +99,7 @@ let package = Package(
             name: "tokenvault",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
+                "TokenVaultProviders", "TokenVaultEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -97,10 +122,18 @@ let package = Package(
             ],
             path: "Benchmarks/tokenvault-loadgen"),
 
-        // Shared test helpers: fake clock, temporary vaults, byte search.
+        // Shared test helpers: fake clock, temporary vaults, byte search, the loopback OAuth
+        // test provider.
         .target(
             name: "TokenVaultTesting",
-            dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage"],
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
             path: "Tests/TokenVaultTesting"),
 
         .testTarget(name: "TokenVaultCoreTests", dependencies: ["TokenVaultCore", "TokenVaultTesting"]),
@@ -108,6 +141,17 @@ let package = Package(
         .testTarget(
             name: "TokenVaultStorageTests",
             dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultProvidersTests",
+            dependencies: ["TokenVaultProviders", "TokenVaultCore", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultEngineTests",
+            dependencies: [
+                "TokenVaultEngine", "TokenVaultProviders", "TokenVaultCore", "TokenVaultStorage", "TokenVaultCrypto",
+                "TokenVaultTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(
             name: "TokenVaultServerTests",
             dependencies: [

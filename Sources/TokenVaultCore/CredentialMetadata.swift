@@ -16,6 +16,8 @@ public struct CredentialMetadata: Sendable, Equatable {
     public var refreshAt: Timestamp?
     public var refreshTokenExpiresAt: Timestamp?
     public var lastError: CredentialFailure?
+    /// Refresh failures since the last success (drives the backoff).
+    public var refreshFailures: Int
     public var createdAt: Timestamp
     public var updatedAt: Timestamp
     public var hasRefreshToken: Bool
@@ -25,8 +27,8 @@ public struct CredentialMetadata: Sendable, Equatable {
         id: CredentialID, provider: String, kind: CredentialKind, subject: String? = nil,
         status: CredentialStatus = .active, generation: Int64, tokenType: String? = nil, scopes: [String] = [],
         labels: [String: String] = [:], issuedAt: Timestamp, expiresAt: Timestamp? = nil, refreshAt: Timestamp? = nil,
-        refreshTokenExpiresAt: Timestamp? = nil, lastError: CredentialFailure? = nil, createdAt: Timestamp,
-        updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool
+        refreshTokenExpiresAt: Timestamp? = nil, lastError: CredentialFailure? = nil, refreshFailures: Int = 0,
+        createdAt: Timestamp, updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool
     ) {
         self.id = id
         self.provider = provider
@@ -42,6 +44,7 @@ public struct CredentialMetadata: Sendable, Equatable {
         self.refreshAt = refreshAt
         self.refreshTokenExpiresAt = refreshTokenExpiresAt
         self.lastError = lastError
+        self.refreshFailures = refreshFailures
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.hasRefreshToken = hasRefreshToken

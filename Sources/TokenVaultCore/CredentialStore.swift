@@ -47,6 +47,23 @@ public protocol CredentialWriter {
     /// Deletes the row; false when there was none.
     func delete(_ id: CredentialID) throws -> Bool
     func appendAudit(_ event: AuditEvent) throws
+
+    // Refresh journal (see `RefreshAttempt`).
+
+    /// The open attempt for a credential, if any.
+    func openAttempt(for id: CredentialID) throws -> RefreshAttempt?
+    /// Records a new open attempt. Fails if the credential already has an open one.
+    func beginAttempt(_ attempt: RefreshAttempt) throws
+    /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
+    func renewLease(attemptID: String, owner: String, until: Timestamp) throws
+    /// Closes an attempt with its outcome (a short code, never a token).
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws
+    /// Changes schedule and state without touching secrets; false (and no change) when the
+    /// row is gone or has another generation.
+    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool
+    /// Runs `body` so that if it throws, only its own changes are rolled back (the rest of a
+    /// group commit survives).
+    func savepoint<Result>(_ body: () throws -> Result) throws -> Result
 }
 
 /// One audit row: who did what to which credential, and how it ended. Never a token value.

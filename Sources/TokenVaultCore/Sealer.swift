@@ -9,6 +9,9 @@ public protocol Sealer: Sendable {
     func open(_ envelope: [UInt8], associatedData: [UInt8]) throws -> SecretBytes
     /// The term named in an envelope's header, without opening it.
     func term(of envelope: [UInt8]) throws -> UInt32
+    /// A one-way, fixed-length fingerprint of a secret (the refresh journal records which
+    /// refresh token an attempt presented without storing the token).
+    func fingerprint(_ secret: SecretBytes) -> String
 }
 
 /// A sealer whose set of data keys can grow: key rotation adds a term here.

@@ -4,17 +4,27 @@ public final class Vault: Sendable {
     public let store: any CredentialStore
     public let sealer: any Sealer
     public let clock: any VaultClock
+    /// The planner for providers without settings of their own.
     public let planner: RefreshPlanner
+    /// Per provider instance (lifetime share, margin, jitter, default lifetime).
+    public let planners: [String: RefreshPlanner]
+    /// Every committed change is published here, for the watch and event streams.
+    public let events: ChangeFeed
 
     public init(
         store: any CredentialStore, sealer: any Sealer, clock: any VaultClock = SystemClock(),
-        planner: RefreshPlanner = RefreshPlanner()
+        planner: RefreshPlanner = RefreshPlanner(), planners: [String: RefreshPlanner] = [:],
+        events: ChangeFeed = ChangeFeed()
     ) {
         self.store = store
         self.sealer = sealer
         self.clock = clock
         self.planner = planner
+        self.planners = planners
+        self.events = events
     }
+
+    public func planner(for provider: String) -> RefreshPlanner { planners[provider] ?? planner }
 
     /// Stores `payload` as credential `id`, replacing any previous tokens (the generation goes
     /// up by one). Durable (`synchronous=FULL`) because a payload may carry a refresh token the
@@ -27,7 +37,8 @@ public final class Vault: Sendable {
         try Self.validate(provider: provider, labels: labels)
         let now = clock.now
         let jitter = Double.random(in: 0..<1)
-        return try store.write(durability: .full) { writer in
+        let planner = planner(for: provider)
+        let metadata = try store.write(durability: .full) { writer in
             let previous = try writer.record(id)?.metadata
             let expiresAt = payload.expiry.resolve(issuedAt: now)
             let metadata = CredentialMetadata(
@@ -36,7 +47,8 @@ public final class Vault: Sendable {
                 labels: labels, issuedAt: now, expiresAt: expiresAt,
                 refreshAt: planner.refreshAt(
                     issuedAt: now, expiresAt: expiresAt, refreshIn: payload.refreshIn,
-                    canRefresh: payload.secrets.refreshToken != nil, jitter: jitter),
+                    canRefresh: payload.secrets.refreshToken != nil, jitter: jitter,
+                    refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now)),
                 refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now),
                 createdAt: previous?.createdAt ?? now, updatedAt: now,
                 hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil)
@@ -44,6 +56,8 @@ public final class Vault: Sendable {
             if let audit { try writer.appendAudit(audit) }
             return metadata
         }
+        events.publish(CredentialEvent(kind: .stored, id: id, at: now, metadata: metadata))
+        return metadata
     }
 
     /// Metadata only; nothing is decrypted.
@@ -72,6 +86,7 @@ public final class Vault: Sendable {
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
             if let audit { try writer.appendAudit(audit) }
         }
+        events.publish(CredentialEvent(kind: .deleted, id: id, at: clock.now, metadata: nil))
     }
 
     // MARK: Sealing

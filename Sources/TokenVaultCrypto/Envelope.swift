@@ -163,6 +163,24 @@ public enum SHA256 {
         _ = crypto_hash_sha256(&digest, input, UInt64(input.count))
         return digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
+
+    /// SHA-256 over a domain label, NUL and the secret; the first 16 bytes in hex. Refresh
+    /// tokens are high-entropy, so the fingerprint identifies one without revealing it.
+    public static func fingerprint(_ secret: SecretBytes) -> String {
+        requireSodium()
+        var state = crypto_hash_sha256_state()
+        defer { sodium_memzero(&state, MemoryLayout<crypto_hash_sha256_state>.size) }
+        let label = Array("tokenvault.fingerprint.v1".utf8) + [0]
+        crypto_hash_sha256_init(&state)
+        crypto_hash_sha256_update(&state, label, UInt64(label.count))
+        secret.withUnsafeBytes { bytes in
+            _ = crypto_hash_sha256_update(
+                &state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        }
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        crypto_hash_sha256_final(&state, &digest)
+        return digest.prefix(16).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
 }
 
 extension String {

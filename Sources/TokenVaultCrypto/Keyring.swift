@@ -51,6 +51,8 @@ public final class Keyring: RotatingSealer {
 
     public func term(of envelope: [UInt8]) throws -> UInt32 { try Envelope.term(of: envelope) }
 
+    public func fingerprint(_ secret: SecretBytes) -> String { SHA256.fingerprint(secret) }
+
     public func addTerm() throws -> UInt32 {
         let next = (try store.terms().map(\.term).max() ?? 0) + 1
         try store.addActiveTerm(

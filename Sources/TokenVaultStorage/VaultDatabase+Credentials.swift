@@ -5,7 +5,7 @@ extension VaultDatabase: CredentialStore {
     static let metadataColumns = """
         id, provider, kind, subject, status, generation, token_type, scopes, labels, issued_at, expires_at, \
         refresh_at, refresh_token_expires_at, last_error_code, last_error_message, last_error_at, created_at, \
-        updated_at, refresh_token IS NOT NULL, id_token IS NOT NULL
+        updated_at, refresh_token IS NOT NULL, id_token IS NOT NULL, refresh_failures
         """
     static let recordColumns = metadataColumns + ", seal_term, access_token, refresh_token, id_token, extras"
 
@@ -66,9 +66,9 @@ extension VaultDatabase: CredentialStore {
         while try statement.step() {
             result.append(
                 SealedCredentialRecord(
-                    metadata: try metadata(from: statement), sealTerm: UInt32(truncatingIfNeeded: statement.int64(20)),
-                    accessToken: statement.blob(21) ?? [], refreshToken: statement.blob(22),
-                    idToken: statement.blob(23), extras: statement.blob(24)))
+                    metadata: try metadata(from: statement), sealTerm: UInt32(truncatingIfNeeded: statement.int64(21)),
+                    accessToken: statement.blob(22) ?? [], refreshToken: statement.blob(23),
+                    idToken: statement.blob(24), extras: statement.blob(25)))
         }
         return result
     }
@@ -91,7 +91,7 @@ extension VaultDatabase: CredentialStore {
             id: id, provider: row.text(1) ?? "", kind: kind, subject: row.text(3), status: status,
             generation: row.int64(5), tokenType: row.text(6), scopes: scopes, labels: labels,
             issuedAt: timestamp(9) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(10), refreshAt: timestamp(11),
-            refreshTokenExpiresAt: timestamp(12), lastError: failure,
+            refreshTokenExpiresAt: timestamp(12), lastError: failure, refreshFailures: Int(row.int64(20)),
             createdAt: timestamp(16) ?? Timestamp(milliseconds: 0),
             updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
             hasRefreshToken: row.int64(18) != 0, hasIDToken: row.int64(19) != 0)
@@ -123,9 +123,10 @@ struct SQLiteCredentialWriter: CredentialWriter {
             INSERT INTO credentials (
                 id, namespace, name, provider, kind, subject, status, generation, token_type, scopes, labels,
                 issued_at, expires_at, refresh_at, refresh_token_expires_at, last_error_code, last_error_message,
-                last_error_at, created_at, updated_at, seal_term, access_token, refresh_token, id_token, extras)
+                last_error_at, created_at, updated_at, seal_term, access_token, refresh_token, id_token, extras,
+                refresh_failures)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                    ?22, ?23, ?24, ?25)
+                    ?22, ?23, ?24, ?25, ?26)
             ON CONFLICT (id) DO UPDATE SET
                 provider = excluded.provider, kind = excluded.kind, subject = excluded.subject,
                 status = excluded.status, generation = excluded.generation, token_type = excluded.token_type,
@@ -135,7 +136,8 @@ struct SQLiteCredentialWriter: CredentialWriter {
                 last_error_code = excluded.last_error_code, last_error_message = excluded.last_error_message,
                 last_error_at = excluded.last_error_at, updated_at = excluded.updated_at,
                 seal_term = excluded.seal_term, access_token = excluded.access_token,
-                refresh_token = excluded.refresh_token, id_token = excluded.id_token, extras = excluded.extras
+                refresh_token = excluded.refresh_token, id_token = excluded.id_token, extras = excluded.extras,
+                refresh_failures = excluded.refresh_failures
             """)
         try statement.bind(
             metadata.id.description, metadata.id.namespace, metadata.id.name, metadata.provider,
@@ -144,7 +146,7 @@ struct SQLiteCredentialWriter: CredentialWriter {
             metadata.refreshAt?.milliseconds, metadata.refreshTokenExpiresAt?.milliseconds, metadata.lastError?.code,
             metadata.lastError?.message, metadata.lastError?.at.milliseconds, metadata.createdAt.milliseconds,
             metadata.updatedAt.milliseconds, record.sealTerm, record.accessToken, record.refreshToken,
-            record.idToken, record.extras)
+            record.idToken, record.extras, metadata.refreshFailures)
         try statement.run()
     }
 

@@ -48,10 +48,30 @@ import TokenVaultTesting
                 == nil)
     }
 
-    @Test func alreadyInsideTheMarginMeansNow() {
+    @Test func aLifetimeShorterThanTheMarginRefreshesAtHalfLifeNotInALoop() {
         let at = planner.refreshAt(
-            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 30), refreshIn: nil, canRefresh: true, jitter: 0.5
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 30), refreshIn: nil, canRefresh: true, jitter: 0
         )
-        #expect(offset(at) == 0)
+        #expect(offset(at) == 15)
+    }
+
+    @Test func aRefreshTokenExpiringFirstPullsTheRefreshForward() {
+        let at = planner.refreshAt(
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 3600), refreshIn: nil, canRefresh: true,
+            jitter: 0,
+            refreshTokenExpiresAt: clock.now.adding(seconds: 600))
+        #expect(offset(at) == 540)
+    }
+
+    @Test func aZeroRefreshInIsIgnored() {
+        let at = planner.refreshAt(
+            issuedAt: clock.now, expiresAt: clock.now.adding(seconds: 1800), refreshIn: 0, canRefresh: true, jitter: 0)
+        #expect(offset(at) == 1350)
+    }
+
+    @Test func perProviderSettingsApply() {
+        let tinkoff = RefreshPlanner(lifetimeShare: 0.5, margin: 120, jitterFraction: 0, defaultLifetime: 1800)
+        let at = tinkoff.refreshAt(issuedAt: clock.now, expiresAt: nil, refreshIn: nil, canRefresh: true, jitter: 0.9)
+        #expect(offset(at) == 900)
     }
 }

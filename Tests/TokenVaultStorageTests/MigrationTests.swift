@@ -31,15 +31,37 @@ import TokenVaultTesting
         }
     }
 
+    static var shipped: [Migration] { (try? EmbeddedMigrations.all()) ?? [] }
+    /// The file name of a migration one past the shipped ones (or `offset` past).
+    static func nextName(_ suffix: String, offset: Int = 1) -> String {
+        let number = String(shipped.count + offset)
+        return String(repeating: "0", count: 4 - number.count) + number + "_" + suffix + ".sql"
+    }
+
     @Test func freshDatabaseIsMigratedAndRecordsChecksums() throws {
         let database = try open()
-        #expect(try database.pendingMigrations().map(\.version) == [1])
-        #expect(try database.migrate().map(\.fileName) == ["0001_initial.sql"])
+        #expect(try database.pendingMigrations().map(\.version) == Array(1...Self.shipped.count))
+        #expect(try database.migrate().map(\.fileName) == Self.shipped.map(\.fileName))
         let applied = try database.appliedMigrations()
-        #expect(applied.map(\.name) == ["0001_initial.sql"])
-        #expect(applied[0].sha256 == SHA256.hex(try EmbeddedMigrations.all()[0].sql))
+        #expect(applied.map(\.name) == Self.shipped.map(\.fileName))
+        #expect(applied.map(\.sha256) == Self.shipped.map { SHA256.hex($0.sql) })
         #expect(try database.migrate().isEmpty)
         #expect(try open().pendingMigrations().isEmpty)
+    }
+
+    @Test func aVersionOneDatabaseUpgradesInPlace() throws {
+        let first = try open(Array(Self.shipped.prefix(1)))
+        try first.migrate()
+        try first.withWriter {
+            try $0.execute("INSERT INTO vault_meta VALUES ('upgrade-marker', 'kept')")
+        }
+        first.close()
+        let upgraded = try open()
+        #expect(try upgraded.migrate().map(\.version) == Array(2...Self.shipped.count))
+        let kept = try upgraded.withWriter {
+            try $0.scalarText("SELECT value FROM vault_meta WHERE key = 'upgrade-marker'")
+        }
+        #expect(kept == "kept")
     }
 
     @Test func changedShippedMigrationIsRefusedNamingTheFile() throws {
@@ -48,7 +70,7 @@ import TokenVaultTesting
         let edited = try Migration(fileName: original.fileName, sql: original.sql + Array("\n-- edited\n".utf8))
         let before = snapshot()
         #expect {
-            _ = try open([edited])
+            _ = try open([edited] + Self.shipped.dropFirst())
         } throws: { error in
             let error = error as! VaultError
             return error.code == "migration_error" && error.message.contains("0001_initial.sql")
@@ -62,8 +84,8 @@ import TokenVaultTesting
         try database.migrate()
         try database.withWriter {
             try $0.execute(
-                "INSERT INTO schema_migrations VALUES (2, '0002_future_feature.sql', '\(String(repeating: "0", count: 64))', 0)"
-            )
+                "INSERT INTO schema_migrations VALUES (\(Self.shipped.count + 1), '\(Self.nextName("future_feature"))', "
+                    + "'\(String(repeating: "0", count: 64))', 0)")
         }
         database.close()
         let before = snapshot()
@@ -71,20 +93,20 @@ import TokenVaultTesting
             _ = try open()
         } throws: { error in
             let message = (error as! VaultError).message
-            return message.contains("newer than this binary") && message.contains("0002_future_feature.sql")
+            return message.contains("newer than this binary") && message.contains(Self.nextName("future_feature"))
         }
         #expect(snapshot() == before)
     }
 
     @Test func failingMigrationIsRolledBackWhole() throws {
         let broken = try Migration(
-            fileName: "0002_broken.sql",
+            fileName: Self.nextName("broken"),
             sql: Array("CREATE TABLE half_done (a INTEGER); SELECT no_such_function();".utf8))
         let database = try open(try EmbeddedMigrations.all() + [broken])
         #expect {
             try database.migrate()
-        } throws: { ($0 as! VaultError).message.contains("0002_broken.sql failed and was rolled back") }
-        #expect(try database.appliedMigrations().map(\.version) == [1])
+        } throws: { ($0 as! VaultError).message.contains("\(Self.nextName("broken")) failed and was rolled back") }
+        #expect(try database.appliedMigrations().map(\.version) == Array(1...Self.shipped.count))
         let exists = try database.withWriter {
             try $0.statement("SELECT 1 FROM sqlite_master WHERE name = 'half_done'").exists()
         }
@@ -97,7 +119,7 @@ import TokenVaultTesting
     }
 
     @Test func gapsInNumberingAreRefused() throws {
-        let third = try Migration(fileName: "0003_skip.sql", sql: [])
+        let third = try Migration(fileName: Self.nextName("skip", offset: 2), sql: [])
         #expect {
             _ = try open(try EmbeddedMigrations.all() + [third])
         } throws: { ($0 as! VaultError).message.contains("without gaps") }

@@ -3,12 +3,20 @@ import TokenVaultCore
 
 /// A `CredentialStore` and `KeyTermStore` in memory, for unit tests of logic above storage.
 /// Write transactions work on a copy that replaces the state only when the body returns.
-public final class InMemoryStore: CredentialStore, KeyTermStore, @unchecked Sendable {
+public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal, @unchecked Sendable {
     struct State {
         var credentials: [CredentialID: SealedCredentialRecord] = [:]
         var terms: [UInt32: WrappedTerm] = [:]
         var settings: [String: String] = [:]
         var audit: [AuditEvent] = []
+        var attempts: [String: JournalEntry] = [:]
+    }
+
+    struct JournalEntry {
+        var attempt: RefreshAttempt
+        var state: RefreshAttempt.State
+        var outcome: String?
+        var finishedAt: Timestamp?
     }
 
     private var state = State()
@@ -61,6 +69,83 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, @unchecked Send
         func save(_ record: SealedCredentialRecord) throws { state.credentials[record.metadata.id] = record }
         func delete(_ id: CredentialID) throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
         func appendAudit(_ event: AuditEvent) throws { state.audit.append(event) }
+
+        func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+            state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt
+        }
+
+        func beginAttempt(_ attempt: RefreshAttempt) throws {
+            guard try openAttempt(for: attempt.credentialID) == nil else {
+                throw VaultError.conflict("credential \(attempt.credentialID) already has an open refresh attempt")
+            }
+            state.attempts[attempt.attemptID] = JournalEntry(attempt: attempt, state: .open)
+        }
+
+        func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+            state.attempts[attemptID]?.attempt.leaseOwner = owner
+            state.attempts[attemptID]?.attempt.leaseExpiresAt = until
+        }
+
+        func finishAttempt(attemptID: String, state newState: RefreshAttempt.State, outcome: String?, at: Timestamp)
+            throws
+        {
+            state.attempts[attemptID]?.state = newState
+            state.attempts[attemptID]?.outcome = outcome
+            state.attempts[attemptID]?.finishedAt = at
+        }
+
+        func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+            guard var record = state.credentials[update.id], record.metadata.generation == update.generation else {
+                return false
+            }
+            record.metadata.status = update.status
+            record.metadata.refreshAt = update.refreshAt
+            record.metadata.lastError = update.lastError
+            record.metadata.refreshFailures = update.refreshFailures
+            record.metadata.updatedAt = update.updatedAt
+            state.credentials[update.id] = record
+            return true
+        }
+
+        func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+            let saved = state
+            do { return try body() } catch {
+                state = saved
+                throw error
+            }
+        }
+    }
+
+    // MARK: RefreshJournal
+
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        lock.withLock {
+            state.credentials.values.compactMap { record -> ScheduledCredential? in
+                guard let at = record.metadata.refreshAt, at <= now else { return nil }
+                return ScheduledCredential(id: record.metadata.id, refreshAt: at, status: record.metadata.status)
+            }.sorted { $0.refreshAt < $1.refreshAt }.prefix(limit).map { $0 }
+        }
+    }
+
+    public func earliestRefreshAt() throws -> Timestamp? {
+        lock.withLock { state.credentials.values.compactMap(\.metadata.refreshAt).min() }
+    }
+
+    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
+        lock.withLock { Array(state.attempts.values.filter { $0.state == .open }.map(\.attempt).prefix(limit)) }
+    }
+
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+        lock.withLock {
+            let old = state.attempts.filter { $0.value.finishedAt.map { $0 < before } ?? false }.prefix(limit)
+            for (key, _) in old { state.attempts.removeValue(forKey: key) }
+            return old.count
+        }
+    }
+
+    /// Every attempt ever journalled, for assertions.
+    public var journal: [(attempt: RefreshAttempt, state: RefreshAttempt.State, outcome: String?)] {
+        lock.withLock { state.attempts.values.map { ($0.attempt, $0.state, $0.outcome) } }
     }
 
     // MARK: KeyTermStore

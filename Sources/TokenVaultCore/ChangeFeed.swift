@@ -1,0 +1,48 @@
+import Synchronization
+
+/// In-process fan-out of credential events to the watch and event streams. Publishers never
+/// wait: each subscriber has a bounded buffer, and a subscriber too slow to keep up loses the
+/// oldest events rather than slowing a refresh down.
+public final class ChangeFeed: Sendable {
+    private struct Subscriber {
+        let filter: CredentialID?
+        let continuation: AsyncStream<CredentialEvent>.Continuation
+    }
+
+    private let subscribers = Mutex<[Int: Subscriber]>([:])
+    private let nextID = Atomic<Int>(0)
+    private let bufferSize: Int
+
+    public init(bufferSize: Int = 1024) { self.bufferSize = bufferSize }
+
+    /// Events from now on, for one credential or (with `nil`) for all of them. The stream ends
+    /// when the consumer stops iterating or `finishAll()` is called.
+    public func subscribe(to id: CredentialID? = nil) -> AsyncStream<CredentialEvent> {
+        let key = nextID.add(1, ordering: .relaxed).newValue
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: CredentialEvent.self, bufferingPolicy: .bufferingNewest(bufferSize))
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
+        }
+        subscribers.withLock { $0[key] = Subscriber(filter: id, continuation: continuation) }
+        return stream
+    }
+
+    public func publish(_ event: CredentialEvent) {
+        let targets = subscribers.withLock { all in
+            all.values.filter { $0.filter == nil || $0.filter == event.id }.map(\.continuation)
+        }
+        for continuation in targets { continuation.yield(event) }
+    }
+
+    public var subscriberCount: Int { subscribers.withLock { $0.count } }
+
+    /// Ends every stream (daemon shutdown).
+    public func finishAll() {
+        let all = subscribers.withLock { all in
+            defer { all.removeAll() }
+            return all.values.map(\.continuation)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}

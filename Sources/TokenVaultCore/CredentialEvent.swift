@@ -1,0 +1,31 @@
+/// A change to a credential, as the watch and event streams report it. Never a token.
+public struct CredentialEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        /// Stored through the API (new or replaced tokens).
+        case stored
+        /// New tokens from the provider (generation + 1).
+        case refreshed
+        /// A refresh failed transiently; the current token is still served while valid.
+        case failing
+        /// The provider rejected the grant; a person must sign in again.
+        case needsReauth = "needs_reauth"
+        /// Deletion asked for; revocation at the provider not yet confirmed.
+        case revokePending = "revoke_pending"
+        /// Past expiry with no way to refresh.
+        case expired
+        case deleted
+    }
+
+    public var kind: Kind
+    public var id: CredentialID
+    public var at: Timestamp
+    /// The credential after the change (nil once deleted).
+    public var metadata: CredentialMetadata?
+
+    public init(kind: Kind, id: CredentialID, at: Timestamp, metadata: CredentialMetadata?) {
+        self.kind = kind
+        self.id = id
+        self.at = at
+        self.metadata = metadata
+    }
+}

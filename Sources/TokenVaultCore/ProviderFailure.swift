@@ -1,0 +1,51 @@
+/// A failed call to a provider, classified the way docs/providers.md prescribes. The class
+/// decides what happens to the credential; `code` and `message` are shown to operators and
+/// never contain a token.
+public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Equatable {
+        /// The grant is dead (`invalid_grant`): the credential needs a new sign-in. Never retried.
+        case invalidGrant = "invalid_grant"
+        /// The client registration is wrong (`invalid_client`, `unauthorized_client`,
+        /// `unsupported_grant_type`, a bad request): pause the provider, probe slowly.
+        case misconfigured
+        /// Worth retrying later: 5xx, 429, `server_error`, `temporarily_unavailable`,
+        /// connection refused. The request was not acted on.
+        case transient
+        /// The request was sent but no usable answer came back (timeout, dropped connection,
+        /// unreadable body). A rotating provider may already have spent the refresh token:
+        /// retry with the same token.
+        case unknownOutcome = "unknown_outcome"
+    }
+
+    public var kind: Kind
+    /// Stable, machine-readable: the provider's error code (`invalid_grant`, `limit_exceeded`,
+    /// `ESIA-007011`) or one of ours (`http_503`, `timeout`, `connection_failed`,
+    /// `malformed_response`, `circuit_open`, `provider_not_configured`).
+    public var code: String
+    /// For people. Never a token; provider texts are truncated.
+    public var message: String
+    /// Seconds the provider asked us to wait (`Retry-After`), or a provider rule's wait
+    /// (T-ID `limit_exceeded`).
+    public var retryAfter: Double?
+    /// The HTTP status, when an answer arrived.
+    public var httpStatus: Int?
+
+    public init(kind: Kind, code: String, message: String, retryAfter: Double? = nil, httpStatus: Int? = nil) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+        self.httpStatus = httpStatus
+    }
+
+    public var description: String { "\(kind.rawValue): \(code): \(message)" }
+}
+
+extension ProviderFailure {
+    /// A credential names a provider instance the daemon has no configuration for.
+    public static func notConfigured(_ provider: String) -> ProviderFailure {
+        ProviderFailure(
+            kind: .misconfigured, code: "provider_not_configured",
+            message: "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed")
+    }
+}

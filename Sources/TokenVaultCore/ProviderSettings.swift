@@ -1,0 +1,55 @@
+/// One provider instance from the daemon's configuration (`providers.<name>`): what the
+/// engine needs to schedule and pace its refreshes, plus the kind-specific options that
+/// TokenVaultProviders validates and turns into a `TokenProvider`.
+public struct ProviderSettings: Sendable, Equatable {
+    /// The instance name credentials use as `provider` (e.g. `tinkoff-id`, `acme`).
+    public var name: String
+    /// `oauth2`, `tinkoff-id`, `sber-id`, `esia` or `ebs`.
+    public var kind: String
+    public var planner: RefreshPlanner
+    public var limits: ProviderLimits
+    /// Kind-specific options (endpoints, client, TLS), as written in the config file.
+    public var options: [String: JSONValue]
+
+    public init(
+        name: String, kind: String, planner: RefreshPlanner = RefreshPlanner(),
+        limits: ProviderLimits = ProviderLimits(),
+        options: [String: JSONValue] = [:]
+    ) {
+        self.name = name
+        self.kind = kind
+        self.planner = planner
+        self.limits = limits
+        self.options = options
+    }
+}
+
+/// How hard the engine may lean on one provider instance.
+public struct ProviderLimits: Sendable, Equatable {
+    /// Refresh calls in flight at once.
+    public var concurrency: Int
+    /// Token bucket: sustained calls per second and the burst allowed.
+    public var ratePerSecond: Double
+    public var burst: Int
+    /// Consecutive transient failures that open the circuit breaker, and how long it stays open
+    /// before one probe is let through.
+    public var breakerThreshold: Int
+    public var breakerCooldown: Double
+    /// After `invalid_client` and friends: how often one probe is let through.
+    public var misconfiguredProbeInterval: Double
+    /// Backoff for transient failures.
+    public var retry: RetryPolicy
+
+    public init(
+        concurrency: Int = 8, ratePerSecond: Double = 20, burst: Int = 20, breakerThreshold: Int = 5,
+        breakerCooldown: Double = 30, misconfiguredProbeInterval: Double = 300, retry: RetryPolicy = RetryPolicy()
+    ) {
+        self.concurrency = concurrency
+        self.ratePerSecond = ratePerSecond
+        self.burst = burst
+        self.breakerThreshold = breakerThreshold
+        self.breakerCooldown = breakerCooldown
+        self.misconfiguredProbeInterval = misconfiguredProbeInterval
+        self.retry = retry
+    }
+}

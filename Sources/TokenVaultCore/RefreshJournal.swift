@@ -1,0 +1,51 @@
+/// The scheduler's and the journal's reads. Implemented by TokenVaultStorage through the
+/// `refresh_at` index: nothing here scans every credential.
+public protocol RefreshJournal: Sendable {
+    /// Up to `limit` credentials with `refresh_at <= now`, earliest first.
+    func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential]
+    /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
+    func earliestRefreshAt() throws -> Timestamp?
+    /// Attempts still open (interrupted by a crash, or in flight in another process).
+    func openAttempts(limit: Int) throws -> [RefreshAttempt]
+    /// Deletes up to `limit` closed attempts finished before `before`; returns how many.
+    func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int
+}
+
+/// A credential the scheduler must act on.
+public struct ScheduledCredential: Sendable, Equatable {
+    public var id: CredentialID
+    public var refreshAt: Timestamp
+    public var status: CredentialStatus
+
+    public init(id: CredentialID, refreshAt: Timestamp, status: CredentialStatus) {
+        self.id = id
+        self.refreshAt = refreshAt
+        self.status = status
+    }
+}
+
+/// A change to a credential's schedule and state that leaves its secrets alone (a failure, a
+/// deferral, a status change). Written without re-sealing anything.
+public struct ScheduleUpdate: Sendable, Equatable {
+    public var id: CredentialID
+    /// Applied only if the row still has this generation (a refresh or put in between wins).
+    public var generation: Int64
+    public var status: CredentialStatus
+    public var refreshAt: Timestamp?
+    public var lastError: CredentialFailure?
+    public var refreshFailures: Int
+    public var updatedAt: Timestamp
+
+    public init(
+        id: CredentialID, generation: Int64, status: CredentialStatus, refreshAt: Timestamp?,
+        lastError: CredentialFailure?, refreshFailures: Int, updatedAt: Timestamp
+    ) {
+        self.id = id
+        self.generation = generation
+        self.status = status
+        self.refreshAt = refreshAt
+        self.lastError = lastError
+        self.refreshFailures = refreshFailures
+        self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,72 @@
+/// What the local API asks of the refresh engine. Implemented by TokenVaultEngine; the server
+/// depends only on this protocol.
+public protocol RefreshService: Sendable {
+    /// Refreshes `id` now, or joins the refresh already in flight for it. Never throws for a
+    /// provider failure: the outcome says what happened and the credential's state records it.
+    func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome
+
+    /// Revokes the credential's tokens at the provider (refresh token, then access token) and
+    /// deletes it. If revocation cannot be completed the credential stays `revoke_pending` and
+    /// is retried in the background, unless `force` deletes it anyway.
+    func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome
+
+    /// Per provider instance: whether refreshes are flowing, paused or misconfigured.
+    func providerStates() -> [ProviderState]
+}
+
+public enum RefreshReason: String, Sendable {
+    /// The scheduler found `refresh_at` due.
+    case scheduled
+    /// A token read asked for more remaining lifetime than the token has.
+    case onDemand = "on_demand"
+    /// `POST .../refresh`.
+    case forced
+    /// An attempt left open by a crash.
+    case recovery
+}
+
+public enum RefreshOutcome: Sendable, Equatable {
+    /// New tokens are stored and visible.
+    case refreshed(CredentialMetadata)
+    /// The provider failed; the credential records why (status `failing` or `needs_reauth`).
+    case failed(ProviderFailure, CredentialMetadata?)
+    /// Nothing was sent: the credential cannot be refreshed (no refresh token, needs
+    /// re-authorisation, being deleted), another process holds the lease, or the provider is
+    /// paused. The text says which.
+    case skipped(String, CredentialMetadata?)
+}
+
+public enum RemovalOutcome: Sendable, Equatable {
+    /// Revoked where the provider supports it, and deleted.
+    case deleted(revoked: Bool)
+    /// Revocation failed; the credential is `revoke_pending` and will be retried.
+    case revokePending(CredentialMetadata, ProviderFailure)
+}
+
+/// A provider instance as health and metrics report it.
+public struct ProviderState: Sendable, Equatable {
+    public enum Condition: String, Sendable {
+        /// Refreshes flow.
+        case ok
+        /// Recent transient failures opened the circuit breaker; probing.
+        case circuitOpen = "circuit_open"
+        /// The client registration was rejected; paused, probed slowly.
+        case misconfigured
+        /// No endpoint configured; its credentials cannot be refreshed.
+        case notConfigured = "not_configured"
+    }
+
+    public var name: String
+    public var kind: String
+    public var condition: Condition
+    public var detail: String?
+    public var inFlight: Int
+
+    public init(name: String, kind: String, condition: Condition, detail: String? = nil, inFlight: Int = 0) {
+        self.name = name
+        self.kind = kind
+        self.condition = condition
+        self.detail = detail
+        self.inFlight = inFlight
+    }
+}

@@ -1,0 +1,40 @@
+/// An identity provider's token endpoint, as the refresh engine sees it. Implemented per
+/// provider kind by TokenVaultProviders; the engine only knows this protocol.
+///
+/// Every failure is thrown as a `ProviderFailure`, already classified, so the engine's
+/// decisions (re-authorise, pause the provider, back off, retry with the same token) never
+/// depend on one provider's wire format.
+public protocol TokenProvider: Sendable {
+    /// The provider instance name credentials refer to (`provider` in the API).
+    var name: String { get }
+
+    /// Exchanges `request.refreshToken` for new tokens. The payload's relative times count from
+    /// the moment the request was sent; the caller takes that moment before calling.
+    func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload
+
+    /// Whether the provider has a revocation endpoint (RFC 7009). Without one, deleting a
+    /// credential only removes it locally.
+    var supportsRevocation: Bool { get }
+
+    /// Revokes one token (RFC 7009). Succeeds for tokens the provider does not know.
+    func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure)
+}
+
+/// What a refresh sends: the refresh token and the scopes the credential holds.
+public struct RefreshRequest: Sendable {
+    public var credentialID: CredentialID
+    public var refreshToken: SecretBytes
+    public var scopes: [String]
+
+    public init(credentialID: CredentialID, refreshToken: SecretBytes, scopes: [String] = []) {
+        self.credentialID = credentialID
+        self.refreshToken = refreshToken
+        self.scopes = scopes
+    }
+}
+
+/// RFC 7009 `token_type_hint`.
+public enum TokenHint: String, Sendable {
+    case accessToken = "access_token"
+    case refreshToken = "refresh_token"
+}

@@ -1,0 +1,139 @@
+import TokenVaultCore
+
+/// The refresh scheduler's reads: all through indexes (`credentials_refresh_due`,
+/// `refresh_attempts_one_open`, `refresh_attempts_finished`), never a full scan.
+extension VaultDatabase: RefreshJournal {
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                """
+                SELECT id, refresh_at, status FROM credentials INDEXED BY credentials_refresh_due
+                WHERE refresh_at IS NOT NULL AND refresh_at <= ?1 ORDER BY refresh_at LIMIT ?2
+                """)
+            try statement.bind(now.milliseconds, max(0, limit))
+            var due: [ScheduledCredential] = []
+            while try statement.step() {
+                guard let id = try? CredentialID(statement.text(0) ?? ""),
+                    let status = CredentialStatus(rawValue: statement.text(2) ?? "")
+                else { continue }
+                due.append(
+                    ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: statement.int64(1)), status: status))
+            }
+            return due
+        }
+    }
+
+    public func earliestRefreshAt() throws -> Timestamp? {
+        try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT min(refresh_at) FROM credentials INDEXED BY credentials_refresh_due WHERE refresh_at IS NOT NULL"
+            )
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            return statement.optionalInt64(0).map(Timestamp.init(milliseconds:))
+        }
+    }
+
+    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
+        try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT \(Self.attemptColumns) FROM refresh_attempts WHERE state = 'open' ORDER BY started_at LIMIT ?1")
+            try statement.bind(max(0, limit))
+            var attempts: [RefreshAttempt] = []
+            while try statement.step() { if let attempt = Self.attempt(from: statement) { attempts.append(attempt) } }
+            return attempts
+        }
+    }
+
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+        try writeTransaction(durability: .normal) { connection in
+            try connection.statement(
+                """
+                DELETE FROM refresh_attempts WHERE rowid IN (
+                    SELECT rowid FROM refresh_attempts INDEXED BY refresh_attempts_finished
+                    WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2)
+                """
+            ).bind(before.milliseconds, max(0, limit)).run()
+            return connection.changes
+        }
+    }
+
+    static let attemptColumns = """
+        attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner, lease_expires_at, started_at
+        """
+
+    static func attempt(from row: SQLiteStatement) -> RefreshAttempt? {
+        guard let attemptID = row.text(0), let id = try? CredentialID(row.text(1) ?? "") else { return nil }
+        return RefreshAttempt(
+            attemptID: attemptID, credentialID: id, generation: row.int64(2),
+            refreshTokenFingerprint: row.text(3) ?? "", leaseOwner: row.text(4) ?? "",
+            leaseExpiresAt: Timestamp(milliseconds: row.int64(5)), startedAt: Timestamp(milliseconds: row.int64(6)))
+    }
+}
+
+/// Journal writes inside a write transaction.
+extension SQLiteCredentialWriter {
+    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+        let statement = try connection.statement(
+            "SELECT \(VaultDatabase.attemptColumns) FROM refresh_attempts WHERE credential_id = ?1 AND state = 'open'")
+        try statement.bind(id.description)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return VaultDatabase.attempt(from: statement)
+    }
+
+    func beginAttempt(_ attempt: RefreshAttempt) throws {
+        try connection.statement(
+            """
+            INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
+                                          lease_expires_at, state, started_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'open', ?7)
+            """
+        ).bind(
+            attempt.attemptID, attempt.credentialID.description, attempt.generation, attempt.refreshTokenFingerprint,
+            attempt.leaseOwner, attempt.leaseExpiresAt.milliseconds, attempt.startedAt.milliseconds
+        ).run()
+    }
+
+    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+        try connection.statement(
+            "UPDATE refresh_attempts SET lease_owner = ?2, lease_expires_at = ?3 WHERE attempt_id = ?1 AND state = 'open'"
+        ).bind(attemptID, owner, until.milliseconds).run()
+    }
+
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+        try connection.statement(
+            """
+            UPDATE refresh_attempts SET state = ?2, outcome = ?3, finished_at = ?4
+            WHERE attempt_id = ?1 AND state = 'open'
+            """
+        ).bind(attemptID, state.rawValue, outcome, at.milliseconds).run()
+    }
+
+    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+        try connection.statement(
+            """
+            UPDATE credentials SET status = ?3, refresh_at = ?4, last_error_code = ?5, last_error_message = ?6,
+                last_error_at = ?7, refresh_failures = ?8, updated_at = ?9
+            WHERE id = ?1 AND generation = ?2
+            """
+        ).bind(
+            update.id.description, update.generation, update.status.rawValue, update.refreshAt?.milliseconds,
+            update.lastError?.code, update.lastError?.message, update.lastError?.at.milliseconds,
+            update.refreshFailures, update.updatedAt.milliseconds
+        ).run()
+        return connection.changes > 0
+    }
+
+    func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+        try connection.execute("SAVEPOINT item")
+        do {
+            let result = try body()
+            try connection.execute("RELEASE item")
+            return result
+        } catch {
+            try? connection.execute("ROLLBACK TO item; RELEASE item")
+            throw error
+        }
+    }
+}
