@@ -75,6 +75,7 @@ let package = Package(
             name: "TokenVaultEngine",
             dependencies: [
                 "TokenVaultCore",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

@@ -10,13 +10,14 @@ public final class ChangeFeed: Sendable {
     }
 
     private let subscribers = Mutex<[Int: Subscriber]>([:])
+    private let closed = Atomic<Bool>(false)
     private let nextID = Atomic<Int>(0)
     private let bufferSize: Int
 
     public init(bufferSize: Int = 1024) { self.bufferSize = bufferSize }
 
     /// Events from now on, for one credential or (with `nil`) for all of them. The stream ends
-    /// when the consumer stops iterating or `finishAll()` is called.
+    /// when the consumer stops iterating or the feed is closed.
     public func subscribe(to id: CredentialID? = nil) -> AsyncStream<CredentialEvent> {
         let key = nextID.add(1, ordering: .relaxed).newValue
         let (stream, continuation) = AsyncStream.makeStream(
@@ -25,6 +26,7 @@ public final class ChangeFeed: Sendable {
             _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
         }
         subscribers.withLock { $0[key] = Subscriber(filter: id, continuation: continuation) }
+        if closed.load(ordering: .acquiring) { finishAll() }
         return stream
     }
 
@@ -37,8 +39,13 @@ public final class ChangeFeed: Sendable {
 
     public var subscriberCount: Int { subscribers.withLock { $0.count } }
 
-    /// Ends every stream (daemon shutdown).
-    public func finishAll() {
+    /// Ends every stream, and every stream subscribed from now on (daemon shutdown).
+    public func close() {
+        closed.store(true, ordering: .releasing)
+        finishAll()
+    }
+
+    private func finishAll() {
         let all = subscribers.withLock { all in
             defer { all.removeAll() }
             return all.values.map(\.continuation)

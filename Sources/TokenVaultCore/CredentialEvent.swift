@@ -19,7 +19,7 @@ public struct CredentialEvent: Sendable, Equatable {
     public var kind: Kind
     public var id: CredentialID
     public var at: Timestamp
-    /// The credential after the change (nil once deleted).
+    /// The credential after the change (for `deleted`, its last state).
     public var metadata: CredentialMetadata?
 
     public init(kind: Kind, id: CredentialID, at: Timestamp, metadata: CredentialMetadata?) {

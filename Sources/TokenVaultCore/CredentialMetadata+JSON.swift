@@ -19,6 +19,7 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
     public let hasRefreshToken: Bool
     public let hasIDToken: Bool
     public let lastError: LastError?
+    public let refreshFailures: Int
     public let createdAt: String
     public let updatedAt: String
 
@@ -32,7 +33,8 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
         case id, namespace, name, provider, kind, subject, status, generation, scopes, labels
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
-        case hasIDToken = "has_id_token", lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
+        case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
+            "created_at", updatedAt = "updated_at"
     }
 
     public init(_ metadata: CredentialMetadata) {
@@ -54,6 +56,7 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
         hasRefreshToken = metadata.hasRefreshToken
         hasIDToken = metadata.hasIDToken
         lastError = metadata.lastError.map { LastError(code: $0.code, message: $0.message, at: $0.at.description) }
+        refreshFailures = metadata.refreshFailures
         createdAt = metadata.createdAt.description
         updatedAt = metadata.updatedAt.description
     }

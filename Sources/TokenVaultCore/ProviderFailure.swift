@@ -2,7 +2,7 @@
 /// decides what happens to the credential; `code` and `message` are shown to operators and
 /// never contain a token.
 public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable, CaseIterable {
         /// The grant is dead (`invalid_grant`): the credential needs a new sign-in. Never retried.
         case invalidGrant = "invalid_grant"
         /// The client registration is wrong (`invalid_client`, `unauthorized_client`,
@@ -42,6 +42,11 @@ public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertib
 }
 
 extension ProviderFailure {
+    /// Codes of `unknownOutcome` failures: the request went out and the answer was lost, so
+    /// the provider may have rotated the refresh token. A later `invalid_grant` is explained
+    /// by this.
+    public static let lostAnswerCodes: Set<String> = ["timeout", "connection_dropped", "malformed_response"]
+
     /// A credential names a provider instance the daemon has no configuration for.
     public static func notConfigured(_ provider: String) -> ProviderFailure {
         ProviderFailure(

@@ -12,6 +12,25 @@ public protocol RefreshService: Sendable {
 
     /// Per provider instance: whether refreshes are flowing, paused or misconfigured.
     func providerStates() -> [ProviderState]
+
+    /// Counters since start-up, for `/metrics`.
+    var counters: RefreshCounters { get }
+}
+
+/// What the engine has done since start-up.
+public struct RefreshCounters: Sendable, Equatable {
+    /// Successful refreshes.
+    public var refreshed = 0
+    /// Failed refreshes by `ProviderFailure.Kind` raw value.
+    public var failed: [String: Int] = [:]
+    /// Refreshes not sent (paused provider, lease held elsewhere, nothing to refresh).
+    public var skipped = 0
+    /// Attempts found open at start-up and resumed.
+    public var recovered = 0
+    public var revoked = 0
+    public var revocationFailures = 0
+
+    public init() {}
 }
 
 public enum RefreshReason: String, Sendable {
@@ -45,7 +64,7 @@ public enum RemovalOutcome: Sendable, Equatable {
 
 /// A provider instance as health and metrics report it.
 public struct ProviderState: Sendable, Equatable {
-    public enum Condition: String, Sendable {
+    public enum Condition: String, Sendable, CaseIterable {
         /// Refreshes flow.
         case ok
         /// Recent transient failures opened the circuit breaker; probing.

@@ -82,11 +82,14 @@ public final class Vault: Sendable {
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine).
     public func delete(_ id: CredentialID, audit: AuditEvent? = nil) throws {
-        try store.write(durability: .full) { writer in
+        let last = try store.write(durability: .full) { writer -> CredentialMetadata? in
+            let last = try writer.record(id)?.metadata
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
             if let audit { try writer.appendAudit(audit) }
+            return last
         }
-        events.publish(CredentialEvent(kind: .deleted, id: id, at: clock.now, metadata: nil))
+        // The event carries the last state, so watchers know what was deleted.
+        events.publish(CredentialEvent(kind: .deleted, id: id, at: clock.now, metadata: last))
     }
 
     // MARK: Sealing

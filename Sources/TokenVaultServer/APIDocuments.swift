@@ -5,12 +5,64 @@ struct HealthDocument: Encodable {
         let schemaVersion: Int
         enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
     }
+    struct Provider: Encodable {
+        let name: String
+        let kind: String
+        let condition: String
+        let detail: String?
+        let inFlight: Int
+        enum CodingKeys: String, CodingKey { case name, kind, condition, detail, inFlight = "in_flight" }
+
+        init(_ state: ProviderState) {
+            name = state.name
+            kind = state.kind
+            condition = state.condition.rawValue
+            detail = state.detail
+            inFlight = state.inFlight
+        }
+    }
     let status: String
     let version: String
     let database: Database
     let uptimeSeconds: Double
-    enum CodingKeys: String, CodingKey { case status, version, database, uptimeSeconds = "uptime_seconds" }
+    let providers: [Provider]
+    enum CodingKeys: String, CodingKey { case status, version, database, uptimeSeconds = "uptime_seconds", providers }
 }
+
+/// One line of `/v1/events` (NDJSON): what happened to which credential, never a secret.
+/// `type` is `stored`, `refreshed`, `refresh_failed`, `status_changed` or `deleted`.
+struct EventDocument: Encodable {
+    struct Failure: Encodable {
+        let code: String
+        let message: String
+    }
+    let type: String
+    let credentialID: String
+    let at: String
+    let status: String
+    let generation: Int64
+    let error: Failure?
+    enum CodingKeys: String, CodingKey { case type, credentialID = "credential_id", at, status, generation, error }
+
+    init?(_ event: CredentialEvent) {
+        guard let metadata = event.metadata else { return nil }
+        switch event.kind {
+        case .stored: type = "stored"
+        case .refreshed: type = "refreshed"
+        case .failing, .needsReauth: type = "refresh_failed"
+        case .revokePending, .expired: type = "status_changed"
+        case .deleted: type = "deleted"
+        }
+        credentialID = event.id.description
+        at = event.at.description
+        status = metadata.status.rawValue
+        generation = metadata.generation
+        error =
+            type == "refresh_failed" || event.kind == .revokePending
+            ? metadata.lastError.map { Failure(code: $0.code, message: $0.message) } : nil
+    }
+}
+
 
 struct TokenDocument: Encodable {
     let accessToken: String

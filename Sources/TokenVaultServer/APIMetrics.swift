@@ -25,12 +25,50 @@ public final class APIMetrics: Sendable {
         ).record(duration)
     }
 
-    func exposition(credentialsByStatus counts: [CredentialStatus: Int]) -> [UInt8] {
+    func exposition(
+        credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
+        providers: [ProviderState] = []
+    ) -> [UInt8] {
         for status in CredentialStatus.allCases {
             registry.makeGauge(
                 name: "tokenvault_credentials", labels: [("status", status.rawValue)],
                 help: "Stored credentials by status."
             ).set(Double(counts[status] ?? 0))
+        }
+        if let refresh {
+            var outcomes: [(String, Int)] = [("succeeded", refresh.refreshed), ("skipped", refresh.skipped)]
+            for kind in ProviderFailure.Kind.allCases {
+                outcomes.append((kind.rawValue, refresh.failed[kind.rawValue] ?? 0))
+            }
+            for (outcome, count) in outcomes {
+                registry.makeGauge(
+                    name: "tokenvault_refreshes", labels: [("outcome", outcome)],
+                    help: "Refreshes since start-up, by outcome (a failure by its class)."
+                ).set(Double(count))
+            }
+            registry.makeGauge(
+                name: "tokenvault_refresh_recoveries", help: "Refresh attempts resumed after a crash since start-up."
+            ).set(Double(refresh.recovered))
+            for (outcome, count) in [("revoked", refresh.revoked), ("failed", refresh.revocationFailures)] {
+                registry.makeGauge(
+                    name: "tokenvault_revocations", labels: [("outcome", outcome)],
+                    help: "Revocations at providers since start-up, by outcome."
+                ).set(Double(count))
+            }
+        }
+        for provider in providers {
+            for condition in ProviderState.Condition.allCases {
+                registry.makeGauge(
+                    name: "tokenvault_provider_condition",
+                    labels: [("provider", provider.name), ("condition", condition.rawValue)],
+                    help:
+                        "1 for the provider instance's current condition (ok, circuit_open, misconfigured, not_configured)."
+                ).set(provider.condition == condition ? 1.0 : 0.0)
+            }
+            registry.makeGauge(
+                name: "tokenvault_provider_in_flight", labels: [("provider", provider.name)],
+                help: "Calls in flight to the provider instance."
+            ).set(Double(provider.inFlight))
         }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

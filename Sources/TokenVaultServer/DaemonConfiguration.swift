@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultCore
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +11,7 @@ import Foundation
 /// {
 ///   "socket": {"path": "/run/tokenvault/tokenvault.sock", "mode": "0660", "group": "tokenvault"},
 ///   "limits": {"max_body_bytes": 65536, "idle_timeout_seconds": 30},
-///   "providers": ["tinkoff-id", "oauth2"],
+///   "providers": {"acme": {"kind": "oauth2", "token_endpoint": "https://id.example/token", "client_id": "vault"}},
 ///   "access": [{"group": "payments", "namespaces": ["payments"], "permissions": ["token:read"]}]
 /// }
 /// ```
@@ -20,7 +21,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var socketGroup: String?
     public var maximumBodySize = 64 * 1024
     public var idleTimeoutSeconds = 30
-    public var providers: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia", "ebs"]
+    /// Provider instances credentials may name (see `ProviderSettingsParser` for the format).
+    /// By default one name-only instance per kind: storable, not refreshed.
+    public var providers: [String: ProviderSettings] = Dictionary(
+        uniqueKeysWithValues: ProviderSettingsParser.kinds.map { ($0, ProviderSettings(name: $0, kind: $0)) })
+    public var providerNames: Set<String> { Set(providers.keys) }
     public var rules: [AccessPolicy.Rule] = []
 
     public init() {}
@@ -46,7 +51,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         var socket: Socket?
         var limits: Limits?
-        var providers: [String]?
+        var providers: JSONValue?
         var access: [Rule]?
     }
 
@@ -107,7 +112,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 idleTimeoutSeconds = idle
             }
         }
-        if let providers = file.providers { self.providers = Set(providers) }
+        if let providers = file.providers {
+            do {
+                self.providers = try ProviderSettingsParser.parse(providers)
+            } catch {
+                throw fail(error.key, error.problem)
+            }
+        }
         for (index, rule) in (file.access ?? []).enumerated() {
             let key = "access[\(index)]"
             let subject: AccessPolicy.Rule.Subject
@@ -158,8 +169,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
             idleTimeoutSeconds = parsed
         }
-        if let providers = environment["TOKENVAULT_PROVIDERS"] {
-            self.providers = Set(providers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        if let names = environment["TOKENVAULT_PROVIDERS"] {
+            // Names only: a listed instance keeps its settings from the file; others are dropped.
+            var selected: [String: ProviderSettings] = [:]
+            for name in names.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                do {
+                    try ProviderSettingsParser.validateName(name, key: "TOKENVAULT_PROVIDERS")
+                } catch {
+                    throw fail("TOKENVAULT_PROVIDERS", error.problem)
+                }
+                selected[name] =
+                    providers[name]
+                    ?? ProviderSettings(name: name, kind: ProviderSettingsParser.kinds.contains(name) ? name : "oauth2")
+            }
+            providers = selected
         }
     }
 

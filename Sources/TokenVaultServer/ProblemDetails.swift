@@ -13,11 +13,14 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     public let permission: String?
     /// For 405: the methods the path does support (sent as `Allow`).
     public let allowedMethods: [String]
+    /// For 429 and 503: seconds to wait (sent as `Retry-After`).
+    public let retryAfter: Int?
 
     public init(
         _ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil, permission: String? = nil,
-        allowedMethods: [String] = []
+        allowedMethods: [String] = [], retryAfter: Int? = nil
     ) {
+        self.retryAfter = retryAfter
         self.status = status
         self.code = code
         self.title = status.reasonPhrase
@@ -68,6 +71,7 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
             headers[.requestID] = requestID
         }
         if !allowedMethods.isEmpty { headers[.allow] = allowedMethods.joined(separator: ", ") }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         let body = try JSONSerialization.data(
             withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))

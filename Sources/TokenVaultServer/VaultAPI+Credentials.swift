@@ -32,45 +32,6 @@ extension VaultAPI {
         return try json(CredentialMetadataDocument(metadata))
     }
 
-    func token(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let id = try credentialID(context)
-        let minimumTTL =
-            try request.uri.queryParameters.get("min_ttl").map { text -> Double in
-                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
-                    throw ProblemDetails(
-                        .badRequest, code: "invalid_field", detail: "min_ttl must be 0-86400 seconds", field: "min_ttl")
-                }
-                return seconds
-            } ?? 0
-        let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
-        let credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
-        let now = vault.clock.now
-        if let expiresAt = credential.metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "token_expired"))
-            throw ProblemDetails(
-                .conflict, code: "token_expired",
-                detail: "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s")
-        }
-        audit.record(auditEvent(peer, "token.read", id, .allowed))
-        var response = try json(
-            TokenDocument(
-                accessToken: credential.secrets.accessToken.revealString(),
-                tokenType: credential.metadata.tokenType ?? "Bearer",
-                expiresAt: credential.metadata.expiresAt?.description,
-                idToken: credential.secrets.idToken?.revealString()))
-        response.headers[.cacheControl] = "no-store"
-        return response
-    }
-
-    func delete(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.delete")
-        let event = auditEvent(peer, "credential.delete", id, .allowed)
-        try await blocking { try vault.delete(id, audit: event) }
-        context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
-        return Response(status: .noContent)
-    }
-
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let parameters = request.uri.queryParameters
         var query = CredentialQuery()

@@ -24,6 +24,8 @@ public struct VaultAPI: Sendable {
     }
 
     let vault: Vault
+    /// The refresh engine; nil runs the API as a plain store (no refresh, revocation or streams).
+    let engine: (any RefreshService)?
     let admin: any AdminStore
     let rotation: KeyRotation?
     let policy: AccessPolicy
@@ -34,10 +36,11 @@ public struct VaultAPI: Sendable {
     let startedAt = ContinuousClock.now
 
     public init(
-        vault: Vault, admin: any AdminStore, rotation: KeyRotation?, policy: AccessPolicy, audit: AuditRecorder,
-        metrics: APIMetrics = APIMetrics(), options: Options
+        vault: Vault, engine: (any RefreshService)? = nil, admin: any AdminStore, rotation: KeyRotation?,
+        policy: AccessPolicy, audit: AuditRecorder, metrics: APIMetrics = APIMetrics(), options: Options
     ) {
         self.vault = vault
+        self.engine = engine
         self.admin = admin
         self.rotation = rotation
         self.policy = policy
@@ -56,21 +59,13 @@ public struct VaultAPI: Sendable {
         credentials.get(":namespace/:name") { request, context in try await show(request, context) }
         credentials.get(":namespace/:name/token") { request, context in try await token(request, context) }
         credentials.delete(":namespace/:name") { request, context in try await delete(request, context) }
-        // These need the refresh engine and provider kinds (issues 4 and 5): until then they
-        // answer 501 after the same authorisation as they will have.
-        credentials.post(":namespace/:name/refresh") { _, context in
-            try await notYetAvailable(context, .tokenRead, "credential.refresh", "forced refresh")
-        }
+        credentials.post(":namespace/:name/refresh") { request, context in try await forceRefresh(request, context) }
+        credentials.get(":namespace/:name/watch") { request, context in try await watch(request, context) }
+        router.get("/v1/events") { request, context in try await eventStream(request, context) }
+        // Server-side code exchange needs the provider kinds (issue 5): until then it answers
+        // 501 after the same authorisation it will have.
         credentials.post(":namespace/:name/exchange") { _, context in
             try await notYetAvailable(context, .credentialWrite, "credential.exchange", "server-side code exchange")
-        }
-        credentials.get(":namespace/:name/watch") { _, context in
-            try await notYetAvailable(context, .credentialList, "credential.watch", "the watch stream")
-        }
-        router.get("/v1/events") { _, context -> Response in
-            _ = try await authoriseEventStream(context)
-            throw ProblemDetails(
-                .notImplemented, code: "not_implemented", detail: "the event stream arrives with the refresh engine")
         }
 
         let admin = router.group("/v1/admin")
@@ -79,20 +74,28 @@ public struct VaultAPI: Sendable {
         admin.post("backup") { _, context in try await backup(context) }
     }
 
+    /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open (the
+    /// daemon still serves valid tokens). Always 200 while the database answers.
     func health() async throws -> Response {
         // One indexed read proves the database answers.
         let schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
+        let providers = engine?.providerStates() ?? []
+        let degraded = providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
         return try json(
             HealthDocument(
-                status: "ok", version: options.version, database: .init(schemaVersion: schemaVersion),
-                uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds)))
+                status: degraded ? "degraded" : "ok", version: options.version,
+                database: .init(schemaVersion: schemaVersion),
+                uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
+                providers: providers.map(HealthDocument.Provider.init)))
     }
 
     func scrape() async throws -> Response {
         let counts = try await blocking { [admin] in try admin.credentialCountsByStatus() }
+        let body = metrics.exposition(
+            credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [])
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(credentialsByStatus: counts))))
+            body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     func notYetAvailable(_ context: VaultRequestContext, _ permission: Permission, _ operation: String, _ what: String)

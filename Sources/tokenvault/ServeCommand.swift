@@ -61,7 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
                 policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
                 options: .init(
-                    providers: settings.providers, maximumBodySize: settings.maximumBodySize,
+                    providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
                     version: tokenVaultVersion,
                     backupDirectory: options.resolvedDataDir + "/backups"))
             let application = VaultServer.application(

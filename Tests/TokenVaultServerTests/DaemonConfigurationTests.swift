@@ -33,7 +33,7 @@ import TokenVaultTesting
         #expect(config.socketPath == "/run/tv/tv.sock")
         #expect(config.socketMode == 0o640)
         #expect(config.maximumBodySize == 4096 && config.idleTimeoutSeconds == 5)
-        #expect(config.providers == ["tinkoff-id"])
+        #expect(config.providerNames == ["tinkoff-id"])
         #expect(config.rules.count == 2)
         #expect(config.rules[1].subject == .group(0))
         #expect(config.rules[1].permissions == [.credentialList, .admin])
@@ -72,7 +72,7 @@ import TokenVaultTesting
         try config.applyEnvironment([
             "TOKENVAULT_SOCKET_MODE": "0660", "TOKENVAULT_MAX_BODY_BYTES": "2048", "TOKENVAULT_PROVIDERS": "a, b",
         ])
-        #expect(config.socketMode == 0o660 && config.maximumBodySize == 2048 && config.providers == ["a", "b"])
+        #expect(config.socketMode == 0o660 && config.maximumBodySize == 2048 && config.providerNames == ["a", "b"])
         #expect(throws: ConfigurationError.self) { try config.applyEnvironment(["TOKENVAULT_SOCKET_MODE": "0666"]) }
     }
 }

@@ -13,14 +13,17 @@ final class TestServer: Sendable {
     private let task: Task<Void, any Error>
     private let group: ServiceGroup
 
-    init(policy: AccessPolicy? = nil, idleTimeoutSeconds: Int = 30, maximumBodySize: Int = 64 * 1024) async throws {
+    init(
+        policy: AccessPolicy? = nil, idleTimeoutSeconds: Int = 30, maximumBodySize: Int = 64 * 1024,
+        engine: (any RefreshService)? = nil
+    ) async throws {
         fixture = try TestVault()
         socketPath = fixture.directory.file("run/tokenvault.sock")
         try SocketGuard.prepare(path: socketPath)
         let logger = Logger(label: "test-server")
         audit = AuditRecorder(store: fixture.database, interval: .milliseconds(50), logger: logger)
         let api = VaultAPI(
-            vault: fixture.vault, admin: fixture.database,
+            vault: fixture.vault, engine: engine ?? StubRefreshService(vault: fixture.vault), admin: fixture.database,
             rotation: KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database),
             policy: policy ?? AccessPolicy(rules: [], daemonUID: getuid()), audit: audit,
             options: .init(
@@ -41,6 +44,7 @@ final class TestServer: Sendable {
     }
 
     func stop() async {
+        fixture.vault.events.close()
         await group.triggerGracefulShutdown()
         _ = await task.result
     }
@@ -50,7 +54,52 @@ final class TestServer: Sendable {
         return try await offThePool { try UnixSocketHTTP.request(socketPath, method, target, body: body) }
     }
 
+    /// Sends a request and reads the head and the first line of an NDJSON stream, then hangs
+    /// up. `whileOpen` runs once the request is sent (to cause an event on a stream that has
+    /// no first line of its own).
+    func firstLine(
+        _ method: String, _ target: String, whileOpen: (@Sendable () async throws -> Void)? = nil
+    ) async throws -> RawHTTPResponse {
+        let socketPath = socketPath
+        let connection = try UnixSocketConnection(path: socketPath)
+        try connection.send("\(method) \(target) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        try await whileOpen?()
+        let sendable = UncheckedBox(connection)
+        return try await offThePool {
+            guard let response = try sendable.value.readResponse(timeout: 10, firstLine: true) else {
+                throw SocketTestError("the stream closed without an answer")
+            }
+            return response
+        }
+    }
+
     func putBody(provider: String = "tinkoff-id", token: String, labels: String = "{}") -> String {
         "{\"provider\": \"\(provider)\", \"labels\": \(labels), \"token\": \(token)}"
     }
+}
+
+/// Moves a non-Sendable test object across one hop.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Stands in for the refresh engine in server tests: a refresh returns the credential as it
+/// is, a removal deletes locally. Engine behaviour is tested in TokenVaultEngineTests.
+struct StubRefreshService: RefreshService {
+    let vault: Vault
+
+    func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
+        .refreshed(try vault.metadata(id))
+    }
+
+    func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
+        try vault.delete(id, audit: audit)
+        return .deleted(revoked: false)
+    }
+
+    func providerStates() -> [ProviderState] { [ProviderState(name: "oauth2", kind: "oauth2", condition: .ok)] }
+
+    var counters: RefreshCounters { RefreshCounters() }
 }

@@ -47,8 +47,10 @@ public final class UnixSocketConnection {
 
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    /// Reads one response (Content-Length or chunked body); nil if the peer closed first.
-    public func readResponse(timeout: Double = 10) throws -> RawHTTPResponse? {
+    /// Reads one response (Content-Length or chunked body); nil if the peer closed first. With
+    /// `firstLine`, a chunked body is read only up to its first newline (for NDJSON streams
+    /// that never end by themselves).
+    public func readResponse(timeout: Double = 10, firstLine: Bool = false) throws -> RawHTTPResponse? {
         guard
             let headerEnd = try fill(until: { $0.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound }, timeout: timeout)
         else { return nil }
@@ -84,6 +86,10 @@ public final class UnixSocketConnection {
                 body += buffered.prefix(size)
                 buffered.removeFirst(size + 2)
                 if size == 0 { break }
+                if firstLine, let newline = body.firstIndex(of: UInt8(ascii: "\n")) {
+                    body = Array(body[...newline])
+                    break
+                }
             }
         }
         return RawHTTPResponse(status: status, headers: headers, body: body)

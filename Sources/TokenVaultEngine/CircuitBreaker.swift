@@ -1,0 +1,81 @@
+/// Stops calling a provider that keeps failing, then lets one probe through. Pure: time is an
+/// argument (seconds on any monotonic scale).
+///
+/// closed --(threshold consecutive transient failures)--> open --(cooldown)--> half-open:
+/// one probe; success closes, failure opens again with the cooldown doubled (up to 16x).
+/// A misconfiguration (`invalid_client`, ...) opens it for the slow probe interval instead.
+struct CircuitBreaker: Sendable, Equatable {
+    enum State: Sendable, Equatable {
+        case closed(failures: Int)
+        case open(until: Double, reason: Reason)
+        case halfOpen(reason: Reason)
+    }
+
+    enum Reason: Sendable, Equatable {
+        case failing
+        case misconfigured(String)
+    }
+
+    let threshold: Int
+    let cooldown: Double
+    let probeInterval: Double
+    private(set) var state: State = .closed(failures: 0)
+    private var openings = 0
+
+    init(threshold: Int, cooldown: Double, probeInterval: Double) {
+        self.threshold = max(threshold, 1)
+        self.cooldown = cooldown
+        self.probeInterval = probeInterval
+    }
+
+    /// Whether a call may go out now; if not, when to come back.
+    mutating func admit(now: Double) -> Double? {
+        switch state {
+        case .closed: return nil
+        case .open(let until, let reason):
+            guard now >= until else { return until }
+            state = .halfOpen(reason: reason)
+            return nil
+        case .halfOpen:
+            // One probe is already out; everyone else waits a little.
+            return now + min(cooldown, 5)
+        }
+    }
+
+    mutating func recordSuccess() {
+        state = .closed(failures: 0)
+        openings = 0
+    }
+
+    mutating func recordFailure(_ kind: ProviderFailureClass, now: Double) {
+        switch kind {
+        case .misconfigured(let detail):
+            state = .open(until: now + probeInterval, reason: .misconfigured(detail))
+        case .transient:
+            switch state {
+            case .closed(let failures):
+                if failures + 1 >= threshold { open(now: now) } else { state = .closed(failures: failures + 1) }
+            case .halfOpen, .open:
+                open(now: now)
+            }
+        case .credential:
+            // invalid_grant says nothing about the provider's health; a half-open probe that got
+            // an answer proves the provider is up.
+            if case .halfOpen = state { recordSuccess() }
+        }
+    }
+
+    private mutating func open(now: Double) {
+        openings = min(openings + 1, 5)
+        let factor = Double(1 << (openings - 1))
+        state = .open(until: now + cooldown * factor, reason: .failing)
+    }
+}
+
+/// How a failure bears on the provider (as opposed to the credential).
+enum ProviderFailureClass: Sendable, Equatable {
+    case transient
+    case misconfigured(String)
+    /// About one credential only (`invalid_grant`).
+    case credential
+}

@@ -1,0 +1,63 @@
+import TokenVaultCore
+
+/// What a failed refresh does to the credential, per docs/providers.md. Pure: the random
+/// number and the time come in, so every row is unit-tested.
+///
+/// - `invalid_grant`: `needs_reauth`, never retried. If the attempt was resuming one whose
+///   answer was lost (a crash, a dropped connection), the reason says the provider probably
+///   rotated the token then.
+/// - misconfigured client: `failing`, retried at the slow probe interval.
+/// - transient or unknown outcome: `failing`, exponential backoff with full jitter, honouring
+///   `Retry-After`. The current token keeps being served until it expires.
+struct FailurePolicy: Sendable {
+    let limits: ProviderLimits
+
+    struct Decision: Sendable, Equatable {
+        var update: ScheduleUpdate
+        /// Nil when nothing a watcher cares about changed (the same failure again).
+        var event: CredentialEvent.Kind?
+    }
+
+    func decide(
+        _ failure: ProviderFailure, for metadata: CredentialMetadata, resumingLostAnswer: Bool, now: Timestamp,
+        random: Double
+    ) -> Decision {
+        var update = ScheduleUpdate(
+            id: metadata.id, generation: metadata.generation, status: .failing, refreshAt: nil,
+            lastError: CredentialFailure(code: failure.code, message: failure.message, at: now),
+            refreshFailures: metadata.refreshFailures + 1, updatedAt: now)
+        switch failure.kind {
+        case .invalidGrant:
+            update.status = .needsReauth
+            update.refreshAt = nil
+            if resumingLostAnswer {
+                update.lastError?.message =
+                    "the provider rejected the refresh token after an earlier refresh's answer was lost "
+                    + "(the provider had probably rotated it then); sign in again. Provider said: \(failure.message)"
+            } else {
+                update.lastError?.message =
+                    "the provider rejected the refresh token; sign in again. "
+                    + "Provider said: \(failure.message)"
+            }
+        case .misconfigured:
+            let wait = limits.misconfiguredProbeInterval * (1 + 0.1 * random)
+            update.refreshAt = now.adding(seconds: wait)
+        case .transient, .unknownOutcome:
+            let wait = limits.retry.delay(
+                attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: random)
+            update.refreshAt = now.adding(seconds: max(wait, 0.05))
+        }
+        let changed = update.status != metadata.status || metadata.lastError?.code != failure.code
+        return Decision(
+            update: update, event: changed ? (update.status == .needsReauth ? .needsReauth : .failing) : nil)
+    }
+
+    /// How the failure bears on the provider's circuit breaker.
+    static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
+        switch failure.kind {
+        case .invalidGrant: .credential
+        case .misconfigured: .misconfigured("\(failure.code): \(failure.message)")
+        case .transient, .unknownOutcome: .transient
+        }
+    }
+}

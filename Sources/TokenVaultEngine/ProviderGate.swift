@@ -1,0 +1,98 @@
+import Synchronization
+import TokenVaultCore
+
+/// Paces the calls to one provider instance: a circuit breaker (and the misconfiguration
+/// pause), a concurrency limit and a token-bucket rate limit. Every refresh and revocation
+/// passes through `admit`, then `acquire`/`release`.
+final class ProviderGate: Sendable {
+    let name: String
+    let kind: String
+    let limits: ProviderLimits
+
+    private struct State {
+        var inFlight = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var bucket: TokenBucket
+        var breaker: CircuitBreaker
+    }
+
+    private let state: Mutex<State>
+    private let started = ContinuousClock.now
+
+    init(name: String, kind: String, limits: ProviderLimits) {
+        self.name = name
+        self.kind = kind
+        self.limits = limits
+        state = Mutex(
+            State(
+                bucket: TokenBucket(rate: limits.ratePerSecond, capacity: limits.burst, now: 0),
+                breaker: CircuitBreaker(
+                    threshold: limits.breakerThreshold, cooldown: limits.breakerCooldown,
+                    probeInterval: limits.misconfiguredProbeInterval)))
+    }
+
+    /// Nil when a call may go out; otherwise the time to come back (breaker open or probing).
+    func admit(now: Timestamp) -> Timestamp? {
+        state.withLock { $0.breaker.admit(now: now.seconds) }.map { Timestamp(seconds: $0) }
+    }
+
+    /// Waits for a concurrency slot, then for a rate token. Pair with `release()`.
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let admitted = state.withLock { state -> Bool in
+                guard state.inFlight < max(limits.concurrency, 1) else {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.inFlight += 1
+                return true
+            }
+            if admitted { continuation.resume() }
+        }
+        while true {
+            let now = (ContinuousClock.now - started) / .seconds(1)
+            let wait = state.withLock { $0.bucket.take(now: now) }
+            if wait <= 0 { return }
+            try? await Task.sleep(for: .seconds(wait))
+        }
+    }
+
+    /// Frees the slot, handing it straight to the next waiter if there is one.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.inFlight -= 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+
+    func recordSuccess() { state.withLock { $0.breaker.recordSuccess() } }
+
+    func record(_ failure: ProviderFailure, now: Timestamp) {
+        state.withLock { $0.breaker.recordFailure(FailurePolicy.providerClass(failure), now: now.seconds) }
+    }
+
+    var snapshot: ProviderState {
+        state.withLock { state in
+            let condition: ProviderState.Condition
+            var detail: String?
+            switch state.breaker.state {
+            case .closed: condition = .ok
+            case .open(let until, .failing):
+                condition = .circuitOpen
+                detail = "repeated transient failures; next probe at \(Timestamp(seconds: until))"
+            case .halfOpen(.failing):
+                condition = .circuitOpen
+                detail = "probing after repeated transient failures"
+            case .open(_, .misconfigured(let reason)), .halfOpen(.misconfigured(let reason)):
+                condition = .misconfigured
+                detail = reason
+            }
+            return ProviderState(
+                name: name, kind: kind, condition: condition, detail: detail, inFlight: state.inFlight)
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenVaultCore
+
+extension RefreshEngine {
+    /// `DELETE`: revoke at the provider (refresh token, then access token; RFC 7009), then
+    /// delete. The credential is marked `revoke_pending` before the provider is called, so a
+    /// crash or an outage leaves it visible and retried, never silently half-deleted. Queued
+    /// behind any refresh in flight for the credential, so no refresh can mint tokens after
+    /// they were revoked.
+    public func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
+        let result = ResultBox<RemovalOutcome>()
+        _ = await flight.queue(id) { [self] in
+            result.set(await Result(catching: { try await performRemoval(id, force: force, audit: audit) }))
+            return .skipped("credential \(id) is being removed", nil)
+        }
+        return try result.get()
+    }
+
+    private func performRemoval(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
+        guard let record = try await blocking({ [vault] in try vault.store.record(id) }) else {
+            throw VaultError.notFound(id)
+        }
+        guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
+            try await delete(id, audit: audit, detail: "no revocation endpoint: removed locally only")
+            return .deleted(revoked: false)
+        }
+        var pending = ScheduleUpdate(record.metadata)
+        pending.status = .revokePending
+        pending.refreshAt = nil
+        pending.updatedAt = vault.clock.now
+        if let marked = try await applySchedule(pending) { publish(.revokePending, id, marked) }
+
+        if let failure = await revoke(record, provider: provider, tries: force ? 1 : options.revocationAttempts) {
+            guard force else { return try await keepPending(record, failure: failure) }
+            try await delete(id, audit: audit, detail: "forced: revocation failed (\(failure.code))")
+            return .deleted(revoked: false)
+        }
+        try await delete(id, audit: audit, detail: "revoked at the provider")
+        return .deleted(revoked: true)
+    }
+
+    /// The scheduler's retry of a `revoke_pending` credential.
+    func retryRevocation(_ record: SealedCredentialRecord) async throws -> RefreshOutcome {
+        let id = record.metadata.id
+        guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
+            try await delete(id, audit: systemAudit(id), detail: "no revocation endpoint: removed locally only")
+            return .skipped("credential \(id) removed", nil)
+        }
+        if let failure = await revoke(record, provider: provider, tries: 1) {
+            _ = try await keepPending(record, failure: failure)
+            return .failed(failure, nil)
+        }
+        try await delete(id, audit: systemAudit(id), detail: "revoked at the provider after a retry")
+        return .skipped("credential \(id) revoked and removed", nil)
+    }
+
+    /// Revokes the refresh token, then the access token. Nil on success; otherwise the failure
+    /// that stopped it. Transient failures are retried up to `tries` times per token.
+    private func revoke(_ record: SealedCredentialRecord, provider: any TokenProvider, tries: Int) async
+        -> ProviderFailure?
+    {
+        let secrets: CredentialSecrets
+        do {
+            secrets = try vault.open(record, fields: [.refreshToken])
+        } catch {
+            return ProviderFailure(kind: .misconfigured, code: "unreadable", message: "\(error)")
+        }
+        let gate = gates[provider.name] ?? gates[record.metadata.provider]
+        let tokens: [(SecretBytes, TokenHint)] =
+            (secrets.refreshToken.map { [($0, TokenHint.refreshToken)] } ?? []) + [(secrets.accessToken, .accessToken)]
+        for (token, hint) in tokens {
+            var attempt = 0
+            while true {
+                attempt += 1
+                await gate?.acquire()
+                let result: ProviderFailure?
+                do {
+                    try await provider.revoke(token, hint: hint)
+                    result = nil
+                } catch {
+                    result = error
+                }
+                gate?.release()
+                guard let failure = result else { break }
+                let retryable = failure.kind == .transient || failure.kind == .unknownOutcome
+                guard retryable, attempt < tries else {
+                    statistics.record { $0.revocationFailures += 1 }
+                    return failure
+                }
+                let wait = min(failure.retryAfter ?? 0.5 * Double(1 << (attempt - 1)), 5)
+                try? await Task.sleep(for: .seconds(wait))
+            }
+        }
+        statistics.record { $0.revoked += 1 }
+        return nil
+    }
+
+    private func keepPending(_ record: SealedCredentialRecord, failure: ProviderFailure) async throws
+        -> RemovalOutcome
+    {
+        let now = vault.clock.now
+        var update = ScheduleUpdate(record.metadata)
+        update.status = .revokePending
+        update.refreshFailures = record.metadata.refreshFailures + 1
+        update.lastError = CredentialFailure(
+            code: failure.code, message: "revocation failed: \(failure.message)", at: now)
+        let wait = limits(for: record.metadata.provider).retry.delay(
+            attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: Double.random(in: 0..<1))
+        update.refreshAt = now.adding(seconds: max(wait, 1))
+        update.updatedAt = now
+        let updated = try await applySchedule(update)
+        logger.warning(
+            "revocation failed; the credential stays revoke_pending and is retried",
+            metadata: [
+                "tokenvault.credential.id": "\(record.metadata.id)", "tokenvault.error.code": "\(failure.code)",
+                "tokenvault.refresh.next": "\(update.refreshAt?.description ?? "none")",
+            ])
+        return .revokePending(updated ?? record.metadata, failure)
+    }
+
+    private func delete(_ id: CredentialID, audit: AuditEvent?, detail: String) async throws {
+        var event = audit
+        event?.detail = detail
+        try await blocking { [vault, event] in try vault.delete(id, audit: event) }
+        logger.info(
+            "credential deleted", metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(detail)"])
+    }
+
+    private func systemAudit(_ id: CredentialID) -> AuditEvent {
+        AuditEvent(
+            at: vault.clock.now, uid: getuid(), gid: getgid(), pid: getpid(), operation: "credential.delete",
+            credentialID: id, outcome: .succeeded)
+    }
+}
+
+/// Carries a result out of a single-flight operation.
+final class ResultBox<Value: Sendable>: Sendable {
+    private let value = Mutex<Result<Value, any Error>?>(nil)
+
+    func set(_ result: Result<Value, any Error>) { value.withLock { $0 = result } }
+
+    func get() throws -> Value {
+        guard let result = value.withLock({ $0 }) else { throw VaultError.storage("the removal did not run") }
+        return try result.get()
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import NIOPosix
+import TokenVaultCore
+
+/// The refresh engine: keeps credentials fresh, once per credential, without ever losing a
+/// rotated refresh token.
+///
+/// - Every refresh and removal of a credential runs under `SingleFlight` (one at a time per
+///   credential in this process) and under a lease in the refresh journal (across processes).
+/// - Before a provider is called, the attempt is journalled durably; the new tokens,
+///   generation + 1 and the attempt's close commit in one FULL transaction before anyone can
+///   see the new access token (`WriteCoalescer` groups such commits).
+/// - Calls to a provider pass its `ProviderGate`: circuit breaker, concurrency, rate.
+/// - Failures are classified by the provider and decided by `FailurePolicy`.
+///
+/// The scheduler loop (`RefreshScheduler`) and the API (`RefreshService`) both come here.
+public final class RefreshEngine: RefreshService, Sendable {
+    public struct Options: Sendable {
+        /// How long a journalled attempt keeps other processes off the credential.
+        public var leaseDuration: Double
+        /// Refreshes in flight at once over all providers (bounds memory and start-up bursts).
+        public var maximumInFlight: Int
+        /// Tries per token when revoking before the credential is left `revoke_pending`.
+        public var revocationAttempts: Int
+        /// Closed journal entries older than this are pruned.
+        public var journalRetention: Double
+
+        public init(
+            leaseDuration: Double = 120, maximumInFlight: Int = 256, revocationAttempts: Int = 3,
+            journalRetention: Double = 24 * 3600
+        ) {
+            self.leaseDuration = leaseDuration
+            self.maximumInFlight = maximumInFlight
+            self.revocationAttempts = revocationAttempts
+            self.journalRetention = journalRetention
+        }
+    }
+
+    let vault: Vault
+    let journal: any RefreshJournal
+    let providers: [String: any TokenProvider]
+    let settings: [String: ProviderSettings]
+    let gates: [String: ProviderGate]
+    let options: Options
+    let logger: Logger
+    let owner = LeaseOwner()
+    let flight = SingleFlight()
+    let writes: WriteCoalescer
+    let wake = WakeSignal()
+    let statistics = RefreshStatistics()
+
+    /// `providers` holds a `TokenProvider` for every configured instance that has endpoints;
+    /// `settings` every instance credentials may name (their planner and limits).
+    public init(
+        vault: Vault, journal: any RefreshJournal, providers: [String: any TokenProvider],
+        settings: [String: ProviderSettings], options: Options = Options(), logger: Logger
+    ) {
+        self.vault = vault
+        self.journal = journal
+        self.providers = providers
+        self.settings = settings
+        self.options = options
+        self.logger = logger
+        writes = WriteCoalescer(store: vault.store)
+        var gates: [String: ProviderGate] = [:]
+        for name in Set(settings.keys).union(providers.keys) {
+            let setting = settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
+            gates[name] = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
+        }
+        self.gates = gates
+    }
+
+    // MARK: RefreshService
+
+    public func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
+        await flight.join(id) { [self] in await perform(id, reason) }
+    }
+
+    public func providerStates() -> [ProviderState] {
+        gates.keys.sorted().map { name in
+            guard providers[name] != nil else {
+                return ProviderState(
+                    name: name, kind: gates[name]!.kind, condition: .notConfigured,
+                    detail: "no endpoint configured: credentials are stored but not refreshed")
+            }
+            return gates[name]!.snapshot
+        }
+    }
+
+    public var counters: RefreshCounters { statistics.snapshot }
+
+    /// Refreshes in flight in this process.
+    public var inFlightCount: Int { flight.count }
+
+    /// For the scheduler: starts a refresh in the background unless one is in flight.
+    func startInBackground(_ id: CredentialID, reason: RefreshReason) -> Bool {
+        flight.startIfIdle(id) { [self] in
+            let outcome = await perform(id, reason)
+            wake.signal()
+            return outcome
+        }
+    }
+
+    /// Wakes the scheduler (a sooner credential may have arrived).
+    public func wakeScheduler() { wake.signal() }
+
+    // MARK: Helpers
+
+    func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    func limits(for provider: String) -> ProviderLimits { settings[provider]?.limits ?? ProviderLimits() }
+
+    func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
+        vault.events.publish(CredentialEvent(kind: kind, id: id, at: vault.clock.now, metadata: metadata))
+    }
+}

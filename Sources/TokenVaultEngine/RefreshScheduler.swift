@@ -1,0 +1,117 @@
+import Logging
+import ServiceLifecycle
+import TokenVaultCore
+
+/// The daemon's refresh loop, as a `Service`.
+///
+/// One timer: it sleeps until the earliest `refresh_at` (read through the index, never a
+/// scan), or until woken because a credential was stored or a refresh finished. Due
+/// credentials start most urgent first, at most `maximumInFlight` at a time, each provider
+/// paced by its gate, so a start-up with a backlog catches up without a thundering herd.
+/// Attempts left open by a crash are resumed first. On shutdown it stops starting refreshes
+/// and waits for those in flight to commit, so a graceful stop never strands a rotation.
+public struct RefreshScheduler: Service {
+    let engine: RefreshEngine
+    /// Longest sleep when nothing is due (a safety net; waking is normally by signal).
+    let maximumSleep: Double
+    /// How long shutdown waits for in-flight refreshes.
+    let drainTimeout: Double
+
+    public init(engine: RefreshEngine, maximumSleep: Double = 300, drainTimeout: Double = 30) {
+        self.engine = engine
+        self.maximumSleep = maximumSleep
+        self.drainTimeout = drainTimeout
+    }
+
+    public func run() async throws {
+        let wakeOnStore = Task { [engine] in
+            for await event in engine.vault.events.subscribe() where event.kind == .stored {
+                engine.wakeScheduler()
+            }
+        }
+        defer { wakeOnStore.cancel() }
+        await cancelWhenGracefulShutdown { await loop() }
+        await drain()
+    }
+
+    private func loop() async {
+        await resumeOpenAttempts()
+        var lastPrune = engine.vault.clock.now
+        while !Task.isCancelled {
+            var delay: Double = 1
+            do {
+                let started = try await startDueRefreshes()
+                if started > 0 { continue }
+                delay = try await secondsUntilNextDue()
+                if engine.vault.clock.now.seconds - lastPrune.seconds > 600 {
+                    lastPrune = engine.vault.clock.now
+                    try await pruneJournal()
+                }
+            } catch {
+                engine.logger.error("refresh scheduler: \(error)")
+                delay = 1
+            }
+            await engine.wake.wait(seconds: delay)
+        }
+    }
+
+    /// Starts refreshes for due credentials not already in flight; returns how many started.
+    private func startDueRefreshes() async throws -> Int {
+        let capacity = engine.options.maximumInFlight - engine.inFlightCount
+        guard capacity > 0 else { return 0 }
+        let now = engine.vault.clock.now
+        let limit = capacity + engine.inFlightCount
+        let due = try await engine.blocking { [engine] in try engine.journal.dueCredentials(at: now, limit: limit) }
+        var started = 0
+        for credential in due where started < capacity {
+            if engine.startInBackground(credential.id, reason: .scheduled) { started += 1 }
+        }
+        return started
+    }
+
+    /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but
+    /// every due credential is already in flight (a finishing refresh wakes the loop).
+    private func secondsUntilNextDue() async throws -> Double {
+        let next = try await engine.blocking { [engine] in try engine.journal.earliestRefreshAt() }
+        guard let next else { return maximumSleep }
+        let wait = next.seconds - engine.vault.clock.now.seconds
+        return wait > 0 ? min(wait + 0.001, maximumSleep) : 1
+    }
+
+    /// Attempts found open at start-up: the daemon died (or another process did) between
+    /// journalling and committing. Retried with the same refresh token.
+    private func resumeOpenAttempts() async {
+        do {
+            let open = try await engine.blocking { [engine] in try engine.journal.openAttempts(limit: 100_000) }
+            if !open.isEmpty {
+                engine.logger.notice("resuming \(open.count) refresh attempt(s) left open by an earlier run")
+            }
+            for attempt in open {
+                while engine.inFlightCount >= engine.options.maximumInFlight { await engine.wake.wait(seconds: 0.1) }
+                _ = engine.startInBackground(attempt.credentialID, reason: .recovery)
+            }
+        } catch {
+            engine.logger.error("refresh scheduler: cannot read the journal: \(error)")
+        }
+    }
+
+    private func pruneJournal() async throws {
+        let before = engine.vault.clock.now.adding(seconds: -engine.options.journalRetention)
+        while try await engine.blocking({ [engine] in
+            try engine.journal.pruneFinishedAttempts(before: before, limit: 1000)
+        })
+            == 1000
+        {}
+    }
+
+    private func drain() async {
+        let deadline = ContinuousClock.now + .seconds(drainTimeout)
+        while engine.inFlightCount > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if engine.inFlightCount > 0 {
+            engine.logger.warning(
+                "stopping with \(engine.inFlightCount) refresh(es) still in flight; resumed on next start")
+        }
+    }
+}

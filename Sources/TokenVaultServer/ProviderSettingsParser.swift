@@ -1,0 +1,146 @@
+import TokenVaultCore
+
+/// Reads the config file's `providers` section into `ProviderSettings`: the engine's part
+/// (`kind`, `refresh`, `limits`) is checked here; the kind-specific rest (endpoints, client,
+/// TLS) is passed on as `options` for TokenVaultProviders to check. Errors name the key.
+///
+/// ```json
+/// "providers": {
+///   "acme": {
+///     "kind": "oauth2", "token_endpoint": "https://id.example/token", "client_id": "vault",
+///     "refresh": {"lifetime_share": 0.75, "margin_seconds": 60, "jitter": 0.1, "default_lifetime_seconds": 3600},
+///     "limits": {"concurrency": 8, "rate_per_second": 20, "burst": 20, "breaker_failures": 5,
+///                "breaker_cooldown_seconds": 30, "misconfigured_probe_seconds": 300,
+///                "retry_base_seconds": 1, "retry_cap_seconds": 300}
+///   }
+/// }
+/// ```
+/// The older form, a list of names (`["tinkoff-id", "oauth2"]`), declares name-only instances:
+/// credentials may name them, nothing refreshes them.
+enum ProviderSettingsParser {
+    static let kinds: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia", "ebs"]
+
+    struct Failure: Error {
+        let key: String
+        let problem: String
+    }
+
+    static func parse(_ value: JSONValue) throws(Failure) -> [String: ProviderSettings] {
+        switch value {
+        case .array(let names):
+            var result: [String: ProviderSettings] = [:]
+            for (index, name) in names.enumerated() {
+                guard case .string(let name) = name else {
+                    throw Failure(key: "providers[\(index)]", problem: "expected a name")
+                }
+                try validateName(name, key: "providers[\(index)]")
+                result[name] = ProviderSettings(name: name, kind: kinds.contains(name) ? name : "oauth2")
+            }
+            return result
+        case .object(let instances):
+            var result: [String: ProviderSettings] = [:]
+            for (name, body) in instances {
+                result[name] = try instance(name, body)
+            }
+            return result
+        default:
+            throw Failure(key: "providers", problem: "expected an object of provider instances (or a list of names)")
+        }
+    }
+
+    static func validateName(_ name: String, key: String) throws(Failure) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            throw Failure(key: key, problem: "'\(name)' is not a provider name (1-64 of a-z, 0-9, '-', '_', '.')")
+        }
+    }
+
+    private static func instance(_ name: String, _ body: JSONValue) throws(Failure) -> ProviderSettings {
+        let key = "providers.\(name)"
+        try validateName(name, key: key)
+        guard case .object(var options) = body else { throw Failure(key: key, problem: "expected an object") }
+        let kind: String
+        switch options.removeValue(forKey: "kind") {
+        case .string(let value)?:
+            guard kinds.contains(value) else {
+                throw Failure(
+                    key: key + ".kind", problem: "'\(value)' is not one of \(kinds.sorted().joined(separator: ", "))")
+            }
+            kind = value
+        case nil:
+            guard kinds.contains(name) else {
+                throw Failure(
+                    key: key + ".kind", problem: "is required (one of \(kinds.sorted().joined(separator: ", ")))")
+            }
+            kind = name
+        default:
+            throw Failure(key: key + ".kind", problem: "expected a string")
+        }
+        var settings = ProviderSettings(name: name, kind: kind)
+        if let refresh = options.removeValue(forKey: "refresh") {
+            let fields = try Fields(refresh, key: key + ".refresh")
+            settings.planner = RefreshPlanner(
+                lifetimeShare: try fields.number("lifetime_share", default: 0.75, in: 0.05...1),
+                margin: try fields.number("margin_seconds", default: 60, in: 0...86_400),
+                jitterFraction: try fields.number("jitter", default: 0.1, in: 0...0.5),
+                defaultLifetime: try fields.number("default_lifetime_seconds", default: 3600, in: 1...31_536_000))
+            try fields.rejectUnknown()
+        }
+        if let limits = options.removeValue(forKey: "limits") {
+            let fields = try Fields(limits, key: key + ".limits")
+            let defaults = ProviderLimits()
+            settings.limits = ProviderLimits(
+                concurrency: Int(try fields.number("concurrency", default: Double(defaults.concurrency), in: 1...1024)),
+                ratePerSecond: try fields.number(
+                    "rate_per_second", default: defaults.ratePerSecond, in: 0.001...100_000),
+                burst: Int(try fields.number("burst", default: Double(defaults.burst), in: 1...100_000)),
+                breakerThreshold: Int(
+                    try fields.number("breaker_failures", default: Double(defaults.breakerThreshold), in: 1...1000)),
+                breakerCooldown: try fields.number(
+                    "breaker_cooldown_seconds", default: defaults.breakerCooldown, in: 0.1...86_400),
+                misconfiguredProbeInterval: try fields.number(
+                    "misconfigured_probe_seconds", default: defaults.misconfiguredProbeInterval, in: 1...86_400),
+                retry: RetryPolicy(
+                    base: try fields.number("retry_base_seconds", default: defaults.retry.base, in: 0.01...3600),
+                    cap: try fields.number("retry_cap_seconds", default: defaults.retry.cap, in: 0.1...86_400)))
+            try fields.rejectUnknown()
+        }
+        settings.options = options
+        return settings
+    }
+
+    /// A JSON object read field by field, so that a misspelt key is reported, not ignored.
+    private final class Fields {
+        let values: [String: JSONValue]
+        let key: String
+        var read: Set<String> = []
+
+        init(_ value: JSONValue, key: String) throws(Failure) {
+            guard case .object(let values) = value else { throw Failure(key: key, problem: "expected an object") }
+            self.values = values
+            self.key = key
+        }
+
+        func number(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(Failure) -> Double {
+            read.insert(name)
+            let number: Double
+            switch values[name] {
+            case nil: return fallback
+            case .integer(let value)?: number = Double(value)
+            case .number(let value)?: number = value
+            default: throw Failure(key: "\(key).\(name)", problem: "expected a number")
+            }
+            guard range.contains(number) else {
+                throw Failure(
+                    key: "\(key).\(name)", problem: "must be between \(range.lowerBound) and \(range.upperBound)")
+            }
+            return number
+        }
+
+        func rejectUnknown() throws(Failure) {
+            if let unknown = Set(values.keys).subtracting(read).sorted().first {
+                throw Failure(key: "\(key).\(unknown)", problem: "is not a known setting")
+            }
+        }
+    }
+}

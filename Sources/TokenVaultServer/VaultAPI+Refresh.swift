@@ -1,0 +1,155 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TokenVaultCore
+
+/// The routes that involve the refresh engine: token reads that may refresh on demand, forced
+/// refresh and delete with revocation.
+extension VaultAPI {
+    /// Forced refreshes of one credential are at most this frequent.
+    static let forcedRefreshInterval = 10.0
+
+    /// `GET .../token?min_ttl=S`: the access token (never the refresh token). When less than S
+    /// seconds remain, the credential is refreshed first (joining a refresh already in flight).
+    /// A still-valid token is served with its true `expires_at` while refreshes fail; a token
+    /// that cannot satisfy `min_ttl` is never served.
+    func token(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let minimumTTL =
+            try request.uri.queryParameters.get("min_ttl").map { text -> Double in
+                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+                    throw ProblemDetails(
+                        .badRequest, code: "invalid_field", detail: "min_ttl must be 0-86400 seconds", field: "min_ttl")
+                }
+                return seconds
+            } ?? 0
+        let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
+        var credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        var refreshFailure: String?
+        if let engine, Self.needsRefresh(credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now) {
+            switch try await engine.refresh(id, reason: .onDemand) {
+            case .refreshed: break
+            case .failed(let failure, _): refreshFailure = "the refresh failed: \(failure.code): \(failure.message)"
+            case .skipped(let reason, _): refreshFailure = reason
+            }
+            credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        }
+        let metadata = credential.metadata
+        if metadata.status == .revokePending {
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "revoke_pending"))
+            throw ProblemDetails(
+                .conflict, code: "revoke_pending",
+                detail: "credential \(id) is being deleted; its tokens are not served")
+        }
+        let now = vault.clock.now
+        if let expiresAt = metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
+            let code = metadata.status == .needsReauth ? "needs_reauth" : "token_expired"
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: code))
+            var detail =
+                expiresAt <= now
+                ? "the access token of \(id) expired at \(expiresAt)"
+                : "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s"
+            if metadata.status == .needsReauth, let reason = metadata.lastError?.message {
+                detail += "; the credential needs re-authorisation: \(reason)"
+            } else if let refreshFailure {
+                detail += "; \(refreshFailure)"
+            } else if let error = metadata.lastError {
+                detail += "; last refresh error: \(error.code): \(error.message)"
+            }
+            throw ProblemDetails(.conflict, code: code, detail: detail)
+        }
+        audit.record(auditEvent(peer, "token.read", id, .allowed))
+        var response = try json(
+            TokenDocument(
+                accessToken: credential.secrets.accessToken.revealString(), tokenType: metadata.tokenType ?? "Bearer",
+                expiresAt: metadata.expiresAt?.description, idToken: credential.secrets.idToken?.revealString()))
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// Worth an on-demand refresh: it can be refreshed and has less than `minimumTTL` left.
+    static func needsRefresh(_ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp) -> Bool {
+        guard metadata.hasRefreshToken, metadata.status == .active || metadata.status == .failing,
+            let expiresAt = metadata.expiresAt
+        else { return false }
+        return expiresAt < now.adding(seconds: minimumTTL)
+    }
+
+    /// `POST .../refresh`: refresh now (at most once per 10 s per credential).
+    func forceRefresh(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .tokenRead, id: id, operation: "credential.refresh")
+        guard let engine else {
+            throw ProblemDetails(
+                .serviceUnavailable, code: "engine_unavailable", detail: "this daemon runs without a refresh engine")
+        }
+        let metadata = try await blocking { try vault.metadata(id) }
+        let since = vault.clock.now.seconds - metadata.issuedAt.seconds
+        if since < Self.forcedRefreshInterval {
+            let wait = Int((Self.forcedRefreshInterval - since).rounded(.up))
+            audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
+            throw ProblemDetails(
+                .tooManyRequests, code: "rate_limited",
+                detail: "credential \(id) got new tokens \(Int(since)) s ago; force a refresh again in \(wait) s",
+                retryAfter: wait)
+        }
+        let outcome = try await engine.refresh(id, reason: .forced)
+        switch outcome {
+        case .refreshed(let refreshed):
+            audit.record(auditEvent(peer, "credential.refresh", id, .succeeded))
+            return try json(CredentialMetadataDocument(refreshed))
+        case .failed(let failure, _):
+            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code))
+            if failure.kind == .invalidGrant {
+                throw ProblemDetails(
+                    .conflict, code: "needs_reauth",
+                    detail: "the provider rejected the refresh token of \(id); sign in again (\(failure.message))")
+            }
+            throw ProblemDetails(
+                .badGateway, code: "provider_unavailable",
+                detail: "refreshing \(id) failed: \(failure.code): \(failure.message)",
+                retryAfter: failure.retryAfter.map { Int($0.rounded(.up)) })
+        case .skipped(let reason, _):
+            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "not_refreshable"))
+            throw ProblemDetails(.conflict, code: "not_refreshable", detail: reason)
+        }
+    }
+
+    /// `DELETE ...[?force=true]`: revoke at the provider, then delete. 204 when gone; 202 with
+    /// the credential when revocation failed and it stays `revoke_pending` (retried in the
+    /// background); `force=true` deletes even then.
+    func delete(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let force: Bool
+        switch request.uri.queryParameters.get("force") {
+        case nil, "false", "0": force = false
+        case "true", "1": force = true
+        default:
+            throw ProblemDetails(
+                .badRequest, code: "invalid_field", detail: "force must be true or false", field: "force")
+        }
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.delete")
+        let event = auditEvent(peer, "credential.delete", id, .allowed)
+        guard let engine else {
+            try await blocking { try vault.delete(id, audit: event) }
+            context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
+            return Response(status: .noContent)
+        }
+        switch try await engine.remove(id, force: force, audit: event) {
+        case .deleted(let revoked):
+            var response = Response(status: .noContent)
+            response.headers[.tokenVaultRevoked] = revoked ? "true" : "false"
+            return response
+        case .revokePending(let metadata, let failure):
+            audit.record(auditEvent(peer, "credential.delete", id, .failed, detail: "revoke_pending: \(failure.code)"))
+            // The metadata's last_error says why; the credential is retried in the background.
+            return try json(CredentialMetadataDocument(metadata), status: .accepted)
+        }
+    }
+}
+
+extension HTTPField.Name {
+    /// On `DELETE`: whether the provider confirmed revocation.
+    static let tokenVaultRevoked = HTTPField.Name("TokenVault-Revoked")!
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Logging
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultStorage
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// A refresh engine over a real SQLite vault in a temporary directory, with a scripted
+/// provider named `scripted`. `realTime` uses the system clock (for scheduler tests);
+/// otherwise the vault's fake clock.
+struct EngineFixture {
+    let testVault: TestVault
+    let vault: Vault
+    let provider: ScriptedProvider
+    let engine: RefreshEngine
+    let logs: CapturedLogs
+
+    init(
+        realTime: Bool = false, limits: ProviderLimits = ProviderLimits(),
+        planner: RefreshPlanner = RefreshPlanner(), provider: ScriptedProvider = ScriptedProvider(),
+        options: RefreshEngine.Options = RefreshEngine.Options()
+    ) throws {
+        testVault = try TestVault()
+        let clock: any VaultClock = realTime ? SystemClock() : testVault.clock
+        vault = Vault(
+            store: testVault.database, sealer: testVault.keyring, clock: clock, planners: [provider.name: planner])
+        self.provider = provider
+        logs = CapturedLogs()
+        engine = RefreshEngine(
+            vault: vault, journal: testVault.database, providers: [provider.name: provider],
+            settings: [
+                provider.name: ProviderSettings(name: provider.name, kind: "oauth2", planner: planner, limits: limits)
+            ],
+            options: options, logger: logs.logger)
+    }
+
+    /// Stores a credential whose access token lives `lifetime` seconds.
+    @discardableResult
+    func store(
+        _ name: String, lifetime: Double = 3600, refreshToken: String? = nil, provider: String? = nil
+    ) throws -> (CredentialID, CredentialMetadata) {
+        let id = try CredentialID("tests/\(name)")
+        let payload = TokenPayload(
+            kind: .oauth2,
+            secrets: CredentialSecrets(
+                accessToken: SecretBytes(utf8: "at-initial-\(name)"),
+                refreshToken: SecretBytes(utf8: refreshToken ?? "rt-initial-\(name)")),
+            tokenType: "Bearer", expiry: .after(seconds: lifetime))
+        return (id, try vault.put(id, payload: payload, provider: provider ?? self.provider.name))
+    }
+
+    func metadata(_ id: CredentialID) throws -> CredentialMetadata { try vault.metadata(id) }
+
+    func secrets(_ id: CredentialID) throws -> CredentialSecrets { try vault.credential(id).secrets }
+}
+
+/// Collects log lines in memory so tests can assert what was (and was not) logged.
+final class CapturedLogs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    var text: String { lock.withLock { lines.joined(separator: "\n") } }
+
+    var logger: Logger {
+        var logger = Logger(label: "test") { _ in Handler(sink: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    fileprivate func append(_ line: String) { lock.withLock { lines.append(line) } }
+
+    private struct Handler: LogHandler {
+        let sink: CapturedLogs
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            sink.append("\(event.level) \(event.message) \(merged.sorted { $0.key < $1.key })")
+        }
+    }
+}

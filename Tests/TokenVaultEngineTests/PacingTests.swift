@@ -1,0 +1,95 @@
+import Testing
+import TokenVaultCore
+
+@testable import TokenVaultEngine
+
+/// Token bucket, circuit breaker and failure policy: pure, with time passed in.
+@Suite struct PacingTests {
+    @Test func theBucketAllowsItsBurstThenPacesAtItsRate() {
+        var bucket = TokenBucket(rate: 10, capacity: 5, now: 0)
+        for _ in 0..<5 { #expect(bucket.take(now: 0) == 0) }
+        let wait = bucket.take(now: 0)
+        #expect(abs(wait - 0.1) < 1e-9)
+        #expect(bucket.take(now: 0.1) == 0)
+        // A long quiet spell banks no more than the capacity: the burst after an outage is bounded.
+        var taken = 0
+        while bucket.take(now: 1000) == 0 { taken += 1 }
+        #expect(taken == 5)
+    }
+
+    @Test func theBreakerOpensAfterTheThresholdAndProbesOnce() {
+        var breaker = CircuitBreaker(threshold: 3, cooldown: 30, probeInterval: 300)
+        #expect(breaker.admit(now: 0) == nil)
+        breaker.recordFailure(.transient, now: 0)
+        breaker.recordFailure(.transient, now: 1)
+        #expect(breaker.admit(now: 1) == nil)
+        breaker.recordFailure(.transient, now: 2)
+        #expect(breaker.admit(now: 3) == 32)
+        #expect(breaker.admit(now: 32) == nil)  // the probe
+        #expect(breaker.admit(now: 32) != nil)  // everyone else waits for it
+        breaker.recordFailure(.transient, now: 33)
+        #expect(breaker.admit(now: 34) == 93.0)  // reopened for twice as long (33 + 2 * 30)
+        _ = breaker.admit(now: 100)
+        breaker.recordSuccess()
+        #expect(breaker.admit(now: 100) == nil)
+    }
+
+    @Test func invalidGrantDoesNotCountAgainstTheProvider() {
+        var breaker = CircuitBreaker(threshold: 1, cooldown: 30, probeInterval: 300)
+        breaker.recordFailure(.credential, now: 0)
+        #expect(breaker.admit(now: 0) == nil)
+    }
+
+    @Test func misconfigurationPausesForTheProbeInterval() {
+        var breaker = CircuitBreaker(threshold: 5, cooldown: 30, probeInterval: 300)
+        breaker.recordFailure(.misconfigured("invalid_client"), now: 10)
+        #expect(breaker.admit(now: 11) == 310)
+        #expect(breaker.admit(now: 310) == nil)
+    }
+
+    static let metadata = CredentialMetadata(
+        id: try! CredentialID("ns/name"), provider: "p", kind: .oauth2, generation: 3,
+        issuedAt: Timestamp(milliseconds: 0), createdAt: Timestamp(milliseconds: 0),
+        updatedAt: Timestamp(milliseconds: 0), hasRefreshToken: true, hasIDToken: false)
+    static let now = Timestamp(milliseconds: 1_000_000)
+
+    @Test func failurePolicyRows() {
+        let policy = FailurePolicy(
+            limits: ProviderLimits(misconfiguredProbeInterval: 300, retry: RetryPolicy(base: 2, cap: 60)))
+        let dead = policy.decide(
+            .testInvalidGrant, for: Self.metadata, resumingLostAnswer: false, now: Self.now, random: 0.5)
+        #expect(dead.update.status == .needsReauth && dead.update.refreshAt == nil && dead.event == .needsReauth)
+        #expect(dead.update.generation == 3)
+
+        let misconfigured = policy.decide(
+            .testInvalidClient, for: Self.metadata, resumingLostAnswer: false, now: Self.now, random: 0)
+        #expect(misconfigured.update.status == .failing)
+        #expect(misconfigured.update.refreshAt == Self.now.adding(seconds: 300))
+
+        var failing = Self.metadata
+        failing.refreshFailures = 3
+        let transient = policy.decide(
+            .testUnavailable, for: failing, resumingLostAnswer: false, now: Self.now, random: 1)
+        #expect(transient.update.refreshFailures == 4)
+        #expect(transient.update.refreshAt == Self.now.adding(seconds: 16))  // 2 * 2^3, full jitter at its top
+        #expect(transient.event == .failing)
+
+        // The same failure again is not a new event for watchers.
+        failing.status = .failing
+        failing.lastError = CredentialFailure(code: "http_503", message: "", at: Self.now)
+        let again = policy.decide(.testUnavailable, for: failing, resumingLostAnswer: false, now: Self.now, random: 0.3)
+        #expect(again.event == nil)
+
+        let capped = policy.decide(
+            .testTimeout,
+            for: {
+                var m = failing; m.refreshFailures = 50; return m
+            }(), resumingLostAnswer: false,
+            now: Self.now, random: 1)
+        #expect(capped.update.refreshAt == Self.now.adding(seconds: 60))
+
+        let lost = policy.decide(
+            .testInvalidGrant, for: Self.metadata, resumingLostAnswer: true, now: Self.now, random: 0)
+        #expect(lost.update.lastError?.message.contains("answer was lost") == true)
+    }
+}

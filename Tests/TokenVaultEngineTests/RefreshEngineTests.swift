@@ -1,0 +1,261 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// The engine against a real SQLite vault and a scripted provider: journal, single flight,
+/// commits, failure handling, recovery and revocation.
+@Suite struct RefreshEngineTests {
+    @Test func aRefreshStoresNewTokensDurablyAndClosesTheAttempt() async throws {
+        let fixture = try EngineFixture()
+        let (id, before) = try fixture.store("a")
+        let events = fixture.vault.events.subscribe(to: id)
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .refreshed(let after) = outcome else { Issue.record("not refreshed: \(outcome)"); return }
+        #expect(after.generation == before.generation + 1)
+        #expect(after.status == .active && after.lastError == nil && after.refreshFailures == 0)
+        let secrets = try fixture.secrets(id)
+        #expect(secrets.accessToken.revealString().hasPrefix("at-scripted-1-"))
+        #expect(secrets.refreshToken!.revealString().hasPrefix("rt-scripted-1-"))
+        #expect(try fixture.metadata(id) == after)
+        let journal = try fixture.testVault.database.openAttempts(limit: 10)
+        #expect(journal.isEmpty)
+        var iterator = events.makeAsyncIterator()
+        let event = await iterator.next()
+        #expect(event?.kind == .refreshed && event?.metadata?.generation == after.generation)
+    }
+
+    @Test func aResponseWithoutARefreshTokenKeepsTheOldOne() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("keep", refreshToken: "rt-kept")
+        fixture.provider.script(.succeed(lifetime: 600, rotate: false))
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-kept")
+        #expect(try fixture.metadata(id).hasRefreshToken)
+    }
+
+    @Test func concurrentRequestsJoinOneRefresh() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("flight")
+        fixture.provider.script(.delay(0.3), .succeed())
+        let outcomes = await withTaskGroup(of: RefreshOutcome?.self) { group in
+            for _ in 0..<20 { group.addTask { try? await fixture.engine.refresh(id, reason: .onDemand) } }
+            return await group.reduce(into: [RefreshOutcome?]()) { $0.append($1) }
+        }
+        #expect(fixture.provider.calls == 1)
+        #expect(fixture.provider.presentedTwice.isEmpty)
+        let generations = Set(
+            outcomes.compactMap { outcome -> Int64? in
+                if case .refreshed(let metadata)? = outcome { return metadata.generation }
+                return nil
+            })
+        #expect(generations == [2])
+    }
+
+    @Test func invalidGrantMarksNeedsReauthAndIsNeverRetried() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("dead")
+        fixture.provider.script(.fail(.testInvalidGrant))
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .failed(let failure, let metadata?) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(failure.kind == .invalidGrant)
+        #expect(metadata.status == .needsReauth && metadata.refreshAt == nil)
+        #expect(metadata.lastError?.code == "invalid_grant")
+        #expect(metadata.lastError?.message.contains("sign in again") == true)
+        // Still there: never a silent delete. And not retried.
+        let again = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .skipped = again else { Issue.record("\(again)"); return }
+        #expect(fixture.provider.calls == 1)
+        #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-dead")
+    }
+
+    @Test func transientFailureBacksOffAndKeepsTheToken() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("flaky")
+        fixture.provider.script(.fail(.testUnavailable))
+        let now = fixture.vault.clock.now
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        let metadata = try fixture.metadata(id)
+        #expect(metadata.status == .failing && metadata.refreshFailures == 1)
+        #expect(metadata.lastError?.code == "http_503")
+        let wait = metadata.refreshAt!.seconds - now.seconds
+        #expect(wait > 0 && wait <= ProviderLimits().retry.base + 0.01)
+        #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-flaky")
+        // Token reads in a loop wait for the backoff instead of calling the provider again.
+        let onDemand = try await fixture.engine.refresh(id, reason: .onDemand)
+        guard case .skipped(let reason, _) = onDemand else { Issue.record("\(onDemand)"); return }
+        #expect(reason.contains("http_503") && fixture.provider.calls == 1)
+        // The next success clears the failure.
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        let recovered = try fixture.metadata(id)
+        #expect(recovered.status == .active && recovered.refreshFailures == 0 && recovered.lastError == nil)
+    }
+
+    @Test func retryAfterIsHonoured() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("slow-down")
+        var failure = ProviderFailure.testUnavailable
+        failure.retryAfter = 120
+        fixture.provider.script(.fail(failure))
+        let now = fixture.vault.clock.now
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        let wait = try fixture.metadata(id).refreshAt!.seconds - now.seconds
+        #expect(wait >= 120 && wait <= 132.01)
+    }
+
+    @Test func anInterruptedAttemptIsResumedWithTheSameRefreshToken() async throws {
+        let fixture = try EngineFixture()
+        let (id, metadata) = try fixture.store("crashed", refreshToken: "rt-before-crash")
+        // A previous run (a dead process on this host) journalled an attempt and died.
+        let stale = RefreshAttempt(
+            attemptID: "attempt-from-dead-process", credentialID: id, generation: metadata.generation,
+            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-before-crash")),
+            leaseOwner: "\(ProcessInfo.processInfo.hostName):999999:dead",
+            leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60),
+            startedAt: fixture.vault.clock.now)
+        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(stale) }
+        fixture.provider.script(.fail(.testInvalidGrant))
+        let outcome = try await fixture.engine.refresh(id, reason: .recovery)
+        guard case .failed(_, let after?) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(after.status == .needsReauth)
+        #expect(after.lastError?.message.contains("answer was lost") == true)
+        #expect(fixture.engine.counters.recovered == 1)
+        let journal = fixture.testVault.database
+        #expect(try journal.openAttempts(limit: 10).isEmpty)
+    }
+
+    @Test func anotherLiveProcessesLeaseKeepsUsOff() async throws {
+        let fixture = try EngineFixture()
+        let (id, metadata) = try fixture.store("leased")
+        let foreign = RefreshAttempt(
+            attemptID: "other-host-attempt", credentialID: id, generation: metadata.generation,
+            refreshTokenFingerprint: "00", leaseOwner: "other-host:1:abc",
+            leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60), startedAt: fixture.vault.clock.now)
+        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(foreign) }
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .skipped(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(reason.contains("lease"))
+        #expect(fixture.provider.calls == 0)
+        // Once the lease has run out, the attempt is taken over.
+        fixture.testVault.clock.advance(seconds: 61)
+        let later = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .refreshed = later else { Issue.record("\(later)"); return }
+    }
+
+    @Test func aLostAnswerThenInvalidGrantSaysWhy() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("lost")
+        fixture.provider.script(.fail(.testTimeout), .fail(.testInvalidGrant))
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        #expect(try fixture.metadata(id).status == .failing)
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        let metadata = try fixture.metadata(id)
+        #expect(metadata.status == .needsReauth)
+        #expect(metadata.lastError?.message.contains("answer was lost") == true)
+        // Both attempts presented the same (unchanged) refresh token: that is the retry rule.
+        #expect(fixture.provider.presentedTwice == ["rt-initial-lost"])
+    }
+
+    @Test func aCredentialReplacedDuringTheRefreshIsNotOverwritten() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("replaced")
+        fixture.provider.script(.delay(0.3), .succeed())
+        async let refresh = fixture.engine.refresh(id, reason: .forced)
+        try await Task.sleep(for: .milliseconds(100))
+        try fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
+        let outcome = try await refresh
+        guard case .skipped = outcome else { Issue.record("\(outcome)"); return }
+        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-new-sign-in")
+    }
+
+    @Test func anUnconfiguredProviderIsReportedNotHammered() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("orphan", provider: "nowhere")
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .failed(let failure, let metadata?) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(failure.code == "provider_not_configured")
+        #expect(metadata.status == .failing)
+        #expect(metadata.refreshAt! > fixture.vault.clock.now.adding(seconds: 250))
+    }
+
+    @Test func repeatedTransientFailuresOpenTheBreakerAndDeferTheRest() async throws {
+        let limits = ProviderLimits(breakerThreshold: 3, breakerCooldown: 30)
+        let fixture = try EngineFixture(limits: limits)
+        var ids: [CredentialID] = []
+        for index in 0..<5 { ids.append(try fixture.store("c\(index)").0) }
+        fixture.provider.script(.fail(.testUnavailable), .fail(.testUnavailable), .fail(.testUnavailable))
+        fixture.testVault.clock.advance(seconds: 3000)  // everything is due
+        for id in ids.prefix(3) { _ = try await fixture.engine.refresh(id, reason: .scheduled) }
+        #expect(fixture.engine.providerStates().first?.condition == .circuitOpen)
+        let outcome = try await fixture.engine.refresh(ids[4], reason: .scheduled)
+        guard case .skipped(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(reason.contains("paused"))
+        #expect(fixture.provider.calls == 3)
+        // Deferred past the breaker's reopening, not hammered.
+        #expect(try fixture.metadata(ids[4]).refreshAt! >= fixture.vault.clock.now.adding(seconds: 30))
+        // After the cooldown one probe goes out and its success closes the breaker.
+        fixture.testVault.clock.advance(seconds: 31)
+        _ = try await fixture.engine.refresh(ids[4], reason: .forced)
+        #expect(fixture.engine.providerStates().first?.condition == .ok)
+    }
+
+    @Test func invalidClientPausesTheProviderAsMisconfigured() async throws {
+        let fixture = try EngineFixture()
+        let (a, _) = try fixture.store("a")
+        let (b, _) = try fixture.store("b")
+        fixture.provider.script(.fail(.testInvalidClient))
+        fixture.testVault.clock.advance(seconds: 3000)  // both are due
+        _ = try await fixture.engine.refresh(a, reason: .scheduled)
+        let state = fixture.engine.providerStates().first
+        #expect(state?.condition == .misconfigured)
+        #expect(state?.detail?.contains("invalid_client") == true)
+        _ = try await fixture.engine.refresh(b, reason: .scheduled)
+        #expect(fixture.provider.calls == 1)
+    }
+
+    @Test func removalRevokesRefreshThenAccessTokenAndDeletes() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("bye", refreshToken: "rt-bye")
+        let outcome = try await fixture.engine.remove(id, force: false, audit: nil)
+        #expect(outcome == .deleted(revoked: true))
+        #expect(fixture.provider.revocations.map(\.token) == ["rt-bye", "at-initial-bye"])
+        #expect(fixture.provider.revocations.map(\.hint) == [.refreshToken, .accessToken])
+        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+    }
+
+    @Test func failedRevocationLeavesTheCredentialRevokePendingUnlessForced() async throws {
+        let fixture = try EngineFixture(options: .init(revocationAttempts: 2))
+        let (id, _) = try fixture.store("stuck")
+        fixture.provider.failRevocations(.testUnavailable, .testUnavailable)
+        let outcome = try await fixture.engine.remove(id, force: false, audit: nil)
+        guard case .revokePending(let metadata, let failure) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(metadata.status == .revokePending && failure.code == "http_503")
+        #expect(metadata.refreshAt != nil)
+        // Its token is no longer refreshed or served as fresh.
+        let refresh = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .skipped = refresh else { Issue.record("\(refresh)"); return }
+        // The background retry (the scheduler's path) completes it.
+        fixture.testVault.clock.advance(seconds: 600)
+        _ = try await fixture.engine.refresh(id, reason: .scheduled)
+        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+
+        let (forced, _) = try fixture.store("forced")
+        fixture.provider.failRevocations(.testUnavailable)
+        #expect(try await fixture.engine.remove(forced, force: true, audit: nil) == .deleted(revoked: false))
+        #expect(throws: VaultError.self) { try fixture.metadata(forced) }
+    }
+
+    @Test func noTokenValueReachesTheLogs() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try fixture.store("secret", refreshToken: "rt-must-not-leak")
+        fixture.provider.script(.fail(.testTimeout), .fail(.testUnavailable), .succeed())
+        for _ in 0..<3 { _ = try await fixture.engine.refresh(id, reason: .forced) }
+        _ = try await fixture.engine.remove(id, force: false, audit: nil)
+        let logs = fixture.logs.text
+        #expect(!logs.isEmpty)
+        #expect(!logs.contains("rt-must-not-leak") && !logs.contains("at-initial-secret"))
+        #expect(!logs.contains("at-scripted") && !logs.contains("rt-scripted"))
+    }
+}

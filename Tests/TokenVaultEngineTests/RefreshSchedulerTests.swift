@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// The scheduler in real time: short-lived credentials are refreshed before they expire, a
+/// newly stored sooner credential wakes it, and an attempt left open is resumed at start.
+@Suite struct RefreshSchedulerTests {
+    static let planner = RefreshPlanner(lifetimeShare: 0.5, margin: 1, jitterFraction: 0.1, defaultLifetime: 3600)
+
+    @Test func shortLivedCredentialsAreRefreshedBeforeTheyExpire() async throws {
+        let fixture = try EngineFixture(
+            realTime: true, limits: ProviderLimits(concurrency: 8, ratePerSecond: 1000, burst: 100),
+            planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 3))
+        var ids: [CredentialID] = []
+        for index in 0..<20 { ids.append(try fixture.store("short-\(index)", lifetime: 3).0) }
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        let end = ContinuousClock.now + .seconds(5)
+        var expiredSeen = 0
+        while ContinuousClock.now < end {
+            let now = Timestamp.now()
+            for id in ids where try fixture.metadata(id).expiresAt! <= now { expiredSeen += 1 }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(expiredSeen == 0)
+        for id in ids { #expect(try fixture.metadata(id).generation >= 3, "\(id) refreshed too rarely") }
+        #expect(fixture.provider.presentedTwice.isEmpty)
+    }
+
+    @Test func aSoonerCredentialWakesTheSleepingScheduler() async throws {
+        let fixture = try EngineFixture(
+            realTime: true, planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 3600))
+        try fixture.store("far", lifetime: 3600)
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await Task.sleep(for: .milliseconds(300))  // now asleep until the far one is due
+        let (soon, _) = try fixture.store("soon", lifetime: 2)
+        try await Task.sleep(for: .milliseconds(1800))
+        #expect(try fixture.metadata(soon).generation >= 2)
+    }
+
+    @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
+        let fixture = try EngineFixture(realTime: true, planner: Self.planner)
+        let (id, metadata) = try fixture.store("interrupted", lifetime: 3600, refreshToken: "rt-interrupted")
+        let open = RefreshAttempt(
+            attemptID: "left-open", credentialID: id, generation: metadata.generation,
+            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-interrupted")),
+            leaseOwner: "\(ProcessInfo.processInfo.hostName):999999:gone",
+            leaseExpiresAt: Timestamp.now().adding(seconds: 60),
+            startedAt: Timestamp.now())
+        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try fixture.metadata(id).generation == 2)
+        #expect(fixture.engine.counters.recovered == 1)
+        #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
+    }
+}

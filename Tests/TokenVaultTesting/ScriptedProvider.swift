@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+import TokenVaultCore
+
+/// An in-process `TokenProvider` for engine tests: answers come from a script (or rotate by
+/// default), and every presented refresh token is counted so tests can assert that none was
+/// presented twice. The loopback `TestOAuthServer` covers the wire; this covers decisions.
+public final class ScriptedProvider: TokenProvider {
+    public enum Step: Sendable {
+        /// Mint a new pair (rotating the refresh token unless `rotate` is false).
+        case succeed(lifetime: Double = 3600, rotate: Bool = true)
+        case fail(ProviderFailure)
+        /// Wait, then take the next step.
+        case delay(Double)
+    }
+
+    private struct State {
+        var script: [Step] = []
+        var presented: [String: Int] = [:]
+        var revoked: [(String, TokenHint)] = []
+        var revocationFailures: [ProviderFailure] = []
+        var calls = 0
+        var minted = 0
+    }
+
+    public let name: String
+    public let supportsRevocation: Bool
+    private let state = Mutex(State())
+    /// Lifetime of minted access tokens when the script is empty.
+    public let defaultLifetime: Double
+
+    public init(name: String = "scripted", supportsRevocation: Bool = true, defaultLifetime: Double = 3600) {
+        self.name = name
+        self.supportsRevocation = supportsRevocation
+        self.defaultLifetime = defaultLifetime
+    }
+
+    /// Steps for the next refresh calls, first in first out.
+    public func script(_ steps: Step...) { state.withLock { $0.script += steps } }
+    /// Failures for the next revocation calls, first in first out.
+    public func failRevocations(_ failures: ProviderFailure...) { state.withLock { $0.revocationFailures += failures } }
+
+    public var calls: Int { state.withLock { $0.calls } }
+    public var presentedTwice: [String] { state.withLock { $0.presented.filter { $0.value > 1 }.map(\.key) } }
+    public var revocations: [(token: String, hint: TokenHint)] { state.withLock { $0.revoked.map { ($0.0, $0.1) } } }
+
+    public func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
+        let presented = request.refreshToken.revealString()
+        state.withLock {
+            $0.calls += 1
+            $0.presented[presented, default: 0] += 1
+        }
+        while true {
+            let step = state.withLock { $0.script.isEmpty ? nil : $0.script.removeFirst() }
+            switch step ?? .succeed(lifetime: defaultLifetime) {
+            case .delay(let seconds):
+                try? await Task.sleep(for: .seconds(seconds))
+            case .fail(let failure):
+                throw failure
+            case .succeed(let lifetime, let rotate):
+                let serial = state.withLock { state -> Int in
+                    state.minted += 1
+                    return state.minted
+                }
+                return TokenPayload(
+                    kind: .oauth2,
+                    secrets: CredentialSecrets(
+                        accessToken: SecretBytes(utf8: "at-\(name)-\(serial)-\(UUID().uuidString)"),
+                        refreshToken: rotate ? SecretBytes(utf8: "rt-\(name)-\(serial)-\(UUID().uuidString)") : nil),
+                    tokenType: "Bearer", expiry: .after(seconds: lifetime))
+            }
+        }
+    }
+
+    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+        if let failure = state.withLock({ $0.revocationFailures.isEmpty ? nil : $0.revocationFailures.removeFirst() }) {
+            throw failure
+        }
+        state.withLock { $0.revoked.append((token.revealString(), hint)) }
+    }
+}
+
+extension ProviderFailure {
+    public static let testInvalidGrant = ProviderFailure(
+        kind: .invalidGrant, code: "invalid_grant", message: "refresh token revoked", httpStatus: 400)
+    public static let testUnavailable = ProviderFailure(
+        kind: .transient, code: "http_503", message: "service unavailable", retryAfter: nil, httpStatus: 503)
+    public static let testTimeout = ProviderFailure(
+        kind: .unknownOutcome, code: "timeout", message: "no answer within 10 s")
+    public static let testInvalidClient = ProviderFailure(
+        kind: .misconfigured, code: "invalid_client", message: "client authentication failed", httpStatus: 401)
+}
