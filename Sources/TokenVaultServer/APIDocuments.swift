@@ -63,7 +63,6 @@ struct EventDocument: Encodable {
     }
 }
 
-
 struct TokenDocument: Encodable {
     let accessToken: String
     let tokenType: String

@@ -161,9 +161,9 @@ import TokenVaultTesting
     @Test func aCredentialReplacedDuringTheRefreshIsNotOverwritten() async throws {
         let fixture = try EngineFixture()
         let (id, _) = try fixture.store("replaced")
-        fixture.provider.script(.delay(0.3), .succeed())
+        fixture.provider.script(.delay(0.5), .succeed())
         async let refresh = fixture.engine.refresh(id, reason: .forced)
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually { fixture.provider.calls == 1 }  // the provider has the old token
         try fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
         let outcome = try await refresh
         guard case .skipped = outcome else { Issue.record("\(outcome)"); return }

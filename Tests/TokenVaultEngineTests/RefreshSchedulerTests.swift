@@ -38,8 +38,8 @@ import TokenVaultTesting
         defer { scheduler.cancel() }
         try await Task.sleep(for: .milliseconds(300))  // now asleep until the far one is due
         let (soon, _) = try fixture.store("soon", lifetime: 2)
-        try await Task.sleep(for: .milliseconds(1800))
-        #expect(try fixture.metadata(soon).generation >= 2)
+        // Due after about 1 s (half-life); without the wake-up it would wait for the far one.
+        try await eventually(within: 4) { try fixture.metadata(soon).generation >= 2 }
     }
 
     @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
@@ -54,9 +54,21 @@ import TokenVaultTesting
         try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await Task.sleep(for: .milliseconds(800))
-        #expect(try fixture.metadata(id).generation == 2)
+        try await eventually { try fixture.metadata(id).generation == 2 }
         #expect(fixture.engine.counters.recovered == 1)
         #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
     }
+}
+
+/// Polls `condition` until it holds or `within` seconds pass (then records a failure):
+/// for outcomes that happen in the background at a time the test does not control.
+func eventually(
+    within seconds: Double = 5, _ condition: () throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(try condition(), "not within \(seconds) s", sourceLocation: sourceLocation)
 }

@@ -118,9 +118,11 @@ import Yams
             let response =
                 document.isStream(operation)
                 ? try await server.firstLine(operation.method, target) {
-                    _ = try await server.request(
-                        "PUT", "/v1/credentials/contract/carol",
-                        body: server.putBody(token: SamplePayloads.tinkoff().json))
+                    // Stored directly: this peer may lack credential:write.
+                    try server.fixture.vault.put(
+                        try CredentialID("contract/carol"),
+                        payload: SamplePayloads.decode(SamplePayloads.tinkoff().json),
+                        provider: "tinkoff-id")
                 }
                 : try await server.request(operation.method, target, body: body)
             let label = "\(operation.route) (needs \(needed)) with only \(granted.rawValue)"

@@ -91,7 +91,8 @@ import TokenVaultTesting
         #expect(missing.status == 404 && missing.json()["code"] as? String == "credential_not_found")
         let unknown = try await server.request("GET", "/v2/nothing")
         #expect(unknown.status == 404 && unknown.json()["code"] as? String == "not_found")
-        let notYet = try await server.request("POST", "/v1/credentials/ns/x/refresh")
+        let notYet = try await server.request(
+            "POST", "/v1/credentials/ns/x/exchange", body: "{\"provider\": \"oauth2\", \"code\": \"c\"}")
         #expect(notYet.status == 501 && notYet.json()["code"] as? String == "not_implemented")
     }
 
@@ -108,7 +109,9 @@ import TokenVaultTesting
         defer { Task { await server.stop() } }
         let health = try await server.request("GET", "/v1/health").json()
         #expect(health["status"] as? String == "ok")
-        #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 1)
+        #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 2)
+        let providers = health["providers"] as? [[String: Any]]
+        #expect(providers?.first?["condition"] as? String == "ok")
         _ = try await server.request(
             "PUT", "/v1/credentials/ns/a", body: server.putBody(token: SamplePayloads.oauth().json))
         _ = try await server.request("GET", "/v1/credentials/ns/a/token")
