@@ -2,7 +2,8 @@
 /// argument (seconds on any monotonic scale).
 ///
 /// closed --(threshold consecutive transient failures)--> open --(cooldown)--> half-open:
-/// one probe; success closes, failure opens again with the cooldown doubled (up to 16x).
+/// one probe; success closes, failure opens again with the cooldown doubled (up to 4x, so a
+/// provider that comes back is probed within four cooldowns).
 /// A misconfiguration (`invalid_client`, ...) opens it for the slow probe interval instead.
 struct CircuitBreaker: Sendable, Equatable {
     enum State: Sendable, Equatable {
@@ -66,7 +67,7 @@ struct CircuitBreaker: Sendable, Equatable {
     }
 
     private mutating func open(now: Double) {
-        openings = min(openings + 1, 5)
+        openings = min(openings + 1, 3)
         let factor = Double(1 << (openings - 1))
         state = .open(until: now + cooldown * factor, reason: .failing)
     }

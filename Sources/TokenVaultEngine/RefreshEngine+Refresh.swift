@@ -105,8 +105,12 @@ extension RefreshEngine {
         guard let refreshToken = secrets.refreshToken else {
             return .skipped("credential \(id) has no refresh token", metadata)
         }
-        guard let (attempt, resumed) = try await journal(metadata, fingerprint: vault.sealer.fingerprint(refreshToken))
-        else {
+        let clock = ContinuousClock()
+        var timings = RefreshTimings()
+        let journalStart = clock.now
+        let journalled = try await journal(metadata, fingerprint: vault.sealer.fingerprint(refreshToken))
+        timings.journal = clock.now - journalStart
+        guard let (attempt, resumed) = journalled else {
             statistics.record { $0.skipped += 1 }
             return .skipped("another process holds the refresh lease of \(id)", metadata)
         }
@@ -120,6 +124,7 @@ extension RefreshEngine {
             resumed || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains($0.code) } ?? false
 
         let sentAt = vault.clock.now
+        let httpStart = clock.now
         let payload: TokenPayload
         do {
             payload = try await provider.refresh(
@@ -130,14 +135,19 @@ extension RefreshEngine {
                 error, metadata: metadata, attempt: attempt, resumingLostAnswer: resumingLostAnswer)
         }
         gate.recordSuccess()
-        guard
-            let refreshed = try await commit(
-                payload, sentAt: sentAt, previous: secrets, metadata: metadata, attempt: attempt)
-        else {
+        timings.http = clock.now - httpStart
+        let commitStart = clock.now
+        let committed = try await commit(
+            payload, sentAt: sentAt, previous: secrets, metadata: metadata, attempt: attempt)
+        timings.commit = clock.now - commitStart
+        guard let (refreshed, sealTime) = committed else {
             statistics.record { $0.skipped += 1 }
             return .skipped("credential \(id) was replaced while it was being refreshed", nil)
         }
         statistics.record { $0.refreshed += 1 }
+        timings.seal = sealTime
+        timings.commit -= sealTime
+        options.timings?(timings)
         publish(.refreshed, id, refreshed)
         logger.debug(
             "credential refreshed",
@@ -198,11 +208,11 @@ extension RefreshEngine {
     private func commit(
         _ payload: TokenPayload, sentAt: Timestamp, previous: CredentialSecrets, metadata: CredentialMetadata,
         attempt: RefreshAttempt
-    ) async throws -> CredentialMetadata? {
+    ) async throws -> (CredentialMetadata, seal: Duration)? {
         let planner = vault.planner(for: metadata.provider)
         let jitter = Double.random(in: 0..<1)
         let vault = vault
-        return try await writes.write(.full) { writer -> CredentialMetadata? in
+        return try await writes.write(.full) { writer -> (CredentialMetadata, seal: Duration)? in
             let now = vault.clock.now
             guard let current = try writer.record(metadata.id), current.metadata.generation == metadata.generation
             else {
@@ -233,9 +243,12 @@ extension RefreshEngine {
             next.updatedAt = now
             next.hasRefreshToken = secrets.refreshToken != nil
             next.hasIDToken = secrets.idToken != nil
-            try writer.save(try vault.seal(secrets, metadata: next, term: vault.sealer.activeTerm))
+            let sealStart = ContinuousClock.now
+            let sealed = try vault.seal(secrets, metadata: next, term: vault.sealer.activeTerm)
+            let sealTime = ContinuousClock.now - sealStart
+            try writer.save(sealed)
             try writer.finishAttempt(attemptID: attempt.attemptID, state: .succeeded, outcome: nil, at: now)
-            return next
+            return (next, sealTime)
         }
     }
 

@@ -25,15 +25,18 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var revocationAttempts: Int
         /// Closed journal entries older than this are pruned.
         public var journalRetention: Double
+        /// Called after each successful refresh with the time its phases took (benchmarks).
+        public var timings: (@Sendable (RefreshTimings) -> Void)?
 
         public init(
             leaseDuration: Double = 120, maximumInFlight: Int = 256, revocationAttempts: Int = 3,
-            journalRetention: Double = 24 * 3600
+            journalRetention: Double = 24 * 3600, timings: (@Sendable (RefreshTimings) -> Void)? = nil
         ) {
             self.leaseDuration = leaseDuration
             self.maximumInFlight = maximumInFlight
             self.revocationAttempts = revocationAttempts
             self.journalRetention = journalRetention
+            self.timings = timings
         }
     }
 
@@ -116,4 +119,13 @@ public final class RefreshEngine: RefreshService, Sendable {
     func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
         vault.events.publish(CredentialEvent(kind: kind, id: id, at: vault.clock.now, metadata: metadata))
     }
+}
+
+/// Where one successful refresh spent its time. `journal` and `commit` include waiting for the
+/// group commit; `seal` is the sealing inside the commit.
+public struct RefreshTimings: Sendable {
+    public var journal: Duration = .zero
+    public var http: Duration = .zero
+    public var seal: Duration = .zero
+    public var commit: Duration = .zero
 }

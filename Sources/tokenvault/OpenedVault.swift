@@ -17,7 +17,8 @@ struct OpenedVault {
     let vault: Vault
     let keyDescription: String
 
-    static func open(_ options: VaultOptions) throws -> OpenedVault {
+    /// `planners`: each provider instance's refresh settings (the daemon's configuration).
+    static func open(_ options: VaultOptions, planners: [String: RefreshPlanner] = [:]) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         let path = options.databasePath
         guard FileManager.default.fileExists(atPath: path) else {
@@ -30,7 +31,7 @@ struct OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
         return OpenedVault(
-            database: database, keyring: keyring, vault: Vault(store: database, sealer: keyring),
+            database: database, keyring: keyring, vault: Vault(store: database, sealer: keyring, planners: planners),
             keyDescription: description)
     }
 

@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TokenVaultCore
+import TokenVaultEngine
+import TokenVaultProviders
 import TokenVaultServer
 
 struct ServeCommand: AsyncParsableCommand {
@@ -36,19 +38,28 @@ struct ServeCommand: AsyncParsableCommand {
             return logger
         }()
         let settings: DaemonConfiguration
+        let configPath = config ?? options.environment["TOKENVAULT_CONFIG"]
         do {
-            var loaded =
-                try (config ?? options.environment["TOKENVAULT_CONFIG"]).map(DaemonConfiguration.load)
-                ?? DaemonConfiguration()
+            var loaded = try configPath.map(DaemonConfiguration.load) ?? DaemonConfiguration()
             try loaded.applyEnvironment(options.environment)
             settings = loaded
         } catch let error as ConfigurationError {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // Endpoints, client secrets and TLS of each provider instance, checked before anything
+        // is opened: a misconfigured instance stops start-up naming the key.
+        let providers: ProviderSet
+        do {
+            providers = try await ProviderSet.make(Array(settings.providers.values), environment: options.environment)
+        } catch {
+            printError("error: config \(configPath ?? "(defaults)"): \(error.key): \(error.problem)")
+            throw ExitCode(1)
+        }
         raiseOpenFileLimit()
         try await reportingErrorsAsync {
-            let opened = try OpenedVault.open(options)
+            let opened = try OpenedVault.open(
+                options, planners: settings.providers.mapValues(\.planner))
             let lock = try DatabaseLock(databasePath: opened.database.path)
             let socketPath =
                 socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
@@ -56,8 +67,11 @@ struct ServeCommand: AsyncParsableCommand {
             try SocketGuard.prepare(path: socketPath)
 
             let audit = AuditRecorder(store: opened.database, logger: logger)
+            let engine = RefreshEngine(
+                vault: opened.vault, journal: opened.database, providers: providers.all,
+                settings: settings.providers, logger: logger)
             let api = VaultAPI(
-                vault: opened.vault, admin: opened.database,
+                vault: opened.vault, engine: engine, admin: opened.database,
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
                 policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
                 options: .init(
@@ -77,9 +91,14 @@ struct ServeCommand: AsyncParsableCommand {
                     Foundation.exit(1)
                 }
             }
+            // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
+            // audit rows are flushed.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: audit), .init(service: application)],
+                    services: [
+                        .init(service: audit), .init(service: RefreshScheduler(engine: engine)),
+                        .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
+                    ],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             defer {
                 SocketGuard.remove(path: socketPath)
@@ -87,12 +106,24 @@ struct ServeCommand: AsyncParsableCommand {
                 withExtendedLifetime(lock) {}
             }
             try await group.run()
+            await providers.shutdown()
             logger.info("stopped")
         }
     }
 }
 
-let tokenVaultVersion = "0.1.0"
+let tokenVaultVersion = "0.2.0"
+
+/// Ends the watch and event streams when shutdown begins, so the HTTP server can finish its
+/// in-flight requests (a stream is one that would otherwise never finish).
+struct StreamCloser: Service {
+    let feed: ChangeFeed
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        feed.close()
+    }
+}
 
 /// Each connection is a file descriptor: lift the soft limit to the hard one so a burst of
 /// clients is not refused for lack of descriptors.

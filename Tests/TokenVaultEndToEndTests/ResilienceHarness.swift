@@ -1,0 +1,139 @@
+import Foundation
+import TokenVaultTesting
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built daemon refreshing real credentials against the loopback `TestOAuthServer`: a
+/// vault, a config naming the provider instance `idp`, helpers to seed credentials, read
+/// tokens over the socket and check what the provider saw.
+final class ResilienceHarness: Sendable {
+    let directory = TemporaryDirectory("tokenvault-resilience")
+    let cli = CommandRunner()
+    let server: TestOAuthServer
+    let lifetime: Double
+    var dataDir: String { directory.file("data") }
+    var socket: String { directory.file("tokenvault.sock") }
+    var configPath: String { directory.file("config.json") }
+
+    /// `limits` and `refresh` are the provider instance's config sections.
+    init(lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String) async throws {
+        self.lifetime = lifetime
+        var options = TestOAuthServer.Options()
+        options.accessTokenLifetime = lifetime
+        options.graceWindow = graceWindow
+        server = try await TestOAuthServer.start(options)
+        _ = try cli.run(["init", "--data-dir", dataDir])
+        let secretFile = directory.file("client.secret")
+        FileManager.default.createFile(
+            atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        let config = """
+            {"providers": {"idp": {
+                "kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "revocation_endpoint": "\(server.revocationURL)",
+                "client_id": "vault-client", "client_secret_file": "\(secretFile)", "timeout_seconds": 5,
+                "refresh": \(refresh), "limits": \(limits)}}}
+            """
+        FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
+    }
+
+    func startDaemon() throws -> DaemonProcess {
+        try DaemonProcess(
+            arguments: ["--data-dir", dataDir, "--config", configPath], socketPath: socket,
+            logDirectory: directory.path, environment: ["TOKENVAULT_LOG_LEVEL": "notice"])
+    }
+
+    static func name(_ index: Int) -> String { "idp/c\(index)" }
+
+    /// Stores `count` credentials, each a fresh token family at the provider.
+    func seed(_ count: Int) throws {
+        let connection = try UnixSocketConnection(path: socket)
+        for index in 0..<count {
+            let tokens = server.issue(lifetime: lifetime)
+            let body = "{\"provider\": \"idp\", \"token\": \(tokens.responseJSON)}"
+            try connection.send(
+                "PUT /v1/credentials/\(Self.name(index)) HTTP/1.1\r\nHost: localhost\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            guard let response = try connection.readResponse(), response.status == 201 else {
+                throw SocketTestError("seeding \(Self.name(index)) failed")
+            }
+        }
+    }
+
+    /// Every credential's metadata, through the API.
+    func list() throws -> [[String: Any]] {
+        let response = try UnixSocketHTTP.request(socket, "GET", "/v1/credentials?namespace=idp&limit=1000")
+        return response.json()["items"] as? [[String: Any]] ?? []
+    }
+
+    /// Reads tokens in a loop until `deadline`, checking each served token with the provider.
+    /// Returns what it saw; runs on a thread of its own.
+    func readTokens(until deadline: Date, count: Int, minimumTTL: Double, pause: Double = 0) throws -> TokenReadReport {
+        let connection = try UnixSocketConnection(path: socket)
+        var report = TokenReadReport()
+        while Date() < deadline {
+            let index = Int.random(in: 0..<count)
+            try connection.send(
+                "GET /v1/credentials/\(Self.name(index))/token?min_ttl=\(Int(minimumTTL)) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            guard let response = try connection.readResponse() else { throw SocketTestError("daemon hung up") }
+            let received = Date()
+            switch response.status {
+            case 200:
+                report.served += 1
+                let body = response.json()
+                let token = body["access_token"] as? String ?? ""
+                switch server.accessTokenState(token) {
+                case .valid(let expiresAt):
+                    if expiresAt.timeIntervalSince(received) < minimumTTL - 0.5 { report.tooShort += 1 }
+                default:
+                    report.invalid.append("\(Self.name(index)): \(server.accessTokenState(token))")
+                }
+                if body.keys.contains("refresh_token") { report.refreshTokenLeaks += 1 }
+            case 409:
+                report.refused[response.json()["code"] as? String ?? "?", default: 0] += 1
+                if report.refusalDetails.count < 5 { report.refusalDetails.append(response.json()["detail"] as? String ?? "") }
+            default:
+                report.unexpected.append("\(response.status): \(response.text)")
+            }
+            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+        }
+        return report
+    }
+
+    /// Per token family, the longest time between one successful refresh at the provider and
+    /// the next (or the end of the run): more than the lifetime means the credential expired.
+    func longestGaps(from start: Date, to end: Date) -> [String: Double] {
+        var last: [String: Date] = [:]
+        var longest: [String: Double] = [:]
+        for request in server.requests where request.path.hasSuffix("/token") {
+            guard let presented = request.form["refresh_token"], let family = server.familyID(of: presented) else {
+                continue
+            }
+            let previous = last[family] ?? start
+            longest[family] = max(longest[family] ?? 0, request.receivedAt.timeIntervalSince(previous))
+            last[family] = request.receivedAt
+        }
+        for (family, at) in last { longest[family] = max(longest[family] ?? 0, end.timeIntervalSince(at)) }
+        return longest
+    }
+}
+
+struct TokenReadReport: Sendable {
+    var served = 0
+    var tooShort = 0
+    var invalid: [String] = []
+    var refused: [String: Int] = [:]
+    var refusalDetails: [String] = []
+    var unexpected: [String] = []
+    var refreshTokenLeaks = 0
+
+    mutating func add(_ other: TokenReadReport) {
+        served += other.served
+        tooShort += other.tooShort
+        invalid += other.invalid
+        refused.merge(other.refused) { $0 + $1 }
+        refusalDetails += other.refusalDetails
+        unexpected += other.unexpected
+        refreshTokenLeaks += other.refreshTokenLeaks
+    }
+}
