@@ -38,6 +38,11 @@ extension OAuth2Provider {
     }
 
     private func addStandardHeaders(to headers: inout HTTPHeaders) {
+        // A fresh connection per call. On a kept-alive connection the server has just closed,
+        // a request fails exactly like an answer lost after sending (unknown outcome) although
+        // the provider never saw it. Refreshes are rare enough to afford a handshake each, and
+        // then "refused" reliably means "not sent" and "closed" means "sent".
+        headers.add(name: "Connection", value: "close")
         headers.add(name: "User-Agent", value: "tokenvault")
         headers.add(name: "Accept", value: "application/json")
         for (name, value) in configuration.headers {

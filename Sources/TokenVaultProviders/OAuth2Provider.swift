@@ -49,9 +49,6 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
             decompression: .disabled)
         // Fail at once when the provider is unreachable: the engine owns retries and backoff.
         settings.connectionPool.retryConnectionEstablishment = false
-        // Close idle connections before typical server keep-alive limits do, so a request
-        // rarely meets a connection the server is closing.
-        settings.connectionPool.idleTimeout = .seconds(20)
         // One transport error model (HTTP/1.1) to classify.
         settings.httpVersion = .http1Only
 
