@@ -35,6 +35,9 @@ public struct OAuth2Configuration: Sendable {
     public let timeoutSeconds: Double
     public let caFile: String?
     public let sendScope: Bool
+    /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
+    /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
+    public let maximumConnections: Int
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
@@ -55,6 +58,7 @@ public struct OAuth2Configuration: Sendable {
             .option(name, option, problem)
         }
         providerName = name
+        maximumConnections = max(1, settings.limits.concurrency)
 
         if options["client_secret"] != nil {
             throw fail(

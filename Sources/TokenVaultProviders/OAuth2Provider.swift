@@ -49,6 +49,7 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
             decompression: .disabled)
         // Fail at once when the provider is unreachable: the engine owns retries and backoff.
         settings.connectionPool.retryConnectionEstablishment = false
+        settings.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maximumConnections
         // One transport error model (HTTP/1.1) to classify.
         settings.httpVersion = .http1Only
 

@@ -22,6 +22,11 @@ import TokenVaultTesting
         #expect(configuration.sendScope == false)
         #expect(configuration.headers.isEmpty)
         #expect(!configuration.hasClientSecret)
+        #expect(configuration.maximumConnections == ProviderLimits().concurrency)
+
+        var limited = settings
+        limited.limits.concurrency = 3
+        #expect(try OAuth2Configuration.parse(limited, environment: [:])?.maximumConnections == 3)
     }
 
     @Test func noOptionsIsANameOnlyProvider() throws {
