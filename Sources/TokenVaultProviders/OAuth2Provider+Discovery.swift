@@ -29,17 +29,17 @@ extension OAuth2Provider {
         case .fixed(let token, let revocation): return ResolvedEndpoints(token: token, revocation: revocation)
         case .discovery(let discoveryURL): url = discoveryURL
         }
-        let task = discovery.withLock { state -> Task<ResolvedEndpoints, any Error> in
-            switch state {
-            case .discovered(let endpoints):
-                return Task { endpoints }
-            case .fetching(let task):
-                return task
-            case .notStarted:
-                let task = Task { () async throws -> ResolvedEndpoints in try await self.fetchDiscoveryDocument(url) }
-                state = .fetching(task)
-                return task
+        let next = discovery.withLock { state -> DiscoveryState in
+            if case .notStarted = state {
+                state = .fetching(Task { try await self.fetchDiscoveryDocument(url) })
             }
+            return state
+        }
+        let task: Task<ResolvedEndpoints, any Error>
+        switch next {
+        case .discovered(let endpoints): return endpoints
+        case .fetching(let fetching): task = fetching
+        case .notStarted: preconditionFailure("discovery state was just set")
         }
         do {
             let endpoints = try await task.value

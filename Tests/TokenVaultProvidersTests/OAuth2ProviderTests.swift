@@ -483,6 +483,26 @@ import TokenVaultTesting
         }
     }
 
+    @Test func concurrentFirstCallsShareOneDiscovery() async throws {
+        try await Fixture.run(options: { server, _ in
+            [
+                "token_endpoint": .null, "revocation_endpoint": .null,
+                "discovery_url": .string(server.baseURL + "/.well-known/openid-configuration"),
+            ]
+        }) { fixture in
+            let tokens = (0..<4).map { _ in fixture.server.issue().refreshToken }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for token in tokens {
+                    group.addTask { _ = try await fixture.provider.refresh(Fixture.request(token)) }
+                }
+                try await group.waitForAll()
+            }
+            let paths = fixture.server.requests.map(\.path)
+            #expect(paths.filter { $0 == "/.well-known/openid-configuration" }.count == 1)
+            #expect(paths.filter { $0 == "/token" }.count == 4)
+        }
+    }
+
     @Test func brokenDiscoveryIsReportedAndRetried() async throws {
         try await Fixture.run(options: { server, _ in
             [
