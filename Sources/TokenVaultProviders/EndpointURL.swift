@@ -1,0 +1,57 @@
+import Foundation
+
+/// A provider endpoint that passed the transport rule: HTTPS, or plain HTTP to this machine
+/// only (a refresh token sent in clear text over a network is a leaked refresh token).
+struct EndpointURL: Sendable, Equatable, CustomStringConvertible {
+    let url: URL
+    var description: String { url.absoluteString }
+
+    /// The endpoint, or a sentence saying why `text` is not acceptable.
+    static func validate(_ text: String) -> Result<EndpointURL, OptionProblem> {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
+            return .failure(OptionProblem("'\(text.prefix(200))' is not a URL"))
+        }
+        guard let host = url.host, !host.isEmpty else {
+            return .failure(OptionProblem("'\(text.prefix(200))' has no host"))
+        }
+        guard url.user == nil, url.password == nil else {
+            return .failure(OptionProblem("a URL must not carry credentials; use client_secret_file"))
+        }
+        guard url.fragment == nil else {
+            return .failure(OptionProblem("'\(text.prefix(200))' must not have a #fragment"))
+        }
+        switch scheme {
+        case "https":
+            return .success(EndpointURL(url: url))
+        case "http" where isLoopback(host):
+            return .success(EndpointURL(url: url))
+        case "http":
+            return .failure(
+                OptionProblem(
+                    "'\(text.prefix(200))' uses plain http to \(host); https is required except for loopback "
+                        + "(127.0.0.0/8, ::1, localhost)"))
+        default:
+            return .failure(OptionProblem("'\(text.prefix(200))' has scheme '\(scheme)'; expected https"))
+        }
+    }
+
+    /// `localhost`, `127.0.0.0/8` and `::1`, written any way `URL.host` may give them.
+    static func isLoopback(_ host: String) -> Bool {
+        var host = host.lowercased()
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4 else { return false }
+        let values = octets.compactMap { octet -> Int? in
+            guard (1...3).contains(octet.count), octet.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int(octet).flatMap { $0 <= 255 ? $0 : nil }
+        }
+        return values.count == 4 && values[0] == 127
+    }
+}
+
+/// Why an option's value was refused, as a sentence; the caller adds the key.
+struct OptionProblem: Error, Sendable, Equatable {
+    var problem: String
+    init(_ problem: String) { self.problem = problem }
+}

@@ -1,0 +1,233 @@
+import NIOSSL
+import TokenVaultCore
+
+/// The options of an `oauth2` provider instance, validated. Every problem is reported with its
+/// full key (`providers.<name>.<option>`) when the daemon starts, not at the first refresh.
+///
+/// Secrets never come from the configuration text: a config file is read by people, copied
+/// into tickets and committed to repositories. The client secret comes from a private file or
+/// a systemd credential.
+public struct OAuth2Configuration: Sendable {
+    /// Where the endpoints come from.
+    public enum Endpoints: Sendable, Equatable {
+        case fixed(token: String, revocation: String?)
+        /// Fetched on first use and cached (RFC 8414 / OpenID Connect Discovery).
+        case discovery(String)
+    }
+
+    public static let knownOptions: Set<String> = [
+        "token_endpoint", "revocation_endpoint", "discovery_url", "client_id", "client_secret_file",
+        "client_secret_credential", "client_authentication", "headers", "timeout_seconds", "ca_file", "send_scope",
+    ]
+    public static let defaultTimeoutSeconds: Double = 10
+    /// Headers TokenVault sets itself; letting the config override them would break requests or
+    /// smuggle credentials around `client_authentication`.
+    static let reservedHeaders: Set<String> = [
+        "authorization", "content-type", "content-length", "host", "transfer-encoding", "connection",
+    ]
+
+    public let providerName: String
+    public let endpoints: Endpoints
+    public let clientID: String
+    public let clientAuthentication: ClientAuthentication
+    /// Extra request headers, in the order given (names as written).
+    public let headers: [(name: String, value: String)]
+    public let timeoutSeconds: Double
+    public let caFile: String?
+    public let sendScope: Bool
+    /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
+    /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
+    public let maximumConnections: Int
+    /// From `client_secret_file` or `client_secret_credential`.
+    let clientSecret: SecretBytes?
+    public var hasClientSecret: Bool { clientSecret != nil }
+
+    /// Nil when `settings.options` is empty: a name-only provider whose credentials are stored
+    /// but never refreshed.
+    public static func parse(
+        _ settings: ProviderSettings, environment: [String: String]
+    ) throws(ProviderConfigurationError) -> OAuth2Configuration? {
+        guard !settings.options.isEmpty else { return nil }
+        return try OAuth2Configuration(settings, environment: environment)
+    }
+
+    init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
+        let options = settings.options
+        let name = settings.name
+        func fail(_ option: String, _ problem: String) -> ProviderConfigurationError {
+            .option(name, option, problem)
+        }
+        providerName = name
+        maximumConnections = max(1, settings.limits.concurrency)
+
+        if options["client_secret"] != nil {
+            throw fail(
+                "client_secret",
+                "secrets never go in the configuration file; put the secret in a file only the daemon can read "
+                    + "and set client_secret_file, or use client_secret_credential (systemd LoadCredential=)")
+        }
+        if let unknown = options.keys.filter({ !Self.knownOptions.contains($0) }).sorted().first {
+            throw fail(
+                unknown, "unknown option for kind oauth2 (known: \(Self.knownOptions.sorted().joined(separator: ", ")))"
+            )
+        }
+
+        let reader = OptionReader(options: options, fail: fail)
+        let tokenEndpoint = try reader.endpoint("token_endpoint")
+        let revocationEndpoint = try reader.endpoint("revocation_endpoint")
+        let discoveryURL = try reader.endpoint("discovery_url")
+        switch (tokenEndpoint, discoveryURL) {
+        case (let token?, nil):
+            endpoints = .fixed(token: token.description, revocation: revocationEndpoint?.description)
+        case (nil, let discovery?):
+            guard revocationEndpoint == nil else {
+                throw fail("revocation_endpoint", "give it only with token_endpoint; discovery_url supplies both")
+            }
+            endpoints = .discovery(discovery.description)
+        case (_?, _?):
+            throw fail("discovery_url", "give either token_endpoint or discovery_url, not both")
+        case (nil, nil):
+            throw fail(
+                "token_endpoint",
+                "required (or discovery_url); to store credentials without refreshing them, give the provider no options"
+            )
+        }
+
+        guard let clientID = try reader.string("client_id"), !clientID.isEmpty else {
+            throw fail("client_id", "required when the provider has an endpoint")
+        }
+        self.clientID = clientID
+
+        let secretFile = try reader.string("client_secret_file")
+        let secretCredential = try reader.string("client_secret_credential")
+        switch (secretFile, secretCredential) {
+        case (let path?, nil):
+            clientSecret = try SecretFile.read(path).mapError { fail("client_secret_file", $0.problem) }.get()
+        case (nil, let credential?):
+            guard !credential.isEmpty, !credential.contains("/"), credential != ".", credential != ".." else {
+                throw fail("client_secret_credential", "must be a credential name (a file name), not a path")
+            }
+            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
+                throw fail(
+                    "client_secret_credential",
+                    "$CREDENTIALS_DIRECTORY is not set; run the daemon under systemd with LoadCredential=\(credential):…"
+                )
+            }
+            clientSecret = try SecretFile.read(directory + "/" + credential)
+                .mapError { fail("client_secret_credential", $0.problem) }.get()
+        case (nil, nil):
+            clientSecret = nil
+        case (_?, _?):
+            throw fail(
+                "client_secret_credential", "give either client_secret_file or client_secret_credential, not both")
+        }
+
+        if let method = try reader.string("client_authentication") {
+            guard let parsed = ClientAuthentication(rawValue: method) else {
+                throw fail(
+                    "client_authentication",
+                    "'\(method.prefix(64))' is not one of \(ClientAuthentication.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            clientAuthentication = parsed
+        } else {
+            clientAuthentication = clientSecret == nil ? .none : .clientSecretBasic
+        }
+        if clientAuthentication == .clientSecretPost, clientSecret == nil {
+            throw fail(
+                "client_authentication", "client_secret_post needs client_secret_file or client_secret_credential")
+        }
+        if clientAuthentication == .none, clientSecret != nil {
+            throw fail(
+                "client_authentication", "is none, so the configured client secret would never be sent; remove one")
+        }
+
+        headers = try reader.headers("headers")
+        timeoutSeconds = try reader.number("timeout_seconds", in: 0.001...300) ?? Self.defaultTimeoutSeconds
+        sendScope = try reader.bool("send_scope") ?? false
+        caFile = try reader.string("ca_file")
+        if let caFile {
+            do {
+                guard !(try NIOSSLCertificate.fromPEMFile(caFile)).isEmpty else {
+                    throw fail("ca_file", "\(caFile) holds no PEM certificate")
+                }
+            } catch let error as ProviderConfigurationError {
+                throw error
+            } catch {
+                throw fail("ca_file", "\(caFile) is not a readable PEM certificate bundle (\(error))")
+            }
+        }
+    }
+}
+
+/// Typed access to a JSON options object; errors name the option.
+private struct OptionReader {
+    let options: [String: JSONValue]
+    let fail: (String, String) -> ProviderConfigurationError
+
+    func string(_ key: String) throws(ProviderConfigurationError) -> String? {
+        switch options[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        case let other?: throw fail(key, "expected a string, got \(other.typeName)")
+        }
+    }
+
+    func bool(_ key: String) throws(ProviderConfigurationError) -> Bool? {
+        switch options[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?: throw fail(key, "expected true or false, got \(other.typeName)")
+        }
+    }
+
+    func number(_ key: String, in range: ClosedRange<Double>) throws(ProviderConfigurationError) -> Double? {
+        let value: Double
+        switch options[key] {
+        case nil, .null?: return nil
+        case .integer(let number)?: value = Double(number)
+        case .number(let number)?: value = number
+        case let other?: throw fail(key, "expected a number, got \(other.typeName)")
+        }
+        guard range.contains(value) else {
+            throw fail(key, "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return value
+    }
+
+    func endpoint(_ key: String) throws(ProviderConfigurationError) -> EndpointURL? {
+        guard let text = try string(key) else { return nil }
+        return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()
+    }
+
+    func headers(_ key: String) throws(ProviderConfigurationError) -> [(name: String, value: String)] {
+        switch options[key] {
+        case nil, .null?: return []
+        case .object(let fields)?:
+            return try fields.sorted(by: { $0.key < $1.key }).map { (name, value) throws(ProviderConfigurationError) in
+                guard isToken(name) else { throw fail("\(key).\(name)", "is not a valid header name") }
+                guard !OAuth2Configuration.reservedHeaders.contains(name.lowercased()) else {
+                    throw fail("\(key).\(name)", "is set by TokenVault itself (see client_authentication)")
+                }
+                guard case .string(let text) = value else {
+                    throw fail("\(key).\(name)", "expected a string, got \(value.typeName)")
+                }
+                guard !text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                    throw fail("\(key).\(name)", "must not contain line breaks")
+                }
+                return (name, text)
+            }
+        case let other?: throw fail(key, "expected an object of header names to values, got \(other.typeName)")
+        }
+    }
+
+    /// RFC 9110 token characters.
+    private func isToken(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (Character(scalar).isLetter || Character(scalar).isNumber
+                        || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
+            }
+    }
+}

@@ -1,0 +1,78 @@
+import Testing
+import TokenVaultCore
+import TokenVaultProviders
+
+/// Which provider, if any, each configured instance gets; and shutting them all down.
+@Suite struct ProviderFactoryTests {
+    @Test func oauth2WithAnEndpointBuildsAProvider() async throws {
+        let settings = ProviderTestSupport.settings([
+            "token_endpoint": "https://id.example.com/token", "client_id": "a",
+        ])
+        let provider = try #require(try ProviderFactory.make(settings, environment: [:]))
+        #expect(provider.name == "acme")
+        #expect(provider.supportsRevocation == false)
+        await ProviderSet(["acme": provider]).shutdown()
+    }
+
+    @Test func nameOnlyProvidersHaveNoClient() throws {
+        #expect(try ProviderFactory.make(ProviderTestSupport.settings([:]), environment: [:]) == nil)
+        for kind in ["tinkoff-id", "sber-id", "esia", "ebs"] {
+            #expect(try ProviderFactory.make(ProviderTestSupport.settings([:], kind: kind), environment: [:]) == nil)
+        }
+    }
+
+    @Test(arguments: ["tinkoff-id", "sber-id", "esia", "ebs"])
+    func plannedKindsWithOptionsSayNotYet(kind: String) {
+        let settings = ProviderTestSupport.settings(["token_endpoint": "https://id.example.com/token"], kind: kind)
+        #expect {
+            _ = try ProviderFactory.make(settings, environment: [:])
+        } throws: { error in
+            let error = error as? ProviderConfigurationError
+            return error?.key == "providers.acme.kind" && error?.problem.contains("not supported yet") == true
+        }
+    }
+
+    @Test func unknownKind() {
+        #expect {
+            _ = try ProviderFactory.make(ProviderTestSupport.settings([:], kind: "saml"), environment: [:])
+        } throws: { error in
+            let error = error as? ProviderConfigurationError
+            return error?.key == "providers.acme.kind" && error?.problem.contains("oauth2") == true
+        }
+    }
+
+    @Test func setLooksUpByNameAndShutsDownTwiceSafely() async throws {
+        let made = try await ProviderSet.make(
+            [
+                ProviderTestSupport.settings(
+                    ["token_endpoint": "https://a.example.com/t", "client_id": "a"], name: "a"),
+                ProviderTestSupport.settings([:], name: "b"),
+                ProviderTestSupport.settings(
+                    [
+                        "token_endpoint": "https://c.example.com/t", "revocation_endpoint": "https://c.example.com/r",
+                        "client_id": "c",
+                    ], name: "c"),
+            ], environment: [:])
+        #expect(made.names == ["a", "c"])
+        #expect(made["a"]?.name == "a")
+        #expect(made["b"] == nil)
+        #expect(made["c"]?.supportsRevocation == true)
+        await made.shutdown()
+        await made.shutdown()
+    }
+
+    @Test func setStopsAtTheFirstBadInstance() async {
+        do {
+            _ = try await ProviderSet.make(
+                [
+                    ProviderTestSupport.settings(
+                        ["token_endpoint": "https://a.example.com/t", "client_id": "a"], name: "a"),
+                    ProviderTestSupport.settings(
+                        ["token_endpoint": "http://b.example.com/t", "client_id": "b"], name: "b"),
+                ], environment: [:])
+            Issue.record("a plain-http endpoint was accepted")
+        } catch {
+            #expect(error.key == "providers.b.token_endpoint")
+        }
+    }
+}
