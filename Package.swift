@@ -123,6 +123,18 @@ let package = Package(
             ],
             path: "Benchmarks/tokenvault-loadgen"),
 
+        // Refresh engine benchmark (docs/benchmarks.md): start-up and memory with a million
+        // credentials, sustained durable refreshes against the loopback test provider.
+        .executableTarget(
+            name: "tokenvault-refreshbench",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine", "TokenVaultProviders",
+                "TokenVaultTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Benchmarks/tokenvault-refreshbench"),
+
         // Shared test helpers: fake clock, temporary vaults, byte search, the loopback OAuth
         // test provider.
         .target(

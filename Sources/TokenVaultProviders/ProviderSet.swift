@@ -30,6 +30,9 @@ public final class ProviderSet: Sendable {
 
     public subscript(name: String) -> (any TokenProvider)? { providers[name] }
 
+    /// Every instance that can refresh, by name (what the refresh engine is given).
+    public var all: [String: any TokenProvider] { providers }
+
     /// Names of the instances that can refresh, sorted.
     public var names: [String] { providers.keys.sorted() }
 

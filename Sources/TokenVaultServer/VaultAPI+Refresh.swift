@@ -42,17 +42,23 @@ extension VaultAPI {
                 .conflict, code: "revoke_pending",
                 detail: "credential \(id) is being deleted; its tokens are not served")
         }
+        if metadata.status == .needsReauth {
+            // The provider rejected the grant; with reuse detection it has revoked the access
+            // token too, so it is not served however long it seemed to last.
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "needs_reauth"))
+            throw ProblemDetails(
+                .conflict, code: "needs_reauth",
+                detail: "credential \(id) needs re-authorisation: \(metadata.lastError?.message ?? "sign in again")")
+        }
         let now = vault.clock.now
         if let expiresAt = metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
-            let code = metadata.status == .needsReauth ? "needs_reauth" : "token_expired"
+            let code = "token_expired"
             audit.record(auditEvent(peer, "token.read", id, .failed, detail: code))
             var detail =
                 expiresAt <= now
                 ? "the access token of \(id) expired at \(expiresAt)"
                 : "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s"
-            if metadata.status == .needsReauth, let reason = metadata.lastError?.message {
-                detail += "; the credential needs re-authorisation: \(reason)"
-            } else if let refreshFailure {
+            if let refreshFailure {
                 detail += "; \(refreshFailure)"
             } else if let error = metadata.lastError {
                 detail += "; last refresh error: \(error.code): \(error.message)"

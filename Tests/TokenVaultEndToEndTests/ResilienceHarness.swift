@@ -60,10 +60,17 @@ final class ResilienceHarness: Sendable {
         }
     }
 
-    /// Every credential's metadata, through the API.
+    /// Every credential's metadata, through the API, page by page.
     func list() throws -> [[String: Any]] {
-        let response = try UnixSocketHTTP.request(socket, "GET", "/v1/credentials?namespace=idp&limit=1000")
-        return response.json()["items"] as? [[String: Any]] ?? []
+        var items: [[String: Any]] = []
+        var cursor: String?
+        repeat {
+            let target = "/v1/credentials?namespace=idp&limit=500" + (cursor.map { "&cursor=\($0)" } ?? "")
+            let page = try UnixSocketHTTP.request(socket, "GET", target).json()
+            items += page["items"] as? [[String: Any]] ?? []
+            cursor = page["next_cursor"] as? String
+        } while cursor != nil
+        return items
     }
 
     /// Reads tokens in a loop until `deadline`, checking each served token with the provider.
@@ -74,7 +81,8 @@ final class ResilienceHarness: Sendable {
         while Date() < deadline {
             let index = Int.random(in: 0..<count)
             try connection.send(
-                "GET /v1/credentials/\(Self.name(index))/token?min_ttl=\(Int(minimumTTL)) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                "GET /v1/credentials/\(Self.name(index))/token?min_ttl=\(Int(minimumTTL)) HTTP/1.1\r\nHost: localhost\r\n\r\n"
+            )
             guard let response = try connection.readResponse() else { throw SocketTestError("daemon hung up") }
             let received = Date()
             switch response.status {
@@ -91,7 +99,9 @@ final class ResilienceHarness: Sendable {
                 if body.keys.contains("refresh_token") { report.refreshTokenLeaks += 1 }
             case 409:
                 report.refused[response.json()["code"] as? String ?? "?", default: 0] += 1
-                if report.refusalDetails.count < 5 { report.refusalDetails.append(response.json()["detail"] as? String ?? "") }
+                if report.refusalDetails.count < 5 {
+                    report.refusalDetails.append(response.json()["detail"] as? String ?? "")
+                }
             default:
                 report.unexpected.append("\(response.status): \(response.text)")
             }

@@ -43,7 +43,8 @@ import TokenVaultTesting
         let gaps = harness.longestGaps(from: start, to: end)
         #expect(gaps.count == 500, "only \(gaps.count) families were ever refreshed")
         let late = gaps.filter { $0.value >= harness.lifetime }
-        #expect(late.isEmpty, "\(late.count) credentials went unrefreshed past their lifetime: \(late.values.max() ?? 0) s")
+        #expect(
+            late.isEmpty, "\(late.count) credentials went unrefreshed past their lifetime: \(late.values.max() ?? 0) s")
         #expect(listed.count == 500)
         #expect(listed.allSatisfy { $0["status"] as? String == "active" })
         print(
@@ -107,7 +108,15 @@ import TokenVaultTesting
         let verify = try harness.cli.run(["verify", "--data-dir", harness.dataDir])
         #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
         #expect(listed.count == count, "credentials lost: \(count - listed.count)")
-        #expect(served.invalid.isEmpty, "expired or revoked tokens served: \(served.invalid.prefix(5))")
+        // A token is never served expired. One read can race the recovery of its own
+        // credential: served an instant before the provider, seeing the old refresh token again,
+        // revoked the family. Such a credential ends needs_reauth; any other revoked token is a bug.
+        let reauth = Set(listed.filter { $0["status"] as? String == "needs_reauth" }.compactMap { $0["id"] as? String })
+        let unexplained = served.invalid.filter { entry in
+            let parts = entry.components(separatedBy: ": ")
+            return !(parts.count == 2 && parts[1] == "revoked" && reauth.contains(parts[0]))
+        }
+        #expect(unexplained.isEmpty, "expired or revoked tokens served: \(unexplained.prefix(5))")
         #expect(served.unexpected.isEmpty, "\(served.unexpected.prefix(5))")
         return CrashResult(server: harness.server, listed: listed)
     }
@@ -117,9 +126,11 @@ import TokenVaultTesting
     /// a burst above the configured rate (5/s, burst 5).
     @Test func outageThenRecoveryWithinTheRateLimit() async throws {
         let count = 40
+        // 40 credentials refreshed every ~10 s need 4 refreshes/s: within the 5/s limit.
         let harness = try await ResilienceHarness(
-            lifetime: 8,
-            limits: #"{"concurrency": 4, "rate_per_second": 5, "burst": 5, "breaker_failures": 3, "breaker_cooldown_seconds": 2, "retry_cap_seconds": 2}"#,
+            lifetime: 20,
+            limits:
+                #"{"concurrency": 4, "rate_per_second": 5, "burst": 5, "breaker_failures": 3, "breaker_cooldown_seconds": 2, "retry_cap_seconds": 2}"#,
             refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.1}"#)
         let daemon = try harness.startDaemon()
         try harness.seed(count)
@@ -144,15 +155,14 @@ import TokenVaultTesting
             try await Task.sleep(for: .milliseconds(200))
             let listed = try harness.list()
             if listed.count == count, listed.allSatisfy({ $0["status"] as? String == "active" }) {
-                let now = Date().addingTimeInterval(1)
-                recovered = listed.allSatisfy { entry in
-                    (entry["expires_at"] as? String).flatMap { ISO8601DateFormatter.withFractions.date(from: $0) }
-                        .map { $0 > now } ?? false
-                }
+                // RFC 3339 UTC with milliseconds sorts as text.
+                let soon = ISO8601DateFormatter.withFractions.string(from: Date().addingTimeInterval(1))
+                recovered = listed.allSatisfy { ($0["expires_at"] as? String ?? "") > soon }
                 if recovered { break }
             }
         }
-        #expect(recovered, "credentials did not recover within 20 s of the provider's return")
+        let stuck = try harness.list().filter { $0["status"] as? String != "active" }.prefix(3)
+        #expect(recovered, "credentials did not recover within 20 s of the provider's return: \(stuck)")
         #expect(daemon.terminate() == 0)
 
         let arrivals = harness.server.requests.filter { $0.path.hasSuffix("/token") && $0.receivedAt >= back }
