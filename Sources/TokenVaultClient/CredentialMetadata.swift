@@ -31,6 +31,8 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
     public var hasIDToken: Bool
     /// The last failure recorded against the credential (never contains a token).
     public var lastError: LastError?
+    /// Refresh (or revocation) failures since the last success; absent from older daemons.
+    public var refreshFailures: Int?
     public var createdAt: String
     public var updatedAt: String
 
@@ -45,7 +47,8 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
         case id, namespace, name, provider, kind, subject, status, generation, scopes, labels
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
-        case hasIDToken = "has_id_token", lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
+        case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
+            "created_at", updatedAt = "updated_at"
     }
 
     /// Parses one of the API's RFC 3339 times (with or without fractional seconds).

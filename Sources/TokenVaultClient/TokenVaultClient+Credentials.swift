@@ -83,8 +83,11 @@ extension TokenVaultClient {
 
     /// `DELETE /v1/credentials/{namespace}/{name}`.
     ///
-    /// - Parameter force: Skip revocation at the provider (meaningful once the daemon revokes on
-    ///   delete; today every delete is immediate).
+    /// The daemon revokes the tokens at the provider first (when the provider has a revocation
+    /// endpoint). If that fails the credential stays `revoke_pending` and the result is
+    /// `.revocationPending` (the daemon retries in the background).
+    ///
+    /// - Parameter force: Delete even if revocation fails.
     @discardableResult
     public func delete(_ id: String, force: Bool = false) async throws -> DeleteResult {
         let reply = try await send(

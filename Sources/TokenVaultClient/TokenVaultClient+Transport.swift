@@ -78,7 +78,7 @@ extension TokenVaultClient {
     }
 
     /// The error for an answer with a status the operation does not expect.
-    private func failure(status: Int, body: ByteBuffer, route: String) -> TokenVaultClientError {
+    func failure(status: Int, body: ByteBuffer, route: String) -> TokenVaultClientError {
         if let problem = try? JSONDecoder().decode(Problem.self, from: body) {
             return .problem(problem)
         }
@@ -93,7 +93,7 @@ extension TokenVaultClient {
     }
 
     /// Maps AsyncHTTPClient and NIO errors to the client's own.
-    private func translate(_ error: any Error) -> any Error {
+    func translate(_ error: any Error) -> any Error {
         switch error {
         case is TokenVaultClientError, is CancellationError:
             return error

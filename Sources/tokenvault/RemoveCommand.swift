@@ -1,17 +1,34 @@
 import ArgumentParser
+import Foundation
 import TokenVaultClient
 
 struct RemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rm", abstract: "Delete ns/name (local only until provider revocation lands).")
+        commandName: "rm",
+        abstract: "Revoke ns/name at its provider, then delete it.",
+        discussion: """
+            If the provider cannot confirm revocation, the credential stays revoke_pending (its \
+            tokens are no longer served; the daemon retries) and the command exits 2. --force \
+            deletes it anyway.
+            """)
 
     @OptionGroup var client: ClientOptions
     @Argument(help: "Credential id, namespace/name.") var id: String
+    @Flag(help: "Delete even if revocation at the provider fails.") var force = false
 
     func run() async throws {
         try await client.withClient { vault in
-            _ = try await vault.delete(id)
-            print("deleted \(id)")
+            switch try await vault.delete(id, force: force) {
+            case .deleted:
+                print("deleted \(id)")
+            case .revocationPending(let metadata):
+                let reason = metadata.lastError.map { "\($0.code): \($0.message)" } ?? "unknown"
+                FileHandle.standardError.write(
+                    Data(
+                        ("tokenvault: \(id) could not be revoked at the provider (\(reason)); it stays "
+                            + "revoke_pending and the daemon retries. Use --force to delete it anyway.\n").utf8))
+                throw ExitCode(2)
+            }
         }
     }
 }

@@ -5,17 +5,29 @@ import TokenVaultClient
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Follow a credential's state (NDJSON stream; arrives with the refresh engine).")
+        abstract: "Follow a credential: its state now, then a line on every refresh, failure or status change.",
+        discussion: "Ends when the credential is deleted or on Ctrl-C. With --json, one metadata document per line.")
 
     @OptionGroup var client: ClientOptions
     @Argument(help: "Credential id, namespace/name.") var id: String
 
     func run() async throws {
-        // The daemon answers 501 until the refresh engine exists; show the current state and say so.
         try await client.withClient { vault in
-            try ClientOutput.metadata(try await vault.metadata(id), json: client.json)
-            FileHandle.standardError.write(
-                Data("tokenvault: watching changes arrives with the refresh engine; this is the current state\n".utf8))
+            for try await metadata in vault.watch(id) {
+                // Written straight to the descriptor: a pipe must see each line as it happens.
+                var line: String
+                if client.json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                    line = String(decoding: try encoder.encode(metadata), as: UTF8.self)
+                } else {
+                    line = "\(metadata.id)  generation \(metadata.generation)  \(metadata.status)"
+                    if let expiresAt = metadata.expiresAt { line += "  expires \(expiresAt)" }
+                    if let error = metadata.lastError { line += "  last error \(error.code): \(error.message)" }
+                }
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            }
+            FileHandle.standardError.write(Data("tokenvault: \(id) was deleted\n".utf8))
         }
     }
 }

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import TokenVaultTesting
+
+/// The CLI's refresh-engine commands against the built daemon and the loopback provider:
+/// `watch` follows refreshes until the credential is deleted, `rm` revokes at the provider,
+/// `refresh` is rate limited, and health reports the provider.
+@Suite struct RefreshCLITests {
+    @Test func watchFollowsRefreshesAndRmRevokes() async throws {
+        let harness = try await ResilienceHarness(
+            lifetime: 2, limits: #"{"concurrency": 4}"#, refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1}"#)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        try harness.seed(1)
+
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: harness.cli.executable)
+        watch.arguments = ["watch", ResilienceHarness.name(0), "--socket", harness.socket]
+        watch.environment = harness.cli.environment
+        let output = Pipe()
+        watch.standardOutput = output
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        // Lifetime 2 s, refreshed at half-life: generation 3 within about 3 s.
+        try await Task.sleep(for: .seconds(3.5))
+        let removed = try harness.cli.run(["rm", ResilienceHarness.name(0), "--socket", harness.socket])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let ended = await waitForExit(watch, seconds: 5)
+        #expect(ended, "watch did not end when the credential was deleted")
+        if !ended { watch.terminate() }
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n")
+        #expect(lines.count >= 3, "expected the state and at least two refreshes: \(lines)")
+        #expect(lines.first?.contains("generation 1") == true && lines.contains { $0.contains("generation 3") })
+        #expect(!lines.joined().contains("rt-"), "a refresh token reached the watch output")
+        // Revoked at the provider: refresh token, then access token.
+        #expect(harness.server.revocationRequestCount == 2)
+        let hints = harness.server.requests.filter { $0.path == "/revoke" }.compactMap { $0.form["token_type_hint"] }
+        #expect(hints == ["refresh_token", "access_token"])
+    }
+
+    @Test func forcedRefreshIsRateLimitedAndHealthNamesTheProvider() async throws {
+        let harness = try await ResilienceHarness(
+            lifetime: 3600, limits: #"{"concurrency": 4}"#, refresh: #"{"lifetime_share": 0.75}"#)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        try harness.seed(1)
+        let refresh = try harness.cli.run(["refresh", ResilienceHarness.name(0), "--socket", harness.socket])
+        #expect(refresh.status != 0)
+        #expect(refresh.stderr.contains("force a refresh again in"), "\(refresh.stderr)")
+        let health = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/health").json()
+        let providers = health["providers"] as? [[String: Any]] ?? []
+        #expect(providers.contains { $0["name"] as? String == "idp" && $0["condition"] as? String == "ok" })
+        let metrics = try UnixSocketHTTP.request(harness.socket, "GET", "/metrics").text
+        #expect(metrics.contains("tokenvault_provider_condition{provider=\"idp\",condition=\"ok\"} 1"), "\(metrics)")
+    }
+
+    private func waitForExit(_ process: Process, seconds: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        return !process.isRunning
+    }
+}
