@@ -17,4 +17,9 @@ try, from another terminal:
   echo '{"accessToken":"t.demo","refreshToken":"r.demo","expirationTimeout":1800}' | $bin put demo/alice --provider tinkoff-id
   $bin token demo/alice
 HINT
+# A config file in the data directory is picked up (provider instances, access rules).
+if [ -z "${TOKENVAULT_CONFIG:-}" ] && [ -f "$data_dir/config.json" ]; then
+    echo "using $data_dir/config.json"
+    exec "$bin" serve --config "$data_dir/config.json"
+fi
 exec "$bin" serve
