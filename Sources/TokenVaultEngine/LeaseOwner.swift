@@ -8,8 +8,9 @@ struct LeaseOwner: Sendable {
     private let host: String
     private let pid: Int32
 
-    init() {
-        host = ProcessInfo.processInfo.hostName
+    /// `host` stands in for the host name in tests that play two processes in one.
+    init(host: String = ProcessInfo.processInfo.hostName) {
+        self.host = host
         pid = getpid()
         let nonce = UInt32.random(in: .min ... .max)
         id = "\(host):\(pid):\(String(nonce, radix: 16))"

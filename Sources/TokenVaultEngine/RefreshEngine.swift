@@ -27,6 +27,8 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var journalRetention: Double
         /// Called after each successful refresh with the time its phases took (benchmarks).
         public var timings: (@Sendable (RefreshTimings) -> Void)?
+        /// Tests that play two processes in one give each engine its own host name.
+        var leaseHost: String?
 
         public init(
             leaseDuration: Double = 120, maximumInFlight: Int = 256, revocationAttempts: Int = 3,
@@ -47,7 +49,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     let gates: [String: ProviderGate]
     let options: Options
     let logger: Logger
-    let owner = LeaseOwner()
+    let owner: LeaseOwner
     let flight = SingleFlight()
     let writes: WriteCoalescer
     let wake = WakeSignal()
@@ -65,6 +67,7 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.settings = settings
         self.options = options
         self.logger = logger
+        owner = options.leaseHost.map { LeaseOwner(host: $0) } ?? LeaseOwner()
         writes = WriteCoalescer(store: vault.store)
         var gates: [String: ProviderGate] = [:]
         for name in Set(settings.keys).union(providers.keys) {

@@ -259,3 +259,35 @@ import TokenVaultTesting
         #expect(!logs.contains("at-scripted") && !logs.contains("rt-scripted"))
     }
 }
+
+/// Two engines on one database file, as two processes would be: the journal's lease lets only
+/// one of them present the refresh token.
+@Suite struct CrossProcessLeaseTests {
+    @Test func twoProcessesOnOneDatabaseRefreshOnce() async throws {
+        let first = try EngineFixture(provider: ScriptedProvider(name: "shared"), options: Self.options("host-a"))
+        let (id, _) = try first.store("contended")
+        // The second "process": its own connection to the same file, its own engine.
+        let (database, keyring) = try first.testVault.reopen(masterKey: first.testVault.masterKey)
+        let vault = Vault(store: database, sealer: keyring, clock: first.testVault.clock)
+        let second = RefreshEngine(
+            vault: vault, journal: database, providers: ["shared": first.provider],
+            settings: ["shared": ProviderSettings(name: "shared", kind: "oauth2")], options: Self.options("host-b"),
+            logger: first.logs.logger)
+        first.provider.script(.delay(0.5), .succeed())
+        async let a = first.engine.refresh(id, reason: .forced)
+        async let b = second.refresh(id, reason: .forced)
+        let outcomes = try await [a, b]
+        #expect(first.provider.calls == 1)
+        #expect(first.provider.presentedTwice.isEmpty)
+        let refreshed = outcomes.filter { if case .refreshed = $0 { true } else { false } }
+        let kept = outcomes.filter { if case .skipped(let reason, _) = $0 { reason.contains("lease") } else { false } }
+        #expect(refreshed.count == 1 && kept.count == 1, "\(outcomes)")
+        #expect(try first.metadata(id).generation == 2)
+    }
+
+    static func options(_ host: String) -> RefreshEngine.Options {
+        var options = RefreshEngine.Options()
+        options.leaseHost = host
+        return options
+    }
+}
