@@ -18,6 +18,37 @@ public protocol TokenProvider: Sendable {
 
     /// Revokes one token (RFC 7009). Succeeds for tokens the provider does not know.
     func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure)
+
+    /// The client id requests are made with: an id token's `aud` must contain it.
+    var clientID: String? { get }
+
+    /// Redeems an authorization code with its PKCE verifier (RFC 6749 section 4.1.3, RFC 7636)
+    /// for a first token set. A refused code (`invalid_grant`: replayed, expired, wrong
+    /// verifier) is thrown as the provider said it.
+    func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload
+}
+
+/// What a server-side code exchange sends: the one-time code the mobile SDK handed the app,
+/// the PKCE verifier that goes with it, and the redirect URI the code was issued for.
+public struct CodeExchangeRequest: Sendable {
+    public var code: SecretBytes
+    public var codeVerifier: SecretBytes?
+    public var redirectURI: String
+    /// The authorization response's `state`, for kinds whose token endpoint wants it (ESIA).
+    public var state: String?
+    /// The credential the result will be stored as (for logs and signers; never sent).
+    public var credentialID: CredentialID
+
+    public init(
+        code: SecretBytes, codeVerifier: SecretBytes?, redirectURI: String, state: String? = nil,
+        credentialID: CredentialID
+    ) {
+        self.code = code
+        self.codeVerifier = codeVerifier
+        self.redirectURI = redirectURI
+        self.state = state
+        self.credentialID = credentialID
+    }
 }
 
 /// What a refresh sends: the refresh token and the scopes the credential holds.

@@ -88,15 +88,41 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
         }
     }
 
+    public var clientID: String? { configuration.clientID }
+
     public func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
-        let endpoints = try await resolveEndpoints()
         var form = FormBody()
         form.append("grant_type", "refresh_token")
         form.append("refresh_token", secret: request.refreshToken)
         if configuration.sendScope, !request.scopes.isEmpty {
             form.append("scope", request.scopes.joined(separator: " "))
         }
-        let secrets = [request.refreshToken] + (configuration.clientSecret.map { [$0] } ?? [])
+        return try await tokenRequest(
+            form, secrets: [request.refreshToken], operation: "refresh", credential: request.credentialID)
+    }
+
+    /// RFC 6749 section 4.1.3 with PKCE: `grant_type=authorization_code`, `code`, `redirect_uri`,
+    /// `code_verifier`, and `client_id` (always in the body, as public clients must send it).
+    public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        var form = FormBody()
+        form.append("grant_type", "authorization_code")
+        form.append("code", secret: request.code)
+        form.append("redirect_uri", request.redirectURI)
+        if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
+        if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
+        return try await tokenRequest(
+            form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
+            credential: request.credentialID)
+    }
+
+    /// POSTs a token request (client authentication added) and reads the token response.
+    private func tokenRequest(
+        _ form: FormBody, secrets sent: [SecretBytes], operation: String, credential: CredentialID
+    )
+        async throws(ProviderFailure) -> TokenPayload
+    {
+        let endpoints = try await resolveEndpoints()
+        let secrets = sent + (configuration.clientSecret.map { [$0] } ?? [])
         let answer = try await post(endpoints.token, form: form, redacting: secrets)
         do throws(ProviderFailure) {
             guard (200..<300).contains(answer.status) else {
@@ -110,7 +136,7 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
             return try TokenResponseReader.read(
                 status: answer.status, headers: answer.headers, body: answer.body, now: Date(), redacting: secrets)
         } catch {
-            log(error, operation: "refresh", credential: request.credentialID)
+            log(error, operation: operation, credential: credential)
             throw error
         }
     }

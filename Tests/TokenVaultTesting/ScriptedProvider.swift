@@ -72,6 +72,14 @@ public final class ScriptedProvider: TokenProvider {
         }
     }
 
+    public var clientID: String? { "scripted-client" }
+
+    /// Exchanges take the next scripted step, like refreshes.
+    public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        try await refresh(
+            RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "code-exchange")))
+    }
+
     public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
         if let failure = state.withLock({ $0.revocationFailures.isEmpty ? nil : $0.revocationFailures.removeFirst() }) {
             throw failure
