@@ -10,6 +10,11 @@ public protocol RefreshService: Sendable {
     /// is retried in the background, unless `force` deletes it anyway.
     func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome
 
+    /// Redeems an authorization code at provider instance `provider` (paced like its refreshes).
+    /// Returns the first token set and the client id the id token must be issued to. Provider
+    /// failures are thrown as `ProviderFailure`; nothing is stored here.
+    func exchange(provider: String, _ request: CodeExchangeRequest) async throws -> (TokenPayload, clientID: String?)
+
     /// Per provider instance: whether refreshes are flowing, paused or misconfigured.
     func providerStates() -> [ProviderState]
 

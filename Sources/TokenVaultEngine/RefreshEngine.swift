@@ -96,6 +96,16 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     public var counters: RefreshCounters { statistics.snapshot }
 
+    public func exchange(provider name: String, _ request: CodeExchangeRequest) async throws -> (
+        TokenPayload, clientID: String?
+    ) {
+        guard let provider = providers[name], let gate = gates[name] else { throw ProviderFailure.notConfigured(name) }
+        await gate.acquire()
+        defer { gate.release() }
+        let payload = try await provider.exchange(request)
+        return (payload, provider.clientID)
+    }
+
     /// Refreshes in flight in this process.
     public var inFlightCount: Int { flight.count }
 

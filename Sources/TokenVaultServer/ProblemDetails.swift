@@ -36,7 +36,8 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
             switch error.code {
             case "invalid_field", "invalid_payload", "invalid_credential_id", "invalid_request": .badRequest
             case "credential_not_found": .notFound
-            case "unknown_provider": .unprocessableContent
+            case "unknown_provider", "nonce_mismatch", "audience_mismatch", "id_token_expired", "id_token_invalid":
+                .unprocessableContent
             case "token_expired", "conflict": .conflict
             case "forbidden": .forbidden
             case "payload_too_large": .contentTooLarge

@@ -62,11 +62,7 @@ public struct VaultAPI: Sendable {
         credentials.post(":namespace/:name/refresh") { request, context in try await forceRefresh(request, context) }
         credentials.get(":namespace/:name/watch") { request, context in try await watch(request, context) }
         router.get("/v1/events") { request, context in try await eventStream(request, context) }
-        // Server-side code exchange needs the provider kinds (issue 5): until then it answers
-        // 501 after the same authorisation it will have.
-        credentials.post(":namespace/:name/exchange") { _, context in
-            try await notYetAvailable(context, .credentialWrite, "credential.exchange", "server-side code exchange")
-        }
+        credentials.post(":namespace/:name/exchange") { request, context in try await exchange(request, context) }
 
         let admin = router.group("/v1/admin")
         admin.post("rotate-key") { _, context in try await rotateKey(context) }
@@ -96,14 +92,5 @@ public struct VaultAPI: Sendable {
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-
-    func notYetAvailable(_ context: VaultRequestContext, _ permission: Permission, _ operation: String, _ what: String)
-        async throws -> Response
-    {
-        _ = try await authorise(context, permission, id: try credentialID(context), operation: operation)
-        throw ProblemDetails(
-            .notImplemented, code: "not_implemented",
-            detail: "\(what) arrives with the refresh engine and provider kinds; not available in this version")
     }
 }

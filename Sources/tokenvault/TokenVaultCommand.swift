@@ -15,7 +15,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
             """,
         subcommands: [
             ServeCommand.self, InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
-            AuditCommand.self, WatchCommand.self, RefreshCommand.self,
+            AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self,
         ])
 

@@ -18,11 +18,14 @@ final class ResilienceHarness: Sendable {
     var configPath: String { directory.file("config.json") }
 
     /// `limits` and `refresh` are the provider instance's config sections.
-    init(lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String) async throws {
+    init(
+        lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false
+    ) async throws {
         self.lifetime = lifetime
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime
         options.graceWindow = graceWindow
+        options.includeIDToken = includeIDToken
         server = try await TestOAuthServer.start(options)
         _ = try cli.run(["init", "--data-dir", dataDir])
         let secretFile = directory.file("client.secret")

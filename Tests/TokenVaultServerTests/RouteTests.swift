@@ -91,9 +91,13 @@ import TokenVaultTesting
         #expect(missing.status == 404 && missing.json()["code"] as? String == "credential_not_found")
         let unknown = try await server.request("GET", "/v2/nothing")
         #expect(unknown.status == 404 && unknown.json()["code"] as? String == "not_found")
-        let notYet = try await server.request(
-            "POST", "/v1/credentials/ns/x/exchange", body: "{\"provider\": \"oauth2\", \"code\": \"c\"}")
-        #expect(notYet.status == 501 && notYet.json()["code"] as? String == "not_implemented")
+        let exchange = try await server.request(
+            "POST", "/v1/credentials/ns/x/exchange",
+            body:
+                #"{"provider": "oauth2", "code": "c", "code_verifier": "\#(String(repeating: "v", count: 43))", "redirect_uri": "https://a.test/cb"}"#
+        )
+        #expect(exchange.status == 422 && exchange.json()["code"] as? String == "provider_rejected", "\(exchange.text)")
+        #expect(try await server.request("GET", "/v1/credentials/ns/x").status == 404)
     }
 
     @Test func bodyLimitGives413() async throws {

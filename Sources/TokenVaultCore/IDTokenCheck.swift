@@ -1,0 +1,55 @@
+/// The checks a server-side code exchange makes on the id token before storing anything:
+/// the `nonce` the app sent with its authorization request, the audience (`aud` must name our
+/// client id) and `exp`. Pure: time comes in.
+///
+/// The signature is not verified here (Sber ID and ESIA sign with GOST, out of libsodium's
+/// reach); the token came straight from the provider's token endpoint over TLS, which is what
+/// OIDC Core 3.1.3.7 allows instead.
+public enum IDTokenCheck {
+    /// Throws `nonce_mismatch`, `audience_mismatch` or `id_token_expired` (all 422 in the API).
+    public static func check(idToken: SecretBytes?, expectedNonce: String?, clientID: String?, now: Timestamp)
+        throws(VaultError)
+    {
+        guard let idToken else {
+            if expectedNonce != nil {
+                throw VaultError(
+                    code: "nonce_mismatch", message: "a nonce was given but the provider returned no id token to check")
+            }
+            return
+        }
+        guard let claims = JWTClaims.claims(of: idToken) else {
+            throw VaultError(code: "id_token_invalid", message: "the provider's id token is not a readable JWT")
+        }
+        if let expectedNonce {
+            guard case .string(let nonce)? = claims["nonce"], nonce == expectedNonce else {
+                throw VaultError(code: "nonce_mismatch", message: "the id token's nonce differs from the one given")
+            }
+        }
+        if let clientID {
+            let audiences: [String]
+            switch claims["aud"] {
+            case .string(let single)?: audiences = [single]
+            case .array(let many)?: audiences = many.compactMap { if case .string(let text) = $0 { text } else { nil } }
+            default: audiences = []
+            }
+            guard audiences.contains(clientID) else {
+                throw VaultError(
+                    code: "audience_mismatch",
+                    message:
+                        "the id token is for \(audiences.isEmpty ? "no audience" : audiences.joined(separator: ", ")), "
+                        + "not this vault's client id \(clientID)")
+            }
+        }
+        switch claims["exp"] {
+        case .integer(let seconds)?:
+            if Double(seconds) <= now.seconds { throw expired(seconds: Double(seconds)) }
+        case .number(let seconds)?:
+            if seconds <= now.seconds { throw expired(seconds: seconds) }
+        default: break
+        }
+    }
+
+    private static func expired(seconds: Double) -> VaultError {
+        VaultError(code: "id_token_expired", message: "the id token expired at \(Timestamp(seconds: seconds))")
+    }
+}
