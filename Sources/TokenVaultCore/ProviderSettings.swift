@@ -8,6 +8,8 @@ public struct ProviderSettings: Sendable, Equatable {
     public var kind: String
     public var planner: RefreshPlanner
     public var limits: ProviderLimits
+    /// How EBS `expired` values of this instance's credentials are read.
+    public var expiredUnit: ExpiredUnit = .seconds
     /// Kind-specific options (endpoints, client, TLS), as written in the config file.
     public var options: [String: JSONValue]
 

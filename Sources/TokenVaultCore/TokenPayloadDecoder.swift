@@ -19,7 +19,10 @@ public struct TokenPayloadDecoder: Sendable {
         "refresh_in", "verify_token", "expired",
     ]
 
-    public init() {}
+    /// How an EBS `expired` value is read (a provider setting: the unit is undocumented).
+    public var expiredUnit: ExpiredUnit
+
+    public init(expiredUnit: ExpiredUnit = .seconds) { self.expiredUnit = expiredUnit }
 
     public func decode(_ body: some Collection<UInt8>) throws -> TokenPayload {
         let json: JSONValue
@@ -176,8 +179,9 @@ public struct TokenPayloadDecoder: Sendable {
         return Timestamp(seconds: seconds)
     }
 
-    /// EBS `expired`: its unit is undocumented. Read as seconds from now, unless it is large
-    /// enough to be an absolute time (over 10^9: Unix seconds; over 10^12: Unix milliseconds).
+    /// EBS `expired`: its unit is undocumented, so it is a setting (`expiredUnit`). The default,
+    /// `.seconds`, reads seconds from now unless the number is large enough to be an absolute
+    /// time (over 10^9: Unix seconds; over 10^12: Unix milliseconds).
     private func verifyTokenExpiry(_ value: JSONValue?) throws -> TokenPayload.Expiry {
         let number: Double
         switch value {
@@ -193,9 +197,16 @@ public struct TokenPayloadDecoder: Sendable {
         case let other?: throw VaultError.invalidField("expired", "expected a number, got \(other.typeName)")
         }
         guard number.isFinite, number >= 0 else { throw VaultError.invalidField("expired", "must not be negative") }
-        if number > 1e12 { return .at(try plausible(number / 1000, field: "expired")) }
-        if number > 1e9 { return .at(try plausible(number, field: "expired")) }
-        return number == 0 ? .unknown : .after(seconds: number.rounded(.down))
+        switch expiredUnit {
+        case .unixSeconds: return .at(try plausible(number, field: "expired"))
+        case .unixMilliseconds: return .at(try plausible(number / 1000, field: "expired"))
+        case .milliseconds:
+            return number == 0 ? .unknown : .after(seconds: (number / 1000).rounded(.down))
+        case .seconds:
+            if number > 1e12 { return .at(try plausible(number / 1000, field: "expired")) }
+            if number > 1e9 { return .at(try plausible(number, field: "expired")) }
+            return number == 0 ? .unknown : .after(seconds: number.rounded(.down))
+        }
     }
 
     private func extrasSecret(_ fields: [String: JSONValue]) throws -> SecretBytes? {
@@ -216,4 +227,13 @@ enum RFC3339 {
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text)
     }
+}
+
+/// How an EBS `expired` number is read (`providers.<name>.expired_unit`).
+public enum ExpiredUnit: String, Sendable, CaseIterable {
+    /// Seconds from now; above 10^9 absolute Unix seconds, above 10^12 Unix milliseconds.
+    case seconds
+    case milliseconds
+    case unixSeconds = "unix_seconds"
+    case unixMilliseconds = "unix_milliseconds"
 }

@@ -45,10 +45,12 @@ public final class Vault: Sendable {
                 id: id, provider: provider, kind: payload.kind, subject: payload.subject, status: .active,
                 generation: (previous?.generation ?? 0) + 1, tokenType: payload.tokenType, scopes: payload.scopes,
                 labels: labels, issuedAt: now, expiresAt: expiresAt,
+                // A credential that cannot be refreshed is acted on at its expiry instead (an
+                // EBS verify token is purged, another one marked expired).
                 refreshAt: planner.refreshAt(
                     issuedAt: now, expiresAt: expiresAt, refreshIn: payload.refreshIn,
                     canRefresh: payload.secrets.refreshToken != nil, jitter: jitter,
-                    refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now)),
+                    refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now)) ?? expiresAt,
                 refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now),
                 createdAt: previous?.createdAt ?? now, updatedAt: now,
                 hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil)

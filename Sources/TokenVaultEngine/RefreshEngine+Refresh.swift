@@ -58,7 +58,7 @@ extension RefreshEngine {
             break
         }
         guard metadata.kind == .oauth2, metadata.hasRefreshToken else {
-            return .skipped("credential \(metadata.id) has no refresh token", metadata)
+            return try await retireIfExpired(metadata, now: now)
         }
         if let refreshTokenExpiry = metadata.refreshTokenExpiresAt, refreshTokenExpiry <= now {
             let update = ScheduleUpdate(
@@ -79,6 +79,36 @@ extension RefreshEngine {
             return .skipped("refreshes of \(metadata.id) are failing (\(error)); next try at \(refreshAt)", metadata)
         }
         return nil
+    }
+
+    /// A credential that cannot be refreshed, at its expiry: an EBS verify token is purged
+    /// (audited, `deleted` event); any other is marked `expired` and left for a new sign-in.
+    private func retireIfExpired(_ metadata: CredentialMetadata, now: Timestamp) async throws -> RefreshOutcome {
+        guard let expiresAt = metadata.expiresAt, expiresAt <= now else {
+            if let refreshAt = metadata.refreshAt, refreshAt <= now {
+                var update = ScheduleUpdate(metadata)
+                update.refreshAt = metadata.expiresAt
+                _ = try await applySchedule(update)
+            }
+            return .skipped("credential \(metadata.id) cannot be refreshed", metadata)
+        }
+        if metadata.kind == .verifyToken {
+            let audit = AuditEvent(
+                at: now, uid: getuid(), gid: getgid(), pid: getpid(), operation: "credential.purge",
+                credentialID: metadata.id, outcome: .succeeded, detail: "verify token expired at \(expiresAt)")
+            try await blocking { [vault] in try vault.delete(metadata.id, audit: audit) }
+            logger.info("expired verify token purged", metadata: ["tokenvault.credential.id": "\(metadata.id)"])
+            return .skipped("credential \(metadata.id) expired and was purged", nil)
+        }
+        var update = ScheduleUpdate(metadata)
+        update.status = .expired
+        update.refreshAt = nil
+        update.lastError = CredentialFailure(
+            code: "expired", message: "the access token expired at \(expiresAt) and there is no refresh token", at: now)
+        update.updatedAt = now
+        let updated = try await applySchedule(update)
+        if let updated { publish(.expired, metadata.id, updated) }
+        return .skipped("credential \(metadata.id) expired without a refresh token", updated ?? metadata)
     }
 
     /// The provider is paused: come back when it reopens, spread out so that the credentials

@@ -105,6 +105,15 @@ enum ProviderSettingsParser {
                     cap: try fields.number("retry_cap_seconds", default: defaults.retry.cap, in: 0.1...86_400)))
             try fields.rejectUnknown()
         }
+        switch options.removeValue(forKey: "expired_unit") {
+        case nil: break
+        case .string(let text)? where ExpiredUnit(rawValue: text) != nil:
+            settings.expiredUnit = ExpiredUnit(rawValue: text)!
+        default:
+            throw Failure(
+                key: key + ".expired_unit",
+                problem: "must be one of \(ExpiredUnit.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         settings.options = options
         return settings
     }

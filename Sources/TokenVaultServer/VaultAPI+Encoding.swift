@@ -73,7 +73,8 @@ extension VaultAPI {
             throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
         }
         do {
-            return (try TokenPayloadDecoder().decode(token), provider, labels)
+            let decoder = TokenPayloadDecoder(expiredUnit: options.expiredUnits[provider] ?? .seconds)
+            return (try decoder.decode(token), provider, labels)
         } catch let error as VaultError where error.code == "invalid_field" {
             // Name the field by its path in the request body.
             throw VaultError(

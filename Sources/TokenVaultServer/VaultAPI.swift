@@ -13,12 +13,17 @@ public struct VaultAPI: Sendable {
         public var version: String
         /// Where `POST /v1/admin/backup` writes its copies.
         public var backupDirectory: String
+        /// How each provider instance's EBS `expired` values are read (default `.seconds`).
+        public var expiredUnits: [String: ExpiredUnit] = [:]
 
-        public init(providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String, backupDirectory: String)
-        {
+        public init(
+            providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
+            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String
+        ) {
             self.providers = providers
             self.maximumBodySize = maximumBodySize
             self.version = version
+            self.expiredUnits = expiredUnits
             self.backupDirectory = backupDirectory
         }
     }

@@ -76,7 +76,7 @@ struct ServeCommand: AsyncParsableCommand {
                 policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
                 options: .init(
                     providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
-                    version: tokenVaultVersion,
+                    version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
                     backupDirectory: options.resolvedDataDir + "/backups"))
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds, logger: logger

@@ -291,3 +291,52 @@ import TokenVaultTesting
         return options
     }
 }
+
+/// Credentials that cannot be refreshed are retired at their expiry, once.
+@Suite struct ExpiryTests {
+    @Test func anExpiredVerifyTokenIsPurgedWithAnEvent() async throws {
+        let fixture = try EngineFixture()
+        let id = try CredentialID("tests/ebs")
+        let payload = try TokenPayloadDecoder().decode(Array(#"{"verify_token": "verify-secret", "expired": 60}"#.utf8))
+        let stored = try fixture.vault.put(id, payload: payload, provider: "ebs")
+        #expect(stored.refreshAt == stored.expiresAt)
+        let events = fixture.vault.events.subscribe(to: id)
+        // Not before its expiry.
+        _ = try await fixture.engine.refresh(id, reason: .scheduled)
+        #expect(try fixture.metadata(id).kind == .verifyToken)
+        fixture.testVault.clock.advance(seconds: 61)
+        _ = try await fixture.engine.refresh(id, reason: .scheduled)
+        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next()?.kind == .deleted)
+        #expect(fixture.provider.calls == 0)
+        let audit = fixture.testVault.database
+        #expect(
+            try audit.auditEvents(after: nil, credentialID: id, limit: 10).contains {
+                $0.event.operation == "credential.purge"
+            })
+    }
+
+    @Test func anAccessTokenWithoutRefreshTokenEndsExpired() async throws {
+        let fixture = try EngineFixture()
+        let id = try CredentialID("tests/offline-denied")
+        let payload = TokenPayload(
+            kind: .oauth2, secrets: CredentialSecrets(accessToken: SecretBytes(utf8: "at-only")),
+            expiry: .after(seconds: 1800))
+        try fixture.vault.put(id, payload: payload, provider: "scripted")
+        fixture.testVault.clock.advance(seconds: 1801)
+        _ = try await fixture.engine.refresh(id, reason: .scheduled)
+        let metadata = try fixture.metadata(id)
+        #expect(metadata.status == .expired && metadata.refreshAt == nil && metadata.lastError?.code == "expired")
+        #expect(fixture.provider.calls == 0)
+    }
+
+    @Test func theEBSExpiryUnitIsASetting() throws {
+        let body = Array(#"{"verify_token": "v", "expired": "1795000600000"}"#.utf8)
+        let payload = try TokenPayloadDecoder(expiredUnit: .unixMilliseconds).decode(body)
+        #expect(payload.expiry == .at(Timestamp(milliseconds: 1_795_000_600_000)))
+        let relative = try TokenPayloadDecoder(expiredUnit: .milliseconds).decode(
+            Array(#"{"verify_token": "v", "expired": 90000}"#.utf8))
+        #expect(relative.expiry == .after(seconds: 90))
+    }
+}

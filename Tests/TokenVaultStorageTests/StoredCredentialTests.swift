@@ -36,7 +36,7 @@ import TokenVaultTesting
         #expect(rfc.secrets.extras?.revealString().contains("session_state") == true)
         #expect(rfc.metadata.expiresAt == fixture.clock.now.adding(seconds: 3600))
         let ebs = try reopened.metadata(try CredentialID("shapes/ebs"))
-        #expect(ebs.kind == .verifyToken && !ebs.hasRefreshToken && ebs.refreshAt == nil)
+        #expect(ebs.kind == .verifyToken && !ebs.hasRefreshToken && ebs.refreshAt == ebs.expiresAt)
     }
 
     @Test func listingPagesByCursorAndFilters() throws {
