@@ -25,7 +25,7 @@ import TokenVaultTesting
     @Test func aCodeIsExchangedOnceAndStored() async throws {
         let harness = try await ResilienceHarness(
             lifetime: 3600, limits: #"{"concurrency": 4}"#, refresh: "{}", includeIDToken: true)
-        let daemon = try harness.startDaemon()
+        let daemon = try harness.startDaemon(logLevel: "trace")
         defer { daemon.terminate() }
         let verifier = PKCE.makeVerifier()
         harness.server.registerCode(
@@ -62,6 +62,9 @@ import TokenVaultTesting
         #expect(cli.stdout.hasPrefix("at-") && !cli.stdout.contains("rt-"))
         let carol = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/idp/carol").json()
         #expect((carol["labels"] as? [String: String])?["app"] == "mobile")
+        daemon.terminate()
+        #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in a trace-level daemon log")
+        #expect(!daemon.log.contains("code-1") && !daemon.log.contains(verifier), "a code or verifier was logged")
     }
 
     @Test func aWrongVerifierNonceOrAudienceStoresNothing() async throws {

@@ -9,7 +9,7 @@ import TokenVaultTesting
     @Test func watchFollowsRefreshesAndRmRevokes() async throws {
         let harness = try await ResilienceHarness(
             lifetime: 2, limits: #"{"concurrency": 4}"#, refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1}"#)
-        let daemon = try harness.startDaemon()
+        let daemon = try harness.startDaemon(logLevel: "trace")
         defer { daemon.terminate() }
         try harness.seed(1)
 
@@ -37,6 +37,9 @@ import TokenVaultTesting
         #expect(harness.server.revocationRequestCount == 2)
         let hints = harness.server.requests.filter { $0.path == "/revoke" }.compactMap { $0.form["token_type_hint"] }
         #expect(hints == ["refresh_token", "access_token"])
+        daemon.terminate()
+        #expect(!daemon.log.isEmpty)
+        #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in a trace-level daemon log")
     }
 
     @Test func forcedRefreshIsRateLimitedAndHealthNamesTheProvider() async throws {

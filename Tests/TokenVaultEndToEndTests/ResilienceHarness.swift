@@ -40,13 +40,18 @@ final class ResilienceHarness: Sendable {
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
 
-    func startDaemon() throws -> DaemonProcess {
+    func startDaemon(logLevel: String = "notice") throws -> DaemonProcess {
         try DaemonProcess(
             arguments: ["--data-dir", dataDir, "--config", configPath], socketPath: socket,
-            logDirectory: directory.path, environment: ["TOKENVAULT_LOG_LEVEL": "notice"])
+            logDirectory: directory.path, environment: ["TOKENVAULT_LOG_LEVEL": logLevel])
     }
 
     static func name(_ index: Int) -> String { "idp/c\(index)" }
+
+    /// Tokens minted by the test provider (`at-…`, `rt-…`) found in a daemon log: must be none.
+    static func leakedTokens(in log: String) -> [String] {
+        log.matches(of: /\b(?:at|rt)-[A-Za-z0-9_-]{16,}/).map { String($0.output) }
+    }
 
     /// Stores `count` credentials, each a fresh token family at the provider.
     func seed(_ count: Int) throws {

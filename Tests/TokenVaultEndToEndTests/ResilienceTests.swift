@@ -30,6 +30,7 @@ import TokenVaultTesting
         let end = Date()
         let listed = try harness.list()
         #expect(daemon.terminate() == 0)
+        #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in the daemon log")
 
         #expect(harness.server.refreshTokensPresentedTwice.isEmpty, "a refresh token was presented twice")
         #expect(harness.server.revokedFamilies == 0)
@@ -99,6 +100,7 @@ import TokenVaultTesting
             served.add(
                 try await offThePool { try harness.readTokens(until: deadline, count: count, minimumTTL: 1) })
             daemon.kill()
+            #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in the daemon log")
             daemon = try harness.startDaemon()
         }
         // Let it catch up, then look.
