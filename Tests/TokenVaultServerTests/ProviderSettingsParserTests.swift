@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultServer
+import TokenVaultTesting
+
+/// The `providers` section: instances with their refresh and limit settings, the old list form,
+/// and errors that name the key.
+@Suite struct ProviderSettingsParserTests {
+    let directory = TemporaryDirectory()
+
+    func load(_ providers: String) throws -> DaemonConfiguration {
+        let path = directory.file("config.json")
+        FileManager.default.createFile(atPath: path, contents: Data("{\"providers\": \(providers)}".utf8))
+        return try DaemonConfiguration.load(path: path)
+    }
+
+    func error(_ providers: String) -> String {
+        do {
+            _ = try load(providers)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func anInstanceWithEveryEngineSetting() throws {
+        let config = try load(
+            """
+            {"acme": {"kind": "oauth2", "token_endpoint": "https://id.example/token", "client_id": "v",
+                      "refresh": {"lifetime_share": 0.5, "margin_seconds": 30, "jitter": 0, "default_lifetime_seconds": 600},
+                      "limits": {"concurrency": 2, "rate_per_second": 1.5, "burst": 3, "breaker_failures": 4,
+                                 "breaker_cooldown_seconds": 10, "misconfigured_probe_seconds": 60,
+                                 "retry_base_seconds": 2, "retry_cap_seconds": 20},
+                      "expired_unit": "unix_milliseconds"},
+             "tinkoff-id": {}}
+            """)
+        let acme = try #require(config.providers["acme"])
+        #expect(acme.kind == "oauth2")
+        #expect(acme.planner == RefreshPlanner(lifetimeShare: 0.5, margin: 30, jitterFraction: 0, defaultLifetime: 600))
+        #expect(acme.limits.concurrency == 2 && acme.limits.ratePerSecond == 1.5 && acme.limits.burst == 3)
+        #expect(acme.limits.breakerThreshold == 4 && acme.limits.breakerCooldown == 10)
+        #expect(acme.limits.misconfiguredProbeInterval == 60 && acme.limits.retry == RetryPolicy(base: 2, cap: 20))
+        #expect(acme.expiredUnit == .unixMilliseconds)
+        // Only the kind's own options are passed on to the provider.
+        #expect(Set(acme.options.keys) == ["token_endpoint", "client_id"])
+        #expect(config.providers["tinkoff-id"]?.kind == "tinkoff-id")
+        #expect(config.providerNames == ["acme", "tinkoff-id"])
+    }
+
+    @Test func theListFormDeclaresNameOnlyInstances() throws {
+        let config = try load(#"["tinkoff-id", "corp"]"#)
+        #expect(config.providers["tinkoff-id"]?.kind == "tinkoff-id")
+        #expect(config.providers["corp"]?.kind == "oauth2" && config.providers["corp"]?.options.isEmpty == true)
+    }
+
+    @Test(arguments: [
+        (#"{"acme": {"token_endpoint": "x"}}"#, "providers.acme.kind: is required"),
+        (#"{"acme": {"kind": "saml"}}"#, "providers.acme.kind: 'saml' is not one of"),
+        (
+            #"{"acme": {"kind": "oauth2", "refresh": {"lifetime_share": 2}}}"#,
+            "providers.acme.refresh.lifetime_share: must be between"
+        ),
+        (
+            #"{"acme": {"kind": "oauth2", "refresh": {"margin": 5}}}"#,
+            "providers.acme.refresh.margin: is not a known setting"
+        ),
+        (
+            #"{"acme": {"kind": "oauth2", "limits": {"burst": "ten"}}}"#,
+            "providers.acme.limits.burst: expected a number"
+        ),
+        (#"{"acme": {"kind": "oauth2", "expired_unit": "hours"}}"#, "providers.acme.expired_unit: must be one of"),
+        (#"{"Bad Name": {"kind": "oauth2"}}"#, "providers.Bad Name: 'Bad Name' is not a provider name"),
+        (#"42"#, "providers: expected an object"),
+    ])
+    func errorsNameTheKey(_ providers: String, _ expected: String) {
+        let message = error(providers)
+        #expect(message.contains(expected), "\(message)")
+        #expect(message.contains("config.json"), "the file is named: \(message)")
+    }
+}
