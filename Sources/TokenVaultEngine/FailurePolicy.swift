@@ -1,3 +1,4 @@
+import Foundation
 import TokenVaultCore
 
 /// What a failed refresh does to the credential, per docs/providers.md. Pure: the random
@@ -40,8 +41,11 @@ struct FailurePolicy: Sendable {
                     + "Provider said: \(failure.message)"
             }
         case .misconfigured:
-            let wait = limits.misconfiguredProbeInterval * (1 + 0.1 * random)
-            update.refreshAt = now.adding(seconds: wait)
+            // Probed slowly, and ever more slowly while nobody fixes the configuration (up to a
+            // day), so a million credentials of an unconfigured provider cost next to nothing.
+            let doublings = Double(min(max(update.refreshFailures - 1, 0), 16))
+            let wait = min(limits.misconfiguredProbeInterval * pow(2, doublings), 86_400)
+            update.refreshAt = now.adding(seconds: wait * (1 + 0.1 * random))
         case .transient, .unknownOutcome:
             let wait = limits.retry.delay(
                 attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: random)

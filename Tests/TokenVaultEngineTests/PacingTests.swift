@@ -65,6 +65,15 @@ import TokenVaultCore
             .testInvalidClient, for: Self.metadata, resumingLostAnswer: false, now: Self.now, random: 0)
         #expect(misconfigured.update.status == .failing)
         #expect(misconfigured.update.refreshAt == Self.now.adding(seconds: 300))
+        var neglected = Self.metadata
+        neglected.refreshFailures = 3
+        let slower = policy.decide(
+            .testInvalidClient, for: neglected, resumingLostAnswer: false, now: Self.now, random: 0)
+        #expect(slower.update.refreshAt == Self.now.adding(seconds: 2400))  // 300 s doubled thrice
+        neglected.refreshFailures = 40
+        let slowest = policy.decide(
+            .testInvalidClient, for: neglected, resumingLostAnswer: false, now: Self.now, random: 0)
+        #expect(slowest.update.refreshAt == Self.now.adding(seconds: 86_400))
 
         var failing = Self.metadata
         failing.refreshFailures = 3
