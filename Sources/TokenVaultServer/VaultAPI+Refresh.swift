@@ -107,6 +107,9 @@ extension VaultAPI {
             return try json(CredentialMetadataDocument(refreshed))
         case .failed(let failure, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code))
+            if failure.code == ProviderFailure.notConfigured("").code {
+                throw ProblemDetails(.conflict, code: "not_refreshable", detail: failure.message)
+            }
             if failure.kind == .invalidGrant {
                 throw ProblemDetails(
                     .conflict, code: "needs_reauth",
