@@ -45,7 +45,9 @@ extension ProviderFailure {
     /// Codes of `unknownOutcome` failures: the request went out and the answer was lost, so
     /// the provider may have rotated the refresh token. A later `invalid_grant` is explained
     /// by this.
-    public static let lostAnswerCodes: Set<String> = ["timeout", "connection_dropped", "malformed_response"]
+    public static let lostAnswerCodes: Set<String> = [
+        "timeout", "connection_dropped", "malformed_response", "state_mismatch",
+    ]
 
     /// A credential names a provider instance the daemon has no configuration for.
     public static func notConfigured(_ provider: String) -> ProviderFailure {

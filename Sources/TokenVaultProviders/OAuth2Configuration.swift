@@ -1,4 +1,3 @@
-import NIOSSL
 import TokenVaultCore
 
 /// The options of an `oauth2` provider instance, validated. Every problem is reported with its
@@ -52,27 +51,12 @@ public struct OAuth2Configuration: Sendable {
     }
 
     init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
-        let options = settings.options
-        let name = settings.name
-        func fail(_ option: String, _ problem: String) -> ProviderConfigurationError {
-            .option(name, option, problem)
-        }
-        providerName = name
+        let reader = OptionReader(settings)
+        let fail = reader.fail
+        providerName = settings.name
         maximumConnections = max(1, settings.limits.concurrency)
+        try reader.checkKeys(known: Self.knownOptions)
 
-        if options["client_secret"] != nil {
-            throw fail(
-                "client_secret",
-                "secrets never go in the configuration file; put the secret in a file only the daemon can read "
-                    + "and set client_secret_file, or use client_secret_credential (systemd LoadCredential=)")
-        }
-        if let unknown = options.keys.filter({ !Self.knownOptions.contains($0) }).sorted().first {
-            throw fail(
-                unknown, "unknown option for kind oauth2 (known: \(Self.knownOptions.sorted().joined(separator: ", ")))"
-            )
-        }
-
-        let reader = OptionReader(options: options, fail: fail)
         let tokenEndpoint = try reader.endpoint("token_endpoint")
         let revocationEndpoint = try reader.endpoint("revocation_endpoint")
         let discoveryURL = try reader.endpoint("discovery_url")
@@ -93,34 +77,8 @@ public struct OAuth2Configuration: Sendable {
             )
         }
 
-        guard let clientID = try reader.string("client_id"), !clientID.isEmpty else {
-            throw fail("client_id", "required when the provider has an endpoint")
-        }
-        self.clientID = clientID
-
-        let secretFile = try reader.string("client_secret_file")
-        let secretCredential = try reader.string("client_secret_credential")
-        switch (secretFile, secretCredential) {
-        case (let path?, nil):
-            clientSecret = try SecretFile.read(path).mapError { fail("client_secret_file", $0.problem) }.get()
-        case (nil, let credential?):
-            guard !credential.isEmpty, !credential.contains("/"), credential != ".", credential != ".." else {
-                throw fail("client_secret_credential", "must be a credential name (a file name), not a path")
-            }
-            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
-                throw fail(
-                    "client_secret_credential",
-                    "$CREDENTIALS_DIRECTORY is not set; run the daemon under systemd with LoadCredential=\(credential):…"
-                )
-            }
-            clientSecret = try SecretFile.read(directory + "/" + credential)
-                .mapError { fail("client_secret_credential", $0.problem) }.get()
-        case (nil, nil):
-            clientSecret = nil
-        case (_?, _?):
-            throw fail(
-                "client_secret_credential", "give either client_secret_file or client_secret_credential, not both")
-        }
+        clientID = try reader.requiredString("client_id", why: "required when the provider has an endpoint")
+        clientSecret = try reader.clientSecret(environment: environment)
 
         if let method = try reader.string("client_authentication") {
             guard let parsed = ClientAuthentication(rawValue: method) else {
@@ -143,63 +101,20 @@ public struct OAuth2Configuration: Sendable {
         }
 
         headers = try reader.headers("headers")
-        timeoutSeconds = try reader.number("timeout_seconds", in: 0.001...300) ?? Self.defaultTimeoutSeconds
+        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
         sendScope = try reader.bool("send_scope") ?? false
-        caFile = try reader.string("ca_file")
-        if let caFile {
-            do {
-                guard !(try NIOSSLCertificate.fromPEMFile(caFile)).isEmpty else {
-                    throw fail("ca_file", "\(caFile) holds no PEM certificate")
-                }
-            } catch let error as ProviderConfigurationError {
-                throw error
-            } catch {
-                throw fail("ca_file", "\(caFile) is not a readable PEM certificate bundle (\(error))")
-            }
-        }
+        caFile = try reader.caFile()
+    }
+
+    /// What the shared HTTP client needs.
+    var httpSettings: ProviderHTTPClient.Settings {
+        ProviderHTTPClient.Settings(
+            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
     }
 }
 
-/// Typed access to a JSON options object; errors name the option.
-private struct OptionReader {
-    let options: [String: JSONValue]
-    let fail: (String, String) -> ProviderConfigurationError
-
-    func string(_ key: String) throws(ProviderConfigurationError) -> String? {
-        switch options[key] {
-        case nil, .null?: return nil
-        case .string(let value)?: return value
-        case let other?: throw fail(key, "expected a string, got \(other.typeName)")
-        }
-    }
-
-    func bool(_ key: String) throws(ProviderConfigurationError) -> Bool? {
-        switch options[key] {
-        case nil, .null?: return nil
-        case .bool(let value)?: return value
-        case let other?: throw fail(key, "expected true or false, got \(other.typeName)")
-        }
-    }
-
-    func number(_ key: String, in range: ClosedRange<Double>) throws(ProviderConfigurationError) -> Double? {
-        let value: Double
-        switch options[key] {
-        case nil, .null?: return nil
-        case .integer(let number)?: value = Double(number)
-        case .number(let number)?: value = number
-        case let other?: throw fail(key, "expected a number, got \(other.typeName)")
-        }
-        guard range.contains(value) else {
-            throw fail(key, "must be between \(range.lowerBound) and \(range.upperBound)")
-        }
-        return value
-    }
-
-    func endpoint(_ key: String) throws(ProviderConfigurationError) -> EndpointURL? {
-        guard let text = try string(key) else { return nil }
-        return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()
-    }
-
+/// Configured extra headers, an `oauth2` feature (other kinds send fixed headers of their own).
+extension OptionReader {
     func headers(_ key: String) throws(ProviderConfigurationError) -> [(name: String, value: String)] {
         switch options[key] {
         case nil, .null?: return []

@@ -64,7 +64,7 @@ extension OAuth2Provider {
         }
         let answer: HTTPAnswer
         do {
-            answer = try await get(url)
+            answer = try await http.get(url)
         } catch {
             var failure = error
             if failure.kind == .unknownOutcome { failure.kind = .transient }

@@ -1,31 +1,20 @@
-import AsyncHTTPClient
-import Foundation
 import Logging
-import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 import Synchronization
 import TokenVaultCore
 
 /// A provider instance of kind `oauth2`: any RFC 6749 token endpoint, with RFC 7009
 /// revocation and RFC 8414 / OIDC discovery.
 ///
-/// It owns one `HTTPClient` on NIO's shared event loop group, so a slow or failing provider
-/// never shares a connection pool with another; call `shutdown()` before dropping it.
-/// Every failure comes out classified (`ProviderErrorClassifier`); no secret reaches a log,
-/// an error message or a `description`.
+/// The HTTP work (one client per instance, timeouts, classification of every failure) is the
+/// shared `ProviderHTTPClient`; this type only builds the RFC 6749 forms. No secret reaches a
+/// log, an error message or a `description`. Call `shutdown()` before dropping it.
 public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
     public let name: String
     public let configuration: OAuth2Configuration
-    let client: HTTPClient
-    let logger: Logger
+    let http: ProviderHTTPClient
     /// Discovered endpoints, fetched once; a failed fetch is retried on the next call.
     let discovery = Mutex<DiscoveryState>(.notStarted)
-    private let isShutDown = Mutex(false)
-
-    /// Bodies larger than this are not read: no token response or error document is that big.
-    static let maximumBodySize = 1 << 20
 
     public convenience init(
         settings: ProviderSettings, environment: [String: String], logger: Logger = OAuth2Provider.silentLogger
@@ -36,41 +25,17 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
     public init(configuration: OAuth2Configuration, logger: Logger = OAuth2Provider.silentLogger)
         throws(ProviderConfigurationError)
     {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile = configuration.caFile {
-            tls.additionalTrustRoots = [.file(caFile)]
-        }
-        let timeout = TimeAmount.nanoseconds(Int64(configuration.timeoutSeconds * 1e9))
-        var settings = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            // A redirect would carry the refresh token to wherever the answer points.
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: timeout, read: timeout),
-            decompression: .disabled)
-        // Fail at once when the provider is unreachable: the engine owns retries and backoff.
-        settings.connectionPool.retryConnectionEstablishment = false
-        settings.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maximumConnections
-        // One transport error model (HTTP/1.1) to classify.
-        settings.httpVersion = .http1Only
-
         self.name = configuration.providerName
         self.configuration = configuration
-        self.logger = logger
-        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: settings)
+        self.http = ProviderHTTPClient(
+            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
     }
 
     /// A logger that drops everything, the default for callers that pass none.
     public static let silentLogger = Logger(label: "tokenvault.providers", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Closes the HTTP client. Safe to call more than once.
-    public func shutdown() async throws {
-        let first = isShutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
-        try await client.shutdown()
-    }
+    public func shutdown() async throws { try await http.shutdown() }
 
     // MARK: TokenProvider
 
@@ -115,30 +80,17 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
             credential: request.credentialID)
     }
 
-    /// POSTs a token request (client authentication added) and reads the token response.
+    /// POSTs a token request (configured headers and client authentication added) and reads the
+    /// token response.
     private func tokenRequest(
         _ form: FormBody, secrets sent: [SecretBytes], operation: String, credential: CredentialID
-    )
-        async throws(ProviderFailure) -> TokenPayload
-    {
+    ) async throws(ProviderFailure) -> TokenPayload {
         let endpoints = try await resolveEndpoints()
-        let secrets = sent + (configuration.clientSecret.map { [$0] } ?? [])
-        let answer = try await post(endpoints.token, form: form, redacting: secrets)
-        do throws(ProviderFailure) {
-            guard (200..<300).contains(answer.status) else {
-                throw ProviderErrorClassifier.classify(
-                    status: answer.status, headers: answer.headers, body: answer.body, now: Date(), redacting: secrets)
-            }
-            if answer.bodyTooLarge {
-                throw ProviderErrorClassifier.malformedResponse(
-                    status: answer.status, detail: "the body is larger than \(Self.maximumBodySize) bytes")
-            }
-            return try TokenResponseReader.read(
-                status: answer.status, headers: answer.headers, body: answer.body, now: Date(), redacting: secrets)
-        } catch {
-            log(error, operation: operation, credential: credential)
-            throw error
-        }
+        var call = TokenCall(
+            url: endpoints.token, form: form, secrets: sent + (configuration.clientSecret.map { [$0] } ?? []),
+            operation: operation, credential: credential)
+        authenticate(&call.headers, &call.form)
+        return try await http.token(call)
     }
 
     public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
@@ -151,23 +103,17 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
         var form = FormBody()
         form.append("token", secret: token)
         form.append("token_type_hint", hint.rawValue)
-        let secrets = [token] + (configuration.clientSecret.map { [$0] } ?? [])
-        let answer = try await post(revocation, form: form, redacting: secrets)
-        // RFC 7009 §2.2: any 2xx is success, whatever the body ({}, "OK", nothing).
-        guard (200..<300).contains(answer.status) else {
-            let failure = ProviderErrorClassifier.classify(
-                status: answer.status, headers: answer.headers, body: answer.body, now: Date(), redacting: secrets)
-            log(failure, operation: "revoke", credential: nil)
-            throw failure
-        }
+        var headers = HTTPHeaders()
+        authenticate(&headers, &form)
+        try await http.revoke(
+            revocation, form: form, headers: headers, secrets: [token] + (configuration.clientSecret.map { [$0] } ?? [])
+        )
     }
 
-    private func log(_ failure: ProviderFailure, operation: String, credential: CredentialID?) {
-        var metadata: Logger.Metadata = [
-            "tokenvault.provider": "\(name)", "tokenvault.provider.operation": "\(operation)",
-            "tokenvault.failure.kind": "\(failure.kind.rawValue)", "tokenvault.failure.code": "\(failure.code)",
-        ]
-        if let credential { metadata["tokenvault.credential.id"] = "\(credential)" }
-        logger.debug("provider call failed: \(failure.message)", metadata: metadata)
+    /// The configured extra headers, then the client's credentials (RFC 6749 section 2.3.1).
+    private func authenticate(_ headers: inout HTTPHeaders, _ form: inout FormBody) {
+        for (name, value) in configuration.headers { headers.replaceOrAdd(name: name, value: value) }
+        configuration.clientAuthentication.apply(
+            clientID: configuration.clientID, secret: configuration.clientSecret, headers: &headers, form: &form)
     }
 }

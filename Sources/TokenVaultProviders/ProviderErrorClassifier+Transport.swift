@@ -118,7 +118,7 @@ enum TransportError {
         case let error as HTTPClientError:
             return error.shortDescription
         case is NIOSSLError, is NIOSSLExtraError, is BoringSSLError:
-            return "TLS: \(error)"
+            return TLSFailure.explain(String(describing: error))
         default:
             return String(describing: error)
         }

@@ -9,12 +9,23 @@ public enum TokenResponseReader {
     public static func read(
         status: Int, headers: [String: String], body: [UInt8], now: Date, redacting secrets: [SecretBytes] = []
     ) throws(ProviderFailure) -> TokenPayload {
+        try read(status: status, headers: headers, body: body, now: now, redacting: secrets, check: nil)
+    }
+
+    /// As above; `check` sees the fields of a token response (not of an error) before they are
+    /// decoded, for a kind's own rules (ESIA: the echoed `state` must be the one sent).
+    static func read(
+        status: Int, headers: [String: String], body: [UInt8], now: Date, redacting secrets: [SecretBytes],
+        check: (([String: JSONValue]) throws(ProviderFailure) -> Void)?
+    ) throws(ProviderFailure) -> TokenPayload {
         guard !body.isEmpty else {
             throw ProviderErrorClassifier.malformedResponse(status: status, detail: "the body is empty")
         }
         if looksLikeCompactJWT(body) {
             throw ProviderErrorClassifier.malformedResponse(
-                status: status, detail: "the body is a compact JWT, not a JSON token response")
+                status: status,
+                detail: "the endpoint answered a JWT, not a token response (a JWT body is not decoded: its "
+                    + "signature cannot be checked here)")
         }
         guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
             case .object(let fields) = json
@@ -25,6 +36,7 @@ public enum TokenResponseReader {
             throw ProviderErrorClassifier.classify(
                 status: status, headers: headers, body: body, now: now, redacting: secrets)
         }
+        try check?(fields)
         do {
             let payload = try TokenPayloadDecoder().decode(fields)
             guard payload.kind == .oauth2 else {

@@ -21,14 +21,33 @@ import TokenVaultProviders
         }
     }
 
-    @Test(arguments: ["tinkoff-id", "sber-id", "esia", "ebs"])
-    func plannedKindsWithOptionsSayNotYet(kind: String) {
-        let settings = ProviderTestSupport.settings(["token_endpoint": "https://id.example.com/token"], kind: kind)
+    @Test func tinkoffIDWithOptionsBuildsItsProvider() async throws {
+        let settings = ProviderTestSupport.settings(["client_id": "app"], name: "tid", kind: "tinkoff-id")
+        let provider = try #require(try ProviderFactory.make(settings, environment: [:]))
+        #expect(provider is TinkoffIDProvider)
+        #expect(provider.name == "tid")
+        #expect(provider.supportsRevocation)
+        await ProviderSet(["tid": provider]).shutdown()
+    }
+
+    @Test func ebsTakesOnlyItsExpiredUnit() throws {
+        for unit in ProviderFactory.expiredUnits {
+            let settings = ProviderTestSupport.settings(["expired_unit": .string(unit)], kind: "ebs")
+            #expect(try ProviderFactory.make(settings, environment: [:]) == nil)
+        }
         #expect {
-            _ = try ProviderFactory.make(settings, environment: [:])
+            _ = try ProviderFactory.make(
+                ProviderTestSupport.settings(["expired_unit": "minutes"], kind: "ebs"), environment: [:])
+        } throws: { error in
+            (error as? ProviderConfigurationError)?.key == "providers.acme.expired_unit"
+        }
+        #expect {
+            _ = try ProviderFactory.make(
+                ProviderTestSupport.settings(["token_endpoint": "https://id.example.com/token"], kind: "ebs"),
+                environment: [:])
         } throws: { error in
             let error = error as? ProviderConfigurationError
-            return error?.key == "providers.acme.kind" && error?.problem.contains("not supported yet") == true
+            return error?.key == "providers.acme.token_endpoint" && error?.problem.contains("never refreshed") == true
         }
     }
 

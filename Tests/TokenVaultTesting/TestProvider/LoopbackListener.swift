@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// The listening socket on 127.0.0.1 and every connection it accepted, so an outage can be real:
@@ -16,8 +17,13 @@ final class LoopbackListener: Sendable {
 
     private let state = Mutex(State())
     private let core: ProviderCore
+    /// HTTPS when set (`TestServerTLS`).
+    private let tls: NIOSSLContext?
 
-    init(core: ProviderCore) { self.core = core }
+    init(core: ProviderCore, tls: NIOSSLContext? = nil) {
+        self.core = core
+        self.tls = tls
+    }
 
     /// Listens on `port` (0: any free one) and returns the port.
     func bind(port: Int) async throws -> Int {
@@ -26,12 +32,15 @@ final class LoopbackListener: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { [self, core] channel in
+            .childChannelInitializer { [self, core, tls] channel in
                 guard track(channel) else {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(OAuthConnectionHandler(core: core))
                 }

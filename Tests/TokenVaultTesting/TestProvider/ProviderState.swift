@@ -5,7 +5,7 @@ import Foundation
 /// into one answer; the connection handler only moves bytes.
 struct ProviderState {
     var options: TestOAuthServer.Options
-    /// `http://127.0.0.1:<port>`, once bound: the id_token issuer and the discovery document's base.
+    /// `http(s)://127.0.0.1:<port>`, once bound: the id_token issuer and the discovery document's base.
     var issuer = ""
     var ledger = TokenLedger()
     var tokenScript: [ScriptedResponse] = []

@@ -41,6 +41,8 @@ extension TestOAuthServer {
         /// Seconds added to `Date()` for every decision the server makes about time (expiry, grace
         /// window), so a test can move the server into the future without sleeping.
         public var clockOffset: Double = 0
+        /// Serve HTTPS (and ask for client certificates) instead of plain HTTP. Read at `start`.
+        public var tls: TestServerTLS? = nil
 
         public init() {}
     }

@@ -11,11 +11,14 @@ import Synchronization
 /// Start one per test with `start`, and `shutdown` it at the end.
 public final class TestOAuthServer: Sendable {
     public let port: Int
+    /// `http://127.0.0.1:<port>`, or `https://…` with `Options.tls`.
+    public let baseURL: String
     let core: ProviderCore
     private let listener: LoopbackListener
 
-    private init(port: Int, core: ProviderCore, listener: LoopbackListener) {
+    private init(port: Int, baseURL: String, core: ProviderCore, listener: LoopbackListener) {
         self.port = port
+        self.baseURL = baseURL
         self.core = core
         self.listener = listener
     }
@@ -24,13 +27,13 @@ public final class TestOAuthServer: Sendable {
 
     public static func start(_ options: Options = Options()) async throws -> TestOAuthServer {
         let core = ProviderCore(options: options)
-        let listener = LoopbackListener(core: core)
+        let listener = LoopbackListener(core: core, tls: try options.tls?.makeContext())
         let port = try await listener.bind(port: 0)
-        core.state.withLock { $0.issuer = "http://127.0.0.1:\(port)" }
-        return TestOAuthServer(port: port, core: core, listener: listener)
+        let baseURL = "\(options.tls == nil ? "http" : "https")://127.0.0.1:\(port)"
+        core.state.withLock { $0.issuer = baseURL }
+        return TestOAuthServer(port: port, baseURL: baseURL, core: core, listener: listener)
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
     public var tokenURL: String { baseURL + options.tokenPath }
     public var revocationURL: String { baseURL + options.revocationPath }
     /// The options in force.

@@ -1,0 +1,154 @@
+import NIOSSL
+import TokenVaultCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Typed access to a provider instance's JSON options, shared by every kind; each error names
+/// the option (`providers.<name>.<option>`) so an operator sees the exact key and the fix
+/// when the daemon starts, not at the first refresh.
+struct OptionReader {
+    let providerName: String
+    let kind: String
+    let options: [String: JSONValue]
+
+    init(_ settings: ProviderSettings) {
+        providerName = settings.name
+        kind = settings.kind
+        options = settings.options
+    }
+
+    func fail(_ option: String, _ problem: String) -> ProviderConfigurationError {
+        .option(providerName, option, problem)
+    }
+
+    /// Refuses a `client_secret` in the configuration text (a config file is read by people,
+    /// copied into tickets and committed) and any key the kind does not know (a typo must not
+    /// silently change behaviour).
+    func checkKeys(known: Set<String>) throws(ProviderConfigurationError) {
+        if options["client_secret"] != nil {
+            throw fail(
+                "client_secret",
+                "secrets never go in the configuration file; put the secret in a file only the daemon can read "
+                    + "and set client_secret_file, or use client_secret_credential (systemd LoadCredential=)")
+        }
+        if let unknown = options.keys.filter({ !known.contains($0) }).sorted().first {
+            throw fail(unknown, "unknown option for kind \(kind) (known: \(known.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    func string(_ key: String) throws(ProviderConfigurationError) -> String? {
+        switch options[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        case let other?: throw fail(key, "expected a string, got \(other.typeName)")
+        }
+    }
+
+    /// A string that must be there and must not be empty.
+    func requiredString(_ key: String, why: String = "required") throws(ProviderConfigurationError) -> String {
+        guard let value = try string(key), !value.isEmpty else { throw fail(key, why) }
+        return value
+    }
+
+    func bool(_ key: String) throws(ProviderConfigurationError) -> Bool? {
+        switch options[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?: throw fail(key, "expected true or false, got \(other.typeName)")
+        }
+    }
+
+    func number(_ key: String, in range: ClosedRange<Double>) throws(ProviderConfigurationError) -> Double? {
+        let value: Double
+        switch options[key] {
+        case nil, .null?: return nil
+        case .integer(let number)?: value = Double(number)
+        case .number(let number)?: value = number
+        case let other?: throw fail(key, "expected a number, got \(other.typeName)")
+        }
+        guard range.contains(value) else {
+            throw fail(key, "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return value
+    }
+
+    func stringArray(_ key: String) throws(ProviderConfigurationError) -> [String]? {
+        switch options[key] {
+        case nil, .null?: return nil
+        case .array(let items)?:
+            return try items.enumerated().map { (index, item) throws(ProviderConfigurationError) in
+                guard case .string(let text) = item else {
+                    throw fail("\(key)[\(index)]", "expected a string, got \(item.typeName)")
+                }
+                return text
+            }
+        case let other?: throw fail(key, "expected an array of strings, got \(other.typeName)")
+        }
+    }
+
+    func endpoint(_ key: String) throws(ProviderConfigurationError) -> EndpointURL? {
+        guard let text = try string(key) else { return nil }
+        return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()
+    }
+
+    /// `timeout_seconds`: connect and read timeout of each call.
+    func timeout(default fallback: Double) throws(ProviderConfigurationError) -> Double {
+        try number("timeout_seconds", in: 0.001...300) ?? fallback
+    }
+
+    /// The client secret from `client_secret_file` or `client_secret_credential` (a name under
+    /// systemd's `$CREDENTIALS_DIRECTORY`); nil when neither is given.
+    func clientSecret(environment: [String: String]) throws(ProviderConfigurationError) -> SecretBytes? {
+        let secretFile = try string("client_secret_file")
+        let secretCredential = try string("client_secret_credential")
+        switch (secretFile, secretCredential) {
+        case (let path?, nil):
+            return try SecretFile.read(path).mapError { fail("client_secret_file", $0.problem) }.get()
+        case (nil, let credential?):
+            guard !credential.isEmpty, !credential.contains("/"), credential != ".", credential != ".." else {
+                throw fail("client_secret_credential", "must be a credential name (a file name), not a path")
+            }
+            guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else {
+                throw fail(
+                    "client_secret_credential",
+                    "$CREDENTIALS_DIRECTORY is not set; run the daemon under systemd with LoadCredential=\(credential):…"
+                )
+            }
+            return try SecretFile.read(directory + "/" + credential)
+                .mapError { fail("client_secret_credential", $0.problem) }.get()
+        case (nil, nil):
+            return nil
+        case (_?, _?):
+            throw fail(
+                "client_secret_credential", "give either client_secret_file or client_secret_credential, not both")
+        }
+    }
+
+    /// `ca_file`: a PEM bundle the server's certificate must chain to, checked now so a typo
+    /// is a start-up error rather than a TLS failure at the first refresh.
+    func caFile() throws(ProviderConfigurationError) -> String? {
+        guard let caFile = try string("ca_file") else { return nil }
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(caFile)
+        } catch {
+            throw fail("ca_file", "\(caFile) is not a readable PEM certificate bundle (\(error))")
+        }
+        guard !certificates.isEmpty else { throw fail("ca_file", "\(caFile) holds no PEM certificate") }
+        return caFile
+    }
+
+    /// The path of an executable file, given as an absolute path: the daemon's `PATH` is not the
+    /// operator's shell's, so a bare name would find a different program or none.
+    func executable(_ key: String, _ path: String) throws(ProviderConfigurationError) -> String {
+        guard path.hasPrefix("/") else { throw fail(key, "'\(path.prefix(200))' must be an absolute path") }
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw fail(key, "\(path.prefix(200)) is not a file")
+        }
+        guard access(path, X_OK) == 0 else { throw fail(key, "\(path.prefix(200)) is not executable") }
+        return path
+    }
+}

@@ -1,0 +1,94 @@
+import Logging
+import NIOHTTP1
+import TokenVaultCore
+
+/// A provider instance of kind `sber-id` (Sber ID). What differs from plain RFC 6749:
+/// - mutual TLS with the registration's PKCS#12 certificate (a refused certificate comes out as
+///   a transient `tls_error` whose message says so: see `TLSFailure`);
+/// - Sber's API gateway wants `rquid` (32 lower-case hex characters, new for every request, its
+///   request id) and `x-ibm-client-id`; its own error shape is read by the shared classifier;
+/// - `client_id` and `client_secret` in the form body;
+/// - a 200 answer may be a compact JWT instead of JSON. It is refused as `malformed_response`,
+///   not decoded: its signature (GOST) cannot be checked here, and an unchecked token response
+///   must not be trusted;
+/// - no revocation endpoint is documented, so deleting only removes the credential locally.
+public final class SberIDProvider: TokenProvider, ShutdownableProvider {
+    public let name: String
+    public let configuration: SberIDConfiguration
+    let http: ProviderHTTPClient
+
+    public convenience init(
+        settings: ProviderSettings, environment: [String: String], logger: Logger = OAuth2Provider.silentLogger
+    ) throws(ProviderConfigurationError) {
+        self.init(configuration: try SberIDConfiguration(settings, environment: environment), logger: logger)
+    }
+
+    public init(configuration: SberIDConfiguration, logger: Logger = OAuth2Provider.silentLogger) {
+        self.name = configuration.providerName
+        self.configuration = configuration
+        self.http = ProviderHTTPClient(
+            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
+    }
+
+    public func shutdown() async throws { try await http.shutdown() }
+
+    public var supportsRevocation: Bool { false }
+    public var clientID: String? { configuration.clientID }
+
+    /// `grant_type` (`refresh_grant_type`, default `refresh_token`), `refresh_token`,
+    /// `client_id`, `client_secret`. The format is not documented by Sber; this is the RFC 6749
+    /// request on the same endpoint.
+    public func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
+        var form = FormBody()
+        form.append("grant_type", configuration.refreshGrantType)
+        form.append("refresh_token", secret: request.refreshToken)
+        return try await token(form, secrets: [request.refreshToken], operation: "refresh", request.credentialID)
+    }
+
+    /// `grant_type=authorization_code`, `code`, `redirect_uri`, `code_verifier`, `client_id`,
+    /// `client_secret`. The id token's `nonce` and `aud` are the caller's to check.
+    public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        var form = FormBody()
+        form.append("grant_type", "authorization_code")
+        form.append("code", secret: request.code)
+        form.append("redirect_uri", request.redirectURI)
+        if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
+        return try await token(
+            form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
+            request.credentialID)
+    }
+
+    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+        throw .revocationNotSupported(name, kind: "sber-id")
+    }
+
+    private func token(_ form: FormBody, secrets: [SecretBytes], operation: String, _ credential: CredentialID)
+        async throws(ProviderFailure) -> TokenPayload
+    {
+        var form = form
+        var headers = HTTPHeaders()
+        headers.add(name: "rquid", value: Self.newRequestID())
+        headers.add(name: "x-ibm-client-id", value: configuration.clientID)
+        headers.add(name: "Accept", value: "application/json")
+        ClientAuthentication.clientSecretPost.apply(
+            clientID: configuration.clientID, secret: configuration.clientSecret, headers: &headers, form: &form)
+        return try await http.token(
+            TokenCall(
+                url: configuration.tokenEndpoint, form: form, headers: headers,
+                secrets: secrets + [configuration.clientSecret], operation: operation, credential: credential))
+    }
+
+    /// 16 random bytes as 32 lower-case hex characters: the gateway's `RqUID`.
+    static func newRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        text.reserveCapacity(32)
+        for _ in 0..<16 {
+            let byte = UInt8.random(in: .min ... .max, using: &generator)
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return text
+    }
+}

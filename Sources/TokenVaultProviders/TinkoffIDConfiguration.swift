@@ -1,0 +1,59 @@
+import Foundation
+import TokenVaultCore
+
+/// The options of a `tinkoff-id` instance (T-ID, docs/providers/tinkoff-id.md), validated at
+/// start-up with every problem named by its key.
+///
+/// T-ID's endpoints sit at fixed paths under one host, so only the host is configurable (older
+/// SDKs used `https://id.tinkoff.ru`). Without a client secret the instance is a public mobile
+/// client: it still sends HTTP Basic, as `client_id:` with an empty password, as the SDK does.
+public struct TinkoffIDConfiguration: Sendable {
+    public static let knownOptions: Set<String> = [
+        "host", "client_id", "client_secret_file", "client_secret_credential", "timeout_seconds", "ca_file",
+    ]
+    public static let defaultHost = "https://id.tbank.ru"
+    public static let defaultTimeoutSeconds: Double = 10
+
+    public let providerName: String
+    /// Without a trailing slash.
+    public let host: String
+    public var tokenEndpoint: String { host + "/auth/token" }
+    public var revocationEndpoint: String { host + "/auth/revoke" }
+    public let clientID: String
+    public let timeoutSeconds: Double
+    public let caFile: String?
+    public let maximumConnections: Int
+    let clientSecret: SecretBytes?
+    public var hasClientSecret: Bool { clientSecret != nil }
+
+    /// Nil when `settings.options` is empty: a name-only instance, stored but never refreshed.
+    public static func parse(
+        _ settings: ProviderSettings, environment: [String: String]
+    ) throws(ProviderConfigurationError) -> TinkoffIDConfiguration? {
+        guard !settings.options.isEmpty else { return nil }
+        return try TinkoffIDConfiguration(settings, environment: environment)
+    }
+
+    init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
+        let reader = OptionReader(settings)
+        try reader.checkKeys(known: Self.knownOptions)
+        providerName = settings.name
+        maximumConnections = max(1, settings.limits.concurrency)
+
+        let host = try reader.endpoint("host") ?? EndpointURL(url: URL(string: Self.defaultHost)!)
+        guard host.url.query == nil else { throw reader.fail("host", "must not have a query") }
+        var text = host.description
+        while text.hasSuffix("/") { text.removeLast() }
+        self.host = text
+
+        clientID = try reader.requiredString("client_id")
+        clientSecret = try reader.clientSecret(environment: environment)
+        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
+        caFile = try reader.caFile()
+    }
+
+    var httpSettings: ProviderHTTPClient.Settings {
+        ProviderHTTPClient.Settings(
+            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
+    }
+}
