@@ -30,9 +30,12 @@ public struct CredentialPage: Codable, Sendable, Equatable {
 
 /// What `DELETE` did.
 public enum DeleteResult: Sendable, Equatable {
-    /// The credential and its secrets are gone.
-    case deleted
-    /// Revocation at the provider has started; the row goes once it is confirmed.
+    /// The credential and its secrets are gone. `revoked`: whether the provider confirmed
+    /// revocation of its tokens (false when it has no revocation endpoint or `force` skipped a
+    /// failed one; nil from a daemon that does not say).
+    case deleted(revoked: Bool?)
+    /// Revocation at the provider failed; the credential stays `revoke_pending` (its tokens no
+    /// longer served) and the daemon retries, deleting it once revocation succeeds.
     case revocationPending(CredentialMetadata)
 }
 

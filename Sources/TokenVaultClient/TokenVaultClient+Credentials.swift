@@ -92,7 +92,7 @@ extension TokenVaultClient {
     public func delete(_ id: String, force: Bool = false) async throws -> DeleteResult {
         let reply = try await send(
             .delete, try Self.credentialPath(id), query: [("force", force ? "true" : nil)], expecting: [202, 204])
-        guard reply.status == 202 else { return .deleted }
+        guard reply.status == 202 else { return .deleted(revoked: reply.revoked) }
         return .revocationPending(try reply.decode(CredentialMetadata.self))
     }
 

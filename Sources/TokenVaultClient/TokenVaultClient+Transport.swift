@@ -14,6 +14,8 @@ extension TokenVaultClient {
     struct Reply: Sendable {
         let status: Int
         let body: ByteBuffer
+        /// `TokenVault-Revoked` on a `DELETE`.
+        var revoked: Bool? = nil
         /// `METHOD /path` (no query), for error messages.
         let route: String
 
@@ -56,20 +58,21 @@ extension TokenVaultClient {
         }
 
         let deadline = NIODeadline.now() + TimeAmount(timeout ?? self.timeout)
-        let (status, bytes) = try await exchange(request, deadline: deadline, retryable: method == .get)
+        let (status, bytes, revoked) = try await exchange(request, deadline: deadline, retryable: method == .get)
         guard expecting.contains(status) else { throw failure(status: status, body: bytes, route: route) }
-        return Reply(status: status, body: bytes, route: route)
+        return Reply(status: status, body: bytes, revoked: revoked, route: route)
     }
 
     /// Sends and reads the whole body. A GET that loses a pooled connection the daemon closed
     /// at the same moment (idle timeout) is tried once more; other methods are never repeated.
     private func exchange(_ request: HTTPClientRequest, deadline: NIODeadline, retryable: Bool) async throws
-        -> (Int, ByteBuffer)
+        -> (Int, ByteBuffer, Bool?)
     {
         do {
             let response = try await http.execute(request, deadline: deadline)
             let bytes = try await response.body.collect(upTo: Self.maximumResponseBytes)
-            return (Int(response.status.code), bytes)
+            let revoked = response.headers.first(name: "TokenVault-Revoked").map { $0 == "true" }
+            return (Int(response.status.code), bytes, revoked)
         } catch let error as HTTPClientError where retryable && error == .remoteConnectionClosed {
             return try await exchange(request, deadline: deadline, retryable: false)
         } catch {

@@ -143,7 +143,9 @@ extension VaultAPI {
         guard let engine else {
             try await blocking { try vault.delete(id, audit: event) }
             context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
-            return Response(status: .noContent)
+            var response = Response(status: .noContent)
+            response.headers[.tokenVaultRevoked] = "false"
+            return response
         }
         switch try await engine.remove(id, force: force, audit: event) {
         case .deleted(let revoked):

@@ -19,7 +19,11 @@ struct RemoveCommand: AsyncParsableCommand {
     func run() async throws {
         try await client.withClient { vault in
             switch try await vault.delete(id, force: force) {
-            case .deleted:
+            case .deleted(revoked: true):
+                print("revoked at the provider and deleted \(id)")
+            case .deleted(revoked: false):
+                print("deleted \(id) (not revoked at the provider: it has no revocation endpoint, or --force)")
+            case .deleted(revoked: nil):
                 print("deleted \(id)")
             case .revocationPending(let metadata):
                 let reason = metadata.lastError.map { "\($0.code): \($0.message)" } ?? "unknown"

@@ -120,7 +120,7 @@ struct CredentialTests {
         try await Daemon.run { daemon in
             try await daemon.client.put("payments/alice", provider: "oauth2", token: Payload.oauth().data)
             let result = try await daemon.client.delete("payments/alice")
-            #expect(result == .deleted)
+            #expect(result == .deleted(revoked: false))
 
             let error = await #expect(throws: TokenVaultClientError.self) {
                 try await daemon.client.metadata("payments/alice")
