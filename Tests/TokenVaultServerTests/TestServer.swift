@@ -63,8 +63,15 @@ final class TestServer: Sendable {
         let socketPath = socketPath
         let connection = try UnixSocketConnection(path: socketPath)
         try connection.send("\(method) \(target) HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(50))
-        try await whileOpen?()
+        // The server subscribes when it handles the request, which a loaded machine may delay:
+        // cause the event again and again until the first line has arrived.
+        let trigger = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(100))
+                try await whileOpen?()
+            }
+        }
+        defer { trigger.cancel() }
         let sendable = UncheckedBox(connection)
         return try await offThePool {
             guard let response = try sendable.value.readResponse(timeout: 10, firstLine: true) else {
