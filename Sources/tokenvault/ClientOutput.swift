@@ -14,7 +14,8 @@ enum ClientOutput {
             ("refresh at", metadata.refreshAt ?? "never"),
             ("refresh token", metadata.hasRefreshToken ? "stored" : "none"),
             ("id token", metadata.hasIDToken ? "stored" : "none"),
-            ("last error", metadata.lastError.map { "\($0.code): \($0.message)" }),
+            ("last error", metadata.lastError.map { "\($0.code): \($0.message) (at \($0.at))" }),
+            ("failures", metadata.refreshFailures.flatMap { $0 > 0 ? String($0) : nil }),
         ]
         printTable(["field", "value"], rows.compactMap { key, value in value.map { [key, $0] } })
     }
