@@ -7,14 +7,19 @@ import TokenVaultTesting
 /// instance) against `TestOAuthServer` on 127.0.0.1, rotating refresh tokens with reuse
 /// detection on, client `vault-client` / `vault-secret` with `client_secret_basic`.
 final class LoopbackSource: TokenSource {
-    let name = "loopback test provider (TestOAuthServer) via OAuth2Provider"
+    let name: String
     let server: TestOAuthServer
     let provider: OAuth2Provider
     let settings: ProviderSettings
-    var tokenProvider: any TokenProvider { provider }
+    /// Set for the connection-reuse experiment; then the engine calls it instead of `provider`.
+    let keepAlive: KeepAliveProvider?
+    var tokenProvider: any TokenProvider { keepAlive ?? provider }
 
     /// `lifetime`: the access-token lifetime (whole seconds) the server grants on refresh.
-    init(lifetime: Int, concurrency: Int, directory: String, planner: RefreshPlanner) async throws {
+    /// With `keepAlive`, refreshes go through `KeepAliveProvider` (experiment) instead.
+    init(lifetime: Int, concurrency: Int, directory: String, planner: RefreshPlanner, keepAlive: Bool = false)
+        async throws
+    {
         var options = TestOAuthServer.Options()
         options.clientID = "vault-client"
         options.clientSecret = "vault-secret"
@@ -26,6 +31,11 @@ final class LoopbackSource: TokenSource {
         settings = try Self.providerSettings(
             server: server, directory: directory, planner: planner, concurrency: concurrency)
         provider = try OAuth2Provider(settings: settings, environment: [:])
+        self.keepAlive = keepAlive ? KeepAliveProvider(port: server.port, path: options.tokenPath) : nil
+        name =
+            keepAlive
+            ? "loopback test provider via KeepAliveProvider (EXPERIMENT: kept-alive connections, bare NIO client)"
+            : "loopback test provider (TestOAuthServer) via OAuth2Provider"
     }
 
     /// Provider `idp` at the server's token endpoint, the client secret in a 0600 file in
@@ -62,6 +72,7 @@ final class LoopbackSource: TokenSource {
     var revokedFamilies: Int { server.revokedFamilies }
 
     func shutdown() async {
+        await keepAlive?.shutdown()
         try? await provider.shutdown()
         await server.shutdown()
     }

@@ -25,6 +25,8 @@ final class RefreshRig: Sendable {
     enum ProviderChoice: String, Sendable {
         /// `OAuth2Provider` against the loopback test server: what the daemon runs.
         case loopback
+        /// Experiment: the loopback server through kept-alive connections (`KeepAliveProvider`).
+        case keepalive
         /// Comparison: no HTTP at all (`InMemoryProvider`).
         case memory
     }
@@ -74,7 +76,8 @@ final class RefreshRig: Sendable {
                 limits: Self.generousLimits(concurrency: settings.concurrency))
         } else {
             let loopback = try await LoopbackSource(
-                lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner)
+                lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
+                keepAlive: settings.provider == .keepalive)
             source = loopback
             providerSettings = loopback.settings
         }

@@ -11,7 +11,8 @@ let usage = """
                                            [--idle SECONDS] [--due-in SECONDS]
            tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--in-flight M]
                                            [--lifetime L] [--warmup W] [--durability full|normal]
-                                           [--provider loopback|memory] [--data-dir DIR]
+                                           [--provider loopback|keepalive|memory] [--data-dir DIR]
+           tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
 
     startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
              if there is none; rows written straight into the database, 10,000 per NORMAL
@@ -31,6 +32,12 @@ let usage = """
              synchronous=NORMAL: a labelled comparison only, never how the daemon runs.
              --provider memory replaces the loopback HTTP provider with an in-memory one that
              rotates tokens the same way: the engine and storage alone, also a comparison.
+             --provider keepalive sends the same grants to the loopback server over kept-alive
+             connections (a bare NIO client): the connection-reuse experiment.
+    http     the provider round trip alone (no engine, no database): C workers (default 64) each
+             walk a token family for S seconds (default 10) with OAuth2Provider (oauth2, a fresh
+             connection per call), a bare NIO client with a fresh connection per call (fresh), or
+             the bare client on one kept-alive connection per worker (keepalive).
     """
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
@@ -66,7 +73,7 @@ case "refresh":
     }
     let providerText = arguments.optionalString("--provider") ?? "loopback"
     guard let provider = RefreshRig.ProviderChoice(rawValue: providerText) else {
-        fail("--provider must be loopback or memory", exitCode: 64)
+        fail("--provider must be loopback, keepalive or memory", exitCode: 64)
     }
     bench.settings.provider = provider
     bench.dataDir = arguments.optionalString("--data-dir")
@@ -75,6 +82,22 @@ case "refresh":
         try await bench.run()
     } catch {
         fail("refresh failed: \(error)")
+    }
+case "http":
+    var bench = HTTPBench()
+    let client = arguments.optionalString("--client") ?? "oauth2"
+    guard let parsed = HTTPBench.Client(rawValue: client) else {
+        fail("--client must be oauth2, fresh or keepalive", exitCode: 64)
+    }
+    bench.client = parsed
+    bench.concurrency = max(1, arguments.int("--concurrency", default: 64))
+    bench.seconds = arguments.double("--seconds", default: 10)
+    bench.warmup = arguments.double("--warmup", default: 2)
+    arguments.finish()
+    do {
+        try await bench.run()
+    } catch {
+        fail("http failed: \(error)")
     }
 case "help", "-h", "--help":
     print(usage)
