@@ -9,6 +9,8 @@ struct DaemonTrial {
         var startup: Double
         var healthProbes: Int
         var startupCPU: Double
+        /// Bytes read (page cache or disk) from spawn to healthy.
+        var startupBytesRead: Int
         var rssAfterStart: Double
         var rssAfterIdle: Double
         var peakRSS: Double
@@ -65,6 +67,7 @@ struct DaemonTrial {
         let startup = monotonicSeconds() - spawned
         let probe = ProcessProbe(pid: process.processIdentifier)
         let afterStart = probe.memory()
+        let startupBytesRead = probe.bytesRead()
         let cpuBefore = probe.cpuSeconds()
         let switchesBefore = probe.threadsAndSwitches()
         let idleStarted = monotonicSeconds()
@@ -78,7 +81,8 @@ struct DaemonTrial {
         process.terminate()
         process.waitUntilExit()
         return Result(
-            startup: startup, healthProbes: probes, startupCPU: cpuBefore, rssAfterStart: afterStart.rss,
+            startup: startup, healthProbes: probes, startupCPU: cpuBefore, startupBytesRead: startupBytesRead,
+            rssAfterStart: afterStart.rss,
             rssAfterIdle: afterIdle.rss, peakRSS: afterIdle.peak, idleCPU: cpuAfter - cpuBefore, idleSeconds: idle,
             idleWakeups: switchesAfter.voluntary - switchesBefore.voluntary, threads: switchesAfter.threads,
             stop: monotonicSeconds() - stopping, exitStatus: process.terminationStatus)

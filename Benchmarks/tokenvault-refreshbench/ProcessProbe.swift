@@ -36,6 +36,14 @@ struct ProcessProbe {
         return (tasks.count, voluntary, involuntary)
     }
 
+    /// Bytes the process has read through read/pread system calls (`rchar` in /proc/PID/io),
+    /// whether they came from the page cache or the disk.
+    func bytesRead() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix("rchar:") }
+        return line.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
+
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     /// utime + stime (fields 14 and 15) of a `stat` file; the name in parentheses may hold spaces.

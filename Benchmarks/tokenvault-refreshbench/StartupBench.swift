@@ -54,12 +54,13 @@ struct StartupBench {
         print(
             """
 
-            | start | spawn -> healthy (s) | CPU to start (s) | RSS after start (MB) | RSS after \(format(idleSeconds)) s idle (MB) | peak RSS (MB) | idle CPU (% of a core) | wake-ups while idle | threads | SIGTERM -> exit (s) |
-            | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+            | start | spawn -> healthy (s) | CPU to start (s) | read to start (KB) | RSS after start (MB) | RSS after \(format(idleSeconds)) s idle (MB) | peak RSS (MB) | idle CPU (% of a core) | wake-ups while idle | threads | SIGTERM -> exit (s) |
+            | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
             """)
         for (index, result) in results.enumerated() {
             print(
                 "| \(index + 1) | \(format(result.startup, 3)) | \(format(result.startupCPU, 2)) | "
+                    + "\(format(Double(result.startupBytesRead) / 1000)) | "
                     + "\(format(result.rssAfterStart, 1)) | \(format(result.rssAfterIdle, 1)) | "
                     + "\(format(result.peakRSS, 1)) | \(format(result.idleCPUPercent, 2)) | \(result.idleWakeups) | "
                     + "\(result.threads) | \(format(result.stop, 3)) |")
