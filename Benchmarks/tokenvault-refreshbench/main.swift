@@ -1,1 +1,106 @@
-print("placeholder")
+import Foundation
+import TokenVaultCore
+
+/// The refresh engine's benchmark (docs/benchmarks.md, "Refresh engine"). Two subcommands:
+///
+///     tokenvault-refreshbench startup --data-dir D --count 1000000 [--tokenvault PATH]
+///     tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--data-dir D]
+
+let usage = """
+    usage: tokenvault-refreshbench startup --data-dir DIR --count N [--tokenvault PATH] [--trials 3]
+                                           [--idle SECONDS] [--due-in SECONDS]
+           tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--in-flight M]
+                                           [--lifetime L] [--warmup W] [--durability full|normal]
+                                           [--provider loopback|keepalive|memory] [--data-dir DIR]
+           tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
+
+    startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
+             if there is none; rows written straight into the database, 10,000 per NORMAL
+             transaction), re-plans their refresh_at evenly over one hour starting --due-in seconds
+             from now (default 120, so nothing comes due while measuring), then starts
+             `tokenvault serve` on it --trials times with the config {"providers": ["idp"]} (no
+             endpoint) and reports the time from spawn to the first 200 from GET /v1/health, RSS,
+             and CPU over --idle seconds (default 10) of idleness. Then times full scans of the
+             same database with the sqlite3 shell (the peers' approach). PATH defaults to
+             `tokenvault` next to this executable.
+    refresh  runs the engine in this process against the loopback test provider: N credentials
+             (default 10,000), all due, refreshed continuously (the provider grants L-second
+             access tokens, default 1, so each is due again after ~L/2 s) for S seconds after W
+             seconds of warm-up (default 3). C is the provider's concurrency limit (default 64), M
+             the engine's maximumInFlight (default 256). Reports refreshes/s, the per-phase
+             latencies, CPU per refresh, and the safety checks. --durability normal commits at
+             synchronous=NORMAL: a labelled comparison only, never how the daemon runs.
+             --provider memory replaces the loopback HTTP provider with an in-memory one that
+             rotates tokens the same way: the engine and storage alone, also a comparison.
+             --provider keepalive sends the same grants to the loopback server over kept-alive
+             connections (a bare NIO client): the connection-reuse experiment.
+    http     the provider round trip alone (no engine, no database): C workers (default 64) each
+             walk a token family for S seconds (default 10) with OAuth2Provider (oauth2, a fresh
+             connection per call), a bare NIO client with a fresh connection per call (fresh), or
+             the bare client on one kept-alive connection per worker (keepalive).
+    """
+
+var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+switch arguments.subcommand() {
+case "startup":
+    let ownDirectory = URL(
+        fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+    ).deletingLastPathComponent().path
+    let bench = StartupBench(
+        dataDir: arguments.string("--data-dir"), count: arguments.int("--count"),
+        binary: arguments.optionalString("--tokenvault") ?? ownDirectory + "/tokenvault",
+        trials: arguments.int("--trials", default: 3), idleSeconds: arguments.double("--idle", default: 10),
+        dueIn: arguments.double("--due-in", default: 120))
+    arguments.finish()
+    do {
+        try bench.run()
+    } catch {
+        fail("startup failed: \(error)")
+    }
+case "refresh":
+    var bench = RefreshBench()
+    bench.count = arguments.int("--count", default: 10_000)
+    bench.seconds = arguments.double("--seconds", default: 20)
+    bench.warmup = arguments.double("--warmup", default: 3)
+    bench.settings.concurrency = arguments.int("--concurrency", default: 64)
+    bench.settings.maximumInFlight = arguments.int("--in-flight", default: 256)
+    bench.settings.lifetime = max(1, arguments.int("--lifetime", default: 1))
+    switch arguments.optionalString("--durability") ?? "full" {
+    case "full": bench.settings.durability = nil
+    case "normal": bench.settings.durability = .normal
+    default: fail("--durability must be full or normal", exitCode: 64)
+    }
+    let providerText = arguments.optionalString("--provider") ?? "loopback"
+    guard let provider = RefreshRig.ProviderChoice(rawValue: providerText) else {
+        fail("--provider must be loopback, keepalive or memory", exitCode: 64)
+    }
+    bench.settings.provider = provider
+    bench.dataDir = arguments.optionalString("--data-dir")
+    arguments.finish()
+    do {
+        try await bench.run()
+    } catch {
+        fail("refresh failed: \(error)")
+    }
+case "http":
+    var bench = HTTPBench()
+    let client = arguments.optionalString("--client") ?? "oauth2"
+    guard let parsed = HTTPBench.Client(rawValue: client) else {
+        fail("--client must be oauth2, fresh or keepalive", exitCode: 64)
+    }
+    bench.client = parsed
+    bench.concurrency = max(1, arguments.int("--concurrency", default: 64))
+    bench.seconds = arguments.double("--seconds", default: 10)
+    bench.warmup = arguments.double("--warmup", default: 2)
+    arguments.finish()
+    do {
+        try await bench.run()
+    } catch {
+        fail("http failed: \(error)")
+    }
+case "help", "-h", "--help":
+    print(usage)
+default:
+    fail("expected a subcommand\n\(usage)", exitCode: 64)
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Logging
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultEngine
+import TokenVaultStorage
+import TokenVaultTesting
+
+/// Everything the `refresh` benchmark runs, in this process, wired as `tokenvault serve` wires
+/// it: a fresh vault (SQLite file, keyring with a random master key), the provider side
+/// (`TokenSource`) and a `RefreshEngine` with the real clock and generous provider limits.
+/// The scheduler is started by the caller.
+final class RefreshRig: Sendable {
+    struct Settings: Sendable {
+        var concurrency = 64
+        var maximumInFlight = 256
+        /// Access-token lifetime the provider grants, in whole seconds; the engine plans the next
+        /// refresh after about half of it (lifetimes under two minutes), so credentials stay due.
+        var lifetime = 1
+        var durability: Durability? = nil
+        var provider = ProviderChoice.loopback
+    }
+
+    /// What answers the engine's refreshes.
+    enum ProviderChoice: String, Sendable {
+        /// `OAuth2Provider` against the loopback test server: what the daemon runs.
+        case loopback
+        /// Experiment: the loopback server through kept-alive connections (`KeepAliveProvider`).
+        case keepalive
+        /// Comparison: no HTTP at all (`InMemoryProvider`).
+        case memory
+    }
+
+    static let providerName = "idp"
+
+    /// Concurrency as asked, and a rate limit of 100,000/s that never binds.
+    static func generousLimits(concurrency: Int) -> ProviderLimits {
+        ProviderLimits(concurrency: concurrency, ratePerSecond: 100_000, burst: 100_000)
+    }
+
+    let source: any TokenSource
+    let directory: String
+    private let temporary: TemporaryDirectory?
+    let database: VaultDatabase
+    let store: InstrumentedStore
+    let keyring: Keyring
+    let vault: Vault
+    let engine: RefreshEngine
+    let phases = PhaseRecorder()
+
+    init(settings: Settings, dataDir: String?) async throws {
+        if let dataDir {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            guard !FileManager.default.fileExists(atPath: dataDir + "/vault.db") else {
+                throw BenchError("\(dataDir) already holds a vault; the refresh benchmark needs a fresh one")
+            }
+            temporary = nil
+            directory = dataDir
+        } else {
+            temporary = TemporaryDirectory("tokenvault-refreshbench")
+            directory = temporary!.path
+        }
+        umask(0o077)
+        database = try VaultDatabase(path: directory + "/vault.db", checksum: { SHA256.hex($0) })
+        try database.migrate()
+        keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: database)
+        store = InstrumentedStore(database, durability: settings.durability)
+        let planner = RefreshPlanner()
+        vault = Vault(store: store, sealer: keyring, planners: [Self.providerName: planner])
+
+        let providerSettings: ProviderSettings
+        if settings.provider == .memory {
+            source = InMemoryProvider(lifetime: settings.lifetime)
+            providerSettings = ProviderSettings(
+                name: Self.providerName, kind: "oauth2", planner: planner,
+                limits: Self.generousLimits(concurrency: settings.concurrency))
+        } else {
+            let loopback = try await LoopbackSource(
+                lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
+                keepAlive: settings.provider == .keepalive)
+            source = loopback
+            providerSettings = loopback.settings
+        }
+        var logger = Logger(label: "refreshbench") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        let phases = phases
+        engine = RefreshEngine(
+            vault: vault, journal: store, providers: [Self.providerName: source.tokenProvider],
+            settings: [Self.providerName: providerSettings],
+            options: RefreshEngine.Options(maximumInFlight: settings.maximumInFlight, timings: { phases.record($0) }),
+            logger: logger)
+    }
+
+    /// Stores `count` credentials whose tokens the provider issued, all due now (`refresh_at`
+    /// spread over the last second), 1,000 per NORMAL transaction.
+    func seed(count: Int, lifetime: Int) throws {
+        let now = Timestamp.now()
+        var next = 0
+        while next < count {
+            let end = min(count, next + 1000)
+            try database.write(durability: .normal) { writer in
+                for index in next..<end {
+                    let issued = source.issue(lifetime: Double(lifetime))
+                    let id = try CredentialID(namespace: "bench", name: "c\(index)")
+                    let metadata = CredentialMetadata(
+                        id: id, provider: Self.providerName, kind: .oauth2, generation: 1, tokenType: "Bearer",
+                        issuedAt: now, expiresAt: now.adding(seconds: Double(lifetime)),
+                        refreshAt: now.adding(seconds: -Double(index % 1000) / 1000), createdAt: now, updatedAt: now,
+                        hasRefreshToken: true, hasIDToken: false)
+                    let secrets = CredentialSecrets(
+                        accessToken: SecretBytes(utf8: issued.accessToken),
+                        refreshToken: SecretBytes(utf8: issued.refreshToken))
+                    try writer.save(try vault.seal(secrets, metadata: metadata, term: keyring.activeTerm))
+                }
+            }
+            next = end
+        }
+    }
+
+    /// After the run: for every credential, whether the refresh token the vault holds is the
+    /// one the provider will accept next (not spent, not revoked), and the generations summed.
+    func verify(count: Int) throws -> (live: Int, notLive: [String], refreshesStored: Int) {
+        var live = 0
+        var notLive: [String] = []
+        var refreshesStored = 0
+        for index in 0..<count {
+            let id = try CredentialID(namespace: "bench", name: "c\(index)")
+            let credential = try vault.credential(id, opening: [.refreshToken])
+            refreshesStored += Int(credential.metadata.generation) - 1
+            if let token = credential.secrets.refreshToken?.revealString(), source.isLive(token) {
+                live += 1
+            } else {
+                notLive.append(id.description)
+            }
+        }
+        return (live, notLive, refreshesStored)
+    }
+
+    /// The database file's size after a WAL checkpoint, in bytes.
+    func checkpointedSize() throws -> Int {
+        try database.checkpoint()
+        let attributes = try FileManager.default.attributesOfItem(atPath: database.path)
+        return (attributes[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    func shutdown() async {
+        await source.shutdown()
+        database.close()
+    }
+}
