@@ -59,6 +59,14 @@ final class InMemoryProvider: TokenProvider, TokenSource {
 
     func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {}
 
+    var clientID: String? { nil }
+
+    /// The benchmark measures refreshes only.
+    func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        throw ProviderFailure(
+            kind: .misconfigured, code: "not_supported", message: "the benchmark does not exchange codes")
+    }
+
     func isLive(_ refreshToken: String) -> Bool { state.withLock { $0.live.contains(refreshToken) } }
     var successfulRefreshes: Int { state.withLock { $0.successful } }
     var refreshTokensPresentedTwice: Int { state.withLock { $0.presentedTwice } }

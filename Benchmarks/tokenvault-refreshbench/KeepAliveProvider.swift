@@ -42,6 +42,14 @@ final class KeepAliveProvider: TokenProvider {
 
     func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {}
 
+    var clientID: String? { nil }
+
+    /// The benchmark measures refreshes only.
+    func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        throw ProviderFailure(
+            kind: .misconfigured, code: "not_supported", message: "the benchmark does not exchange codes")
+    }
+
     func shutdown() async {
         for connection in idle.withLock({ pool in
             defer { pool.removeAll() }

@@ -56,7 +56,8 @@ public protocol CredentialWriter {
     func beginAttempt(_ attempt: RefreshAttempt) throws
     /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
     func renewLease(attemptID: String, owner: String, until: Timestamp) throws
-    /// Closes an attempt with its outcome (a short code, never a token).
+    /// Closes an attempt with its outcome (a short code, never a token). A succeeded attempt
+    /// is removed: the new generation is its record.
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws
     /// Changes schedule and state without touching secrets; false (and no change) when the
     /// row is gone or has another generation.

@@ -305,7 +305,11 @@ extension RefreshEngine {
         }
         statistics.record { $0.failed[failure.kind.rawValue, default: 0] += 1 }
         if let event = decision.event, let updated { publish(event, metadata.id, updated) }
-        let level: Logger.Level = failure.kind == .invalidGrant ? .error : .warning
+        // An instance without endpoints is reported by health once; its credentials, visited
+        // ever more rarely, are not worth a warning each.
+        let level: Logger.Level =
+            failure.kind == .invalidGrant
+            ? .error : failure.code == ProviderFailure.notConfigured("").code ? .debug : .warning
         logger.log(
             level: level, "refresh failed",
             metadata: [

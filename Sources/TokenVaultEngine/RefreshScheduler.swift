@@ -47,6 +47,8 @@ public struct RefreshScheduler: Service {
                     lastPrune = engine.vault.clock.now
                     try await pruneJournal()
                 }
+            } catch is CancellationError {
+                return
             } catch {
                 engine.logger.error("refresh scheduler: \(error)")
                 delay = 1

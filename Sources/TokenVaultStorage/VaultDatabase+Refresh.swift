@@ -101,7 +101,15 @@ extension SQLiteCredentialWriter {
         ).bind(attemptID, owner, until.milliseconds).run()
     }
 
+    /// A succeeded attempt is deleted rather than kept: the credential's new generation records
+    /// it, and keeping one row per refresh would grow the journal by millions of rows a day.
+    /// Failed and abandoned attempts stay (for diagnosis) until pruned.
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+        if state == .succeeded {
+            try connection.statement("DELETE FROM refresh_attempts WHERE attempt_id = ?1 AND state = 'open'")
+                .bind(attemptID).run()
+            return
+        }
         try connection.statement(
             """
             UPDATE refresh_attempts SET state = ?2, outcome = ?3, finished_at = ?4

@@ -22,6 +22,9 @@ import TokenVaultTesting
         #expect(try fixture.metadata(id) == after)
         let journal = try fixture.testVault.database.openAttempts(limit: 10)
         #expect(journal.isEmpty)
+        // A succeeded attempt is not kept (the new generation records it).
+        let farFuture = Timestamp(milliseconds: 1 << 50)
+        #expect(try fixture.testVault.database.pruneFinishedAttempts(before: farFuture, limit: 10) == 0)
         var iterator = events.makeAsyncIterator()
         let event = await iterator.next()
         #expect(event?.kind == .refreshed && event?.metadata?.generation == after.generation)
@@ -87,6 +90,10 @@ import TokenVaultTesting
         let onDemand = try await fixture.engine.refresh(id, reason: .onDemand)
         guard case .skipped(let reason, _) = onDemand else { Issue.record("\(onDemand)"); return }
         #expect(reason.contains("http_503") && fixture.provider.calls == 1)
+        // The failed attempt is kept for diagnosis until pruned.
+        #expect(
+            try fixture.testVault.database.pruneFinishedAttempts(before: Timestamp(milliseconds: 1 << 50), limit: 10)
+                == 1)
         // The next success clears the failure.
         _ = try await fixture.engine.refresh(id, reason: .forced)
         let recovered = try fixture.metadata(id)

@@ -89,6 +89,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         func finishAttempt(attemptID: String, state newState: RefreshAttempt.State, outcome: String?, at: Timestamp)
             throws
         {
+            if newState == .succeeded {
+                state.attempts.removeValue(forKey: attemptID)
+                return
+            }
             state.attempts[attemptID]?.state = newState
             state.attempts[attemptID]?.outcome = outcome
             state.attempts[attemptID]?.finishedAt = at
