@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenVaultTesting
 
 #if canImport(Glibc)
@@ -53,11 +54,16 @@ final class ResilienceHarness: Sendable {
         log.matches(of: /\b(?:at|rt)-[A-Za-z0-9_-]{16,}/).map { String($0.output) }
     }
 
+    /// When each seeded token family was issued (its first token's lifetime starts then).
+    private let issued = Mutex<[String: Date]>([:])
+
     /// Stores `count` credentials, each a fresh token family at the provider.
     func seed(_ count: Int) throws {
         let connection = try UnixSocketConnection(path: socket)
         for index in 0..<count {
+            let issuedAt = Date()
             let tokens = server.issue(lifetime: lifetime)
+            issued.withLock { $0[tokens.familyID] = issuedAt }
             let body = "{\"provider\": \"idp\", \"token\": \(tokens.responseJSON)}"
             try connection.send(
                 "PUT /v1/credentials/\(Self.name(index)) HTTP/1.1\r\nHost: localhost\r\n"
@@ -118,10 +124,11 @@ final class ResilienceHarness: Sendable {
         return report
     }
 
-    /// Per token family, the longest time between one successful refresh at the provider and
+    /// Per token family, the longest time between its issue or one refresh at the provider and
     /// the next (or the end of the run): more than the lifetime means the credential expired.
-    func longestGaps(from start: Date, to end: Date) -> [String: Double] {
-        var last: [String: Date] = [:]
+    func longestGaps(to end: Date) -> [String: Double] {
+        var last = issued.withLock { $0 }
+        let start = last.values.min() ?? end
         var longest: [String: Double] = [:]
         for request in server.requests where request.path.hasSuffix("/token") {
             guard let presented = request.form["refresh_token"], let family = server.familyID(of: presented) else {

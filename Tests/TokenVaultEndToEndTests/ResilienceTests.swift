@@ -14,14 +14,15 @@ import TokenVaultTesting
             lifetime: 3, limits: #"{"concurrency": 32, "rate_per_second": 5000, "burst": 1000}"#,
             refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.1}"#)
         let daemon = try harness.startDaemon()
-        let start = Date()
         try harness.seed(500)
         let deadline = Date().addingTimeInterval(60)
         let report = try await withThrowingTaskGroup(of: TokenReadReport.self) { group in
             for _ in 0..<8 {
                 group.addTask {
                     try await offThePool {
-                        try harness.readTokens(until: deadline, count: 500, minimumTTL: 2, pause: 0.002)
+                        // 20 ms between reads: ~50 reads/s per task, so the readers do not
+                        // take the CPU the debug-build daemon needs on a 2-core machine.
+                        try harness.readTokens(until: deadline, count: 500, minimumTTL: 2, pause: 0.02)
                     }
                 }
             }
@@ -41,16 +42,20 @@ import TokenVaultTesting
         #expect(report.served > 10_000, "only \(report.served) tokens served")
         let refused = report.refused.values.reduce(0, +)
         #expect(refused * 100 < report.served, "too many refusals: \(report.refused) \(report.refusalDetails)")
-        let gaps = harness.longestGaps(from: start, to: end)
+        let gaps = harness.longestGaps(to: end)
         #expect(gaps.count == 500, "only \(gaps.count) families were ever refreshed")
         let late = gaps.filter { $0.value >= harness.lifetime }
-        #expect(
-            late.isEmpty, "\(late.count) credentials went unrefreshed past their lifetime: \(late.values.max() ?? 0) s")
+        let failures = daemon.log.split(separator: "\n").filter { $0.contains("refresh failed") }
+        let lateSummary =
+            "\(late.count) credentials went unrefreshed past their lifetime: \(late.values.max() ?? 0) s; "
+            + "\(failures.count) failed refreshes in the log, e.g. \(failures.prefix(3))"
+        #expect(late.isEmpty, "\(lateSummary)")
         #expect(listed.count == 500)
         #expect(listed.allSatisfy { $0["status"] as? String == "active" })
         print(
             "soak: \(report.served) tokens served, \(harness.server.successfulRefreshes) refreshes, "
-                + "refused \(report.refused), longest gap \(gaps.values.max() ?? 0) s")
+                + "refused \(report.refused), longest gap \(gaps.values.max() ?? 0) s, \(failures.count) failed refreshes"
+        )
     }
 
     /// Twenty SIGKILLs at random moments of a soak. The provider keeps a rotated token usable
