@@ -93,9 +93,8 @@ extension RefreshEngine {
             return .skipped("credential \(metadata.id) cannot be refreshed", metadata)
         }
         if metadata.kind == .verifyToken {
-            let audit = AuditEvent(
-                at: now, uid: getuid(), gid: getgid(), pid: getpid(), operation: "credential.purge",
-                credentialID: metadata.id, outcome: .succeeded, detail: "verify token expired at \(expiresAt)")
+            let audit = systemAudit(
+                metadata.id, operation: "credential.purge", detail: "verify token expired at \(expiresAt)")
             try await blocking { [vault] in try vault.delete(metadata.id, audit: audit) }
             logger.info("expired verify token purged", metadata: ["tokenvault.credential.id": "\(metadata.id)"])
             return .skipped("credential \(metadata.id) expired and was purged", nil)

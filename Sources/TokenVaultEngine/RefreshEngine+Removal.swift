@@ -128,10 +128,12 @@ extension RefreshEngine {
             "credential deleted", metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(detail)"])
     }
 
-    private func systemAudit(_ id: CredentialID) -> AuditEvent {
+    /// An audit row for something the engine did on its own (no peer asked): the daemon's
+    /// own uid, gid and pid.
+    func systemAudit(_ id: CredentialID, operation: String = "credential.delete", detail: String? = nil) -> AuditEvent {
         AuditEvent(
-            at: vault.clock.now, uid: getuid(), gid: getgid(), pid: getpid(), operation: "credential.delete",
-            credentialID: id, outcome: .succeeded)
+            at: vault.clock.now, uid: getuid(), gid: getgid(), pid: getpid(), operation: operation, credentialID: id,
+            outcome: .succeeded, detail: detail)
     }
 }
 

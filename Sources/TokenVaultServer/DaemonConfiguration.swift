@@ -178,9 +178,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 } catch {
                     throw fail("TOKENVAULT_PROVIDERS", error.problem)
                 }
-                selected[name] =
-                    providers[name]
-                    ?? ProviderSettings(name: name, kind: ProviderSettingsParser.kinds.contains(name) ? name : "oauth2")
+                selected[name] = providers[name] ?? ProviderSettingsParser.nameOnly(name)
             }
             providers = selected
         }

@@ -34,7 +34,7 @@ enum ProviderSettingsParser {
                     throw Failure(key: "providers[\(index)]", problem: "expected a name")
                 }
                 try validateName(name, key: "providers[\(index)]")
-                result[name] = ProviderSettings(name: name, kind: kinds.contains(name) ? name : "oauth2")
+                result[name] = nameOnly(name)
             }
             return result
         case .object(let instances):
@@ -46,6 +46,11 @@ enum ProviderSettingsParser {
         default:
             throw Failure(key: "providers", problem: "expected an object of provider instances (or a list of names)")
         }
+    }
+
+    /// An instance declared by name only: its kind is its name if that is a kind, else `oauth2`.
+    static func nameOnly(_ name: String) -> ProviderSettings {
+        ProviderSettings(name: name, kind: kinds.contains(name) ? name : "oauth2")
     }
 
     static func validateName(_ name: String, key: String) throws(Failure) {

@@ -30,14 +30,15 @@ extension VaultAPI {
         return peer
     }
 
-    /// The peer, if it may list credentials in at least one namespace (the event stream will
-    /// show it the events of those namespaces only).
-    func authoriseEventStream(_ context: VaultRequestContext) async throws -> PeerCredentials {
+    /// The namespaces whose events the peer may see (nil: all of them), if it may list
+    /// credentials in at least one; otherwise an audit row and 403.
+    func authoriseEventStream(_ context: VaultRequestContext) async throws -> Set<String>? {
         let (peer, memberOf) = try await caller(context)
-        guard policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList) != [] else {
+        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
+        guard visible != [] else {
             throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)
         }
-        return peer
+        return visible
     }
 
     func deny(

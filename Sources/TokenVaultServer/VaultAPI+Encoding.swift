@@ -57,18 +57,7 @@ extension VaultAPI {
                     "provider '\(provider)' is not configured (known: \(options.providers.sorted().joined(separator: ", ")))"
             )
         }
-        var labels: [String: String] = [:]
-        switch fields["labels"] {
-        case nil, .null: break
-        case .object(let object):
-            for (key, value) in object {
-                guard case .string(let text) = value else {
-                    throw VaultError.invalidField("labels", "values must be strings")
-                }
-                labels[key] = text
-            }
-        case let other?: throw VaultError.invalidField("labels", "expected an object, got \(other.typeName)")
-        }
+        let labels = try decodeLabels(fields["labels"])
         guard case .object(let token)? = fields["token"] else {
             throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
         }
@@ -80,6 +69,23 @@ extension VaultAPI {
             throw VaultError(
                 code: error.code, message: error.message.replacingOccurrences(of: "field '", with: "field 'token."))
         }
+    }
+
+    /// The optional `labels` member of a request body: an object of strings.
+    func decodeLabels(_ value: JSONValue?) throws -> [String: String] {
+        var labels: [String: String] = [:]
+        switch value {
+        case nil, .null: break
+        case .object(let object):
+            for (key, value) in object {
+                guard case .string(let text) = value else {
+                    throw VaultError.invalidField("labels", "values must be strings")
+                }
+                labels[key] = text
+            }
+        case let other?: throw VaultError.invalidField("labels", "expected an object, got \(other.typeName)")
+        }
+        return labels
     }
 
     func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {

@@ -115,18 +115,7 @@ extension VaultAPI {
         guard let url = URL(string: redirectURI), url.scheme != nil else {
             throw VaultError.invalidField("redirect_uri", "must be an absolute URI")
         }
-        var labels: [String: String] = [:]
-        switch fields["labels"] {
-        case nil, .null?: break
-        case .object(let object)?:
-            for (key, value) in object {
-                guard case .string(let text) = value else {
-                    throw VaultError.invalidField("labels", "values must be strings")
-                }
-                labels[key] = text
-            }
-        case let other?: throw VaultError.invalidField("labels", "expected an object, got \(other.typeName)")
-        }
+        let labels = try decodeLabels(fields["labels"])
         return ExchangeBody(
             provider: provider, code: SecretBytes(utf8: code), codeVerifier: SecretBytes(utf8: verifier),
             redirectURI: redirectURI, nonce: try string("nonce", required: false, maximum: 256),

@@ -28,9 +28,7 @@ extension VaultAPI {
 
     /// Events of every credential in the namespaces where the caller holds `credential:list`.
     func eventStream(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let peer = try await authoriseEventStream(context)
-        let (_, memberOf) = try await caller(context)
-        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
+        let visible = try await authoriseEventStream(context)
         let events = vault.events.subscribe()
         return ndjson { writer in
             for await event in events where visible?.contains(event.id.namespace) ?? true {

@@ -54,3 +54,15 @@ extension CredentialID: ExpressibleByArgument {
         self = id
     }
 }
+
+/// `--label key=value` options (repeatable) as a map; the last value of a key wins.
+func parseLabels(_ labels: [String]) throws -> [String: String] {
+    var parsed: [String: String] = [:]
+    for label in labels {
+        guard let equals = label.firstIndex(of: "="), equals != label.startIndex else {
+            throw ValidationError("label '\(label)' is not key=value")
+        }
+        parsed[String(label[..<equals])] = String(label[label.index(after: equals)...])
+    }
+    return parsed
+}

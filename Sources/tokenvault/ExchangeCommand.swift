@@ -25,14 +25,10 @@ struct ExchangeCommand: AsyncParsableCommand {
     @Option(help: "The authorization response's state (sent to providers that want it, e.g. ESIA).") var state: String?
     @Option(name: .customLong("label"), help: "key=value label; repeatable.") var labels: [String] = []
 
+    func validate() throws { _ = try parseLabels(labels) }
+
     func run() async throws {
-        var parsed: [String: String] = [:]
-        for label in labels {
-            guard let equals = label.firstIndex(of: "="), equals != label.startIndex else {
-                throw ValidationError("--label must be key=value, got '\(label)'")
-            }
-            parsed[String(label[..<equals])] = String(label[label.index(after: equals)...])
-        }
+        let parsed = try parseLabels(labels)
         try await client.withClient { vault in
             let (result, _) = try await vault.exchange(
                 id, provider: provider, code: code, codeVerifier: codeVerifier, redirectURI: redirectURI,

@@ -14,11 +14,7 @@ struct PutCommand: AsyncParsableCommand {
     @Option(name: .customLong("label"), help: "A label key=value; repeatable.") var labels: [String] = []
     @Option(help: "Read the payload from this file instead of standard input.") var file: String?
 
-    func validate() throws {
-        for label in labels where !label.contains("=") {
-            throw ValidationError("label '\(label)' is not key=value")
-        }
-    }
+    func validate() throws { _ = try parseLabels(labels) }
 
     func run() async throws {
         let payload: Data
@@ -30,11 +26,7 @@ struct PutCommand: AsyncParsableCommand {
         } else {
             payload = FileHandle.standardInput.readDataToEndOfFile()
         }
-        let labelMap = Dictionary(
-            labels.map { label in
-                let parts = label.split(separator: "=", maxSplits: 1)
-                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-            }, uniquingKeysWith: { $1 })
+        let labelMap = try parseLabels(labels)
         try await client.withClient { vault in
             let stored = try await vault.put(id, provider: provider, labels: labelMap, token: payload)
             try ClientOutput.metadata(stored.metadata, json: client.json)
