@@ -55,28 +55,35 @@ extension VaultDatabase: CredentialStore {
 
     // MARK: Row mapping
 
+    /// Built once: the point read is the hottest query (every token read).
+    private static let recordByID = "SELECT \(recordColumns) FROM credentials WHERE id = ?1"
+
     static func record(_ id: CredentialID, on connection: SQLiteConnection) throws -> SealedCredentialRecord? {
-        let statement = try connection.statement("SELECT \(recordColumns) FROM credentials WHERE id = ?1")
+        let statement = try connection.statement(recordByID)
         try statement.bind(id.description)
-        return try records(from: statement).first
+        // The row's id is the one asked for (primary key): no need to parse and validate it again.
+        return try records(from: statement, knownID: id).first
     }
 
-    static func records(from statement: SQLiteStatement) throws -> [SealedCredentialRecord] {
+    static func records(from statement: SQLiteStatement, knownID: CredentialID? = nil) throws
+        -> [SealedCredentialRecord]
+    {
         var result: [SealedCredentialRecord] = []
         while try statement.step() {
             result.append(
                 SealedCredentialRecord(
-                    metadata: try metadata(from: statement), sealTerm: UInt32(truncatingIfNeeded: statement.int64(21)),
+                    metadata: try metadata(from: statement, knownID: knownID),
+                    sealTerm: UInt32(truncatingIfNeeded: statement.int64(21)),
                     accessToken: statement.blob(22) ?? [], refreshToken: statement.blob(23),
                     idToken: statement.blob(24), extras: statement.blob(25)))
         }
         return result
     }
 
-    static func metadata(from row: SQLiteStatement) throws -> CredentialMetadata {
+    static func metadata(from row: SQLiteStatement, knownID: CredentialID? = nil) throws -> CredentialMetadata {
         func timestamp(_ column: Int32) -> Timestamp? { row.optionalInt64(column).map(Timestamp.init(milliseconds:)) }
-        let idText = row.text(0) ?? ""
-        guard let id = try? CredentialID(idText),
+        let idText = knownID == nil ? row.text(0) ?? "" : ""
+        guard let id = knownID ?? (try? CredentialID(idText)),
             let kind = CredentialKind(rawValue: row.text(2) ?? ""),
             let status = CredentialStatus(rawValue: row.text(4) ?? "")
         else { throw VaultError.storage("credential row '\(idText)' has an unreadable id, kind or status") }
