@@ -31,23 +31,32 @@ public final class AuditRecorder: Service, Sendable {
         await flush()
     }
 
-    /// Writes every pending row now.
+    /// Writes every pending row now. When it returns, every row recorded before the call is
+    /// committed, even one a concurrent flush had taken: flushes run one at a time.
     public func flush() async {
-        let batch = pending.withLock { events in
-            defer { events.removeAll(keepingCapacity: true) }
-            return events
-        }
-        guard !batch.isEmpty else { return }
         do {
-            try await BlockingWork.run { [store] in
+            try await BlockingWork.run { [self] in try writePending() }
+        } catch {
+            logger.error("could not write audit rows", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private let writing = Mutex<Void>(())
+
+    private func writePending() throws {
+        try writing.withLock { _ in
+            let batch = pending.withLock { events in
+                defer { events.removeAll(keepingCapacity: true) }
+                return events
+            }
+            guard !batch.isEmpty else { return }
+            do {
                 try store.write(durability: .normal) { writer in
                     for event in batch { try writer.appendAudit(event) }
                 }
+            } catch {
+                throw VaultError.storage("\(batch.count) audit rows not written: \(error)")
             }
-        } catch {
-            logger.error(
-                "could not write audit rows",
-                metadata: ["tokenvault.audit.count": "\(batch.count)", "error": "\(error)"])
         }
     }
 }
