@@ -4,25 +4,58 @@ import TokenVaultCore
 /// Prometheus metrics of the API: requests by route, method and status; latency by route;
 /// credentials by status (counted at scrape time). Labels never carry ids or values.
 public final class APIMetrics: Sendable {
-    let registry = PrometheusCollectorRegistry()
+    let registry: PrometheusCollectorRegistry
+    private let fastPathAnswered: Counter
+    private let fastPathRouted: Counter
+    /// The series of a served token read, looked up once: the fast path records one per request.
+    private let tokenServed: (count: Counter, duration: DurationHistogram)
     private static let buckets: [Duration] = [
         .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1),
         .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
         .milliseconds(100), .milliseconds(250), .milliseconds(1000),
     ]
 
-    public init() {}
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        func fastPathCounter(_ outcome: String) -> Counter {
+            registry.makeCounter(
+                name: "tokenvault_http_token_fast_path_total", labels: [("outcome", outcome)],
+                help: "GET .../token requests answered on the event loop, or routed (refresh due, refusal, error).")
+        }
+        fastPathAnswered = fastPathCounter("answered")
+        fastPathRouted = fastPathCounter("routed")
+        tokenServed = Self.series(registry, route: TokenFastPath.route, method: "GET", status: 200)
+    }
 
     func record(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(
+        let series = Self.series(registry, route: route, method: method, status: status)
+        series.count.increment()
+        series.duration.record(duration)
+    }
+
+    /// A token read answered with 200 by the fast path (same series as the router's).
+    func recordServedToken(duration: Duration) {
+        tokenServed.count.increment()
+        tokenServed.duration.record(duration)
+    }
+
+    private static func series(_ registry: PrometheusCollectorRegistry, route: String, method: String, status: Int)
+        -> (count: Counter, duration: DurationHistogram)
+    {
+        let count = registry.makeCounter(
             name: "tokenvault_http_requests_total",
             labels: [("route", route), ("method", method), ("code", String(status))],
-            help: "HTTP requests answered, by route template, method and status code."
-        ).increment()
-        registry.makeDurationHistogram(
+            help: "HTTP requests answered, by route template, method and status code.")
+        let duration = registry.makeDurationHistogram(
             name: "tokenvault_http_request_duration_seconds", labels: [("route", route), ("method", method)],
-            buckets: Self.buckets, help: "Time to answer an HTTP request."
-        ).record(duration)
+            buckets: buckets, help: "Time to answer an HTTP request.")
+        return (count, duration)
+    }
+
+    /// Token reads the event-loop fast path answered itself, or passed on to the router.
+    func recordFastPath(answered: Bool) {
+        (answered ? fastPathAnswered : fastPathRouted).increment()
     }
 
     func exposition(

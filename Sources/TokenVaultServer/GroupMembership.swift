@@ -16,6 +16,12 @@ final class GroupMembership: Sendable {
         return groups
     }
 
+    /// The groups if `uid` was looked up before; nil otherwise. Never touches the user
+    /// database, so it may run on an event loop.
+    func cachedGroups(uid: UInt32, primaryGID: UInt32) -> Set<UInt32>? {
+        cache.withLock { $0[uid] }.map { $0.union([primaryGID]) }
+    }
+
     private static func lookUp(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?

@@ -26,60 +26,32 @@ extension VaultAPI {
             } ?? 0
         let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
         var credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
-        var refreshFailure: String?
-        if let engine, Self.needsRefresh(credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now) {
+        var verdict = TokenReadVerdict(
+            credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
+        if let engine, verdict == .refreshFirst {
+            var refreshFailure: String?
             switch try await engine.refresh(id, reason: .onDemand) {
             case .refreshed: break
             case .failed(let failure, _): refreshFailure = "the refresh failed: \(failure.code): \(failure.message)"
             case .skipped(let reason, _): refreshFailure = reason
             }
             credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+            verdict = TokenReadVerdict(
+                credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: false,
+                refreshFailure: refreshFailure)
         }
-        let metadata = credential.metadata
-        if metadata.status == .revokePending {
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "revoke_pending"))
-            throw ProblemDetails(
-                .conflict, code: "revoke_pending",
-                detail: "credential \(id) is being deleted; its tokens are not served")
-        }
-        if metadata.status == .needsReauth {
-            // The provider rejected the grant; with reuse detection it has revoked the access
-            // token too, so it is not served however long it seemed to last.
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: "needs_reauth"))
-            throw ProblemDetails(
-                .conflict, code: "needs_reauth",
-                detail: "credential \(id) needs re-authorisation: \(metadata.lastError?.message ?? "sign in again")")
-        }
-        let now = vault.clock.now
-        if let expiresAt = metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) {
-            let code = "token_expired"
+        if case .refuse(let code, let detail) = verdict {
             audit.record(auditEvent(peer, "token.read", id, .failed, detail: code))
-            var detail =
-                expiresAt <= now
-                ? "the access token of \(id) expired at \(expiresAt)"
-                : "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s"
-            if let refreshFailure {
-                detail += "; \(refreshFailure)"
-            } else if let error = metadata.lastError {
-                detail += "; last refresh error: \(error.code): \(error.message)"
-            }
             throw ProblemDetails(.conflict, code: code, detail: detail)
         }
         audit.record(auditEvent(peer, "token.read", id, .allowed))
-        var response = try json(
-            TokenDocument(
-                accessToken: credential.secrets.accessToken.revealString(), tokenType: metadata.tokenType ?? "Bearer",
-                expiresAt: metadata.expiresAt?.description, idToken: credential.secrets.idToken?.revealString()))
-        response.headers[.cacheControl] = "no-store"
-        return response
-    }
-
-    /// Worth an on-demand refresh: it can be refreshed and has less than `minimumTTL` left.
-    static func needsRefresh(_ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp) -> Bool {
-        guard metadata.hasRefreshToken, metadata.status == .active || metadata.status == .failing,
-            let expiresAt = metadata.expiresAt
-        else { return false }
-        return expiresAt < now.adding(seconds: minimumTTL)
+        let metadata = credential.metadata
+        let body = TokenJSON.body(
+            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
+            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: ByteBufferAllocator())
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: body))
     }
 
     /// `POST .../refresh`: refresh now (at most once per 10 s per credential).

@@ -4,7 +4,8 @@ import Logging
 import TokenVaultCore
 
 /// The local API: authorisation by peer credentials, JSON in, JSON or problem+json out.
-/// Every vault call hops to the blocking pool; nothing here blocks an event loop.
+/// Every vault call here hops to the blocking pool; nothing here blocks an event loop. (The one
+/// exception lives outside the router: `TokenFastPath` answers plain token reads on the loop.)
 public struct VaultAPI: Sendable {
     public struct Options: Sendable {
         /// Provider instances credentials may name; anything else is 422.

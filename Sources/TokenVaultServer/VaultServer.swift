@@ -1,9 +1,10 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 
 /// Builds the HTTP application: the router with its problem+json middleware and the `/v1`
 /// routes, HTTP/1.1 on a Unix domain socket with an idle timeout (slow or silent clients are
-/// disconnected).
+/// disconnected), and the event-loop fast path for plain token reads (`TokenFastPath`).
 public enum VaultServer {
     public static func application(
         api: VaultAPI, socketPath: String, idleTimeoutSeconds: Int, logger: Logger,
@@ -15,10 +16,15 @@ public enum VaultServer {
         router.add(middleware: ProblemMiddleware(routes: routeTable))
         api.register(on: router)
         routeTable.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
+        let serverName = "tokenvault"
+        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(idleTimeoutSeconds)))
         return Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(idleTimeoutSeconds)))),
-            configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: "tokenvault"),
+            server: HTTPServerBuilder { responder in
+                FastPathHTTP1Channel(
+                    http1: HTTP1Channel(responder: responder, configuration: http1), api: api, serverName: serverName)
+            },
+            configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: serverName),
             onServerRunning: { _ in await onRunning() },
             logger: logger)
     }

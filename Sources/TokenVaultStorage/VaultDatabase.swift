@@ -5,8 +5,9 @@ import TokenVaultCore
 /// reads run beside a write). Implements `CredentialStore` and `KeyTermStore`; it stores and
 /// returns envelopes without ever seeing a plaintext secret.
 ///
-/// Every method blocks on SQLite. Callers on an event loop must hop to another thread first
-/// (the server does, through its blocking-work pool).
+/// Every method blocks on SQLite. Callers on an event loop hop to another thread first (the
+/// server's routes do, through its blocking-work pool), except the server's token fast path,
+/// which makes one indexed point read on the loop, on purpose.
 public final class VaultDatabase: @unchecked Sendable {
     public let path: String
     let migrator: Migrator

@@ -1,0 +1,64 @@
+import TokenVaultCore
+
+/// What `GET .../token?min_ttl=S` answers for a credential in a given state. Pure, so that the
+/// routed handler and the event-loop fast path (`TokenFastPath`) cannot disagree: the fast path
+/// answers only `.serve` and hands everything else to the route.
+enum TokenReadVerdict: Equatable {
+    /// 200 with the access token.
+    case serve
+    /// Refresh on demand first (the token can be refreshed and has less than S seconds left).
+    case refreshFirst
+    /// 409 with this problem code and detail; nothing is served.
+    case refuse(code: String, detail: String)
+
+    /// - Parameters:
+    ///   - canRefresh: a refresh engine runs and no refresh was tried for this request yet.
+    ///   - refreshFailure: why the refresh tried for this request did not help, for the detail.
+    init(
+        _ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp, canRefresh: Bool,
+        refreshFailure: String? = nil
+    ) {
+        let id = metadata.id
+        if canRefresh, Self.needsRefresh(metadata, minimumTTL: minimumTTL, now: now) {
+            self = .refreshFirst
+            return
+        }
+        switch metadata.status {
+        case .revokePending:
+            self = .refuse(
+                code: "revoke_pending", detail: "credential \(id) is being deleted; its tokens are not served")
+            return
+        case .needsReauth:
+            // The provider rejected the grant; with reuse detection it has revoked the access
+            // token too, so it is not served however long it seemed to last.
+            self = .refuse(
+                code: "needs_reauth",
+                detail: "credential \(id) needs re-authorisation: \(metadata.lastError?.message ?? "sign in again")")
+            return
+        default:
+            break
+        }
+        guard let expiresAt = metadata.expiresAt, expiresAt < now.adding(seconds: minimumTTL) else {
+            self = .serve
+            return
+        }
+        var detail =
+            expiresAt <= now
+            ? "the access token of \(id) expired at \(expiresAt)"
+            : "the access token of \(id) expires at \(expiresAt), sooner than min_ttl=\(Int(minimumTTL)) s"
+        if let refreshFailure {
+            detail += "; \(refreshFailure)"
+        } else if let error = metadata.lastError {
+            detail += "; last refresh error: \(error.code): \(error.message)"
+        }
+        self = .refuse(code: "token_expired", detail: detail)
+    }
+
+    /// Worth an on-demand refresh: it can be refreshed and has less than `minimumTTL` left.
+    static func needsRefresh(_ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp) -> Bool {
+        guard metadata.hasRefreshToken, metadata.status == .active || metadata.status == .failing,
+            let expiresAt = metadata.expiresAt
+        else { return false }
+        return expiresAt < now.adding(seconds: minimumTTL)
+    }
+}
