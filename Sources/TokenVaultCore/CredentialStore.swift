@@ -47,6 +47,8 @@ public protocol CredentialWriter {
     /// Deletes the row; false when there was none.
     func delete(_ id: CredentialID) throws -> Bool
     func appendAudit(_ event: AuditEvent) throws
+    /// Appends many rows, in order (the audit recorder's batches).
+    func appendAudits(_ events: [AuditEvent]) throws
 
     // Refresh journal (see `RefreshAttempt`).
 
@@ -92,5 +94,11 @@ public struct AuditEvent: Sendable, Equatable {
         self.credentialID = credentialID
         self.outcome = outcome
         self.detail = detail
+    }
+}
+
+extension CredentialWriter {
+    public func appendAudits(_ events: [AuditEvent]) throws {
+        for event in events { try appendAudit(event) }
     }
 }

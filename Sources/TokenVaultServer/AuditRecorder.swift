@@ -51,9 +51,7 @@ public final class AuditRecorder: Service, Sendable {
             }
             guard !batch.isEmpty else { return }
             do {
-                try store.write(durability: .normal) { writer in
-                    for event in batch { try writer.appendAudit(event) }
-                }
+                try store.write(durability: .normal) { writer in try writer.appendAudits(batch) }
             } catch {
                 throw VaultError.storage("\(batch.count) audit rows not written: \(error)")
             }

@@ -130,6 +130,19 @@ final class SQLiteStatement {
         return self
     }
 
+    /// Binds one integer parameter, or NULL (typed: no dynamic casts, for batches of many values).
+    func bind(at index: Int32, _ value: Int64?) throws {
+        let result = value.map { sqlite3_bind_int64(raw, index, $0) } ?? sqlite3_bind_null(raw, index)
+        guard result == SQLITE_OK else { throw connection.error(result) }
+    }
+
+    /// Binds one text parameter, or NULL.
+    func bind(at index: Int32, _ value: String?) throws {
+        let result =
+            value.map { sqlite3_bind_text(raw, index, $0, -1, Self.transient) } ?? sqlite3_bind_null(raw, index)
+        guard result == SQLITE_OK else { throw connection.error(result) }
+    }
+
     /// Advances to the next row; false when done.
     func step() throws -> Bool {
         switch sqlite3_step(raw) {
