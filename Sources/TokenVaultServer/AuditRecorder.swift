@@ -41,13 +41,19 @@ public final class AuditRecorder: Service, Sendable {
         }
     }
 
-    private let writing = Mutex<Void>(())
+    /// Held while a flush writes; its value is the spare buffer, so the two buffers swap places
+    /// and a flush never allocates (or copies) while holding `pending`, which the event loops
+    /// append to on every token read.
+    private let writing = Mutex<[AuditEvent]>([])
 
     private func writePending() throws {
-        try writing.withLock { _ in
-            let batch = pending.withLock { events in
-                defer { events.removeAll(keepingCapacity: true) }
-                return events
+        try writing.withLock { spare in
+            var batch: [AuditEvent] = []
+            swap(&batch, &spare)
+            pending.withLock { swap(&$0, &batch) }
+            defer {
+                batch.removeAll(keepingCapacity: true)
+                swap(&batch, &spare)
             }
             guard !batch.isEmpty else { return }
             do {
