@@ -54,7 +54,9 @@ import TokenVaultTesting
             timeoutSeconds: 0.3)
         let outcome = await command.run(input: [])
         #expect(outcome == .timedOut(stderr: Array("partial\n".utf8)))
-        #expect(ContinuousClock.now - started < .seconds(2))
+        // 0.3 s timeout + 0.2 s grace, then SIGKILL. Left running, the loop would never end; the
+        // bound is loose because the parallel suite on 2 cores can delay the kill by seconds.
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     @Test func timeoutAlsoKillsWhatTheProgramStartedEvenIfItIgnoresSIGTERM() async throws {
