@@ -18,8 +18,10 @@ struct TokenReadTarget: Equatable {
         if let question = target.firstIndex(of: "?") {
             path = target[..<question]
             let query = target[target.index(after: question)...]
-            guard query.hasPrefix("min_ttl="), let seconds = Double(query.dropFirst("min_ttl=".count)),
-                seconds >= 0, seconds <= 86_400
+            let value = query.dropFirst("min_ttl=".count)
+            // Plain decimals only: `+`, exponents and hex floats are left to the router's parser.
+            guard query.hasPrefix("min_ttl="), value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+                let seconds = Double(value), seconds <= 86_400
             else { return nil }
             minimumTTL = seconds
         } else {

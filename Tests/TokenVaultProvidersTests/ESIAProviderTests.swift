@@ -77,7 +77,10 @@ import TokenVaultTesting
                 var options: [String: JSONValue] = [
                     "token_endpoint": .string(server.tokenURL), "client_id": "vault-client",
                     "client_certificate_hash": .string(certificateHash),
-                    "signer_command": .array([.string(script(signer, in: directory)), "--profile", "vault"]),
+                    // Run by /bin/sh rather than executed itself: a script written just now can
+                    // still be open for writing in a child another test is spawning at that
+                    // instant (until its exec), and executing it would then fail with ETXTBSY.
+                    "signer_command": .array(["/bin/sh", .string(script(signer, in: directory)), "--profile", "vault"]),
                     "scope": .string(scope), "redirect_uri": .string(redirectURI),
                 ]
                 if let signerTimeout { options["signer_timeout_seconds"] = .number(signerTimeout) }

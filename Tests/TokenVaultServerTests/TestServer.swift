@@ -81,6 +81,15 @@ final class TestServer: Sendable {
         }
     }
 
+    /// Our own uid may write and read tokens in namespace "allowed" only: root's admin rights
+    /// are off and the daemon uid is someone else (the tests run as root).
+    static func policyAllowingOnlyNamespaceAllowed() -> AccessPolicy {
+        let me = getuid()
+        return AccessPolicy(
+            rules: [.init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite, .tokenRead])],
+            daemonUID: me &+ 12345, rootIsAdmin: false)
+    }
+
     func putBody(provider: String = "tinkoff-id", token: String, labels: String = "{}") -> String {
         "{\"provider\": \"\(provider)\", \"labels\": \(labels), \"token\": \(token)}"
     }

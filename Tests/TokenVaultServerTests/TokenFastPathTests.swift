@@ -108,11 +108,7 @@ import TokenVaultTesting
     }
 
     @Test func aPeerWithoutTheRightIsDeniedAndAudited() async throws {
-        let me = getuid()
-        let policy = AccessPolicy(
-            rules: [.init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite, .tokenRead])],
-            daemonUID: me &+ 12345, rootIsAdmin: false)
-        let server = try await TestServer(policy: policy)
+        let server = try await TestServer(policy: TestServer.policyAllowingOnlyNamespaceAllowed())
         defer { Task { await server.stop() } }
         let body = server.putBody(token: SamplePayloads.tinkoff().json)
         #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)

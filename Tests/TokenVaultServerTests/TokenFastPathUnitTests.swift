@@ -28,6 +28,8 @@ import TokenVaultTesting
         "/v1/credentials/pay/alice/token?min_ttl=nan", "/v1/credentials/pay/alice/token?min_ttl=60&x=1",
         "/v1/credentials/pay/alice/token?x=1", "/v1/credentials/pay/alice/token?min_ttl=6%30",
         "/v2/credentials/pay/alice/token", "/v1/credentials/pay/al ice/token",
+        "/v1/credentials/pay/alice/token?min_ttl=+5", "/v1/credentials/pay/alice/token?min_ttl=1e3",
+        "/v1/credentials/pay/alice/token?min_ttl=0x10", "/v1/credentials/pay/alice/token?min_ttl=.",
     ])
     func leavesEverythingElseToTheRouter(target: String) {
         #expect(TokenReadTarget(target) == nil)
