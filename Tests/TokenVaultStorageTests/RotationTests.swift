@@ -58,7 +58,9 @@ import TokenVaultTesting
 
         #expect(failures.load(ordering: .relaxed) == 0)
         #expect(totals.reduce(0, +) >= 6_000)
-        #expect(readsDuringRotation.load(ordering: .relaxed) >= 1_000, "reads must overlap the rotation")
+        // Hundreds overlap even when the parallel suite starves the readers (872 seen at worst
+        // under `make test`, usually thousands); a hundred already proves they overlapped.
+        #expect(readsDuringRotation.load(ordering: .relaxed) >= 100, "reads must overlap the rotation")
         #expect(report.resealed == Self.credentialCount)
         #expect(report.removedTerms == [1])
         #expect(try fixture.database.termUsage() == [2: Self.credentialCount])
