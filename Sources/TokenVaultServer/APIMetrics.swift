@@ -1,4 +1,5 @@
 import Prometheus
+import Synchronization
 import TokenVaultCore
 
 /// Prometheus metrics of the API: requests by route, method and status; latency by route;
@@ -58,6 +59,22 @@ public final class APIMetrics: Sendable {
         (answered ? fastPathAnswered : fastPathRouted).increment()
     }
 
+    /// What each counter fed from the engine's running totals was last advanced to.
+    private let exported = Mutex<[String: Int]>([:])
+
+    /// Advances a Prometheus counter to `total` (the engine keeps running totals; a counter only
+    /// goes up, by the difference since the last scrape).
+    private func advance(_ name: String, labels: [(String, String)], to total: Int, help: String) {
+        let key = name + labels.map { "\u{0}\($0.0)=\($0.1)" }.joined()
+        let step = exported.withLock { last -> Int in
+            let step = max(0, total - (last[key] ?? 0))
+            last[key] = max(total, last[key] ?? 0)
+            return step
+        }
+        let counter = registry.makeCounter(name: name, labels: labels, help: help)
+        if step > 0 { counter.increment(by: Int64(step)) }
+    }
+
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
         providers: [ProviderState] = []
@@ -74,19 +91,17 @@ public final class APIMetrics: Sendable {
                 outcomes.append((kind.rawValue, refresh.failed[kind.rawValue] ?? 0))
             }
             for (outcome, count) in outcomes {
-                registry.makeGauge(
-                    name: "tokenvault_refreshes", labels: [("outcome", outcome)],
-                    help: "Refreshes since start-up, by outcome (a failure by its class)."
-                ).set(Double(count))
+                advance(
+                    "tokenvault_refreshes_total", labels: [("outcome", outcome)], to: count,
+                    help: "Refreshes since start-up, by outcome (a failure by its class).")
             }
-            registry.makeGauge(
-                name: "tokenvault_refresh_recoveries", help: "Refresh attempts resumed after a crash since start-up."
-            ).set(Double(refresh.recovered))
+            advance(
+                "tokenvault_refresh_recoveries_total", labels: [], to: refresh.recovered,
+                help: "Refresh attempts resumed after a crash since start-up.")
             for (outcome, count) in [("revoked", refresh.revoked), ("failed", refresh.revocationFailures)] {
-                registry.makeGauge(
-                    name: "tokenvault_revocations", labels: [("outcome", outcome)],
-                    help: "Revocations at providers since start-up, by outcome."
-                ).set(Double(count))
+                advance(
+                    "tokenvault_revocations_total", labels: [("outcome", outcome)], to: count,
+                    help: "Revocations at providers since start-up, by outcome.")
             }
         }
         for provider in providers {
