@@ -29,6 +29,9 @@ public struct CredentialQuery: Sendable, Equatable {
 /// never sees a plaintext secret.
 public protocol CredentialStore: Sendable {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for
+    /// callers that must not block, such as an event loop).
+    func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord?
     func list(_ query: CredentialQuery) throws -> [CredentialMetadata]
     /// Up to `limit` rows with id greater than `after`, in id order (verification walks).
     func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
@@ -95,6 +98,10 @@ public struct AuditEvent: Sendable, Equatable {
         self.outcome = outcome
         self.detail = detail
     }
+}
+
+extension CredentialStore {
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
 }
 
 extension CredentialWriter {

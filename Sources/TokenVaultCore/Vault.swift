@@ -78,6 +78,13 @@ public final class Vault: Sendable {
         return Credential(metadata: record.metadata, secrets: try open(record, fields: fields))
     }
 
+    /// Like `credential(_:opening:)`, but fails at once instead of waiting when the store is
+    /// busy: for a caller on an event loop, which then hands the request to a blocking thread.
+    public func credentialWithoutWaiting(_ id: CredentialID, opening fields: Set<SealedField>) throws -> Credential {
+        guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
+        return Credential(metadata: record.metadata, secrets: try open(record, fields: fields))
+    }
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         try store.list(query)
     }

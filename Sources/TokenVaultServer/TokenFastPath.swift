@@ -21,8 +21,8 @@ import TokenVaultCore
 /// routed too, so pipelined responses keep their order.
 ///
 /// Sits after Hummingbird's `HTTPConnectionStateHandler`, so idle timeouts and graceful
-/// shutdown see the requests answered here. The read blocks the loop for its duration; on a
-/// cold page cache that is a disk read.
+/// shutdown see the requests answered here. The read blocks the loop for its duration (on a
+/// cold page cache, a disk read), but never waits for a lock: SQLite's busy handler is off for it.
 final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -96,7 +96,8 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard let peer = peer ?? readPeer(context.channel),
             let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
             api.policy.allows(uid: peer.uid, groups: groups, .tokenRead, in: target.id.namespace),
-            let credential = try? api.vault.credential(target.id, opening: [.accessToken, .idToken])
+            // Never waits for a lock on the loop: a busy database sends the request to the router.
+            let credential = try? api.vault.credentialWithoutWaiting(target.id, opening: [.accessToken, .idToken])
         else { return false }
         let metadata = credential.metadata
         let verdict = TokenReadVerdict(

@@ -10,7 +10,13 @@ final class SQLiteConnection: @unchecked Sendable {
     private(set) var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
 
-    init(path: String, readOnly: Bool = false, create: Bool = true, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    /// How long a statement waits for a lock held by another connection before SQLITE_BUSY.
+    static let defaultBusyTimeoutMilliseconds: Int32 = 5000
+
+    init(
+        path: String, readOnly: Bool = false, create: Bool = true,
+        busyTimeoutMilliseconds: Int32 = defaultBusyTimeoutMilliseconds
+    ) throws {
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -26,6 +32,10 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
 
     func close() {
         for statement in statements.values { statement.finalize() }

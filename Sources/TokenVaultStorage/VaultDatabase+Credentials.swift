@@ -13,6 +13,15 @@ extension VaultDatabase: CredentialStore {
         try withReader { try Self.record(id, on: $0) }
     }
 
+    /// No busy handler for this read: SQLITE_BUSY comes back at once (as a storage error).
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try withReader { connection in
+            connection.setBusyTimeout(milliseconds: 0)
+            defer { connection.setBusyTimeout(milliseconds: SQLiteConnection.defaultBusyTimeoutMilliseconds) }
+            return try Self.record(id, on: connection)
+        }
+    }
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         try withReader { connection in
             let statement = try connection.statement(
