@@ -113,7 +113,9 @@ let package = Package(
         // only to print the raw reference line next to our wrappers.
         .executableTarget(
             name: "tokenvault-bench",
-            dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite"],
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite", "BenchmarkSupport",
+            ],
             path: "Benchmarks/tokenvault-bench"),
 
         // Load generator for the socket API (docs/benchmarks.md): keep-alive connections,
@@ -121,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "tokenvault-loadgen",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "BenchmarkSupport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Benchmarks/tokenvault-loadgen"),
@@ -132,11 +134,14 @@ let package = Package(
             name: "tokenvault-refreshbench",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine", "TokenVaultProviders",
-                "TokenVaultTesting",
+                "TokenVaultTesting", "BenchmarkSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Benchmarks/tokenvault-refreshbench"),
+
+        // What the benchmark executables share: argument parsing, a seeded random generator.
+        .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport"),
 
         // Shared test helpers: fake clock, temporary vaults, byte search, the loopback OAuth
         // test provider.

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 /// One timed piece of work. `operation(i)` performs operation number `i` and returns a value
@@ -90,22 +91,6 @@ func timed<Result>(_ body: () throws -> Result) rethrows -> (result: Result, dur
 /// Progress goes to standard error, so standard output is the report alone.
 func progress(_ message: String) {
     FileHandle.standardError.write(Data("tokenvault-bench: \(message)\n".utf8))
-}
-
-/// A fixed pseudo-random sequence (SplitMix64), so every run and both sides of a comparison
-/// touch the same rows in the same order.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
 }
 
 /// The indices `0..<count` in a fixed shuffled order: the sequence of rows a benchmark visits.

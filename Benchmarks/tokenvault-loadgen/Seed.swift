@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultStorage
@@ -79,15 +80,4 @@ func metadataLikePut(
         refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now),
         createdAt: previous?.createdAt ?? now, updatedAt: now,
         hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil)
-}
-
-extension SplitMix64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Random base64url text, the shape of T-ID access and refresh tokens.
-    mutating func token(length: Int) -> String {
-        var bytes = [UInt8](repeating: 0, count: length)
-        for index in bytes.indices { bytes[index] = Self.alphabet[Int(next() & 63)] }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }

@@ -24,23 +24,6 @@ func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-/// A small, fast, per-thread pseudo-random generator (no locking, unlike the system one).
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `value` with a fixed number of decimals, without Foundation's `String(format:)`.
 func format(_ value: Double, decimals: Int) -> String {
     guard value.isFinite else { return "\(value)" }

@@ -1,3 +1,5 @@
+import BenchmarkSupport
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -37,12 +39,10 @@ let usage = """
     """
 
 func fail(_ message: String, exitCode: Int32 = 1) -> Never {
-    let line = Array("tokenvault-loadgen: \(message)\n".utf8)
-    line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
-    exit(exitCode)
+    exitWithError(program: "tokenvault-loadgen", message, exitCode: exitCode)
 }
 
-var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+var arguments = Arguments(Array(CommandLine.arguments.dropFirst()), program: "tokenvault-loadgen", usage: usage)
 switch arguments.subcommand() {
 case "seed":
     let options = SeedOptions(

@@ -1,9 +1,9 @@
+import BenchmarkSupport
 import Foundation
 
 /// Prints `message` to standard error and exits.
 func fail(_ message: String, exitCode: Int32 = 1) -> Never {
-    FileHandle.standardError.write(Data("tokenvault-refreshbench: \(message)\n".utf8))
-    exit(exitCode)
+    exitWithError(program: "tokenvault-refreshbench", message, exitCode: exitCode)
 }
 
 /// Progress goes to standard error, so standard output holds only the report.
@@ -80,30 +80,4 @@ func runProgram(_ path: String, _ arguments: [String], input: String? = nil) thr
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A small, fast pseudo-random generator (no locking, unlike the system one).
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Random base64url text, the shape of real access and refresh tokens.
-    mutating func token(length: Int) -> String {
-        var bytes = [UInt8](repeating: 0, count: length)
-        for index in bytes.indices { bytes[index] = Self.alphabet[Int(next() & 63)] }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }

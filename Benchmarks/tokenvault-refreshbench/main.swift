@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 import TokenVaultCore
 
@@ -40,7 +41,9 @@ let usage = """
              the bare client on one kept-alive connection per worker (keepalive).
     """
 
-var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+var arguments = Arguments(
+    Array(CommandLine.arguments.dropFirst()), program: "tokenvault-refreshbench", usage: usage,
+    acceptsDigitSeparators: true)
 switch arguments.subcommand() {
 case "startup":
     let ownDirectory = URL(
