@@ -5,7 +5,7 @@ import TokenVaultCore
 /// refresh tokens in memory (a spent or unknown token is refused with `invalid_grant`, and
 /// counted), so the engine, the journal and the group commits are measured without the
 /// loopback HTTP round trip and without the test server's CPU.
-final class InMemoryProvider: TokenProvider, TokenSource {
+final class InMemoryProvider: RefreshOnlyProvider, TokenSource {
     let name = RefreshRig.providerName
     var tokenProvider: any TokenProvider { self }
     let lifetime: Double
@@ -53,18 +53,6 @@ final class InMemoryProvider: TokenProvider, TokenSource {
             secrets: CredentialSecrets(
                 accessToken: SecretBytes(utf8: accessToken), refreshToken: SecretBytes(utf8: refreshToken)),
             tokenType: "Bearer", expiry: .after(seconds: lifetime))
-    }
-
-    var supportsRevocation: Bool { false }
-
-    func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {}
-
-    var clientID: String? { nil }
-
-    /// The benchmark measures refreshes only.
-    func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
-        throw ProviderFailure(
-            kind: .misconfigured, code: "not_supported", message: "the benchmark does not exchange codes")
     }
 
     func isLive(_ refreshToken: String) -> Bool { state.withLock { $0.live.contains(refreshToken) } }

@@ -7,7 +7,7 @@ import TokenVaultTesting
 /// pool of kept-alive connections to the loopback server instead of a fresh connection per
 /// call. It lacks everything that makes `OAuth2Provider` safe to ship (error classification,
 /// redaction, timeouts), so it measures what reuse would save, nothing more.
-final class KeepAliveProvider: TokenProvider {
+final class KeepAliveProvider: RefreshOnlyProvider {
     let name = RefreshRig.providerName
     private let port: Int
     private let path: String
@@ -36,18 +36,6 @@ final class KeepAliveProvider: TokenProvider {
         } catch {
             throw ProviderFailure(kind: .unknownOutcome, code: "connection_dropped", message: "\(error)")
         }
-    }
-
-    var supportsRevocation: Bool { false }
-
-    func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {}
-
-    var clientID: String? { nil }
-
-    /// The benchmark measures refreshes only.
-    func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
-        throw ProviderFailure(
-            kind: .misconfigured, code: "not_supported", message: "the benchmark does not exchange codes")
     }
 
     func shutdown() async {
