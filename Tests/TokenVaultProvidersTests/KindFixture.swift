@@ -63,9 +63,9 @@ struct KindFixture<Provider: ShutdownableProvider>: Sendable {
     }
 
     /// Refreshes and returns the failure, or nil when the refresh succeeded.
-    func refreshFailure(_ refreshToken: String) async -> ProviderFailure? {
+    func refreshFailure(_ refreshToken: String, scopes: [String] = []) async -> ProviderFailure? {
         do {
-            _ = try await provider.refresh(Self.refreshRequest(refreshToken))
+            _ = try await provider.refresh(Self.refreshRequest(refreshToken, scopes: scopes))
             return nil
         } catch {
             return error

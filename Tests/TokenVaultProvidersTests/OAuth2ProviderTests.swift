@@ -22,7 +22,8 @@ import TokenVaultTesting
     @Test func refreshWithBasicAuthentication() async throws {
         try await Fixture.run { fixture in
             let issued = fixture.server.issue(scopes: ["openid", "profile"])
-            let payload = try await fixture.provider.refresh(Fixture.request(issued.refreshToken, scopes: ["openid"]))
+            let payload = try await fixture.provider.refresh(
+                Fixture.refreshRequest(issued.refreshToken, scopes: ["openid"]))
 
             let request = try #require(fixture.server.requests.last)
             #expect(request.method == "POST")
@@ -50,9 +51,9 @@ import TokenVaultTesting
     @Test func rotatedTokenRefreshesAgain() async throws {
         try await Fixture.run { fixture in
             let issued = fixture.server.issue()
-            let first = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            let first = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             let successor = try #require(first.secrets.refreshToken?.revealString())
-            let second = try await fixture.provider.refresh(Fixture.request(successor))
+            let second = try await fixture.provider.refresh(Fixture.refreshRequest(successor))
             #expect(second.secrets.refreshToken?.revealString() != successor)
             #expect(fixture.server.refreshTokensPresentedTwice.isEmpty)
             #expect(fixture.server.successfulRefreshes == 2)
@@ -62,7 +63,7 @@ import TokenVaultTesting
     @Test func clientSecretPost() async throws {
         try await Fixture.run(server: { $0.clientAuthentication = .post }) { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             let request = try #require(fixture.server.requests.last)
             #expect(request.headers["authorization"] == nil)
             #expect(
@@ -80,7 +81,7 @@ import TokenVaultTesting
         }) { fixture in
             #expect(fixture.provider.configuration.clientAuthentication == .none)
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             let request = try #require(fixture.server.requests.last)
             #expect(request.headers["authorization"] == nil)
             #expect(request.form["client_id"] == "vault-client")
@@ -91,7 +92,7 @@ import TokenVaultTesting
     @Test func publicClientWithBasicSendsAnEmptyPassword() async throws {
         try await Fixture.run(server: { $0.clientSecret = nil }) { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(basicPair(fixture.server.requests.last?.headers["authorization"]) == "vault-client:")
         }
     }
@@ -102,7 +103,7 @@ import TokenVaultTesting
             $0.clientSecret = "s3c:r/e t+%é"
         }) { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(
                 basicPair(fixture.server.requests.last?.headers["authorization"])
                     == "app+id%3A1:s3c%3Ar%2Fe+t%2B%25%C3%A9")
@@ -112,12 +113,12 @@ import TokenVaultTesting
     @Test func scopeIsSentOnlyWhenConfigured() async throws {
         try await Fixture.run(options: { _, _ in ["send_scope": true] }) { fixture in
             let issued = fixture.server.issue(scopes: ["a", "b"])
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken, scopes: ["a", "b"]))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken, scopes: ["a", "b"]))
             #expect(fixture.server.requests.last?.form["scope"] == "a b")
         }
         try await Fixture.run { fixture in
             let issued = fixture.server.issue(scopes: ["a", "b"])
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken, scopes: ["a", "b"]))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken, scopes: ["a", "b"]))
             #expect(fixture.server.requests.last?.form["scope"] == nil)
         }
     }
@@ -128,7 +129,7 @@ import TokenVaultTesting
             options: { _, _ in ["headers": ["X-SSO-No-Adapter": "true"]] }
         ) { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(fixture.server.requests.last?.headers["x-sso-no-adapter"] == "true")
         }
         try await Fixture.run(server: { $0.requiredHeaders = ["X-SSO-No-Adapter": "true"] }) { fixture in
@@ -150,7 +151,8 @@ import TokenVaultTesting
             $0.expiresInFormat = format
             $0.accessTokenLifetime = lifetime
         }) { fixture in
-            let payload = try await fixture.provider.refresh(Fixture.request(fixture.server.issue().refreshToken))
+            let payload = try await fixture.provider.refresh(
+                Fixture.refreshRequest(fixture.server.issue().refreshToken))
             #expect(payload.expiry == expected)
         }
     }
@@ -158,7 +160,7 @@ import TokenVaultTesting
     @Test func scopeAsAnArray() async throws {
         try await Fixture.run(server: { $0.scopeFormat = .array }) { fixture in
             let issued = fixture.server.issue(scopes: ["openid", "email"])
-            let payload = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            let payload = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(payload.scopes == ["openid", "email"])
         }
     }
@@ -170,7 +172,7 @@ import TokenVaultTesting
             $0.omitRefreshTokenInResponse = omit
         }) { fixture in
             let issued = fixture.server.issue()
-            let payload = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            let payload = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             // Absent means "keep the old one": the engine decides, the provider reports.
             #expect(payload.secrets.refreshToken?.revealString() == (omit ? nil : issued.refreshToken))
         }
@@ -179,7 +181,7 @@ import TokenVaultTesting
     @Test func idTokenSubjectIsRead() async throws {
         try await Fixture.run(server: { $0.includeIDToken = true }) { fixture in
             let issued = fixture.server.issue()
-            let payload = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            let payload = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(payload.secrets.idToken != nil)
             #expect(payload.subject == issued.subject)
         }
@@ -190,7 +192,7 @@ import TokenVaultTesting
     @Test func spentTokenIsInvalidGrant() async throws {
         try await Fixture.run { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             let failure = try #require(await fixture.refreshFailure(issued.refreshToken))
             #expect(failure.kind == .invalidGrant)
             #expect(failure.code == "invalid_grant")
@@ -267,7 +269,7 @@ import TokenVaultTesting
             #expect(date.kind == .transient)
             #expect((115...121).contains(date.retryAfter ?? -1))
             // The scripted refusals spent nothing: the token still works.
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
         }
     }
 
@@ -348,7 +350,7 @@ import TokenVaultTesting
             #expect(failure.code == "connection_dropped")
             #expect(fixture.server.isSpent(issued.refreshToken), "the provider did rotate")
             // What the engine then does: retry with the same token, accepted in the grace window.
-            let retried = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            let retried = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(retried.secrets.refreshToken != nil)
         }
     }
@@ -380,7 +382,7 @@ import TokenVaultTesting
     @Test func serverOfflineIsTransientAndFast() async throws {
         try await Fixture.run { fixture in
             let issued = fixture.server.issue()
-            _ = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(fixture.server.requests.last?.headers["connection"] == "close")
             await fixture.server.goOffline()
             let token = fixture.server.issue().refreshToken
@@ -391,7 +393,7 @@ import TokenVaultTesting
             #expect(ContinuousClock.now - started < .seconds(2))
 
             try await fixture.server.comeBack()
-            _ = try await fixture.provider.refresh(Fixture.request(token))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(token))
         }
     }
 
@@ -404,7 +406,7 @@ import TokenVaultTesting
             environment: [:])
         let failure: ProviderFailure?
         do {
-            _ = try await provider.refresh(OAuth2ProviderFixture.request("rt-never-sent"))
+            _ = try await provider.refresh(OAuth2ProviderFixture.refreshRequest("rt-never-sent"))
             failure = nil
         } catch {
             failure = error
@@ -472,8 +474,8 @@ import TokenVaultTesting
             #expect(fixture.server.requests.isEmpty, "discovery is lazy")
             #expect(fixture.provider.supportsRevocation)
             let issued = fixture.server.issue()
-            let first = try await fixture.provider.refresh(Fixture.request(issued.refreshToken))
-            _ = try await fixture.provider.refresh(Fixture.request(first.secrets.refreshToken!.revealString()))
+            let first = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(first.secrets.refreshToken!.revealString()))
             try await fixture.provider.revoke(first.secrets.accessToken, hint: .accessToken)
             let requests = fixture.server.requests
             #expect(requests.map(\.path) == [path, "/token", "/token", "/revoke"])
@@ -495,7 +497,7 @@ import TokenVaultTesting
             let tokens = (0..<4).map { _ in fixture.server.issue().refreshToken }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for token in tokens {
-                    group.addTask { _ = try await fixture.provider.refresh(Fixture.request(token)) }
+                    group.addTask { _ = try await fixture.provider.refresh(Fixture.refreshRequest(token)) }
                 }
                 try await group.waitForAll()
             }

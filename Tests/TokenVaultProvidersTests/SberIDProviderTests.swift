@@ -116,7 +116,7 @@ import TokenVaultTesting
             ]), environment: [:])
         var failure: ProviderFailure?
         do {
-            _ = try await provider.refresh(OAuth2ProviderFixture.request(server.issue().refreshToken))
+            _ = try await provider.refresh(OAuth2ProviderFixture.refreshRequest(server.issue().refreshToken))
         } catch {
             failure = error
         }
