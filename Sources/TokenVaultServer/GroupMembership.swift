@@ -10,7 +10,7 @@ final class GroupMembership: Sendable {
     private let cache = Mutex<[UInt32: Set<UInt32>]>([:])
 
     func groups(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {
-        if let cached = cache.withLock({ $0[uid] }) { return cached.union([primaryGID]) }
+        if let cached = cachedGroups(uid: uid, primaryGID: primaryGID) { return cached }
         let groups = Self.lookUp(uid: uid, primaryGID: primaryGID)
         cache.withLock { $0[uid] = groups }
         return groups

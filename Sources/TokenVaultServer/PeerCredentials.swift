@@ -37,13 +37,27 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads `SO_PEERCRED` from a connected Unix socket channel.
     public static func read(from channel: any Channel) async throws -> PeerCredentials {
-        guard let provider = channel as? any SocketOptionProvider else {
+        guard let option = peerCredentialOption(channel) else {
             throw VaultError(code: "peer_unknown", message: "the connection does not expose peer credentials")
         }
-        let credentials: PeerCredentialsValue = try await provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)
-        ).get()
-        return PeerCredentials(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid)
+        return PeerCredentials(try await option.get())
+    }
+
+    /// Reads `SO_PEERCRED` on the channel's own event loop, where the socket option is read at
+    /// once; nil if the channel has none.
+    static func readNow(from channel: any Channel) -> PeerCredentials? {
+        var peer: PeerCredentials?
+        peerCredentialOption(channel)?.assumeIsolated().whenSuccess { peer = PeerCredentials($0) }
+        return peer
+    }
+
+    private init(_ value: PeerCredentialsValue) {
+        self.init(uid: value.uid, gid: value.gid, pid: value.pid)
+    }
+
+    private static func peerCredentialOption(_ channel: any Channel) -> EventLoopFuture<PeerCredentialsValue>? {
+        (channel as? any SocketOptionProvider)?.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
     }
 }
 

@@ -3,10 +3,6 @@ import NIOCore
 import NIOHTTPTypes
 import TokenVaultCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Answers the hot request, `GET /v1/credentials/{ns}/{name}/token`, on the connection's event
 /// loop when the answer is a plain 200: the peer may read tokens in the namespace (its groups
 /// already known), the credential exists, and its token is valid for `min_ttl` with no refresh
@@ -93,7 +89,8 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private func answer(_ context: ChannelHandlerContext, _ target: TokenReadTarget, arrived: ContinuousClock.Instant)
         -> Bool
     {
-        guard let peer = peer ?? readPeer(context.channel),
+        if peer == nil { peer = PeerCredentials.readNow(from: context.channel) }
+        guard let peer,
             let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
             api.policy.allows(uid: peer.uid, groups: groups, .tokenRead, in: target.id.namespace),
             // Never waits for a lock on the loop: a busy database sends the request to the router.
@@ -117,16 +114,5 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         api.metrics.recordServedToken(duration: .now - arrived)
         return true
-    }
-
-    /// The peer's credentials: on the event loop the socket option is read synchronously.
-    private func readPeer(_ channel: any Channel) -> PeerCredentials? {
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        let read: EventLoopFuture<PeerCredentialsValue> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-        read.assumeIsolated().whenSuccess { value in
-            self.peer = PeerCredentials(uid: value.uid, gid: value.gid, pid: value.pid)
-        }
-        return peer
     }
 }
