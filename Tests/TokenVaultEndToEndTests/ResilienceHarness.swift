@@ -64,7 +64,13 @@ final class ResilienceHarness: Sendable {
             let issuedAt = Date()
             let tokens = server.issue(lifetime: lifetime)
             issued.withLock { $0[tokens.familyID] = issuedAt }
-            let body = "{\"provider\": \"idp\", \"token\": \(tokens.responseJSON)}"
+            // The vault dates `expires_in` from when the PUT arrives, milliseconds after the
+            // provider minted the token; a read in those last milliseconds would get a token the
+            // provider has already expired. A backend that knows when its token was minted says
+            // so with `expires_at` (it wins over `expires_in`): here, no later than the mint.
+            let expiresAt = ((issuedAt.timeIntervalSince1970 + lifetime) * 1000).rounded(.down) / 1000
+            let body =
+                "{\"provider\": \"idp\", \"token\": {\"expires_at\": \(expiresAt), \(tokens.responseJSON.dropFirst())}"
             try connection.send(
                 "PUT /v1/credentials/\(Self.name(index)) HTTP/1.1\r\nHost: localhost\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
