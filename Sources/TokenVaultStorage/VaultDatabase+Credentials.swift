@@ -96,8 +96,8 @@ extension VaultDatabase: CredentialStore {
             let kind = CredentialKind(rawValue: row.text(2) ?? ""),
             let status = CredentialStatus(rawValue: row.text(4) ?? "")
         else { throw VaultError.storage("credential row '\(idText)' has an unreadable id, kind or status") }
-        let scopes = decodeJSONColumn(row.text(7), empty: "[]", as: [String].self) ?? []
-        let labels = decodeJSONColumn(row.text(8), empty: "{}", as: [String: String].self) ?? [:]
+        let scopes = CompactJSONColumn.strings(row.text(7))
+        let labels = CompactJSONColumn.labels(row.text(8))
         var failure: CredentialFailure?
         if let code = row.text(13) {
             failure = CredentialFailure(
@@ -112,12 +112,6 @@ extension VaultDatabase: CredentialStore {
             updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
             hasRefreshToken: row.int64(18) != 0, hasIDToken: row.int64(19) != 0)
     }
-}
-
-/// Scopes and labels are usually empty: skip the (slow) JSON decoder for the empty literal.
-private func decodeJSONColumn<Value: Decodable>(_ text: String?, empty: String, as type: Value.Type) -> Value? {
-    guard let text, text != empty else { return nil }
-    return try? JSONDecoder().decode(Value.self, from: Data(text.utf8))
 }
 
 /// Writes inside one transaction on the writer connection.
