@@ -34,9 +34,10 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
         try validate(namespace, part: "namespace", maximumLength: maximumNamespaceLength)
     }
 
+    /// Walks the UTF-8 view in place: every token read validates an id, so no copy is made.
     private static func validate(_ part: String, part label: String, maximumLength: Int) throws(VaultError) {
-        let bytes = Array(part.utf8)
-        guard !bytes.isEmpty else { throw .invalidCredentialID("the \(label) is empty") }
+        let bytes = part.utf8
+        guard let first = bytes.first else { throw .invalidCredentialID("the \(label) is empty") }
         guard bytes.count <= maximumLength else {
             throw .invalidCredentialID(
                 "the \(label) is \(bytes.count) characters long; at most \(maximumLength) allowed")
@@ -45,7 +46,7 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
             throw .invalidCredentialID(
                 "the \(label) '\(printable(part))' may contain only letters, digits, '.', '_' and '-'")
         }
-        guard bytes[0] != UInt8(ascii: "."), bytes[0] != UInt8(ascii: "-") else {
+        guard first != UInt8(ascii: "."), first != UInt8(ascii: "-") else {
             throw .invalidCredentialID("the \(label) '\(printable(part))' must not start with '.' or '-'")
         }
     }

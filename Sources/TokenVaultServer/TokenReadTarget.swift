@@ -8,32 +8,44 @@ struct TokenReadTarget: Equatable {
     let id: CredentialID
     let minimumTTL: Double
 
-    private static let prefix = "/v1/credentials/"
-    private static let suffix = "/token"
+    private static let prefix = Array("/v1/credentials/".utf8)
+    private static let suffix = Array("/token".utf8)
+    private static let query = Array("min_ttl=".utf8)
 
     init?(_ target: String) {
-        guard target.hasPrefix(Self.prefix) else { return nil }
-        let path: Substring
+        var target = target
+        guard let parsed = target.withUTF8({ Self(bytes: UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses the target's bytes as received: only the namespace and name become strings.
+    init?(bytes target: UnsafeRawBufferPointer) {
+        guard target.starts(with: Self.prefix) else { return nil }
+        var pathEnd = target.count
         var minimumTTL = 0.0
-        if let question = target.firstIndex(of: "?") {
-            path = target[..<question]
-            let query = target[target.index(after: question)...]
-            let value = query.dropFirst("min_ttl=".count)
+        if let question = target.firstIndex(of: UInt8(ascii: "?")) {
+            pathEnd = question
+            let query = target[(question + 1)...]
+            let value = query.dropFirst(Self.query.count)
             // Plain decimals only: `+`, exponents and hex floats are left to the router's parser.
-            guard query.hasPrefix("min_ttl="), value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
-                let seconds = Double(value), seconds <= 86_400
+            guard query.starts(with: Self.query), !value.isEmpty,
+                value.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }),
+                let seconds = Double(String(decoding: value, as: UTF8.self)), seconds <= 86_400
             else { return nil }
             minimumTTL = seconds
-        } else {
-            path = target[...]
         }
-        guard path.hasSuffix(Self.suffix) else { return nil }
-        let parts = path.dropFirst(Self.prefix.count).dropLast(Self.suffix.count).split(
-            separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let id = try? CredentialID(namespace: String(parts[0]), name: String(parts[1])) else {
+        let path = target[Self.prefix.count..<pathEnd]
+        guard path.count > Self.suffix.count, path.suffix(Self.suffix.count).elementsEqual(Self.suffix) else {
             return nil
         }
-        self.id = id
+        let id = path.dropLast(Self.suffix.count)
+        guard let slash = id.firstIndex(of: UInt8(ascii: "/")),
+            !id[(slash + 1)...].contains(UInt8(ascii: "/")),
+            let credential = try? CredentialID(
+                namespace: String(decoding: id[..<slash], as: UTF8.self),
+                name: String(decoding: id[(slash + 1)...], as: UTF8.self))
+        else { return nil }
+        self.id = credential
         self.minimumTTL = minimumTTL
     }
 }
