@@ -1,0 +1,205 @@
+/// Where one HTTP/1.1 request ends in the bytes a connection received, read strictly enough
+/// that `TokenFastPath` and NIO's decoder always agree on it.
+///
+/// Only plainly framed requests are delimited: a request line `METHOD SP target SP HTTP/1.1`,
+/// header lines `name: value` in visible ASCII, CRLF line ends, at most one decimal
+/// `Content-Length`. Anything else (chunked or other transfer codings, `Upgrade`, `CONNECT`,
+/// HTTP/1.0, bare LF, obs-fold, non-ASCII header bytes, a head over `maxHeadLength`) is
+/// `.unsupported`: the connection stops being parsed here, and the decoder gets every byte and
+/// answers, or rejects, exactly as without the fast path.
+struct HTTPRequestFraming: Equatable {
+    /// Bytes up to and including the blank line after the headers.
+    var headLength: Int
+    /// `Content-Length`, or 0 without one.
+    var bodyLength: Int
+    /// The request target's bytes, as an offset range in the head.
+    var target: Range<Int>
+    var isGet: Bool
+    /// No body, no `Connection` or `Expect` header.
+    var isPlain: Bool
+    /// The only requests the fast path may answer.
+    var isPlainGet: Bool { isGet && isPlain }
+
+    enum Outcome: Equatable {
+        case incomplete
+        case request(HTTPRequestFraming)
+        case unsupported
+    }
+
+    /// Far below the decoder's limits (80 KiB), so a head delimited here is never one it refuses
+    /// for its size; a longer head is left to the decoder.
+    static let maxHeadLength = 8 * 1024
+    static let maxHeaderLines = 64
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        var reader = Reader(bytes: bytes)
+        // Request line.
+        guard let method = reader.token(endingWith: space, allowed: isUppercaseLetter) else {
+            return reader.verdict
+        }
+        guard let target = reader.token(endingWith: space, allowed: isVisible) else { return reader.verdict }
+        guard reader.expect(http11) else { return reader.verdict }
+        if bytes[method].elementsEqual(connectMethod) { return .unsupported }
+        let isGet = bytes[method].elementsEqual(getMethod)
+
+        var bodyLength: Int?
+        var plain = true
+        var lines = 0
+        while true {
+            guard reader.available >= 2 else { return reader.verdict }
+            if reader.peek(cr) {
+                guard reader.expect(crlf) else { return reader.verdict }
+                break
+            }
+            lines += 1
+            guard lines <= maxHeaderLines,
+                let name = reader.token(endingWith: colon, allowed: isTokenCharacter),
+                let rawValue = reader.token(endingWith: cr, allowed: isFieldValueByte, allowEmpty: true),
+                reader.expect(lf)
+            else { return lines > maxHeaderLines ? .unsupported : reader.verdict }
+            let value = trimmed(rawValue, in: bytes)
+            switch Header(bytes[name]) {
+            case .contentLength:
+                guard bodyLength == nil, let length = decimal(bytes[value]) else { return .unsupported }
+                bodyLength = length
+            case .transferEncoding, .upgrade:
+                return .unsupported
+            case .connection, .expect:
+                plain = false
+            case .other:
+                break
+            }
+        }
+        guard reader.offset <= maxHeadLength else { return .unsupported }
+        let body = bodyLength ?? 0
+        return .request(
+            HTTPRequestFraming(
+                headLength: reader.offset, bodyLength: body, target: target, isGet: isGet, isPlain: plain && body == 0))
+    }
+
+    /// Header names the framing depends on, compared case-insensitively.
+    private enum Header {
+        case contentLength, transferEncoding, upgrade, connection, expect, other
+
+        init(_ name: Slice<UnsafeRawBufferPointer>) {
+            func named(_ lowercase: [UInt8]) -> Bool {
+                name.count == lowercase.count && zip(name, lowercase).allSatisfy { $0 | 0x20 == $1 || $0 == $1 }
+            }
+            self =
+                if named(contentLengthName) { .contentLength } else if named(transferEncodingName) {
+                    .transferEncoding
+                } else if named(upgradeName) { .upgrade } else if named(connectionName) {
+                    .connection
+                } else if named(expectName) { .expect } else { .other }
+        }
+    }
+
+    /// A cursor over the received bytes that knows whether running out means "wait for more"
+    /// (still within `maxHeadLength`) or "not for this parser".
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+        /// Set when a byte broke the rules; otherwise the bytes simply ran out.
+        var malformed = false
+
+        var available: Int { bytes.count - offset }
+        var verdict: Outcome {
+            malformed || bytes.count >= HTTPRequestFraming.maxHeadLength ? .unsupported : .incomplete
+        }
+
+        /// Bytes satisfying `allowed` up to `terminator` (consumed, not included); nil when the
+        /// bytes run out first or another byte appears.
+        mutating func token(endingWith terminator: UInt8, allowed: (UInt8) -> Bool, allowEmpty: Bool = false)
+            -> Range<Int>?
+        {
+            let start = offset
+            let limit = min(bytes.count, HTTPRequestFraming.maxHeadLength)
+            while offset < limit {
+                let byte = bytes[offset]
+                if byte == terminator {
+                    guard allowEmpty || offset > start else {
+                        malformed = true
+                        return nil
+                    }
+                    offset += 1
+                    return start..<(offset - 1)
+                }
+                guard allowed(byte) else {
+                    malformed = true
+                    return nil
+                }
+                offset += 1
+            }
+            return nil
+        }
+
+        mutating func expect(_ literal: [UInt8]) -> Bool {
+            for byte in literal {
+                guard expect(byte) else { return false }
+            }
+            return true
+        }
+
+        mutating func expect(_ byte: UInt8) -> Bool {
+            guard offset < bytes.count else { return false }
+            guard bytes[offset] == byte else {
+                malformed = true
+                return false
+            }
+            offset += 1
+            return true
+        }
+
+        func peek(_ byte: UInt8) -> Bool { offset < bytes.count && bytes[offset] == byte }
+    }
+}
+
+private let space = UInt8(ascii: " ")
+private let colon = UInt8(ascii: ":")
+private let cr = UInt8(ascii: "\r")
+private let lf = UInt8(ascii: "\n")
+private let crlf: [UInt8] = [cr, lf]
+private let http11 = Array("HTTP/1.1\r\n".utf8)
+private let getMethod = Array("GET".utf8)
+private let connectMethod = Array("CONNECT".utf8)
+private let contentLengthName = Array("content-length".utf8)
+private let transferEncodingName = Array("transfer-encoding".utf8)
+private let upgradeName = Array("upgrade".utf8)
+private let connectionName = Array("connection".utf8)
+private let expectName = Array("expect".utf8)
+
+private func isUppercaseLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) }
+private func isVisible(_ byte: UInt8) -> Bool { (0x21...0x7E).contains(byte) }
+/// RFC 9110 `tchar`.
+private func isTokenCharacter(_ byte: UInt8) -> Bool {
+    switch byte {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+        UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+        UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+        true
+    default: false
+    }
+}
+/// Visible ASCII, space and tab; obs-text (bytes over 0x7E) is left to the decoder.
+private func isFieldValueByte(_ byte: UInt8) -> Bool { byte == 0x09 || (0x20...0x7E).contains(byte) }
+
+/// `range` without leading and trailing spaces and tabs.
+private func trimmed(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Range<Int> {
+    var lower = range.lowerBound
+    var upper = range.upperBound
+    while lower < upper, bytes[lower] == space || bytes[lower] == 0x09 { lower += 1 }
+    while upper > lower, bytes[upper - 1] == space || bytes[upper - 1] == 0x09 { upper -= 1 }
+    return lower..<upper
+}
+
+/// 1 to 15 decimal digits (so no overflow), else nil.
+private func decimal(_ digits: Slice<UnsafeRawBufferPointer>) -> Int? {
+    guard (1...15).contains(digits.count) else { return nil }
+    var value = 0
+    for byte in digits {
+        guard (0x30...0x39).contains(byte) else { return nil }
+        value = value * 10 + Int(byte - 0x30)
+    }
+    return value
+}
