@@ -4,23 +4,27 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 
-/// Hummingbird's HTTP/1.1 child channel with `TokenFastPath` inserted right after its
-/// connection-state handler (idle timeout, graceful close), in front of the router.
-/// Everything else, the pipeline and the request loop, is Hummingbird's own `HTTP1Channel`.
+/// Hummingbird's HTTP/1.1 child channel with `TokenFastPath` in front of the HTTP decoder and
+/// `HTTPActivityTracker` after Hummingbird's connection-state handler. The tracker keeps the
+/// idle timeout, so `http1` must be configured without one; Hummingbird's handler still does
+/// graceful shutdown. Everything else, the pipeline and the request loop, is `HTTP1Channel`'s own.
 struct FastPathHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let http1: HTTP1Channel
+    let idleTimeout: Duration
     let api: VaultAPI
     let serverName: String
 
     var responder: Responder { http1.responder }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        http1.setup(channel: channel, logger: logger).flatMapThrowing { [api, serverName] value in
+        http1.setup(channel: channel, logger: logger).flatMapThrowing { [api, serverName, idleTimeout] value in
             let pipeline = channel.pipeline.syncOperations
             let connectionState = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            try pipeline.addHandler(TokenFastPath(api: api, serverName: serverName), position: .after(connectionState))
+            let tracker = HTTPActivityTracker(idleTimeout: idleTimeout)
+            try pipeline.addHandler(tracker, position: .after(connectionState))
+            try pipeline.addHandler(TokenFastPath(api: api, serverName: serverName, tracker: tracker), position: .first)
             return value
         }
     }

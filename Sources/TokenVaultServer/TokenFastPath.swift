@@ -1,94 +1,109 @@
-import HTTPTypes
 import NIOCore
-import NIOHTTPTypes
 import TokenVaultCore
 
-/// Answers the hot request, `GET /v1/credentials/{ns}/{name}/token`, on the connection's event
-/// loop when the answer is a plain 200: the peer may read tokens in the namespace (its groups
-/// already known), the credential exists, and its token is valid for `min_ttl` with no refresh
-/// due. That costs one point read from SQLite's page cache and one decryption (about 12 µs),
-/// less than the hand-offs between event loop, concurrency pool and blocking pool that the
-/// router's path takes (docs/benchmarks.md). It also writes the same audit row and metrics.
+/// Answers the hot request, `GET /v1/credentials/{ns}/{name}/token`, straight from the bytes
+/// the socket delivered, when the answer is a plain 200: the peer may read tokens in the
+/// namespace (its groups already known), the credential exists, and its token is valid for
+/// `min_ttl` with no refresh due. That costs one point read from SQLite's page cache and one
+/// decryption (about 12 µs). The HTTP decoder, the header conversions and the router's hand-offs
+/// between event loop, concurrency pool and blocking pool cost several times that
+/// (docs/benchmarks.md, "Local API"). It writes the same body, headers, audit row and metrics.
 ///
-/// Everything else goes on to the router unchanged, which then produces the answer, including
-/// every refusal and every on-demand refresh, exactly as before: another route, a token read
-/// that would be refused, refreshed or fail, a request with a body or `Connection` header.
-/// While a routed request's response is outstanding, later requests on the connection are
-/// routed too, so pipelined responses keep their order.
+/// It sits first in the connection's pipeline and delimits requests with `HTTPRequestFraming`.
+/// Every request it does not answer goes on to NIO's decoder and the router as the very bytes
+/// received: another route, a token read that would be refused, refreshed or fail, a request
+/// with a body, `Connection` or `Expect` header. Once a request is not plainly framed
+/// (chunked, HTTP/1.0, anything odd), the connection's remaining bytes all go to the decoder.
+/// While the router owes a response, later requests are routed too, so pipelined responses
+/// keep their order. `HTTPActivityTracker` keeps the idle timeout, seeing both paths.
 ///
-/// Sits after Hummingbird's `HTTPConnectionStateHandler`, so idle timeouts and graceful
-/// shutdown see the requests answered here. The read blocks the loop for its duration (on a
-/// cold page cache, a disk read), but never waits for a lock: SQLite's busy handler is off for it.
-final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+/// The read blocks the loop for its duration (on a cold page cache, a disk read), but never
+/// waits for a lock: SQLite's busy handler is off for it.
+final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// The route template under which the router records this route in the metrics.
     static let route = "/v1/credentials/{namespace}/{name}/token"
 
     private let api: VaultAPI
     private let serverName: String
+    private let tracker: HTTPActivityTracker
     /// `SO_PEERCRED`, read once, on the connection's first token request.
     private var peer: PeerCredentials?
-    /// A token request whose head has arrived, with when it did: answered at its end, or
-    /// routed if a body part comes first.
-    private var held: (head: HTTPRequest, target: TokenReadTarget, arrived: ContinuousClock.Instant)?
-    /// Requests handed to the router whose response has not ended yet.
-    private var routedOutstanding = 0
+    /// Received bytes not yet answered or passed on: the start of a request whose head is incomplete.
+    private var pending: ByteBuffer?
+    /// Body bytes of a routed request still to pass on to the decoder.
+    private var bodyToRoute = 0
+    /// Set once a request is not plainly framed, and on graceful shutdown: from then on, every
+    /// byte goes to the decoder.
+    private var routesEverything = false
 
-    init(api: VaultAPI, serverName: String) {
+    init(api: VaultAPI, serverName: String, tracker: HTTPActivityTracker) {
         self.api = api
         self.serverName = serverName
+        self.tracker = tracker
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            if routedOutstanding == 0, head.method == .get, head.headerFields[.connection] == nil,
-                let target = head.path.flatMap(TokenReadTarget.init)
-            {
-                held = (head, target, .now)
-                return
-            }
-            route(context, data)
-        case .body:
-            if let held {
-                self.held = nil
-                api.metrics.recordFastPath(answered: false)
-                route(context, wrapInboundOut(.head(held.head)))
-            }
-            context.fireChannelRead(data)
-        case .end:
-            if let held {
-                self.held = nil
-                if answer(context, held.target, arrived: held.arrived) {
-                    api.metrics.recordFastPath(answered: true)
-                    return
-                }
-                api.metrics.recordFastPath(answered: false)
-                route(context, wrapInboundOut(.head(held.head)))
-            }
-            context.fireChannelRead(data)
+        guard !routesEverything else { return context.fireChannelRead(data) }
+        var input = unwrapInboundIn(data)
+        if var earlier = pending {
+            pending = nil
+            earlier.writeBuffer(&input)
+            input = earlier
         }
+        var answered = false
+        while input.readableBytes > 0 {
+            if bodyToRoute > 0 {
+                let chunk = input.readSlice(length: min(bodyToRoute, input.readableBytes))!
+                bodyToRoute -= chunk.readableBytes
+                context.fireChannelRead(wrapInboundOut(chunk))
+                continue
+            }
+            let outcome = input.withUnsafeReadableBytes { HTTPRequestFraming.parse($0) }
+            switch outcome {
+            case .incomplete:
+                pending = input
+                input.moveReaderIndex(to: input.writerIndex)
+            case .unsupported:
+                routesEverything = true
+                context.fireChannelRead(wrapInboundOut(input))
+                input.moveReaderIndex(to: input.writerIndex)
+            case .request(let request):
+                if handle(context, request, in: input) {
+                    input.moveReaderIndex(forwardBy: request.headLength)
+                    answered = true
+                } else {
+                    context.fireChannelRead(wrapInboundOut(input.readSlice(length: request.headLength)!))
+                    bodyToRoute = request.bodyLength
+                }
+            }
+        }
+        if answered { context.flush() }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        // Only the router's responses pass through here; this handler's own go from its context.
-        if case .end = unwrapOutboundIn(data) { routedOutstanding = max(0, routedOutstanding - 1) }
-        context.write(data, promise: promise)
+    /// Answers the request if it is a token read the fast path can serve.
+    private func handle(_ context: ChannelHandlerContext, _ request: HTTPRequestFraming, in input: ByteBuffer) -> Bool {
+        guard request.isGet,
+            let target = input.withUnsafeReadableBytes({
+                TokenReadTarget(bytes: UnsafeRawBufferPointer(rebasing: $0[request.target]))
+            })
+        else { return false }
+        let arrived = ContinuousClock.now
+        guard request.isPlain, tracker.routedInProgress == 0, answer(context, target) else {
+            api.metrics.recordFastPath(answered: false)
+            return false
+        }
+        tracker.noteAnswered(at: arrived)
+        api.metrics.recordFastPath(answered: true)
+        api.metrics.recordServedToken(duration: .now - arrived)
+        return true
     }
 
-    private func route(_ context: ChannelHandlerContext, _ head: NIOAny) {
-        routedOutstanding += 1
-        context.fireChannelRead(head)
-    }
-
-    /// Writes the 200 if the request qualifies; false (nothing written) otherwise.
-    private func answer(_ context: ChannelHandlerContext, _ target: TokenReadTarget, arrived: ContinuousClock.Instant)
-        -> Bool
-    {
+    /// Writes the 200 if the read qualifies; false (nothing written) otherwise.
+    private func answer(_ context: ChannelHandlerContext, _ target: TokenReadTarget) -> Bool {
         if peer == nil { peer = PeerCredentials.readNow(from: context.channel) }
         guard let peer,
             let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
@@ -105,14 +120,50 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let body = TokenJSON.body(
             accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
             expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: context.channel.allocator)
-        let headers: HTTPFields = [
-            .contentType: "application/json", .contentLength: String(body.readableBytes), .cacheControl: "no-store",
-            .requestID: RequestIDs.next(), .date: HTTPDateHeader.now, .server: serverName,
-        ]
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        api.metrics.recordServedToken(duration: .now - arrived)
+        var response = context.channel.allocator.buffer(capacity: 256 + body.readableBytes)
+        response.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
+        response.writeString(String(body.readableBytes))
+        response.writeStaticString("\r\nCache-Control: no-store\r\nX-Request-Id: ")
+        response.writeString(RequestIDs.next())
+        response.writeStaticString("\r\nDate: ")
+        response.writeString(HTTPDateHeader.now)
+        response.writeStaticString("\r\nServer: ")
+        response.writeString(serverName)
+        response.writeStaticString("\r\n\r\n")
+        response.writeImmutableBuffer(body)
+        context.write(wrapOutboundOut(response), promise: nil)
         return true
     }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case ChannelEvent.inputClosed:
+            // An incomplete request goes to the decoder, which reports it as it always did.
+            routeEverythingFromNowOn(context)
+            context.fireUserInboundEventTriggered(event)
+        case is ChannelShouldQuiesceEvent:
+            // Graceful shutdown: Hummingbird's connection handler closes the connection once the
+            // router owes nothing, which would drop a response of ours still queued behind a full
+            // socket buffer. Writes complete in order, so an empty write completing means every
+            // response before it has reached the socket.
+            routeEverythingFromNowOn(context)
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in loopBound.value.fireUserInboundEventTriggered(event) }
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    private func routeEverythingFromNowOn(_ context: ChannelHandlerContext) {
+        routesEverything = true
+        if let pending {
+            self.pending = nil
+            context.fireChannelRead(wrapInboundOut(pending))
+        }
+    }
 }
+
+@available(*, unavailable)
+extension TokenFastPath: Sendable {}

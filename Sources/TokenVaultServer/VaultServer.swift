@@ -17,12 +17,14 @@ public enum VaultServer {
         api.register(on: router)
         routeTable.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
         let serverName = "tokenvault"
-        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(idleTimeoutSeconds)))
+        // No idle timeout here: HTTPActivityTracker keeps it, seeing the fast path's requests too.
+        let http1 = HTTP1Channel.Configuration(idleTimeout: nil)
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
                 FastPathHTTP1Channel(
-                    http1: HTTP1Channel(responder: responder, configuration: http1), api: api, serverName: serverName)
+                    http1: HTTP1Channel(responder: responder, configuration: http1),
+                    idleTimeout: .seconds(idleTimeoutSeconds), api: api, serverName: serverName)
             },
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: serverName),
             onServerRunning: { _ in await onRunning() },
