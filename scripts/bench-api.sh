@@ -11,8 +11,11 @@
 # 5. PAIRS times (default 3), alternately: GET /v1/credentials/bench/c<k>/token at 1 and 16
 #    keep-alive connections, each followed by `redis-benchmark -t get` with as many clients
 #    (the VM's speed drifts, so each ratio compares neighbouring runs, and the goals take the
-#    median pair); then two baselines through the same daemon (GET /v1/health, and an unknown
-#    path's 404);
+#    median pair); the load generator drives N connections from one polling thread, as
+#    redis-benchmark does, and one connection with a blocking send and receive, as a single
+#    caller does; then baselines through the same daemon (GET /v1/health, an unknown path's
+#    404, and the token read with the client modes swapped: one blocking thread per
+#    connection at N, the polling thread at 1);
 # 6. grows the vault to 100,000 credentials, restarts the daemon, requests every credential's
 #    token, and reads the daemon's resident memory;
 # 7. prints the pairs, a table of the median pair, and the goals.
@@ -181,6 +184,15 @@ for baseline in "health-1 /v1/health 200 1" "health-n /v1/health 200 $CONNECTION
     measure "$key" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$connections" \
         --duration "$BASELINE_DURATION" --warmup 1 --path "$path" --expect "$expect"
 done
+# The same token read with the load generator's other client modes: one blocking thread per
+# connection at N (on two cores, N client threads and the daemon's loops compete for time
+# slices), and the polling thread at one connection (its wake-up from poll costs the round trip).
+log "tokenvault baseline GET .../token, one client thread per connection: 1 s warm-up + $BASELINE_DURATION s"
+measure token-threads-n "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" \
+    --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT" --client threads
+log "tokenvault baseline GET .../token, one connection from the polling client: 1 s warm-up + $BASELINE_DURATION s"
+measure token-events-1 "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections 1 \
+    --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT" --client events
 OURS_RSS_10K=$(status_kb "$DAEMON_PID" VmRSS)
 stop_daemon
 
@@ -283,6 +295,8 @@ summary() {
     ours_row "baseline: tokenvault GET /v1/health" health-1
     ours_row "baseline: tokenvault GET /v1/health" health-n
     ours_row "baseline: tokenvault GET unknown path (404)" notfound-n
+    ours_row "baseline: tokenvault GET .../token, a client thread per connection" token-threads-n
+    ours_row "baseline: tokenvault GET .../token, polling client" token-events-1
     echo
     echo "Load generator CPU: $(field "${RESULT[token-1]}" client_cores) cores at 1 connection," \
         "$(field "${RESULT[token-$N]}" client_cores) at $N."

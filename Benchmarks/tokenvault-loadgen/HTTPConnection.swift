@@ -86,15 +86,7 @@ final class HTTPConnection {
     /// Sends `request` (a complete request with headers) and returns the response's status
     /// once its whole body has arrived.
     func exchange(_ request: UnsafeRawBufferPointer) throws -> Int {
-        var sent = 0
-        while sent < request.count {
-            let count = send(descriptor, request.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL))
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ConnectionError.system("send", errno)
-            }
-            sent += count
-        }
+        try sendRequest(request)
         return try readResponse()
     }
 
@@ -105,7 +97,61 @@ final class HTTPConnection {
             try fill()
             headerEnd = find(crlfcrlf, from: start)
         }
-        let head = UnsafeRawBufferPointer(rebasing: buffer[start..<headerEnd!])
+        let head = try parseHead(upTo: headerEnd!)
+        start = headerEnd! + 4
+        if keepBody { lastBody.removeAll(keepingCapacity: true) }
+        if head.chunked {
+            try readChunkedBody()
+        } else if let contentLength = head.contentLength {
+            try consume(contentLength)
+        } else {
+            throw ConnectionError.malformed("neither Content-Length nor chunked encoding")
+        }
+        if head.closeAfter { try reconnect() }
+        return head.status
+    }
+
+    // MARK: Event-driven use (one thread polling many connections)
+
+    /// The socket, for `poll`: when it is readable, `receiveAvailable()` does not block.
+    var fileDescriptor: Int32 { descriptor }
+
+    /// Sends `request` (a complete request with headers) without waiting for the response.
+    func sendRequest(_ request: UnsafeRawBufferPointer) throws {
+        var sent = 0
+        while sent < request.count {
+            let count = send(descriptor, request.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ConnectionError.system("send", errno)
+            }
+            sent += count
+        }
+    }
+
+    /// One `recv` of what has arrived.
+    func receiveAvailable() throws { try fill() }
+
+    /// The status of the response now complete in the buffer (consumed), or nil while it is
+    /// incomplete. Only `Content-Length` framing, and no `Connection: close` (which would need
+    /// a new socket): the token and baseline responses.
+    func takeResponse() throws -> Int? {
+        guard let headerEnd = find(crlfcrlf, from: start) else { return nil }
+        let head = try parseHead(upTo: headerEnd)
+        guard !head.chunked, !head.closeAfter, let length = head.contentLength else {
+            throw ConnectionError.malformed(
+                "a chunked or closing response (the event-driven client needs Content-Length)")
+        }
+        let responseEnd = headerEnd + 4 + length
+        guard responseEnd <= end else { return nil }
+        start = responseEnd
+        return head.status
+    }
+
+    private func parseHead(upTo headerEnd: Int) throws -> (
+        status: Int, contentLength: Int?, chunked: Bool, closeAfter: Bool
+    ) {
+        let head = UnsafeRawBufferPointer(rebasing: buffer[start..<headerEnd])
         guard head.count >= 12, head.starts(with: "HTTP/1.".utf8) else {
             throw ConnectionError.malformed("no status line")
         }
@@ -133,17 +179,7 @@ final class HTTPConnection {
                 closeAfter = contains(value, closeToken)
             }
         }
-        start = headerEnd! + 4
-        if keepBody { lastBody.removeAll(keepingCapacity: true) }
-        if chunked {
-            try readChunkedBody()
-        } else if let contentLength {
-            try consume(contentLength)
-        } else {
-            throw ConnectionError.malformed("neither Content-Length nor chunked encoding")
-        }
-        if closeAfter { try reconnect() }
-        return status
+        return (status, contentLength, chunked, closeAfter)
     }
 
     /// Drops (or keeps, for diagnostics) the next `count` body bytes.

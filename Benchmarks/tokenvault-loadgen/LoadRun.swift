@@ -32,6 +32,14 @@ struct RunOptions: Sendable {
     /// whichever comes first. With `sequential` order and `requests == credentials`, every
     /// credential is requested exactly once.
     var requests: Int?
+    /// How the load generator drives its connections.
+    enum Client: String, Sendable {
+        /// One thread polls every connection (like redis-benchmark). Linux only.
+        case events
+        /// One blocking thread per connection.
+        case threads
+    }
+    var client: Client
 
     /// What the report calls the requests.
     var target: String { fixedPath ?? "/v1/credentials/\(namespace)/c<k>/token" }
@@ -72,6 +80,9 @@ func runLoad(_ options: RunOptions) {
         fail("--connections, --credentials and --duration must be positive", exitCode: 64)
     }
     preflight(options)
+    #if os(Linux)
+        if options.client == .events { return runEventDriven(options) }
+    #endif
 
     let coordinator = RunCoordinator()
     for worker in 0..<options.connections {
@@ -158,41 +169,12 @@ private func loadThread(_ worker: Int, _ options: RunOptions, _ coordinator: Run
     coordinator.go.wait()
     let (warmupEnd, end) = coordinator.schedule.withLock { $0 }
 
-    // The request is rebuilt in place: a fixed prefix, the credential number, a fixed suffix.
-    let prefix = Array("GET /v1/credentials/\(options.namespace)/c".utf8)
-    let suffix = Array("/token HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
-    var request = [UInt8](repeating: 0, count: prefix.count + 20 + suffix.count)
-    request.replaceSubrange(0..<prefix.count, with: prefix)
-    if let path = options.fixedPath { request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8) }
-    let fixedLength = options.fixedPath == nil ? nil : request.count
-    var generator = SplitMix64(seed: 0x7F4A_7C15 &+ UInt64(worker) &* 0x9E37_79B9)
-    var sequence = worker % options.credentials
+    var requests = RequestSequence(options, worker: worker)
     // This thread's share of --requests (measured requests only).
-    let quota = options.requests.map { total in
-        total / options.connections + (worker < total % options.connections ? 1 : 0)
-    }
+    let quota = options.requests.map { share(of: $0, worker: worker, workers: options.connections) }
     var measuredRequests = 0
 
     while true {
-        let credential: Int
-        switch options.order {
-        case .random: credential = Int(generator.next() % UInt64(options.credentials))
-        case .sequential:
-            credential = sequence
-            sequence += options.connections
-            if sequence >= options.credentials { sequence %= options.credentials }
-        }
-        let length =
-            fixedLength
-            ?? request.withUnsafeMutableBufferPointer { bytes in
-                var position = prefix.count + writeDecimal(credential, into: bytes, at: prefix.count)
-                for byte in suffix {
-                    bytes[position] = byte
-                    position += 1
-                }
-                return position
-            }
-
         let started = monotonicNanoseconds()
         if started >= end { break }
         if started >= warmupEnd {
@@ -201,9 +183,7 @@ private func loadThread(_ worker: Int, _ options: RunOptions, _ coordinator: Run
         }
         let status: Int
         do {
-            status = try request.withUnsafeBytes {
-                try connection.exchange(UnsafeRawBufferPointer(rebasing: $0[0..<length]))
-            }
+            status = try requests.withNext { try connection.exchange($0) }
         } catch {
             if started >= warmupEnd {
                 result.broken += 1
@@ -227,6 +207,57 @@ private func loadThread(_ worker: Int, _ options: RunOptions, _ coordinator: Run
     }
 }
 
+/// Worker `worker`'s part of `total` requests split over `workers`.
+func share(of total: Int, worker: Int, workers: Int) -> Int {
+    total / workers + (worker < total % workers ? 1 : 0)
+}
+
+/// One connection's requests, each built in place in one buffer: a fixed prefix, the
+/// credential number (random, or walking sequentially from the worker's index), a fixed suffix;
+/// or the same fixed path every time.
+struct RequestSequence {
+    private let options: RunOptions
+    private let prefix: [UInt8]
+    private let suffix: [UInt8]
+    private var bytes: [UInt8]
+    private var generator: SplitMix64
+    private var sequence: Int
+
+    init(_ options: RunOptions, worker: Int) {
+        self.options = options
+        prefix = Array("GET /v1/credentials/\(options.namespace)/c".utf8)
+        suffix = Array("/token HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        bytes = [UInt8](repeating: 0, count: prefix.count + 20 + suffix.count)
+        bytes.replaceSubrange(0..<prefix.count, with: prefix)
+        if let path = options.fixedPath { bytes = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8) }
+        generator = SplitMix64(seed: 0x7F4A_7C15 &+ UInt64(worker) &* 0x9E37_79B9)
+        sequence = worker % options.credentials
+    }
+
+    /// Calls `body` with the next request's bytes.
+    mutating func withNext<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        guard options.fixedPath == nil else { return try bytes.withUnsafeBytes(body) }
+        let credential: Int
+        switch options.order {
+        case .random: credential = Int(generator.next() % UInt64(options.credentials))
+        case .sequential:
+            credential = sequence
+            sequence += options.connections
+            if sequence >= options.credentials { sequence %= options.credentials }
+        }
+        let (prefix, suffix) = (self.prefix, self.suffix)
+        let length = bytes.withUnsafeMutableBufferPointer { bytes in
+            var position = prefix.count + writeDecimal(credential, into: bytes, at: prefix.count)
+            for byte in suffix {
+                bytes[position] = byte
+                position += 1
+            }
+            return position
+        }
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+}
+
 /// Writes `value`'s decimal digits at `offset`; returns how many.
 @inline(__always)
 private func writeDecimal(_ value: Int, into bytes: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
@@ -244,7 +275,7 @@ private func writeDecimal(_ value: Int, into bytes: UnsafeMutableBufferPointer<U
     return digits
 }
 
-private func report(
+func report(
     _ options: RunOptions, histogram: LatencyHistogram, succeeded: Int, failed: Int, broken: Int, throughput: Double,
     measured: Double, clientCPU: Double
 ) {
@@ -256,7 +287,7 @@ private func report(
     print(
         """
         GET \(options.target) over \(options.socketPath)
-          connections      \(options.connections) (keep-alive, one blocking thread each)
+          connections      \(options.connections) (keep-alive, \(options.client == .events ? "one polling thread for all" : "one blocking thread each"))
           credentials      \(options.fixedPath == nil ? "\(options.credentials), \(options.order.rawValue) order" : "none (fixed path)")
           measured         \(format(measured, decimals: 2)) s after \(format(options.warmup, decimals: 1)) s warm-up
           requests         \(succeeded) ok, \(failed) not \(options.expectedStatus), \(broken) connection errors
@@ -269,5 +300,5 @@ private func report(
             + "duration_s=\(format(measured, decimals: 2)) requests=\(succeeded) "
             + "rps=\(format(throughput, decimals: 0)) p50_us=\(p50) p99_us=\(p99) p999_us=\(p999) max_us=\(maximum) "
             + "mean_us=\(format(histogram.mean, decimals: 1)) errors=\(failed + broken) "
-            + "client_cores=\(format(clientCores, decimals: 2))")
+            + "client_cores=\(format(clientCores, decimals: 2)) client=\(options.client.rawValue)")
 }

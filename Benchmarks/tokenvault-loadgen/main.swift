@@ -15,25 +15,30 @@ import BenchmarkSupport
 ///
 /// `seed` writes credentials `bench/c<i>` straight into an initialised vault (the daemon must
 /// not be running on it); `run` drives `GET /v1/credentials/bench/c<i>/token` over N keep-alive
-/// connections, one blocking thread each, and prints throughput and latency percentiles.
+/// connections (one polling thread, or one blocking thread each) and prints throughput and
+/// latency percentiles.
 
 let usage = """
     usage: tokenvault-loadgen seed --data-dir DIR --count N [--start I] [--batch B]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --credentials COUNT
                                   [--warmup SECONDS] [--order random|sequential] [--namespace NS]
-                                  [--requests TOTAL]
+                                  [--requests TOTAL] [--client auto|events|threads]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --path /fixed/path
                                   [--expect STATUS] [--warmup SECONDS]
 
     seed  stores N credentials <ns>/c<I>..c<I+N-1> (namespace "bench") with one-hour T-ID-like
           tokens, B per transaction (default 1000), into the vault in DIR (created by
           `tokenvault init`; the daemon must not be running on it).
-    run   opens N keep-alive connections (one thread each), requests GET .../c<k>/token with k
+    run   opens N keep-alive connections, requests GET .../c<k>/token with k
           random (or walking sequentially) below COUNT, and reports requests/s and latency
           percentiles of the requests started after the warm-up (default 2 s). The last line
           is machine-readable: RESULT key=value ... With --requests, the run also ends once
           that many requests (after the warm-up) are done; with --order sequential and TOTAL =
           COUNT, every credential is read exactly once.
+          --client events: one thread polls every connection, as redis-benchmark does;
+          --client threads: one blocking thread per connection; --client auto (default):
+          threads for one connection (a single caller's blocking send and receive), events
+          for more.
           With --path, every request is GET of that path instead, and responses with status
           STATUS (default 200) count as successes: a baseline for the HTTP layer alone.
     """
@@ -62,10 +67,16 @@ case "run":
     guard let order = RunOptions.Order(rawValue: orderText) else {
         fail("--order must be random or sequential", exitCode: 64)
     }
+    let clientText = arguments.optionalString("--client") ?? "auto"
+    guard clientText == "auto" || RunOptions.Client(rawValue: clientText) != nil else {
+        fail("--client must be auto, events or threads", exitCode: 64)
+    }
     let fixedPath = arguments.optionalString("--path")
+    let connections = arguments.int("--connections")
+    let client = RunOptions.Client(rawValue: clientText) ?? (connections == 1 ? .threads : .events)
     let options = RunOptions(
         socketPath: arguments.string("--socket"),
-        connections: arguments.int("--connections"),
+        connections: connections,
         duration: arguments.double("--duration"),
         warmup: arguments.double("--warmup", default: 2),
         credentials: fixedPath == nil ? arguments.int("--credentials") : arguments.int("--credentials", default: 1),
@@ -76,7 +87,8 @@ case "run":
         requests: arguments.optionalString("--requests").map { text in
             guard let total = Int(text), total > 0 else { fail("--requests must be a positive number", exitCode: 64) }
             return total
-        })
+        },
+        client: client)
     arguments.finish()
     runLoad(options)
 case "help", "-h", "--help":
