@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultStorageTests",
-            dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting"]),
+            dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting", "CSQLite"]),
         .testTarget(
             name: "TokenVaultProvidersTests",
             dependencies: ["TokenVaultProviders", "TokenVaultCore", "TokenVaultTesting"]),

@@ -13,11 +13,18 @@ final class SQLiteConnection: @unchecked Sendable {
     /// How long a statement waits for a lock held by another connection before SQLITE_BUSY.
     static let defaultBusyTimeoutMilliseconds: Int32 = 5000
 
+    /// Process-wide SQLite configuration, applied once before the first connection opens
+    /// (see `tokenvault_sqlite3_disable_memory_statistics` in the CSQLite shim).
+    private static let configureSQLite: Void = {
+        _ = tokenvault_sqlite3_disable_memory_statistics()
+    }()
+
     init(
         path: String, readOnly: Bool = false, create: Bool = true,
         busyTimeoutMilliseconds: Int32 = defaultBusyTimeoutMilliseconds
     ) throws {
         self.path = path
+        Self.configureSQLite
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
