@@ -105,6 +105,7 @@ let package = Package(
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
                 "TokenVaultProviders", "TokenVaultEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

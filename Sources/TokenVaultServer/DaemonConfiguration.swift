@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import TokenVaultCore
 
 #if canImport(Glibc)
@@ -11,6 +12,7 @@ import TokenVaultCore
 /// {
 ///   "socket": {"path": "/run/tokenvault/tokenvault.sock", "mode": "0660", "group": "tokenvault"},
 ///   "limits": {"max_body_bytes": 65536, "idle_timeout_seconds": 30},
+///   "server": {"event_loops": 1},
 ///   "providers": {"acme": {"kind": "oauth2", "token_endpoint": "https://id.example/token", "client_id": "vault"}},
 ///   "access": [{"group": "payments", "namespaces": ["payments"], "permissions": ["token:read"]}]
 /// }
@@ -21,6 +23,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var socketGroup: String?
     public var maximumBodySize = 64 * 1024
     public var idleTimeoutSeconds = 30
+    /// Threads serving connections. Half the cores by default: the daemon's callers run on the
+    /// same machine, and on a small one an event loop per core competes with them for CPU, which
+    /// shows as millisecond stalls in the latency tail (docs/benchmarks.md, "Local API").
+    public var eventLoops = DaemonConfiguration.defaultEventLoops
+    public static let defaultEventLoops = max(1, System.coreCount / 2)
+    static let eventLoopRange = 1...256
     /// Provider instances credentials may name (see `ProviderSettingsParser` for the format).
     /// By default one name-only instance per kind: storable, not refreshed.
     public var providers: [String: ProviderSettings] = Dictionary(
@@ -43,6 +51,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case maxBodyBytes = "max_body_bytes", idleTimeoutSeconds = "idle_timeout_seconds"
             }
         }
+        struct Server: Decodable {
+            var eventLoops: Int?
+            enum CodingKeys: String, CodingKey {
+                case eventLoops = "event_loops"
+            }
+        }
         struct Rule: Decodable {
             var user: NameOrID?
             var group: NameOrID?
@@ -51,6 +65,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         var socket: Socket?
         var limits: Limits?
+        var server: Server?
         var providers: JSONValue?
         var access: [Rule]?
     }
@@ -112,6 +127,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 idleTimeoutSeconds = idle
             }
         }
+        if let loops = file.server?.eventLoops {
+            guard Self.eventLoopRange.contains(loops) else { throw fail("server.event_loops", "must be 1-256") }
+            eventLoops = loops
+        }
         if let providers = file.providers {
             do {
                 self.providers = try ProviderSettingsParser.parse(providers)
@@ -145,7 +164,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     /// `TOKENVAULT_*` environment variables override the file: `TOKENVAULT_SOCKET_MODE`,
     /// `TOKENVAULT_SOCKET_GROUP`, `TOKENVAULT_MAX_BODY_BYTES`, `TOKENVAULT_IDLE_TIMEOUT_SECONDS`,
-    /// `TOKENVAULT_PROVIDERS` (comma-separated). (`TOKENVAULT_SOCKET` is read by `serve`.)
+    /// `TOKENVAULT_EVENT_LOOPS`, `TOKENVAULT_PROVIDERS` (comma-separated). (`TOKENVAULT_SOCKET` is read by `serve`.)
     public mutating func applyEnvironment(_ environment: [String: String]) throws {
         func fail(_ name: String, _ problem: String) -> ConfigurationError {
             ConfigurationError(file: "environment", key: name, problem: problem)
@@ -168,6 +187,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw fail("TOKENVAULT_IDLE_TIMEOUT_SECONDS", "must be 1-3600")
             }
             idleTimeoutSeconds = parsed
+        }
+        if let loops = environment["TOKENVAULT_EVENT_LOOPS"] {
+            guard let parsed = Int(loops), Self.eventLoopRange.contains(parsed) else {
+                throw fail("TOKENVAULT_EVENT_LOOPS", "must be 1-256")
+            }
+            eventLoops = parsed
         }
         if let names = environment["TOKENVAULT_PROVIDERS"] {
             // Names only: a listed instance keeps its settings from the file; others are dropped.

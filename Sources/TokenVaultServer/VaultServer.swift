@@ -1,13 +1,17 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOCore
+import NIOPosix
 
 /// Builds the HTTP application: the router with its problem+json middleware and the `/v1`
 /// routes, HTTP/1.1 on a Unix domain socket with an idle timeout (slow or silent clients are
 /// disconnected), and the event-loop fast path for plain token reads (`TokenFastPath`).
+/// Connections are served by `eventLoopGroup`, which the caller owns and shuts down.
 public enum VaultServer {
     public static func application(
-        api: VaultAPI, socketPath: String, idleTimeoutSeconds: Int, logger: Logger,
+        api: VaultAPI, socketPath: String, idleTimeoutSeconds: Int,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger,
         onRunning: @escaping @Sendable () async -> Void
     ) -> some ApplicationProtocol {
         let router = Router(context: VaultRequestContext.self)
@@ -28,6 +32,7 @@ public enum VaultServer {
             },
             configuration: .init(address: .unixDomainSocket(path: socketPath), serverName: serverName),
             onServerRunning: { _ in await onRunning() },
+            eventLoopGroupProvider: .shared(eventLoopGroup),
             logger: logger)
     }
 }

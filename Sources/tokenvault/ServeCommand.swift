@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import TokenVaultCore
 import TokenVaultEngine
@@ -78,8 +79,10 @@ struct ServeCommand: AsyncParsableCommand {
                     providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
                     backupDirectory: options.resolvedDataDir + "/backups"))
+            let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let application = VaultServer.application(
-                api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds, logger: logger
+                api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,
+                eventLoopGroup: eventLoops, logger: logger
             ) {
                 do {
                     try SocketGuard.applyPermissions(
@@ -106,6 +109,7 @@ struct ServeCommand: AsyncParsableCommand {
                 withExtendedLifetime(lock) {}
             }
             try await group.run()
+            try? await eventLoops.shutdownGracefully()
             await providers.shutdown()
             logger.info("stopped")
         }

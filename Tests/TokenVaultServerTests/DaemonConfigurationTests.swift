@@ -26,6 +26,7 @@ import TokenVaultTesting
             """
             {"socket": {"path": "/run/tv/tv.sock", "mode": "0640", "group": "0"},
              "limits": {"max_body_bytes": 4096, "idle_timeout_seconds": 5},
+             "server": {"event_loops": 3},
              "providers": ["tinkoff-id"],
              "access": [{"user": 1001, "namespaces": ["payments"], "permissions": ["token:read"]},
                         {"group": "root", "namespaces": ["*"], "permissions": ["credential:list", "admin"]}]}
@@ -33,6 +34,7 @@ import TokenVaultTesting
         #expect(config.socketPath == "/run/tv/tv.sock")
         #expect(config.socketMode == 0o640)
         #expect(config.maximumBodySize == 4096 && config.idleTimeoutSeconds == 5)
+        #expect(config.eventLoops == 3)
         #expect(config.providerNames == ["tinkoff-id"])
         #expect(config.rules.count == 2)
         #expect(config.rules[1].subject == .group(0))
@@ -42,6 +44,8 @@ import TokenVaultTesting
     @Test func emptyFileMeansDefaults() throws {
         let config = try load("{}")
         #expect(config.socketMode == 0o660 && config.maximumBodySize == 65536 && config.rules.isEmpty)
+        #expect(config.eventLoops == DaemonConfiguration.defaultEventLoops)
+        #expect((1...max(1, ProcessInfo.processInfo.activeProcessorCount)).contains(config.eventLoops))
     }
 
     @Test(arguments: [
@@ -59,6 +63,7 @@ import TokenVaultTesting
         (#"{"socket": {"mode": "rw"}}"#, "socket.mode: 'rw' is not an octal"),
         (#"{"limits": {"max_body_bytes": "big"}}"#, "limits.max_body_bytes: expected Int"),
         (#"{"limits": {"idle_timeout_seconds": 0}}"#, "limits.idle_timeout_seconds: must be 1-3600"),
+        (#"{"server": {"event_loops": 0}}"#, "server.event_loops: must be 1-256"),
         ("{", "is not valid JSON"),
     ])
     func errorsNameTheFileAndTheKey(_ json: String, _ expected: String) {
@@ -71,8 +76,11 @@ import TokenVaultTesting
         var config = try load(#"{"socket": {"mode": "0600"}}"#)
         try config.applyEnvironment([
             "TOKENVAULT_SOCKET_MODE": "0660", "TOKENVAULT_MAX_BODY_BYTES": "2048", "TOKENVAULT_PROVIDERS": "a, b",
+            "TOKENVAULT_EVENT_LOOPS": "2",
         ])
         #expect(config.socketMode == 0o660 && config.maximumBodySize == 2048 && config.providerNames == ["a", "b"])
+        #expect(config.eventLoops == 2)
         #expect(throws: ConfigurationError.self) { try config.applyEnvironment(["TOKENVAULT_SOCKET_MODE": "0666"]) }
+        #expect(throws: ConfigurationError.self) { try config.applyEnvironment(["TOKENVAULT_EVENT_LOOPS": "0"]) }
     }
 }
