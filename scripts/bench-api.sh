@@ -14,8 +14,9 @@
 #    median pair); the load generator drives N connections from one polling thread, as
 #    redis-benchmark does, and one connection with a blocking send and receive, as a single
 #    caller does; then baselines through the same daemon (GET /v1/health, an unknown path's
-#    404, and the token read with the client modes swapped: one blocking thread per
-#    connection at N, the polling thread at 1);
+#    404, the token read with the client modes swapped: one blocking thread per connection
+#    at N, the polling thread at 1; and the daemon restarted with an event loop per core
+#    instead of the default half);
 # 6. grows the vault to 100,000 credentials, restarts the daemon, requests every credential's
 #    token, and reads the daemon's resident memory;
 # 7. prints the pairs, a table of the median pair, and the goals.
@@ -90,8 +91,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# start_daemon [VAR=value ...]: extra environment for the daemon (e.g. TOKENVAULT_EVENT_LOOPS=2).
 start_daemon() {
-    TOKENVAULT_LOG_LEVEL=warning "$TOKENVAULT" serve --data-dir "$DATA" --socket "$SOCKET" \
+    env "$@" TOKENVAULT_LOG_LEVEL=warning "$TOKENVAULT" serve --data-dir "$DATA" --socket "$SOCKET" \
         >"$WORK/daemon.out" 2>"$WORK/daemon.err" &
     DAEMON_PID=$!
     for _ in $(seq 300); do
@@ -195,6 +197,13 @@ measure token-events-1 "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connect
     --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT" --client events
 OURS_RSS_10K=$(status_kb "$DAEMON_PID" VmRSS)
 stop_daemon
+# The daemon with one event loop per core instead of the default half (server.event_loops).
+LOOPS_ALL=$(nproc)
+start_daemon TOKENVAULT_EVENT_LOOPS="$LOOPS_ALL"
+log "tokenvault baseline GET .../token with $LOOPS_ALL event loops: 1 s warm-up + $BASELINE_DURATION s"
+measure token-loops-n "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" \
+    --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT"
+stop_daemon
 
 REDIS_RSS=$(status_kb "$REDIS_PID" VmRSS)
 kill -TERM "$REDIS_PID"
@@ -272,6 +281,7 @@ redis_row() {
 summary() {
     echo "Machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), Linux $(uname -r)"
     echo "Load average (1/5/15 min): $LOAD_BEFORE at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+    echo "Daemon: default configuration (server.event_loops: half the cores, at least 1), except where a row says otherwise"
     echo "Runs: ${WARMUP} s warm-up + ${DURATION} s per tokenvault run (baselines 1 s + ${BASELINE_DURATION} s);" \
         "redis-benchmark -n $REDIS_REQUESTS_1 (1 client), -n $REDIS_REQUESTS_N ($N clients);" \
         "$PAIRS alternating pairs (tokenvault, then Redis), main table: the median pair"
@@ -297,6 +307,7 @@ summary() {
     ours_row "baseline: tokenvault GET unknown path (404)" notfound-n
     ours_row "baseline: tokenvault GET .../token, a client thread per connection" token-threads-n
     ours_row "baseline: tokenvault GET .../token, polling client" token-events-1
+    ours_row "baseline: tokenvault GET .../token, $LOOPS_ALL event loops" token-loops-n
     echo
     echo "Load generator CPU: $(field "${RESULT[token-1]}" client_cores) cores at 1 connection," \
         "$(field "${RESULT[token-$N]}" client_cores) at $N."
