@@ -21,7 +21,7 @@
 #    token, and reads the daemon's resident memory;
 # 7. prints the pairs, a table of the median pair, and the goals.
 #
-# Everything runs on Unix sockets; everything started here is stopped on exit. About 4 minutes
+# Everything runs on Unix sockets; everything started here is stopped on exit. About 5 minutes
 # after the build. Knobs (environment): SCRATCH (build directory, default .build), DURATION and
 # WARMUP (seconds per load run, default 10 and 2), CONNECTIONS (default 16), SEED_COUNT (10000),
 # RSS_COUNT (100000), BASELINE_DURATION (5), PAIRS (3), RESULTS (also write the summary to this
