@@ -57,8 +57,7 @@
             open -= 1
         }
         func broke(_ index: Int, _ error: any Error) {
-            result.broken += 1
-            result.firstError = result.firstError ?? "\(error)"
+            result.recordBroken(error)
             retire(index)
         }
 
@@ -82,14 +81,8 @@
                 let finished = monotonicNanoseconds()
                 if started[index] >= warmupEnd {
                     lastCompletion = finished
-                    if status == options.expectedStatus {
-                        result.succeeded += 1
-                        result.histogram.record(max(1, (finished - started[index] + 500) / 1000))
-                    } else {
-                        result.failed += 1
-                        result.firstError =
-                            result.firstError ?? "HTTP status \(status), expected \(options.expectedStatus)"
-                    }
+                    result.record(
+                        status: status, elapsedNanoseconds: finished - started[index], expected: options.expectedStatus)
                 }
                 sendNext(index)
             }

@@ -62,6 +62,23 @@ struct WorkerResult: Sendable {
     /// Connection-level failures (each followed by a reconnect).
     var broken = 0
     var firstError: String?
+
+    /// A measured response: its latency if the status is the expected one, else a failure.
+    mutating func record(status: Int, elapsedNanoseconds: UInt64, expected: Int) {
+        if status == expected {
+            succeeded += 1
+            histogram.record(max(1, (elapsedNanoseconds + 500) / 1000))
+        } else {
+            failed += 1
+            firstError = firstError ?? "HTTP status \(status), expected \(expected)"
+        }
+    }
+
+    /// A measured request whose connection failed.
+    mutating func recordBroken(_ error: any Error) {
+        broken += 1
+        firstError = firstError ?? "\(error)"
+    }
 }
 
 /// State shared by the load threads: a start barrier, the schedule, and the results.
@@ -185,10 +202,7 @@ private func loadThread(_ worker: Int, _ options: RunOptions, _ coordinator: Run
         do {
             status = try requests.withNext { try connection.exchange($0) }
         } catch {
-            if started >= warmupEnd {
-                result.broken += 1
-                result.firstError = result.firstError ?? "\(error)"
-            }
+            if started >= warmupEnd { result.recordBroken(error) }
             do { try connection.reconnect() } catch {
                 result.firstError = result.firstError ?? "reconnect: \(error)"
                 return
@@ -197,13 +211,7 @@ private func loadThread(_ worker: Int, _ options: RunOptions, _ coordinator: Run
         }
         let elapsed = monotonicNanoseconds() - started
         guard started >= warmupEnd else { continue }
-        if status == options.expectedStatus {
-            result.succeeded += 1
-            result.histogram.record(max(1, (elapsed + 500) / 1000))
-        } else {
-            result.failed += 1
-            result.firstError = result.firstError ?? "HTTP status \(status), expected \(options.expectedStatus)"
-        }
+        result.record(status: status, elapsedNanoseconds: elapsed, expected: options.expectedStatus)
     }
 }
 
