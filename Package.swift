@@ -135,7 +135,7 @@ let package = Package(
             name: "tokenvault-refreshbench",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine", "TokenVaultProviders",
-                "TokenVaultTesting", "BenchmarkSupport",
+                "TokenVaultServer", "TokenVaultTesting", "BenchmarkSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

@@ -35,6 +35,13 @@ public struct Arguments {
         return value
     }
 
+    /// Whether the flag `name` (no value) was given.
+    public mutating func flag(_ name: String) -> Bool {
+        guard let index = remaining.firstIndex(of: name) else { return false }
+        remaining.remove(at: index)
+        return true
+    }
+
     public mutating func string(_ name: String) -> String {
         guard let value = optionalString(name) else { fail("missing \(name)\n\(usage)") }
         return value

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import TokenVaultCore
 import TokenVaultCrypto
 
@@ -97,11 +98,13 @@ func compareDurableUpdate(
     let payloads = (0..<16).map { _ in VaultFixture.payload() }
     let values = (0..<16).map { _ in raw.aead.envelope() }
 
+    let ledger = vault.vault
     let ours = Workload(label: "ours: Vault.put (existing id, FULL)", iterations: options.vaultPutIterations) {
         index in
         let id = vault.ids[order[index % order.count]]
         let payload = payloads[index % payloads.count]
-        return Int(try vault.vault.put(id, payload: payload, provider: VaultFixture.provider).generation)
+        let stored = try runBlocking { try await ledger.put(id, payload: payload, provider: VaultFixture.provider) }
+        return Int(stored.generation)
     }
     let reference = Workload(
         label: "raw:  INSERT OR REPLACE, FULL, 1 txn/op", iterations: options.rawReplaceIterations

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultStorage
@@ -26,8 +27,10 @@ final class VaultFixture {
     /// Stores every credential with `Vault.put` (each one a FULL-sync transaction, as in
     /// production), then checkpoints the WAL so reads start from the same state as the raw table.
     func fill() throws {
+        let vault = vault
         for id in ids {
-            try vault.put(id, payload: Self.payload(), provider: Self.provider)
+            let payload = Self.payload()
+            try runBlocking { try await vault.put(id, payload: payload, provider: Self.provider) }
         }
         try database.checkpoint()
     }

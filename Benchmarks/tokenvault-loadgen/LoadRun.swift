@@ -40,9 +40,14 @@ struct RunOptions: Sendable {
         case threads
     }
     var client: Client
+    /// Token reads, or writes: `PUT /v1/credentials/<ns>/c<k>` with a fixed token payload (the
+    /// group-commit benchmark; each write commits with `synchronous=FULL`).
+    var writes = false
 
     /// What the report calls the requests.
-    var target: String { fixedPath ?? "/v1/credentials/\(namespace)/c<k>/token" }
+    var target: String {
+        fixedPath ?? (writes ? "PUT /v1/credentials/\(namespace)/c<k>" : "/v1/credentials/\(namespace)/c<k>/token")
+    }
 }
 
 /// Latencies are recorded in microseconds, 3 significant digits, up to a minute.
@@ -233,8 +238,17 @@ struct RequestSequence {
 
     init(_ options: RunOptions, worker: Int) {
         self.options = options
-        prefix = Array("GET /v1/credentials/\(options.namespace)/c".utf8)
-        suffix = Array("/token HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        if options.writes {
+            let body =
+                #"{"provider":"tinkoff-id","token":{"access_token":"t.bench-write","refresh_token":"bench-refresh","expires_in":3600}}"#
+            prefix = Array("PUT /v1/credentials/\(options.namespace)/c".utf8)
+            suffix = Array(
+                " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    .utf8)
+        } else {
+            prefix = Array("GET /v1/credentials/\(options.namespace)/c".utf8)
+            suffix = Array("/token HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        }
         bytes = [UInt8](repeating: 0, count: prefix.count + 20 + suffix.count)
         bytes.replaceSubrange(0..<prefix.count, with: prefix)
         if let path = options.fixedPath { bytes = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8) }

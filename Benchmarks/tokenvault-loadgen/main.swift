@@ -22,7 +22,7 @@ let usage = """
     usage: tokenvault-loadgen seed --data-dir DIR --count N [--start I] [--batch B]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --credentials COUNT
                                   [--warmup SECONDS] [--order random|sequential] [--namespace NS]
-                                  [--requests TOTAL] [--client auto|events|threads]
+                                  [--requests TOTAL] [--client auto|events|threads] [--writes]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --path /fixed/path
                                   [--expect STATUS] [--warmup SECONDS]
 
@@ -41,6 +41,8 @@ let usage = """
           for more.
           With --path, every request is GET of that path instead, and responses with status
           STATUS (default 200) count as successes: a baseline for the HTTP layer alone.
+          With --writes, every request stores c<k> again (PUT with a fixed T-ID token payload,
+          expect 200): each write is a durable commit, so this measures group commit.
     """
 
 func fail(_ message: String, exitCode: Int32 = 1) -> Never {
@@ -58,7 +60,7 @@ case "seed":
         namespace: arguments.optionalString("--namespace") ?? "bench")
     arguments.finish()
     do {
-        try seed(options)
+        try await seed(options)
     } catch {
         fail("seed failed: \(error)")
     }
@@ -88,7 +90,7 @@ case "run":
             guard let total = Int(text), total > 0 else { fail("--requests must be a positive number", exitCode: 64) }
             return total
         },
-        client: client)
+        client: client, writes: arguments.flag("--writes"))
     arguments.finish()
     runLoad(options)
 case "help", "-h", "--help":

@@ -11,6 +11,7 @@ final class CountingWriter: CredentialWriter {
     }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
+    func activeTerm() throws -> UInt32 { try base.activeTerm() }
     func save(_ record: SealedCredentialRecord) throws { try base.save(record) }
     func delete(_ id: CredentialID) throws -> Bool { try base.delete(id) }
     func appendAudit(_ event: AuditEvent) throws { try base.appendAudit(event) }

@@ -10,7 +10,6 @@ final class PhaseRecorder: Sendable {
     struct Phases: Sendable {
         var journal = PhaseRecorder.makeHistogram()
         var http = PhaseRecorder.makeHistogram()
-        var seal = PhaseRecorder.makeHistogram()
         var commit = PhaseRecorder.makeHistogram()
         var total = PhaseRecorder.makeHistogram()
     }
@@ -48,9 +47,8 @@ final class PhaseRecorder: Sendable {
             guard state.recording else { return }
             state.phases.journal.record(micros(timings.journal))
             state.phases.http.record(micros(timings.http))
-            state.phases.seal.record(micros(timings.seal))
             state.phases.commit.record(micros(timings.commit))
-            state.phases.total.record(micros(timings.journal + timings.http + timings.seal + timings.commit))
+            state.phases.total.record(micros(timings.journal + timings.http + timings.commit))
         }
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultEngine
+import TokenVaultServer
 import TokenVaultStorage
 import TokenVaultTesting
 
@@ -66,7 +67,7 @@ final class RefreshRig: Sendable {
         keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: database)
         store = InstrumentedStore(database, durability: settings.durability)
         let planner = RefreshPlanner()
-        vault = Vault(store: store, sealer: keyring, planners: [Self.providerName: planner])
+        vault = Vault(store: store, sealer: keyring, planners: [Self.providerName: planner], executor: BlockingWork())
 
         let providerSettings: ProviderSettings
         if settings.provider == .memory {
@@ -85,34 +86,34 @@ final class RefreshRig: Sendable {
         logger.logLevel = .warning
         let phases = phases
         engine = RefreshEngine(
-            vault: vault, journal: store, providers: [Self.providerName: source.tokenProvider],
+            vault: vault, providers: [Self.providerName: source.tokenProvider],
             settings: [Self.providerName: providerSettings],
             options: RefreshEngine.Options(maximumInFlight: settings.maximumInFlight, timings: { phases.record($0) }),
             logger: logger)
     }
 
-    /// Stores `count` credentials whose tokens the provider issued, all due now (`refresh_at`
-    /// spread over the last second), 1,000 per NORMAL transaction.
-    func seed(count: Int, lifetime: Int) throws {
+    /// Stores `count` credentials whose tokens the provider issued, all due now, 1,000 per
+    /// NORMAL transaction of the ledger's bulk import. Each is dated as issued ten seconds (plus
+    /// up to one) ago with a lifetime reaching `lifetime` seconds past now, so the planner puts
+    /// its `refresh_at` in the past while its token is still valid.
+    func seed(count: Int, lifetime: Int) async throws {
         let now = Timestamp.now()
         var next = 0
         while next < count {
             let end = min(count, next + 1000)
-            try database.write(durability: .normal) { writer in
-                for index in next..<end {
-                    let issued = source.issue(lifetime: Double(lifetime))
-                    let id = try CredentialID(namespace: "bench", name: "c\(index)")
-                    let metadata = CredentialMetadata(
-                        id: id, provider: Self.providerName, kind: .oauth2, generation: 1, tokenType: "Bearer",
-                        issuedAt: now, expiresAt: now.adding(seconds: Double(lifetime)),
-                        refreshAt: now.adding(seconds: -Double(index % 1000) / 1000), createdAt: now, updatedAt: now,
-                        hasRefreshToken: true, hasIDToken: false)
-                    let secrets = CredentialSecrets(
-                        accessToken: SecretBytes(utf8: issued.accessToken),
-                        refreshToken: SecretBytes(utf8: issued.refreshToken))
-                    try writer.save(try vault.seal(secrets, metadata: metadata, term: keyring.activeTerm))
-                }
+            let batch = try (next..<end).map { index in
+                let issued = source.issue(lifetime: Double(lifetime))
+                return Vault.NewCredential(
+                    id: try CredentialID(namespace: "bench", name: "c\(index)"),
+                    payload: TokenPayload(
+                        kind: .oauth2,
+                        secrets: CredentialSecrets(
+                            accessToken: SecretBytes(utf8: issued.accessToken),
+                            refreshToken: SecretBytes(utf8: issued.refreshToken)),
+                        tokenType: "Bearer", expiry: .at(now.adding(seconds: Double(lifetime)))),
+                    provider: Self.providerName, issuedAt: now.adding(seconds: -10 - Double(index % 1000) / 1000))
             }
+            try await vault.importCredentials(batch, durability: .normal)
             next = end
         }
     }

@@ -4,49 +4,48 @@ import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultStorage
 
-/// Writes credentials `bench/c<i>` of provider `idp` straight into an initialised vault,
-/// `batch` per transaction at `synchronous=NORMAL`, as `tokenvault-loadgen seed` does (a
-/// `Vault.put` per row would commit each with FULL: right for real tokens, needlessly slow
-/// for a million fixtures). Every secret is sealed by the vault's own keyring, so the daemon
-/// reads these rows like any others.
+/// Writes credentials `bench/c<i>` of provider `idp` into an initialised vault through the
+/// ledger's bulk import, `batch` per transaction at `synchronous=NORMAL`, as
+/// `tokenvault-loadgen seed` does (a `Vault.put` per row would commit each with FULL: right for
+/// real tokens, needlessly slow for a million fixtures). The daemon reads these rows like any
+/// others.
 ///
 /// Timing is what a steady flow of one-hour tokens looks like: `refresh_at` is spread evenly
 /// over the next hour, each token issued 45 minutes before its `refresh_at` (the planner's
-/// default share of 0.75) and expiring an hour after issue.
+/// default share of 0.75, without jitter) and expiring an hour after issue.
 struct Seeder {
     let dataDir: String
     let provider = "idp"
     let namespace = "bench"
 
     /// Adds credentials `c<start>..c<start+count-1>`.
-    func seed(start: Int, count: Int, batch: Int = 10_000) throws {
+    func seed(start: Int, count: Int, batch: Int = 10_000) async throws {
         umask(0o077)
         let database = try VaultDatabase(path: dataDir + "/vault.db", checksum: { SHA256.hex($0) })
         defer { database.close() }
         let keyring = try Keyring(masterKey: try MasterKey.read(keyFile: dataDir + "/master.key"), store: database)
         try database.migrate()
-        let vault = Vault(store: database, sealer: keyring)
+        let vault = Vault(
+            store: database, sealer: keyring, planners: [provider: RefreshPlanner(jitterFraction: 0)])
         var generator = SplitMix64(seed: UInt64(start) &+ 0x5EED)
         let started = monotonicSeconds()
         let now = Timestamp.now()
         var next = start
         while next < start + count {
             let end = min(start + count, next + batch)
-            try database.write(durability: .normal) { writer in
-                for index in next..<end {
-                    let id = try CredentialID(namespace: namespace, name: "c\(index)")
-                    let refreshAt = now.adding(seconds: Double(generator.next() % 3_600_000) / 1000)
-                    let issuedAt = refreshAt.adding(seconds: -2700)
-                    let secrets = CredentialSecrets(
-                        accessToken: SecretBytes(utf8: generator.token(length: 40 + Int(generator.next() % 160))),
-                        refreshToken: SecretBytes(utf8: generator.token(length: 64)))
-                    let metadata = CredentialMetadata(
-                        id: id, provider: provider, kind: .oauth2, generation: 1, tokenType: "Bearer",
-                        scopes: ["profile"], issuedAt: issuedAt, expiresAt: issuedAt.adding(seconds: 3600),
-                        refreshAt: refreshAt, createdAt: now, updatedAt: now, hasRefreshToken: true, hasIDToken: false)
-                    try writer.save(try vault.seal(secrets, metadata: metadata, term: keyring.activeTerm))
-                }
+            let credentials = try (next..<end).map { index in
+                let refreshAt = now.adding(seconds: Double(generator.next() % 3_600_000) / 1000)
+                return Vault.NewCredential(
+                    id: try CredentialID(namespace: namespace, name: "c\(index)"),
+                    payload: TokenPayload(
+                        kind: .oauth2,
+                        secrets: CredentialSecrets(
+                            accessToken: SecretBytes(utf8: generator.token(length: 40 + Int(generator.next() % 160))),
+                            refreshToken: SecretBytes(utf8: generator.token(length: 64))),
+                        tokenType: "Bearer", scopes: ["profile"], expiry: .after(seconds: 3600)),
+                    provider: provider, issuedAt: refreshAt.adding(seconds: -2700))
             }
+            try await vault.importCredentials(credentials, durability: .normal)
             next = end
             if (next - start) % 100_000 == 0 { progress("seeded \(grouped(next - start)) of \(grouped(count))") }
         }

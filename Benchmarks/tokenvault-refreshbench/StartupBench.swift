@@ -14,7 +14,7 @@ struct StartupBench {
 
     private var databasePath: String { dataDir + "/vault.db" }
 
-    func run() throws {
+    func run() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else {
             throw BenchError("needs the sqlite3 shell: apt-get install sqlite3")
         }
@@ -29,7 +29,7 @@ struct StartupBench {
         }
         let existing = try credentialCount()
         if existing < count {
-            try Seeder(dataDir: dataDir).seed(start: existing, count: count - existing)
+            try await Seeder(dataDir: dataDir).seed(start: existing, count: count - existing)
         }
         let stored = try credentialCount()
         try replan()

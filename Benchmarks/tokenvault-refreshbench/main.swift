@@ -57,7 +57,7 @@ case "startup":
         dueIn: arguments.double("--due-in", default: 120))
     arguments.finish()
     do {
-        try bench.run()
+        try await bench.run()
     } catch {
         fail("startup failed: \(error)")
     }

@@ -1,5 +1,7 @@
 /// Storage operations for operators: the audit trail, consistent backups, schema facts.
 public protocol AdminStore: Sendable {
+    /// Appends audit rows, in order, in one transaction of their own (the audit recorder's batches).
+    func appendAudits(_ events: [AuditEvent]) throws
     /// Audit rows with id greater than `after`, oldest first, optionally for one credential.
     func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent]
     /// Writes a consistent copy of the database (ciphertext only) to `path`; returns its size.

@@ -22,6 +22,19 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
     public let refreshFailures: Int
     public let createdAt: String
     public let updatedAt: String
+    /// Present while a provider's answer for this credential is held because the database has
+    /// not taken it (see `PendingCommit`).
+    public let pendingCommit: Pending?
+
+    public struct Pending: Encodable, Sendable {
+        public let since: String
+        public let failures: Int
+        public let lastError: String
+        public let nextAttemptAt: String
+        enum CodingKeys: String, CodingKey {
+            case since, failures, lastError = "last_error", nextAttemptAt = "next_attempt_at"
+        }
+    }
 
     public struct LastError: Encodable, Sendable {
         public let code: String
@@ -34,7 +47,7 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
         case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
-            "created_at", updatedAt = "updated_at"
+            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit"
     }
 
     public init(_ metadata: CredentialMetadata) {
@@ -59,5 +72,10 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
         refreshFailures = metadata.refreshFailures
         createdAt = metadata.createdAt.description
         updatedAt = metadata.updatedAt.description
+        pendingCommit = metadata.pendingCommit.map {
+            Pending(
+                since: $0.since.description, failures: $0.failures, lastError: $0.lastError,
+                nextAttemptAt: $0.nextAttemptAt.description)
+        }
     }
 }

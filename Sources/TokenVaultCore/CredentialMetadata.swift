@@ -22,13 +22,17 @@ public struct CredentialMetadata: Sendable, Equatable {
     public var updatedAt: Timestamp
     public var hasRefreshToken: Bool
     public var hasIDToken: Bool
+    /// New tokens a provider issued that the database has not taken yet (held in memory and
+    /// retried). Never stored: `Vault` fills it in from its registry when it reads a row.
+    public var pendingCommit: PendingCommit?
 
     public init(
         id: CredentialID, provider: String, kind: CredentialKind, subject: String? = nil,
         status: CredentialStatus = .active, generation: Int64, tokenType: String? = nil, scopes: [String] = [],
         labels: [String: String] = [:], issuedAt: Timestamp, expiresAt: Timestamp? = nil, refreshAt: Timestamp? = nil,
         refreshTokenExpiresAt: Timestamp? = nil, lastError: CredentialFailure? = nil, refreshFailures: Int = 0,
-        createdAt: Timestamp, updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool
+        createdAt: Timestamp, updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool,
+        pendingCommit: PendingCommit? = nil
     ) {
         self.id = id
         self.provider = provider
@@ -49,6 +53,7 @@ public struct CredentialMetadata: Sendable, Equatable {
         self.updatedAt = updatedAt
         self.hasRefreshToken = hasRefreshToken
         self.hasIDToken = hasIDToken
+        self.pendingCommit = pendingCommit
     }
 }
 

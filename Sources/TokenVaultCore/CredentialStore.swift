@@ -25,9 +25,10 @@ public struct CredentialQuery: Sendable, Equatable {
     }
 }
 
-/// Persistence of sealed credential rows. Implemented by TokenVaultStorage over SQLite; it
-/// never sees a plaintext secret.
-public protocol CredentialStore: Sendable {
+/// Persistence of sealed credential rows and of the refresh journal. Implemented by
+/// TokenVaultStorage over SQLite; it never sees a plaintext secret. Only `Vault` (the ledger)
+/// holds one: everything else reads and writes rows through the vault's operations.
+public protocol CredentialStore: RefreshJournal {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
     /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for
     /// callers that must not block, such as an event loop).
@@ -45,6 +46,9 @@ public protocol CredentialStore: Sendable {
 /// The operations allowed inside a write transaction.
 public protocol CredentialWriter {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    /// The term new seals use, read inside this transaction (a rotation by another process
+    /// commits before or after it, never in between).
+    func activeTerm() throws -> UInt32
     /// Inserts or replaces the row with `record.metadata.id`.
     func save(_ record: SealedCredentialRecord) throws
     /// Deletes the row; false when there was none.

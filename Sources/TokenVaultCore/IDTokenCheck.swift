@@ -13,16 +13,16 @@ public enum IDTokenCheck {
         guard let idToken else {
             if expectedNonce != nil {
                 throw VaultError(
-                    code: "nonce_mismatch", message: "a nonce was given but the provider returned no id token to check")
+                    code: .nonceMismatch, message: "a nonce was given but the provider returned no id token to check")
             }
             return
         }
         guard let claims = JWTClaims.claims(of: idToken) else {
-            throw VaultError(code: "id_token_invalid", message: "the provider's id token is not a readable JWT")
+            throw VaultError(code: .idTokenInvalid, message: "the provider's id token is not a readable JWT")
         }
         if let expectedNonce {
             guard case .string(let nonce)? = claims["nonce"], nonce == expectedNonce else {
-                throw VaultError(code: "nonce_mismatch", message: "the id token's nonce differs from the one given")
+                throw VaultError(code: .nonceMismatch, message: "the id token's nonce differs from the one given")
             }
         }
         if let clientID {
@@ -34,7 +34,7 @@ public enum IDTokenCheck {
             }
             guard audiences.contains(clientID) else {
                 throw VaultError(
-                    code: "audience_mismatch",
+                    code: .audienceMismatch,
                     message:
                         "the id token is for \(audiences.isEmpty ? "no audience" : audiences.joined(separator: ", ")), "
                         + "not this vault's client id \(clientID)")
@@ -50,6 +50,6 @@ public enum IDTokenCheck {
     }
 
     private static func expired(seconds: Double) -> VaultError {
-        VaultError(code: "id_token_expired", message: "the id token expired at \(Timestamp(seconds: seconds))")
+        VaultError(code: .idTokenExpired, message: "the id token expired at \(Timestamp(seconds: seconds))")
     }
 }

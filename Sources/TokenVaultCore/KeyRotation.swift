@@ -23,19 +23,19 @@ public struct KeyRotation: Sendable {
     }
 
     /// Adds a term and moves every row onto it.
-    public func rotate(progress: (Int) -> Void = { _ in }) throws -> Report {
+    public func rotate(progress: (Int) -> Void = { _ in }) async throws -> Report {
         let newTerm = try keyring.addTerm()
-        return try finish(onto: newTerm, progress: progress)
+        return try await finish(onto: newTerm, progress: progress)
     }
 
-    /// Re-seals rows not yet on the active term and drops unused terms (also resumes a
-    /// rotation that was interrupted).
-    public func finish(onto target: UInt32, progress: (Int) -> Void = { _ in }) throws -> Report {
+    /// Re-seals rows not yet on `target` and drops unused terms (also resumes a rotation that
+    /// was interrupted). Each batch is one short transaction of the ledger's.
+    public func finish(onto target: UInt32, progress: (Int) -> Void = { _ in }) async throws -> Report {
         var resealed = 0
         while true {
-            let batch = try vault.store.records(notSealedWith: target, limit: batchSize)
-            if batch.isEmpty { break }
-            resealed += try reseal(batch, onto: target)
+            let batch = try await vault.reseal(onto: target, limit: batchSize)
+            if batch.picked == 0 { break }
+            resealed += batch.resealed
             progress(resealed)
         }
         var removed: [UInt32] = []
@@ -44,22 +44,5 @@ public struct KeyRotation: Sendable {
             if try terms.removeTerm(stored.term) { removed.append(stored.term) } else { remaining.append(stored.term) }
         }
         return Report(newTerm: target, resealed: resealed, removedTerms: removed, remainingTerms: remaining)
-    }
-
-    /// Re-seals one batch in one transaction. A row changed since it was read is re-read inside
-    /// the transaction, so a concurrent write is never overwritten with older tokens.
-    private func reseal(_ batch: [SealedCredentialRecord], onto target: UInt32) throws -> Int {
-        try vault.store.write(durability: .normal) { writer in
-            var count = 0
-            for candidate in batch {
-                guard let current = try writer.record(candidate.metadata.id), current.sealTerm != target else {
-                    continue
-                }
-                let secrets = try vault.open(current)
-                try writer.save(try vault.seal(secrets, metadata: current.metadata, term: target))
-                count += 1
-            }
-            return count
-        }
     }
 }

@@ -55,4 +55,10 @@ extension ProviderFailure {
             kind: .misconfigured, code: "provider_not_configured",
             message: "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed")
     }
+
+    /// The credential's own tokens do not open (`integrity_error`, `unknown_key_term`): nothing
+    /// can be sent. Recorded like a misconfiguration, so it is probed slowly, not in a loop.
+    public static func unreadable(_ error: VaultError) -> ProviderFailure {
+        ProviderFailure(kind: .misconfigured, code: "unreadable", message: error.detail)
+    }
 }

@@ -58,6 +58,9 @@ public enum RefreshOutcome: Sendable, Equatable {
     /// re-authorisation, being deleted), another process holds the lease, or the provider is
     /// paused. The text says which.
     case skipped(String, CredentialMetadata?)
+    /// The provider answered but the database has not taken the new tokens yet: the ledger holds
+    /// them and retries; the stored token is served while it is valid.
+    case commitPending(PendingCommit)
 }
 
 public enum RemovalOutcome: Sendable, Equatable {

@@ -12,12 +12,13 @@ public protocol Sealer: Sendable {
     /// A one-way, fixed-length fingerprint of a secret (the refresh journal records which
     /// refresh token an attempt presented without storing the token).
     func fingerprint(_ secret: SecretBytes) -> String
+    /// Re-reads the stored terms (another process may have rotated, or a held commit met a term
+    /// it does not know).
+    func reload() throws
 }
 
 /// A sealer whose set of data keys can grow: key rotation adds a term here.
 public protocol RotatingSealer: Sealer {
     /// Creates a data key, stores it wrapped as the new active term and returns the term.
     func addTerm() throws -> UInt32
-    /// Re-reads the stored terms (another process may have rotated).
-    func reload() throws
 }

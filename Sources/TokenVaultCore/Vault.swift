@@ -1,71 +1,90 @@
-/// The credential vault: seals secrets on the way in, opens them on the way out, and keeps
-/// every write whole. Composes a `CredentialStore` (ciphertext only) with a `Sealer`.
+import Synchronization
+
+/// The ledger: the one way to read or write a credential row.
+///
+/// It owns the store (ciphertext only), the sealer, the refresh planners, the change feed and
+/// group commit. Every write of a row, whoever asks for it (the API, the refresh engine, the
+/// command line, the benchmarks), is one of its operations: put, bulk import, received tokens
+/// from a code exchange, journalling a refresh attempt, committing a refresh, a schedule change,
+/// delete and purge (`Vault+Writes.swift`, `Vault+Refresh.swift`), re-sealing for key rotation
+/// and verification (`Vault+Keys.swift`). Each builds the next generation with `NextGeneration`,
+/// seals under the term that is active inside its own transaction, and publishes its event
+/// after the commit.
+///
+/// Tokens a provider issued are never dropped: if their commit fails they are held in locked
+/// memory and the commit is retried with backoff for as long as the process lives
+/// (`Vault+PendingCommits.swift`).
+///
+/// Reads are synchronous and block on the store: call them from a blocking thread (the fast
+/// path's `credentialWithoutWaiting` is the exception: it never waits for a lock). Writes are
+/// `async` and run on the vault's `BlockingExecutor`.
 public final class Vault: Sendable {
-    public let store: any CredentialStore
-    public let sealer: any Sealer
+    public struct Options: Sendable {
+        /// First wait before a failed commit of received tokens is tried again; it doubles per
+        /// failure up to `commitRetryCap`.
+        public var commitRetryBase: Double
+        public var commitRetryCap: Double
+        /// Writes per group-commit transaction at most.
+        public var maximumGroup: Int
+
+        public init(commitRetryBase: Double = 0.05, commitRetryCap: Double = 30, maximumGroup: Int = 256) {
+            self.commitRetryBase = commitRetryBase
+            self.commitRetryCap = commitRetryCap
+            self.maximumGroup = maximumGroup
+        }
+    }
+
+    /// Internal to Core: nothing outside the ledger touches rows or keys directly.
+    let store: any CredentialStore
+    let sealer: any Sealer
     public let clock: any VaultClock
     /// The planner for providers without settings of their own.
-    public let planner: RefreshPlanner
+    private let defaultPlanner: RefreshPlanner
     /// Per provider instance (lifetime share, margin, jitter, default lifetime).
-    public let planners: [String: RefreshPlanner]
+    private let planners: [String: RefreshPlanner]
     /// Every committed change is published here, for the watch and event streams.
     public let events: ChangeFeed
+    let executor: any BlockingExecutor
+    let writes: WriteCoalescer
+    let pending = PendingCommits()
+    let options: Options
+    private let observerBox = Mutex<(any LedgerObserver)?>(nil)
 
     public init(
         store: any CredentialStore, sealer: any Sealer, clock: any VaultClock = SystemClock(),
         planner: RefreshPlanner = RefreshPlanner(), planners: [String: RefreshPlanner] = [:],
-        events: ChangeFeed = ChangeFeed()
+        events: ChangeFeed = ChangeFeed(), executor: any BlockingExecutor = DispatchExecutor(),
+        options: Options = Options()
     ) {
         self.store = store
         self.sealer = sealer
         self.clock = clock
-        self.planner = planner
+        self.defaultPlanner = planner
         self.planners = planners
         self.events = events
+        self.executor = executor
+        self.options = options
+        writes = WriteCoalescer(store: store, executor: executor, maximumBatch: options.maximumGroup)
     }
 
-    public func planner(for provider: String) -> RefreshPlanner { planners[provider] ?? planner }
+    /// Who hears about held commits (the daemon logs them). One observer; a later call replaces it.
+    public func observe(_ observer: any LedgerObserver) { observerBox.withLock { $0 = observer } }
 
-    /// Stores `payload` as credential `id`, replacing any previous tokens (the generation goes
-    /// up by one). Durable (`synchronous=FULL`) because a payload may carry a refresh token the
-    /// provider will not hand out again.
-    @discardableResult
-    public func put(
-        _ id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
-        audit: AuditEvent? = nil
-    ) throws -> CredentialMetadata {
-        try Self.validate(provider: provider, labels: labels)
-        let now = clock.now
-        let jitter = Double.random(in: 0..<1)
-        let planner = planner(for: provider)
-        let metadata = try store.write(durability: .full) { writer in
-            let previous = try writer.record(id)?.metadata
-            let expiresAt = payload.expiry.resolve(issuedAt: now)
-            let metadata = CredentialMetadata(
-                id: id, provider: provider, kind: payload.kind, subject: payload.subject, status: .active,
-                generation: (previous?.generation ?? 0) + 1, tokenType: payload.tokenType, scopes: payload.scopes,
-                labels: labels, issuedAt: now, expiresAt: expiresAt,
-                // A credential that cannot be refreshed is acted on at its expiry instead (an
-                // EBS verify token is purged, another one marked expired).
-                refreshAt: planner.refreshAt(
-                    issuedAt: now, expiresAt: expiresAt, refreshIn: payload.refreshIn,
-                    canRefresh: payload.secrets.refreshToken != nil, jitter: jitter,
-                    refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now)) ?? expiresAt,
-                refreshTokenExpiresAt: payload.refreshTokenExpiry.resolve(issuedAt: now),
-                createdAt: previous?.createdAt ?? now, updatedAt: now,
-                hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil)
-            try writer.save(try seal(payload.secrets, metadata: metadata, term: sealer.activeTerm))
-            if let audit { try writer.appendAudit(audit) }
-            return metadata
-        }
-        events.publish(CredentialEvent(kind: .stored, id: id, at: now, metadata: metadata))
-        return metadata
+    var observer: (any LedgerObserver)? { observerBox.withLock { $0 } }
+
+    public func planner(for provider: String) -> RefreshPlanner { planners[provider] ?? defaultPlanner }
+
+    /// Runs blocking work (reads) on the vault's executor.
+    public func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try await executor.run(body)
     }
+
+    // MARK: Reads
 
     /// Metadata only; nothing is decrypted.
     public func metadata(_ id: CredentialID) throws -> CredentialMetadata {
         guard let record = try store.record(id) else { throw VaultError.notFound(id) }
-        return record.metadata
+        return withPending(record.metadata)
     }
 
     /// The credential with its secrets opened: all of them, or only `fields` (the access token
@@ -75,36 +94,62 @@ public final class Vault: Sendable {
         -> Credential
     {
         guard let record = try store.record(id) else { throw VaultError.notFound(id) }
-        return Credential(metadata: record.metadata, secrets: try open(record, fields: fields))
+        return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 
     /// Like `credential(_:opening:)`, but fails at once instead of waiting when the store is
     /// busy: for a caller on an event loop, which then hands the request to a blocking thread.
     public func credentialWithoutWaiting(_ id: CredentialID, opening fields: Set<SealedField>) throws -> Credential {
         guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
-        return Credential(metadata: record.metadata, secrets: try open(record, fields: fields))
+        return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
-        try store.list(query)
+        try store.list(query).map(withPending)
     }
 
-    /// Removes the credential (local only; provider revocation belongs to the refresh engine).
-    public func delete(_ id: CredentialID, audit: AuditEvent? = nil) throws {
-        let last = try store.write(durability: .full) { writer -> CredentialMetadata? in
-            let last = try writer.record(id)?.metadata
-            guard try writer.delete(id) else { throw VaultError.notFound(id) }
-            if let audit { try writer.appendAudit(audit) }
-            return last
-        }
-        // The event carries the last state, so watchers know what was deleted.
-        events.publish(CredentialEvent(kind: .deleted, id: id, at: clock.now, metadata: last))
+    /// Up to `limit` credentials due for the scheduler (`refresh_at <= now`), earliest first.
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        try store.dueCredentials(at: now, limit: limit)
     }
 
-    // MARK: Sealing
+    /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
+    public func earliestRefreshAt() throws -> Timestamp? { try store.earliestRefreshAt() }
+
+    /// Refresh attempts still open (interrupted by a crash, or in flight in another process).
+    public func openAttempts(limit: Int) throws -> [RefreshAttempt] { try store.openAttempts(limit: limit) }
+
+    /// Deletes up to `limit` closed journal entries finished before `before`; returns how many.
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+        try store.pruneFinishedAttempts(before: before, limit: limit)
+    }
+
+    /// A one-way fingerprint of a secret, for the journal (never the secret itself).
+    public func fingerprint(_ secret: SecretBytes) -> String { sealer.fingerprint(secret) }
+
+    /// The held commit of `id`, if a provider's answer for it is waiting for the database.
+    public func pendingCommit(for id: CredentialID) -> PendingCommit? { pending.status(id) }
+
+    /// Provider answers held in memory because the database has not taken them yet.
+    public var pendingCommitCount: Int { pending.count }
+
+    /// Failed commits of received tokens since start-up, and held answers committed since.
+    public var commitCounters: (failures: Int, recovered: Int) {
+        let totals = pending.snapshot
+        return (totals.failures, totals.recovered)
+    }
+
+    private func withPending(_ metadata: CredentialMetadata) -> CredentialMetadata {
+        guard let held = pending.status(metadata.id) else { return metadata }
+        var metadata = metadata
+        metadata.pendingCommit = held
+        return metadata
+    }
+
+    // MARK: Sealing (private: only the ledger seals and opens)
 
     /// Seals every secret field of a row under `term`, each bound to (id, generation, field).
-    public func seal(_ secrets: CredentialSecrets, metadata: CredentialMetadata, term: UInt32) throws
+    func seal(_ secrets: CredentialSecrets, metadata: CredentialMetadata, term: UInt32) throws
         -> SealedCredentialRecord
     {
         func sealed(_ value: SecretBytes?, _ field: SealedField) throws -> [UInt8]? {
@@ -123,7 +168,7 @@ public final class Vault: Sendable {
 
     /// Opens the sealed fields of a row (every one unless `fields` says otherwise; the access
     /// token always); any failure names the credential and the field.
-    public func open(_ record: SealedCredentialRecord, fields: Set<SealedField> = Set(SealedField.allCases)) throws
+    func open(_ record: SealedCredentialRecord, fields: Set<SealedField> = Set(SealedField.allCases)) throws
         -> CredentialSecrets
     {
         func opened(_ field: SealedField) throws -> SecretBytes? {
@@ -142,17 +187,10 @@ public final class Vault: Sendable {
             idToken: try opened(.idToken), extras: try opened(.extras))
     }
 
-    static func validate(provider: String, labels: [String: String]) throws {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
-        guard (1...64).contains(provider.count), provider.allSatisfy(allowed.contains) else {
-            throw VaultError.invalidField(
-                "provider", "must be 1-64 characters of lower-case letters, digits, '-', '_' and '.'")
-        }
-        guard labels.count <= 32 else { throw VaultError.invalidField("labels", "at most 32 labels allowed") }
-        for (key, value) in labels {
-            guard (1...64).contains(key.utf8.count), value.utf8.count <= 256 else {
-                throw VaultError.invalidField("labels", "keys must be 1-64 bytes and values at most 256 bytes")
-            }
-        }
+    /// Re-reads the data keys (another process rotated, or a held commit met an unknown term).
+    func reloadKeys() { try? sealer.reload() }
+
+    func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
+        events.publish(CredentialEvent(kind: kind, id: id, at: clock.now, metadata: metadata.map(withPending)))
     }
 }

@@ -1,67 +1,96 @@
-/// Every failure TokenVault reports: a stable machine-readable `code` and a message for people.
+/// Every failure TokenVault reports: a stable machine-readable `code`, a message for people and,
+/// for bad input, the `field` at fault.
 ///
-/// Messages name the problem (a field, a file, a term) and never contain a secret or a
-/// statement argument. Codes are part of the API: never rename one.
+/// Messages name the problem (a file, a term) and never contain a secret or a statement
+/// argument. Codes are part of the API: never rename one (see `VaultError.Code`).
 public struct VaultError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let code: String
+    public let code: Code
     public let message: String
+    /// For `invalid_field`: the field as a path in the request (`token.expires_in`, `min_ttl`).
+    public let field: String?
+    /// For `rate_limited` and the unavailable codes: seconds after which trying again makes sense.
+    public let retryAfter: Int?
 
-    public init(code: String, message: String) {
+    public init(code: Code, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
+        self.field = field
+        self.retryAfter = retryAfter
     }
 
-    public var description: String { "\(message) [\(code)]" }
+    /// The message with the field named, as people read it: `field 'token.expires_in': must not be negative`.
+    public var detail: String { field.map { "field '\($0)': \(message)" } ?? message }
+
+    public var description: String { "\(detail) [\(code)]" }
+
+    /// The same error with its field moved under `parent` (`expires_in` becomes
+    /// `token.expires_in`), for a decoder whose input sits inside a larger request body.
+    public func nested(under parent: String) -> VaultError {
+        VaultError(
+            code: code, message: message, field: field.map { "\(parent).\($0)" } ?? parent, retryAfter: retryAfter)
+    }
 }
 
 extension VaultError {
     public static func invalidCredentialID(_ detail: String) -> VaultError {
-        VaultError(code: "invalid_credential_id", message: "invalid credential id: \(detail)")
+        VaultError(code: .invalidCredentialID, message: "invalid credential id: \(detail)")
     }
 
     /// A field of a token payload or request is missing, of the wrong type or out of range.
     public static func invalidField(_ field: String, _ detail: String) -> VaultError {
-        VaultError(code: "invalid_field", message: "field '\(field)': \(detail)")
+        VaultError(code: .invalidField, message: detail, field: field)
     }
 
     public static func invalidPayload(_ detail: String) -> VaultError {
-        VaultError(code: "invalid_payload", message: "invalid token payload: \(detail)")
+        VaultError(code: .invalidPayload, message: "invalid token payload: \(detail)")
     }
 
     public static func notFound(_ id: CredentialID) -> VaultError {
-        VaultError(code: "credential_not_found", message: "credential \(id) does not exist")
+        VaultError(code: .credentialNotFound, message: "credential \(id) does not exist")
     }
 
     /// A sealed value failed authentication: tampered, truncated, moved or under another key.
     public static func integrity(_ detail: String) -> VaultError {
-        VaultError(code: "integrity_error", message: "integrity check failed: \(detail)")
+        VaultError(code: .integrityError, message: "integrity check failed: \(detail)")
     }
 
     public static func unknownKeyTerm(_ term: UInt32) -> VaultError {
-        VaultError(code: "unknown_key_term", message: "no data key with term \(term) exists in this vault")
+        VaultError(code: .unknownKeyTerm, message: "no data key with term \(term) exists in this vault")
     }
 
     public static func wrongMasterKey(_ detail: String) -> VaultError {
-        VaultError(code: "wrong_master_key", message: detail)
+        VaultError(code: .wrongMasterKey, message: detail)
     }
 
+    /// A process holds a master key the vault no longer uses (a rekey happened since it opened
+    /// the vault): it must not wrap a term that nothing else could open.
+    public static let staleMasterKey = VaultError.wrongMasterKey(
+        "this process's master key is no longer the vault's (it was changed by a rekey since the process "
+            + "opened the vault); restart it with the current key before changing keys")
+
     public static func keySource(_ detail: String) -> VaultError {
-        VaultError(code: "key_source_error", message: detail)
+        VaultError(code: .keySourceError, message: detail)
     }
 
     public static func storage(_ detail: String) -> VaultError {
-        VaultError(code: "storage_error", message: detail)
+        VaultError(code: .storageError, message: detail)
+    }
+
+    /// The database did not take a write now (locked past the busy timeout, full, unreachable);
+    /// the same write may succeed later.
+    public static func storageUnavailable(_ detail: String, retryAfter: Int? = nil) -> VaultError {
+        VaultError(code: .storageUnavailable, message: detail, retryAfter: retryAfter)
     }
 
     public static func migration(_ detail: String) -> VaultError {
-        VaultError(code: "migration_error", message: detail)
+        VaultError(code: .migrationError, message: detail)
     }
 
     public static func crypto(_ detail: String) -> VaultError {
-        VaultError(code: "crypto_error", message: detail)
+        VaultError(code: .cryptoError, message: detail)
     }
 
     public static func conflict(_ detail: String) -> VaultError {
-        VaultError(code: "conflict", message: detail)
+        VaultError(code: .conflict, message: detail)
     }
 }

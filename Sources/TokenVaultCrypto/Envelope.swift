@@ -183,6 +183,31 @@ public enum SHA256 {
     }
 }
 
+/// Keyed BLAKE2b (libsodium `crypto_generichash` with a key): the master key's check value,
+/// never a secret's hash.
+public enum KeyedHash {
+    /// `length` bytes (16-64) of BLAKE2b over `message` keyed with `key` (16-64 bytes).
+    public static func mac(key: SecretBytes, _ message: [UInt8], length: Int = 32) -> [UInt8] {
+        requireSodium()
+        precondition((16...64).contains(length) && (16...64).contains(key.count), "BLAKE2b sizes")
+        var digest = [UInt8](repeating: 0, count: length)
+        key.withUnsafeBytes { keyBytes in
+            _ = crypto_generichash(
+                &digest, length, message, UInt64(message.count),
+                keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count)
+        }
+        return digest
+    }
+
+    /// A master key's check value: 16 bytes of keyed BLAKE2b over a fixed label, in hex. Stored in
+    /// the vault's settings, it tells whether a process still holds the current master key
+    /// without unwrapping anything, and says nothing about the key.
+    public static func keyCheckValue(_ masterKey: SecretBytes) -> String {
+        mac(key: masterKey, Array("tokenvault.key-check.v1".utf8), length: 16)
+            .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+}
+
 extension String {
     func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

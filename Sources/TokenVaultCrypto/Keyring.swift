@@ -17,15 +17,31 @@ public final class Keyring: RotatingSealer {
     private let store: any KeyTermStore
     private let clock: any VaultClock
     private let state: Mutex<State>
+    /// The master key's check value (`KeyedHash.keyCheckValue`), compared with the stored one
+    /// before a term is wrapped.
+    public let keyCheck: String
 
     /// Unwraps every stored term. Throws `wrongMasterKey` (before anything is written) when
-    /// the master key does not open them.
+    /// the master key does not open them, or does not match the vault's key check value.
     public init(masterKey: SecretBytes, store: any KeyTermStore, clock: any VaultClock = SystemClock()) throws {
         self.masterKey = masterKey
         self.store = store
         self.clock = clock
+        keyCheck = KeyedHash.keyCheckValue(masterKey)
+        if let stored = try store.setting(VaultSetting.keyCheck), stored != keyCheck {
+            throw VaultError.wrongMasterKey(
+                "the master key does not match this vault's key check value: wrong key file or passphrase")
+        }
         let (keys, active) = try Self.unwrapAll(try store.terms(), masterKey: masterKey)
         state = Mutex(State(keys: keys, active: active))
+    }
+
+    /// Records the key check value in a vault that has none yet (created before it existed).
+    /// Call after migrations: opening a vault writes nothing before its key is known to be right.
+    public func recordKeyCheckIfMissing() throws {
+        if try store.setting(VaultSetting.keyCheck) == nil {
+            try store.setSettings([VaultSetting.keyCheck: keyCheck])
+        }
     }
 
     /// Creates the first term of a new vault (no-op when terms exist) and returns the keyring.
@@ -33,7 +49,9 @@ public final class Keyring: RotatingSealer {
         throws -> Keyring
     {
         if try store.terms().isEmpty {
-            try store.addActiveTerm(wrap(SodiumRandom.secret(count: 32), term: 1, masterKey: masterKey, now: clock.now))
+            try store.addActiveTerm(
+                wrap(SodiumRandom.secret(count: 32), term: 1, masterKey: masterKey, now: clock.now),
+                keyCheck: KeyedHash.keyCheckValue(masterKey))
         }
         return try Keyring(masterKey: masterKey, store: store, clock: clock)
     }
@@ -53,10 +71,14 @@ public final class Keyring: RotatingSealer {
 
     public func fingerprint(_ secret: SecretBytes) -> String { SHA256.fingerprint(secret) }
 
+    /// Wraps a new random data key as the next active term. Refused (`wrong_master_key`) if the
+    /// vault's key check value no longer matches this keyring's master key: a rekey since this
+    /// process opened the vault would otherwise leave a term only the old key opens.
     public func addTerm() throws -> UInt32 {
         let next = (try store.terms().map(\.term).max() ?? 0) + 1
         try store.addActiveTerm(
-            Self.wrap(SodiumRandom.secret(count: 32), term: next, masterKey: masterKey, now: clock.now))
+            Self.wrap(SodiumRandom.secret(count: 32), term: next, masterKey: masterKey, now: clock.now),
+            keyCheck: keyCheck)
         try reload()
         return next
     }
@@ -69,9 +91,11 @@ public final class Keyring: RotatingSealer {
         }
     }
 
-    /// Every term wrapped under `newMasterKey`, for `KeyTermStore.rewrap` (rekey).
-    public func rewrapped(under newMasterKey: SecretBytes) throws -> [WrappedTerm] {
-        try store.terms().map { stored in
+    /// Rekey: every term, read inside one durable transaction, re-wrapped under `newMasterKey`,
+    /// with `settings` and the new key's check value. Afterwards this keyring (which holds the
+    /// old key) must not be used for key changes again.
+    public func rekey(to newMasterKey: SecretBytes, settings: [String: String]) throws {
+        try store.rewrap(keyCheck: KeyedHash.keyCheckValue(newMasterKey), settings: settings) { stored in
             let key = try Self.unwrap(stored, masterKey: masterKey)
             var wrapped = Self.wrap(key, term: stored.term, masterKey: newMasterKey, now: stored.createdAt)
             wrapped.isActive = stored.isActive
@@ -106,7 +130,7 @@ public final class Keyring: RotatingSealer {
                 throw VaultError.integrity("data key term \(stored.term) has \(key.count) bytes, expected 32")
             }
             return key
-        } catch let error as VaultError where error.code == "integrity_error" {
+        } catch let error as VaultError where error.code == .integrityError {
             throw VaultError.wrongMasterKey(
                 "the master key does not open this vault's data key (term \(stored.term)): wrong key file or passphrase"
             )

@@ -5,8 +5,13 @@ import TokenVaultCore
 extension RefreshEngine {
     /// One refresh of one credential, start to finish. Runs under the credential's single
     /// flight. Storage errors end as `.skipped` with the reason logged; provider failures are
-    /// recorded on the credential.
+    /// recorded on the credential. A credential whose last answer is still held by the ledger
+    /// (its commit failed) is not refreshed again: that would present a spent refresh token.
     func perform(_ id: CredentialID, _ reason: RefreshReason) async -> RefreshOutcome {
+        if let held = vault.pendingCommit(for: id) {
+            statistics.record { $0.skipped += 1 }
+            return .commitPending(held)
+        }
         do {
             return try await performRefresh(id, reason)
         } catch {
@@ -19,16 +24,29 @@ extension RefreshEngine {
     }
 
     private func performRefresh(_ id: CredentialID, _ reason: RefreshReason) async throws -> RefreshOutcome {
-        guard let record = try await blocking({ [vault] in try vault.store.record(id) }) else {
+        // One read for both the state and the secrets: the refresh token presented must be the
+        // one of the generation the attempt is journalled for.
+        let credential: Credential
+        do {
+            credential = try await blocking { [vault] in
+                try vault.credential(id, opening: [.refreshToken, .idToken, .extras])
+            }
+        } catch let error as VaultError where error.code == .credentialNotFound {
             return .skipped("credential \(id) does not exist", nil)
+        } catch let error as VaultError where error.code.meansUnreadable {
+            // A row that does not open (tampered, or its key term is gone) is not retried in a
+            // loop: it is recorded as failing and probed at the slow interval.
+            let metadata = try await blocking { [vault] in try vault.metadata(id) }
+            return try await recordFailure(
+                ProviderFailure.unreadable(error), metadata: metadata, attempt: nil, resumingLostAnswer: false)
         }
-        let metadata = record.metadata
+        let metadata = credential.metadata
         let now = vault.clock.now
         if metadata.status == .revokePending {
             guard reason == .scheduled || reason == .recovery else {
                 return .skipped("credential \(id) is being deleted", metadata)
             }
-            return try await retryRevocation(record)
+            return try await retryRevocation(credential)
         }
         if let skip = try await reasonNotToRefresh(metadata, reason: reason, now: now) { return skip }
 
@@ -41,7 +59,7 @@ extension RefreshEngine {
         }
         await gate.acquire()
         defer { gate.release() }
-        return try await refresh(record, reason: reason, provider: provider, gate: gate)
+        return try await refresh(credential, reason: reason, provider: provider, gate: gate)
     }
 
     /// Why a credential is not refreshed now, if it is not; also retires one whose refresh
@@ -66,8 +84,7 @@ extension RefreshEngine {
                 lastError: CredentialFailure(
                     code: "refresh_token_expired", message: "the refresh token expired at \(refreshTokenExpiry)",
                     at: now), refreshFailures: metadata.refreshFailures, updatedAt: now)
-            let updated = try await applySchedule(update)
-            if let updated { publish(.expired, metadata.id, updated) }
+            let updated = try await vault.updateSchedule(update, event: .expired)
             return .skipped("the refresh token of \(metadata.id) has expired", updated ?? metadata)
         }
         if reason == .scheduled, let refreshAt = metadata.refreshAt, refreshAt > now {
@@ -88,14 +105,16 @@ extension RefreshEngine {
             if let refreshAt = metadata.refreshAt, refreshAt <= now {
                 var update = ScheduleUpdate(metadata)
                 update.refreshAt = metadata.expiresAt
-                _ = try await applySchedule(update)
+                try await vault.updateSchedule(update)
             }
             return .skipped("credential \(metadata.id) cannot be refreshed", metadata)
         }
         if metadata.kind == .verifyToken {
             let audit = systemAudit(
                 metadata.id, operation: "credential.purge", detail: "verify token expired at \(expiresAt)")
-            try await blocking { [vault] in try vault.delete(metadata.id, audit: audit) }
+            guard try await vault.purge(metadata.id, generation: metadata.generation, now: now, audit: audit) else {
+                return .skipped("credential \(metadata.id) changed before it could be purged", nil)
+            }
             logger.info("expired verify token purged", metadata: ["tokenvault.credential.id": "\(metadata.id)"])
             return .skipped("credential \(metadata.id) expired and was purged", nil)
         }
@@ -105,8 +124,7 @@ extension RefreshEngine {
         update.lastError = CredentialFailure(
             code: "expired", message: "the access token expired at \(expiresAt) and there is no refresh token", at: now)
         update.updatedAt = now
-        let updated = try await applySchedule(update)
-        if let updated { publish(.expired, metadata.id, updated) }
+        let updated = try await vault.updateSchedule(update, event: .expired)
         return .skipped("credential \(metadata.id) expired without a refresh token", updated ?? metadata)
     }
 
@@ -120,24 +138,28 @@ extension RefreshEngine {
             let spread = max(1, gate.limits.breakerCooldown / 2) * Double.random(in: 0..<1)
             var update = ScheduleUpdate(metadata)
             update.refreshAt = until.adding(seconds: spread)
-            _ = try await applySchedule(update)
+            try await vault.updateSchedule(update)
         }
         return .skipped("provider \(metadata.provider) is paused until \(until)", metadata)
     }
 
     private func refresh(
-        _ record: SealedCredentialRecord, reason: RefreshReason, provider: any TokenProvider, gate: ProviderGate
+        _ credential: Credential, reason: RefreshReason, provider: any TokenProvider, gate: ProviderGate
     ) async throws -> RefreshOutcome {
-        let metadata = record.metadata
+        let metadata = credential.metadata
         let id = metadata.id
-        let secrets = try vault.open(record, fields: [.refreshToken, .idToken, .extras])
-        guard let refreshToken = secrets.refreshToken else {
+        guard let refreshToken = credential.secrets.refreshToken else {
             return .skipped("credential \(id) has no refresh token", metadata)
         }
         let clock = ContinuousClock()
         var timings = RefreshTimings()
         let journalStart = clock.now
-        let journalled = try await journal(metadata, fingerprint: vault.sealer.fingerprint(refreshToken))
+        let owner = owner
+        let journalled = try await vault.beginAttempt(
+            Vault.AttemptRequest(
+                metadata: metadata, fingerprint: vault.fingerprint(refreshToken), owner: owner.id,
+                leaseUntil: vault.clock.now.adding(seconds: options.leaseDuration),
+                isOwnerGone: { owner.isGone($0) }))
         timings.journal = clock.now - journalStart
         guard let (attempt, resumed) = journalled else {
             statistics.record { $0.skipped += 1 }
@@ -166,118 +188,32 @@ extension RefreshEngine {
         gate.recordSuccess()
         timings.http = clock.now - httpStart
         let commitStart = clock.now
-        let committed = try await commit(
-            payload, sentAt: sentAt, previous: secrets, metadata: metadata, attempt: attempt)
+        let commit = await vault.commitRefresh(
+            Vault.ReceivedRefresh(
+                attempt: attempt, previous: metadata, previousSecrets: credential.secrets, payload: payload,
+                sentAt: sentAt))
         timings.commit = clock.now - commitStart
-        guard let (refreshed, sealTime) = committed else {
+        switch commit {
+        case .committed(.committed(let refreshed)):
+            statistics.record { $0.refreshed += 1 }
+            options.timings?(timings)
+            logger.debug(
+                "credential refreshed",
+                metadata: [
+                    "tokenvault.credential.id": "\(id)",
+                    "tokenvault.credential.generation": "\(refreshed.generation)",
+                    "tokenvault.refresh.reason": "\(reason.rawValue)",
+                ])
+            return .refreshed(refreshed)
+        case .committed(.superseded(let why)):
             statistics.record { $0.skipped += 1 }
-            return .skipped("credential \(id) was replaced while it was being refreshed", nil)
-        }
-        statistics.record { $0.refreshed += 1 }
-        timings.seal = sealTime
-        timings.commit -= sealTime
-        options.timings?(timings)
-        publish(.refreshed, id, refreshed)
-        logger.debug(
-            "credential refreshed",
-            metadata: [
-                "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(refreshed.generation)",
-                "tokenvault.refresh.reason": "\(reason.rawValue)",
-            ])
-        return .refreshed(refreshed)
-    }
-
-    /// Journals the attempt durably (or resumes the open one) and moves `refresh_at` to the
-    /// lease's end, so that if this process dies the scheduler comes back then. Nil when
-    /// another live process holds the lease.
-    private func journal(_ metadata: CredentialMetadata, fingerprint: String) async throws -> (
-        RefreshAttempt, resumed: Bool
-    )? {
-        let now = vault.clock.now
-        let leaseUntil = now.adding(seconds: options.leaseDuration)
-        let owner = owner
-        return try await writes.write(.full) { writer -> (RefreshAttempt, resumed: Bool)? in
-            var attempt = RefreshAttempt(
-                attemptID: UUID().uuidString.lowercased(), credentialID: metadata.id, generation: metadata.generation,
-                refreshTokenFingerprint: fingerprint, leaseOwner: owner.id, leaseExpiresAt: leaseUntil,
-                startedAt: now)
-            var resumed = false
-            switch LeaseDecision.decide(
-                existing: try writer.openAttempt(for: metadata.id), generation: metadata.generation, owner: owner.id,
-                now: now, isOwnerGone: owner.isGone)
-            {
-            case .busy:
-                return nil
-            case .start:
-                try writer.beginAttempt(attempt)
-            case .supersede(let old):
-                try writer.finishAttempt(
-                    attemptID: old.attemptID, state: .abandoned, outcome: "superseded", at: now)
-                try writer.beginAttempt(attempt)
-            case .resume(let old) where old.refreshTokenFingerprint == fingerprint:
-                try writer.renewLease(attemptID: old.attemptID, owner: owner.id, until: leaseUntil)
-                attempt = old
-                attempt.leaseOwner = owner.id
-                attempt.leaseExpiresAt = leaseUntil
-                resumed = true
-            case .resume(let old):
-                try writer.finishAttempt(
-                    attemptID: old.attemptID, state: .abandoned, outcome: "refresh token changed", at: now)
-                try writer.beginAttempt(attempt)
-            }
-            var schedule = ScheduleUpdate(metadata)
-            schedule.refreshAt = leaseUntil
-            _ = try writer.updateSchedule(schedule)
-            return (attempt, resumed)
-        }
-    }
-
-    /// Stores the new tokens, generation + 1 and the attempt's close in one FULL commit. A
-    /// response without a refresh token keeps the old one; without an id token, the old one.
-    private func commit(
-        _ payload: TokenPayload, sentAt: Timestamp, previous: CredentialSecrets, metadata: CredentialMetadata,
-        attempt: RefreshAttempt
-    ) async throws -> (CredentialMetadata, seal: Duration)? {
-        let planner = vault.planner(for: metadata.provider)
-        let jitter = Double.random(in: 0..<1)
-        let vault = vault
-        return try await writes.write(.full) { writer -> (CredentialMetadata, seal: Duration)? in
-            let now = vault.clock.now
-            guard let current = try writer.record(metadata.id), current.metadata.generation == metadata.generation
-            else {
-                try writer.finishAttempt(
-                    attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
-                return nil
-            }
-            let secrets = CredentialSecrets(
-                accessToken: payload.secrets.accessToken,
-                refreshToken: payload.secrets.refreshToken ?? previous.refreshToken,
-                idToken: payload.secrets.idToken ?? previous.idToken, extras: payload.secrets.extras ?? previous.extras)
-            var next = current.metadata
-            next.generation += 1
-            next.status = .active
-            next.tokenType = payload.tokenType ?? next.tokenType
-            if !payload.scopes.isEmpty { next.scopes = payload.scopes }
-            next.subject = payload.subject ?? next.subject
-            next.issuedAt = sentAt
-            next.expiresAt = payload.expiry.resolve(issuedAt: sentAt)
-            if payload.secrets.refreshToken != nil {
-                next.refreshTokenExpiresAt = payload.refreshTokenExpiry.resolve(issuedAt: sentAt)
-            }
-            next.refreshAt = planner.refreshAt(
-                issuedAt: sentAt, expiresAt: next.expiresAt, refreshIn: payload.refreshIn, canRefresh: true,
-                jitter: jitter, refreshTokenExpiresAt: next.refreshTokenExpiresAt)
-            next.lastError = nil
-            next.refreshFailures = 0
-            next.updatedAt = now
-            next.hasRefreshToken = secrets.refreshToken != nil
-            next.hasIDToken = secrets.idToken != nil
-            let sealStart = ContinuousClock.now
-            let sealed = try vault.seal(secrets, metadata: next, term: vault.sealer.activeTerm)
-            let sealTime = ContinuousClock.now - sealStart
-            try writer.save(sealed)
-            try writer.finishAttempt(attemptID: attempt.attemptID, state: .succeeded, outcome: nil, at: now)
-            return (next, sealTime)
+            logger.notice(
+                "refresh answer not stored",
+                metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(why)"])
+            return .skipped(why, nil)
+        case .held(let pending):
+            // The ledger holds the new tokens and retries; the stored ones are served meanwhile.
+            return .commitPending(pending)
         }
     }
 
@@ -293,17 +229,10 @@ extension RefreshEngine {
         let decision = FailurePolicy(limits: limits(for: metadata.provider)).decide(
             failure, for: metadata, resumingLostAnswer: resumingLostAnswer, now: now,
             random: Double.random(in: 0..<1))
-        let updated = try await writes.write(.normal) { writer -> CredentialMetadata? in
-            if let attempt {
-                try writer.finishAttempt(
-                    attemptID: attempt.attemptID, state: .failed, outcome: "\(failure.kind.rawValue): \(failure.code)",
-                    at: now)
-            }
-            guard try writer.updateSchedule(decision.update) else { return nil }
-            return try writer.record(metadata.id)?.metadata
-        }
+        let updated = try await vault.recordFailure(
+            attempt: attempt, outcome: "\(failure.kind.rawValue): \(failure.code)", update: decision.update,
+            event: decision.event)
         statistics.record { $0.failed[failure.kind.rawValue, default: 0] += 1 }
-        if let event = decision.event, let updated { publish(event, metadata.id, updated) }
         // An instance without endpoints is reported by health once; its credentials, visited
         // ever more rarely, are not worth a warning each.
         let level: Logger.Level =
@@ -318,23 +247,5 @@ extension RefreshEngine {
                 "tokenvault.refresh.next": "\(decision.update.refreshAt?.description ?? "none")",
             ])
         return .failed(failure, updated)
-    }
-
-    /// Writes a schedule change; the credential's metadata afterwards, or nil if it changed
-    /// generation or disappeared meanwhile.
-    func applySchedule(_ update: ScheduleUpdate) async throws -> CredentialMetadata? {
-        try await writes.write(.normal) { writer -> CredentialMetadata? in
-            guard try writer.updateSchedule(update) else { return nil }
-            return try writer.record(update.id)?.metadata
-        }
-    }
-}
-
-extension ScheduleUpdate {
-    /// The credential's current schedule and state, to be changed field by field.
-    init(_ metadata: CredentialMetadata) {
-        self.init(
-            id: metadata.id, generation: metadata.generation, status: metadata.status, refreshAt: metadata.refreshAt,
-            lastError: metadata.lastError, refreshFailures: metadata.refreshFailures, updatedAt: metadata.updatedAt)
     }
 }

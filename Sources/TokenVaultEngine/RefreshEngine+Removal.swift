@@ -19,8 +19,22 @@ extension RefreshEngine {
     }
 
     private func performRemoval(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
-        guard let record = try await blocking({ [vault] in try vault.store.record(id) }) else {
-            throw VaultError.notFound(id)
+        if let held = vault.pendingCommit(for: id) {
+            // The held tokens are the live ones at the provider; revoking the stored ones would
+            // leave them alive, and deleting the row would make the held commit moot.
+            throw VaultError(
+                code: .commitPending,
+                message: "new tokens of \(id) are waiting to be committed (\(held.lastError)); delete it again once "
+                    + "they are", retryAfter: 5)
+        }
+        let record: Credential
+        do {
+            record = try await blocking { [vault] in try vault.credential(id, opening: [.refreshToken]) }
+        } catch let error as VaultError where error.code.meansUnreadable {
+            // Tokens that do not open cannot be revoked: only a forced delete removes the row.
+            guard force else { throw error }
+            try await delete(id, audit: audit, detail: "forced: tokens unreadable (\(error.code))")
+            return .deleted(revoked: false)
         }
         guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
             try await delete(id, audit: audit, detail: "no revocation endpoint: removed locally only")
@@ -30,7 +44,7 @@ extension RefreshEngine {
         pending.status = .revokePending
         pending.refreshAt = nil
         pending.updatedAt = vault.clock.now
-        if let marked = try await applySchedule(pending) { publish(.revokePending, id, marked) }
+        try await vault.updateSchedule(pending, event: .revokePending)
 
         if let failure = await revoke(record, provider: provider, tries: force ? 1 : options.revocationAttempts) {
             guard force else { return try await keepPending(record, failure: failure) }
@@ -42,7 +56,7 @@ extension RefreshEngine {
     }
 
     /// The scheduler's retry of a `revoke_pending` credential.
-    func retryRevocation(_ record: SealedCredentialRecord) async throws -> RefreshOutcome {
+    func retryRevocation(_ record: Credential) async throws -> RefreshOutcome {
         let id = record.metadata.id
         guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
             try await delete(id, audit: systemAudit(id), detail: "no revocation endpoint: removed locally only")
@@ -58,15 +72,8 @@ extension RefreshEngine {
 
     /// Revokes the refresh token, then the access token. Nil on success; otherwise the failure
     /// that stopped it. Transient failures are retried up to `tries` times per token.
-    private func revoke(_ record: SealedCredentialRecord, provider: any TokenProvider, tries: Int) async
-        -> ProviderFailure?
-    {
-        let secrets: CredentialSecrets
-        do {
-            secrets = try vault.open(record, fields: [.refreshToken])
-        } catch {
-            return ProviderFailure(kind: .misconfigured, code: "unreadable", message: "\(error)")
-        }
+    private func revoke(_ record: Credential, provider: any TokenProvider, tries: Int) async -> ProviderFailure? {
+        let secrets = record.secrets
         let gate = gates[provider.name] ?? gates[record.metadata.provider]
         let tokens: [(SecretBytes, TokenHint)] =
             (secrets.refreshToken.map { [($0, TokenHint.refreshToken)] } ?? []) + [(secrets.accessToken, .accessToken)]
@@ -97,7 +104,7 @@ extension RefreshEngine {
         return nil
     }
 
-    private func keepPending(_ record: SealedCredentialRecord, failure: ProviderFailure) async throws
+    private func keepPending(_ record: Credential, failure: ProviderFailure) async throws
         -> RemovalOutcome
     {
         let now = vault.clock.now
@@ -110,7 +117,7 @@ extension RefreshEngine {
             attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: Double.random(in: 0..<1))
         update.refreshAt = now.adding(seconds: max(wait, 1))
         update.updatedAt = now
-        let updated = try await applySchedule(update)
+        let updated = try await vault.updateSchedule(update)
         logger.warning(
             "revocation failed; the credential stays revoke_pending and is retried",
             metadata: [
@@ -123,7 +130,7 @@ extension RefreshEngine {
     private func delete(_ id: CredentialID, audit: AuditEvent?, detail: String) async throws {
         var event = audit
         event?.detail = detail
-        try await blocking { [vault, event] in try vault.delete(id, audit: event) }
+        try await vault.delete(id, audit: event)
         logger.info(
             "credential deleted", metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(detail)"])
     }

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import NIOPosix
 import TokenVaultCore
 
 /// The refresh engine: keeps credentials fresh, once per credential, without ever losing a
@@ -10,7 +9,8 @@ import TokenVaultCore
 ///   credential in this process) and under a lease in the refresh journal (across processes).
 /// - Before a provider is called, the attempt is journalled durably; the new tokens,
 ///   generation + 1 and the attempt's close commit in one FULL transaction before anyone can
-///   see the new access token (`WriteCoalescer` groups such commits).
+///   see the new access token. The engine decides; every write is one of the ledger's (`Vault`)
+///   operations, which also holds an answer whose commit failed until it goes through.
 /// - Calls to a provider pass its `ProviderGate`: circuit breaker, concurrency, rate.
 /// - Failures are classified by the provider and decided by `FailurePolicy`.
 ///
@@ -43,7 +43,6 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     let vault: Vault
-    let journal: any RefreshJournal
     let providers: [String: any TokenProvider]
     let settings: [String: ProviderSettings]
     let gates: [String: ProviderGate]
@@ -51,30 +50,28 @@ public final class RefreshEngine: RefreshService, Sendable {
     let logger: Logger
     let owner: LeaseOwner
     let flight = SingleFlight()
-    let writes: WriteCoalescer
     let wake = WakeSignal()
     let statistics = RefreshStatistics()
 
     /// `providers` holds a `TokenProvider` for every configured instance that has endpoints;
     /// `settings` every instance credentials may name (their planner and limits).
     public init(
-        vault: Vault, journal: any RefreshJournal, providers: [String: any TokenProvider],
-        settings: [String: ProviderSettings], options: Options = Options(), logger: Logger
+        vault: Vault, providers: [String: any TokenProvider], settings: [String: ProviderSettings],
+        options: Options = Options(), logger: Logger
     ) {
         self.vault = vault
-        self.journal = journal
         self.providers = providers
         self.settings = settings
         self.options = options
         self.logger = logger
         owner = options.leaseHost.map { LeaseOwner(host: $0) } ?? LeaseOwner()
-        writes = WriteCoalescer(store: vault.store)
         var gates: [String: ProviderGate] = [:]
         for name in Set(settings.keys).union(providers.keys) {
             let setting = settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
             gates[name] = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
         }
         self.gates = gates
+        vault.observe(HeldCommitLog(logger: logger, wake: wake))
     }
 
     // MARK: RefreshService
@@ -96,6 +93,8 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     public var counters: RefreshCounters { statistics.snapshot }
 
+    /// Redeems the code at the provider (paced like its refreshes). Storing the result is the
+    /// caller's, through `Vault.storeReceived`, which never drops it.
     public func exchange(provider name: String, _ request: CodeExchangeRequest) async throws -> (
         TokenPayload, clientID: String?
     ) {
@@ -124,21 +123,16 @@ public final class RefreshEngine: RefreshService, Sendable {
     // MARK: Helpers
 
     func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await NIOThreadPool.singleton.runIfActive(body)
+        try await vault.blocking(body)
     }
 
     func limits(for provider: String) -> ProviderLimits { settings[provider]?.limits ?? ProviderLimits() }
-
-    func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
-        vault.events.publish(CredentialEvent(kind: kind, id: id, at: vault.clock.now, metadata: metadata))
-    }
 }
 
 /// Where one successful refresh spent its time. `journal` and `commit` include waiting for the
-/// group commit; `seal` is the sealing inside the commit.
+/// group commit (and, for `commit`, sealing inside it).
 public struct RefreshTimings: Sendable {
     public var journal: Duration = .zero
     public var http: Duration = .zero
-    public var seal: Duration = .zero
     public var commit: Duration = .zero
 }

@@ -63,7 +63,7 @@ public struct RefreshScheduler: Service {
         guard capacity > 0 else { return 0 }
         let now = engine.vault.clock.now
         let limit = capacity + engine.inFlightCount
-        let due = try await engine.blocking { [engine] in try engine.journal.dueCredentials(at: now, limit: limit) }
+        let due = try await engine.blocking { [engine] in try engine.vault.dueCredentials(at: now, limit: limit) }
         var started = 0
         for credential in due where started < capacity {
             if engine.startInBackground(credential.id, reason: .scheduled) { started += 1 }
@@ -74,7 +74,7 @@ public struct RefreshScheduler: Service {
     /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but
     /// every due credential is already in flight (a finishing refresh wakes the loop).
     private func secondsUntilNextDue() async throws -> Double {
-        let next = try await engine.blocking { [engine] in try engine.journal.earliestRefreshAt() }
+        let next = try await engine.blocking { [engine] in try engine.vault.earliestRefreshAt() }
         guard let next else { return maximumSleep }
         let wait = next.seconds - engine.vault.clock.now.seconds
         return wait > 0 ? min(wait + 0.001, maximumSleep) : 1
@@ -84,7 +84,7 @@ public struct RefreshScheduler: Service {
     /// journalling and committing. Retried with the same refresh token.
     private func resumeOpenAttempts() async {
         do {
-            let open = try await engine.blocking { [engine] in try engine.journal.openAttempts(limit: 100_000) }
+            let open = try await engine.blocking { [engine] in try engine.vault.openAttempts(limit: 100_000) }
             if !open.isEmpty {
                 engine.logger.notice("resuming \(open.count) refresh attempt(s) left open by an earlier run")
             }
@@ -100,20 +100,27 @@ public struct RefreshScheduler: Service {
     private func pruneJournal() async throws {
         let before = engine.vault.clock.now.adding(seconds: -engine.options.journalRetention)
         while try await engine.blocking({ [engine] in
-            try engine.journal.pruneFinishedAttempts(before: before, limit: 1000)
+            try engine.vault.pruneFinishedAttempts(before: before, limit: 1000)
         })
             == 1000
         {}
     }
 
+    /// Waits for refreshes in flight and for answers the ledger still holds (their commit
+    /// failed and is being retried): both carry tokens that exist nowhere else.
     private func drain() async {
         let deadline = ContinuousClock.now + .seconds(drainTimeout)
-        while engine.inFlightCount > 0, ContinuousClock.now < deadline {
+        while engine.inFlightCount > 0 || engine.vault.pendingCommitCount > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
         if engine.inFlightCount > 0 {
             engine.logger.warning(
                 "stopping with \(engine.inFlightCount) refresh(es) still in flight; resumed on next start")
+        }
+        if engine.vault.pendingCommitCount > 0 {
+            engine.logger.critical(
+                "stopping with provider answers the database never accepted; those credentials are resumed with their stored refresh token on next start",
+                metadata: ["tokenvault.commit.held": "\(engine.vault.pendingCommitCount)"])
         }
     }
 }

@@ -3,7 +3,9 @@ import TokenVaultCore
 struct HealthDocument: Encodable {
     struct Database: Encodable {
         let schemaVersion: Int
-        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
+        /// Provider answers held in memory because the database has not taken them yet.
+        let heldCommits: Int
+        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version", heldCommits = "held_commits" }
     }
     struct Provider: Encodable {
         let name: String

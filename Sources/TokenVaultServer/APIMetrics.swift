@@ -75,9 +75,16 @@ public final class APIMetrics: Sendable {
         if step > 0 { counter.increment(by: Int64(step)) }
     }
 
+    /// The ledger's held commits: provider answers the database has not taken yet.
+    struct HeldCommits {
+        var held: Int
+        var failures: Int
+        var recovered: Int
+    }
+
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
-        providers: [ProviderState] = []
+        providers: [ProviderState] = [], heldCommits: HeldCommits? = nil
     ) -> [UInt8] {
         for status in CredentialStatus.allCases {
             registry.makeGauge(
@@ -103,6 +110,18 @@ public final class APIMetrics: Sendable {
                     "tokenvault_revocations_total", labels: [("outcome", outcome)], to: count,
                     help: "Revocations at providers since start-up, by outcome.")
             }
+        }
+        if let heldCommits {
+            registry.makeGauge(
+                name: "tokenvault_held_commits",
+                help: "Provider answers held in memory because the database has not taken them yet (alert if > 0)."
+            ).set(Double(heldCommits.held))
+            advance(
+                "tokenvault_commit_failures_total", labels: [], to: heldCommits.failures,
+                help: "Failed commits of tokens a provider issued (each retry counts) since start-up.")
+            advance(
+                "tokenvault_held_commits_recovered_total", labels: [], to: heldCommits.recovered,
+                help: "Held provider answers committed after failing at first, since start-up.")
         }
         for provider in providers {
             for condition in ProviderState.Condition.allCases {

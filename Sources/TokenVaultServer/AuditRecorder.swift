@@ -9,11 +9,11 @@ import TokenVaultCore
 /// credentials carry their audit row in their own transaction instead.
 public final class AuditRecorder: Service, Sendable {
     private let pending = Mutex<[AuditEvent]>([])
-    private let store: any CredentialStore
+    private let store: any AdminStore
     private let interval: Duration
     private let logger: Logger
 
-    public init(store: any CredentialStore, interval: Duration = .milliseconds(250), logger: Logger) {
+    public init(store: any AdminStore, interval: Duration = .milliseconds(250), logger: Logger) {
         self.store = store
         self.interval = interval
         self.logger = logger
@@ -57,7 +57,7 @@ public final class AuditRecorder: Service, Sendable {
             }
             guard !batch.isEmpty else { return }
             do {
-                try store.write(durability: .normal) { writer in try writer.appendAudits(batch) }
+                try store.appendAudits(batch)
             } catch {
                 throw VaultError.storage("\(batch.count) audit rows not written: \(error)")
             }

@@ -38,7 +38,7 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
     /// Reads `SO_PEERCRED` from a connected Unix socket channel.
     public static func read(from channel: any Channel) async throws -> PeerCredentials {
         guard let option = peerCredentialOption(channel) else {
-            throw VaultError(code: "peer_unknown", message: "the connection does not expose peer credentials")
+            throw VaultError(code: .peerUnknown, message: "the connection does not expose peer credentials")
         }
         return PeerCredentials(try await option.get())
     }

@@ -6,7 +6,7 @@ import TokenVaultCore
 /// a `VaultError` message or a fixed text: never a token, never a statement argument.
 public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: VaultError.Code
     public let title: String
     public let detail: String
     public let field: String?
@@ -16,48 +16,37 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     /// For 429 and 503: seconds to wait (sent as `Retry-After`).
     public let retryAfter: Int?
 
+    /// The status always comes from the code (`VaultError.Code.httpStatus`, one exhaustive switch).
     public init(
-        _ status: HTTPResponse.Status, code: String, detail: String, field: String? = nil, permission: String? = nil,
+        _ code: VaultError.Code, detail: String, field: String? = nil, permission: String? = nil,
         allowedMethods: [String] = [], retryAfter: Int? = nil
     ) {
-        self.retryAfter = retryAfter
-        self.status = status
+        self.status = HTTPResponse.Status(code: code.httpStatus)
         self.code = code
         self.title = status.reasonPhrase
         self.detail = detail
         self.field = field
         self.permission = permission
         self.allowedMethods = allowedMethods
+        self.retryAfter = retryAfter
     }
 
-    /// The HTTP status a `VaultError` code maps to.
+    /// A `VaultError` as the API answers it. A 500 never shows its message (it may name a file or
+    /// a term); the caller sees a fixed text and the daemon logs the message.
     public init(_ error: VaultError) {
-        let status: HTTPResponse.Status =
-            switch error.code {
-            case "invalid_field", "invalid_payload", "invalid_credential_id", "invalid_request": .badRequest
-            case "credential_not_found": .notFound
-            case "unknown_provider", "nonce_mismatch", "audience_mismatch", "id_token_expired", "id_token_invalid":
-                .unprocessableContent
-            case "token_expired", "conflict": .conflict
-            case "forbidden": .forbidden
-            case "payload_too_large": .contentTooLarge
-            default: .internalServerError
-            }
-        let field = error.message.firstMatch(of: /^field '([^']+)'/).map { String($0.output.1) }
-        let detail =
-            status == .internalServerError ? "internal error (\(error.code)); see the daemon log" : error.message
-        self.init(status, code: error.code, detail: detail, field: field)
+        let detail = error.code.isInternal ? "internal error (\(error.code)); see the daemon log" : error.detail
+        self.init(error.code, detail: detail, field: error.field, retryAfter: error.retryAfter)
     }
 
     enum CodingKeys: String, CodingKey { case type, title, status, detail, code, field, permission, instance }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("https://tokenvault.dev/problems/\(code)", forKey: .type)
+        try container.encode("https://tokenvault.dev/problems/\(code.rawValue)", forKey: .type)
         try container.encode(title, forKey: .title)
         try container.encode(Int(status.code), forKey: .status)
         try container.encode(detail, forKey: .detail)
-        try container.encode(code, forKey: .code)
+        try container.encode(code.rawValue, forKey: .code)
         try container.encodeIfPresent(field, forKey: .field)
         try container.encodeIfPresent(permission, forKey: .permission)
     }

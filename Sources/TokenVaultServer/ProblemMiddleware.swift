@@ -20,32 +20,32 @@ struct ProblemMiddleware: RouterMiddleware {
         } catch let problem as ProblemDetails {
             throw problem
         } catch let error as VaultError {
-            let problem = ProblemDetails(error)
-            if problem.status == .internalServerError {
+            if error.code.isInternal {
                 context.logger.error(
                     "request failed", metadata: ["tokenvault.error.code": "\(error.code)", "error": "\(error.message)"])
             }
-            throw problem
+            throw ProblemDetails(error)
         } catch let error as HTTPError {
             let allowed = error.status == .notFound ? routes.methods(for: request.uri.path) : []
             if !allowed.isEmpty {
                 throw ProblemDetails(
-                    .methodNotAllowed, code: "method_not_allowed",
+                    .methodNotAllowed,
                     detail: "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: ", "))",
                     allowedMethods: allowed)
             }
-            let code =
+            let code: VaultError.Code =
                 switch error.status {
-                case .notFound: "not_found"
-                case .methodNotAllowed: "method_not_allowed"
-                case .contentTooLarge: "payload_too_large"
-                default: "invalid_request"
+                case .notFound: .notFound
+                case .methodNotAllowed: .methodNotAllowed
+                case .contentTooLarge: .payloadTooLarge
+                case .unsupportedMediaType: .unsupportedMediaType
+                case let status where status.code >= 500: .internalError
+                default: .invalidRequest
                 }
-            throw ProblemDetails(error.status, code: code, detail: error.body ?? error.status.reasonPhrase)
+            throw ProblemDetails(code, detail: error.body ?? error.status.reasonPhrase)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(type(of: error))"])
-            throw ProblemDetails(
-                .internalServerError, code: "internal_error", detail: "internal error; see the daemon log")
+            throw ProblemDetails(.internalError, detail: "internal error; see the daemon log")
         }
     }
 }

@@ -15,7 +15,7 @@ import TokenVaultCore
 public enum SocketGuard {
     public static func prepare(path: String) throws {
         guard path.utf8.count < 108 else {
-            throw VaultError(code: "socket_error", message: "socket path \(path) is longer than 107 bytes")
+            throw VaultError(code: .socketError, message: "socket path \(path) is longer than 107 bytes")
         }
         let parent = (path as NSString).deletingLastPathComponent
         if !FileManager.default.fileExists(atPath: parent) {
@@ -26,15 +26,15 @@ public enum SocketGuard {
         guard lstat(path, &info) == 0 else { return }
         guard (info.st_mode & S_IFMT) == S_IFSOCK else {
             throw VaultError(
-                code: "socket_error", message: "\(path) exists and is not a socket; refusing to replace it")
+                code: .socketError, message: "\(path) exists and is not a socket; refusing to replace it")
         }
         if isListening(path) {
             throw VaultError(
-                code: "daemon_running", message: "another daemon is already listening on \(path)")
+                code: .daemonRunning, message: "another daemon is already listening on \(path)")
         }
         guard unlink(path) == 0 else {
             throw VaultError(
-                code: "socket_error",
+                code: .socketError,
                 message: "cannot remove stale socket \(path): \(String(cString: strerror(errno)))")
         }
     }
@@ -62,19 +62,19 @@ public enum SocketGuard {
     public static func applyPermissions(path: String, mode: mode_t, group: String?) throws {
         if let group {
             guard let gid = gid_t(group) ?? getgrnam(group).map({ $0.pointee.gr_gid }) else {
-                throw VaultError(code: "socket_error", message: "socket group '\(group)' does not exist")
+                throw VaultError(code: .socketError, message: "socket group '\(group)' does not exist")
             }
             // The socket and its directory both belong to the group, or its members cannot reach it.
             let parent = (path as NSString).deletingLastPathComponent
             guard chown(path, uid_t.max, gid) == 0, chown(parent, uid_t.max, gid) == 0 else {
                 throw VaultError(
-                    code: "socket_error",
+                    code: .socketError,
                     message: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
             }
         }
         guard chmod(path, mode & 0o770) == 0 else {
             throw VaultError(
-                code: "socket_error", message: "cannot chmod \(path): \(String(cString: strerror(errno)))")
+                code: .socketError, message: "cannot chmod \(path): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -82,31 +82,4 @@ public enum SocketGuard {
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
     }
-}
-
-/// One daemon per database: an exclusive `flock` on `<database>.lock`, held for the process's life.
-public final class DatabaseLock: Sendable {
-    private let descriptor: Int32
-
-    public init(databasePath: String) throws {
-        let path = databasePath + ".lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw VaultError(code: "lock_error", message: "cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = pread(descriptor, &buffer, buffer.count, 0)
-            let holder = count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : "?"
-            close(descriptor)
-            throw VaultError(
-                code: "daemon_running",
-                message: "another tokenvault daemon (pid \(holder)) is already serving \(databasePath)")
-        }
-        let pid = Array(String(getpid()).utf8)
-        _ = ftruncate(descriptor, 0)
-        _ = pwrite(descriptor, pid, pid.count, 0)
-    }
-
-    deinit { close(descriptor) }
 }

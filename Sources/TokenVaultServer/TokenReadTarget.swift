@@ -26,11 +26,8 @@ struct TokenReadTarget: Equatable {
         if let question = target.firstIndex(of: UInt8(ascii: "?")) {
             pathEnd = question
             let query = target[(question + 1)...]
-            let value = query.dropFirst(Self.query.count)
-            // Plain decimals only: `+`, exponents and hex floats are left to the router's parser.
-            guard query.starts(with: Self.query), !value.isEmpty,
-                value.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }),
-                let seconds = Double(String(decoding: value, as: UTF8.self)), seconds <= 86_400
+            // Anything but a valid `min_ttl` goes to the router, which answers it with its 400.
+            guard query.starts(with: Self.query), let seconds = MinimumTTL.parse(query.dropFirst(Self.query.count))
             else { return nil }
             minimumTTL = seconds
         }

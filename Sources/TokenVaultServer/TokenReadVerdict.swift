@@ -9,7 +9,7 @@ enum TokenReadVerdict: Equatable {
     /// Refresh on demand first (the token can be refreshed and has less than S seconds left).
     case refreshFirst
     /// 409 with this problem code and detail; nothing is served.
-    case refuse(code: String, detail: String)
+    case refuse(code: VaultError.Code, detail: String)
 
     /// - Parameters:
     ///   - canRefresh: a refresh engine runs and no refresh was tried for this request yet.
@@ -26,13 +26,13 @@ enum TokenReadVerdict: Equatable {
         switch metadata.status {
         case .revokePending:
             self = .refuse(
-                code: "revoke_pending", detail: "credential \(id) is being deleted; its tokens are not served")
+                code: .revokePending, detail: "credential \(id) is being deleted; its tokens are not served")
             return
         case .needsReauth:
             // The provider rejected the grant; with reuse detection it has revoked the access
             // token too, so it is not served however long it seemed to last.
             self = .refuse(
-                code: "needs_reauth",
+                code: .needsReauth,
                 detail: "credential \(id) needs re-authorisation: \(metadata.lastError?.message ?? "sign in again")")
             return
         default:
@@ -51,7 +51,7 @@ enum TokenReadVerdict: Equatable {
         } else if let error = metadata.lastError {
             detail += "; last refresh error: \(error.code): \(error.message)"
         }
-        self = .refuse(code: "token_expired", detail: detail)
+        self = .refuse(code: .tokenExpired, detail: detail)
     }
 
     /// Worth an on-demand refresh: it can be refreshed and has less than `minimumTTL` left.

@@ -6,9 +6,9 @@ extension VaultAPI {
     func rotateKey(_ context: VaultRequestContext) async throws -> Response {
         let peer = try await authoriseAdmin(context, operation: "admin.rotate_key")
         guard let rotation else {
-            throw ProblemDetails(.conflict, code: "conflict", detail: "this vault's keyring cannot rotate")
+            throw ProblemDetails(.conflict, detail: "this vault's keyring cannot rotate")
         }
-        let report = try await blocking { try rotation.rotate() }
+        let report = try await rotation.rotate()
         audit.record(auditEvent(peer, "admin.rotate_key", nil, .succeeded, detail: "term \(report.newTerm)"))
         context.logger.notice(
             "data key rotated",
@@ -24,7 +24,7 @@ extension VaultAPI {
         let limit = try limitParameter(request)
         let after = try parameters.get("cursor").map { text in
             guard let value = Int64(text), value >= 0 else {
-                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")
+                throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")
             }
             return value
         }

@@ -54,7 +54,7 @@ extension VaultAPI {
             ])
         let scope = namespace.map { "namespace '\($0)'" } ?? "any namespace"
         return ProblemDetails(
-            .forbidden, code: "forbidden", detail: "uid \(peer.uid) lacks \(permission.rawValue) in \(scope)",
+            .forbidden, detail: "uid \(peer.uid) lacks \(permission.rawValue) in \(scope)",
             permission: permission.rawValue)
     }
 

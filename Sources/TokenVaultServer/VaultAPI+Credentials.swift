@@ -11,9 +11,7 @@ extension VaultAPI {
         let body = try await collectBody(request)
         let (payload, provider, labels) = try decodePut(body)
         let event = auditEvent(peer, "credential.put", id, .allowed)
-        let metadata = try await blocking {
-            try vault.put(id, payload: payload, provider: provider, labels: labels, audit: event)
-        }
+        let metadata = try await vault.put(id, payload: payload, provider: provider, labels: labels, audit: event)
         context.logger.info(
             "credential stored",
             metadata: [
@@ -41,16 +39,16 @@ extension VaultAPI {
         }
         if let status = parameters.get("status") {
             guard let parsed = CredentialStatus(rawValue: status) else {
-                throw ProblemDetails(
-                    .badRequest, code: "invalid_field", detail: "status '\(status)' is not a credential status",
-                    field: "status")
+                throw VaultError.invalidField(
+                    "status",
+                    "'\(status)' is not one of \(CredentialStatus.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             query.status = parsed
         }
         query.limit = try limitParameter(request)
         if let cursor = parameters.get("cursor") {
             guard let after = try? CredentialID(cursor) else {
-                throw ProblemDetails(.badRequest, code: "invalid_field", detail: "cursor is not valid", field: "cursor")
+                throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")
             }
             query.after = after
         }

@@ -13,7 +13,7 @@ extension VaultAPI {
     func limitParameter(_ request: Request) throws -> Int {
         guard let text = request.uri.queryParameters.get("limit") else { return 100 }
         guard let value = Int(text), (1...500).contains(value) else {
-            throw ProblemDetails(.badRequest, code: "invalid_field", detail: "limit must be 1-500", field: "limit")
+            throw VaultError.invalidField("limit", "must be an integer 1-500")
         }
         return value
     }
@@ -25,7 +25,7 @@ extension VaultAPI {
         let mediaType = declared.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
             throw ProblemDetails(
-                .unsupportedMediaType, code: "unsupported_media_type",
+                .unsupportedMediaType,
                 detail: "the body must be application/json, not \(mediaType)")
         }
     }
@@ -35,7 +35,7 @@ extension VaultAPI {
             return try await request.body.collect(upTo: options.maximumBodySize)
         } catch is NIOTooManyBytesError {
             throw ProblemDetails(
-                .contentTooLarge, code: "payload_too_large",
+                .payloadTooLarge,
                 detail: "the request body is larger than \(options.maximumBodySize) bytes")
         }
     }
@@ -52,7 +52,7 @@ extension VaultAPI {
         }
         guard options.providers.contains(provider) else {
             throw VaultError(
-                code: "unknown_provider",
+                code: .unknownProvider,
                 message:
                     "provider '\(provider)' is not configured (known: \(options.providers.sorted().joined(separator: ", ")))"
             )
@@ -64,10 +64,9 @@ extension VaultAPI {
         do {
             let decoder = TokenPayloadDecoder(expiredUnit: options.expiredUnits[provider] ?? .seconds)
             return (try decoder.decode(token), provider, labels)
-        } catch let error as VaultError where error.code == "invalid_field" {
+        } catch let error as VaultError where error.code == .invalidField {
             // Name the field by its path in the request body.
-            throw VaultError(
-                code: error.code, message: error.message.replacingOccurrences(of: "field '", with: "field 'token."))
+            throw error.nested(under: "token")
         }
     }
 

@@ -24,8 +24,7 @@ extension VaultAPI {
         try requireJSON(request)
         let body = try decodeExchange(try await collectBody(request))
         guard let engine else {
-            throw ProblemDetails(
-                .serviceUnavailable, code: "engine_unavailable", detail: "this daemon runs without a refresh engine")
+            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
         let payload: TokenPayload
         let clientID: String?
@@ -40,11 +39,11 @@ extension VaultAPI {
             switch failure.kind {
             case .invalidGrant, .misconfigured:
                 throw ProblemDetails(
-                    .unprocessableContent, code: "provider_rejected",
+                    .providerRejected,
                     detail: "the token endpoint of \(body.provider) answered \(failure.code): \(failure.message)")
             case .transient, .unknownOutcome:
                 throw ProblemDetails(
-                    .badGateway, code: "provider_unavailable",
+                    .providerUnavailable,
                     detail: "the code exchange at \(body.provider) failed: \(failure.code): \(failure.message)",
                     retryAfter: failure.retryAfter.map { Int($0.rounded(.up)) })
             }
@@ -53,28 +52,67 @@ extension VaultAPI {
             try IDTokenCheck.check(
                 idToken: payload.secrets.idToken, expectedNonce: body.nonce, clientID: clientID, now: vault.clock.now)
         } catch {
-            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: error.code))
+            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: error.code.rawValue))
             throw error
         }
+        // The code is spent: these tokens exist nowhere else, so the ledger never drops them.
         let event = auditEvent(peer, "credential.exchange", id, .allowed)
-        let metadata = try await blocking {
-            try vault.put(id, payload: payload, provider: body.provider, labels: body.labels, audit: event)
+        let stored = try await vault.storeReceived(
+            Vault.NewCredential(id: id, payload: payload, provider: body.provider, labels: body.labels, audit: event))
+        guard let metadata = try await committedWithin(stored, id: id, seconds: Self.exchangeCommitWait) else {
+            throw ProblemDetails(
+                .commitPending,
+                detail: "the code was redeemed, but the database has not taken the tokens of \(id) yet; they are "
+                    + "held and stored as soon as it does. Do not repeat the exchange (the code is spent): read "
+                    + "the credential later", retryAfter: 5)
         }
         context.logger.info(
             "credential stored from a code exchange",
             metadata: [
                 "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(metadata.generation)",
             ])
-        var response = try json(
-            ExchangeDocument(
-                credential: CredentialMetadataDocument(metadata),
-                token: TokenDocument(
-                    accessToken: payload.secrets.accessToken.revealString(), tokenType: metadata.tokenType ?? "Bearer",
-                    expiresAt: metadata.expiresAt?.description, idToken: payload.secrets.idToken?.revealString())),
-            status: metadata.generation == 1 ? .created : .ok)
-        response.headers[.cacheControl] = "no-store"
+        var response = Response(
+            status: metadata.generation == 1 ? .created : .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: try exchangeBody(metadata, payload: payload)))
         response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
         return response
+    }
+
+    /// How long an exchange waits for a held commit before answering `commit_pending`.
+    static let exchangeCommitWait = 5.0
+
+    /// The stored metadata once the write is committed: at once, or after the ledger's retries
+    /// succeed within `seconds`; nil if it is still held.
+    private func committedWithin(_ stored: HeldOrCommitted<CredentialMetadata>, id: CredentialID, seconds: Double)
+        async throws -> CredentialMetadata?
+    {
+        if case .committed(let metadata) = stored { return metadata }
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while vault.pendingCommit(for: id) != nil {
+            guard ContinuousClock.now < deadline else { return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await blocking { try vault.metadata(id) }
+    }
+
+    /// `{"credential": {…}, "token": {…}}`: the metadata as every route writes it, the token part
+    /// by `TokenJSON`, straight from locked memory (no `String` copy of a token).
+    private func exchangeBody(_ metadata: CredentialMetadata, payload: TokenPayload) throws -> ByteBuffer {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let credential = try encoder.encode(CredentialMetadataDocument(metadata))
+        let token = TokenJSON.body(
+            accessToken: payload.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
+            expiresAt: metadata.expiresAt, idToken: payload.secrets.idToken, allocator: ByteBufferAllocator())
+        var body = ByteBuffer()
+        body.reserveCapacity(credential.count + token.readableBytes + 24)
+        body.writeStaticString("{\"credential\":")
+        body.writeBytes(credential)
+        body.writeStaticString(",\"token\":")
+        body.writeImmutableBuffer(token)
+        body.writeStaticString("}")
+        return body
     }
 
     /// Field by field, naming the field that is wrong; unknown fields are refused.
@@ -103,7 +141,7 @@ extension VaultAPI {
         }
         let provider = try string("provider", required: true, maximum: 64)!
         guard options.providers.contains(provider) else {
-            throw VaultError(code: "unknown_provider", message: "no provider named '\(provider)' is configured")
+            throw VaultError(code: .unknownProvider, message: "no provider named '\(provider)' is configured")
         }
         let code = try string("code", required: true, maximum: 4096)!
         let verifier = try string("code_verifier", required: true, maximum: 128)!
@@ -121,10 +159,4 @@ extension VaultAPI {
             redirectURI: redirectURI, nonce: try string("nonce", required: false, maximum: 256),
             state: try string("state", required: false, maximum: 512), labels: labels)
     }
-}
-
-/// The answer to a code exchange: the stored credential and its access token.
-struct ExchangeDocument: Encodable {
-    let credential: CredentialMetadataDocument
-    let token: TokenDocument
 }

@@ -18,10 +18,7 @@ extension VaultAPI {
         let id = try credentialID(context)
         let minimumTTL =
             try request.uri.queryParameters.get("min_ttl").map { text -> Double in
-                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
-                    throw ProblemDetails(
-                        .badRequest, code: "invalid_field", detail: "min_ttl must be 0-86400 seconds", field: "min_ttl")
-                }
+                guard let seconds = MinimumTTL.parse(text.utf8) else { throw MinimumTTL.problem }
                 return seconds
             } ?? 0
         let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
@@ -34,6 +31,8 @@ extension VaultAPI {
             case .refreshed: break
             case .failed(let failure, _): refreshFailure = "the refresh failed: \(failure.code): \(failure.message)"
             case .skipped(let reason, _): refreshFailure = reason
+            case .commitPending(let held):
+                refreshFailure = "new tokens are waiting to be committed (\(held.lastError))"
             }
             credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
             verdict = TokenReadVerdict(
@@ -41,8 +40,8 @@ extension VaultAPI {
                 refreshFailure: refreshFailure)
         }
         if case .refuse(let code, let detail) = verdict {
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: code))
-            throw ProblemDetails(.conflict, code: code, detail: detail)
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: code.rawValue))
+            throw ProblemDetails(code, detail: detail)
         }
         audit.record(auditEvent(peer, "token.read", id, .allowed))
         let metadata = credential.metadata
@@ -59,8 +58,7 @@ extension VaultAPI {
         let id = try credentialID(context)
         let peer = try await authorise(context, .tokenRead, id: id, operation: "credential.refresh")
         guard let engine else {
-            throw ProblemDetails(
-                .serviceUnavailable, code: "engine_unavailable", detail: "this daemon runs without a refresh engine")
+            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
         let metadata = try await blocking { try vault.metadata(id) }
         let since = vault.clock.now.seconds - metadata.issuedAt.seconds
@@ -68,7 +66,7 @@ extension VaultAPI {
             let wait = Int((Self.forcedRefreshInterval - since).rounded(.up))
             audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
             throw ProblemDetails(
-                .tooManyRequests, code: "rate_limited",
+                .rateLimited,
                 detail: "credential \(id) got new tokens \(Int(since)) s ago; force a refresh again in \(wait) s",
                 retryAfter: wait)
         }
@@ -80,20 +78,26 @@ extension VaultAPI {
         case .failed(let failure, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code))
             if failure.code == ProviderFailure.notConfigured("").code {
-                throw ProblemDetails(.conflict, code: "not_refreshable", detail: failure.message)
+                throw ProblemDetails(.notRefreshable, detail: failure.message)
             }
             if failure.kind == .invalidGrant {
                 throw ProblemDetails(
-                    .conflict, code: "needs_reauth",
+                    .needsReauth,
                     detail: "the provider rejected the refresh token of \(id); sign in again (\(failure.message))")
             }
             throw ProblemDetails(
-                .badGateway, code: "provider_unavailable",
+                .providerUnavailable,
                 detail: "refreshing \(id) failed: \(failure.code): \(failure.message)",
                 retryAfter: failure.retryAfter.map { Int($0.rounded(.up)) })
         case .skipped(let reason, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "not_refreshable"))
-            throw ProblemDetails(.conflict, code: "not_refreshable", detail: reason)
+            throw ProblemDetails(.notRefreshable, detail: reason)
+        case .commitPending(let held):
+            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "commit_pending"))
+            throw ProblemDetails(
+                .commitPending,
+                detail: "the provider answered, but the database has not taken the new tokens of \(id) yet "
+                    + "(\(held.lastError)); they are held and committed as soon as it does", retryAfter: 5)
         }
     }
 
@@ -107,13 +111,12 @@ extension VaultAPI {
         case nil, "false", "0": force = false
         case "true", "1": force = true
         default:
-            throw ProblemDetails(
-                .badRequest, code: "invalid_field", detail: "force must be true or false", field: "force")
+            throw VaultError.invalidField("force", "must be true or false")
         }
         let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.delete")
         let event = auditEvent(peer, "credential.delete", id, .allowed)
         guard let engine else {
-            try await blocking { try vault.delete(id, audit: event) }
+            try await vault.delete(id, audit: event)
             context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
             var response = Response(status: .noContent)
             response.headers[.tokenVaultRevoked] = "false"

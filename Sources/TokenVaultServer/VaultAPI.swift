@@ -76,25 +76,31 @@ public struct VaultAPI: Sendable {
         admin.post("backup") { _, context in try await backup(context) }
     }
 
-    /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open (the
-    /// daemon still serves valid tokens). Always 200 while the database answers.
+    /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, or provider
+    /// answers are held because the database refuses them (the daemon still serves valid
+    /// tokens). Always 200 while the database answers.
     func health() async throws -> Response {
         // One indexed read proves the database answers.
         let schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
         let providers = engine?.providerStates() ?? []
-        let degraded = providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
+        let held = vault.pendingCommitCount
+        let degraded =
+            held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
         return try json(
             HealthDocument(
                 status: degraded ? "degraded" : "ok", version: options.version,
-                database: .init(schemaVersion: schemaVersion),
+                database: .init(schemaVersion: schemaVersion, heldCommits: held),
                 uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
                 providers: providers.map(HealthDocument.Provider.init)))
     }
 
     func scrape() async throws -> Response {
         let counts = try await blocking { [admin] in try admin.credentialCountsByStatus() }
+        let commits = vault.commitCounters
         let body = metrics.exposition(
-            credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [])
+            credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
+            heldCommits: .init(held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered)
+        )
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

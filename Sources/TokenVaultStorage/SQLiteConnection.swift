@@ -126,25 +126,27 @@ final class SQLiteStatement {
 
     @discardableResult
     func bind(_ values: (any SQLiteBindable)?...) throws -> SQLiteStatement {
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let result: Int32
-            switch value {
-            case nil: result = sqlite3_bind_null(raw, index)
-            case let text as String: result = sqlite3_bind_text(raw, index, text, -1, Self.transient)
-            case let integer as Int64: result = sqlite3_bind_int64(raw, index, integer)
-            case let integer as Int: result = sqlite3_bind_int64(raw, index, Int64(integer))
-            case let integer as UInt32: result = sqlite3_bind_int64(raw, index, Int64(integer))
-            case let integer as Int32: result = sqlite3_bind_int64(raw, index, Int64(integer))
-            case let blob as [UInt8]:
-                result = blob.withUnsafeBytes {
-                    sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), Self.transient)
-                }
-            default: preconditionFailure("unsupported SQLite binding type")
-            }
-            guard result == SQLITE_OK else { throw connection.error(result) }
-        }
+        for (offset, value) in values.enumerated() { try bind(at: Int32(offset + 1), value) }
         return self
+    }
+
+    /// Binds one parameter (numbered from 1) of any bindable type, or NULL.
+    func bind(at index: Int32, _ value: (any SQLiteBindable)?) throws {
+        let result: Int32
+        switch value {
+        case nil: result = sqlite3_bind_null(raw, index)
+        case let text as String: result = sqlite3_bind_text(raw, index, text, -1, Self.transient)
+        case let integer as Int64: result = sqlite3_bind_int64(raw, index, integer)
+        case let integer as Int: result = sqlite3_bind_int64(raw, index, Int64(integer))
+        case let integer as UInt32: result = sqlite3_bind_int64(raw, index, Int64(integer))
+        case let integer as Int32: result = sqlite3_bind_int64(raw, index, Int64(integer))
+        case let blob as [UInt8]:
+            result = blob.withUnsafeBytes {
+                sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), Self.transient)
+            }
+        default: preconditionFailure("unsupported SQLite binding type")
+        }
+        guard result == SQLITE_OK else { throw connection.error(result) }
     }
 
     /// Binds one integer parameter, or NULL (typed: no dynamic casts, for batches of many values).
@@ -186,6 +188,12 @@ final class SQLiteStatement {
         return try step() ? text(0) : nil
     }
 
+    /// Column 0 of the first row as an integer, or nil without a row (or for NULL). Resets the statement.
+    func firstInt64() throws -> Int64? {
+        defer { sqlite3_reset(raw) }
+        return try step() ? optionalInt64(0) : nil
+    }
+
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
@@ -201,6 +209,14 @@ final class SQLiteStatement {
         guard count > 0, let pointer = sqlite3_column_blob(raw, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
+}
+
+extension SQLiteStatement {
+    // A credential row's columns by name (`CredentialColumn`), never by a number of their own.
+    func text(_ column: CredentialColumn) -> String? { text(column.selectIndex) }
+    func int64(_ column: CredentialColumn) -> Int64 { int64(column.selectIndex) }
+    func optionalInt64(_ column: CredentialColumn) -> Int64? { optionalInt64(column.selectIndex) }
+    func blob(_ column: CredentialColumn) -> [UInt8]? { blob(column.selectIndex) }
 }
 
 /// Values a statement can bind.

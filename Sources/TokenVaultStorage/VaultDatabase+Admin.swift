@@ -2,6 +2,12 @@ import Foundation
 import TokenVaultCore
 
 extension VaultDatabase: AdminStore {
+    public func appendAudits(_ events: [AuditEvent]) throws {
+        try writeTransaction(durability: .normal) { connection in
+            try SQLiteCredentialWriter(connection: connection).appendAudits(events)
+        }
+    }
+
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
         try withReader { connection in
             let statement = try connection.statement(

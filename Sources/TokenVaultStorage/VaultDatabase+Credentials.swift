@@ -2,12 +2,8 @@ import Foundation
 import TokenVaultCore
 
 extension VaultDatabase: CredentialStore {
-    static let metadataColumns = """
-        id, provider, kind, subject, status, generation, token_type, scopes, labels, issued_at, expires_at, \
-        refresh_at, refresh_token_expires_at, last_error_code, last_error_message, last_error_at, created_at, \
-        updated_at, refresh_token IS NOT NULL, id_token IS NOT NULL, refresh_failures
-        """
-    static let recordColumns = metadataColumns + ", seal_term, access_token, refresh_token, id_token, extras"
+    static let metadataColumns = CredentialColumn.metadataSelectList
+    static let recordColumns = CredentialColumn.recordSelectList
 
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         try withReader { try Self.record(id, on: $0) }
@@ -82,35 +78,39 @@ extension VaultDatabase: CredentialStore {
             result.append(
                 SealedCredentialRecord(
                     metadata: try metadata(from: statement, knownID: knownID),
-                    sealTerm: UInt32(truncatingIfNeeded: statement.int64(21)),
-                    accessToken: statement.blob(22) ?? [], refreshToken: statement.blob(23),
-                    idToken: statement.blob(24), extras: statement.blob(25)))
+                    sealTerm: UInt32(truncatingIfNeeded: statement.int64(.sealTerm)),
+                    accessToken: statement.blob(.accessToken) ?? [], refreshToken: statement.blob(.refreshToken),
+                    idToken: statement.blob(.idToken), extras: statement.blob(.extras)))
         }
         return result
     }
 
     static func metadata(from row: SQLiteStatement, knownID: CredentialID? = nil) throws -> CredentialMetadata {
-        func timestamp(_ column: Int32) -> Timestamp? { row.optionalInt64(column).map(Timestamp.init(milliseconds:)) }
-        let idText = knownID == nil ? row.text(0) ?? "" : ""
+        func timestamp(_ column: CredentialColumn) -> Timestamp? {
+            row.optionalInt64(column).map(Timestamp.init(milliseconds:))
+        }
+        let idText = knownID == nil ? row.text(.id) ?? "" : ""
         guard let id = knownID ?? (try? CredentialID(idText)),
-            let kind = CredentialKind(rawValue: row.text(2) ?? ""),
-            let status = CredentialStatus(rawValue: row.text(4) ?? "")
+            let kind = CredentialKind(rawValue: row.text(.kind) ?? ""),
+            let status = CredentialStatus(rawValue: row.text(.status) ?? "")
         else { throw VaultError.storage("credential row '\(idText)' has an unreadable id, kind or status") }
-        let scopes = CompactJSONColumn.strings(row.text(7))
-        let labels = CompactJSONColumn.labels(row.text(8))
         var failure: CredentialFailure?
-        if let code = row.text(13) {
+        if let code = row.text(.lastErrorCode) {
             failure = CredentialFailure(
-                code: code, message: row.text(14) ?? "", at: timestamp(15) ?? Timestamp(milliseconds: 0))
+                code: code, message: row.text(.lastErrorMessage) ?? "",
+                at: timestamp(.lastErrorAt) ?? Timestamp(milliseconds: 0))
         }
         return CredentialMetadata(
-            id: id, provider: row.text(1) ?? "", kind: kind, subject: row.text(3), status: status,
-            generation: row.int64(5), tokenType: row.text(6), scopes: scopes, labels: labels,
-            issuedAt: timestamp(9) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(10), refreshAt: timestamp(11),
-            refreshTokenExpiresAt: timestamp(12), lastError: failure, refreshFailures: Int(row.int64(20)),
-            createdAt: timestamp(16) ?? Timestamp(milliseconds: 0),
-            updatedAt: timestamp(17) ?? Timestamp(milliseconds: 0),
-            hasRefreshToken: row.int64(18) != 0, hasIDToken: row.int64(19) != 0)
+            id: id, provider: row.text(.provider) ?? "", kind: kind, subject: row.text(.subject), status: status,
+            generation: row.int64(.generation), tokenType: row.text(.tokenType),
+            scopes: CompactJSONColumn.strings(row.text(.scopes)), labels: CompactJSONColumn.labels(row.text(.labels)),
+            issuedAt: timestamp(.issuedAt) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(.expiresAt),
+            refreshAt: timestamp(.refreshAt), refreshTokenExpiresAt: timestamp(.refreshTokenExpiresAt),
+            lastError: failure, refreshFailures: Int(row.int64(.refreshFailures)),
+            createdAt: timestamp(.createdAt) ?? Timestamp(milliseconds: 0),
+            updatedAt: timestamp(.updatedAt) ?? Timestamp(milliseconds: 0),
+            hasRefreshToken: row.int64(CredentialColumn.hasRefreshTokenIndex) != 0,
+            hasIDToken: row.int64(CredentialColumn.hasIDTokenIndex) != 0)
     }
 }
 
@@ -122,41 +122,56 @@ struct SQLiteCredentialWriter: CredentialWriter {
         try VaultDatabase.record(id, on: connection)
     }
 
+    func activeTerm() throws -> UInt32 {
+        guard let term = try connection.statement("SELECT term FROM key_terms WHERE state = 'active'").firstInt64()
+        else { throw VaultError.storage("this vault has no active data key term") }
+        return UInt32(truncatingIfNeeded: term)
+    }
+
+    private static let upsert = """
+        INSERT INTO credentials (\(CredentialColumn.insertList)) VALUES (\(CredentialColumn.insertPlaceholders))
+        ON CONFLICT (id) DO UPDATE SET \(CredentialColumn.updateList)
+        """
+
     func save(_ record: SealedCredentialRecord) throws {
         let metadata = record.metadata
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let scopes = String(decoding: try encoder.encode(metadata.scopes), as: UTF8.self)
         let labels = String(decoding: try encoder.encode(metadata.labels), as: UTF8.self)
-        let statement = try connection.statement(
-            """
-            INSERT INTO credentials (
-                id, namespace, name, provider, kind, subject, status, generation, token_type, scopes, labels,
-                issued_at, expires_at, refresh_at, refresh_token_expires_at, last_error_code, last_error_message,
-                last_error_at, created_at, updated_at, seal_term, access_token, refresh_token, id_token, extras,
-                refresh_failures)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                    ?22, ?23, ?24, ?25, ?26)
-            ON CONFLICT (id) DO UPDATE SET
-                provider = excluded.provider, kind = excluded.kind, subject = excluded.subject,
-                status = excluded.status, generation = excluded.generation, token_type = excluded.token_type,
-                scopes = excluded.scopes, labels = excluded.labels, issued_at = excluded.issued_at,
-                expires_at = excluded.expires_at, refresh_at = excluded.refresh_at,
-                refresh_token_expires_at = excluded.refresh_token_expires_at,
-                last_error_code = excluded.last_error_code, last_error_message = excluded.last_error_message,
-                last_error_at = excluded.last_error_at, updated_at = excluded.updated_at,
-                seal_term = excluded.seal_term, access_token = excluded.access_token,
-                refresh_token = excluded.refresh_token, id_token = excluded.id_token, extras = excluded.extras,
-                refresh_failures = excluded.refresh_failures
-            """)
-        try statement.bind(
-            metadata.id.description, metadata.id.namespace, metadata.id.name, metadata.provider,
-            metadata.kind.rawValue, metadata.subject, metadata.status.rawValue, metadata.generation,
-            metadata.tokenType, scopes, labels, metadata.issuedAt.milliseconds, metadata.expiresAt?.milliseconds,
-            metadata.refreshAt?.milliseconds, metadata.refreshTokenExpiresAt?.milliseconds, metadata.lastError?.code,
-            metadata.lastError?.message, metadata.lastError?.at.milliseconds, metadata.createdAt.milliseconds,
-            metadata.updatedAt.milliseconds, record.sealTerm, record.accessToken, record.refreshToken,
-            record.idToken, record.extras, metadata.refreshFailures)
+        let statement = try connection.statement(Self.upsert)
+        for column in CredentialColumn.allCases {
+            let value: (any SQLiteBindable)? =
+                switch column {
+                case .id: metadata.id.description
+                case .namespace: metadata.id.namespace
+                case .name: metadata.id.name
+                case .provider: metadata.provider
+                case .kind: metadata.kind.rawValue
+                case .subject: metadata.subject
+                case .status: metadata.status.rawValue
+                case .generation: metadata.generation
+                case .tokenType: metadata.tokenType
+                case .scopes: scopes
+                case .labels: labels
+                case .issuedAt: metadata.issuedAt.milliseconds
+                case .expiresAt: metadata.expiresAt?.milliseconds
+                case .refreshAt: metadata.refreshAt?.milliseconds
+                case .refreshTokenExpiresAt: metadata.refreshTokenExpiresAt?.milliseconds
+                case .lastErrorCode: metadata.lastError?.code
+                case .lastErrorMessage: metadata.lastError?.message
+                case .lastErrorAt: metadata.lastError?.at.milliseconds
+                case .createdAt: metadata.createdAt.milliseconds
+                case .updatedAt: metadata.updatedAt.milliseconds
+                case .refreshFailures: metadata.refreshFailures
+                case .sealTerm: record.sealTerm
+                case .accessToken: record.accessToken
+                case .refreshToken: record.refreshToken
+                case .idToken: record.idToken
+                case .extras: record.extras
+                }
+            try statement.bind(at: column.rawValue + 1, value)
+        }
         try statement.run()
     }
 

@@ -7,22 +7,26 @@ extension VaultDatabase: KeyTermStore {
             guard try connection.statement("SELECT 1 FROM sqlite_master WHERE name = 'key_terms'").exists() else {
                 return []
             }
-            let statement = try connection.statement(
-                "SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term")
-            var terms: [WrappedTerm] = []
-            while try statement.step() {
-                terms.append(
-                    WrappedTerm(
-                        term: UInt32(truncatingIfNeeded: statement.int64(0)), wrappedKey: statement.blob(1) ?? [],
-                        isActive: statement.text(2) == "active", createdAt: Timestamp(milliseconds: statement.int64(3)))
-                )
-            }
-            return terms
+            return try Self.terms(on: connection)
         }
     }
 
-    public func addActiveTerm(_ term: WrappedTerm) throws {
+    static func terms(on connection: SQLiteConnection) throws -> [WrappedTerm] {
+        let statement = try connection.statement(
+            "SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term")
+        var terms: [WrappedTerm] = []
+        while try statement.step() {
+            terms.append(
+                WrappedTerm(
+                    term: UInt32(truncatingIfNeeded: statement.int64(0)), wrappedKey: statement.blob(1) ?? [],
+                    isActive: statement.text(2) == "active", createdAt: Timestamp(milliseconds: statement.int64(3))))
+        }
+        return terms
+    }
+
+    public func addActiveTerm(_ term: WrappedTerm, keyCheck: String) throws {
         try writeTransaction(durability: .full) { connection in
+            try Self.checkKey(keyCheck, on: connection)
             try connection.statement("UPDATE key_terms SET state = 'retired' WHERE state = 'active'").run()
             try connection.statement(
                 "INSERT INTO key_terms (term, wrapped_key, state, created_at) VALUES (?1, ?2, 'active', ?3)"
@@ -39,17 +43,44 @@ extension VaultDatabase: KeyTermStore {
         }
     }
 
-    public func rewrap(_ terms: [WrappedTerm], settings: [String: String]) throws {
+    public func rewrap(
+        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+    ) throws {
         try writeTransaction(durability: .full) { connection in
-            for term in terms {
+            let stored = try Self.terms(on: connection)
+            var covered: Set<UInt32> = []
+            for term in stored {
+                let wrapped = try rewrap(term)
+                guard wrapped.term == term.term else {
+                    throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
+                }
                 try connection.statement("UPDATE key_terms SET wrapped_key = ?2 WHERE term = ?1")
-                    .bind(term.term, term.wrappedKey).run()
+                    .bind(term.term, wrapped.wrappedKey).run()
                 guard connection.changes == 1 else {
                     throw VaultError.conflict("key term \(term.term) changed during rekey; run rekey again")
                 }
+                covered.insert(term.term)
             }
-            try Self.upsert(settings, on: connection)
+            // Inside the same write transaction nothing can add a term, but check anyway: a term
+            // left wrapped under the old key would make the vault unopenable.
+            let after = Set(try Self.terms(on: connection).map(\.term))
+            guard after == covered, !covered.isEmpty else {
+                throw VaultError.conflict(
+                    "rekey covered terms \(covered.sorted()) but the vault has \(after.sorted()); nothing was changed")
+            }
+            try Self.upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 }, on: connection)
         }
+    }
+
+    /// Refuses a key change by a process whose master key is not the vault's current one.
+    private static func checkKey(_ keyCheck: String, on connection: SQLiteConnection) throws {
+        let stored = try connection.statement("SELECT value FROM vault_meta WHERE key = ?1")
+            .bind(VaultSetting.keyCheck).firstText()
+        guard let stored else {
+            try upsert([VaultSetting.keyCheck: keyCheck], on: connection)
+            return
+        }
+        guard stored == keyCheck else { throw VaultError.staleMasterKey }
     }
 
     public func termUsage() throws -> [UInt32: Int] {

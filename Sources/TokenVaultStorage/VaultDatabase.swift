@@ -21,15 +21,17 @@ public final class VaultDatabase: @unchecked Sendable {
     /// Opens (creating if needed) the database at `path` and checks its schema against the
     /// embedded migrations without writing anything; call `migrate()` to apply pending ones.
     /// `checksum` is SHA-256 in hex (TokenVaultCrypto's), injected so Storage stays free of crypto.
+    /// `busyTimeoutMilliseconds`: how long a write waits for another connection's lock.
     public init(
         path: String, migrations: [Migration]? = nil, checksum: @escaping @Sendable ([UInt8]) -> String,
-        clock: any VaultClock = SystemClock(), maximumIdleReaders: Int = 4
+        clock: any VaultClock = SystemClock(), maximumIdleReaders: Int = 4,
+        busyTimeoutMilliseconds: Int32 = 5000
     ) throws {
         self.path = path
         self.clock = clock
         self.maximumIdleReaders = maximumIdleReaders
         migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
-        writer = try SQLiteConnection(path: path)
+        writer = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         // WAL: readers never block the writer; NORMAL is durable against process crashes, and
         // writes that carry a new refresh token raise it to FULL for their commit.
         if try writer.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {

@@ -23,8 +23,8 @@ func reportingErrorsAsync(_ body: () async throws -> Void) async throws {
 
 /// Prints `error` as one line on stderr and returns the exit code it maps to.
 private func report(_ error: VaultError) -> ExitCode {
-    FileHandle.standardError.write(Data("tokenvault: error: \(error.message) [\(error.code)]\n".utf8))
-    return ExitCode(error.code == "credential_not_found" ? 3 : 1)
+    FileHandle.standardError.write(Data("tokenvault: error: \(error.detail) [\(error.code)]\n".utf8))
+    return ExitCode(error.code == .credentialNotFound ? 3 : 1)
 }
 
 func printError(_ message: String) {

@@ -23,7 +23,7 @@ struct InitCommand: ParsableCommand {
                 let existing = try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
                 if !(try existing.terms().isEmpty) {
                     throw VaultError(
-                        code: "already_initialised", message: "a vault already exists at \(options.databasePath)")
+                        code: .alreadyInitialised, message: "a vault already exists at \(options.databasePath)")
                 }
             }
             let (masterKey, settings, notice) = try masterKey()

@@ -17,22 +17,33 @@ struct OpenedVault {
     let vault: Vault
     let keyDescription: String
 
-    /// `planners`: each provider instance's refresh settings (the daemon's configuration).
-    static func open(_ options: VaultOptions, planners: [String: RefreshPlanner] = [:]) throws -> OpenedVault {
+    /// `planners`: each provider instance's refresh settings (the daemon's configuration);
+    /// `executor`: where the vault's blocking work runs (the daemon passes NIO's pool).
+    static func open(
+        _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
+        executor: any BlockingExecutor = DispatchExecutor()
+    ) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
+        try requireVault(options)
         let path = options.databasePath
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw VaultError(
-                code: "vault_not_found",
-                message: "no vault at \(options.resolvedDataDir) (\(path) does not exist); "
-                    + "create one with: tokenvault init --data-dir \(options.resolvedDataDir)")
-        }
         let database = try VaultDatabase(path: path, checksum: SHA256.hex)
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
+        try keyring.recordKeyCheckIfMissing()
         return OpenedVault(
-            database: database, keyring: keyring, vault: Vault(store: database, sealer: keyring, planners: planners),
+            database: database, keyring: keyring,
+            vault: Vault(store: database, sealer: keyring, planners: planners, executor: executor),
             keyDescription: description)
+    }
+
+    /// Refuses, with the command that creates one, when there is no vault in the data directory.
+    static func requireVault(_ options: VaultOptions) throws {
+        guard FileManager.default.fileExists(atPath: options.databasePath) else {
+            throw VaultError(
+                code: .vaultNotFound,
+                message: "no vault at \(options.resolvedDataDir) (\(options.databasePath) does not exist); "
+                    + "create one with: tokenvault init --data-dir \(options.resolvedDataDir)")
+        }
     }
 
     /// Loads the master key the vault's settings call for and unwraps the data keys.
@@ -53,7 +64,7 @@ struct OpenedVault {
         let keyFile = options.resolvedKeyFile.path
         do {
             return (try keyring(try MasterKey.read(keyFile: keyFile), database, source: "key file \(keyFile)"), keyFile)
-        } catch let error as VaultError where error.code == "wrong_master_key" {
+        } catch let error as VaultError where error.code == .wrongMasterKey {
             // A rekey that committed but crashed before renaming its new key file into place.
             let pending = keyFile + ".new"
             guard FileManager.default.fileExists(atPath: pending),
@@ -69,7 +80,7 @@ struct OpenedVault {
     private static func keyring(_ key: SecretBytes, _ database: VaultDatabase, source: String) throws -> Keyring {
         do {
             return try Keyring(masterKey: key, store: database)
-        } catch let error as VaultError where error.code == "wrong_master_key" {
+        } catch let error as VaultError where error.code == .wrongMasterKey {
             throw VaultError.wrongMasterKey("\(error.message) (\(source), vault \(database.path))")
         }
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultServer
 
 struct RekeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,7 +13,9 @@ struct RekeyCommand: ParsableCommand {
             the terms are re-wrapped in one durable transaction, then the file is renamed over master.key \
             (an interrupted rekey is finished on the next start). With --new-key-file or \
             --new-passphrase-file the vault moves to that source; point your configuration at it. \
-            Backups taken before a rekey still need the old key.
+            Backups taken before a rekey still need the old key. Refused while a daemon serves the \
+            vault (it holds the old key): stop it, rekey, start it again. Data key rotation \
+            (rotate-key) needs no stop.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -26,21 +29,34 @@ struct RekeyCommand: ParsableCommand {
             guard newKeyFile == nil || newPassphraseFile == nil else {
                 throw VaultError.invalidField("--new-key-file", "give either --new-key-file or --new-passphrase-file")
             }
+            TokenVaultCommand.restrictFileCreation()
+            try OpenedVault.requireVault(options)
+            let lock: DatabaseLock
+            do {
+                lock = try DatabaseLock(databasePath: options.databasePath, role: "rekey")
+            } catch let error as VaultError where error.code == .daemonRunning {
+                throw VaultError(
+                    code: .daemonRunning,
+                    message: "\(error.message). A rekey must not run under a running daemon: it would keep "
+                        + "wrapping new terms under the old key. Stop it (systemctl stop tokenvault, or SIGTERM), "
+                        + "run rekey, start it again; rotating data keys needs no stop (tokenvault rotate-key, "
+                        + "POST /v1/admin/rotate-key)")
+            }
+            defer { withExtendedLifetime(lock) {} }
             let opened = try OpenedVault.open(options)
+            defer { opened.database.close() }
             if let newPassphraseFile {
                 guard let profile = PassphraseKDF.Profile(rawValue: kdfProfile) else {
                     throw VaultError.invalidField("--kdf-profile", "must be interactive, moderate or sensitive")
                 }
                 let kdf = PassphraseKDF.generate(profile)
                 let key = try kdf.deriveKey(from: try MasterKey.read(passphraseFile: newPassphraseFile))
-                try opened.database.rewrap(
-                    try opened.keyring.rewrapped(under: key),
-                    settings: kdf.settings.merging([OpenedVault.keySourceSetting: "passphrase"]) { $1 })
+                try opened.keyring.rekey(
+                    to: key, settings: kdf.settings.merging([OpenedVault.keySourceSetting: "passphrase"]) { $1 })
                 print("master key changed: the vault now opens with the passphrase in \(newPassphraseFile)")
             } else if let newKeyFile {
                 let key = try MasterKey.read(keyFile: newKeyFile)
-                try opened.database.rewrap(
-                    try opened.keyring.rewrapped(under: key), settings: [OpenedVault.keySourceSetting: "file"])
+                try opened.keyring.rekey(to: key, settings: [OpenedVault.keySourceSetting: "file"])
                 print("master key changed: the vault now opens with \(newKeyFile); pass it as --key-file")
             } else {
                 try replaceDefaultKeyFile(opened)
@@ -60,8 +76,7 @@ struct RekeyCommand: ParsableCommand {
         }
         let key = try MasterKey.create(keyFile: pending)
         do {
-            try opened.database.rewrap(
-                try opened.keyring.rewrapped(under: key), settings: [OpenedVault.keySourceSetting: "file"])
+            try opened.keyring.rekey(to: key, settings: [OpenedVault.keySourceSetting: "file"])
         } catch {
             unlink(pending)
             throw error

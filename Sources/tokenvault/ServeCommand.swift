@@ -59,18 +59,20 @@ struct ServeCommand: AsyncParsableCommand {
         }
         raiseOpenFileLimit()
         try await reportingErrorsAsync {
-            let opened = try OpenedVault.open(
-                options, planners: settings.providers.mapValues(\.planner))
-            let lock = try DatabaseLock(databasePath: opened.database.path)
             let socketPath =
                 socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
                 ?? options.resolvedDataDir + "/run/tokenvault.sock"
+            // The lock first: nothing is opened, migrated or keyed under another holder.
+            TokenVaultCommand.restrictFileCreation()
+            try OpenedVault.requireVault(options)
+            let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
+            let opened = try OpenedVault.open(
+                options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork())
             try SocketGuard.prepare(path: socketPath)
 
             let audit = AuditRecorder(store: opened.database, logger: logger)
             let engine = RefreshEngine(
-                vault: opened.vault, journal: opened.database, providers: providers.all,
-                settings: settings.providers, logger: logger)
+                vault: opened.vault, providers: providers.all, settings: settings.providers, logger: logger)
             let api = VaultAPI(
                 vault: opened.vault, engine: engine, admin: opened.database,
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),

@@ -28,7 +28,7 @@ struct VerifyCommand: ParsableCommand {
         try reportingErrors {
             let opened = try OpenedVault.open(options)
             let integrity = try opened.database.integrityCheck()
-            let report = try VaultVerification(vault: opened.vault).run()
+            let report = try opened.vault.verify()
             clean = integrity == ["ok"] && report.isClean
             let document = Document(
                 integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,

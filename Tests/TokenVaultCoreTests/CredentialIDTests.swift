@@ -19,7 +19,7 @@ import TokenVaultCore
             _ = try CredentialID(text)
         } throws: { error in
             let error = error as! VaultError
-            return error.code == "invalid_credential_id" && error.message.contains(reason)
+            return error.code == .invalidCredentialID && error.message.contains(reason)
         }
     }
 }

@@ -65,9 +65,9 @@ import TokenVaultTesting
     ])
     func badExpiresInIsRejectedNamingTheField(_ raw: String, _ reason: String) {
         let error = decodeError(#"{"access_token":"a","expires_in":\#(raw)}"#)
-        #expect(error?.code == "invalid_field")
-        #expect(error?.message.contains("expires_in") == true)
-        #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+        #expect(error?.code == .invalidField)
+        #expect(error?.detail.contains("expires_in") == true)
+        #expect(error?.detail.contains(reason) == true, "\(String(describing: error))")
     }
 
     @Test func absoluteExpiresAt() throws {
@@ -77,8 +77,8 @@ import TokenVaultTesting
         #expect(
             try decode(#"{"access_token":"a","expires_at":"2026-11-22T10:00:00Z"}"#).expiry
                 == .at(Timestamp(seconds: 1_795_341_600)))
-        #expect(decodeError(#"{"access_token":"a","expires_at":"tomorrow"}"#)?.message.contains("expires_at") == true)
-        #expect(decodeError(#"{"access_token":"a","expires_at":-5}"#)?.code == "invalid_field")
+        #expect(decodeError(#"{"access_token":"a","expires_at":"tomorrow"}"#)?.detail.contains("expires_at") == true)
+        #expect(decodeError(#"{"access_token":"a","expires_at":-5}"#)?.code == .invalidField)
     }
 
     @Test func ebsVerifyToken() throws {
@@ -91,7 +91,7 @@ import TokenVaultTesting
             try decode(#"{"verify_token":"v","expired":1795000000123}"#).expiry
                 == .at(Timestamp(milliseconds: 1_795_000_000_123)))
         #expect(
-            decodeError(#"{"verify_token":"v","refresh_token":"r"}"#)?.message.contains("cannot be refreshed") == true)
+            decodeError(#"{"verify_token":"v","refresh_token":"r"}"#)?.detail.contains("cannot be refreshed") == true)
     }
 
     @Test(arguments: [
@@ -104,7 +104,7 @@ import TokenVaultTesting
     func malformedPayloads(_ json: String, _ reason: String) {
         let error = decodeError(json)
         #expect(error != nil)
-        #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+        #expect(error?.detail.contains(reason) == true, "\(String(describing: error))")
     }
 
     @Test func errorsNeverEchoTokenValues() {

@@ -21,7 +21,7 @@ import TokenVaultTesting
             _ = try Keyring(masterKey: SodiumRandom.secret(count: 32), store: store)
         } throws: { error in
             let error = error as! VaultError
-            return error.code == "wrong_master_key" && error.message.contains("wrong key file or passphrase")
+            return error.code == .wrongMasterKey && error.message.contains("wrong key file or passphrase")
         }
     }
 
@@ -56,7 +56,7 @@ import TokenVaultTesting
         let keyring = try Keyring.bootstrap(masterKey: master, store: store)
         let sealed = try keyring.seal(SecretBytes(utf8: "kept"), associatedData: ad, term: 1)
         let newMaster = SodiumRandom.secret(count: 32)
-        try store.rewrap(try keyring.rewrapped(under: newMaster), settings: [:])
+        try keyring.rekey(to: newMaster, settings: [:])
         #expect(throws: VaultError.self) { _ = try Keyring(masterKey: master, store: store) }
         let reopened = try Keyring(masterKey: newMaster, store: store)
         #expect(try reopened.open(sealed, associatedData: ad).revealString() == "kept")
@@ -67,7 +67,44 @@ import TokenVaultTesting
         var terms = try store.terms()
         terms[0].term = 5
         let moved = InMemoryStore()
-        try moved.addActiveTerm(terms[0])
+        try moved.addActiveTerm(terms[0], keyCheck: KeyedHash.keyCheckValue(master))
         #expect(throws: VaultError.self) { _ = try Keyring(masterKey: master, store: moved) }
+    }
+
+    /// A process that opened the vault before a rekey holds the old master key: a term it wrapped
+    /// now could be opened by nobody else, so the key check value stops it before anything is written.
+    @Test func aKeyringWithAReplacedMasterKeyCannotAddATerm() throws {
+        let daemon = try Keyring.bootstrap(masterKey: master, store: store)
+        let operator_ = try Keyring(masterKey: master, store: store)
+        try operator_.rekey(to: SodiumRandom.secret(count: 32), settings: [:])
+        let terms = try store.terms()
+        #expect {
+            _ = try daemon.addTerm()
+        } throws: { error in
+            (error as? VaultError)?.code == .wrongMasterKey
+                && (error as? VaultError)?.message.contains("no longer the vault's") == true
+        }
+        #expect(try store.terms() == terms)
+    }
+
+    /// The check value is a keyed hash: the same key gives the same value, another key another,
+    /// and it is not the key.
+    @Test func keyCheckValueIdentifiesTheKeyWithoutRevealingIt() {
+        let value = KeyedHash.keyCheckValue(master)
+        #expect(value == KeyedHash.keyCheckValue(master))
+        #expect(value != KeyedHash.keyCheckValue(SodiumRandom.secret(count: 32)))
+        #expect(value.count == 32)
+        #expect(!value.contains(master.revealBytes().map { String($0, radix: 16) }.joined()))
+    }
+
+    @Test func rekeyCoversEveryTermOrNothing() throws {
+        let keyring = try Keyring.bootstrap(masterKey: master, store: store)
+        _ = try keyring.addTerm()
+        _ = try keyring.addTerm()
+        let newMaster = SodiumRandom.secret(count: 32)
+        try keyring.rekey(to: newMaster, settings: ["key.source": "file"])
+        let reopened = try Keyring(masterKey: newMaster, store: store)
+        #expect(reopened.knownTerms == [1, 2, 3])
+        #expect(try store.setting(VaultSetting.keyCheck) == KeyedHash.keyCheckValue(newMaster))
     }
 }

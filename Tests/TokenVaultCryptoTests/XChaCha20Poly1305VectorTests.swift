@@ -79,6 +79,6 @@ import TokenVaultTesting
         }
         #expect {
             _ = try open(sealed, key: key, nonce: nonce, ad: ad)
-        } throws: { ($0 as? VaultError)?.code == "integrity_error" }
+        } throws: { ($0 as? VaultError)?.code == .integrityError }
     }
 }

@@ -86,7 +86,9 @@ import TokenVaultTesting
         defer { first.terminate() }
         let sameDatabase = try cli.run(["serve", "--data-dir", dataDir, "--socket", directory.file("other.sock")])
         #expect(sameDatabase.status == 1)
-        #expect(sameDatabase.stderr.contains("another tokenvault daemon (pid \(first.process.processIdentifier))"))
+        #expect(
+            sameDatabase.stderr.contains(
+                "a tokenvault daemon (pid \(first.process.processIdentifier)) serving \(socket) already holds"))
         let otherData = directory.file("data2")
         _ = try cli.run(["init", "--data-dir", otherData])
         let sameSocket = try cli.run(["serve", "--data-dir", otherData, "--socket", socket])

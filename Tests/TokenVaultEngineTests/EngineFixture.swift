@@ -20,16 +20,19 @@ struct EngineFixture {
     init(
         realTime: Bool = false, limits: ProviderLimits = ProviderLimits(),
         planner: RefreshPlanner = RefreshPlanner(), provider: ScriptedProvider = ScriptedProvider(),
-        options: RefreshEngine.Options = RefreshEngine.Options()
+        options: RefreshEngine.Options = RefreshEngine.Options(), vaultOptions: Vault.Options = Vault.Options(),
+        testVault: TestVault? = nil, store: ((VaultDatabase) -> any CredentialStore)? = nil
     ) throws {
-        testVault = try TestVault()
+        let testVault = try testVault ?? TestVault()
+        self.testVault = testVault
         let clock: any VaultClock = realTime ? SystemClock() : testVault.clock
         vault = Vault(
-            store: testVault.database, sealer: testVault.keyring, clock: clock, planners: [provider.name: planner])
+            store: store?(testVault.database) ?? testVault.database, sealer: testVault.keyring, clock: clock,
+            planners: [provider.name: planner], options: vaultOptions)
         self.provider = provider
         logs = CapturedLogs()
         engine = RefreshEngine(
-            vault: vault, journal: testVault.database, providers: [provider.name: provider],
+            vault: vault, providers: [provider.name: provider],
             settings: [
                 provider.name: ProviderSettings(name: provider.name, kind: "oauth2", planner: planner, limits: limits)
             ],
@@ -40,7 +43,7 @@ struct EngineFixture {
     @discardableResult
     func store(
         _ name: String, lifetime: Double = 3600, refreshToken: String? = nil, provider: String? = nil
-    ) throws -> (CredentialID, CredentialMetadata) {
+    ) async throws -> (CredentialID, CredentialMetadata) {
         let id = try CredentialID("tests/\(name)")
         let payload = TokenPayload(
             kind: .oauth2,
@@ -48,7 +51,7 @@ struct EngineFixture {
                 accessToken: SecretBytes(utf8: "at-initial-\(name)"),
                 refreshToken: SecretBytes(utf8: refreshToken ?? "rt-initial-\(name)")),
             tokenType: "Bearer", expiry: .after(seconds: lifetime))
-        return (id, try vault.put(id, payload: payload, provider: provider ?? self.provider.name))
+        return (id, try await vault.put(id, payload: payload, provider: provider ?? self.provider.name))
     }
 
     func metadata(_ id: CredentialID) throws -> CredentialMetadata { try vault.metadata(id) }

@@ -10,7 +10,7 @@ import TokenVaultTesting
 @Suite struct RefreshEngineTests {
     @Test func aRefreshStoresNewTokensDurablyAndClosesTheAttempt() async throws {
         let fixture = try EngineFixture()
-        let (id, before) = try fixture.store("a")
+        let (id, before) = try await fixture.store("a")
         let events = fixture.vault.events.subscribe(to: id)
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .refreshed(let after) = outcome else { Issue.record("not refreshed: \(outcome)"); return }
@@ -32,7 +32,7 @@ import TokenVaultTesting
 
     @Test func aResponseWithoutARefreshTokenKeepsTheOldOne() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("keep", refreshToken: "rt-kept")
+        let (id, _) = try await fixture.store("keep", refreshToken: "rt-kept")
         fixture.provider.script(.succeed(lifetime: 600, rotate: false))
         _ = try await fixture.engine.refresh(id, reason: .forced)
         #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-kept")
@@ -41,7 +41,7 @@ import TokenVaultTesting
 
     @Test func concurrentRequestsJoinOneRefresh() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("flight")
+        let (id, _) = try await fixture.store("flight")
         fixture.provider.script(.delay(0.3), .succeed())
         let outcomes = await withTaskGroup(of: RefreshOutcome?.self) { group in
             for _ in 0..<20 { group.addTask { try? await fixture.engine.refresh(id, reason: .onDemand) } }
@@ -59,7 +59,7 @@ import TokenVaultTesting
 
     @Test func invalidGrantMarksNeedsReauthAndIsNeverRetried() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("dead")
+        let (id, _) = try await fixture.store("dead")
         fixture.provider.script(.fail(.testInvalidGrant))
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .failed(let failure, let metadata?) = outcome else { Issue.record("\(outcome)"); return }
@@ -76,7 +76,7 @@ import TokenVaultTesting
 
     @Test func transientFailureBacksOffAndKeepsTheToken() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("flaky")
+        let (id, _) = try await fixture.store("flaky")
         fixture.provider.script(.fail(.testUnavailable))
         let now = fixture.vault.clock.now
         _ = try await fixture.engine.refresh(id, reason: .forced)
@@ -102,7 +102,7 @@ import TokenVaultTesting
 
     @Test func retryAfterIsHonoured() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("slow-down")
+        let (id, _) = try await fixture.store("slow-down")
         var failure = ProviderFailure.testUnavailable
         failure.retryAfter = 120
         fixture.provider.script(.fail(failure))
@@ -114,7 +114,7 @@ import TokenVaultTesting
 
     @Test func anInterruptedAttemptIsResumedWithTheSameRefreshToken() async throws {
         let fixture = try EngineFixture()
-        let (id, metadata) = try fixture.store("crashed", refreshToken: "rt-before-crash")
+        let (id, metadata) = try await fixture.store("crashed", refreshToken: "rt-before-crash")
         // A previous run (a dead process on this host) journalled an attempt and died.
         let stale = RefreshAttempt(
             attemptID: "attempt-from-dead-process", credentialID: id, generation: metadata.generation,
@@ -135,7 +135,7 @@ import TokenVaultTesting
 
     @Test func anotherLiveProcessesLeaseKeepsUsOff() async throws {
         let fixture = try EngineFixture()
-        let (id, metadata) = try fixture.store("leased")
+        let (id, metadata) = try await fixture.store("leased")
         let foreign = RefreshAttempt(
             attemptID: "other-host-attempt", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: "00", leaseOwner: "other-host:1:abc",
@@ -153,7 +153,7 @@ import TokenVaultTesting
 
     @Test func aLostAnswerThenInvalidGrantSaysWhy() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("lost")
+        let (id, _) = try await fixture.store("lost")
         fixture.provider.script(.fail(.testTimeout), .fail(.testInvalidGrant))
         _ = try await fixture.engine.refresh(id, reason: .forced)
         #expect(try fixture.metadata(id).status == .failing)
@@ -167,11 +167,11 @@ import TokenVaultTesting
 
     @Test func aCredentialReplacedDuringTheRefreshIsNotOverwritten() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("replaced")
+        let (id, _) = try await fixture.store("replaced")
         fixture.provider.script(.delay(0.5), .succeed())
         async let refresh = fixture.engine.refresh(id, reason: .forced)
         try await eventually { fixture.provider.calls == 1 }  // the provider has the old token
-        try fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
+        try await fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
         let outcome = try await refresh
         guard case .skipped = outcome else { Issue.record("\(outcome)"); return }
         #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-new-sign-in")
@@ -179,7 +179,7 @@ import TokenVaultTesting
 
     @Test func anUnconfiguredProviderIsReportedNotHammered() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("orphan", provider: "nowhere")
+        let (id, _) = try await fixture.store("orphan", provider: "nowhere")
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .failed(let failure, let metadata?) = outcome else { Issue.record("\(outcome)"); return }
         #expect(failure.code == "provider_not_configured")
@@ -191,7 +191,7 @@ import TokenVaultTesting
         let limits = ProviderLimits(breakerThreshold: 3, breakerCooldown: 30)
         let fixture = try EngineFixture(limits: limits)
         var ids: [CredentialID] = []
-        for index in 0..<5 { ids.append(try fixture.store("c\(index)").0) }
+        for index in 0..<5 { await ids.append(try fixture.store("c\(index)").0) }
         fixture.provider.script(.fail(.testUnavailable), .fail(.testUnavailable), .fail(.testUnavailable))
         fixture.testVault.clock.advance(seconds: 3000)  // everything is due
         for id in ids.prefix(3) { _ = try await fixture.engine.refresh(id, reason: .scheduled) }
@@ -210,8 +210,8 @@ import TokenVaultTesting
 
     @Test func invalidClientPausesTheProviderAsMisconfigured() async throws {
         let fixture = try EngineFixture()
-        let (a, _) = try fixture.store("a")
-        let (b, _) = try fixture.store("b")
+        let (a, _) = try await fixture.store("a")
+        let (b, _) = try await fixture.store("b")
         fixture.provider.script(.fail(.testInvalidClient))
         fixture.testVault.clock.advance(seconds: 3000)  // both are due
         _ = try await fixture.engine.refresh(a, reason: .scheduled)
@@ -224,7 +224,7 @@ import TokenVaultTesting
 
     @Test func removalRevokesRefreshThenAccessTokenAndDeletes() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("bye", refreshToken: "rt-bye")
+        let (id, _) = try await fixture.store("bye", refreshToken: "rt-bye")
         let outcome = try await fixture.engine.remove(id, force: false, audit: nil)
         #expect(outcome == .deleted(revoked: true))
         #expect(fixture.provider.revocations.map(\.token) == ["rt-bye", "at-initial-bye"])
@@ -234,7 +234,7 @@ import TokenVaultTesting
 
     @Test func failedRevocationLeavesTheCredentialRevokePendingUnlessForced() async throws {
         let fixture = try EngineFixture(options: .init(revocationAttempts: 2))
-        let (id, _) = try fixture.store("stuck")
+        let (id, _) = try await fixture.store("stuck")
         fixture.provider.failRevocations(.testUnavailable, .testUnavailable)
         let outcome = try await fixture.engine.remove(id, force: false, audit: nil)
         guard case .revokePending(let metadata, let failure) = outcome else { Issue.record("\(outcome)"); return }
@@ -248,7 +248,7 @@ import TokenVaultTesting
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
         #expect(throws: VaultError.self) { try fixture.metadata(id) }
 
-        let (forced, _) = try fixture.store("forced")
+        let (forced, _) = try await fixture.store("forced")
         fixture.provider.failRevocations(.testUnavailable)
         #expect(try await fixture.engine.remove(forced, force: true, audit: nil) == .deleted(revoked: false))
         #expect(throws: VaultError.self) { try fixture.metadata(forced) }
@@ -256,7 +256,7 @@ import TokenVaultTesting
 
     @Test func noTokenValueReachesTheLogs() async throws {
         let fixture = try EngineFixture()
-        let (id, _) = try fixture.store("secret", refreshToken: "rt-must-not-leak")
+        let (id, _) = try await fixture.store("secret", refreshToken: "rt-must-not-leak")
         fixture.provider.script(.fail(.testTimeout), .fail(.testUnavailable), .succeed())
         for _ in 0..<3 { _ = try await fixture.engine.refresh(id, reason: .forced) }
         _ = try await fixture.engine.remove(id, force: false, audit: nil)
@@ -272,12 +272,12 @@ import TokenVaultTesting
 @Suite struct CrossProcessLeaseTests {
     @Test func twoProcessesOnOneDatabaseRefreshOnce() async throws {
         let first = try EngineFixture(provider: ScriptedProvider(name: "shared"), options: Self.options("host-a"))
-        let (id, _) = try first.store("contended")
+        let (id, _) = try await first.store("contended")
         // The second "process": its own connection to the same file, its own engine.
         let (database, keyring) = try first.testVault.reopen(masterKey: first.testVault.masterKey)
         let vault = Vault(store: database, sealer: keyring, clock: first.testVault.clock)
         let second = RefreshEngine(
-            vault: vault, journal: database, providers: ["shared": first.provider],
+            vault: vault, providers: ["shared": first.provider],
             settings: ["shared": ProviderSettings(name: "shared", kind: "oauth2")], options: Self.options("host-b"),
             logger: first.logs.logger)
         first.provider.script(.delay(0.5), .succeed())
@@ -305,7 +305,7 @@ import TokenVaultTesting
         let fixture = try EngineFixture()
         let id = try CredentialID("tests/ebs")
         let payload = try TokenPayloadDecoder().decode(Array(#"{"verify_token": "verify-secret", "expired": 60}"#.utf8))
-        let stored = try fixture.vault.put(id, payload: payload, provider: "ebs")
+        let stored = try await fixture.vault.put(id, payload: payload, provider: "ebs")
         #expect(stored.refreshAt == stored.expiresAt)
         let events = fixture.vault.events.subscribe(to: id)
         // Not before its expiry.
@@ -330,7 +330,7 @@ import TokenVaultTesting
         let payload = TokenPayload(
             kind: .oauth2, secrets: CredentialSecrets(accessToken: SecretBytes(utf8: "at-only")),
             expiry: .after(seconds: 1800))
-        try fixture.vault.put(id, payload: payload, provider: "scripted")
+        try await fixture.vault.put(id, payload: payload, provider: "scripted")
         fixture.testVault.clock.advance(seconds: 1801)
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
         let metadata = try fixture.metadata(id)

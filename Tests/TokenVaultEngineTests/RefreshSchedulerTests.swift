@@ -15,7 +15,7 @@ import TokenVaultTesting
             realTime: true, limits: ProviderLimits(concurrency: 8, ratePerSecond: 1000, burst: 100),
             planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 4))
         var ids: [CredentialID] = []
-        for index in 0..<20 { ids.append(try fixture.store("short-\(index)", lifetime: 4).0) }
+        for index in 0..<20 { await ids.append(try fixture.store("short-\(index)", lifetime: 4).0) }
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         let end = ContinuousClock.now + .seconds(5)
@@ -33,18 +33,18 @@ import TokenVaultTesting
     @Test func aSoonerCredentialWakesTheSleepingScheduler() async throws {
         let fixture = try EngineFixture(
             realTime: true, planner: Self.planner, provider: ScriptedProvider(defaultLifetime: 3600))
-        try fixture.store("far", lifetime: 3600)
+        try await fixture.store("far", lifetime: 3600)
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         try await Task.sleep(for: .milliseconds(300))  // now asleep until the far one is due
-        let (soon, _) = try fixture.store("soon", lifetime: 2)
+        let (soon, _) = try await fixture.store("soon", lifetime: 2)
         // Due after about 1 s (half-life); without the wake-up it would wait for the far one.
         try await eventually(within: 4) { try fixture.metadata(soon).generation >= 2 }
     }
 
     @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
         let fixture = try EngineFixture(realTime: true, planner: Self.planner)
-        let (id, metadata) = try fixture.store("interrupted", lifetime: 3600, refreshToken: "rt-interrupted")
+        let (id, metadata) = try await fixture.store("interrupted", lifetime: 3600, refreshToken: "rt-interrupted")
         let open = RefreshAttempt(
             attemptID: "left-open", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-interrupted")),

@@ -119,7 +119,7 @@ import Yams
                 document.isStream(operation)
                 ? try await server.firstLine(operation.method, target) {
                     // Stored directly: this peer may lack credential:write.
-                    try server.fixture.vault.put(
+                    try await server.fixture.vault.put(
                         try CredentialID("contract/carol"),
                         payload: SamplePayloads.decode(SamplePayloads.tinkoff().json),
                         provider: "tinkoff-id")

@@ -111,7 +111,7 @@ struct StubRefreshService: RefreshService {
     }
 
     func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
-        try vault.delete(id, audit: audit)
+        try await vault.delete(id, audit: audit)
         return .deleted(revoked: false)
     }
 

@@ -128,7 +128,7 @@ import TokenVaultTesting
         defer { Task { await server.stop() } }
         let body = server.putBody(token: SamplePayloads.tinkoff().json)
         #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
-        _ = try server.fixture.vault.put(
+        _ = try await server.fixture.vault.put(
             try CredentialID("other/a"), payload: SamplePayloads.decode(SamplePayloads.tinkoff().json),
             provider: "tinkoff-id")
         let responses = try await Self.keepAlive(

@@ -70,13 +70,13 @@ import TokenVaultTesting
         #expect(
             short
                 == .refuse(
-                    code: "token_expired",
+                    code: .tokenExpired,
                     detail:
                         "the access token of pay/alice expires at \(Self.now.adding(seconds: 600)), sooner than min_ttl=601 s"
                 ))
         let expired = TokenReadVerdict(
             try Self.metadata(expiresIn: -1, refreshable: false), minimumTTL: 0, now: Self.now, canRefresh: true)
-        guard case .refuse("token_expired", let detail) = expired else {
+        guard case .refuse(.tokenExpired, let detail) = expired else {
             Issue.record("expected token_expired, got \(expired)")
             return
         }
@@ -88,10 +88,10 @@ import TokenVaultTesting
         #expect(
             reauth
                 == .refuse(
-                    code: "needs_reauth", detail: "credential pay/alice needs re-authorisation: refresh token reused"))
+                    code: .needsReauth, detail: "credential pay/alice needs re-authorisation: refresh token reused"))
         let deleting = TokenReadVerdict(
             try Self.metadata(status: .revokePending), minimumTTL: 0, now: Self.now, canRefresh: true)
-        guard case .refuse("revoke_pending", _) = deleting else {
+        guard case .refuse(.revokePending, _) = deleting else {
             Issue.record("expected revoke_pending, got \(deleting)")
             return
         }

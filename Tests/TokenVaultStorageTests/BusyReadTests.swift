@@ -32,10 +32,11 @@ import TokenVaultTesting
         #expect(ContinuousClock.now - started >= .milliseconds(400), "with a timeout, the same read waits")
     }
 
-    @Test func readingWithoutWaitingLeavesThePooledReaderAsItWas() throws {
+    @Test func readingWithoutWaitingLeavesThePooledReaderAsItWas() async throws {
         let fixture = try TestVault()
         let id = try CredentialID("ns/a")
-        _ = try fixture.vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        _ = try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
         #expect(try fixture.database.recordWithoutWaiting(id) == fixture.database.record(id))
         let timeout = try fixture.database.withReader { try $0.scalarText("PRAGMA busy_timeout") }
         #expect(timeout == String(SQLiteConnection.defaultBusyTimeoutMilliseconds))

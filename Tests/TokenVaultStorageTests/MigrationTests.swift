@@ -73,7 +73,7 @@ import TokenVaultTesting
             _ = try open([edited] + Self.shipped.dropFirst())
         } throws: { error in
             let error = error as! VaultError
-            return error.code == "migration_error" && error.message.contains("0001_initial.sql")
+            return error.code == .migrationError && error.message.contains("0001_initial.sql")
                 && error.message.contains("changed after it was applied")
         }
         #expect(snapshot() == before)

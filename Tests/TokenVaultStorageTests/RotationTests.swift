@@ -10,20 +10,20 @@ import TokenVaultTesting
 @Suite struct RotationTests {
     static let credentialCount = 300
 
-    func filledVault() throws -> (TestVault, [CredentialID: String]) {
+    func filledVault() async throws -> (TestVault, [CredentialID: String]) {
         let fixture = try TestVault()
         var expected: [CredentialID: String] = [:]
         for index in 0..<Self.credentialCount {
             let sample = SamplePayloads.oauth()
             let id = try CredentialID("rotate/c\(index)")
             expected[id] = sample.tokens[0]
-            try fixture.vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
+            try await fixture.vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
         }
         return (fixture, expected)
     }
 
     @Test func thousandsOfConcurrentReadsAllSucceedDuringRotation() async throws {
-        let (fixture, expected) = try filledVault()
+        let (fixture, expected) = try await filledVault()
         let ids = Array(expected.keys)
         let rotating = Atomic<Bool>(true)
         let readsDuringRotation = Atomic<Int>(0)
@@ -52,7 +52,7 @@ import TokenVaultTesting
         }
         let rotation = KeyRotation(
             vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
-        let report = try rotation.rotate()
+        let report = try await rotation.rotate()
         rotating.store(false, ordering: .releasing)
         let totals = try await readers.asyncMap { try await $0.value }
 
@@ -64,19 +64,19 @@ import TokenVaultTesting
         #expect(report.resealed == Self.credentialCount)
         #expect(report.removedTerms == [1])
         #expect(try fixture.database.termUsage() == [2: Self.credentialCount])
-        #expect(try VaultVerification(vault: fixture.vault).run().isClean)
+        #expect(try fixture.vault.verify().isClean)
     }
 
     @Test func writesDuringRotationAreNeitherLostNorLeftOnTheOldTerm() async throws {
-        let (fixture, _) = try filledVault()
+        let (fixture, _) = try await filledVault()
         let rotating = Atomic<Bool>(true)
-        let writer = Thread.detachNewThreadWithResult {
+        let writer = Task {
             var written: [CredentialID: String] = [:]
             var index = 0
             while rotating.load(ordering: .acquiring) || index < 50 {
                 let sample = SamplePayloads.tinkoff()
                 let id = try! CredentialID("rotate/c\(index % RotationTests.credentialCount)")
-                try! fixture.vault.put(id, payload: try! SamplePayloads.decode(sample.json), provider: "p")
+                try! await fixture.vault.put(id, payload: try! SamplePayloads.decode(sample.json), provider: "p")
                 written[id] = sample.tokens[0]
                 index += 1
             }
@@ -84,16 +84,16 @@ import TokenVaultTesting
         }
         let rotation = KeyRotation(
             vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database, batchSize: 5)
-        _ = try rotation.rotate()
+        _ = try await rotation.rotate()
         rotating.store(false, ordering: .releasing)
-        let written = try await writer.value
-        let finished = try rotation.finish(onto: fixture.keyring.activeTerm)
+        let written = await writer.value
+        let finished = try await rotation.finish(onto: fixture.keyring.activeTerm)
         #expect(finished.remainingTerms.isEmpty)
         #expect(try fixture.database.terms().map(\.term) == [2])
         for (id, token) in written {
             #expect(try fixture.vault.credential(id).secrets.accessToken.revealString() == token)
         }
-        #expect(try VaultVerification(vault: fixture.vault).run().isClean)
+        #expect(try fixture.vault.verify().isClean)
     }
 }
 

@@ -44,14 +44,14 @@ import TokenVaultTesting
         "UPDATE credentials SET access_token = NULL", "INSERT INTO key_terms VALUES (7, x'00', 'active', 0)",
         "INSERT INTO audit_events (at, operation, outcome) VALUES (0, 'x', 'maybe')",
     ])
-    func schemaRefusesInconsistentRows(_ sql: String) throws {
-        try fixture.vault.put(
+    func schemaRefusesInconsistentRows(_ sql: String) async throws {
+        try await fixture.vault.put(
             try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
         #expect(throws: VaultError.self) { try fixture.database.withWriter { try $0.execute(sql) } }
     }
 
-    @Test func termInUseCannotBeRemoved() throws {
-        try fixture.vault.put(
+    @Test func termInUseCannotBeRemoved() async throws {
+        try await fixture.vault.put(
             try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
         _ = try fixture.keyring.addTerm()
         #expect(try fixture.database.removeTerm(1) == false)

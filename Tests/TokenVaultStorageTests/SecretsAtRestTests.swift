@@ -7,20 +7,20 @@ import TokenVaultTesting
 @testable import TokenVaultStorage
 
 @Suite struct SecretsAtRestTests {
-    @Test func noStoredTokenAppearsInTheDatabaseFileOrItsWAL() throws {
+    @Test func noStoredTokenAppearsInTheDatabaseFileOrItsWAL() async throws {
         let fixture = try TestVault()
         var tokens: [String] = []
         for index in 0..<30 {
             let sample = [SamplePayloads.tinkoff(), SamplePayloads.oauth(), SamplePayloads.ebs()][index % 3]
             tokens += sample.tokens
-            try fixture.vault.put(
+            try await fixture.vault.put(
                 try CredentialID("scan/c\(index)"), payload: try SamplePayloads.decode(sample.json), provider: "p")
         }
         // Overwrite some so freed pages and older WAL frames exist too.
         for index in 0..<10 {
             let sample = SamplePayloads.oauth()
             tokens += sample.tokens
-            try fixture.vault.put(
+            try await fixture.vault.put(
                 try CredentialID("scan/c\(index)"), payload: try SamplePayloads.decode(sample.json), provider: "p")
         }
         let wal = RawBytes.read(fixture.databasePath + "-wal")
@@ -37,9 +37,9 @@ import TokenVaultTesting
         #expect(RawBytes.contains(main, Array("scan/c7".utf8)))
     }
 
-    @Test func wrongMasterKeyFailsClearlyAndLeavesTheFileUntouched() throws {
+    @Test func wrongMasterKeyFailsClearlyAndLeavesTheFileUntouched() async throws {
         let fixture = try TestVault()
-        try fixture.vault.put(
+        try await fixture.vault.put(
             try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
         fixture.database.close()
         let before = RawBytes.read(fixture.databasePath)
@@ -48,7 +48,7 @@ import TokenVaultTesting
             _ = try fixture.reopen(masterKey: SodiumRandom.secret(count: 32))
         } throws: { error in
             let error = error as! VaultError
-            return error.code == "wrong_master_key" && error.message.contains("term 1")
+            return error.code == .wrongMasterKey && error.message.contains("wrong key file or passphrase")
         }
         #expect(RawBytes.read(fixture.databasePath) == before)
         #expect(RawBytes.read(fixture.databasePath + "-wal") == walBefore)

@@ -11,12 +11,12 @@ import TokenVaultTesting
     let fixture: TestVault
     init() throws { fixture = try TestVault() }
 
-    @Test func eachPayloadShapeRoundTripsAndSurvivesReopening() throws {
+    @Test func eachPayloadShapeRoundTripsAndSurvivesReopening() async throws {
         let samples = [
             ("tid", SamplePayloads.tinkoff()), ("rfc", SamplePayloads.oauth()), ("ebs", SamplePayloads.ebs()),
         ]
         for (name, sample) in samples {
-            try fixture.vault.put(
+            try await fixture.vault.put(
                 try CredentialID("shapes/\(name)"), payload: try SamplePayloads.decode(sample.json), provider: name,
                 labels: ["team": "payments"])
         }
@@ -39,10 +39,10 @@ import TokenVaultTesting
         #expect(ebs.kind == .verifyToken && !ebs.hasRefreshToken && ebs.refreshAt == ebs.expiresAt)
     }
 
-    @Test func listingPagesByCursorAndFilters() throws {
+    @Test func listingPagesByCursorAndFilters() async throws {
         for namespace in ["a", "b"] {
             for index in 0..<5 {
-                try fixture.vault.put(
+                try await fixture.vault.put(
                     try CredentialID("\(namespace)/c\(index)"),
                     payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
             }
@@ -60,12 +60,12 @@ import TokenVaultTesting
         #expect(try fixture.vault.list(CredentialQuery(status: .needsReauth)).isEmpty)
     }
 
-    @Test func auditRowsAreWrittenWithTheChange() throws {
+    @Test func auditRowsAreWrittenWithTheChange() async throws {
         let id = try CredentialID("audit/x")
         let event = AuditEvent(
             at: fixture.clock.now, uid: 1000, gid: 1000, pid: 42, operation: "credential.put", credentialID: id,
             outcome: .allowed)
-        try fixture.vault.put(
+        try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p", audit: event)
         let row = try fixture.database.withWriter { connection in
             try connection.statement(

@@ -12,12 +12,13 @@ import TokenVaultTesting
     let alice: CredentialID
     let bob: CredentialID
 
-    init() throws {
+    init() async throws {
         fixture = try TestVault()
         alice = try CredentialID("tamper/alice")
         bob = try CredentialID("tamper/bob")
         for id in [alice, bob] {
-            try fixture.vault.put(id, payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
+            try await fixture.vault.put(
+                id, payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
         }
     }
 
@@ -38,7 +39,7 @@ import TokenVaultTesting
         }
     }
 
-    func expectFailure(_ id: CredentialID, field: String, code: String = "integrity_error") {
+    func expectFailure(_ id: CredentialID, field: String, code: VaultError.Code = .integrityError) {
         #expect {
             _ = try fixture.vault.credential(id)
         } throws: { error in
@@ -81,9 +82,10 @@ import TokenVaultTesting
         expectFailure(alice, field: "access_token")
     }
 
-    @Test func ciphertextFromAnOlderGeneration() throws {
+    @Test func ciphertextFromAnOlderGeneration() async throws {
         let oldRefresh = try blob("refresh_token", of: alice)
-        try fixture.vault.put(alice, payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
+        try await fixture.vault.put(
+            alice, payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
         try setBlob("refresh_token", of: alice, to: oldRefresh)
         expectFailure(alice, field: "refresh_token")
     }
@@ -96,17 +98,17 @@ import TokenVaultTesting
         expectFailure(alice, field: "access_token")
         relabelled[4] = 9
         try setBlob("access_token", of: alice, to: relabelled)
-        expectFailure(alice, field: "access_token", code: "unknown_key_term")
+        expectFailure(alice, field: "access_token", code: .unknownKeyTerm)
     }
 
-    @Test func verifyReportsEveryDamagedFieldWithoutSecrets() throws {
+    @Test func verifyReportsEveryDamagedFieldWithoutSecrets() async throws {
         let sample = SamplePayloads.oauth("verify-marker")
         let carol = try CredentialID("tamper/carol")
-        try fixture.vault.put(carol, payload: try SamplePayloads.decode(sample.json), provider: "p")
+        try await fixture.vault.put(carol, payload: try SamplePayloads.decode(sample.json), provider: "p")
         var damaged = try blob("id_token", of: carol)
         damaged[damaged.count - 1] ^= 1
         try setBlob("id_token", of: carol, to: damaged)
-        let report = try VaultVerification(vault: fixture.vault).run()
+        let report = try fixture.vault.verify()
         #expect(report.credentials == 3)
         #expect(report.failures.count == 1)
         #expect(report.failures[0].contains("tamper/carol") && report.failures[0].contains("id_token"))

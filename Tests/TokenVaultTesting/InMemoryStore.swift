@@ -66,6 +66,12 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         init(state: State) { self.state = state }
 
         func record(_ id: CredentialID) throws -> SealedCredentialRecord? { state.credentials[id] }
+        func activeTerm() throws -> UInt32 {
+            guard let active = state.terms.values.first(where: \.isActive) else {
+                throw VaultError.storage("this vault has no active data key term")
+            }
+            return active.term
+        }
         func save(_ record: SealedCredentialRecord) throws { state.credentials[record.metadata.id] = record }
         func delete(_ id: CredentialID) throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
         func appendAudit(_ event: AuditEvent) throws { state.audit.append(event) }
@@ -156,8 +162,12 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     public func terms() throws -> [WrappedTerm] { lock.withLock { state.terms.values.sorted { $0.term < $1.term } } }
 
-    public func addActiveTerm(_ term: WrappedTerm) throws {
-        lock.withLock {
+    public func addActiveTerm(_ term: WrappedTerm, keyCheck: String) throws {
+        try lock.withLock {
+            if let stored = state.settings[VaultSetting.keyCheck], stored != keyCheck {
+                throw VaultError.staleMasterKey
+            }
+            state.settings[VaultSetting.keyCheck] = keyCheck
             for key in state.terms.keys { state.terms[key]?.isActive = false }
             var active = term
             active.isActive = true
@@ -175,10 +185,15 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func rewrap(_ terms: [WrappedTerm], settings: [String: String]) throws {
-        lock.withLock {
-            for term in terms { state.terms[term.term]?.wrappedKey = term.wrappedKey }
+    public func rewrap(
+        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+    ) throws {
+        try lock.withLock {
+            var terms = state.terms
+            for (number, term) in terms { terms[number] = try rewrap(term) }
+            state.terms = terms
             state.settings.merge(settings) { $1 }
+            state.settings[VaultSetting.keyCheck] = keyCheck
         }
     }
 

@@ -1,6 +1,4 @@
-import NIOPosix
 import Synchronization
-import TokenVaultCore
 
 /// Group commit: writes that arrive while a transaction is being committed wait and go into
 /// the next one together, so one `fsync` covers many refreshes. Each write runs inside its own
@@ -8,7 +6,8 @@ import TokenVaultCore
 /// transaction holding its write has committed (durably, when any write in it asked for
 /// `.full`), which keeps "durable before visible" intact.
 ///
-/// All SQLite work runs on NIO's blocking thread pool, never on the Swift concurrency pool.
+/// Owned by `Vault`: every credential write, puts included, goes through it. The transactions
+/// run on the vault's `BlockingExecutor`, never on the Swift concurrency pool.
 final class WriteCoalescer: Sendable {
     private struct Pending: Sendable {
         let durability: Durability
@@ -22,12 +21,14 @@ final class WriteCoalescer: Sendable {
     }
 
     private let store: any CredentialStore
+    private let executor: any BlockingExecutor
     private let state = Mutex(State())
     /// Writes per transaction at most (bounds how long one commit holds the writer).
     private let maximumBatch: Int
 
-    init(store: any CredentialStore, maximumBatch: Int = 256) {
+    init(store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256) {
         self.store = store
+        self.executor = executor
         self.maximumBatch = maximumBatch
     }
 
@@ -47,7 +48,7 @@ final class WriteCoalescer: Sendable {
             if startDrain {
                 Task.detached { [self] in
                     do {
-                        try await NIOThreadPool.singleton.runIfActive { self.drain() }
+                        try await executor.run { self.drain() }
                     } catch {
                         self.failAll(error)
                     }

@@ -1,0 +1,57 @@
+/// Tokens a provider has issued exist only in its answer: once received, they are never
+/// dropped. A write that carries them is tried at once; if the database refuses it (locked past
+/// the busy timeout, full, a key term removed under it, unreachable), the write is held in memory
+/// (the secrets are `SecretBytes`, in locked memory) and tried again with exponential backoff,
+/// reloading the data keys before each try, for as long as the process lives. Meanwhile the
+/// stored generation keeps being served while it is valid, the engine starts no other refresh of
+/// the credential (it would present a spent refresh token), and `show`, health and metrics
+/// report the held commit.
+extension Vault {
+    /// Commits `body` (a FULL write); on failure holds it and retries in the background, calling
+    /// `committed` with its result once it goes through. The inline success is returned, not
+    /// passed to `committed`.
+    func commitHolding<Result: Sendable>(
+        _ id: CredentialID, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
+        committed: @escaping @Sendable (Result) -> Void
+    ) async -> HeldOrCommitted<Result> {
+        do {
+            return .committed(try await writes.write(.full, body))
+        } catch {
+            let held = recordHeldFailure(id, error, failures: 0)
+            Task.detached { [self] in await retryHeld(id, body, committed: committed) }
+            return .held(held)
+        }
+    }
+
+    private func retryHeld<Result: Sendable>(
+        _ id: CredentialID, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
+        committed: @escaping @Sendable (Result) -> Void
+    ) async {
+        while true {
+            let wait = max(0, (pending.status(id)?.nextAttemptAt.seconds ?? clock.now.seconds) - clock.now.seconds)
+            // Never cancelled: the answer is held for as long as the process lives.
+            try? await Task.sleep(for: .seconds(min(wait, options.commitRetryCap)))
+            reloadKeys()
+            do {
+                let result = try await writes.write(.full, body)
+                let held = pending.status(id)
+                pending.clear(id)
+                committed(result)
+                if let held { observer?.commitRecovered(id, after: held) }
+                return
+            } catch {
+                recordHeldFailure(id, error, failures: pending.status(id)?.failures ?? 0)
+            }
+        }
+    }
+
+    @discardableResult
+    private func recordHeldFailure(_ id: CredentialID, _ error: any Error, failures: Int) -> PendingCommit {
+        let delay = min(options.commitRetryBase * Double(1 << min(failures, 30)), options.commitRetryCap)
+        let now = clock.now
+        let held = pending.recordFailure(
+            id, error: "\(error)", at: now, retryAt: now.adding(seconds: delay))
+        observer?.commitFailed(id, pending: held, error: error)
+        return held
+    }
+}

@@ -1,0 +1,187 @@
+/// The refresh engine's writes: journal an attempt, commit its answer, close it failed, and
+/// change a credential's schedule or state. The engine decides; the ledger writes.
+extension Vault {
+    /// What journalling an attempt needs: the credential as read, the fingerprint of the refresh
+    /// token about to be presented, and the lease to take.
+    public struct AttemptRequest: Sendable {
+        public var metadata: CredentialMetadata
+        public var fingerprint: String
+        public var owner: String
+        public var leaseUntil: Timestamp
+        /// Whether a lease owner other than `owner` is known to be dead (same host, no such process).
+        public var isOwnerGone: @Sendable (String) -> Bool
+
+        public init(
+            metadata: CredentialMetadata, fingerprint: String, owner: String, leaseUntil: Timestamp,
+            isOwnerGone: @escaping @Sendable (String) -> Bool
+        ) {
+            self.metadata = metadata
+            self.fingerprint = fingerprint
+            self.owner = owner
+            self.leaseUntil = leaseUntil
+            self.isOwnerGone = isOwnerGone
+        }
+    }
+
+    /// Journals the attempt durably (or resumes the open one whose holder is gone, when it
+    /// presented the same refresh token) and moves `refresh_at` to the lease's end, so that if
+    /// this process dies the scheduler comes back then. Nil when another live process holds the
+    /// lease. Must commit before the provider is called.
+    public func beginAttempt(_ request: AttemptRequest) async throws -> (RefreshAttempt, resumed: Bool)? {
+        let now = clock.now
+        let metadata = request.metadata
+        let attemptID = Self.newAttemptID()
+        return try await writes.write(.full) { writer -> (RefreshAttempt, resumed: Bool)? in
+            var attempt = RefreshAttempt(
+                attemptID: attemptID, credentialID: metadata.id, generation: metadata.generation,
+                refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,
+                leaseExpiresAt: request.leaseUntil, startedAt: now)
+            var resumed = false
+            switch LeaseDecision.decide(
+                existing: try writer.openAttempt(for: metadata.id), generation: metadata.generation,
+                owner: request.owner, now: now, isOwnerGone: request.isOwnerGone)
+            {
+            case .busy:
+                return nil
+            case .start:
+                try writer.beginAttempt(attempt)
+            case .supersede(let old):
+                try writer.finishAttempt(attemptID: old.attemptID, state: .abandoned, outcome: "superseded", at: now)
+                try writer.beginAttempt(attempt)
+            case .resume(let old) where old.refreshTokenFingerprint == request.fingerprint:
+                try writer.renewLease(attemptID: old.attemptID, owner: request.owner, until: request.leaseUntil)
+                attempt = old
+                attempt.leaseOwner = request.owner
+                attempt.leaseExpiresAt = request.leaseUntil
+                resumed = true
+            case .resume(let old):
+                try writer.finishAttempt(
+                    attemptID: old.attemptID, state: .abandoned, outcome: "refresh token changed", at: now)
+                try writer.beginAttempt(attempt)
+            }
+            var schedule = ScheduleUpdate(metadata)
+            schedule.refreshAt = request.leaseUntil
+            _ = try writer.updateSchedule(schedule)
+            return (attempt, resumed)
+        }
+    }
+
+    /// A provider's answer to a journalled refresh, to be committed.
+    public struct ReceivedRefresh: Sendable {
+        public var attempt: RefreshAttempt
+        /// The generation the refresh started from, and its opened secrets (what the answer
+        /// leaves out is kept from them).
+        public var previous: CredentialMetadata
+        public var previousSecrets: CredentialSecrets
+        public var payload: TokenPayload
+        /// When the request was sent: the new tokens' lifetimes count from here.
+        public var sentAt: Timestamp
+
+        public init(
+            attempt: RefreshAttempt, previous: CredentialMetadata, previousSecrets: CredentialSecrets,
+            payload: TokenPayload, sentAt: Timestamp
+        ) {
+            self.attempt = attempt
+            self.previous = previous
+            self.previousSecrets = previousSecrets
+            self.payload = payload
+            self.sentAt = sentAt
+        }
+    }
+
+    /// How a refresh commit ended.
+    public enum RefreshCommit: Sendable, Equatable {
+        /// The new generation is durable and published.
+        case committed(CredentialMetadata)
+        /// Nothing written: the credential was replaced or deleted meanwhile, or another process
+        /// holds the attempt now (the commit is fenced by generation and lease). The text says which.
+        case superseded(String)
+    }
+
+    /// Stores the new tokens, generation + 1 and the attempt's close in one FULL transaction,
+    /// fenced: only if the credential still has the attempt's generation and the attempt is still
+    /// open under its owner. The term is read inside the transaction. If the database refuses
+    /// the write, the answer is held and committed later (`.held`); it is never dropped.
+    public func commitRefresh(_ received: ReceivedRefresh) async -> HeldOrCommitted<RefreshCommit> {
+        let planner = planner(for: received.previous.provider)
+        let jitter = Double.random(in: 0..<1)
+        let id = received.previous.id
+        let body: @Sendable (any CredentialWriter) throws -> RefreshCommit = { [self] writer in
+            let now = clock.now
+            let attempt = received.attempt
+            guard let current = try writer.record(id), current.metadata.generation == attempt.generation else {
+                try writer.finishAttempt(
+                    attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
+                return .superseded("credential \(id) was replaced or deleted while it was being refreshed")
+            }
+            guard let open = try writer.openAttempt(for: id), open.attemptID == attempt.attemptID,
+                open.leaseOwner == attempt.leaseOwner
+            else {
+                return .superseded("the refresh attempt of \(id) is no longer held by this process")
+            }
+            let next = NextGeneration(
+                previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
+                succession: .refresh, id: id, issuedAt: received.sentAt, now: now, planner: planner, jitter: jitter)
+            try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            try writer.finishAttempt(attemptID: attempt.attemptID, state: .succeeded, outcome: nil, at: now)
+            return .committed(next.metadata)
+        }
+        let result = await commitHolding(id, body) { [self] commit in
+            if case .committed(let metadata) = commit { publish(.refreshed, id, metadata) }
+        }
+        if case .committed(.committed(let metadata)) = result { publish(.refreshed, id, metadata) }
+        return result
+    }
+
+    /// Closes a failed attempt (if one was journalled) and records the failure's decision on the
+    /// credential without touching its tokens: the next try presents the same refresh token.
+    /// Returns the credential afterwards, or nil if it changed generation or disappeared.
+    public func recordFailure(
+        attempt: RefreshAttempt?, outcome: String, update: ScheduleUpdate, event: CredentialEvent.Kind?
+    ) async throws -> CredentialMetadata? {
+        let now = clock.now
+        let updated = try await writes.write(.normal) { writer -> CredentialMetadata? in
+            if let attempt {
+                try writer.finishAttempt(attemptID: attempt.attemptID, state: .failed, outcome: outcome, at: now)
+            }
+            guard try writer.updateSchedule(update) else { return nil }
+            return try writer.record(update.id)?.metadata
+        }
+        if let event, let updated { publish(event, update.id, updated) }
+        return updated
+    }
+
+    /// Changes a credential's schedule and state (not its secrets), if it still has
+    /// `update.generation`; publishes `event` when given. Nil when it changed meanwhile.
+    @discardableResult
+    public func updateSchedule(_ update: ScheduleUpdate, event: CredentialEvent.Kind? = nil) async throws
+        -> CredentialMetadata?
+    {
+        let updated = try await writes.write(.normal) { writer -> CredentialMetadata? in
+            guard try writer.updateSchedule(update) else { return nil }
+            return try writer.record(update.id)?.metadata
+        }
+        if let event, let updated { publish(event, update.id, updated) }
+        return updated
+    }
+
+    private static func newAttemptID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        func hex(_ value: UInt64) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }
+        return hex(high) + hex(low)
+    }
+}
+
+extension ScheduleUpdate {
+    /// The credential's current schedule and state, to be changed field by field.
+    public init(_ metadata: CredentialMetadata) {
+        self.init(
+            id: metadata.id, generation: metadata.generation, status: metadata.status, refreshAt: metadata.refreshAt,
+            lastError: metadata.lastError, refreshFailures: metadata.refreshFailures, updatedAt: metadata.updatedAt)
+    }
+}

@@ -1,0 +1,123 @@
+/// Writes of whole credentials: put, bulk import, a code exchange's result, delete and purge.
+extension Vault {
+    /// A credential to store, as `put` and `importCredentials` take it.
+    public struct NewCredential: Sendable {
+        public var id: CredentialID
+        public var payload: TokenPayload
+        public var provider: String
+        public var labels: [String: String]
+        /// The audit row written in the same transaction (nil: none).
+        public var audit: AuditEvent?
+        /// When the tokens were issued (relative lifetimes count from here); nil: the moment of
+        /// the write. A backend that stores tokens long after receiving them should say.
+        public var issuedAt: Timestamp?
+
+        public init(
+            id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
+            audit: AuditEvent? = nil, issuedAt: Timestamp? = nil
+        ) {
+            self.id = id
+            self.payload = payload
+            self.provider = provider
+            self.labels = labels
+            self.audit = audit
+            self.issuedAt = issuedAt
+        }
+    }
+
+    /// Stores `payload` as credential `id`, replacing any previous tokens (the generation goes
+    /// up by one). Durable (`synchronous=FULL`) because a payload may carry a refresh token the
+    /// provider will not hand out again; concurrent puts share one commit (group commit).
+    @discardableResult
+    public func put(
+        _ id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
+        audit: AuditEvent? = nil
+    ) async throws -> CredentialMetadata {
+        let credential = NewCredential(id: id, payload: payload, provider: provider, labels: labels, audit: audit)
+        try Self.validate(labels: labels)
+        let metadata = try await writes.write(.full, insertion(of: credential, now: clock.now))
+        publish(.stored, id, metadata)
+        return metadata
+    }
+
+    /// Stores many credentials in one transaction at `durability` (fixtures, benchmarks, imports);
+    /// each replaces any previous tokens as `put` does.
+    @discardableResult
+    public func importCredentials(_ credentials: [NewCredential], durability: Durability = .full) async throws
+        -> [CredentialMetadata]
+    {
+        for credential in credentials { try Self.validate(labels: credential.labels) }
+        let now = clock.now
+        let bodies = credentials.map { insertion(of: $0, now: now) }
+        let stored = try await writes.write(durability) { writer in try bodies.map { try $0(writer) } }
+        for metadata in stored { publish(.stored, metadata.id, metadata) }
+        return stored
+    }
+
+    /// Stores tokens a provider has just issued (a redeemed authorization code): like `put`, but
+    /// the tokens exist nowhere else, so a failed commit is held and retried in the background
+    /// instead of reported. `.held` says the caller may not see the credential yet.
+    public func storeReceived(_ credential: NewCredential) async throws -> HeldOrCommitted<CredentialMetadata> {
+        try Self.validate(labels: credential.labels)
+        let id = credential.id
+        return await commitHolding(id, insertion(of: credential, now: clock.now)) { [self] metadata in
+            publish(.stored, id, metadata)
+        }
+    }
+
+    /// Removes the credential (local only; provider revocation belongs to the refresh engine).
+    public func delete(_ id: CredentialID, audit: AuditEvent? = nil) async throws {
+        let last = try await writes.write(.full) { writer -> CredentialMetadata? in
+            let last = try writer.record(id)?.metadata
+            guard try writer.delete(id) else { throw VaultError.notFound(id) }
+            if let audit { try writer.appendAudit(audit) }
+            return last
+        }
+        // The event carries the last state, so watchers know what was deleted.
+        publish(.deleted, id, last)
+    }
+
+    /// Deletes a credential that cannot be refreshed once it has expired (an EBS verify token),
+    /// if it is still that generation and still expired at `now`; false when it changed meanwhile.
+    public func purge(_ id: CredentialID, generation: Int64, now: Timestamp, audit: AuditEvent?) async throws -> Bool {
+        let last = try await writes.write(.full) { writer -> CredentialMetadata? in
+            guard let last = try writer.record(id)?.metadata, last.generation == generation,
+                let expiresAt = last.expiresAt, expiresAt <= now
+            else { return nil }
+            _ = try writer.delete(id)
+            if let audit { try writer.appendAudit(audit) }
+            return last
+        }
+        guard let last else { return false }
+        publish(.deleted, id, last)
+        return true
+    }
+
+    /// The write of one new credential: next generation from the stored one, sealed under the
+    /// term active in this transaction, with its audit row.
+    private func insertion(of credential: NewCredential, now: Timestamp)
+        -> @Sendable (any CredentialWriter) throws
+        -> CredentialMetadata
+    {
+        let planner = planner(for: credential.provider)
+        let jitter = Double.random(in: 0..<1)
+        return { [self] writer in
+            let next = NextGeneration(
+                previous: try writer.record(credential.id)?.metadata, payload: credential.payload,
+                succession: .replacement(provider: credential.provider, labels: credential.labels),
+                id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
+            try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            if let audit = credential.audit { try writer.appendAudit(audit) }
+            return next.metadata
+        }
+    }
+
+    static func validate(labels: [String: String]) throws {
+        guard labels.count <= 32 else { throw VaultError.invalidField("labels", "at most 32 labels allowed") }
+        for (key, value) in labels {
+            guard (1...64).contains(key.utf8.count), value.utf8.count <= 256 else {
+                throw VaultError.invalidField("labels", "keys must be 1-64 bytes and values at most 256 bytes")
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+extension VaultError {
+    /// A stable, machine-readable error code: the `code` of every problem document and CLI error.
+    ///
+    /// Codes are constants of this one type (as swift-service-lifecycle's `ServiceGroupError.Code`),
+    /// never string literals compared across modules. Each code's status in the local API comes
+    /// from one exhaustive switch (`httpStatus`), so a new code cannot silently become a 500; a
+    /// test checks every code against the table in docs/openapi.yaml. Never rename a code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        enum Value: String, CaseIterable, Sendable {
+            // Bad input.
+            case invalidField = "invalid_field"
+            case invalidPayload = "invalid_payload"
+            case invalidCredentialID = "invalid_credential_id"
+            case invalidRequest = "invalid_request"
+            // Who and what.
+            case forbidden
+            case credentialNotFound = "credential_not_found"
+            case notFound = "not_found"
+            case methodNotAllowed = "method_not_allowed"
+            // The credential's state does not allow it.
+            case tokenExpired = "token_expired"
+            case minTTLUnreachable = "min_ttl_unreachable"
+            case needsReauth = "needs_reauth"
+            case revokePending = "revoke_pending"
+            case notRefreshable = "not_refreshable"
+            case conflict
+            // Request shape.
+            case payloadTooLarge = "payload_too_large"
+            case unsupportedMediaType = "unsupported_media_type"
+            // Providers and code exchange.
+            case unknownProvider = "unknown_provider"
+            case providerRejected = "provider_rejected"
+            case nonceMismatch = "nonce_mismatch"
+            case audienceMismatch = "audience_mismatch"
+            case idTokenExpired = "id_token_expired"
+            case idTokenInvalid = "id_token_invalid"
+            case rateLimited = "rate_limited"
+            case providerUnavailable = "provider_unavailable"
+            // Storage and keys.
+            case storageUnavailable = "storage_unavailable"
+            case commitPending = "commit_pending"
+            case engineUnavailable = "engine_unavailable"
+            case internalError = "internal_error"
+            case integrityError = "integrity_error"
+            case cryptoError = "crypto_error"
+            case unknownKeyTerm = "unknown_key_term"
+            case storageError = "storage_error"
+            case wrongMasterKey = "wrong_master_key"
+            case keySourceError = "key_source_error"
+            case migrationError = "migration_error"
+            // The command line and the daemon's start-up (never an API answer).
+            case vaultNotFound = "vault_not_found"
+            case alreadyInitialised = "already_initialised"
+            case daemonRunning = "daemon_running"
+            case lockError = "lock_error"
+            case socketError = "socket_error"
+            case peerUnknown = "peer_unknown"
+        }
+
+        let value: Value
+
+        private init(_ value: Value) { self.value = value }
+
+        /// The code as it appears on the wire.
+        public var rawValue: String { value.rawValue }
+        public var description: String { value.rawValue }
+
+        /// The code with this wire name, if there is one.
+        public init?(rawValue: String) {
+            guard let value = Value(rawValue: rawValue) else { return nil }
+            self.value = value
+        }
+
+        public static var allCases: [Code] { Value.allCases.map(Code.init) }
+
+        public static let invalidField = Code(.invalidField)
+        public static let invalidPayload = Code(.invalidPayload)
+        public static let invalidCredentialID = Code(.invalidCredentialID)
+        /// A request the HTTP layer could not take (a malformed head, a query that does not parse).
+        public static let invalidRequest = Code(.invalidRequest)
+        public static let forbidden = Code(.forbidden)
+        public static let credentialNotFound = Code(.credentialNotFound)
+        /// No such route.
+        public static let notFound = Code(.notFound)
+        public static let methodNotAllowed = Code(.methodNotAllowed)
+        /// No token valid for the `min_ttl` asked can be served (expired, or the refresh failed).
+        public static let tokenExpired = Code(.tokenExpired)
+        /// The `min_ttl` asked is longer than the provider's tokens ever live: refreshing cannot help.
+        public static let minTTLUnreachable = Code(.minTTLUnreachable)
+        public static let needsReauth = Code(.needsReauth)
+        public static let revokePending = Code(.revokePending)
+        public static let notRefreshable = Code(.notRefreshable)
+        public static let conflict = Code(.conflict)
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        public static let unsupportedMediaType = Code(.unsupportedMediaType)
+        public static let unknownProvider = Code(.unknownProvider)
+        /// The provider refused a code exchange (`invalid_grant` and the like).
+        public static let providerRejected = Code(.providerRejected)
+        public static let nonceMismatch = Code(.nonceMismatch)
+        public static let audienceMismatch = Code(.audienceMismatch)
+        public static let idTokenExpired = Code(.idTokenExpired)
+        public static let idTokenInvalid = Code(.idTokenInvalid)
+        public static let rateLimited = Code(.rateLimited)
+        public static let providerUnavailable = Code(.providerUnavailable)
+        /// The database did not take a write now; the same request may succeed later.
+        public static let storageUnavailable = Code(.storageUnavailable)
+        /// The provider answered (a code was redeemed) but the database has not taken the new
+        /// tokens yet: they are held in memory and committed as soon as it does.
+        public static let commitPending = Code(.commitPending)
+        public static let engineUnavailable = Code(.engineUnavailable)
+        public static let internalError = Code(.internalError)
+        public static let integrityError = Code(.integrityError)
+        public static let cryptoError = Code(.cryptoError)
+        public static let unknownKeyTerm = Code(.unknownKeyTerm)
+        public static let storageError = Code(.storageError)
+        public static let wrongMasterKey = Code(.wrongMasterKey)
+        public static let keySourceError = Code(.keySourceError)
+        public static let migrationError = Code(.migrationError)
+        public static let vaultNotFound = Code(.vaultNotFound)
+        public static let alreadyInitialised = Code(.alreadyInitialised)
+        public static let daemonRunning = Code(.daemonRunning)
+        public static let lockError = Code(.lockError)
+        public static let socketError = Code(.socketError)
+        public static let peerUnknown = Code(.peerUnknown)
+
+        /// The HTTP status this code is answered with in the local API. One exhaustive switch:
+        /// adding a code does not compile until it is placed here (and in docs/openapi.yaml).
+        public var httpStatus: Int {
+            switch value {
+            case .invalidField, .invalidPayload, .invalidCredentialID, .invalidRequest: 400
+            case .forbidden: 403
+            case .credentialNotFound, .notFound: 404
+            case .methodNotAllowed: 405
+            case .tokenExpired, .minTTLUnreachable, .needsReauth, .revokePending, .notRefreshable, .conflict: 409
+            case .payloadTooLarge: 413
+            case .unsupportedMediaType: 415
+            case .unknownProvider, .providerRejected, .nonceMismatch, .audienceMismatch, .idTokenExpired,
+                .idTokenInvalid:
+                422
+            case .rateLimited: 429
+            case .providerUnavailable: 502
+            case .storageUnavailable, .commitPending, .engineUnavailable: 503
+            case .internalError, .integrityError, .cryptoError, .unknownKeyTerm, .storageError, .wrongMasterKey,
+                .keySourceError, .migrationError:
+                500
+            case .vaultNotFound, .alreadyInitialised, .daemonRunning, .lockError, .socketError, .peerUnknown: 500
+            }
+        }
+
+        /// A sealed value could not be opened: tampered, moved, or its key term is gone.
+        public var meansUnreadable: Bool {
+            switch value {
+            case .integrityError, .unknownKeyTerm, .cryptoError: true
+            default: false
+            }
+        }
+
+        /// Whether the API may show this code's message to the caller. A 500's message can name
+        /// internals (a file, a term); the caller gets a fixed text and the log gets the message.
+        public var isInternal: Bool { httpStatus == 500 }
+    }
+}

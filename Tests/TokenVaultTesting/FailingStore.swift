@@ -1,0 +1,86 @@
+import Synchronization
+import TokenVaultCore
+
+/// A real store whose next N commits that write a credential row fail (after their body ran, so
+/// the transaction rolls back, as a refused `COMMIT` would): the test double for a database that
+/// refuses a refresh's commit after the provider has answered. Journal writes, schedule changes
+/// and reads pass through.
+public final class FailingStore: CredentialStore, Sendable {
+    private let base: any CredentialStore
+    private let remaining = Mutex(0)
+    private let failed = Mutex(0)
+
+    public init(_ base: any CredentialStore) { self.base = base }
+
+    /// The next `count` transactions that save a credential row fail.
+    public func failNextRowCommits(_ count: Int) { remaining.withLock { $0 = count } }
+
+    /// Row commits failed so far.
+    public var failures: Int { failed.withLock { $0 } }
+
+    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+    {
+        try base.write(durability: durability) { writer in
+            let spy = SavingSpy(writer)
+            let result = try body(spy)
+            let fail = remaining.withLock { count -> Bool in
+                guard spy.saved, count > 0 else { return false }
+                count -= 1
+                return true
+            }
+            if fail {
+                failed.withLock { $0 += 1 }
+                throw VaultError.storageUnavailable("injected commit failure")
+            }
+            return result
+        }
+    }
+
+    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try base.recordWithoutWaiting(id)
+    }
+    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] { try base.list(query) }
+    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
+        try base.records(after: after, limit: limit)
+    }
+    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
+        try base.records(notSealedWith: term, limit: limit)
+    }
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        try base.dueCredentials(at: now, limit: limit)
+    }
+    public func earliestRefreshAt() throws -> Timestamp? { try base.earliestRefreshAt() }
+    public func openAttempts(limit: Int) throws -> [RefreshAttempt] { try base.openAttempts(limit: limit) }
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+        try base.pruneFinishedAttempts(before: before, limit: limit)
+    }
+}
+
+/// Passes every call through and notes whether a row was saved.
+private final class SavingSpy: CredentialWriter {
+    let base: any CredentialWriter
+    var saved = false
+
+    init(_ base: any CredentialWriter) { self.base = base }
+
+    func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
+    func activeTerm() throws -> UInt32 { try base.activeTerm() }
+    func save(_ record: SealedCredentialRecord) throws {
+        saved = true
+        try base.save(record)
+    }
+    func delete(_ id: CredentialID) throws -> Bool { try base.delete(id) }
+    func appendAudit(_ event: AuditEvent) throws { try base.appendAudit(event) }
+    func appendAudits(_ events: [AuditEvent]) throws { try base.appendAudits(events) }
+    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? { try base.openAttempt(for: id) }
+    func beginAttempt(_ attempt: RefreshAttempt) throws { try base.beginAttempt(attempt) }
+    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+        try base.renewLease(attemptID: attemptID, owner: owner, until: until)
+    }
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+        try base.finishAttempt(attemptID: attemptID, state: state, outcome: outcome, at: at)
+    }
+    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
+    func savepoint<Result>(_ body: () throws -> Result) throws -> Result { try base.savepoint(body) }
+}
