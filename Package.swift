@@ -177,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultServerTests",
             dependencies: [
-                "TokenVaultServer", "TokenVaultTesting",
+                "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -35,6 +35,22 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
     public var refreshFailures: Int?
     public var createdAt: String
     public var updatedAt: String
+    /// Present while new tokens a provider issued are held in the daemon's memory because the
+    /// database has not accepted them yet (retried until it does).
+    public var pendingCommit: PendingCommit?
+
+    public struct PendingCommit: Codable, Sendable, Equatable, Hashable {
+        public var since: String
+        /// Commits that failed so far.
+        public var failures: Int
+        /// Why the last one failed.
+        public var lastError: String
+        public var nextAttemptAt: String
+
+        enum CodingKeys: String, CodingKey {
+            case since, failures, lastError = "last_error", nextAttemptAt = "next_attempt_at"
+        }
+    }
 
     public struct LastError: Codable, Sendable, Equatable, Hashable {
         /// For example `invalid_grant`.
@@ -48,7 +64,7 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
         case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
-            "created_at", updatedAt = "updated_at"
+            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit"
     }
 
     /// Parses one of the API's RFC 3339 times (with or without fractional seconds).

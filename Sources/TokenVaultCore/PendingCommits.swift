@@ -1,43 +1,76 @@
 import Synchronization
 
-/// The registry of provider answers not yet committed, by credential: what `show`, health and
-/// metrics report while `Vault` retries them (see `Vault+PendingCommits.swift`).
+/// The registry of provider answers not yet committed: what `show`, health and metrics report
+/// while `Vault` retries them (see `Vault+PendingCommits.swift`). A credential may have more than
+/// one hold at once (a refresh's answer and then a code exchange's), each with its own retries.
 final class PendingCommits: Sendable {
-    private let entries = Mutex<[CredentialID: PendingCommit]>([:])
-    private let totals = Mutex(Totals())
+    private struct State {
+        var holds: [CredentialID: [Int: PendingCommit]] = [:]
+        var nextHold = 0
+        var totals = Totals()
+    }
 
     struct Totals: Sendable, Equatable {
         /// Commits of received tokens that failed (each retry counts).
         var failures = 0
-        /// Held answers that were committed after at least one failure.
+        /// Held answers that were committed (or found superseded) after at least one failure.
         var recovered = 0
     }
 
-    func status(_ id: CredentialID) -> PendingCommit? { entries.withLock { $0[id] } }
+    private let state = Mutex(State())
 
-    var count: Int { entries.withLock { $0.count } }
+    /// A number for a new hold (one write of received tokens).
+    func newHold() -> Int {
+        state.withLock { state in
+            state.nextHold += 1
+            return state.nextHold
+        }
+    }
 
-    var snapshot: Totals { totals.withLock { $0 } }
+    /// The credential's hold as people see it: since the oldest, the most failures, the latest error.
+    func status(_ id: CredentialID) -> PendingCommit? {
+        state.withLock { state in
+            guard let holds = state.holds[id]?.values, let first = holds.first else { return nil }
+            return holds.reduce(first) { summary, hold in
+                PendingCommit(
+                    since: min(summary.since, hold.since), failures: max(summary.failures, hold.failures),
+                    lastError: hold.since >= summary.since ? hold.lastError : summary.lastError,
+                    nextAttemptAt: min(summary.nextAttemptAt, hold.nextAttemptAt))
+            }
+        }
+    }
 
-    /// Notes one more failed commit for `id` and returns the entry as it now stands.
+    /// The hold's own state (its retries' schedule).
+    func hold(_ id: CredentialID, _ hold: Int) -> PendingCommit? { state.withLock { $0.holds[id]?[hold] } }
+
+    /// Holds in memory, over every credential.
+    var count: Int { state.withLock { $0.holds.values.reduce(0) { $0 + $1.count } } }
+
+    var snapshot: Totals { state.withLock { $0.totals } }
+
+    /// Notes one more failed commit of `hold` and returns it as it now stands.
     @discardableResult
-    func recordFailure(_ id: CredentialID, error: String, at now: Timestamp, retryAt: Timestamp) -> PendingCommit {
-        totals.withLock { $0.failures += 1 }
-        return entries.withLock { entries in
+    func recordFailure(_ id: CredentialID, hold: Int, error: String, at now: Timestamp, retryAt: Timestamp)
+        -> PendingCommit
+    {
+        state.withLock { state in
+            state.totals.failures += 1
             var entry =
-                entries[id] ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
+                state.holds[id]?[hold] ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
             entry.failures += 1
             entry.lastError = error
             entry.nextAttemptAt = retryAt
-            entries[id] = entry
+            state.holds[id, default: [:]][hold] = entry
             return entry
         }
     }
 
-    /// The answer for `id` was committed (or made moot by a newer generation): forget it.
-    func clear(_ id: CredentialID) {
-        if entries.withLock({ $0.removeValue(forKey: id) }) != nil {
-            totals.withLock { $0.recovered += 1 }
+    /// The hold was committed (or made moot by a newer generation): forget it.
+    func clear(_ id: CredentialID, hold: Int) {
+        state.withLock { state in
+            guard state.holds[id]?.removeValue(forKey: hold) != nil else { return }
+            if state.holds[id]?.isEmpty == true { state.holds[id] = nil }
+            state.totals.recovered += 1
         }
     }
 }

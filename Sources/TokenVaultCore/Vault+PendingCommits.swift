@@ -17,40 +17,43 @@ extension Vault {
         do {
             return .committed(try await writes.write(.full, body))
         } catch {
-            let held = recordHeldFailure(id, error, failures: 0)
-            Task.detached { [self] in await retryHeld(id, body, committed: committed) }
+            let hold = pending.newHold()
+            let held = recordHeldFailure(id, hold: hold, error)
+            Task.detached { [self] in await retryHeld(id, hold: hold, body, committed: committed) }
             return .held(held)
         }
     }
 
     private func retryHeld<Result: Sendable>(
-        _ id: CredentialID, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
+        _ id: CredentialID, hold: Int, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
         committed: @escaping @Sendable (Result) -> Void
     ) async {
         while true {
-            let wait = max(0, (pending.status(id)?.nextAttemptAt.seconds ?? clock.now.seconds) - clock.now.seconds)
+            let retryAt = pending.hold(id, hold)?.nextAttemptAt ?? clock.now
+            let wait = max(0, retryAt.seconds - clock.now.seconds)
             // Never cancelled: the answer is held for as long as the process lives.
             try? await Task.sleep(for: .seconds(min(wait, options.commitRetryCap)))
             reloadKeys()
             do {
                 let result = try await writes.write(.full, body)
-                let held = pending.status(id)
-                pending.clear(id)
+                let held = pending.hold(id, hold)
+                pending.clear(id, hold: hold)
                 committed(result)
                 if let held { observer?.commitRecovered(id, after: held) }
                 return
             } catch {
-                recordHeldFailure(id, error, failures: pending.status(id)?.failures ?? 0)
+                recordHeldFailure(id, hold: hold, error)
             }
         }
     }
 
+    /// Counts the failure and schedules the next try: 2^failures x the base, up to the cap.
     @discardableResult
-    private func recordHeldFailure(_ id: CredentialID, _ error: any Error, failures: Int) -> PendingCommit {
+    private func recordHeldFailure(_ id: CredentialID, hold: Int, _ error: any Error) -> PendingCommit {
+        let failures = pending.hold(id, hold)?.failures ?? 0
         let delay = min(options.commitRetryBase * Double(1 << min(failures, 30)), options.commitRetryCap)
         let now = clock.now
-        let held = pending.recordFailure(
-            id, error: "\(error)", at: now, retryAt: now.adding(seconds: delay))
+        let held = pending.recordFailure(id, hold: hold, error: "\(error)", at: now, retryAt: now.adding(seconds: delay))
         observer?.commitFailed(id, pending: held, error: error)
         return held
     }

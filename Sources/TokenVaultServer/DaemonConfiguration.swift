@@ -17,7 +17,7 @@ import TokenVaultCore
 ///   "access": [{"group": "payments", "namespaces": ["payments"], "permissions": ["token:read"]}]
 /// }
 /// ```
-public struct DaemonConfiguration: Sendable, Equatable {
+public struct DaemonConfiguration: Sendable {
     public var socketPath: String?
     public var socketMode: mode_t = 0o660
     public var socketGroup: String?
@@ -29,14 +29,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var eventLoops = DaemonConfiguration.defaultEventLoops
     public static let defaultEventLoops = max(1, System.coreCount / 2)
     static let eventLoopRange = 1...256
-    /// Provider instances credentials may name (see `ProviderSettingsParser` for the format).
-    /// By default one name-only instance per kind: storable, not refreshed.
-    public var providers: [String: ProviderSettings] = Dictionary(
-        uniqueKeysWithValues: ProviderSettingsParser.kinds.map { ($0, ProviderSettings(name: $0, kind: $0)) })
+    /// Seconds a uid's supplementary groups are remembered before the user database is read
+    /// again (a membership change is seen within this long, without a restart).
+    public var groupRefreshSeconds = 60
+    static let groupRefreshRange = 1...86_400
+    /// Provider instances credentials may name (the catalog reads the section). By default one
+    /// name-only instance per kind: storable, not refreshed.
+    public var providers: [String: ProviderSettings]
     public var providerNames: Set<String> { Set(providers.keys) }
     public var rules: [AccessPolicy.Rule] = []
+    /// Reads the `providers` section and `TOKENVAULT_PROVIDERS` (TokenVaultProviders' `ProviderKinds`).
+    let catalog: any ProviderCatalog
 
-    public init() {}
+    public init(catalog: any ProviderCatalog) {
+        self.catalog = catalog
+        providers = catalog.defaultInstances
+    }
 
     struct File: Decodable {
         struct Socket: Decodable {
@@ -53,8 +61,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         struct Server: Decodable {
             var eventLoops: Int?
+            var groupRefreshSeconds: Int?
             enum CodingKeys: String, CodingKey {
-                case eventLoops = "event_loops"
+                case eventLoops = "event_loops", groupRefreshSeconds = "group_refresh_seconds"
             }
         }
         struct Rule: Decodable {
@@ -85,7 +94,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     /// Reads and validates `path`. Errors read like `config /etc/tokenvault.json: access[0].permissions: ...`.
-    public static func load(path: String) throws -> DaemonConfiguration {
+    public static func load(path: String, catalog: any ProviderCatalog) throws -> DaemonConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError(file: path, key: nil, problem: "cannot be read")
         }
@@ -95,10 +104,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         } catch let error as DecodingError {
             throw ConfigurationError(file: path, decodingError: error)
         }
-        return try DaemonConfiguration(file, path: path)
+        return try DaemonConfiguration(file, path: path, catalog: catalog)
     }
 
-    init(_ file: File, path: String) throws {
+    init(_ file: File, path: String, catalog: any ProviderCatalog) throws {
+        self.init(catalog: catalog)
         func fail(_ key: String, _ problem: String) -> ConfigurationError {
             ConfigurationError(file: path, key: key, problem: problem)
         }
@@ -131,9 +141,15 @@ public struct DaemonConfiguration: Sendable, Equatable {
             guard Self.eventLoopRange.contains(loops) else { throw fail("server.event_loops", "must be 1-256") }
             eventLoops = loops
         }
+        if let seconds = file.server?.groupRefreshSeconds {
+            guard Self.groupRefreshRange.contains(seconds) else {
+                throw fail("server.group_refresh_seconds", "must be 1-86400")
+            }
+            groupRefreshSeconds = seconds
+        }
         if let providers = file.providers {
             do {
-                self.providers = try ProviderSettingsParser.parse(providers)
+                self.providers = try catalog.parse(providers)
             } catch {
                 throw fail(error.key, error.problem)
             }
@@ -164,7 +180,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     /// `TOKENVAULT_*` environment variables override the file: `TOKENVAULT_SOCKET_MODE`,
     /// `TOKENVAULT_SOCKET_GROUP`, `TOKENVAULT_MAX_BODY_BYTES`, `TOKENVAULT_IDLE_TIMEOUT_SECONDS`,
-    /// `TOKENVAULT_EVENT_LOOPS`, `TOKENVAULT_PROVIDERS` (comma-separated). (`TOKENVAULT_SOCKET` is read by `serve`.)
+    /// `TOKENVAULT_EVENT_LOOPS`, `TOKENVAULT_GROUP_REFRESH_SECONDS`, `TOKENVAULT_PROVIDERS` (comma-separated).
+    /// (`TOKENVAULT_SOCKET` is read by `serve`.)
     public mutating func applyEnvironment(_ environment: [String: String]) throws {
         func fail(_ name: String, _ problem: String) -> ConfigurationError {
             ConfigurationError(file: "environment", key: name, problem: problem)
@@ -194,16 +211,25 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
             eventLoops = parsed
         }
+        if let seconds = environment["TOKENVAULT_GROUP_REFRESH_SECONDS"] {
+            guard let parsed = Int(seconds), Self.groupRefreshRange.contains(parsed) else {
+                throw fail("TOKENVAULT_GROUP_REFRESH_SECONDS", "must be 1-86400")
+            }
+            groupRefreshSeconds = parsed
+        }
         if let names = environment["TOKENVAULT_PROVIDERS"] {
             // Names only: a listed instance keeps its settings from the file; others are dropped.
             var selected: [String: ProviderSettings] = [:]
             for name in names.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-                do {
-                    try ProviderSettingsParser.validateName(name, key: "TOKENVAULT_PROVIDERS")
+                if let configured = providers[name] {
+                    selected[name] = configured
+                    continue
+                }
+                do throws(ProviderCatalogError) {
+                    selected[name] = try catalog.nameOnly(name, key: "TOKENVAULT_PROVIDERS")
                 } catch {
                     throw fail("TOKENVAULT_PROVIDERS", error.problem)
                 }
-                selected[name] = providers[name] ?? ProviderSettingsParser.nameOnly(name)
             }
             providers = selected
         }

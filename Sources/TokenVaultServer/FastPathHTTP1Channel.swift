@@ -24,7 +24,10 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
             let connectionState = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             let tracker = HTTPActivityTracker(idleTimeout: idleTimeout)
             try pipeline.addHandler(tracker, position: .after(connectionState))
-            try pipeline.addHandler(TokenFastPath(api: api, serverName: serverName, tracker: tracker), position: .first)
+            let peers = PeerCredentialsHandler()
+            try pipeline.addHandler(
+                TokenFastPath(api: api, serverName: serverName, tracker: tracker, peers: peers), position: .first)
+            try pipeline.addHandler(peers, position: .first)
             return value
         }
     }

@@ -4,22 +4,38 @@ import Synchronization
     import Glibc
 #endif
 
-/// The groups a uid belongs to (primary and supplementary), from the system's user database,
-/// cached per uid: `SO_PEERCRED` carries only the primary gid.
+/// The groups a uid belongs to (primary and supplementary), from the system's user database:
+/// `SO_PEERCRED` carries only the primary gid. Remembered per uid for `refreshAfter` seconds,
+/// then read again, so a user added to or removed from a group is seen without a restart. The
+/// lookup (`getpwuid_r`, `getgrouplist`: NSS, possibly LDAP over the network) runs on the
+/// blocking pool, never on the concurrency pool or an event loop.
 final class GroupMembership: Sendable {
-    private let cache = Mutex<[UInt32: Set<UInt32>]>([:])
+    private struct Entry {
+        let groups: Set<UInt32>
+        let readAt: ContinuousClock.Instant
+    }
 
-    func groups(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {
+    private let cache = Mutex<[UInt32: Entry]>([:])
+    let refreshAfter: Duration
+
+    init(refreshAfter: Duration = .seconds(60)) {
+        self.refreshAfter = refreshAfter
+    }
+
+    func groups(uid: UInt32, primaryGID: UInt32) async throws -> Set<UInt32> {
         if let cached = cachedGroups(uid: uid, primaryGID: primaryGID) { return cached }
-        let groups = Self.lookUp(uid: uid, primaryGID: primaryGID)
-        cache.withLock { $0[uid] = groups }
+        let groups = try await BlockingWork.run { Self.lookUp(uid: uid, primaryGID: primaryGID) }
+        cache.withLock { $0[uid] = Entry(groups: groups, readAt: .now) }
         return groups
     }
 
-    /// The groups if `uid` was looked up before; nil otherwise. Never touches the user
-    /// database, so it may run on an event loop.
+    /// The groups if `uid` was looked up less than `refreshAfter` ago; nil otherwise. Never
+    /// touches the user database, so it may run on an event loop.
     func cachedGroups(uid: UInt32, primaryGID: UInt32) -> Set<UInt32>? {
-        cache.withLock { $0[uid] }.map { $0.union([primaryGID]) }
+        guard let entry = cache.withLock({ $0[uid] }), ContinuousClock.now - entry.readAt < refreshAfter else {
+            return nil
+        }
+        return entry.groups.union([primaryGID])
     }
 
     private static func lookUp(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {

@@ -21,30 +21,16 @@ public struct PeerCredentials: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "uid=\(uid) gid=\(gid) pid=\(pid)" }
 
-    /// The peer of `channel`: read from the kernel on the connection's first request, then
-    /// remembered until the connection closes (the kernel's answer cannot change meanwhile),
-    /// which saves a trip to the event loop on every further keep-alive request.
-    public static func of(_ channel: any Channel) async throws -> PeerCredentials {
-        let key = ObjectIdentifier(channel)
-        if let known = knownPeers.withLock({ $0[key] }) { return known }
-        let peer = try await read(from: channel)
-        knownPeers.withLock { $0[key] = peer }
-        channel.closeFuture.whenComplete { _ in _ = knownPeers.withLock { $0.removeValue(forKey: key) } }
+    /// The peer of `channel`, as `PeerCredentialsHandler` read it when the connection started.
+    public static func of(_ channel: any Channel) throws -> PeerCredentials {
+        guard let peer = PeerCredentialsHandler.peer(of: channel) else {
+            throw VaultError(code: .peerUnknown, message: "the connection does not expose peer credentials")
+        }
         return peer
     }
 
-    private static let knownPeers = Mutex<[ObjectIdentifier: PeerCredentials]>([:])
-
-    /// Reads `SO_PEERCRED` from a connected Unix socket channel.
-    public static func read(from channel: any Channel) async throws -> PeerCredentials {
-        guard let option = peerCredentialOption(channel) else {
-            throw VaultError(code: .peerUnknown, message: "the connection does not expose peer credentials")
-        }
-        return PeerCredentials(try await option.get())
-    }
-
     /// Reads `SO_PEERCRED` on the channel's own event loop, where the socket option is read at
-    /// once; nil if the channel has none.
+    /// once; nil if the channel has none. Only `PeerCredentialsHandler` calls it.
     static func readNow(from channel: any Channel) -> PeerCredentials? {
         var peer: PeerCredentials?
         peerCredentialOption(channel)?.assumeIsolated().whenSuccess { peer = PeerCredentials($0) }

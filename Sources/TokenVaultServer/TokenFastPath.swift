@@ -30,8 +30,8 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     private let api: VaultAPI
     private let serverName: String
     private let tracker: HTTPActivityTracker
-    /// `SO_PEERCRED`, read once, on the connection's first token request.
-    private var peer: PeerCredentials?
+    /// Who is calling: read once by the handler in front of this one, on the same event loop.
+    private let peers: PeerCredentialsHandler
     /// Received bytes not yet answered or passed on: the start of a request whose head is incomplete.
     private var pending: ByteBuffer?
     /// Body bytes of a routed request still to pass on to the decoder.
@@ -40,10 +40,11 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     /// byte goes to the decoder.
     private var routesEverything = false
 
-    init(api: VaultAPI, serverName: String, tracker: HTTPActivityTracker) {
+    init(api: VaultAPI, serverName: String, tracker: HTTPActivityTracker, peers: PeerCredentialsHandler) {
         self.api = api
         self.serverName = serverName
         self.tracker = tracker
+        self.peers = peers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -104,8 +105,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes the 200 if the read qualifies; false (nothing written) otherwise.
     private func answer(_ context: ChannelHandlerContext, _ target: TokenReadTarget) -> Bool {
-        if peer == nil { peer = PeerCredentials.readNow(from: context.channel) }
-        guard let peer,
+        guard let peer = peers.peer,
             let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
             api.policy.allows(uid: peer.uid, groups: groups, .tokenRead, in: target.id.namespace),
             // Never waits for a lock on the loop: a busy database sends the request to the router.

@@ -4,8 +4,8 @@ import TokenVaultCore
 extension VaultAPI {
     /// Who is calling: the kernel's peer credentials and every group the uid belongs to.
     func caller(_ context: VaultRequestContext) async throws -> (peer: PeerCredentials, groups: Set<UInt32>) {
-        let peer = try await PeerCredentials.of(context.channel)
-        return (peer, groups.groups(uid: peer.uid, primaryGID: peer.gid))
+        let peer = try PeerCredentials.of(context.channel)
+        return (peer, try await groups.groups(uid: peer.uid, primaryGID: peer.gid))
     }
 
     /// The peer, if it holds `permission` in the credential's namespace; otherwise an audit row

@@ -16,16 +16,19 @@ public struct VaultAPI: Sendable {
         public var backupDirectory: String
         /// How each provider instance's EBS `expired` values are read (default `.seconds`).
         public var expiredUnits: [String: ExpiredUnit] = [:]
+        /// How long a uid's groups are remembered before the user database is read again.
+        public var groupRefreshSeconds: Double
 
         public init(
             providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
-            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String
+            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60
         ) {
             self.providers = providers
             self.maximumBodySize = maximumBodySize
             self.version = version
             self.expiredUnits = expiredUnits
             self.backupDirectory = backupDirectory
+            self.groupRefreshSeconds = groupRefreshSeconds
         }
     }
 
@@ -38,7 +41,7 @@ public struct VaultAPI: Sendable {
     let audit: AuditRecorder
     let metrics: APIMetrics
     let options: Options
-    let groups = GroupMembership()
+    let groups: GroupMembership
     let startedAt = ContinuousClock.now
 
     public init(
@@ -53,6 +56,7 @@ public struct VaultAPI: Sendable {
         self.audit = audit
         self.metrics = metrics
         self.options = options
+        groups = GroupMembership(refreshAfter: .seconds(options.groupRefreshSeconds))
     }
 
     public func register(on router: Router<VaultRequestContext>) {

@@ -16,6 +16,13 @@ enum ClientOutput {
             ("id token", metadata.hasIDToken ? "stored" : "none"),
             ("last error", metadata.lastError.map { "\($0.code): \($0.message) (at \($0.at))" }),
             ("failures", metadata.refreshFailures.flatMap { $0 > 0 ? String($0) : nil }),
+            (
+                "held commit",
+                metadata.pendingCommit.map {
+                    "new tokens held since \($0.since), \($0.failures) failed commit(s), next try \($0.nextAttemptAt): "
+                        + $0.lastError
+                }
+            ),
         ]
         printTable(["field", "value"], rows.compactMap { key, value in value.map { [key, $0] } })
     }

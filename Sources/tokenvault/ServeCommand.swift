@@ -41,7 +41,9 @@ struct ServeCommand: AsyncParsableCommand {
         let settings: DaemonConfiguration
         let configPath = config ?? options.environment["TOKENVAULT_CONFIG"]
         do {
-            var loaded = try configPath.map(DaemonConfiguration.load) ?? DaemonConfiguration()
+            var loaded =
+                try configPath.map { try DaemonConfiguration.load(path: $0, catalog: ProviderKinds()) }
+                ?? DaemonConfiguration(catalog: ProviderKinds())
             try loaded.applyEnvironment(options.environment)
             settings = loaded
         } catch let error as ConfigurationError {
@@ -80,7 +82,8 @@ struct ServeCommand: AsyncParsableCommand {
                 options: .init(
                     providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
-                    backupDirectory: options.resolvedDataDir + "/backups"))
+                    backupDirectory: options.resolvedDataDir + "/backups",
+                    groupRefreshSeconds: Double(settings.groupRefreshSeconds)))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,

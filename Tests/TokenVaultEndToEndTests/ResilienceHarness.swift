@@ -18,15 +18,18 @@ final class ResilienceHarness: Sendable {
     var socket: String { directory.file("tokenvault.sock") }
     var configPath: String { directory.file("config.json") }
 
-    /// `limits` and `refresh` are the provider instance's config sections.
+    /// `limits` and `refresh` are the provider instance's config sections; `answerDelay` makes
+    /// the provider answer every refresh after a random wait in that range (seconds).
     init(
-        lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false
+        lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
+        answerDelay: ClosedRange<Double>? = nil
     ) async throws {
         self.lifetime = lifetime
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime
         options.graceWindow = graceWindow
         options.includeIDToken = includeIDToken
+        options.tokenAnswerDelay = answerDelay
         server = try await TestOAuthServer.start(options)
         _ = try cli.run(["init", "--data-dir", dataDir])
         let secretFile = directory.file("client.secret")

@@ -30,16 +30,20 @@ import TokenVaultProviders
         await ProviderSet(["tid": provider]).shutdown()
     }
 
+    /// `expired_unit` is read once, by `ProviderKinds`, with the other settings every kind
+    /// shares; `ebs` has no options of its own.
     @Test func ebsTakesOnlyItsExpiredUnit() throws {
-        for unit in ProviderFactory.expiredUnits {
-            let settings = ProviderTestSupport.settings(["expired_unit": .string(unit)], kind: "ebs")
+        for unit in ExpiredUnit.allCases {
+            let parsed = try ProviderKinds().parse(["acme": ["kind": "ebs", "expired_unit": .string(unit.rawValue)]])
+            let settings = try #require(parsed["acme"])
+            #expect(settings.expiredUnit == unit)
+            #expect(settings.options.isEmpty)
             #expect(try ProviderFactory.make(settings, environment: [:]) == nil)
         }
         #expect {
-            _ = try ProviderFactory.make(
-                ProviderTestSupport.settings(["expired_unit": "minutes"], kind: "ebs"), environment: [:])
+            _ = try ProviderKinds().parse(["acme": ["kind": "ebs", "expired_unit": "minutes"]])
         } throws: { error in
-            (error as? ProviderConfigurationError)?.key == "providers.acme.expired_unit"
+            (error as? ProviderCatalogError)?.key == "providers.acme.expired_unit"
         }
         #expect {
             _ = try ProviderFactory.make(

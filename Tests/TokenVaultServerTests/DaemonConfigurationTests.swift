@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenVaultProviders
 import TokenVaultServer
 import TokenVaultTesting
 
@@ -9,7 +10,7 @@ import TokenVaultTesting
     func load(_ json: String) throws -> DaemonConfiguration {
         let path = directory.file("config.json")
         FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
-        return try DaemonConfiguration.load(path: path)
+        return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
     }
 
     func error(_ json: String) -> String {
@@ -26,7 +27,7 @@ import TokenVaultTesting
             """
             {"socket": {"path": "/run/tv/tv.sock", "mode": "0640", "group": "0"},
              "limits": {"max_body_bytes": 4096, "idle_timeout_seconds": 5},
-             "server": {"event_loops": 3},
+             "server": {"event_loops": 3, "group_refresh_seconds": 5},
              "providers": ["tinkoff-id"],
              "access": [{"user": 1001, "namespaces": ["payments"], "permissions": ["token:read"]},
                         {"group": "root", "namespaces": ["*"], "permissions": ["credential:list", "admin"]}]}
@@ -35,6 +36,7 @@ import TokenVaultTesting
         #expect(config.socketMode == 0o640)
         #expect(config.maximumBodySize == 4096 && config.idleTimeoutSeconds == 5)
         #expect(config.eventLoops == 3)
+        #expect(config.groupRefreshSeconds == 5)
         #expect(config.providerNames == ["tinkoff-id"])
         #expect(config.rules.count == 2)
         #expect(config.rules[1].subject == .group(0))
@@ -45,6 +47,7 @@ import TokenVaultTesting
         let config = try load("{}")
         #expect(config.socketMode == 0o660 && config.maximumBodySize == 65536 && config.rules.isEmpty)
         #expect(config.eventLoops == DaemonConfiguration.defaultEventLoops)
+        #expect(config.groupRefreshSeconds == 60)
         #expect((1...max(1, ProcessInfo.processInfo.activeProcessorCount)).contains(config.eventLoops))
     }
 
@@ -54,6 +57,7 @@ import TokenVaultTesting
             "access[0].permissions: 'token:write'"
         ),
         (#"{"access": [{"namespaces": ["a"], "permissions": []}]}"#, "access[0]: give exactly one"),
+        (#"{"server": {"group_refresh_seconds": 0}}"#, "server.group_refresh_seconds: must be 1-86400"),
         (
             #"{"access": [{"user": "no-such-user-xyz", "namespaces": ["a"], "permissions": []}]}"#,
             "access[0].user: no user named"

@@ -33,6 +33,18 @@ import Yams
         #expect(!documented.isEmpty && !registered.isEmpty, "nothing compared: the document or router is empty")
     }
 
+    /// Every error code is in the `Problem` schema's table, at the status `VaultError.Code`
+    /// answers it with (one exhaustive switch), and the table names no code that does not exist.
+    @Test func everyErrorCodeHasItsDocumentedStatus() throws {
+        let documented = try OpenAPIDocument().documentedProblemCodes()
+        for code in VaultError.Code.allCases {
+            #expect(documented[code.rawValue] == code.httpStatus, "\(code): documented \(documented[code.rawValue].map(String.init) ?? "nowhere"), answered \(code.httpStatus)")
+        }
+        let unknown = documented.keys.filter { VaultError.Code(rawValue: $0) == nil }.sorted()
+        #expect(unknown.isEmpty, "documented codes that do not exist: \(unknown)")
+        #expect(documented.count == VaultError.Code.allCases.count)
+    }
+
     /// A dangling `$ref` would make `resolve` return an empty node and silently weaken every
     /// other check, so each one must point at something.
     @Test func everyReferenceResolves() throws {
@@ -474,6 +486,20 @@ private struct OpenAPIDocument {
     var unmatchedRouteResponses: [String: [String: Any]] {
         (root["x-tokenvault-unmatched-route-responses"] as? [String: Any] ?? [:])
             .filter { Int($0.key) != nil }.mapValues(resolve)
+    }
+
+    /// Every code in the `Problem` schema's tables (`| 404 | \`a\`, \`b\` |`), with its status.
+    func documentedProblemCodes() throws -> [String: Int] {
+        let description = resolve(["$ref": "#/components/schemas/Problem"])["description"] as? String ?? ""
+        var codes: [String: Int] = [:]
+        for row in description.split(separator: "\n") {
+            guard let match = row.firstMatch(of: /^\| (\d{3}) \|/), let status = Int(match.output.1) else { continue }
+            for code in row.matches(of: /`([a-z0-9_]+)`/).map({ String($0.output.1) }) {
+                #expect(codes[code] == nil || codes[code] == status, "\(code) is in the table twice")
+                codes[code] = status
+            }
+        }
+        return codes
     }
 
     /// The codes the `Problem` schema's table lists for `status` (`| 404 | \`a\`, \`b\` |`).

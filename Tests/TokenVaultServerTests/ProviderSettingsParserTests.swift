@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenVaultCore
+import TokenVaultProviders
 import TokenVaultServer
 import TokenVaultTesting
 
@@ -12,7 +13,7 @@ import TokenVaultTesting
     func load(_ providers: String) throws -> DaemonConfiguration {
         let path = directory.file("config.json")
         FileManager.default.createFile(atPath: path, contents: Data("{\"providers\": \(providers)}".utf8))
-        return try DaemonConfiguration.load(path: path)
+        return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
     }
 
     func error(_ providers: String) -> String {

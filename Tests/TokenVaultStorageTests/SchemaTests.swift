@@ -25,6 +25,25 @@ import TokenVaultTesting
         #expect(try scalar("PRAGMA synchronous") == "1")
     }
 
+    /// The one column table the queries read rows through names exactly the schema's columns, so a
+    /// migration that adds, drops or renames one cannot leave a query reading the wrong column.
+    @Test func columnTableMatchesTheSchema() throws {
+        let schema = try fixture.database.withWriter { connection in
+            let statement = try connection.statement("SELECT name FROM pragma_table_info('credentials')")
+            var names: [String] = []
+            while try statement.step() { names.append(statement.text(0) ?? "") }
+            return names
+        }
+        #expect(Set(CredentialColumn.allCases.map(\.name)) == Set(schema))
+        #expect(CredentialColumn.allCases.count == schema.count)
+        // Every column read by name lands where the SELECT list put it.
+        for column in CredentialColumn.allCases {
+            let list = column.isSealed ? CredentialColumn.recordSelectList : CredentialColumn.metadataSelectList
+            let items = list.components(separatedBy: ", ")
+            #expect(items[Int(column.selectIndex)] == column.name, "\(column)")
+        }
+    }
+
     @Test func nextDueIsReadThroughTheIndex() throws {
         let plan = try fixture.database.withWriter { connection in
             let statement = try connection.statement(

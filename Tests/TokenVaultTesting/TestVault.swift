@@ -14,11 +14,18 @@ public struct TestVault: Sendable {
 
     public var databasePath: String { database.path }
 
-    public init(directory: TemporaryDirectory = TemporaryDirectory(), masterKey: SecretBytes? = nil) throws {
+    /// `busyTimeoutMilliseconds`: how long a write waits for another connection's lock (tests
+    /// that hold one on purpose use a short wait).
+    public init(
+        directory: TemporaryDirectory = TemporaryDirectory(), masterKey: SecretBytes? = nil,
+        busyTimeoutMilliseconds: Int32 = 5000
+    ) throws {
         self.directory = directory
         clock = FakeClock(Timestamp.now())
         self.masterKey = masterKey ?? SodiumRandom.secret(count: 32)
-        database = try VaultDatabase(path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock)
+        database = try VaultDatabase(
+            path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock,
+            busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try database.migrate()
         keyring = try Keyring.bootstrap(masterKey: self.masterKey, store: database, clock: clock)
         vault = Vault(store: database, sealer: keyring, clock: clock)

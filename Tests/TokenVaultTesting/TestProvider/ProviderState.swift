@@ -53,7 +53,11 @@ struct ProviderState {
             if let presented = request.form["refresh_token"], !presented.isEmpty {
                 counters.presentations[presented, default: 0] += 1
             }
-            if !tokenScript.isEmpty { step = tokenScript.removeFirst() }
+            if !tokenScript.isEmpty {
+                step = tokenScript.removeFirst()
+            } else if let range = options.tokenAnswerDelay {
+                step = .delay(seconds: Double.random(in: range))
+            }
         case .revocation:
             counters.revocationRequests += 1
             if !revocationScript.isEmpty { step = revocationScript.removeFirst() }

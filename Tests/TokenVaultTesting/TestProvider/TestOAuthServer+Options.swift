@@ -41,6 +41,9 @@ extension TestOAuthServer {
         /// Seconds added to `Date()` for every decision the server makes about time (expiry, grace
         /// window), so a test can move the server into the future without sleeping.
         public var clockOffset: Double = 0
+        /// Every unscripted token request waits a random time in this range (seconds), then is
+        /// handled normally, even if the client has left: a provider slow under load.
+        public var tokenAnswerDelay: ClosedRange<Double>? = nil
         /// Serve HTTPS (and ask for client certificates) instead of plain HTTP. Read at `start`.
         public var tls: TestServerTLS? = nil
 

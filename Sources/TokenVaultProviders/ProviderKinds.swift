@@ -1,8 +1,10 @@
 import TokenVaultCore
 
-/// Reads the config file's `providers` section into `ProviderSettings`: the engine's part
-/// (`kind`, `refresh`, `limits`) is checked here; the kind-specific rest (endpoints, client,
-/// TLS) is passed on as `options` for TokenVaultProviders to check. Errors name the key.
+/// The provider kinds and the rules of the config file's `providers` section, in one place: the
+/// kinds (`ProviderFactory` builds them), the instance-name rule, the engine's part of an
+/// instance (`kind`, `refresh`, `limits`, `expired_unit`), read into `ProviderSettings`; the
+/// kind-specific rest (endpoints, client, TLS) is passed on as `options` for `ProviderFactory`
+/// to check. Errors name the key.
 ///
 /// ```json
 /// "providers": {
@@ -17,12 +19,30 @@ import TokenVaultCore
 /// ```
 /// The older form, a list of names (`["tinkoff-id", "oauth2"]`), declares name-only instances:
 /// credentials may name them, nothing refreshes them.
-enum ProviderSettingsParser {
-    static let kinds: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia", "ebs"]
+public struct ProviderKinds: ProviderCatalog {
+    typealias Failure = ProviderCatalogError
 
-    struct Failure: Error {
-        let key: String
-        let problem: String
+    /// Kinds with a token endpoint. An instance of one of these without options is a name-only
+    /// provider (its credentials are stored, never refreshed).
+    public static let refreshable: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia"]
+    /// Kinds that never have a provider: EBS results (`verify_token`) cannot be refreshed or
+    /// revoked. Their only option, `expired_unit`, is the engine's.
+    public static let storeOnly: Set<String> = ["ebs"]
+    public static let all = refreshable.union(storeOnly)
+
+    public init() {}
+
+    public var defaultInstances: [String: ProviderSettings] {
+        Dictionary(uniqueKeysWithValues: Self.all.map { ($0, ProviderSettings(name: $0, kind: $0)) })
+    }
+
+    public func parse(_ section: JSONValue) throws(ProviderCatalogError) -> [String: ProviderSettings] {
+        try Self.parse(section)
+    }
+
+    public func nameOnly(_ name: String, key: String) throws(ProviderCatalogError) -> ProviderSettings {
+        try Self.validateName(name, key: key)
+        return Self.nameOnly(name)
     }
 
     static func parse(_ value: JSONValue) throws(Failure) -> [String: ProviderSettings] {
@@ -50,10 +70,11 @@ enum ProviderSettingsParser {
 
     /// An instance declared by name only: its kind is its name if that is a kind, else `oauth2`.
     static func nameOnly(_ name: String) -> ProviderSettings {
-        ProviderSettings(name: name, kind: kinds.contains(name) ? name : "oauth2")
+        ProviderSettings(name: name, kind: all.contains(name) ? name : "oauth2")
     }
 
-    static func validateName(_ name: String, key: String) throws(Failure) {
+    /// The instance-name rule: what credentials may name as `provider` (1-64 of a-z, 0-9, `-_.`).
+    public static func validateName(_ name: String, key: String) throws(ProviderCatalogError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
             throw Failure(key: key, problem: "'\(name)' is not a provider name (1-64 of a-z, 0-9, '-', '_', '.')")
@@ -67,15 +88,15 @@ enum ProviderSettingsParser {
         let kind: String
         switch options.removeValue(forKey: "kind") {
         case .string(let value)?:
-            guard kinds.contains(value) else {
+            guard Self.all.contains(value) else {
                 throw Failure(
-                    key: key + ".kind", problem: "'\(value)' is not one of \(kinds.sorted().joined(separator: ", "))")
+                    key: key + ".kind", problem: "'\(value)' is not one of \(Self.all.sorted().joined(separator: ", "))")
             }
             kind = value
         case nil:
-            guard kinds.contains(name) else {
+            guard Self.all.contains(name) else {
                 throw Failure(
-                    key: key + ".kind", problem: "is required (one of \(kinds.sorted().joined(separator: ", ")))")
+                    key: key + ".kind", problem: "is required (one of \(Self.all.sorted().joined(separator: ", ")))")
             }
             kind = name
         default:

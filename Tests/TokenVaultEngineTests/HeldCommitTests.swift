@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultStorage
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// A provider has answered with new tokens and the database refuses the commit: the answer is
+/// held and committed once the database takes it. The provider sees each refresh token once,
+/// nothing ends `needs_reauth`, and meanwhile the old token is served and the hold is visible.
+@Suite struct HeldCommitTests {
+    /// Retries every 10-50 ms, so the tests do not wait for the production backoff.
+    static let quickRetries = Vault.Options(commitRetryBase: 0.01, commitRetryCap: 0.05)
+
+    @Test func aCommitRefusedByTheStoreIsHeldThenCommitted() async throws {
+        let testVault = try TestVault()
+        let failing = FailingStore(testVault.database)
+        let fixture = try EngineFixture(vaultOptions: Self.quickRetries, testVault: testVault, store: { _ in failing })
+        let (id, _) = try await fixture.store("held")
+        let before = try fixture.secrets(id).accessToken.revealString()
+        failing.failNextRowCommits(5)
+
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .commitPending(let held) = outcome else {
+            Issue.record("expected the commit to be held, got \(outcome)")
+            return
+        }
+        #expect(held.failures >= 1 && held.lastError.contains("injected commit failure"))
+        // While it is held: the previous token is still what is stored and served, and a second
+        // refresh does not present the (now spent) refresh token again.
+        if let shown = try fixture.metadata(id).pendingCommit {
+            #expect(shown.failures >= 1)
+            #expect(try fixture.secrets(id).accessToken.revealString() == before)
+            _ = try await fixture.engine.refresh(id, reason: .forced)
+        }
+
+        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        let after = try fixture.metadata(id)
+        #expect(after.generation == 2)
+        #expect(after.status == .active)
+        #expect(after.pendingCommit == nil)
+        #expect(try fixture.secrets(id).accessToken.revealString() != before)
+        #expect(failing.failures == 5)
+        #expect(fixture.provider.calls == 1)
+        #expect(fixture.provider.presentedTwice.isEmpty)
+        #expect(fixture.vault.commitCounters.failures == 5)
+        #expect(fixture.vault.commitCounters.recovered == 1)
+        #expect(fixture.logs.text.contains("new tokens could not be committed"))
+        #expect(fixture.logs.text.contains("held tokens committed"))
+        #expect(!fixture.logs.text.contains("rt-"), "no token in the log")
+    }
+
+    /// The real thing: a second SQLite connection holds `BEGIN IMMEDIATE` past the busy timeout
+    /// while the provider answers, so the refresh's commit gets `SQLITE_BUSY`.
+    @Test func aCommitBlockedByAnotherConnectionsLockIsHeldThenCommitted() async throws {
+        let testVault = try TestVault(busyTimeoutMilliseconds: 100)
+        let fixture = try EngineFixture(vaultOptions: Self.quickRetries, testVault: testVault)
+        let (id, _) = try await fixture.store("locked")
+        fixture.provider.script(.delay(0.4), .succeed())
+        let other = try VaultDatabase(
+            path: testVault.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
+        defer { other.close() }
+        let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
+        // Once the attempt is journalled (the provider is being called), take the write lock
+        // and keep it well past the vault's busy timeout.
+        try await eventually(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty }
+        let lockHeld = Task.detached {
+            try other.write(durability: .normal) { _ in Thread.sleep(forTimeInterval: 1.0) }
+        }
+        let outcome = try await refresh.value
+        guard case .commitPending(let held) = outcome else {
+            Issue.record("expected the commit to be held behind the lock, got \(outcome)")
+            return
+        }
+        #expect(held.lastError.contains("locked") || held.lastError.contains("busy"), "\(held.lastError)")
+        try await lockHeld.value
+        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        let after = try fixture.metadata(id)
+        #expect(after.generation == 2 && after.status == .active)
+        #expect(fixture.provider.calls == 1)
+        #expect(fixture.provider.presentedTwice.isEmpty)
+        #expect(try fixture.vault.openAttempts(limit: 10).isEmpty, "the attempt closed with the commit")
+    }
+
+    /// A put that replaces the credential while its refresh answer is held wins: the held
+    /// commit finds another generation and is dropped as superseded, not written over it.
+    @Test func aPutWhileAnAnswerIsHeldWins() async throws {
+        let testVault = try TestVault()
+        let failing = FailingStore(testVault.database)
+        let fixture = try EngineFixture(
+            vaultOptions: Vault.Options(commitRetryBase: 0.3, commitRetryCap: 0.3), testVault: testVault,
+            store: { _ in failing })
+        let (id, _) = try await fixture.store("replaced")
+        failing.failNextRowCommits(1)
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .commitPending = outcome else {
+            Issue.record("expected the commit to be held, got \(outcome)")
+            return
+        }
+        let replacement = try await fixture.store("replaced", refreshToken: "rt-from-a-new-sign-in").1
+        #expect(replacement.generation == 2)
+        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        #expect(try fixture.metadata(id).generation == 2)
+        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-a-new-sign-in")
+    }
+}

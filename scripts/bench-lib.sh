@@ -1,0 +1,62 @@
+# Shell helpers the socket-API benchmark scripts share (bench-api.sh, bench-writes.sh): start and
+# stop the daemon, read CPU time from /proc, run a measurement. Sourced, not run. Expects
+# TOKENVAULT (the daemon binary), DATA, SOCKET and WORK to be set by the caller; start_daemon sets
+# DAEMON_PID, stop_daemon clears it.
+
+stop_daemon() {
+    if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+        kill -TERM "$DAEMON_PID"
+        for _ in $(seq 100); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$DAEMON_PID" 2>/dev/null && kill -KILL "$DAEMON_PID"
+        wait "$DAEMON_PID" 2>/dev/null || true
+    fi
+    DAEMON_PID=""
+}
+
+# start_daemon [VAR=value ...]: extra environment for the daemon (e.g. TOKENVAULT_EVENT_LOOPS=2).
+start_daemon() {
+    env "$@" TOKENVAULT_LOG_LEVEL=warning "$TOKENVAULT" serve --data-dir "$DATA" --socket "$SOCKET" \
+        >"$WORK/daemon.out" 2>"$WORK/daemon.err" &
+    DAEMON_PID=$!
+    for _ in $(seq 300); do
+        grep -q "listening on" "$WORK/daemon.out" 2>/dev/null && return 0
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "the daemon did not start:" >&2
+    cat "$WORK/daemon.err" >&2
+    exit 1
+}
+
+# Process CPU time (user + system) in seconds, from /proc/PID/stat.
+cpu_seconds() {
+    awk -v ticks="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / ticks }' "/proc/$1/stat"
+}
+# The whole machine's busy time (every process, all cores) in seconds, from /proc/stat.
+machine_seconds() {
+    awk -v ticks="$(getconf CLK_TCK)" '$1 == "cpu" { print ($2 + $3 + $4 + $7 + $8 + $9) / ticks }' /proc/stat
+}
+status_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+# Cores kept busy: CPU seconds used over wall-clock seconds.
+cores() { awk -v a="$1" -v b="$2" -v s="$3" -v f="$4" 'BEGIN { printf "%.2f", (b - a) / (f - s) }'; }
+# CPU time per request in microseconds, from cores busy and requests per second.
+cpu_per_request() { awk -v cores="$1" -v rps="$2" 'BEGIN { printf "%.0f", (rps > 0 ? cores * 1e6 / rps : 0) }'; }
+
+# Per measurement KEY: RESULT line (loadgen's, or redis-benchmark's CSV), server cores, server
+# CPU us per request, and the whole machine's busy cores (server + client + anything else).
+declare -A RESULT SERVER_CORES SERVER_CPU_US MACHINE_CORES
+
+# measure KEY SERVER_PID COMMAND...: runs COMMAND, records the server's and the machine's CPU.
+measure() {
+    local key=$1 pid=$2
+    shift 2
+    local cpu_before machine_before started cpu_after machine_after finished
+    cpu_before=$(cpu_seconds "$pid") machine_before=$(machine_seconds) started=$(date +%s.%N)
+    "$@" >"$WORK/run.txt"
+    cpu_after=$(cpu_seconds "$pid") machine_after=$(machine_seconds) finished=$(date +%s.%N)
+    cat "$WORK/run.txt" >&2
+    RESULT[$key]=$(grep -E '^(RESULT |"?GET"?,)' "$WORK/run.txt" | tr -d '"')
+    SERVER_CORES[$key]=$(cores "$cpu_before" "$cpu_after" "$started" "$finished")
+    MACHINE_CORES[$key]=$(cores "$machine_before" "$machine_after" "$started" "$finished")
+}
