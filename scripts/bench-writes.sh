@@ -6,15 +6,20 @@
 #
 #   bash scripts/bench-writes.sh
 #   BASELINE=/path/to/older/tokenvault bash scripts/bench-writes.sh   # before/after, same run
+#   FSYNC_DELAY_US=1000 BASELINE=... bash scripts/bench-writes.sh      # as on a disk with 1 ms flushes
 #
-# 1. builds `tokenvault` and `tokenvault-loadgen` in release mode;
+# 1. builds `tokenvault` and `tokenvault-loadgen` in release mode (and, with FSYNC_DELAY_US, the
+#    LD_PRELOAD shim Benchmarks/fsync-delay/fsync_delay.c, which makes every fsync/fdatasync of the
+#    daemon take at least that long and counts them);
 # 2. for each daemon binary (ours; BASELINE's too when given) creates a vault of COUNT credentials;
 # 3. PAIRS times, alternately per binary: PUT at 1 connection, then at WRITERS connections, each a
-#    WARMUP + DURATION run, recording requests/s, latency and the daemon's CPU per request;
+#    WARMUP + DURATION run on a freshly started daemon, recording requests/s, latency, the daemon's
+#    CPU per request and (with the shim) flushes per put;
 # 4. prints every run, the median per binary and connection count, and ours against BASELINE.
 #
 # Knobs (environment): SCRATCH (.build), DURATION (10), WARMUP (2), WRITERS (16), COUNT (1000),
-# PAIRS (3), BASELINE (a daemon binary to compare with), RESULTS (also write the summary here).
+# PAIRS (3), BASELINE (a daemon binary to compare with), FSYNC_DELAY_US (none), RESULTS (also
+# write the summary here).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -25,6 +30,7 @@ WRITERS=${WRITERS:-16}
 COUNT=${COUNT:-1000}
 PAIRS=${PAIRS:-3}
 BASELINE=${BASELINE:-}
+FSYNC_DELAY_US=${FSYNC_DELAY_US:-}
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log() { printf '\n== %s\n' "$*" >&2; }
@@ -47,6 +53,18 @@ trap 'exit 130' INT TERM
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 
+SHIM=()
+if [ -n "$FSYNC_DELAY_US" ]; then
+    gcc -shared -fPIC -O2 -o "$WORK/fsync_delay.so" Benchmarks/fsync-delay/fsync_delay.c -ldl
+    SHIM=(LD_PRELOAD="$WORK/fsync_delay.so" FSYNC_DELAY_US="$FSYNC_DELAY_US" FSYNC_COUNT_FILE="$WORK/fsyncs")
+fi
+# Successful PUTs the daemon has answered (its own counter, warm-up included).
+puts_answered() {
+    curl -s --unix-socket "$SOCKET" http://localhost/metrics \
+        | awk '/^tokenvault_http_requests_total/ && /method="PUT"/ && /code="200"/ { sum += $NF } END { print sum + 0 }'
+}
+declare -A FLUSHES_PER_PUT
+
 declare -A BINARY=([ours]="$OURS")
 [ -n "$BASELINE" ] && BINARY[baseline]="$BASELINE"
 NAMES=(ours)
@@ -61,15 +79,21 @@ done
 for pair in $(seq "$PAIRS"); do
     for name in "${NAMES[@]}"; do
         TOKENVAULT=${BINARY[$name]} DATA="$WORK/$name" SOCKET="$WORK/$name.sock"
-        start_daemon
         for writers in 1 "$WRITERS"; do
+            key=$name-$writers-$pair
+            rm -f "$WORK/fsyncs"
+            start_daemon "${SHIM[@]}"
             log "pair $pair/$PAIRS: $name, PUT from $writers connection(s), ${WARMUP} s warm-up + ${DURATION} s"
-            measure "$name-$writers-$pair" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --writes --expect 200 \
+            measure "$key" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --writes --expect 200 \
                 --connections "$writers" --duration "$DURATION" --warmup "$WARMUP" --credentials "$COUNT"
-            rps=$(field "${RESULT[$name-$writers-$pair]}" rps)
-            SERVER_CPU_US[$name-$writers-$pair]=$(cpu_per_request "${SERVER_CORES[$name-$writers-$pair]}" "$rps")
+            SERVER_CPU_US[$key]=$(cpu_per_request "${SERVER_CORES[$key]}" "$(field "${RESULT[$key]}" rps)")
+            puts=$(puts_answered)
+            stop_daemon
+            FLUSHES_PER_PUT[$key]=n/a
+            if [ -s "$WORK/fsyncs" ]; then
+                FLUSHES_PER_PUT[$key]=$(awk -v f="$(cat "$WORK/fsyncs")" -v p="$puts" 'BEGIN { printf "%.2f", f / p }')
+            fi
         done
-        stop_daemon
     done
 done
 
@@ -85,15 +109,19 @@ summary() {
     echo "Load average (1/5/15 min): $LOAD_BEFORE at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
     echo "Runs: PUT /v1/credentials/bench/c<k> (k random below $COUNT, a T-ID payload with a refresh token," \
         "expect 200), ${WARMUP} s warm-up + ${DURATION} s each, $PAIRS rounds alternating the binaries"
+    echo "Flushes: $([ -n "$FSYNC_DELAY_US" ] && echo "every fsync/fdatasync of the daemon made to take" \
+        "at least $FSYNC_DELAY_US us (LD_PRELOAD shim); flushes per put counted over the daemon's life" \
+        || echo "the VM's own disk")"
     echo
-    echo "| daemon | round | connections | requests/s | p50 us | p99 us | server cores | server CPU us/request |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| daemon | round | connections | requests/s | p50 us | p99 us | server cores | server CPU us/request | flushes/put |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for name in "${NAMES[@]}"; do
         for pair in $(seq "$PAIRS"); do
             for writers in 1 "$WRITERS"; do
                 local r=${RESULT[$name-$writers-$pair]}
                 echo "| $name | $pair | $writers | $(field "$r" rps) | $(field "$r" p50_us) | $(field "$r" p99_us)" \
-                    "| ${SERVER_CORES[$name-$writers-$pair]} | ${SERVER_CPU_US[$name-$writers-$pair]} |"
+                    "| ${SERVER_CORES[$name-$writers-$pair]} | ${SERVER_CPU_US[$name-$writers-$pair]}" \
+                    "| ${FLUSHES_PER_PUT[$name-$writers-$pair]} |"
             done
         done
     done

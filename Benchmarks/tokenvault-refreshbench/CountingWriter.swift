@@ -26,6 +26,9 @@ final class CountingWriter: CredentialWriter {
         try base.finishAttempt(attemptID: attemptID, state: state, outcome: outcome, at: at)
     }
 
+    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+        try base.closeSucceededAttempt(attemptID: attemptID, owner: owner)
+    }
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
 
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result {

@@ -65,9 +65,12 @@ public protocol CredentialWriter {
     func beginAttempt(_ attempt: RefreshAttempt) throws
     /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
     func renewLease(attemptID: String, owner: String, until: Timestamp) throws
-    /// Closes an attempt with its outcome (a short code, never a token). A succeeded attempt
-    /// is removed: the new generation is its record.
+    /// Closes an attempt with its outcome (a short code, never a token).
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws
+    /// The fence of a refresh commit: removes the attempt if it is still open under `owner` (a
+    /// succeeded attempt leaves no row: the new generation is its record); false, and no change,
+    /// if another process took it over or it was closed.
+    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool
     /// Changes schedule and state without touching secrets; false (and no change) when the
     /// row is gone or has another generation.
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool

@@ -114,16 +114,13 @@ extension Vault {
                     attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
                 return .superseded("credential \(id) was replaced or deleted while it was being refreshed")
             }
-            guard let open = try writer.openAttempt(for: id), open.attemptID == attempt.attemptID,
-                open.leaseOwner == attempt.leaseOwner
-            else {
+            guard try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
                 return .superseded("the refresh attempt of \(id) is no longer held by this process")
             }
             let next = NextGeneration(
                 previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
                 succession: .refresh, id: id, issuedAt: received.sentAt, now: now, planner: planner, jitter: jitter)
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
-            try writer.finishAttempt(attemptID: attempt.attemptID, state: .succeeded, outcome: nil, at: now)
             return .committed(next.metadata)
         }
         let result = await commitHolding(id, body) { [self] commit in

@@ -1,10 +1,50 @@
 import Foundation
 
-/// Reads the `scopes` and `labels` columns, which every point read (every token read) decodes.
-/// They are written by `JSONEncoder` without whitespace: `["a","b"]` and `{"k":"v"}`. Strings
-/// without escapes other than `\/` are read directly; anything else (another escape, spacing, a
-/// hand-edited row) goes through `JSONDecoder`, so the result is always what it would decode.
+/// Writes and reads the `scopes` and `labels` columns, which every write encodes and every point
+/// read (every token read) decodes. They are written without whitespace, keys sorted:
+/// `["a","b"]` and `{"k":"v"}`, with `"` and `\` escaped and control characters as `\u00XX`.
+/// Strings without escapes other than `\/` (older rows were written by `JSONEncoder`) are read
+/// directly; anything else (another escape, spacing, a hand-edited row) goes through
+/// `JSONDecoder`, so the result is always what it would decode.
 enum CompactJSONColumn {
+    static func encode(strings: [String]) -> String {
+        guard !strings.isEmpty else { return "[]" }
+        var text = "["
+        for (index, string) in strings.enumerated() {
+            if index > 0 { text += "," }
+            append(string, to: &text)
+        }
+        return text + "]"
+    }
+
+    static func encode(labels: [String: String]) -> String {
+        guard !labels.isEmpty else { return "{}" }
+        var text = "{"
+        for (index, key) in labels.keys.sorted().enumerated() {
+            if index > 0 { text += "," }
+            append(key, to: &text)
+            text += ":"
+            append(labels[key]!, to: &text)
+        }
+        return text + "}"
+    }
+
+    /// A JSON string literal of `string`.
+    private static func append(_ string: String, to text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case let control where control.value < 0x20:
+                let hex = String(control.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+
     static func strings(_ text: String?) -> [String] {
         guard let text, text != "[]" else { return [] }
         if let parsed = parse(text, open: UInt8(ascii: "["), close: UInt8(ascii: "]"), pairs: false) { return parsed }

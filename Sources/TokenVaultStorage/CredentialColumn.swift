@@ -59,10 +59,13 @@ enum CredentialColumn: Int32, CaseIterable {
     static let sealed = allCases.filter(\.isSealed)
     static let recordSelectList = metadataSelectList + ", " + sealed.map(\.name).joined(separator: ", ")
 
-    /// Where `column` sits in a record or metadata SELECT built from these lists.
-    var selectIndex: Int32 {
-        if let index = Self.metadata.firstIndex(of: self) { return Int32(index) }
-        return Int32(Self.metadata.count + 2 + Self.sealed.firstIndex(of: self)!)
+    /// Where `column` sits in a record or metadata SELECT built from these lists (looked up in a
+    /// table built once: every token read reads twenty of them).
+    var selectIndex: Int32 { Self.selectIndexes[Int(rawValue)] }
+
+    private static let selectIndexes: [Int32] = allCases.map { column in
+        if let index = metadata.firstIndex(of: column) { return Int32(index) }
+        return Int32(metadata.count + 2 + sealed.firstIndex(of: column)!)
     }
 
     /// Every column, in order, for the upsert.

@@ -117,15 +117,22 @@ extension VaultDatabase: CredentialStore {
 /// Writes inside one transaction on the writer connection.
 struct SQLiteCredentialWriter: CredentialWriter {
     let connection: SQLiteConnection
+    /// The active term, read once per transaction (a writer lives for one): nothing inside a
+    /// credential transaction changes `key_terms`, and a group commit seals hundreds of rows.
+    private let term = ActiveTermOfTransaction()
+
+    init(connection: SQLiteConnection) { self.connection = connection }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         try VaultDatabase.record(id, on: connection)
     }
 
     func activeTerm() throws -> UInt32 {
-        guard let term = try connection.statement("SELECT term FROM key_terms WHERE state = 'active'").firstInt64()
+        if let known = term.value { return known }
+        guard let read = try connection.statement("SELECT term FROM key_terms WHERE state = 'active'").firstInt64()
         else { throw VaultError.storage("this vault has no active data key term") }
-        return UInt32(truncatingIfNeeded: term)
+        term.value = UInt32(truncatingIfNeeded: read)
+        return UInt32(truncatingIfNeeded: read)
     }
 
     private static let upsert = """
@@ -135,10 +142,8 @@ struct SQLiteCredentialWriter: CredentialWriter {
 
     func save(_ record: SealedCredentialRecord) throws {
         let metadata = record.metadata
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let scopes = String(decoding: try encoder.encode(metadata.scopes), as: UTF8.self)
-        let labels = String(decoding: try encoder.encode(metadata.labels), as: UTF8.self)
+        let scopes = CompactJSONColumn.encode(strings: metadata.scopes)
+        let labels = CompactJSONColumn.encode(labels: metadata.labels)
         let statement = try connection.statement(Self.upsert)
         for column in CredentialColumn.allCases {
             let value: (any SQLiteBindable)? =
@@ -223,4 +228,9 @@ struct SQLiteCredentialWriter: CredentialWriter {
             + (0..<rows).map { row in "(" + (1...8).map { "?\(row * 8 + $0)" }.joined(separator: ", ") + ")" }
             .joined(separator: ", ")
     }
+}
+
+/// `SQLiteCredentialWriter.activeTerm`'s memo for one transaction.
+private final class ActiveTermOfTransaction {
+    var value: UInt32?
 }

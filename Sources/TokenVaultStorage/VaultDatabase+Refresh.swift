@@ -101,21 +101,24 @@ extension SQLiteCredentialWriter {
         ).bind(attemptID, owner, until.milliseconds).run()
     }
 
-    /// A succeeded attempt is deleted rather than kept: the credential's new generation records
-    /// it, and keeping one row per refresh would grow the journal by millions of rows a day.
     /// Failed and abandoned attempts stay (for diagnosis) until pruned.
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
-        if state == .succeeded {
-            try connection.statement("DELETE FROM refresh_attempts WHERE attempt_id = ?1 AND state = 'open'")
-                .bind(attemptID).run()
-            return
-        }
         try connection.statement(
             """
             UPDATE refresh_attempts SET state = ?2, outcome = ?3, finished_at = ?4
             WHERE attempt_id = ?1 AND state = 'open'
             """
         ).bind(attemptID, state.rawValue, outcome, at.milliseconds).run()
+    }
+
+    /// A succeeded attempt is deleted rather than kept: the credential's new generation records
+    /// it, and keeping one row per refresh would grow the journal by millions of rows a day. One
+    /// statement is both the fence and the close.
+    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+        try connection.statement(
+            "DELETE FROM refresh_attempts WHERE attempt_id = ?1 AND state = 'open' AND lease_owner = ?2"
+        ).bind(attemptID, owner).run()
+        return connection.changes == 1
     }
 
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
@@ -133,14 +136,17 @@ extension SQLiteCredentialWriter {
         return connection.changes > 0
     }
 
+    /// Every write of a group commit runs in one: prepared once per connection, not parsed again
+    /// for each write (the group's writer runs these hundreds of times a second).
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
-        try connection.execute("SAVEPOINT item")
+        try connection.statement("SAVEPOINT item").run()
         do {
             let result = try body()
-            try connection.execute("RELEASE item")
+            try connection.statement("RELEASE item").run()
             return result
         } catch {
-            try? connection.execute("ROLLBACK TO item; RELEASE item")
+            try? connection.statement("ROLLBACK TO item").run()
+            try? connection.statement("RELEASE item").run()
             throw error
         }
     }

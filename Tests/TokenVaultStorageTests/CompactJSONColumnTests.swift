@@ -28,6 +28,25 @@ import Testing
         #expect(CompactJSONColumn.labels(try Self.encoded(labels)) == labels)
     }
 
+    /// What the writer stores is valid JSON that `JSONDecoder` and the direct reader both read
+    /// back as the value written, keys sorted as `JSONEncoder` sorts them.
+    @Test(arguments: [
+        [String: String](), ["team": "payments"], ["b": "2", "a": "1", "b/c": "d/e", "": "empty key"],
+        ["quote\"d": "line\nbreak", "ключ": "значение", "ctl": "\u{01}\u{1F}", "back\\": "\\slash"],
+    ])
+    func writesWhatBothReadersReadBack(labels: [String: String]) throws {
+        let text = CompactJSONColumn.encode(labels: labels)
+        #expect(try JSONDecoder().decode([String: String].self, from: Data(text.utf8)) == labels)
+        #expect(CompactJSONColumn.labels(text) == labels)
+        if labels.values.allSatisfy({ $0.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0 != "\\" } }) {
+            #expect(text == (try Self.encoded(labels)).replacingOccurrences(of: "\\/", with: "/"))
+        }
+        let scopes = labels.keys.sorted()
+        let scopesText = CompactJSONColumn.encode(strings: scopes)
+        #expect(try JSONDecoder().decode([String].self, from: Data(scopesText.utf8)) == scopes)
+        #expect(CompactJSONColumn.strings(scopesText) == scopes)
+    }
+
     @Test func fallsBackToJSONDecoderForOtherSpellingsAndGivesUpOnGarbage() {
         #expect(CompactJSONColumn.strings(#"[ "a" , "b" ]"#) == ["a", "b"])
         #expect(CompactJSONColumn.strings(#"["\u0041"]"#) == ["A"])

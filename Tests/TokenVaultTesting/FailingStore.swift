@@ -81,6 +81,9 @@ private final class SavingSpy: CredentialWriter {
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
         try base.finishAttempt(attemptID: attemptID, state: state, outcome: outcome, at: at)
     }
+    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+        try base.closeSucceededAttempt(attemptID: attemptID, owner: owner)
+    }
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result { try base.savepoint(body) }
 }

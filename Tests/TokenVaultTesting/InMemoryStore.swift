@@ -92,13 +92,17 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             state.attempts[attemptID]?.attempt.leaseExpiresAt = until
         }
 
+        func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+            guard let entry = state.attempts[attemptID], entry.state == .open, entry.attempt.leaseOwner == owner else {
+                return false
+            }
+            state.attempts.removeValue(forKey: attemptID)
+            return true
+        }
+
         func finishAttempt(attemptID: String, state newState: RefreshAttempt.State, outcome: String?, at: Timestamp)
             throws
         {
-            if newState == .succeeded {
-                state.attempts.removeValue(forKey: attemptID)
-                return
-            }
             state.attempts[attemptID]?.state = newState
             state.attempts[attemptID]?.outcome = outcome
             state.attempts[attemptID]?.finishedAt = at
