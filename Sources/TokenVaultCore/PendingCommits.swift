@@ -18,6 +18,9 @@ final class PendingCommits: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Holds in memory, readable without the lock: every token read asks `status`, and almost
+    /// always there is nothing held, so the hot path is one atomic load.
+    private let held = Atomic<Int>(0)
 
     /// A number for a new hold (one write of received tokens).
     func newHold() -> Int {
@@ -29,7 +32,8 @@ final class PendingCommits: Sendable {
 
     /// The credential's hold as people see it: since the oldest, the most failures, the latest error.
     func status(_ id: CredentialID) -> PendingCommit? {
-        state.withLock { state in
+        guard held.load(ordering: .acquiring) > 0 else { return nil }
+        return state.withLock { state in
             guard let holds = state.holds[id]?.values, let first = holds.first else { return nil }
             return holds.reduce(first) { summary, hold in
                 PendingCommit(
@@ -44,7 +48,7 @@ final class PendingCommits: Sendable {
     func hold(_ id: CredentialID, _ hold: Int) -> PendingCommit? { state.withLock { $0.holds[id]?[hold] } }
 
     /// Holds in memory, over every credential.
-    var count: Int { state.withLock { $0.holds.values.reduce(0) { $0 + $1.count } } }
+    var count: Int { held.load(ordering: .acquiring) }
 
     var snapshot: Totals { state.withLock { $0.totals } }
 
@@ -57,6 +61,7 @@ final class PendingCommits: Sendable {
             state.totals.failures += 1
             var entry =
                 state.holds[id]?[hold] ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
+            if entry.failures == 0 { held.add(1, ordering: .releasing) }
             entry.failures += 1
             entry.lastError = error
             entry.nextAttemptAt = retryAt
@@ -69,6 +74,7 @@ final class PendingCommits: Sendable {
     func clear(_ id: CredentialID, hold: Int) {
         state.withLock { state in
             guard state.holds[id]?.removeValue(forKey: hold) != nil else { return }
+            held.subtract(1, ordering: .releasing)
             if state.holds[id]?.isEmpty == true { state.holds[id] = nil }
             state.totals.recovered += 1
         }
