@@ -32,11 +32,17 @@ let package = Package(
         .systemLibrary(
             name: "CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
+        // Fixed-argument wrappers for variadic libc calls (prctl).
+        .systemLibrary(name: "CProcess"),
 
         // Domain: credentials, secrets in memory, errors, protocols. No I/O.
         .target(name: "TokenVaultCore"),
+        // POSIX helpers every module that touches secret files or the process itself shares:
+        // private files opened and checked one way, core dumps off. A platform layer, like the
+        // C targets: it depends on Core only (for SecretBytes), and nothing here is domain logic.
+        .target(name: "TokenVaultSystem", dependencies: ["TokenVaultCore", "CProcess"]),
         // The only importer of libsodium: envelope, keyring, KDF.
-        .target(name: "TokenVaultCrypto", dependencies: ["TokenVaultCore", "CSodium"]),
+        .target(name: "TokenVaultCrypto", dependencies: ["TokenVaultCore", "TokenVaultSystem", "CSodium"]),
         // The only importer of SQLite: connection, migrations, queries. Sees ciphertext only.
         .target(
             name: "TokenVaultStorage",
@@ -62,7 +68,7 @@ let package = Package(
         .target(
             name: "TokenVaultProviders",
             dependencies: [
-                "TokenVaultCore",
+                "TokenVaultCore", "TokenVaultSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -103,7 +109,7 @@ let package = Package(
             name: "tokenvault",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
-                "TokenVaultProviders", "TokenVaultEngine",
+                "TokenVaultProviders", "TokenVaultEngine", "TokenVaultSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -26,6 +26,14 @@ public struct CredentialMetadata: Sendable, Equatable {
     /// retried). Never stored: `Vault` fills it in from its registry when it reads a row.
     public var pendingCommit: PendingCommit?
 
+    /// How long the current tokens live as issued (`expires_at - issued_at`), if known.
+    public var lifetime: Double? { expiresAt.map { $0.seconds - issuedAt.seconds } }
+
+    /// When the provider was last asked for this credential's tokens: its last refresh (or the
+    /// put that stored it) or its last failure, whichever is later. Forced refreshes are rate
+    /// limited from here, so a failing credential cannot be forced in a loop.
+    public var lastRefreshAttempt: Timestamp { max(issuedAt, lastError?.at ?? issuedAt) }
+
     public init(
         id: CredentialID, provider: String, kind: CredentialKind, subject: String? = nil,
         status: CredentialStatus = .active, generation: Int64, tokenType: String? = nil, scopes: [String] = [],

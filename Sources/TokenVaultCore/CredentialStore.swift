@@ -11,14 +11,20 @@ public enum Durability: Sendable {
 /// Filter and page for listing credentials, ordered by id.
 public struct CredentialQuery: Sendable, Equatable {
     public var namespace: String?
+    /// Only these namespaces (a caller allowed to list some): answered by the query itself,
+    /// through the namespace index, never by reading every row and filtering. Nil: all.
+    public var namespaces: Set<String>?
     public var status: CredentialStatus?
     /// Return ids strictly after this one (the previous page's last id).
     public var after: CredentialID?
     public var limit: Int
 
-    public init(namespace: String? = nil, status: CredentialStatus? = nil, after: CredentialID? = nil, limit: Int = 100)
-    {
+    public init(
+        namespace: String? = nil, namespaces: Set<String>? = nil, status: CredentialStatus? = nil,
+        after: CredentialID? = nil, limit: Int = 100
+    ) {
         self.namespace = namespace
+        self.namespaces = namespaces
         self.status = status
         self.after = after
         self.limit = limit

@@ -39,6 +39,13 @@ public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public var description: String { "\(kind.rawValue): \(code): \(message)" }
+
+    /// `retryAfter` in whole seconds for a `Retry-After` header of ours: rounded up, never
+    /// negative, at most a day (it came from outside; it must not trap a conversion).
+    public var retryAfterWholeSeconds: Int? {
+        guard let retryAfter, retryAfter.isFinite else { return nil }
+        return Int(min(max(retryAfter, 0), 86_400).rounded(.up))
+    }
 }
 
 extension ProviderFailure {

@@ -39,12 +39,17 @@ public struct ProviderLimits: Sendable, Equatable {
     public var breakerCooldown: Double
     /// After `invalid_client` and friends: how often one probe is let through.
     public var misconfiguredProbeInterval: Double
+    /// How many different credentials must be refused as misconfigured (within one probe
+    /// interval) before the whole instance is paused: one credential's `invalid_scope` says
+    /// nothing about the client registration, and must not stop everyone else's refreshes.
+    public var misconfiguredCredentials: Int
     /// Backoff for transient failures.
     public var retry: RetryPolicy
 
     public init(
         concurrency: Int = 8, ratePerSecond: Double = 20, burst: Int = 20, breakerThreshold: Int = 5,
-        breakerCooldown: Double = 30, misconfiguredProbeInterval: Double = 300, retry: RetryPolicy = RetryPolicy()
+        breakerCooldown: Double = 30, misconfiguredProbeInterval: Double = 300, misconfiguredCredentials: Int = 3,
+        retry: RetryPolicy = RetryPolicy()
     ) {
         self.concurrency = concurrency
         self.ratePerSecond = ratePerSecond
@@ -52,6 +57,7 @@ public struct ProviderLimits: Sendable, Equatable {
         self.breakerThreshold = breakerThreshold
         self.breakerCooldown = breakerCooldown
         self.misconfiguredProbeInterval = misconfiguredProbeInterval
+        self.misconfiguredCredentials = max(1, misconfiguredCredentials)
         self.retry = retry
     }
 }

@@ -5,6 +5,11 @@ public protocol RefreshService: Sendable {
     /// provider failure: the outcome says what happened and the credential's state records it.
     func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome
 
+    /// The refresh a token read asks for when its `min_ttl` cannot be met: joins one in flight,
+    /// else refreshes at most once per credential per configured interval, and not at all when
+    /// refreshing cannot meet `minimumTTL` (the outcome is then `.skipped` saying why).
+    func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome
+
     /// Revokes the credential's tokens at the provider (refresh token, then access token) and
     /// deletes it. If revocation cannot be completed the credential stays `revoke_pending` and
     /// is retried in the background, unless `force` deletes it anyway.

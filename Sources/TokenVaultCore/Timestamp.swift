@@ -5,11 +5,20 @@
 #endif
 
 /// A point in time as Unix epoch milliseconds: the unit of every time column in the database.
+///
+/// Times computed from numbers that came from outside (a lifetime in a request body, a
+/// provider's answer, a `Retry-After`) never trap: `init(seconds:)` and `adding(seconds:)` clamp
+/// to the years 1 to 9999 (and read NaN as the epoch). Callers still refuse absurd inputs with a
+/// clear error; this only makes a missed check a wrong time instead of a crashed daemon.
 public struct Timestamp: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     public var milliseconds: Int64
 
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    public static let earliest = Timestamp(milliseconds: -62_135_596_800_000)
+    public static let latest = Timestamp(milliseconds: 253_402_300_799_999)
+
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
-    public init(seconds: Double) { self.milliseconds = Int64((seconds * 1000).rounded(.down)) }
+    public init(seconds: Double) { self.milliseconds = Self.clampedMilliseconds(seconds * 1000) }
 
     public static func now() -> Timestamp {
         var spec = timespec()
@@ -20,7 +29,13 @@ public struct Timestamp: Hashable, Comparable, Sendable, Codable, CustomStringCo
     public var seconds: Double { Double(milliseconds) / 1000 }
 
     public func adding(seconds: Double) -> Timestamp {
-        Timestamp(milliseconds: milliseconds + Int64((seconds * 1000).rounded(.down)))
+        Timestamp(milliseconds: Self.clampedMilliseconds(Double(milliseconds) + seconds * 1000))
+    }
+
+    private static func clampedMilliseconds(_ value: Double) -> Int64 {
+        guard !value.isNaN else { return 0 }
+        let bounded = min(max(value.rounded(.down), Double(earliest.milliseconds)), Double(latest.milliseconds))
+        return Int64(bounded)
     }
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.milliseconds < rhs.milliseconds }

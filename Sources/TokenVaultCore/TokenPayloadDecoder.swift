@@ -21,8 +21,13 @@ public struct TokenPayloadDecoder: Sendable {
 
     /// How an EBS `expired` value is read (a provider setting: the unit is undocumented).
     public var expiredUnit: ExpiredUnit
+    /// The largest tokens accepted; a larger one is refused, naming the field and the limit.
+    public var sizes: TokenSizeLimits
 
-    public init(expiredUnit: ExpiredUnit = .seconds) { self.expiredUnit = expiredUnit }
+    public init(expiredUnit: ExpiredUnit = .seconds, sizes: TokenSizeLimits = TokenSizeLimits()) {
+        self.expiredUnit = expiredUnit
+        self.sizes = sizes
+    }
 
     public func decode(_ body: some Collection<UInt8>) throws -> TokenPayload {
         let json: JSONValue
@@ -38,8 +43,8 @@ public struct TokenPayloadDecoder: Sendable {
     }
 
     public func decode(_ fields: [String: JSONValue]) throws -> TokenPayload {
-        let verifyToken = try optionalSecret(fields, "verify_token")
-        let accessToken = try optionalSecret(fields, "access_token", "accessToken")
+        let verifyToken = try optionalSecret(fields, "verify_token", limit: sizes.accessToken)
+        let accessToken = try optionalSecret(fields, "access_token", "accessToken", limit: sizes.accessToken)
         let kind: CredentialKind
         let primary: SecretBytes
         switch (accessToken, verifyToken) {
@@ -55,11 +60,11 @@ public struct TokenPayloadDecoder: Sendable {
             throw VaultError.invalidPayload("give either access_token or verify_token, not both")
         }
 
-        let refreshToken = try optionalSecret(fields, "refresh_token", "refreshToken")
+        let refreshToken = try optionalSecret(fields, "refresh_token", "refreshToken", limit: sizes.refreshToken)
         if kind == .verifyToken, refreshToken != nil {
             throw VaultError.invalidField("refresh_token", "a verify_token credential cannot be refreshed")
         }
-        let idToken = try optionalSecret(fields, "id_token", "idToken")
+        let idToken = try optionalSecret(fields, "id_token", "idToken", limit: sizes.idToken)
         let extras = try extrasSecret(fields)
 
         let expiry: TokenPayload.Expiry
@@ -93,10 +98,12 @@ public struct TokenPayloadDecoder: Sendable {
     }
 
     /// A token string; absent, null and "" all mean "none" (providers use each).
-    private func optionalSecret(_ fields: [String: JSONValue], _ names: String...) throws -> SecretBytes? {
+    private func optionalSecret(_ fields: [String: JSONValue], _ names: String..., limit: Int) throws -> SecretBytes? {
         for name in names {
             switch fields[name] {
             case nil, .null: continue
+            case .string(let value) where value.utf8.count > limit:
+                throw VaultError.invalidField(name, "is \(value.utf8.count) bytes; at most \(limit) are accepted")
             case .string(let value): return value.isEmpty ? nil : SecretBytes(utf8: value)
             case let other?: throw VaultError.invalidField(name, "expected a string, got \(other.typeName)")
             }
@@ -151,10 +158,7 @@ public struct TokenPayloadDecoder: Sendable {
         guard seconds.isFinite, seconds >= 0 else {
             throw VaultError.invalidField(field, "must not be negative")
         }
-        guard seconds <= Self.maximumLifetimeSeconds else {
-            throw VaultError.invalidField(field, "is more than 100 years (\(Int64(Self.maximumLifetimeSeconds)) s)")
-        }
-        let whole = seconds.rounded(.down)
+        let whole = try boundedLifetime(seconds, field: field)
         return whole == 0 ? nil : whole
     }
 
@@ -165,7 +169,7 @@ public struct TokenPayloadDecoder: Sendable {
         case .number(let seconds): return try plausible(seconds, field: field)
         case .string(let text):
             if let seconds = Double(text) { return try plausible(seconds, field: field) }
-            if let date = RFC3339.parse(text) { return Timestamp(seconds: date.timeIntervalSince1970) }
+            if let date = RFC3339.parse(text) { return try plausible(date.timeIntervalSince1970, field: field) }
             throw VaultError.invalidField(field, "expected Unix seconds or an RFC 3339 date")
         default:
             throw VaultError.invalidField(field, "expected Unix seconds or an RFC 3339 date, got \(value.typeName)")
@@ -190,7 +194,9 @@ public struct TokenPayloadDecoder: Sendable {
         case .number(let double): number = double
         case .string(let text):
             guard let parsed = Double(text.trimmingCharacters(in: .whitespaces)) else {
-                if let date = RFC3339.parse(text) { return .at(Timestamp(seconds: date.timeIntervalSince1970)) }
+                if let date = RFC3339.parse(text) {
+                    return .at(try plausible(date.timeIntervalSince1970, field: "expired"))
+                }
                 throw VaultError.invalidField("expired", "expected a number or an RFC 3339 date")
             }
             number = parsed
@@ -201,12 +207,21 @@ public struct TokenPayloadDecoder: Sendable {
         case .unixSeconds: return .at(try plausible(number, field: "expired"))
         case .unixMilliseconds: return .at(try plausible(number / 1000, field: "expired"))
         case .milliseconds:
-            return number == 0 ? .unknown : .after(seconds: (number / 1000).rounded(.down))
+            return number == 0 ? .unknown : .after(seconds: try boundedLifetime(number / 1000, field: "expired"))
         case .seconds:
             if number > 1e12 { return .at(try plausible(number / 1000, field: "expired")) }
             if number > 1e9 { return .at(try plausible(number, field: "expired")) }
-            return number == 0 ? .unknown : .after(seconds: number.rounded(.down))
+            return number == 0 ? .unknown : .after(seconds: try boundedLifetime(number, field: "expired"))
         }
+    }
+
+    /// Whole seconds of a relative lifetime, refused above 100 years (a number that large is a
+    /// mistake, and it would not fit a time).
+    private func boundedLifetime(_ seconds: Double, field: String) throws -> Double {
+        guard seconds <= Self.maximumLifetimeSeconds else {
+            throw VaultError.invalidField(field, "is more than 100 years (\(Int64(Self.maximumLifetimeSeconds)) s)")
+        }
+        return seconds.rounded(.down)
     }
 
     private func extrasSecret(_ fields: [String: JSONValue]) throws -> SecretBytes? {
@@ -236,4 +251,15 @@ public enum ExpiredUnit: String, Sendable, CaseIterable {
     case milliseconds
     case unixSeconds = "unix_seconds"
     case unixMilliseconds = "unix_milliseconds"
+}
+
+/// The largest tokens a payload may carry (`limits.max_*_token_bytes`): a token of megabytes is
+/// a mistake or an attack, and every read of it would cost as much.
+public struct TokenSizeLimits: Sendable, Equatable {
+    /// An access token, or an EBS verify token.
+    public var accessToken = 16 * 1024
+    public var refreshToken = 8 * 1024
+    public var idToken = 16 * 1024
+
+    public init() {}
 }

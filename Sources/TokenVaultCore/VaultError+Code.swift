@@ -35,11 +35,13 @@ extension VaultError {
             case idTokenExpired = "id_token_expired"
             case idTokenInvalid = "id_token_invalid"
             case rateLimited = "rate_limited"
+            case tooManyStreams = "too_many_streams"
             case providerUnavailable = "provider_unavailable"
             // Storage and keys.
             case storageUnavailable = "storage_unavailable"
             case commitPending = "commit_pending"
             case engineUnavailable = "engine_unavailable"
+            case tooManyConnections = "too_many_connections"
             case internalError = "internal_error"
             case integrityError = "integrity_error"
             case cryptoError = "crypto_error"
@@ -101,6 +103,10 @@ extension VaultError {
         public static let idTokenExpired = Code(.idTokenExpired)
         public static let idTokenInvalid = Code(.idTokenInvalid)
         public static let rateLimited = Code(.rateLimited)
+        /// The caller has `limits.max_streams_per_uid` watch and event streams open already.
+        public static let tooManyStreams = Code(.tooManyStreams)
+        /// The daemon (or this caller) has as many connections open as it allows.
+        public static let tooManyConnections = Code(.tooManyConnections)
         public static let providerUnavailable = Code(.providerUnavailable)
         /// The database did not take a write now; the same request may succeed later.
         public static let storageUnavailable = Code(.storageUnavailable)
@@ -137,9 +143,9 @@ extension VaultError {
             case .unknownProvider, .providerRejected, .nonceMismatch, .audienceMismatch, .idTokenExpired,
                 .idTokenInvalid:
                 422
-            case .rateLimited: 429
+            case .rateLimited, .tooManyStreams: 429
             case .providerUnavailable: 502
-            case .storageUnavailable, .commitPending, .engineUnavailable: 503
+            case .storageUnavailable, .commitPending, .engineUnavailable, .tooManyConnections: 503
             case .internalError, .integrityError, .cryptoError, .unknownKeyTerm, .storageError, .wrongMasterKey,
                 .keySourceError, .migrationError:
                 500

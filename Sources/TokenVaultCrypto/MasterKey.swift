@@ -1,5 +1,6 @@
 import CSodium
 import TokenVaultCore
+import TokenVaultSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -73,43 +74,14 @@ public enum MasterKey {
 
     // MARK: Files
 
+    /// A key or passphrase file, opened and checked by `PrivateFile` (no symbolic link, a regular
+    /// file of this user or root, no access for group or others).
     static func readPrivateFile(_ path: String, what: String, maximumSize: Int) throws -> SecretBytes {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw VaultError.keySource("\(what) \(path) cannot be read: \(String(cString: strerror(errno)))")
+        do {
+            return try PrivateFile.read(path, what: what, maximumSize: maximumSize)
+        } catch {
+            throw VaultError.keySource(error.message)
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw VaultError.keySource("\(what) \(path) is not a regular file")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw VaultError.keySource(
-                "\(what) \(path) can be read by group or others (mode \(String(mode, radix: 8).leftPadded(to: 4))); "
-                    + "refusing to use it. Fix: chmod 600 \(path)")
-        }
-        guard Int(info.st_size) <= maximumSize else {
-            throw VaultError.keySource("\(what) \(path) is \(info.st_size) bytes; expected at most \(maximumSize)")
-        }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw VaultError.keySource("\(what) \(path) cannot be opened: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var total = 0
-        let buffer = try SecretBytes(count: maximumSize + 1) { bytes in
-            while total <= maximumSize {
-                let count = Glibc.read(descriptor, bytes.baseAddress! + total, maximumSize + 1 - total)
-                if count == 0 { break }
-                guard count > 0 else {
-                    throw VaultError.keySource("\(what) \(path) cannot be read: \(String(cString: strerror(errno)))")
-                }
-                total += count
-            }
-        }
-        guard total <= maximumSize else {
-            throw VaultError.keySource("\(what) \(path) is larger than \(maximumSize) bytes")
-        }
-        return buffer.withUnsafeBytes { SecretBytes($0[0..<total]) }
     }
 
     static func writeNewPrivateFile(_ path: String, contents: SecretBytes, what: String) throws {

@@ -1,10 +1,15 @@
+import TokenVaultCore
+
 /// Stops calling a provider that keeps failing, then lets one probe through. Pure: time is an
 /// argument (seconds on any monotonic scale).
 ///
 /// closed --(threshold consecutive transient failures)--> open --(cooldown)--> half-open:
 /// one probe; success closes, failure opens again with the cooldown doubled (up to 4x, so a
 /// provider that comes back is probed within four cooldowns).
-/// A misconfiguration (`invalid_client`, ...) opens it for the slow probe interval instead.
+/// A misconfiguration (`invalid_client`, ...) opens it for the slow probe interval instead, once
+/// `misconfiguredCredentials` different credentials have met one within that interval: a single
+/// credential's `invalid_scope` (or a caller's crafted token) must not pause everyone's refreshes.
+/// That credential backs off on its own (`FailurePolicy`).
 struct CircuitBreaker: Sendable, Equatable {
     enum State: Sendable, Equatable {
         case closed(failures: Int)
@@ -20,13 +25,17 @@ struct CircuitBreaker: Sendable, Equatable {
     let threshold: Int
     let cooldown: Double
     let probeInterval: Double
+    let misconfiguredCredentials: Int
     private(set) var state: State = .closed(failures: 0)
     private var openings = 0
+    /// Credentials refused as misconfigured recently, and when (at most `misconfiguredCredentials`).
+    private var misconfigured: [CredentialID: Double] = [:]
 
-    init(threshold: Int, cooldown: Double, probeInterval: Double) {
+    init(threshold: Int, cooldown: Double, probeInterval: Double, misconfiguredCredentials: Int = 1) {
         self.threshold = max(threshold, 1)
         self.cooldown = cooldown
         self.probeInterval = probeInterval
+        self.misconfiguredCredentials = max(misconfiguredCredentials, 1)
     }
 
     /// Whether a call may go out now; if not, when to come back.
@@ -48,9 +57,20 @@ struct CircuitBreaker: Sendable, Equatable {
         openings = 0
     }
 
-    mutating func recordFailure(_ kind: ProviderFailureClass, now: Double) {
+    mutating func recordFailure(_ kind: ProviderFailureClass, credential: CredentialID? = nil, now: Double) {
         switch kind {
         case .misconfigured(let detail):
+            if case .halfOpen(.misconfigured) = state {
+                // The probe of a paused instance failed the same way: stay paused.
+                state = .open(until: now + probeInterval, reason: .misconfigured(detail))
+                return
+            }
+            if let credential {
+                misconfigured = misconfigured.filter { now - $0.value < probeInterval }
+                misconfigured[credential] = now
+                guard misconfigured.count >= misconfiguredCredentials else { return }
+                misconfigured.removeAll()
+            }
             state = .open(until: now + probeInterval, reason: .misconfigured(detail))
         case .transient:
             switch state {

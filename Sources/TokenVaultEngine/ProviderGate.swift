@@ -28,7 +28,8 @@ final class ProviderGate: Sendable {
                 bucket: TokenBucket(rate: limits.ratePerSecond, capacity: limits.burst, now: 0),
                 breaker: CircuitBreaker(
                     threshold: limits.breakerThreshold, cooldown: limits.breakerCooldown,
-                    probeInterval: limits.misconfiguredProbeInterval)))
+                    probeInterval: limits.misconfiguredProbeInterval,
+                    misconfiguredCredentials: limits.misconfiguredCredentials)))
     }
 
     /// Nil when a call may go out; otherwise the time to come back (breaker open or probing).
@@ -71,8 +72,13 @@ final class ProviderGate: Sendable {
 
     func recordSuccess() { state.withLock { $0.breaker.recordSuccess() } }
 
-    func record(_ failure: ProviderFailure, now: Timestamp) {
-        state.withLock { $0.breaker.recordFailure(FailurePolicy.providerClass(failure), now: now.seconds) }
+    /// A failed call, for the breaker; `credential` names whose call it was (nil: not about one
+    /// credential, a revocation or an exchange), so a misconfiguration of one credential alone
+    /// does not pause the instance.
+    func record(_ failure: ProviderFailure, credential: CredentialID?, now: Timestamp) {
+        state.withLock {
+            $0.breaker.recordFailure(FailurePolicy.providerClass(failure), credential: credential, now: now.seconds)
+        }
     }
 
     var snapshot: ProviderState {

@@ -181,7 +181,7 @@ extension RefreshEngine {
             payload = try await provider.refresh(
                 RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes))
         } catch {
-            gate.record(error, now: vault.clock.now)
+            gate.record(error, credential: id, now: vault.clock.now)
             return try await recordFailure(
                 error, metadata: metadata, attempt: attempt, resumingLostAnswer: resumingLostAnswer)
         }

@@ -27,6 +27,8 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var journalRetention: Double
         /// Called after each successful refresh with the time its phases took (benchmarks).
         public var timings: (@Sendable (RefreshTimings) -> Void)?
+        /// At most one on-demand refresh per credential in this many seconds.
+        public var onDemandInterval: Double = 10
         /// Tests that play two processes in one give each engine its own host name.
         var leaseHost: String?
 
@@ -52,6 +54,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     let flight = SingleFlight()
     let wake = WakeSignal()
     let statistics = RefreshStatistics()
+    let onDemand: OnDemandLimiter
 
     /// `providers` holds a `TokenProvider` for every configured instance that has endpoints;
     /// `settings` every instance credentials may name (their planner and limits).
@@ -65,6 +68,7 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.options = options
         self.logger = logger
         owner = options.leaseHost.map { LeaseOwner(host: $0) } ?? LeaseOwner()
+        onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
         var gates: [String: ProviderGate] = [:]
         for name in Set(settings.keys).union(providers.keys) {
             let setting = settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
@@ -78,6 +82,23 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     public func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
         await flight.join(id) { [self] in await perform(id, reason) }
+    }
+
+    public func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
+        // A refresh already in flight costs the provider nothing more: join it.
+        guard !flight.isRunning(id) else { return try await refresh(id, reason: .onDemand) }
+        let current = try await blocking { [vault] in try vault.metadata(id) }
+        if let refusal = onDemand.refusal(for: current, minimumTTL: minimumTTL) {
+            statistics.record { $0.skipped += 1 }
+            return .skipped(refusal, current)
+        }
+        let outcome = try await refresh(id, reason: .onDemand)
+        if case .refreshed(let metadata) = outcome {
+            onDemand.record(id, produced: metadata.generation)
+        } else {
+            onDemand.record(id, produced: nil)
+        }
+        return outcome
     }
 
     public func providerStates() -> [ProviderState] {

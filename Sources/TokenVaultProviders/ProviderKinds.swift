@@ -90,7 +90,8 @@ public struct ProviderKinds: ProviderCatalog {
         case .string(let value)?:
             guard Self.all.contains(value) else {
                 throw Failure(
-                    key: key + ".kind", problem: "'\(value)' is not one of \(Self.all.sorted().joined(separator: ", "))")
+                    key: key + ".kind", problem: "'\(value)' is not one of \(Self.all.sorted().joined(separator: ", "))"
+                )
             }
             kind = value
         case nil:
@@ -126,6 +127,10 @@ public struct ProviderKinds: ProviderCatalog {
                     "breaker_cooldown_seconds", default: defaults.breakerCooldown, in: 0.1...86_400),
                 misconfiguredProbeInterval: try fields.number(
                     "misconfigured_probe_seconds", default: defaults.misconfiguredProbeInterval, in: 1...86_400),
+                misconfiguredCredentials: Int(
+                    try fields.number(
+                        "misconfigured_credentials", default: Double(defaults.misconfiguredCredentials),
+                        in: 1...1000)),
                 retry: RetryPolicy(
                     base: try fields.number("retry_base_seconds", default: defaults.retry.base, in: 0.01...3600),
                     cap: try fields.number("retry_cap_seconds", default: defaults.retry.cap, in: 0.1...86_400)))

@@ -58,6 +58,18 @@ public struct AccessPolicy: Sendable, Equatable {
         }
     }
 
+    /// Whether any rule (or admin status) gives the peer anything at all. A peer with nothing has
+    /// no business holding a connection open: it is closed after its 403.
+    public func grantsAnything(uid: UInt32, groups: Set<UInt32>) -> Bool {
+        if (uid == 0 && rootIsAdmin) || uid == daemonUID { return true }
+        return rules.contains { rule in
+            switch rule.subject {
+            case .user(let ruleUID): ruleUID == uid && !rule.permissions.isEmpty
+            case .group(let gid): groups.contains(gid) && !rule.permissions.isEmpty
+            }
+        }
+    }
+
     /// Namespaces in which the peer holds `permission`; nil means all of them.
     public func namespaces(uid: UInt32, groups: Set<UInt32>, with permission: Permission) -> Set<String>? {
         if allows(uid: uid, groups: groups, permission, in: nil) { return nil }

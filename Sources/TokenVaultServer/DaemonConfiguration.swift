@@ -32,7 +32,17 @@ public struct DaemonConfiguration: Sendable {
     /// Seconds a uid's supplementary groups are remembered before the user database is read
     /// again (a membership change is seen within this long, without a restart).
     public var groupRefreshSeconds = 60
-    static let groupRefreshRange = 1...86_400
+    /// What one caller may hold open (connections, streams) and how fast it must send.
+    public var connections = ConnectionLimits()
+    /// The largest tokens a `PUT` or an exchange may store.
+    public var tokenSizes = TokenSizeLimits()
+    /// At most one on-demand refresh (a token read whose `min_ttl` the token cannot meet) per
+    /// credential in this many seconds.
+    public var onDemandRefreshSeconds = 10
+    /// How token reads are aggregated in the audit trail and how long rows are kept.
+    public var audit = AuditSettings()
+    /// Core dumps stay off unless this is set (a core file holds whatever tokens were in memory).
+    public var coreDumps = false
     /// Provider instances credentials may name (the catalog reads the section). By default one
     /// name-only instance per kind: storable, not refreshed.
     public var providers: [String: ProviderSettings]
@@ -52,20 +62,6 @@ public struct DaemonConfiguration: Sendable {
             var mode: String?
             var group: String?
         }
-        struct Limits: Decodable {
-            var maxBodyBytes: Int?
-            var idleTimeoutSeconds: Int?
-            enum CodingKeys: String, CodingKey {
-                case maxBodyBytes = "max_body_bytes", idleTimeoutSeconds = "idle_timeout_seconds"
-            }
-        }
-        struct Server: Decodable {
-            var eventLoops: Int?
-            var groupRefreshSeconds: Int?
-            enum CodingKeys: String, CodingKey {
-                case eventLoops = "event_loops", groupRefreshSeconds = "group_refresh_seconds"
-            }
-        }
         struct Rule: Decodable {
             var user: NameOrID?
             var group: NameOrID?
@@ -73,8 +69,6 @@ public struct DaemonConfiguration: Sendable {
             var permissions: [String]
         }
         var socket: Socket?
-        var limits: Limits?
-        var server: Server?
         var providers: JSONValue?
         var access: [Rule]?
     }
@@ -99,16 +93,19 @@ public struct DaemonConfiguration: Sendable {
             throw ConfigurationError(file: path, key: nil, problem: "cannot be read")
         }
         let file: File
+        let root: JSONValue
         do {
             file = try JSONDecoder().decode(File.self, from: data)
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch let error as DecodingError {
             throw ConfigurationError(file: path, decodingError: error)
         }
-        return try DaemonConfiguration(file, path: path, catalog: catalog)
+        return try DaemonConfiguration(file, root: root, path: path, catalog: catalog)
     }
 
-    init(_ file: File, path: String, catalog: any ProviderCatalog) throws {
+    init(_ file: File, root: JSONValue, path: String, catalog: any ProviderCatalog) throws {
         self.init(catalog: catalog)
+        try applySettings(root, path: path)
         func fail(_ key: String, _ problem: String) -> ConfigurationError {
             ConfigurationError(file: path, key: key, problem: problem)
         }
@@ -124,28 +121,6 @@ public struct DaemonConfiguration: Sendable {
                 socketMode = parsed
             }
             socketGroup = socket.group
-        }
-        if let limits = file.limits {
-            if let bytes = limits.maxBodyBytes {
-                guard (1024...(16 << 20)).contains(bytes) else {
-                    throw fail("limits.max_body_bytes", "must be 1024-16777216")
-                }
-                maximumBodySize = bytes
-            }
-            if let idle = limits.idleTimeoutSeconds {
-                guard (1...3600).contains(idle) else { throw fail("limits.idle_timeout_seconds", "must be 1-3600") }
-                idleTimeoutSeconds = idle
-            }
-        }
-        if let loops = file.server?.eventLoops {
-            guard Self.eventLoopRange.contains(loops) else { throw fail("server.event_loops", "must be 1-256") }
-            eventLoops = loops
-        }
-        if let seconds = file.server?.groupRefreshSeconds {
-            guard Self.groupRefreshRange.contains(seconds) else {
-                throw fail("server.group_refresh_seconds", "must be 1-86400")
-            }
-            groupRefreshSeconds = seconds
         }
         if let providers = file.providers {
             do {
@@ -193,30 +168,7 @@ public struct DaemonConfiguration: Sendable {
             socketMode = parsed
         }
         if let group = environment["TOKENVAULT_SOCKET_GROUP"] { socketGroup = group }
-        if let bytes = environment["TOKENVAULT_MAX_BODY_BYTES"] {
-            guard let parsed = Int(bytes), (1024...(16 << 20)).contains(parsed) else {
-                throw fail("TOKENVAULT_MAX_BODY_BYTES", "must be 1024-16777216")
-            }
-            maximumBodySize = parsed
-        }
-        if let idle = environment["TOKENVAULT_IDLE_TIMEOUT_SECONDS"] {
-            guard let parsed = Int(idle), (1...3600).contains(parsed) else {
-                throw fail("TOKENVAULT_IDLE_TIMEOUT_SECONDS", "must be 1-3600")
-            }
-            idleTimeoutSeconds = parsed
-        }
-        if let loops = environment["TOKENVAULT_EVENT_LOOPS"] {
-            guard let parsed = Int(loops), Self.eventLoopRange.contains(parsed) else {
-                throw fail("TOKENVAULT_EVENT_LOOPS", "must be 1-256")
-            }
-            eventLoops = parsed
-        }
-        if let seconds = environment["TOKENVAULT_GROUP_REFRESH_SECONDS"] {
-            guard let parsed = Int(seconds), Self.groupRefreshRange.contains(parsed) else {
-                throw fail("TOKENVAULT_GROUP_REFRESH_SECONDS", "must be 1-86400")
-            }
-            groupRefreshSeconds = parsed
-        }
+        try applySettings(environment: environment)
         if let names = environment["TOKENVAULT_PROVIDERS"] {
             // Names only: a listed instance keeps its settings from the file; others are dropped.
             var selected: [String: ProviderSettings] = [:]

@@ -22,9 +22,13 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { [api, serverName, idleTimeout] value in
             let pipeline = channel.pipeline.syncOperations
             let connectionState = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            let tracker = HTTPActivityTracker(idleTimeout: idleTimeout)
+            let limits = api.options.connections
+            let tracker = HTTPActivityTracker(
+                timeouts: .init(
+                    idle: idleTimeout, requestHead: .seconds(limits.requestHeadSeconds),
+                    minimumBodyRate: limits.minimumBodyBytesPerSecond))
             try pipeline.addHandler(tracker, position: .after(connectionState))
-            let peers = PeerCredentialsHandler()
+            let peers = PeerCredentialsHandler(limiter: api.limiter)
             try pipeline.addHandler(
                 TokenFastPath(api: api, serverName: serverName, tracker: tracker, peers: peers), position: .first)
             try pipeline.addHandler(peers, position: .first)

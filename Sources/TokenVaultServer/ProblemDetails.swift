@@ -15,6 +15,9 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     public let allowedMethods: [String]
     /// For 429 and 503: seconds to wait (sent as `Retry-After`).
     public let retryAfter: Int?
+    /// Sent with `Connection: close`, and the connection is closed after it (a caller that holds
+    /// no permission at all keeps no connection open).
+    public var closesConnection = false
 
     /// The status always comes from the code (`VaultError.Code.httpStatus`, one exhaustive switch).
     public init(
@@ -51,6 +54,13 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         try container.encodeIfPresent(permission, forKey: .permission)
     }
 
+    /// The document without `instance`, for answers written before any request was read.
+    func compactJSON() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -62,6 +72,7 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         }
         if !allowedMethods.isEmpty { headers[.allow] = allowedMethods.joined(separator: ", ") }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if closesConnection { headers[.connection] = "close" }
         let body = try JSONSerialization.data(
             withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -48,6 +48,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        tracker.noteBytesArrived()
         guard !routesEverything else { return context.fireChannelRead(data) }
         var input = unwrapInboundIn(data)
         if var earlier = pending {

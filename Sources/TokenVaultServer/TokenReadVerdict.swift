@@ -13,10 +13,11 @@ enum TokenReadVerdict: Equatable {
 
     /// - Parameters:
     ///   - canRefresh: a refresh engine runs and no refresh was tried for this request yet.
+    ///   - refreshTried: this is the verdict after an on-demand refresh was asked for.
     ///   - refreshFailure: why the refresh tried for this request did not help, for the detail.
     init(
         _ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp, canRefresh: Bool,
-        refreshFailure: String? = nil
+        refreshTried: Bool = false, refreshFailure: String? = nil
     ) {
         let id = metadata.id
         if canRefresh, Self.needsRefresh(metadata, minimumTTL: minimumTTL, now: now) {
@@ -50,6 +51,15 @@ enum TokenReadVerdict: Equatable {
             detail += "; \(refreshFailure)"
         } else if let error = metadata.lastError {
             detail += "; last refresh error: \(error.code): \(error.message)"
+        }
+        // Tokens that live shorter than min_ttl as issued cannot meet it after any refresh: say so,
+        // so the caller fixes its min_ttl instead of retrying (once a refresh has been tried).
+        if refreshTried, expiresAt > now, let lifetime = metadata.lifetime, lifetime < minimumTTL {
+            self = .refuse(
+                code: .minTTLUnreachable,
+                detail: "tokens of \(id) live \(Int(lifetime)) s as issued, less than min_ttl=\(Int(minimumTTL)) s; "
+                    + "no refresh can meet it: ask for a shorter min_ttl")
+            return
         }
         self = .refuse(code: .tokenExpired, detail: detail)
     }

@@ -16,7 +16,8 @@ extension VaultAPI {
         let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
             throw await deny(
-                peer, context, operation: operation, id: id, namespace: id.namespace, permission: permission)
+                peer, groups: memberOf, context, operation: operation, id: id, namespace: id.namespace,
+                permission: permission)
         }
         return peer
     }
@@ -25,25 +26,29 @@ extension VaultAPI {
     func authoriseAdmin(_ context: VaultRequestContext, operation: String) async throws -> PeerCredentials {
         let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, .admin, in: nil) else {
-            throw await deny(peer, context, operation: operation, namespace: nil, permission: .admin)
+            throw await deny(peer, groups: memberOf, context, operation: operation, namespace: nil, permission: .admin)
         }
         return peer
     }
 
-    /// The namespaces whose events the peer may see (nil: all of them), if it may list
+    /// The peer and the namespaces whose events it may see (nil: all of them), if it may list
     /// credentials in at least one; otherwise an audit row and 403.
-    func authoriseEventStream(_ context: VaultRequestContext) async throws -> Set<String>? {
+    func authoriseEventStream(_ context: VaultRequestContext) async throws -> (PeerCredentials, Set<String>?) {
         let (peer, memberOf) = try await caller(context)
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         guard visible != [] else {
-            throw await deny(peer, context, operation: "events.stream", namespace: nil, permission: .credentialList)
+            throw await deny(
+                peer, groups: memberOf, context, operation: "events.stream", namespace: nil, permission: .credentialList
+            )
         }
-        return visible
+        return (peer, visible)
     }
 
+    /// An audit row, a log line and the 403. A caller no rule grants anything at all also loses
+    /// its connection once the 403 is written: it has nothing to keep one open for.
     func deny(
-        _ peer: PeerCredentials, _ context: VaultRequestContext, operation: String, id: CredentialID? = nil,
-        namespace: String?, permission: Permission
+        _ peer: PeerCredentials, groups: Set<UInt32>, _ context: VaultRequestContext, operation: String,
+        id: CredentialID? = nil, namespace: String?, permission: Permission
     ) async -> ProblemDetails {
         audit.record(auditEvent(peer, operation, id, .denied, detail: "missing \(permission.rawValue)"))
         context.logger.notice(
@@ -53,9 +58,11 @@ extension VaultAPI {
                 "tokenvault.operation": "\(operation)",
             ])
         let scope = namespace.map { "namespace '\($0)'" } ?? "any namespace"
-        return ProblemDetails(
+        var problem = ProblemDetails(
             .forbidden, detail: "uid \(peer.uid) lacks \(permission.rawValue) in \(scope)",
             permission: permission.rawValue)
+        problem.closesConnection = !policy.grantsAnything(uid: peer.uid, groups: groups)
+        return problem
     }
 
     func auditEvent(

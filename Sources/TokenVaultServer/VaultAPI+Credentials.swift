@@ -56,25 +56,19 @@ extension VaultAPI {
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         if let namespace = query.namespace, let visible, !visible.contains(namespace) {
             throw await deny(
-                peer, context, operation: "credential.list", namespace: namespace, permission: .credentialList)
+                peer, groups: memberOf, context, operation: "credential.list", namespace: namespace,
+                permission: .credentialList)
         }
         if visible?.isEmpty == true {
-            throw await deny(peer, context, operation: "credential.list", namespace: nil, permission: .credentialList)
+            throw await deny(
+                peer, groups: memberOf, context, operation: "credential.list", namespace: nil,
+                permission: .credentialList)
         }
-        // Rows in namespaces the peer may not list are skipped, page by page.
-        let page = try await blocking { [query] () -> ([CredentialMetadata], CredentialID?) in
-            var items: [CredentialMetadata] = []
-            var scan = query
-            while items.count < query.limit {
-                let rows = try vault.list(scan)
-                items += rows.filter { visible?.contains($0.id.namespace) ?? true }
-                guard rows.count == scan.limit, let last = rows.last else { return (items, nil) }
-                scan.after = last.id
-            }
-            return (Array(items.prefix(query.limit)), items.count >= query.limit ? items[query.limit - 1].id : nil)
-        }
-        return try json(
-            PageDocument(items: page.0.map(CredentialMetadataDocument.init), nextCursor: page.1?.description))
+        // A peer allowed some namespaces gets a query over those only (the namespace index).
+        query.namespaces = visible
+        let rows = try await blocking { [query] in try vault.list(query) }
+        let nextCursor = rows.count == query.limit ? rows.last?.id.description : nil
+        return try json(PageDocument(items: rows.map(CredentialMetadataDocument.init), nextCursor: nextCursor))
     }
 
 }

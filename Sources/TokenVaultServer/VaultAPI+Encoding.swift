@@ -62,7 +62,8 @@ extension VaultAPI {
             throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
         }
         do {
-            let decoder = TokenPayloadDecoder(expiredUnit: options.expiredUnits[provider] ?? .seconds)
+            let decoder = TokenPayloadDecoder(
+                expiredUnit: options.expiredUnits[provider] ?? .seconds, sizes: options.tokenSizes)
             return (try decoder.decode(token), provider, labels)
         } catch let error as VaultError where error.code == .invalidField {
             // Name the field by its path in the request body.

@@ -45,7 +45,7 @@ extension VaultAPI {
                 throw ProblemDetails(
                     .providerUnavailable,
                     detail: "the code exchange at \(body.provider) failed: \(failure.code): \(failure.message)",
-                    retryAfter: failure.retryAfter.map { Int($0.rounded(.up)) })
+                    retryAfter: failure.retryAfterWholeSeconds)
             }
         }
         do {

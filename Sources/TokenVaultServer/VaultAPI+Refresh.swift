@@ -27,7 +27,7 @@ extension VaultAPI {
             credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
         if let engine, verdict == .refreshFirst {
             var refreshFailure: String?
-            switch try await engine.refresh(id, reason: .onDemand) {
+            switch try await engine.refreshOnDemand(id, minimumTTL: minimumTTL) {
             case .refreshed: break
             case .failed(let failure, _): refreshFailure = "the refresh failed: \(failure.code): \(failure.message)"
             case .skipped(let reason, _): refreshFailure = reason
@@ -37,7 +37,7 @@ extension VaultAPI {
             credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
             verdict = TokenReadVerdict(
                 credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: false,
-                refreshFailure: refreshFailure)
+                refreshTried: true, refreshFailure: refreshFailure)
         }
         if case .refuse(let code, let detail) = verdict {
             audit.record(auditEvent(peer, "token.read", id, .failed, detail: code.rawValue))
@@ -53,7 +53,8 @@ extension VaultAPI {
             body: .init(byteBuffer: body))
     }
 
-    /// `POST .../refresh`: refresh now (at most once per 10 s per credential).
+    /// `POST .../refresh`: refresh now (at most once per 10 s per credential, counted from the
+    /// last time the provider was asked, successfully or not).
     func forceRefresh(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .tokenRead, id: id, operation: "credential.refresh")
@@ -61,14 +62,14 @@ extension VaultAPI {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
         let metadata = try await blocking { try vault.metadata(id) }
-        let since = vault.clock.now.seconds - metadata.issuedAt.seconds
+        let since = max(0, vault.clock.now.seconds - metadata.lastRefreshAttempt.seconds)
         if since < Self.forcedRefreshInterval {
             let wait = Int((Self.forcedRefreshInterval - since).rounded(.up))
             audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
             throw ProblemDetails(
                 .rateLimited,
-                detail: "credential \(id) got new tokens \(Int(since)) s ago; force a refresh again in \(wait) s",
-                retryAfter: wait)
+                detail: "the provider was last asked for credential \(id) \(Int(since)) s ago; force a refresh "
+                    + "again in \(wait) s", retryAfter: wait)
         }
         let outcome = try await engine.refresh(id, reason: .forced)
         switch outcome {
@@ -88,7 +89,7 @@ extension VaultAPI {
             throw ProblemDetails(
                 .providerUnavailable,
                 detail: "refreshing \(id) failed: \(failure.code): \(failure.message)",
-                retryAfter: failure.retryAfter.map { Int($0.rounded(.up)) })
+                retryAfter: failure.retryAfterWholeSeconds)
         case .skipped(let reason, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "not_refreshable"))
             throw ProblemDetails(.notRefreshable, detail: reason)

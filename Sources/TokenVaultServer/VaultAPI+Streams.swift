@@ -6,45 +6,118 @@ import TokenVaultCore
 /// NDJSON streams: `GET .../watch` (one credential's metadata document at once, then again on
 /// each change; the stream ends when the credential is deleted) and `GET /v1/events` (an
 /// `EventDocument` per change of any credential the caller may list). Never a token. Streams
-/// also end when the client goes away or the daemon shuts down.
+/// also end when the client goes away or the daemon shuts down. A caller may hold at most
+/// `limits.max_streams_per_uid` open (`429 too_many_streams` beyond), and every stream gets an
+/// empty line each `limits.stream_heartbeat_seconds` (a caller that went away is noticed then).
 extension VaultAPI {
     func watch(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        _ = try await authorise(context, .credentialList, id: id, operation: "credential.watch")
+        let peer = try await authorise(context, .credentialList, id: id, operation: "credential.watch")
+        let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
         let current = try await blocking { try vault.metadata(id) }
-        return ndjson { writer in
-            try await writer.write(Self.line(CredentialMetadataDocument(current)))
-            var last = current
-            for await event in events {
-                if event.kind == .deleted { break }
-                guard let metadata = event.metadata, !Self.sameState(metadata, last) else { continue }
-                try await writer.write(Self.line(CredentialMetadataDocument(metadata)))
-                last = metadata
-            }
+        return ndjson(events, slot: slot, first: [try Self.line(CredentialMetadataDocument(current))]) {
+            event, last in
+            if event.kind == .deleted { return .end }
+            guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
+            return .write(try Self.line(CredentialMetadataDocument(metadata)), metadata)
         }
     }
 
     /// Events of every credential in the namespaces where the caller holds `credential:list`.
     func eventStream(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let visible = try await authoriseEventStream(context)
+        let (peer, visible) = try await authoriseEventStream(context)
+        let slot = try streamSlot(for: peer)
         let events = vault.events.subscribe()
-        return ndjson { writer in
-            for await event in events where visible?.contains(event.id.namespace) ?? true {
-                guard let document = EventDocument(event) else { continue }
-                try await writer.write(Self.line(document))
+        return ndjson(events, slot: slot, first: []) { event, _ in
+            guard visible?.contains(event.id.namespace) ?? true, let document = EventDocument(event) else {
+                return .skip
             }
+            return .write(try Self.line(document), nil)
         }
     }
 
-    private func ndjson(_ body: @escaping @Sendable (inout any ResponseBodyWriter) async throws -> Void) -> Response {
-        Response(
+    /// What a stream does with one event.
+    enum StreamStep {
+        case write(ByteBuffer, CredentialMetadata?)
+        case skip
+        case end
+    }
+
+    /// Holds one of the caller's stream slots until the stream's body is released.
+    final class StreamSlot: Sendable {
+        let limiter: ConnectionLimiter
+        let uid: UInt32
+        init(limiter: ConnectionLimiter, uid: UInt32) {
+            self.limiter = limiter
+            self.uid = uid
+        }
+        deinit { limiter.releaseStream(uid: uid) }
+    }
+
+    private func streamSlot(for peer: PeerCredentials) throws -> StreamSlot {
+        guard limiter.admitStream(uid: peer.uid) else {
+            throw ProblemDetails(
+                .tooManyStreams,
+                detail: "uid \(peer.uid) has \(options.connections.maximumStreamsPerUID) streams open already "
+                    + "(limits.max_streams_per_uid); close one first", retryAfter: 1)
+        }
+        return StreamSlot(limiter: limiter, uid: peer.uid)
+    }
+
+    /// The stream's body: `first` lines, then a line per event `step` chooses, and an empty line
+    /// whenever `streamHeartbeatSeconds` pass without one.
+    private func ndjson(
+        _ events: AsyncStream<CredentialEvent>, slot: StreamSlot, first: [ByteBuffer],
+        step: @escaping @Sendable (CredentialEvent, CredentialMetadata?) throws -> StreamStep
+    ) -> Response {
+        let heartbeat = Duration.seconds(options.connections.streamHeartbeatSeconds)
+        return Response(
             status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
             body: ResponseBody { writer in
-                try await body(&writer)
+                // The caller's stream slot is held until the stream ends.
+                defer { withExtendedLifetime(slot) {} }
+                for line in first { try await writer.write(line) }
+                var last: CredentialMetadata?
+                streaming: for await item in Self.withHeartbeats(events, every: heartbeat) {
+                    guard let event = item else {
+                        try await writer.write(ByteBuffer(string: "\n"))
+                        continue
+                    }
+                    switch try step(event, last) {
+                    case .write(let line, let metadata):
+                        try await writer.write(line)
+                        last = metadata ?? last
+                    case .skip: continue
+                    case .end: break streaming
+                    }
+                }
                 try await writer.finish(nil)
             })
+    }
+
+    /// The events, with a nil whenever `every` passes without one. Ends when the events end.
+    static func withHeartbeats(_ events: AsyncStream<CredentialEvent>, every interval: Duration)
+        -> AsyncStream<CredentialEvent?>
+    {
+        AsyncStream { continuation in
+            let forward = Task {
+                for await event in events { continuation.yield(event) }
+                continuation.finish()
+            }
+            let beat = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    if Task.isCancelled { break }
+                    continuation.yield(nil)
+                }
+            }
+            continuation.onTermination = { _ in
+                forward.cancel()
+                beat.cancel()
+            }
+        }
     }
 
     /// A change a watcher has already seen (same generation, status and error) is not repeated.

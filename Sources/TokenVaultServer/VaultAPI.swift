@@ -18,10 +18,15 @@ public struct VaultAPI: Sendable {
         public var expiredUnits: [String: ExpiredUnit] = [:]
         /// How long a uid's groups are remembered before the user database is read again.
         public var groupRefreshSeconds: Double
+        /// The largest tokens a `PUT` may store.
+        public var tokenSizes = TokenSizeLimits()
+        /// Connections and streams per caller, request deadlines, stream heartbeats.
+        public var connections = ConnectionLimits()
 
         public init(
             providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
-            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60
+            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60,
+            tokenSizes: TokenSizeLimits = TokenSizeLimits(), connections: ConnectionLimits = ConnectionLimits()
         ) {
             self.providers = providers
             self.maximumBodySize = maximumBodySize
@@ -29,6 +34,8 @@ public struct VaultAPI: Sendable {
             self.expiredUnits = expiredUnits
             self.backupDirectory = backupDirectory
             self.groupRefreshSeconds = groupRefreshSeconds
+            self.tokenSizes = tokenSizes
+            self.connections = connections
         }
     }
 
@@ -42,6 +49,8 @@ public struct VaultAPI: Sendable {
     let metrics: APIMetrics
     let options: Options
     let groups: GroupMembership
+    /// Open connections and streams per caller (`limits.*`).
+    let limiter: ConnectionLimiter
     let startedAt = ContinuousClock.now
 
     public init(
@@ -57,6 +66,7 @@ public struct VaultAPI: Sendable {
         self.metrics = metrics
         self.options = options
         groups = GroupMembership(refreshAfter: .seconds(options.groupRefreshSeconds))
+        limiter = ConnectionLimiter(limits: options.connections)
     }
 
     public func register(on router: Router<VaultRequestContext>) {

@@ -20,13 +20,17 @@ extension VaultDatabase: CredentialStore {
 
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         try withReader { connection in
+            // A set of namespaces is bound as one JSON array: one statement shape for any number.
+            let namespaces = query.namespaces.map { CompactJSONColumn.encode(strings: $0.sorted()) }
             let statement = try connection.statement(
                 """
                 SELECT \(Self.metadataColumns) FROM credentials
                 WHERE (?1 IS NULL OR namespace = ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id > ?3)
+                  AND (?5 IS NULL OR namespace IN (SELECT value FROM json_each(?5)))
                 ORDER BY id LIMIT ?4
                 """)
-            try statement.bind(query.namespace, query.status?.rawValue, query.after?.description, max(0, query.limit))
+            try statement.bind(
+                query.namespace, query.status?.rawValue, query.after?.description, max(0, query.limit), namespaces)
             var result: [CredentialMetadata] = []
             while try statement.step() { result.append(try Self.metadata(from: statement)) }
             return result

@@ -7,6 +7,7 @@ import TokenVaultCore
 import TokenVaultEngine
 import TokenVaultProviders
 import TokenVaultServer
+import TokenVaultSystem
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,6 +51,25 @@ struct ServeCommand: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // Before any secret is read: no core file, and no other process of this user attaching.
+        if settings.coreDumps {
+            logger.warning("core dumps are allowed (server.core_dumps): a crash may write tokens to disk")
+        } else {
+            for problem in ProcessHygiene.disableCoreDumps() {
+                logger.warning("could not disable core dumps", metadata: ["tokenvault.error": "\(problem)"])
+            }
+        }
+        if !SecretBytes.isMemoryLocked {
+            logger.warning(
+                "secrets memory could not be locked (mlock): tokens may be written to swap; raise RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit)"
+            )
+        }
+        do {
+            try PrivateFile.checkDirectory(options.resolvedDataDir, what: "data directory")
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
         // Endpoints, client secrets and TLS of each provider instance, checked before anything
         // is opened: a misconfigured instance stops start-up naming the key.
         let providers: ProviderSet
@@ -73,8 +93,11 @@ struct ServeCommand: AsyncParsableCommand {
             try SocketGuard.prepare(path: socketPath)
 
             let audit = AuditRecorder(store: opened.database, logger: logger)
+            var engineOptions = RefreshEngine.Options()
+            engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
             let engine = RefreshEngine(
-                vault: opened.vault, providers: providers.all, settings: settings.providers, logger: logger)
+                vault: opened.vault, providers: providers.all, settings: settings.providers, options: engineOptions,
+                logger: logger)
             let api = VaultAPI(
                 vault: opened.vault, engine: engine, admin: opened.database,
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
@@ -83,7 +106,8 @@ struct ServeCommand: AsyncParsableCommand {
                     providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
                     backupDirectory: options.resolvedDataDir + "/backups",
-                    groupRefreshSeconds: Double(settings.groupRefreshSeconds)))
+                    groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
+                    connections: settings.connections))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,

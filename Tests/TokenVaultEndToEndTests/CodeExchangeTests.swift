@@ -54,10 +54,17 @@ import TokenVaultTesting
         let cliVerifier = PKCE.makeVerifier()
         harness.server.registerCode(
             "code-cli", codeChallenge: PKCE.challenge(for: cliVerifier), redirectURI: Self.redirect)
-        let cli = try harness.cli.run([
-            "exchange", "idp/carol", "--provider", "idp", "--code", "code-cli", "--code-verifier", cliVerifier,
-            "--redirect-uri", Self.redirect, "--label", "app=mobile", "--socket", harness.socket,
+        // Secrets on the command line are refused, with the way to do it.
+        let onArgv = try harness.cli.run([
+            "exchange", "idp/carol", "--provider", "idp", "--code", "code-cli", "--code-file", "-",
+            "--redirect-uri", Self.redirect, "--socket", harness.socket,
         ])
+        #expect(onArgv.status == 64 && onArgv.stderr.contains("--code-file"), "\(onArgv.stderr)")
+        let cli = try harness.cli.run(
+            [
+                "exchange", "idp/carol", "--provider", "idp", "--code-file", "-", "--redirect-uri", Self.redirect,
+                "--label", "app=mobile", "--socket", harness.socket,
+            ], stdin: "code-cli\n\(cliVerifier)\n")
         #expect(cli.status == 0, "\(cli.stderr)")
         #expect(cli.stdout.hasPrefix("at-") && !cli.stdout.contains("rt-"))
         let carol = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/idp/carol").json()

@@ -208,18 +208,43 @@ import TokenVaultTesting
         #expect(fixture.engine.providerStates().first?.condition == .ok)
     }
 
-    @Test func invalidClientPausesTheProviderAsMisconfigured() async throws {
+    /// A misconfiguration met by three different credentials (the default of
+    /// `limits.misconfigured_credentials`) pauses the instance: nobody else's refresh goes out.
+    @Test func invalidClientAcrossCredentialsPausesTheProviderAsMisconfigured() async throws {
         let fixture = try EngineFixture()
-        let (a, _) = try await fixture.store("a")
-        let (b, _) = try await fixture.store("b")
-        fixture.provider.script(.fail(.testInvalidClient))
-        fixture.testVault.clock.advance(seconds: 3000)  // both are due
-        _ = try await fixture.engine.refresh(a, reason: .scheduled)
+        var ids: [CredentialID] = []
+        for name in ["a", "b", "c", "d"] { ids.append(try await fixture.store(name).0) }
+        fixture.provider.script(.fail(.testInvalidClient), .fail(.testInvalidClient), .fail(.testInvalidClient))
+        fixture.testVault.clock.advance(seconds: 3000)  // all are due
+        for id in ids.prefix(2) { _ = try await fixture.engine.refresh(id, reason: .scheduled) }
+        #expect(fixture.engine.providerStates().first?.condition == .ok, "two credentials are not yet the client")
+        _ = try await fixture.engine.refresh(ids[2], reason: .scheduled)
         let state = fixture.engine.providerStates().first
         #expect(state?.condition == .misconfigured)
         #expect(state?.detail?.contains("invalid_client") == true)
-        _ = try await fixture.engine.refresh(b, reason: .scheduled)
-        #expect(fixture.provider.calls == 1)
+        _ = try await fixture.engine.refresh(ids[3], reason: .scheduled)
+        #expect(fixture.provider.calls == 3)
+    }
+
+    /// One credential's `invalid_scope` (or any 4xx a crafted token provokes) is that
+    /// credential's problem: it backs off slowly, and the others keep refreshing.
+    @Test func oneCredentialsMisconfigurationDoesNotPauseTheInstance() async throws {
+        let fixture = try EngineFixture()
+        let (bad, _) = try await fixture.store("bad")
+        let (good, _) = try await fixture.store("good")
+        fixture.provider.script(
+            .fail(ProviderFailure(kind: .misconfigured, code: "invalid_scope", message: "scope not allowed")))
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(bad, reason: .scheduled)
+        #expect(fixture.engine.providerStates().first?.condition == .ok)
+        let badAfter = try fixture.metadata(bad)
+        #expect(badAfter.status == .failing && badAfter.lastError?.code == "invalid_scope")
+        #expect((badAfter.refreshAt?.seconds ?? 0) - fixture.testVault.clock.now.seconds >= 250, "a slow probe")
+        guard case .refreshed = try await fixture.engine.refresh(good, reason: .scheduled) else {
+            Issue.record("the other credential must still refresh")
+            return
+        }
+        #expect(fixture.provider.calls == 2)
     }
 
     @Test func removalRevokesRefreshThenAccessTokenAndDeletes() async throws {

@@ -65,7 +65,7 @@ import TokenVaultTesting
         (#"{"access": [{"user": 1, "permissions": []}]}"#, "access[0].namespaces: is required"),
         (#"{"socket": {"mode": "0666"}}"#, "socket.mode: 0666 gives others access"),
         (#"{"socket": {"mode": "rw"}}"#, "socket.mode: 'rw' is not an octal"),
-        (#"{"limits": {"max_body_bytes": "big"}}"#, "limits.max_body_bytes: expected Int"),
+        (#"{"limits": {"max_body_bytes": "big"}}"#, "limits.max_body_bytes: expected an integer"),
         (#"{"limits": {"idle_timeout_seconds": 0}}"#, "limits.idle_timeout_seconds: must be 1-3600"),
         (#"{"server": {"event_loops": 0}}"#, "server.event_loops: must be 1-256"),
         ("{", "is not valid JSON"),

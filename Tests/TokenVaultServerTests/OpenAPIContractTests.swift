@@ -38,7 +38,10 @@ import Yams
     @Test func everyErrorCodeHasItsDocumentedStatus() throws {
         let documented = try OpenAPIDocument().documentedProblemCodes()
         for code in VaultError.Code.allCases {
-            #expect(documented[code.rawValue] == code.httpStatus, "\(code): documented \(documented[code.rawValue].map(String.init) ?? "nowhere"), answered \(code.httpStatus)")
+            #expect(
+                documented[code.rawValue] == code.httpStatus,
+                "\(code): documented \(documented[code.rawValue].map(String.init) ?? "nowhere"), answered \(code.httpStatus)"
+            )
         }
         let unknown = documented.keys.filter { VaultError.Code(rawValue: $0) == nil }.sorted()
         #expect(unknown.isEmpty, "documented codes that do not exist: \(unknown)")
@@ -183,7 +186,7 @@ import Yams
             operation: "PUT /v1/credentials/{namespace}/{name}", status: 422, code: "unknown_provider"),
         .init(
             method: "GET", target: "/v1/credentials/contract/alice/token?min_ttl=3600",
-            operation: "GET /v1/credentials/{namespace}/{name}/token", status: 409, code: "token_expired"),
+            operation: "GET /v1/credentials/{namespace}/{name}/token", status: 409, code: "min_ttl_unreachable"),
         .init(
             method: "GET", target: "/v1/credentials?limit=0", operation: "GET /v1/credentials", status: 400,
             code: "invalid_field"),

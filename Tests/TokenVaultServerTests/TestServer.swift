@@ -110,6 +110,10 @@ struct StubRefreshService: RefreshService {
         .refreshed(try vault.metadata(id))
     }
 
+    func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
+        try await refresh(id, reason: .onDemand)
+    }
+
     func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
         try await vault.delete(id, audit: audit)
         return .deleted(revoked: false)

@@ -96,7 +96,7 @@ import TokenVaultTesting
                 Self.get("/v1/credentials/pay/alice/token"),
             ])
         #expect(responses.map(\.status) == [409, 404, 400, 200])
-        #expect(responses[0].json()["code"] as? String == "token_expired")
+        #expect(responses[0].json()["code"] as? String == "min_ttl_unreachable")
         #expect(responses[1].json()["code"] as? String == "credential_not_found")
         #expect(responses[2].json()["field"] as? String == "min_ttl")
         #expect(try await Self.fastPathCounts(server) == (answered: 1, routed: 2))
@@ -104,7 +104,7 @@ import TokenVaultTesting
         let summary = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).map {
             "\($0.event.operation) \($0.event.outcome.rawValue) \($0.event.detail ?? "-")"
         }
-        #expect(summary.contains("token.read failed token_expired") && summary.contains("token.read allowed -"))
+        #expect(summary.contains("token.read failed min_ttl_unreachable") && summary.contains("token.read allowed -"))
     }
 
     @Test func aTokenReadWithABodyIsRouted() async throws {
@@ -160,7 +160,7 @@ import TokenVaultTesting
                     "\(response.status) \(response.json()["status"] as? String ?? response.json()["code"] as? String ?? (response.json()["access_token"] != nil ? "token" : "?"))"
             }
         }
-        #expect(statuses == ["200 ok", "409 token_expired", "200 token", "200 token"])
+        #expect(statuses == ["200 ok", "409 min_ttl_unreachable", "200 token", "200 token"])
     }
 
     @Test func requestsArrivingInPiecesAreAnsweredInOrderOnceComplete() async throws {

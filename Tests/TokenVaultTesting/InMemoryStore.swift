@@ -29,14 +29,14 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { lock.withLock { state.credentials[id] } }
 
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
-        lock.withLock {
-            state.credentials.values.map(\.metadata)
-                .filter { query.namespace == nil || $0.id.namespace == query.namespace }
-                .filter { query.status == nil || $0.status == query.status }
-                .filter { query.after == nil || $0.id > query.after! }
-                .sorted { $0.id < $1.id }
-                .prefix(query.limit).map { $0 }
+        let all = lock.withLock { Array(state.credentials.values.map(\.metadata)) }
+        let matching = all.filter { metadata in
+            (query.namespace == nil || metadata.id.namespace == query.namespace)
+                && (query.namespaces?.contains(metadata.id.namespace) ?? true)
+                && (query.status == nil || metadata.status == query.status)
+                && (query.after.map { metadata.id > $0 } ?? true)
         }
+        return Array(matching.sorted { $0.id < $1.id }.prefix(query.limit))
     }
 
     public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
