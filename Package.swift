@@ -198,7 +198,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
-            dependencies: ["TokenVaultTesting"]),
+            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -54,6 +54,12 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         try base.records(notSealedWith: term, limit: limit)
     }
 
+    func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+        try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
+    }
+
+    func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
+
     func write<Result>(durability requested: Durability, _ body: (any CredentialWriter) throws -> Result) throws
         -> Result
     {

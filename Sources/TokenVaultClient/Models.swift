@@ -54,10 +54,31 @@ public struct AuditEvent: Codable, Sendable, Equatable {
     public var outcome: String
     /// Why, for denials and failures.
     public var detail: String?
+    /// How many events the row stands for: token reads are one row per caller, credential and
+    /// outcome per interval (1 from a daemon that does not say).
+    public var count: Int
+    /// The last of an aggregated row's events.
+    public var lastAt: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, at, uid, gid, pid, operation, outcome, detail
+        case id, at, uid, gid, pid, operation, outcome, detail, count
         case credentialID = "credential_id"
+        case lastAt = "last_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(Int64.self, forKey: .id)
+        at = try container.decode(String.self, forKey: .at)
+        uid = try container.decodeIfPresent(Int64.self, forKey: .uid)
+        gid = try container.decodeIfPresent(Int64.self, forKey: .gid)
+        pid = try container.decodeIfPresent(Int64.self, forKey: .pid)
+        operation = try container.decode(String.self, forKey: .operation)
+        credentialID = try container.decodeIfPresent(String.self, forKey: .credentialID)
+        outcome = try container.decode(String.self, forKey: .outcome)
+        detail = try container.decodeIfPresent(String.self, forKey: .detail)
+        count = try container.decodeIfPresent(Int.self, forKey: .count) ?? 1
+        lastAt = try container.decodeIfPresent(String.self, forKey: .lastAt)
     }
 }
 

@@ -44,6 +44,10 @@ public protocol CredentialStore: RefreshJournal {
     func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
     /// Up to `limit` rows sealed under any term other than `term` (re-seal batches).
     func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord]
+    /// Audit rows with id greater than `after`, oldest first, optionally for one credential.
+    func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent]
+    /// Both ends of the audit chain, as stored.
+    func auditChainEnds() throws -> [AuditChainEnd]
     /// Runs `body` in one write transaction; it commits when `body` returns and rolls back
     /// when it throws, so nothing is ever half-written.
     func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
@@ -59,9 +63,22 @@ public protocol CredentialWriter {
     func save(_ record: SealedCredentialRecord) throws
     /// Deletes the row; false when there was none.
     func delete(_ id: CredentialID) throws -> Bool
-    func appendAudit(_ event: AuditEvent) throws
-    /// Appends many rows, in order (the audit recorder's batches).
-    func appendAudits(_ events: [AuditEvent]) throws
+
+    // The audit trail's rows and chain (written only by `Vault`, which computes the MACs).
+
+    /// The last row written: its id and MAC (nil MAC: written before the chain existed).
+    func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)?
+    /// Inserts rows with the ids and MACs given, in order.
+    func insertAudits(_ rows: [StoredAuditEvent]) throws
+    func auditRow(_ id: Int64) throws -> StoredAuditEvent?
+    /// Deletes every row with an id up to `id`; returns how many.
+    func deleteAudits(through id: Int64) throws -> Int
+    /// The oldest row with an id greater than `after` (where pruning by age continues).
+    func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent]
+    func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd?
+    func setAuditChainEnd(_ end: AuditChainEnd) throws
+    /// The smallest and largest row id (nil: no rows), for pruning by count.
+    func auditRowSpan() throws -> (first: Int64, last: Int64)?
 
     // Refresh journal (see `RefreshAttempt`).
 
@@ -85,40 +102,6 @@ public protocol CredentialWriter {
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result
 }
 
-/// One audit row: who did what to which credential, and how it ended. Never a token value.
-public struct AuditEvent: Sendable, Equatable {
-    public enum Outcome: String, Sendable, Codable { case allowed, denied, succeeded, failed }
-
-    public var at: Timestamp
-    public var uid: UInt32?
-    public var gid: UInt32?
-    public var pid: Int32?
-    public var operation: String
-    public var credentialID: CredentialID?
-    public var outcome: Outcome
-    public var detail: String?
-
-    public init(
-        at: Timestamp, uid: UInt32? = nil, gid: UInt32? = nil, pid: Int32? = nil, operation: String,
-        credentialID: CredentialID? = nil, outcome: Outcome, detail: String? = nil
-    ) {
-        self.at = at
-        self.uid = uid
-        self.gid = gid
-        self.pid = pid
-        self.operation = operation
-        self.credentialID = credentialID
-        self.outcome = outcome
-        self.detail = detail
-    }
-}
-
 extension CredentialStore {
     public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
-}
-
-extension CredentialWriter {
-    public func appendAudits(_ events: [AuditEvent]) throws {
-        for event in events { try appendAudit(event) }
-    }
 }

@@ -34,6 +34,9 @@ public protocol KeyTermStore: Sendable {
     func termUsage() throws -> [UInt32: Int]
     func setting(_ key: String) throws -> String?
     func setSettings(_ settings: [String: String]) throws
+    /// Records `value` under `key` unless the key has a value already, and returns the stored
+    /// value: two processes opening an older vault at once agree on one (its audit key).
+    func addSetting(_ key: String, _ value: String) throws -> String
 }
 
 /// Names of plain vault settings (`vault_meta`) that more than one module reads.

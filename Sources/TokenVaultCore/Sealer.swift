@@ -12,6 +12,9 @@ public protocol Sealer: Sendable {
     /// A one-way, fixed-length fingerprint of a secret (the refresh journal records which
     /// refresh token an attempt presented without storing the token).
     func fingerprint(_ secret: SecretBytes) -> String
+    /// A 32-byte MAC of `bytes` under the vault's audit key (the audit trail's chain); nil while
+    /// the vault has no audit key.
+    func auditMAC(_ bytes: [UInt8]) -> [UInt8]?
     /// Re-reads the stored terms (another process may have rotated, or a held commit met a term
     /// it does not know).
     func reload() throws

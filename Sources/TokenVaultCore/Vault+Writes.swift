@@ -67,10 +67,11 @@ extension Vault {
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine).
     public func delete(_ id: CredentialID, audit: AuditEvent? = nil) async throws {
+        let chain = auditChain
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             let last = try writer.record(id)?.metadata
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
-            if let audit { try writer.appendAudit(audit) }
+            if let audit { try Self.appendChained([audit], chain: chain, writer) }
             return last
         }
         // The event carries the last state, so watchers know what was deleted.
@@ -80,12 +81,13 @@ extension Vault {
     /// Deletes a credential that cannot be refreshed once it has expired (an EBS verify token),
     /// if it is still that generation and still expired at `now`; false when it changed meanwhile.
     public func purge(_ id: CredentialID, generation: Int64, now: Timestamp, audit: AuditEvent?) async throws -> Bool {
+        let chain = auditChain
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             guard let last = try writer.record(id)?.metadata, last.generation == generation,
                 let expiresAt = last.expiresAt, expiresAt <= now
             else { return nil }
             _ = try writer.delete(id)
-            if let audit { try writer.appendAudit(audit) }
+            if let audit { try Self.appendChained([audit], chain: chain, writer) }
             return last
         }
         guard let last else { return false }
@@ -101,13 +103,14 @@ extension Vault {
     {
         let planner = planner(for: credential.provider)
         let jitter = Double.random(in: 0..<1)
+        let chain = auditChain
         return { [self] writer in
             let next = NextGeneration(
                 previous: try writer.record(credential.id)?.metadata, payload: credential.payload,
                 succession: .replacement(provider: credential.provider, labels: credential.labels),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
-            if let audit = credential.audit { try writer.appendAudit(audit) }
+            if let audit = credential.audit { try Self.appendChained([audit], chain: chain, writer) }
             return next.metadata
         }
     }

@@ -1,7 +1,8 @@
 import Synchronization
 import TokenVaultCore
 
-/// The vault's data keys ("terms"), unwrapped in locked memory, and the `Sealer` built on them.
+/// The vault's data keys ("terms") and its audit key, unwrapped in locked memory, and the `Sealer`
+/// built on them.
 ///
 /// Each term is a random 32-byte key stored in the database sealed by the master key (an
 /// `Envelope` whose associated data names the term). New seals use the active term; opening
@@ -20,6 +21,10 @@ public final class Keyring: RotatingSealer {
     /// The master key's check value (`KeyedHash.keyCheckValue`), compared with the stored one
     /// before a term is wrapped.
     public let keyCheck: String
+    /// The audit trail's MAC key: random, wrapped by the master key in the vault's settings, so a
+    /// rekey re-wraps it and the chain written before stays verifiable.
+    private let auditKey: Mutex<SecretBytes?>
+    static let auditKeySetting = "audit.key"
 
     /// Unwraps every stored term. Throws `wrongMasterKey` (before anything is written) when
     /// the master key does not open them, or does not match the vault's key check value.
@@ -34,14 +39,25 @@ public final class Keyring: RotatingSealer {
         }
         let (keys, active) = try Self.unwrapAll(try store.terms(), masterKey: masterKey)
         state = Mutex(State(keys: keys, active: active))
+        auditKey = Mutex(try Self.unwrapAuditKey(try store.setting(Self.auditKeySetting), masterKey: masterKey))
     }
 
-    /// Records the key check value in a vault that has none yet (created before it existed).
-    /// Call after migrations: opening a vault writes nothing before its key is known to be right.
-    public func recordKeyCheckIfMissing() throws {
+    /// Records what a vault created by an older version lacks: the key check value and the audit
+    /// key. Call after migrations: opening a vault writes nothing before its key is known to be right.
+    public func recordMissingSettings() throws {
         if try store.setting(VaultSetting.keyCheck) == nil {
-            try store.setSettings([VaultSetting.keyCheck: keyCheck])
+            _ = try store.addSetting(VaultSetting.keyCheck, keyCheck)
         }
+        if auditKey.withLock({ $0 }) == nil {
+            let wrapped = Self.wrapAuditKey(SodiumRandom.secret(count: 32), masterKey: masterKey)
+            let stored = try store.addSetting(Self.auditKeySetting, wrapped)
+            let key = try Self.unwrapAuditKey(stored, masterKey: masterKey)
+            auditKey.withLock { $0 = key }
+        }
+    }
+
+    public func auditMAC(_ bytes: [UInt8]) -> [UInt8]? {
+        auditKey.withLock { $0 }.map { KeyedHash.mac(key: $0, bytes) }
     }
 
     /// Creates the first term of a new vault (no-op when terms exist) and returns the keyring.
@@ -53,7 +69,9 @@ public final class Keyring: RotatingSealer {
                 wrap(SodiumRandom.secret(count: 32), term: 1, masterKey: masterKey, now: clock.now),
                 keyCheck: KeyedHash.keyCheckValue(masterKey))
         }
-        return try Keyring(masterKey: masterKey, store: store, clock: clock)
+        let keyring = try Keyring(masterKey: masterKey, store: store, clock: clock)
+        try keyring.recordMissingSettings()
+        return keyring
     }
 
     public var activeTerm: UInt32 { state.withLock { $0.active } }
@@ -95,6 +113,10 @@ public final class Keyring: RotatingSealer {
     /// with `settings` and the new key's check value. Afterwards this keyring (which holds the
     /// old key) must not be used for key changes again.
     public func rekey(to newMasterKey: SecretBytes, settings: [String: String]) throws {
+        var settings = settings
+        if let audit = auditKey.withLock({ $0 }) {
+            settings[Self.auditKeySetting] = Self.wrapAuditKey(audit, masterKey: newMasterKey)
+        }
         try store.rewrap(keyCheck: KeyedHash.keyCheckValue(newMasterKey), settings: settings) { stored in
             let key = try Self.unwrap(stored, masterKey: masterKey)
             var wrapped = Self.wrap(key, term: stored.term, masterKey: newMasterKey, now: stored.createdAt)
@@ -112,6 +134,31 @@ public final class Keyring: RotatingSealer {
     }
 
     // MARK: Wrapping
+
+    private static let auditKeyAssociatedData = Array("tokenvault.audit-key.v1".utf8)
+
+    /// The audit key sealed by the master key, as hex for the settings table.
+    static func wrapAuditKey(_ key: SecretBytes, masterKey: SecretBytes) -> String {
+        Envelope.seal(key, key: masterKey, term: 0, associatedData: auditKeyAssociatedData)
+            .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    static func unwrapAuditKey(_ hex: String?, masterKey: SecretBytes) throws -> SecretBytes? {
+        guard let hex else { return nil }
+        let characters = Array(hex.utf8)
+        guard characters.count.isMultiple(of: 2) else {
+            throw VaultError.integrity("the vault's audit key setting is not hexadecimal")
+        }
+        var envelope: [UInt8] = []
+        envelope.reserveCapacity(characters.count / 2)
+        for index in stride(from: 0, to: characters.count, by: 2) {
+            guard let byte = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else {
+                throw VaultError.integrity("the vault's audit key setting is not hexadecimal")
+            }
+            envelope.append(byte)
+        }
+        return try Envelope.open(envelope, key: masterKey, associatedData: auditKeyAssociatedData)
+    }
 
     private static func associatedData(term: UInt32) -> [UInt8] { Array("tokenvault.term.v1\u{0}\(term)".utf8) }
 

@@ -108,8 +108,12 @@ struct AuditEventDocument: Encodable {
     let credentialID: String?
     let outcome: String
     let detail: String?
+    /// How many events the row stands for (token reads are aggregated).
+    let count: Int
+    let lastAt: String?
     enum CodingKeys: String, CodingKey {
-        case id, at, uid, gid, pid, operation, credentialID = "credential_id", outcome, detail
+        case id, at, uid, gid, pid, operation, credentialID = "credential_id", outcome, detail, count,
+            lastAt = "last_at"
     }
 
     init(_ stored: StoredAuditEvent) {
@@ -122,6 +126,8 @@ struct AuditEventDocument: Encodable {
         credentialID = stored.event.credentialID?.description
         outcome = stored.event.outcome.rawValue
         detail = stored.event.detail
+        count = stored.event.count
+        lastAt = stored.event.lastAt?.description
     }
 }
 

@@ -84,7 +84,7 @@ public final class APIMetrics: Sendable {
 
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
-        providers: [ProviderState] = [], heldCommits: HeldCommits? = nil
+        providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil
     ) -> [UInt8] {
         for status in CredentialStatus.allCases {
             registry.makeGauge(
@@ -122,6 +122,23 @@ public final class APIMetrics: Sendable {
             advance(
                 "tokenvault_held_commits_recovered_total", labels: [], to: heldCommits.recovered,
                 help: "Held provider answers committed after failing at first, since start-up.")
+        }
+        if let audit {
+            registry.makeGauge(
+                name: "tokenvault_audit_pending", help: "Audit rows recorded and not written yet."
+            ).set(Double(audit.pending))
+            advance(
+                "tokenvault_audit_written_total", labels: [], to: audit.written,
+                help: "Audit rows written by the recorder since start-up (aggregated token reads count once).")
+            advance(
+                "tokenvault_audit_write_failures_total", labels: [], to: audit.writeFailures,
+                help: "Audit batches the database refused (kept and retried) since start-up.")
+            advance(
+                "tokenvault_audit_dropped_total", labels: [], to: audit.dropped,
+                help: "Audit rows dropped because the database refused them for too long (alert if > 0).")
+            advance(
+                "tokenvault_audit_pruned_total", labels: [], to: audit.pruned,
+                help: "Audit rows pruned by age or count since start-up.")
         }
         for provider in providers {
             for condition in ProviderState.Condition.allCases {

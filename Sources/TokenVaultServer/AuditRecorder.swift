@@ -3,64 +3,185 @@ import ServiceLifecycle
 import Synchronization
 import TokenVaultCore
 
-/// Collects audit rows and writes them in batches (one transaction per flush), so that auditing
-/// every token read does not cost a commit per request. Runs as a service; on shutdown it
-/// flushes what is left. A crash loses at most one flush interval of read audits; writes of
-/// credentials carry their audit row in their own transaction instead.
+/// Collects the audit rows of requests and writes them through the ledger in batches (one
+/// transaction per flush), so that auditing every token read does not cost a commit per
+/// request and cannot fill the disk:
+///
+/// - Token reads that were served or refused (not denials) are aggregated: one row per caller
+///   (uid, gid, pid), credential, outcome and detail per `readInterval`, with a count and the
+///   time of the last read it covers. At 40,000 reads/s that is a handful of rows a minute, not
+///   3.5 billion a day. Every other event (writes, exchanges, deletes, key operations, denials)
+///   keeps a row of its own and is written within `flushInterval`.
+/// - Rows older than `retention` and the oldest rows beyond `maximumRows` are pruned in small
+///   batches (`Vault.pruneAudit`), the chain's anchor moving with them.
+/// - A batch the database refuses is kept and written at the next flush, counted in
+///   `writeFailures`; only beyond `maximumPending` events are the oldest dropped, counted in
+///   `dropped` and logged. Nothing is lost silently.
+///
+/// Writes of credentials carry their audit row in their own transaction instead. A crash loses
+/// what was not flushed yet: up to `flushInterval` of single events, `readInterval` of read counts.
 public final class AuditRecorder: Service, Sendable {
-    private let pending = Mutex<[AuditEvent]>([])
-    private let store: any AdminStore
-    private let interval: Duration
-    private let logger: Logger
+    public struct Options: Sendable {
+        public var flushInterval: Duration = .milliseconds(250)
+        public var readInterval: Duration = .seconds(60)
+        public var retention: Duration = .seconds(90 * 86_400)
+        public var maximumRows = 1_000_000
+        public var pruneInterval: Duration = .seconds(60)
+        public var maximumPending = 100_000
 
-    public init(store: any AdminStore, interval: Duration = .milliseconds(250), logger: Logger) {
-        self.store = store
-        self.interval = interval
+        public init() {}
+
+        /// The operator's settings (`audit.*`).
+        public init(_ settings: AuditSettings) {
+            readInterval = .seconds(settings.readIntervalSeconds)
+            retention = .seconds(settings.retentionDays * 86_400)
+            maximumRows = settings.maximumRows
+        }
+    }
+
+    /// Counters for `/metrics`.
+    public struct Counters: Sendable, Equatable {
+        public var written = 0
+        public var writeFailures = 0
+        public var dropped = 0
+        public var pruned = 0
+        public var pending = 0
+    }
+
+    /// What aggregates one token-read row.
+    private struct ReadKey: Hashable {
+        let uid: UInt32?
+        let gid: UInt32?
+        let pid: Int32?
+        let credentialID: CredentialID?
+        let outcome: AuditEvent.Outcome
+        let detail: String?
+    }
+
+    private struct State {
+        var events: [AuditEvent] = []
+        var reads: [ReadKey: AuditEvent] = [:]
+        var readsSince = ContinuousClock.now
+        var counters = Counters()
+    }
+
+    private let vault: Vault
+    private let options: Options
+    private let logger: Logger
+    private let state = Mutex(State())
+    /// The last flush started; the next one runs after it.
+    private let tail = Mutex<Task<Void, Never>?>(nil)
+
+    public init(vault: Vault, options: Options = Options(), logger: Logger) {
+        self.vault = vault
+        self.options = options
         self.logger = logger
     }
 
     public func record(_ event: AuditEvent) {
-        pending.withLock { $0.append(event) }
+        state.withLock { state in
+            guard event.operation == "token.read", event.outcome != .denied else {
+                state.events.append(event)
+                return
+            }
+            let key = ReadKey(
+                uid: event.uid, gid: event.gid, pid: event.pid, credentialID: event.credentialID,
+                outcome: event.outcome, detail: event.detail)
+            if var row = state.reads[key] {
+                row.count += 1
+                row.lastAt = event.at
+                state.reads[key] = row
+            } else {
+                state.reads[key] = event
+            }
+        }
+    }
+
+    public var counters: Counters {
+        state.withLock { state in
+            var counters = state.counters
+            counters.pending = state.events.count + state.reads.count
+            return counters
+        }
     }
 
     public func run() async throws {
+        var lastPrune = ContinuousClock.now
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
-            await flush()
+            try? await Task.sleep(for: options.flushInterval)
+            await flush(includingReads: false)
+            if ContinuousClock.now - lastPrune >= options.pruneInterval {
+                lastPrune = .now
+                await prune()
+            }
         }
         await flush()
     }
 
-    /// Writes every pending row now. When it returns, every row recorded before the call is
-    /// committed, even one a concurrent flush had taken: flushes run one at a time.
-    public func flush() async {
+    /// Writes every pending row now, aggregated reads included (shutdown, `GET /v1/admin/audit`).
+    public func flush() async { await flush(includingReads: true) }
+
+    private func flush(includingReads forceReads: Bool) async {
+        // One flush at a time, in order: each waits for the one before it, so when a caller's
+        // flush returns every row recorded before it has been written (or kept after a failure).
+        let flush = tail.withLock { tail -> Task<Void, Never> in
+            let previous = tail
+            let next = Task { [self] in
+                await previous?.value
+                await writeOnce(includingReads: forceReads)
+            }
+            tail = next
+            return next
+        }
+        await flush.value
+    }
+
+    private func writeOnce(includingReads forceReads: Bool) async {
+        // Take the batch under the lock; write it outside (the event loops append meanwhile).
+        let batch = state.withLock { state -> [AuditEvent] in
+            var batch = state.events
+            state.events.removeAll(keepingCapacity: true)
+            if forceReads || ContinuousClock.now - state.readsSince >= options.readInterval {
+                batch += state.reads.values.sorted { $0.at < $1.at }
+                state.reads.removeAll(keepingCapacity: true)
+                state.readsSince = .now
+            }
+            return batch
+        }
+        guard !batch.isEmpty else { return }
         do {
-            try await BlockingWork.run { [self] in try writePending() }
+            try await vault.appendAudits(batch)
+            state.withLock { $0.counters.written += batch.count }
         } catch {
-            logger.error("could not write audit rows", metadata: ["error": "\(error)"])
+            let dropped = state.withLock { state -> Int in
+                state.counters.writeFailures += 1
+                // Back in front, to be written first next time; beyond the cap the oldest go.
+                state.events = batch + state.events
+                let excess = max(0, state.events.count - options.maximumPending)
+                if excess > 0 {
+                    state.events.removeFirst(excess)
+                    state.counters.dropped += excess
+                }
+                return excess
+            }
+            logger.error(
+                "audit rows not written; kept for the next flush",
+                metadata: ["tokenvault.audit.rows": "\(batch.count)", "tokenvault.error": "\(error)"])
+            if dropped > 0 {
+                logger.critical(
+                    "audit rows dropped: the database has refused audit writes for too long",
+                    metadata: ["tokenvault.audit.dropped": "\(dropped)"])
+            }
         }
     }
 
-    /// Held while a flush writes; its value is the spare buffer, so the two buffers swap places
-    /// and a flush never allocates (or copies) while holding `pending`, which the event loops
-    /// append to on every token read.
-    private let writing = Mutex<[AuditEvent]>([])
-
-    private func writePending() throws {
-        try writing.withLock { spare in
-            var batch: [AuditEvent] = []
-            swap(&batch, &spare)
-            pending.withLock { swap(&$0, &batch) }
-            defer {
-                batch.removeAll(keepingCapacity: true)
-                swap(&batch, &spare)
-            }
-            guard !batch.isEmpty else { return }
-            do {
-                try store.appendAudits(batch)
-            } catch {
-                throw VaultError.storage("\(batch.count) audit rows not written: \(error)")
-            }
+    private func prune() async {
+        let before = vault.clock.now.adding(seconds: -Double(options.retention.components.seconds))
+        do {
+            let pruned = try await vault.pruneAudit(before: before, keepingAtMost: options.maximumRows)
+            if pruned > 0 { state.withLock { $0.counters.pruned += pruned } }
+        } catch {
+            logger.error("audit rows could not be pruned", metadata: ["tokenvault.error": "\(error)"])
         }
     }
 }

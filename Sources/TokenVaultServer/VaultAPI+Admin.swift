@@ -31,8 +31,8 @@ extension VaultAPI {
         let credential = try parameters.get("credential").map { try CredentialID($0) }
         _ = try await authoriseAdmin(context, operation: "admin.audit")
         await audit.flush()
-        let rows = try await blocking { [admin] in
-            try admin.auditEvents(after: after, credentialID: credential, limit: limit)
+        let rows = try await blocking { [vault] in
+            try vault.auditEvents(after: after, credentialID: credential, limit: limit)
         }
         return try json(
             PageDocument(

@@ -113,8 +113,9 @@ public struct VaultAPI: Sendable {
         let commits = vault.commitCounters
         let body = metrics.exposition(
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
-            heldCommits: .init(held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered)
-        )
+            heldCommits: .init(
+                held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
+            audit: audit.counters)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -188,50 +188,6 @@ struct SQLiteCredentialWriter: CredentialWriter {
         try connection.statement("DELETE FROM credentials WHERE id = ?1").bind(id.description).run()
         return connection.changes > 0
     }
-
-    func appendAudit(_ event: AuditEvent) throws {
-        try appendAudits([event])
-    }
-
-    /// Rows per INSERT statement of a batch: one statement step, and one update of the
-    /// AUTOINCREMENT counter, per this many rows (about half the CPU of one INSERT per row).
-    static let auditRowsPerStatement = 64
-
-    func appendAudits(_ events: [AuditEvent]) throws {
-        var start = 0
-        while start < events.count {
-            let count = min(Self.auditRowsPerStatement, events.count - start)
-            // Two shapes only (full chunks, single rows), so the statement cache stays small.
-            let rows = count == Self.auditRowsPerStatement ? count : 1
-            let statement = try connection.statement(Self.auditInsert(rows: rows))
-            for (row, event) in events[start..<(start + rows)].enumerated() {
-                let base = Int32(row * 8)
-                try statement.bind(at: base + 1, event.at.milliseconds)
-                try statement.bind(at: base + 2, event.uid.map(Int64.init))
-                try statement.bind(at: base + 3, event.gid.map(Int64.init))
-                try statement.bind(at: base + 4, event.pid.map(Int64.init))
-                try statement.bind(at: base + 5, event.operation)
-                try statement.bind(at: base + 6, event.credentialID?.description)
-                try statement.bind(at: base + 7, event.outcome.rawValue)
-                try statement.bind(at: base + 8, event.detail)
-            }
-            try statement.run()
-            start += rows
-        }
-    }
-
-    private static let auditInsertSingle = auditInsertSQL(rows: 1)
-    private static let auditInsertChunk = auditInsertSQL(rows: auditRowsPerStatement)
-
-    private static func auditInsert(rows: Int) -> String {
-        rows == 1 ? auditInsertSingle : auditInsertChunk
-    }
-
-    private static func auditInsertSQL(rows: Int) -> String {
-        "INSERT INTO audit_events (at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail) VALUES "
-            + (0..<rows).map { row in "(" + (1...8).map { "?\(row * 8 + $0)" }.joined(separator: ", ") + ")" }
-            .joined(separator: ", ")
-    }
 }
 
 /// `SQLiteCredentialWriter.activeTerm`'s memo for one transaction.

@@ -108,6 +108,15 @@ extension VaultDatabase: KeyTermStore {
         try writeTransaction(durability: .full) { try Self.upsert(settings, on: $0) }
     }
 
+    public func addSetting(_ key: String, _ value: String) throws -> String {
+        try writeTransaction(durability: .full) { connection in
+            try connection.statement("INSERT INTO vault_meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
+                .bind(key, value).run()
+            return try connection.statement("SELECT value FROM vault_meta WHERE key = ?1").bind(key).firstText()
+                ?? value
+        }
+    }
+
     private static func upsert(_ settings: [String: String], on connection: SQLiteConnection) throws {
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
             try connection.statement(

@@ -14,11 +14,11 @@ struct AuditCommand: AsyncParsableCommand {
             let page = try await vault.auditEvents(limit: limit, credential: credential)
             if client.json { return try printJSON(page.items) }
             printTable(
-                ["AT", "UID", "PID", "OPERATION", "CREDENTIAL", "OUTCOME", "DETAIL"],
+                ["AT", "UID", "PID", "OPERATION", "CREDENTIAL", "OUTCOME", "COUNT", "DETAIL"],
                 page.items.map { event in
                     [
                         event.at, event.uid.map(String.init) ?? "-", event.pid.map(String.init) ?? "-", event.operation,
-                        event.credentialID ?? "-", event.outcome, event.detail ?? "",
+                        event.credentialID ?? "-", event.outcome, String(event.count), event.detail ?? "",
                     ]
                 })
         }

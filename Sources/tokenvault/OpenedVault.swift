@@ -29,7 +29,7 @@ struct OpenedVault {
         let database = try VaultDatabase(path: path, checksum: SHA256.hex)
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
-        try keyring.recordKeyCheckIfMissing()
+        try keyring.recordMissingSettings()
         return OpenedVault(
             database: database, keyring: keyring,
             vault: Vault(store: database, sealer: keyring, planners: planners, executor: executor),

@@ -92,7 +92,7 @@ struct ServeCommand: AsyncParsableCommand {
                 options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork())
             try SocketGuard.prepare(path: socketPath)
 
-            let audit = AuditRecorder(store: opened.database, logger: logger)
+            let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             var engineOptions = RefreshEngine.Options()
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
             let engine = RefreshEngine(

@@ -23,7 +23,7 @@ struct Daemon: Sendable {
         let fixture = try TestVault()
         let socketPath = fixture.directory.file("tokenvault.sock")
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        let audit = AuditRecorder(store: fixture.database, logger: logger)
+        let audit = AuditRecorder(vault: fixture.vault, logger: logger)
         let api = VaultAPI(
             vault: fixture.vault, admin: fixture.database,
             rotation: KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database),

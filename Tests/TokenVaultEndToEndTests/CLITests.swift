@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+import TokenVaultCrypto
 import TokenVaultTesting
+
+@testable import TokenVaultStorage
 
 /// The real `tokenvault` binary: operator commands on the database, and the client commands
 /// against a real daemon started from the same binary.
@@ -135,6 +138,34 @@ import TokenVaultTesting
         let verify = try run(["verify", "--json"])
         #expect(verify.status == 0)
         #expect(verify.stdout.contains("\"ok\" : true") && verify.stdout.contains("\"sealed_fields\" : 80"))
+    }
+
+    /// The audit trail of a real daemon verifies; a row edited or removed in the database file
+    /// makes `verify` fail, naming the row.
+    @Test func verifyNamesAnAuditRowEditedOrRemovedInTheFile() throws {
+        try run(["init"])
+        try withDaemon {
+            for index in 0..<3 {
+                try run(["put", "ns/c\(index)", "--provider", "oauth2"], stdin: SamplePayloads.oauth().json)
+            }
+            for _ in 0..<20 { try run(["token", "ns/c1"]) }
+        }
+        let clean = try run(["verify", "--json"])
+        #expect(clean.status == 0 && clean.stdout.contains("\"ok\" : true"), "\(clean.stdout)")
+        // Three puts and the twenty reads of one process after another (one row each: a CLI
+        // process reads once).
+        #expect(clean.stdout.contains("\"audit_rows\" : 23"), "\(clean.stdout)")
+
+        let database = try VaultDatabase(path: databaseFile, checksum: SHA256.hex)
+        try database.withWriter { try $0.execute("UPDATE audit_events SET outcome = 'denied' WHERE id = 2") }
+        var tampered = try run(["verify"])
+        #expect(tampered.status == 4)
+        #expect(tampered.stdout.contains("audit row 2 was edited"), "\(tampered.stdout)")
+
+        try database.withWriter { try $0.execute("DELETE FROM audit_events WHERE id IN (10, 11)") }
+        tampered = try run(["verify"])
+        #expect(tampered.stdout.contains("audit rows 10-11 were removed"), "\(tampered.stdout)")
+        database.close()
     }
 
     @Test func rekeyReplacesTheKeyAndAnInterruptedRekeyIsFinished() throws {

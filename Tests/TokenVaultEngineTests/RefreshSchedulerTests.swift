@@ -60,15 +60,9 @@ import TokenVaultTesting
     }
 }
 
-/// Polls `condition` until it holds or `within` seconds pass (then records a failure):
-/// for outcomes that happen in the background at a time the test does not control.
+/// `waitUntil`, recording a failure when the condition never held.
 func eventually(
     within seconds: Double = 5, _ condition: () throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    #expect(try condition(), "not within \(seconds) s", sourceLocation: sourceLocation)
+    #expect(try await waitUntil(within: seconds, condition), "not within \(seconds) s", sourceLocation: sourceLocation)
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenVaultProviders
-import TokenVaultServer
 import TokenVaultTesting
+
+@testable import TokenVaultServer
 
 @Suite struct DaemonConfigurationTests {
     let directory = TemporaryDirectory()
@@ -19,6 +20,23 @@ import TokenVaultTesting
             return "no error"
         } catch {
             return "\(error)"
+        }
+    }
+
+    /// The README's configuration reference names every setting the daemon reads, and the
+    /// environment variable of each that has one.
+    @Test func theReadmeDocumentsEverySetting() throws {
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let table =
+            DaemonConfiguration.integerSettings.map { ($0.key, $0.environment) }
+            + DaemonConfiguration.flagSettings.map { ($0.key, $0.environment) }
+        for (key, environment) in table {
+            #expect(readme.contains("`\(key)`"), "README.md does not document \(key)")
+            if let environment {
+                #expect(readme.contains("`\(environment)`"), "README.md does not name \(environment)")
+            }
         }
     }
 

@@ -343,7 +343,7 @@ import Yams
         let api = VaultAPI(
             vault: fixture.vault, admin: fixture.database, rotation: nil,
             policy: AccessPolicy(rules: [], daemonUID: getuid()),
-            audit: AuditRecorder(store: fixture.database, logger: Logger(label: "openapi-contract")),
+            audit: AuditRecorder(vault: fixture.vault, logger: Logger(label: "openapi-contract")),
             options: .init(providers: [], version: "test", backupDirectory: fixture.directory.file("backups")))
         let router = Router(context: VaultRequestContext.self)
         api.register(on: router)

@@ -21,7 +21,9 @@ final class TestServer: Sendable {
         socketPath = fixture.directory.file("run/tokenvault.sock")
         try SocketGuard.prepare(path: socketPath)
         let logger = Logger(label: "test-server")
-        audit = AuditRecorder(store: fixture.database, interval: .milliseconds(50), logger: logger)
+        var auditOptions = AuditRecorder.Options()
+        auditOptions.flushInterval = .milliseconds(50)
+        audit = AuditRecorder(vault: fixture.vault, options: auditOptions, logger: logger)
         let api = VaultAPI(
             vault: fixture.vault, engine: engine ?? StubRefreshService(vault: fixture.vault), admin: fixture.database,
             rotation: KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database),

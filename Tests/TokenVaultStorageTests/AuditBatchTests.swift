@@ -11,13 +11,15 @@ import TokenVaultTesting
         1, 2, SQLiteCredentialWriter.auditRowsPerStatement - 1, SQLiteCredentialWriter.auditRowsPerStatement,
         SQLiteCredentialWriter.auditRowsPerStatement + 1, 2 * SQLiteCredentialWriter.auditRowsPerStatement + 5,
     ])
-    func batchesKeepEveryRowAndItsOrder(count: Int) throws {
+    func batchesKeepEveryRowAndItsOrder(count: Int) async throws {
         let fixture = try TestVault()
         let events = try (0..<count).map(Self.event)
-        try fixture.database.write(durability: .normal) { writer in try writer.appendAudits(events) }
+        try await fixture.vault.appendAudits(events)
         let stored = try fixture.database.auditEvents(after: nil, credentialID: nil, limit: 500)
         #expect(stored.map(\.event) == events)
-        #expect(stored.map(\.id) == stored.map(\.id).sorted() && Set(stored.map(\.id)).count == count)
+        #expect(stored.map(\.id) == Array(1...Int64(count)))
+        #expect(stored.allSatisfy { $0.mac?.count == 32 })
+        #expect(try fixture.vault.verifyAudit().isClean)
     }
 
     /// Row `index`, with every optional column both set and empty across the rows.
@@ -30,6 +32,7 @@ import TokenVaultTesting
         return AuditEvent(
             at: Timestamp(milliseconds: 1_795_000_000_000 + Int64(index)), uid: uid, gid: gid, pid: pid,
             operation: index % 2 == 0 ? "token.read" : "credential.put", credentialID: id,
-            outcome: index % 2 == 0 ? .allowed : .denied, detail: detail)
+            outcome: index % 2 == 0 ? .allowed : .denied, detail: detail, count: index % 2 == 0 ? index + 1 : 1,
+            lastAt: index % 2 == 0 ? Timestamp(milliseconds: 1_795_000_060_000 + Int64(index)) : nil)
     }
 }

@@ -47,6 +47,10 @@ public final class FailingStore: CredentialStore, Sendable {
     public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
         try base.records(notSealedWith: term, limit: limit)
     }
+    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+        try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
+    }
+    public func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
     public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
         try base.dueCredentials(at: now, limit: limit)
     }
@@ -58,32 +62,11 @@ public final class FailingStore: CredentialStore, Sendable {
 }
 
 /// Passes every call through and notes whether a row was saved.
-private final class SavingSpy: CredentialWriter {
-    let base: any CredentialWriter
+private final class SavingSpy: ForwardingWriter {
     var saved = false
 
-    init(_ base: any CredentialWriter) { self.base = base }
-
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
-    func activeTerm() throws -> UInt32 { try base.activeTerm() }
-    func save(_ record: SealedCredentialRecord) throws {
+    override func save(_ record: SealedCredentialRecord) throws {
         saved = true
         try base.save(record)
     }
-    func delete(_ id: CredentialID) throws -> Bool { try base.delete(id) }
-    func appendAudit(_ event: AuditEvent) throws { try base.appendAudit(event) }
-    func appendAudits(_ events: [AuditEvent]) throws { try base.appendAudits(events) }
-    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? { try base.openAttempt(for: id) }
-    func beginAttempt(_ attempt: RefreshAttempt) throws { try base.beginAttempt(attempt) }
-    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
-        try base.renewLease(attemptID: attemptID, owner: owner, until: until)
-    }
-    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
-        try base.finishAttempt(attemptID: attemptID, state: state, outcome: outcome, at: at)
-    }
-    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
-        try base.closeSucceededAttempt(attemptID: attemptID, owner: owner)
-    }
-    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
-    func savepoint<Result>(_ body: () throws -> Result) throws -> Result { try base.savepoint(body) }
 }

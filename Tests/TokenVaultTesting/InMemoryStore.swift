@@ -8,7 +8,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var credentials: [CredentialID: SealedCredentialRecord] = [:]
         var terms: [UInt32: WrappedTerm] = [:]
         var settings: [String: String] = [:]
-        var audit: [AuditEvent] = []
+        var audit: [StoredAuditEvent] = []
+        var auditEnds: [AuditChainEnd.Name: AuditChainEnd] = [:]
         var attempts: [String: JournalEntry] = [:]
     }
 
@@ -24,7 +25,18 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     public init() {}
 
-    public var auditEvents: [AuditEvent] { lock.withLock { state.audit } }
+    public var auditEvents: [AuditEvent] { lock.withLock { state.audit.map(\.event) } }
+
+    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+        lock.withLock {
+            Array(
+                state.audit.filter {
+                    $0.id > (after ?? 0) && (credentialID == nil || $0.event.credentialID == credentialID)
+                }.prefix(limit))
+        }
+    }
+
+    public func auditChainEnds() throws -> [AuditChainEnd] { lock.withLock { Array(state.auditEnds.values) } }
 
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { lock.withLock { state.credentials[id] } }
 
@@ -74,7 +86,23 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
         func save(_ record: SealedCredentialRecord) throws { state.credentials[record.metadata.id] = record }
         func delete(_ id: CredentialID) throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
-        func appendAudit(_ event: AuditEvent) throws { state.audit.append(event) }
+        func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? { state.audit.last.map { ($0.id, $0.mac) } }
+        func insertAudits(_ rows: [StoredAuditEvent]) throws { state.audit += rows }
+        func auditRow(_ id: Int64) throws -> StoredAuditEvent? { state.audit.first { $0.id == id } }
+        func deleteAudits(through id: Int64) throws -> Int {
+            let before = state.audit.count
+            state.audit.removeAll { $0.id <= id }
+            return before - state.audit.count
+        }
+        func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
+            Array(state.audit.filter { $0.id > after }.prefix(limit))
+        }
+        func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? { state.auditEnds[name] }
+        func setAuditChainEnd(_ end: AuditChainEnd) throws { state.auditEnds[end.name] = end }
+        func auditRowSpan() throws -> (first: Int64, last: Int64)? {
+            guard let first = state.audit.first, let last = state.audit.last else { return nil }
+            return (first.id, last.id)
+        }
 
         func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
             state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt
@@ -212,5 +240,12 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     public func setting(_ key: String) throws -> String? { lock.withLock { state.settings[key] } }
     public func setSettings(_ settings: [String: String]) throws {
         lock.withLock { state.settings.merge(settings) { $1 } }
+    }
+    public func addSetting(_ key: String, _ value: String) throws -> String {
+        lock.withLock {
+            if let stored = state.settings[key] { return stored }
+            state.settings[key] = value
+            return value
+        }
     }
 }

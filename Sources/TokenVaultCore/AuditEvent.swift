@@ -1,0 +1,49 @@
+/// One audit row: who did what to which credential, and how it ended. Never a token value.
+/// Token reads are aggregated (`count` reads from `at` to `lastAt`); every other row is one event.
+public struct AuditEvent: Sendable, Equatable {
+    public enum Outcome: String, Sendable, Codable { case allowed, denied, succeeded, failed }
+
+    public var at: Timestamp
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var pid: Int32?
+    public var operation: String
+    public var credentialID: CredentialID?
+    public var outcome: Outcome
+    public var detail: String?
+    /// How many events the row stands for (aggregated token reads); 1 otherwise.
+    public var count: Int
+    /// The last of an aggregated row's events (nil for a single event).
+    public var lastAt: Timestamp?
+
+    public init(
+        at: Timestamp, uid: UInt32? = nil, gid: UInt32? = nil, pid: Int32? = nil, operation: String,
+        credentialID: CredentialID? = nil, outcome: Outcome, detail: String? = nil, count: Int = 1,
+        lastAt: Timestamp? = nil
+    ) {
+        self.at = at
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.operation = operation
+        self.credentialID = credentialID
+        self.outcome = outcome
+        self.detail = detail
+        self.count = count
+        self.lastAt = lastAt
+    }
+}
+
+/// An audit row as stored: its id (the cursor for paging and its place in the chain) and its
+/// chain MAC (nil on rows written before the chain existed).
+public struct StoredAuditEvent: Sendable, Equatable {
+    public var id: Int64
+    public var event: AuditEvent
+    public var mac: [UInt8]?
+
+    public init(id: Int64, event: AuditEvent, mac: [UInt8]? = nil) {
+        self.id = id
+        self.event = event
+        self.mac = mac
+    }
+}

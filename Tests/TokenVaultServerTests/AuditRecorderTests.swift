@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultServer
+import TokenVaultStorage
+import TokenVaultTesting
+
+/// The audit recorder on a real SQLite vault: token reads stay a handful of rows however many
+/// there are, a batch the database refuses is kept and written later (dropped only beyond a
+/// cap, and counted), and old rows are pruned with the chain left whole.
+@Suite struct AuditRecorderTests {
+    static let logger = Logger(label: "audit-recorder-tests")
+
+    static func read(_ fixture: TestVault, pid: Int32, outcome: AuditEvent.Outcome = .allowed) throws -> AuditEvent {
+        AuditEvent(
+            at: fixture.clock.now, uid: 1000, gid: 1000, pid: pid, operation: "token.read",
+            credentialID: try CredentialID("pay/alice"), outcome: outcome)
+    }
+
+    static func rows(_ fixture: TestVault) throws -> [StoredAuditEvent] {
+        try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 1_000)
+    }
+
+    @Test func aHundredThousandReadsAreAFewRows() async throws {
+        let fixture = try TestVault()
+        let recorder = AuditRecorder(vault: fixture.vault, logger: Self.logger)
+        for index in 0..<100_000 {
+            recorder.record(try Self.read(fixture, pid: Int32(100 + index % 3)))
+        }
+        for _ in 0..<5 { recorder.record(try Self.read(fixture, pid: 100, outcome: .denied)) }
+        recorder.record(AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded))
+        await recorder.flush()
+
+        let rows = try Self.rows(fixture)
+        let reads = rows.filter { $0.event.operation == "token.read" && $0.event.outcome == .allowed }
+        #expect(reads.count == 3, "one row per caller")
+        #expect(reads.map(\.event.count).reduce(0, +) == 100_000)
+        #expect(reads.allSatisfy { $0.event.lastAt != nil })
+        #expect(rows.filter { $0.event.outcome == .denied }.count == 5, "denials keep a row each")
+        #expect(rows.count == 3 + 5 + 1)
+        #expect(recorder.counters.written == 9 && recorder.counters.pending == 0)
+        #expect(try fixture.vault.verifyAudit().isClean)
+    }
+
+    @Test func readsWaitForTheirIntervalOtherEventsDoNot() async throws {
+        let fixture = try TestVault()
+        var options = AuditRecorder.Options()
+        options.flushInterval = .milliseconds(20)
+        options.readInterval = .seconds(3600)
+        let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
+        let running = Task { try await recorder.run() }
+        defer { running.cancel() }
+        recorder.record(try Self.read(fixture, pid: 1))
+        recorder.record(AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded))
+        #expect(try await waitUntil { try Self.rows(fixture).count == 1 })
+        #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put"])
+        #expect(recorder.counters.pending == 1, "the read is being counted until its interval ends")
+        await recorder.flush()
+        #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put", "token.read"])
+    }
+
+    /// Another connection holds the write lock past the busy timeout: the batch is kept and
+    /// written once the lock is gone; beyond `maximumPending` the oldest rows go, counted.
+    @Test func aRefusedBatchIsKeptThenWrittenAndOnlyTheExcessIsDropped() async throws {
+        let fixture = try TestVault(busyTimeoutMilliseconds: 50)
+        var options = AuditRecorder.Options()
+        options.maximumPending = 10
+        let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
+        let other = try VaultDatabase(path: fixture.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
+        defer { other.close() }
+
+        let locked = Task.detached {
+            try other.write(durability: .normal) { _ in Thread.sleep(forTimeInterval: 1.0) }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        for index in 0..<25 {
+            recorder.record(
+                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+        }
+        await recorder.flush()
+        #expect(recorder.counters.writeFailures >= 1)
+        #expect(recorder.counters.dropped == 15 && recorder.counters.pending == 10)
+        try await locked.value
+
+        await recorder.flush()
+        let rows = try Self.rows(fixture)
+        #expect(rows.map { $0.event.detail ?? "" } == (15..<25).map(String.init), "the newest ten, in order")
+        #expect(recorder.counters.pending == 0 && recorder.counters.written == 10)
+    }
+
+    @Test func oldRowsArePrunedAndTheChainStaysWhole() async throws {
+        let fixture = try TestVault()
+        var options = AuditRecorder.Options()
+        options.flushInterval = .milliseconds(10)
+        options.pruneInterval = .milliseconds(10)
+        options.maximumRows = 5
+        let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
+        for index in 0..<20 {
+            recorder.record(
+                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+        }
+        let running = Task { try await recorder.run() }
+        defer { running.cancel() }
+        #expect(try await waitUntil { recorder.counters.pruned >= 15 })
+        #expect(try Self.rows(fixture).map { $0.event.detail ?? "" } == (15..<20).map(String.init))
+        #expect(try fixture.vault.verifyAudit().isClean)
+    }
+}
