@@ -115,11 +115,17 @@ extension Vault {
         }
     }
 
-    static func validate(labels: [String: String]) throws {
+    /// Labels' limits: the ledger checks them on every write, and the API as soon as it reads them.
+    public static func validate(labels: [String: String]) throws {
         guard labels.count <= 32 else { throw VaultError.invalidField("labels", "at most 32 labels allowed") }
         for (key, value) in labels {
             guard (1...64).contains(key.utf8.count), value.utf8.count <= 256 else {
                 throw VaultError.invalidField("labels", "keys must be 1-64 bytes and values at most 256 bytes")
+            }
+            // They are printed by the CLI and logged: no terminal escapes, no forged log lines.
+            guard !(key + value).unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+            else {
+                throw VaultError.invalidField("labels", "keys and values must not contain control characters")
             }
         }
     }

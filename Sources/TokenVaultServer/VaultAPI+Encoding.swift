@@ -40,14 +40,22 @@ extension VaultAPI {
         }
     }
 
-    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String]) {
+    /// A JSON object body's members, every one of them in `known` (the one reader of request
+    /// bodies: malformed JSON, another shape, or a member nobody reads is a 400 naming it).
+    func bodyMembers(_ body: ByteBuffer, known: [String]) throws -> [String: JSONValue] {
         guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: body)) else {
-            throw VaultError.invalidPayload("the body must be a JSON object {\"provider\", \"labels\", \"token\"}")
+            throw VaultError.invalidPayload(
+                "the body must be a JSON object {\(known.map { "\"\($0)\"" }.joined(separator: ", "))}")
         }
-        if let unknown = fields.keys.filter({ !["provider", "labels", "token"].contains($0) }).sorted().first {
-            throw VaultError.invalidField(unknown, "is not a known field (provider, labels, token)")
+        if let unknown = fields.keys.filter({ !known.contains($0) }).sorted().first {
+            throw VaultError.invalidField(unknown, "is not a known field (\(known.joined(separator: ", ")))")
         }
-        guard case .string(let provider)? = fields["provider"] else {
+        return fields
+    }
+
+    /// The `provider` member: a configured provider's name.
+    func provider(_ value: JSONValue?) throws -> String {
+        guard case .string(let provider)? = value else {
             throw VaultError.invalidField("provider", "is required and must be a string")
         }
         guard options.providers.contains(provider) else {
@@ -57,6 +65,12 @@ extension VaultAPI {
                     "provider '\(provider)' is not configured (known: \(options.providers.sorted().joined(separator: ", ")))"
             )
         }
+        return provider
+    }
+
+    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String]) {
+        let fields = try bodyMembers(body, known: ["provider", "labels", "token"])
+        let provider = try provider(fields["provider"])
         let labels = try decodeLabels(fields["labels"])
         guard case .object(let token)? = fields["token"] else {
             throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
@@ -85,6 +99,8 @@ extension VaultAPI {
             }
         case let other?: throw VaultError.invalidField("labels", "expected an object, got \(other.typeName)")
         }
+        // Checked before anything else happens (an exchange spends a one-time code).
+        try Vault.validate(labels: labels)
         return labels
     }
 

@@ -117,14 +117,8 @@ extension VaultAPI {
 
     /// Field by field, naming the field that is wrong; unknown fields are refused.
     func decodeExchange(_ body: ByteBuffer) throws -> ExchangeBody {
-        guard case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: body)) else {
-            throw VaultError.invalidPayload(
-                "the body must be a JSON object {\"provider\", \"code\", \"code_verifier\", \"redirect_uri\", ...}")
-        }
-        let known = ["provider", "code", "code_verifier", "redirect_uri", "nonce", "state", "labels"]
-        if let unknown = fields.keys.filter({ !known.contains($0) }).sorted().first {
-            throw VaultError.invalidField(unknown, "is not a known field (\(known.joined(separator: ", ")))")
-        }
+        let fields = try bodyMembers(
+            body, known: ["provider", "code", "code_verifier", "redirect_uri", "nonce", "state", "labels"])
         func string(_ name: String, required: Bool, maximum: Int) throws -> String? {
             switch fields[name] {
             case nil, .null?:
@@ -139,10 +133,7 @@ extension VaultAPI {
                 throw VaultError.invalidField(name, "expected a string, got \(other.typeName)")
             }
         }
-        let provider = try string("provider", required: true, maximum: 64)!
-        guard options.providers.contains(provider) else {
-            throw VaultError(code: .unknownProvider, message: "no provider named '\(provider)' is configured")
-        }
+        let provider = try provider(fields["provider"])
         let code = try string("code", required: true, maximum: 4096)!
         let verifier = try string("code_verifier", required: true, maximum: 128)!
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

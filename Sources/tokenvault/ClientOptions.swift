@@ -35,7 +35,7 @@ struct ClientOptions: ParsableArguments {
             try? await client.shutdown()
         } catch let error as TokenVaultClientError {
             try? await client.shutdown()
-            FileHandle.standardError.write(Data("tokenvault: error: \(error.description)\n".utf8))
+            TerminalText.error("tokenvault: error: \(error.description)")
             throw ExitCode(Self.exitCode(for: error))
         } catch {
             try? await client.shutdown()

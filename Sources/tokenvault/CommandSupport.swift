@@ -23,12 +23,12 @@ func reportingErrorsAsync(_ body: () async throws -> Void) async throws {
 
 /// Prints `error` as one line on stderr and returns the exit code it maps to.
 private func report(_ error: VaultError) -> ExitCode {
-    FileHandle.standardError.write(Data("tokenvault: error: \(error.detail) [\(error.code)]\n".utf8))
+    TerminalText.error("tokenvault: error: \(error.detail) [\(error.code)]")
     return ExitCode(error.code == .credentialNotFound ? 3 : 1)
 }
 
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("tokenvault: \(message)\n".utf8))
+    TerminalText.error("tokenvault: \(message)")
 }
 
 func printJSON(_ value: some Encodable) throws {
@@ -37,8 +37,9 @@ func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// A plain left-aligned text table for people.
+/// A plain left-aligned text table for people; every cell made safe for a terminal.
 func printTable(_ header: [String], _ rows: [[String]]) {
+    let rows = rows.map { $0.map(TerminalText.safe) }
     let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {
         print(

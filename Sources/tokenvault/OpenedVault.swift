@@ -71,8 +71,7 @@ struct OpenedVault {
                 let recovered = try? keyring(try MasterKey.read(keyFile: pending), database, source: pending)
             else { throw error }
             guard rename(pending, keyFile) == 0 else { throw error }
-            FileHandle.standardError.write(
-                Data("tokenvault: notice: finished an interrupted rekey: \(pending) is now \(keyFile)\n".utf8))
+            TerminalText.error("tokenvault: notice: finished an interrupted rekey: \(pending) is now \(keyFile)")
             return (recovered, keyFile)
         }
     }

@@ -27,10 +27,9 @@ struct RemoveCommand: AsyncParsableCommand {
                 print("deleted \(id)")
             case .revocationPending(let metadata):
                 let reason = metadata.lastError.map { "\($0.code): \($0.message)" } ?? "unknown"
-                FileHandle.standardError.write(
-                    Data(
-                        ("tokenvault: \(id) could not be revoked at the provider (\(reason)); it stays "
-                            + "revoke_pending and the daemon retries. Use --force to delete it anyway.\n").utf8))
+                TerminalText.error(
+                    "tokenvault: \(id) could not be revoked at the provider (\(reason)); it stays "
+                        + "revoke_pending and the daemon retries. Use --force to delete it anyway.")
                 throw ExitCode(2)
             }
         }

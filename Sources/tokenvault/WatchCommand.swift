@@ -25,9 +25,9 @@ struct WatchCommand: AsyncParsableCommand {
                     if let expiresAt = metadata.expiresAt { line += "  expires \(expiresAt)" }
                     if let error = metadata.lastError { line += "  last error \(error.code): \(error.message)" }
                 }
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                TerminalText.line(line)
             }
-            FileHandle.standardError.write(Data("tokenvault: \(id) was deleted\n".utf8))
+            TerminalText.error("tokenvault: \(id) was deleted")
         }
     }
 }

@@ -168,6 +168,31 @@ import TokenVaultTesting
         database.close()
     }
 
+    /// A subject from a provider's id token with terminal escapes (clear the screen, set the
+    /// window title) is printed by `show` and `ls` as visible escapes, never as raw bytes.
+    @Test func showAndListPrintControlCharactersAsEscapes() throws {
+        try run(["init"])
+        let claims = Data(#"{"sub":"\u001b]0;owned\u0007\u001b[2Jeve\u202e"}"#.utf8).base64EncodedString()
+            .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+        let payload = #"{"access_token": "at", "id_token": "eyJhbGciOiJub25lIn0.\#(claims).sig", "expires_in": 600}"#
+        try withDaemon {
+            let put = try run(["put", "ns/evil", "--provider", "oauth2"], stdin: payload)
+            try #require(put.status == 0, "\(put.stderr)")
+            for command in [["show", "ns/evil"], ["ls"]] {
+                let output = try run(command)
+                #expect(output.status == 0)
+                #expect(
+                    !output.stdout.unicodeScalars.contains {
+                        $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E
+                    })
+                if command[0] == "show" {
+                    #expect(output.stdout.contains(#"\x1B]0;owned\x07\x1B[2Jeve\u{202E}"#), "\(output.stdout)")
+                }
+            }
+        }
+    }
+
     @Test func rekeyReplacesTheKeyAndAnInterruptedRekeyIsFinished() throws {
         try run(["init"])
         let sample = SamplePayloads.tinkoff()

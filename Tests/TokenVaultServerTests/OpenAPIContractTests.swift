@@ -278,8 +278,7 @@ import Yams
     /// The response's status is documented for the operation (or `default` is), its media type
     /// is one documented for that status (problems are always `application/problem+json`), the
     /// documented headers are present, and a JSON body holds the schema's required members.
-    private func check(_ response: RawHTTPResponse, answering operation: OpenAPIOperation, in document: OpenAPIDocument)
-    {
+    func check(_ response: RawHTTPResponse, answering operation: OpenAPIOperation, in document: OpenAPIDocument) {
         let label = "\(operation.route) (\(operation.id)) answered \(response.status)"
         let responses = document.responses(of: operation)
         guard let documented = responses[String(response.status)] ?? responses["default"] else {
@@ -315,7 +314,7 @@ import Yams
     }
 
     /// A problem document as the `Problem` schema and the "Errors" section describe it.
-    private func checkProblem(_ response: RawHTTPResponse, code: String, label: String, in document: OpenAPIDocument) {
+    func checkProblem(_ response: RawHTTPResponse, code: String, label: String, in document: OpenAPIDocument) {
         #expect(
             response.headers["content-type"].map(mediaType) == "application/problem+json",
             "\(label): Content-Type \(response.headers["content-type"] ?? "none")")
@@ -361,7 +360,7 @@ private func normalisedPath(_ path: String) -> String {
 }
 
 /// `path` with every `{parameter}` replaced by its sample value.
-private func fill(_ path: String, with values: [String: String]) throws -> String {
+func fill(_ path: String, with values: [String: String]) throws -> String {
     var filled = path
     for match in path.matches(of: /\{([^}]+)\}/) {
         let value = try #require(values[String(match.output.1)], "no sample value for {\(match.output.1)} in \(path)")
@@ -371,7 +370,7 @@ private func fill(_ path: String, with values: [String: String]) throws -> Strin
 }
 
 /// The media type without parameters, lower-cased: `text/plain; version=0.0.4` is `text/plain`.
-private func mediaType(_ contentType: String) -> String {
+func mediaType(_ contentType: String) -> String {
     contentType.split(separator: ";", maxSplits: 1).first.map {
         $0.trimmingCharacters(in: .whitespaces).lowercased()
     } ?? ""
@@ -389,7 +388,7 @@ private func plain(_ node: Any?) -> Any? {
 }
 
 /// One operation of the document: an HTTP method on a path template.
-private struct OpenAPIOperation {
+struct OpenAPIOperation {
     let method: String
     let path: String
     let definition: [String: Any]
@@ -414,7 +413,7 @@ private struct OpenAPIOperation {
 }
 
 /// docs/openapi.yaml, loaded once per test and walked with a few helpers.
-private struct OpenAPIDocument {
+struct OpenAPIDocument {
     static let methods = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
     static let defaultPath = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -56,6 +56,18 @@ final class TestServer: Sendable {
         return try await offThePool { try UnixSocketHTTP.request(socketPath, method, target, body: body) }
     }
 
+    /// Sends `bytes` as they are (a request the client library would not write) and reads one
+    /// response.
+    func raw(_ bytes: [UInt8]) async throws -> RawHTTPResponse {
+        let socketPath = socketPath
+        return try await offThePool {
+            let connection = try UnixSocketConnection(path: socketPath)
+            try connection.send(bytes)
+            guard let response = try connection.readResponse() else { throw SocketTestError("connection closed") }
+            return response
+        }
+    }
+
     /// Sends a request and reads the head and the first line of an NDJSON stream, then hangs
     /// up. `whileOpen` runs once the request is sent (to cause an event on a stream that has
     /// no first line of its own).
