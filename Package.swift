@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -196,6 +197,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        // Generated input, bounded per run (TOKENVAULT_FUZZ_COUNT), after a checked-in seed
+        // corpus: the payload decoder, the provider response reader, Retry-After, and the fast
+        // path's HTTP framing against NIO's decoder.
+        .testTarget(
+            name: "TokenVaultFuzzTests",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultProviders", "TokenVaultServer",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            exclude: ["Corpus"]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto"]),

@@ -1,7 +1,8 @@
 /// Where one HTTP/1.1 request ends in the bytes a connection received, read strictly enough
 /// that `TokenFastPath` and NIO's decoder always agree on it.
 ///
-/// Only plainly framed requests are delimited: a request line `METHOD SP target SP HTTP/1.1`,
+/// Only plainly framed requests are delimited: a request line `METHOD SP target SP HTTP/1.1`
+/// (GET, PUT, POST, DELETE, HEAD, OPTIONS or PATCH; a target starting with `/`),
 /// header lines `name: value` in visible ASCII, CRLF line ends, at most one decimal
 /// `Content-Length`. Anything else (chunked or other transfer codings, `Upgrade`, `CONNECT`,
 /// HTTP/1.0, bare LF, obs-fold, non-ASCII header bytes, a head over `maxHeadLength`) is
@@ -39,7 +40,12 @@ struct HTTPRequestFraming: Equatable {
         }
         guard let target = reader.token(endingWith: space, allowed: isVisible) else { return reader.verdict }
         guard reader.expect(http11) else { return reader.verdict }
-        if bytes[method].elementsEqual(connectMethod) { return .unsupported }
+        // Only the methods the API has (and HEAD, OPTIONS, PATCH, which it answers 405): the
+        // decoder refuses names it does not know, so those requests are its to refuse.
+        guard delimitedMethods.contains(where: { bytes[method].elementsEqual($0) }) else { return .unsupported }
+        // Origin form only (`/path?query`): the API has no other, and the decoder has its own
+        // rules for the rest (`*`, absolute URIs, authorities).
+        guard bytes[target.lowerBound] == UInt8(ascii: "/") else { return .unsupported }
         let isGet = bytes[method].elementsEqual(getMethod)
 
         var bodyLength: Int?
@@ -60,7 +66,11 @@ struct HTTPRequestFraming: Equatable {
             let value = trimmed(rawValue, in: bytes)
             switch Header(bytes[name]) {
             case .contentLength:
-                guard bodyLength == nil, let length = decimal(bytes[value]) else { return .unsupported }
+                // Digits and spaces only: the decoder refuses a tab beside the number (found by
+                // the differential fuzz test).
+                guard bodyLength == nil, !bytes[rawValue].contains(0x09), let length = decimal(bytes[value]) else {
+                    return .unsupported
+                }
                 bodyLength = length
             case .transferEncoding, .upgrade:
                 return .unsupported
@@ -161,7 +171,8 @@ private let lf = UInt8(ascii: "\n")
 private let crlf: [UInt8] = [cr, lf]
 private let http11 = Array("HTTP/1.1\r\n".utf8)
 private let getMethod = Array("GET".utf8)
-private let connectMethod = Array("CONNECT".utf8)
+/// Not `CONNECT` (its target is an authority and the connection becomes a tunnel).
+private let delimitedMethods = ["GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS", "PATCH"].map { Array($0.utf8) }
 private let contentLengthName = Array("content-length".utf8)
 private let transferEncodingName = Array("transfer-encoding".utf8)
 private let upgradeName = Array("upgrade".utf8)

@@ -68,7 +68,7 @@ extension VaultAPI {
             audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
             throw ProblemDetails(
                 .rateLimited,
-                detail: "the provider was last asked for credential \(id) \(Int(since)) s ago; force a refresh "
+                detail: "credential \(id) got its tokens or a provider answer \(Int(since)) s ago; force a refresh "
                     + "again in \(wait) s", retryAfter: wait)
         }
         let outcome = try await engine.refresh(id, reason: .forced)

@@ -20,9 +20,11 @@ final class ResilienceHarness: Sendable {
 
     /// `limits` and `refresh` are the provider instance's config sections; `answerDelay` makes
     /// the provider answer every refresh after a random wait in that range (seconds).
+    /// `providers` are more instances (`"name": {...}` members) and `sections` more top-level
+    /// members of the config (`"limits": {...}`, `"access": [...]`).
     init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
-        answerDelay: ClosedRange<Double>? = nil
+        answerDelay: ClosedRange<Double>? = nil, providers: String? = nil, sections: String? = nil
     ) async throws {
         self.lifetime = lifetime
         var options = TestOAuthServer.Options()
@@ -39,7 +41,7 @@ final class ResilienceHarness: Sendable {
             {"providers": {"idp": {
                 "kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "revocation_endpoint": "\(server.revocationURL)",
                 "client_id": "vault-client", "client_secret_file": "\(secretFile)", "timeout_seconds": 5,
-                "refresh": \(refresh), "limits": \(limits)}}}
+                "refresh": \(refresh), "limits": \(limits)}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
             """
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
