@@ -52,35 +52,7 @@ final class HTTPConnection {
     }
 
     private func establish() throws {
-        #if canImport(Glibc)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_UNIX, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw ConnectionError.system("socket", errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(socketPath.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard pathBytes.count < capacity else {
-            close(fd)
-            throw ConnectionError.malformed("socket path longer than \(capacity - 1) bytes")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            let code = errno
-            close(fd)
-            throw ConnectionError.system("connect \(socketPath)", code)
-        }
-        descriptor = fd
+        descriptor = try connectUnix(socketPath)
     }
 
     /// Sends `request` (a complete request with headers) and returns the response's status

@@ -7,7 +7,7 @@ import BenchmarkSupport
 #endif
 
 /// Load generator for the daemon's socket API (docs/benchmarks.md, "Local API over the Unix
-/// socket"). Two subcommands:
+/// socket"). Three subcommands:
 ///
 ///     tokenvault-loadgen seed --data-dir D --count N [--start I] [--batch B]
 ///     tokenvault-loadgen run --socket S --connections N --duration SECONDS --credentials COUNT
@@ -16,7 +16,7 @@ import BenchmarkSupport
 /// `seed` writes credentials `bench/c<i>` straight into an initialised vault (the daemon must
 /// not be running on it); `run` drives `GET /v1/credentials/bench/c<i>/token` over N keep-alive
 /// connections (one polling thread, or one blocking thread each) and prints throughput and
-/// latency percentiles.
+/// latency percentiles; `hold` keeps many idle connections and watch streams open.
 
 let usage = """
     usage: tokenvault-loadgen seed --data-dir DIR --count N [--start I] [--batch B]
@@ -25,6 +25,8 @@ let usage = """
                                   [--requests TOTAL] [--client auto|events|threads] [--writes]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --path /fixed/path
                                   [--expect STATUS] [--warmup SECONDS]
+           tokenvault-loadgen hold --socket PATH --seconds SECONDS [--idle N] [--watches M]
+                                  [--credentials COUNT] [--namespace NS]
 
     seed  stores N credentials <ns>/c<I>..c<I+N-1> (namespace "bench") with one-hour T-ID-like
           tokens, B per transaction (default 1000), into the vault in DIR (created by
@@ -43,6 +45,10 @@ let usage = """
           STATUS (default 200) count as successes: a baseline for the HTTP layer alone.
           With --writes, every request stores c<k> again (PUT with a fixed T-ID token payload,
           expect 200): each write is a durable commit, so this measures group commit.
+    hold  opens N idle connections (sending nothing) and M `watch` streams over COUNT
+          credentials, prints READY once every stream has its first line, keeps everything
+          open for SECONDS (reading the streams' heartbeats), then prints RESULT with how
+          many were still open: what open connections cost the daemon.
     """
 
 func fail(_ message: String, exitCode: Int32 = 1) -> Never {
@@ -93,6 +99,13 @@ case "run":
         client: client, writes: arguments.flag("--writes"))
     arguments.finish()
     runLoad(options)
+case "hold":
+    let options = HoldOptions(
+        socketPath: arguments.string("--socket"), idle: arguments.int("--idle", default: 0),
+        watches: arguments.int("--watches", default: 0), credentials: arguments.int("--credentials", default: 1),
+        namespace: arguments.optionalString("--namespace") ?? "bench", seconds: arguments.double("--seconds"))
+    arguments.finish()
+    hold(options)
 case "help", "-h", "--help":
     print(usage)
 default:
