@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "TokenVaultServer",
             dependencies: [
-                "TokenVaultCore",
+                "TokenVaultCore", "TokenVaultSystem",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -99,6 +99,15 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ]),
 
+        // The courier: the process that makes provider calls for the daemon and spools answers the
+        // daemon did not live to commit (sealed to the spool key), and the daemon's side of it.
+        .target(
+            name: "TokenVaultCourier",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
         // Build-time embedding of migrations/*.sql into TokenVaultStorage.
         .executableTarget(name: "migration-embedder", path: "Plugins/MigrationEmbedderTool"),
         .plugin(
@@ -110,7 +119,7 @@ let package = Package(
             name: "tokenvault",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
-                "TokenVaultProviders", "TokenVaultEngine", "TokenVaultSystem",
+                "TokenVaultProviders", "TokenVaultEngine", "TokenVaultSystem", "TokenVaultCourier",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -142,7 +151,7 @@ let package = Package(
             name: "tokenvault-refreshbench",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine", "TokenVaultProviders",
-                "TokenVaultServer", "TokenVaultTesting", "BenchmarkSupport",
+                "TokenVaultServer", "TokenVaultTesting", "BenchmarkSupport", "TokenVaultCourier",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
@@ -210,6 +219,9 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             exclude: ["Corpus"]),
+        .testTarget(
+            name: "TokenVaultCourierTests",
+            dependencies: ["TokenVaultCourier", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto"]),

@@ -17,9 +17,12 @@ final class LoopbackSource: TokenSource {
 
     /// `lifetime`: the access-token lifetime (whole seconds) the server grants on refresh.
     /// With `keepAlive`, refreshes go through `KeepAliveProvider` (experiment) instead.
-    init(lifetime: Int, concurrency: Int, directory: String, planner: RefreshPlanner, keepAlive: Bool = false)
-        async throws
-    {
+    /// `transport`: how the provider's requests leave (the courier's, as in the daemon; direct
+    /// when nil).
+    init(
+        lifetime: Int, concurrency: Int, directory: String, planner: RefreshPlanner, keepAlive: Bool = false,
+        transport: TransportMaker? = nil
+    ) async throws {
         var options = TestOAuthServer.Options()
         options.clientID = "vault-client"
         options.clientSecret = "vault-secret"
@@ -30,12 +33,18 @@ final class LoopbackSource: TokenSource {
         server = try await TestOAuthServer.start(options)
         settings = try Self.providerSettings(
             server: server, directory: directory, planner: planner, concurrency: concurrency)
-        provider = try OAuth2Provider(settings: settings, environment: [:])
+        provider = try OAuth2Provider(
+            settings: settings, environment: [:],
+            transport: transport.map { make in
+                make(RefreshRig.providerName, TransportSettings(timeoutSeconds: 10, maximumConnections: concurrency))
+            })
         self.keepAlive = keepAlive ? KeepAliveProvider(port: server.port, path: options.tokenPath) : nil
         name =
             keepAlive
             ? "loopback test provider via KeepAliveProvider (EXPERIMENT: kept-alive connections, bare NIO client)"
-            : "loopback test provider (TestOAuthServer) via OAuth2Provider"
+            : transport == nil
+                ? "loopback test provider (TestOAuthServer) via OAuth2Provider, sent directly (no courier: a comparison)"
+                : "loopback test provider (TestOAuthServer) via OAuth2Provider through the courier, as the daemon runs"
     }
 
     /// Provider `idp` at the server's token endpoint, the client secret in a 0600 file in

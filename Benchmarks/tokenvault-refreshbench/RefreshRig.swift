@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TokenVaultCore
+import TokenVaultCourier
 import TokenVaultCrypto
 import TokenVaultEngine
 import TokenVaultServer
@@ -24,8 +25,11 @@ final class RefreshRig: Sendable {
 
     /// What answers the engine's refreshes.
     enum ProviderChoice: String, Sendable {
-        /// `OAuth2Provider` against the loopback test server: what the daemon runs.
+        /// `OAuth2Provider` against the loopback test server, through the courier (this binary
+        /// started as `courier`): what the daemon runs.
         case loopback
+        /// The same, sent from this process without a courier: the courier's cost, a comparison.
+        case direct
         /// Experiment: the loopback server through kept-alive connections (`KeepAliveProvider`).
         case keepalive
         /// Comparison: no HTTP at all (`InMemoryProvider`).
@@ -47,6 +51,7 @@ final class RefreshRig: Sendable {
     let keyring: Keyring
     let vault: Vault
     let engine: RefreshEngine
+    let courier: CourierClient?
     let phases = PhaseRecorder()
 
     init(settings: Settings, dataDir: String?) async throws {
@@ -69,12 +74,28 @@ final class RefreshRig: Sendable {
         let planner = RefreshPlanner()
         vault = Vault(store: store, sealer: keyring, planners: [Self.providerName: planner], executor: BlockingWork())
 
+        var logger = Logger(label: "refreshbench") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
         let providerSettings: ProviderSettings
+        var courierClient: CourierClient?
         if settings.provider == .memory {
             source = InMemoryProvider(lifetime: settings.lifetime)
             providerSettings = ProviderSettings(
                 name: Self.providerName, kind: "oauth2", planner: planner,
                 limits: Self.generousLimits(concurrency: settings.concurrency))
+        } else if settings.provider == .loopback {
+            // As `tokenvault serve` runs: this binary started again as the courier.
+            let spool = directory + "/spool"
+            let client = CourierClient(
+                spool: Spool(directory: spool), arguments: ["courier", "--spool", spool], readyTimeout: 30,
+                logger: logger)
+            let loopback = try await LoopbackSource(
+                lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
+                transport: client.transportMaker)
+            try await client.start(keyring: keyring, instances: [loopback.settings])
+            courierClient = client
+            source = loopback
+            providerSettings = loopback.settings
         } else {
             let loopback = try await LoopbackSource(
                 lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
@@ -82,14 +103,13 @@ final class RefreshRig: Sendable {
             source = loopback
             providerSettings = loopback.settings
         }
-        var logger = Logger(label: "refreshbench") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
+        courier = courierClient
         let phases = phases
         engine = RefreshEngine(
             vault: vault, providers: [Self.providerName: source.tokenProvider],
             settings: [Self.providerName: providerSettings],
             options: RefreshEngine.Options(maximumInFlight: settings.maximumInFlight, timings: { phases.record($0) }),
-            logger: logger)
+            settlement: courier ?? NoSettlement(), logger: logger)
     }
 
     /// Stores `count` credentials whose tokens the provider issued, all due now, 1,000 per
@@ -145,6 +165,7 @@ final class RefreshRig: Sendable {
     }
 
     func shutdown() async {
+        await courier?.stop()
         await source.shutdown()
         database.close()
     }

@@ -1,6 +1,8 @@
 import BenchmarkSupport
 import Foundation
+import Logging
 import TokenVaultCore
+import TokenVaultCourier
 
 /// The refresh engine's benchmark (docs/benchmarks.md, "Refresh engine"). Two subcommands:
 ///
@@ -12,7 +14,7 @@ let usage = """
                                            [--idle SECONDS] [--due-in SECONDS]
            tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--in-flight M]
                                            [--lifetime L] [--warmup W] [--durability full|normal]
-                                           [--provider loopback|keepalive|memory] [--data-dir DIR]
+                                           [--provider loopback|direct|keepalive|memory] [--data-dir DIR]
            tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
 
     startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
@@ -31,6 +33,8 @@ let usage = """
              the engine's maximumInFlight (default 256). Reports refreshes/s, the per-phase
              latencies, CPU per refresh, and the safety checks. --durability normal commits at
              synchronous=NORMAL: a labelled comparison only, never how the daemon runs.
+             The provider's calls go through the courier (this binary started as `courier`), as
+             in the daemon; --provider direct sends them from this process instead (a comparison).
              --provider memory replaces the loopback HTTP provider with an in-memory one that
              rotates tokens the same way: the engine and storage alone, also a comparison.
              --provider keepalive sends the same grants to the loopback server over kept-alive
@@ -76,7 +80,7 @@ case "refresh":
     }
     let providerText = arguments.optionalString("--provider") ?? "loopback"
     guard let provider = RefreshRig.ProviderChoice(rawValue: providerText) else {
-        fail("--provider must be loopback, keepalive or memory", exitCode: 64)
+        fail("--provider must be loopback, direct, keepalive or memory", exitCode: 64)
     }
     bench.settings.provider = provider
     bench.dataDir = arguments.optionalString("--data-dir")
@@ -102,6 +106,13 @@ case "http":
     } catch {
         fail("http failed: \(error)")
     }
+case "courier":
+    // This binary as the courier of its own `refresh --provider loopback` runs.
+    let spool = arguments.string("--spool")
+    arguments.finish()
+    var logger = Logger(label: "refreshbench.courier") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = .warning
+    exit(await Courier.run(descriptor: 3, spoolDirectory: spool, logger: logger))
 case "help", "-h", "--help":
     print(usage)
 default:

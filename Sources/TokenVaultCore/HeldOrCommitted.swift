@@ -4,3 +4,11 @@ public enum HeldOrCommitted<Value: Sendable>: Sendable {
     case committed(Value)
     case held(PendingCommit)
 }
+
+extension HeldOrCommitted {
+    /// Whether the write is held (not committed yet).
+    public var isHeld: Bool {
+        if case .held = self { return true }
+        return false
+    }
+}

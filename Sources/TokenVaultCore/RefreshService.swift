@@ -15,10 +15,11 @@ public protocol RefreshService: Sendable {
     /// is retried in the background, unless `force` deletes it anyway.
     func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome
 
-    /// Redeems an authorization code at provider instance `provider` (paced like its refreshes).
-    /// Returns the first token set and the client id the id token must be issued to. Provider
-    /// failures are thrown as `ProviderFailure`; nothing is stored here.
-    func exchange(provider: String, _ request: CodeExchangeRequest) async throws -> (TokenPayload, clientID: String?)
+    /// Redeems an authorization code at its provider instance (paced like its refreshes), checks
+    /// the id token (nonce, audience, expiry) and stores the result through the ledger, which
+    /// never drops it. Provider failures are thrown as `ProviderFailure`, a failed id-token check
+    /// as `VaultError`; nothing is stored then.
+    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode
 
     /// Per provider instance: whether refreshes are flowing, paused or misconfigured.
     func providerStates() -> [ProviderState]

@@ -76,16 +76,20 @@ extension Vault {
         public var payload: TokenPayload
         /// When the request was sent: the new tokens' lifetimes count from here.
         public var sentAt: Timestamp
+        /// Called once the answer's fate is durable (committed, or found superseded), whether at
+        /// once or after the commit was held: the courier may forget its copy then.
+        public var whenDurable: (@Sendable () -> Void)?
 
         public init(
             attempt: RefreshAttempt, previous: CredentialMetadata, previousSecrets: CredentialSecrets,
-            payload: TokenPayload, sentAt: Timestamp
+            payload: TokenPayload, sentAt: Timestamp, whenDurable: (@Sendable () -> Void)? = nil
         ) {
             self.attempt = attempt
             self.previous = previous
             self.previousSecrets = previousSecrets
             self.payload = payload
             self.sentAt = sentAt
+            self.whenDurable = whenDurable
         }
     }
 
@@ -124,9 +128,13 @@ extension Vault {
             return .committed(next.metadata)
         }
         let result = await commitHolding(id, body) { [self] commit in
+            received.whenDurable?()
             if case .committed(let metadata) = commit { publish(.refreshed, id, metadata) }
         }
-        if case .committed(.committed(let metadata)) = result { publish(.refreshed, id, metadata) }
+        if case .committed(let commit) = result {
+            received.whenDurable?()
+            if case .committed(let metadata) = commit { publish(.refreshed, id, metadata) }
+        }
         return result
     }
 

@@ -57,12 +57,18 @@ extension Vault {
     /// Stores tokens a provider has just issued (a redeemed authorization code): like `put`, but
     /// the tokens exist nowhere else, so a failed commit is held and retried in the background
     /// instead of reported. `.held` says the caller may not see the credential yet.
-    public func storeReceived(_ credential: NewCredential) async throws -> HeldOrCommitted<CredentialMetadata> {
+    /// `whenDurable` is called once the write is committed, at once or after it was held.
+    public func storeReceived(
+        _ credential: NewCredential, whenDurable: (@Sendable () -> Void)? = nil
+    ) async throws -> HeldOrCommitted<CredentialMetadata> {
         try Self.validate(labels: credential.labels)
         let id = credential.id
-        return await commitHolding(id, insertion(of: credential, now: clock.now)) { [self] metadata in
+        let result = await commitHolding(id, insertion(of: credential, now: clock.now)) { [self] metadata in
+            whenDurable?()
             publish(.stored, id, metadata)
         }
+        if case .committed = result { whenDurable?() }
+        return result
     }
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine).

@@ -1,8 +1,8 @@
 import Synchronization
 import TokenVaultCore
 
-/// The vault's data keys ("terms") and its audit key, unwrapped in locked memory, and the `Sealer`
-/// built on them.
+/// The vault's data keys ("terms") and its wrapped secrets (audit key, spool key), unwrapped in
+/// locked memory, and the `Sealer` built on them.
 ///
 /// Each term is a random 32-byte key stored in the database sealed by the master key (an
 /// `Envelope` whose associated data names the term). New seals use the active term; opening
@@ -21,10 +21,9 @@ public final class Keyring: RotatingSealer {
     /// The master key's check value (`KeyedHash.keyCheckValue`), compared with the stored one
     /// before a term is wrapped.
     public let keyCheck: String
-    /// The audit trail's MAC key: random, wrapped by the master key in the vault's settings, so a
-    /// rekey re-wraps it and the chain written before stays verifiable.
-    private let auditKey: Mutex<SecretBytes?>
-    static let auditKeySetting = "audit.key"
+    /// The audit key and the spool key (`WrappedSecret`): random, wrapped by the master key in the
+    /// vault's settings, so a rekey re-wraps them and what they protect stays readable.
+    private let secrets: Mutex<[WrappedSecret: SecretBytes]>
 
     /// Unwraps every stored term. Throws `wrongMasterKey` (before anything is written) when
     /// the master key does not open them, or does not match the vault's key check value.
@@ -39,7 +38,13 @@ public final class Keyring: RotatingSealer {
         }
         let (keys, active) = try Self.unwrapAll(try store.terms(), masterKey: masterKey)
         state = Mutex(State(keys: keys, active: active))
-        auditKey = Mutex(try Self.unwrapAuditKey(try store.setting(Self.auditKeySetting), masterKey: masterKey))
+        var secrets: [WrappedSecret: SecretBytes] = [:]
+        for secret in WrappedSecret.all {
+            if let hex = try store.setting(secret.setting) {
+                secrets[secret] = try secret.unwrap(hex, masterKey: masterKey)
+            }
+        }
+        self.secrets = Mutex(secrets)
     }
 
     /// Records what a vault created by an older version lacks: the key check value and the audit
@@ -48,16 +53,27 @@ public final class Keyring: RotatingSealer {
         if try store.setting(VaultSetting.keyCheck) == nil {
             _ = try store.addSetting(VaultSetting.keyCheck, keyCheck)
         }
-        if auditKey.withLock({ $0 }) == nil {
-            let wrapped = Self.wrapAuditKey(SodiumRandom.secret(count: 32), masterKey: masterKey)
-            let stored = try store.addSetting(Self.auditKeySetting, wrapped)
-            let key = try Self.unwrapAuditKey(stored, masterKey: masterKey)
-            auditKey.withLock { $0 = key }
+        for secret in WrappedSecret.all where self.secret(secret) == nil {
+            let wrapped = secret.wrap(SodiumRandom.secret(count: secret.size), masterKey: masterKey)
+            let stored = try store.addSetting(secret.setting, wrapped)
+            let key = try secret.unwrap(stored, masterKey: masterKey)
+            secrets.withLock { $0[secret] = key }
         }
     }
 
+    private func secret(_ secret: WrappedSecret) -> SecretBytes? { secrets.withLock { $0[secret] } }
+
     public func auditMAC(_ bytes: [UInt8]) -> [UInt8]? {
-        auditKey.withLock { $0 }.map { KeyedHash.mac(key: $0, bytes) }
+        secret(.auditKey).map { KeyedHash.mac(key: $0, bytes) }
+    }
+
+    /// The spool's public key: the courier seals answers to it (nil before `recordMissingSettings`).
+    public var spoolPublicKey: [UInt8]? { secret(.spoolKey).map(SealedBox.publicKey(of:)) }
+
+    /// Opens an answer the courier sealed to the spool's public key.
+    public func openSpooled(_ sealed: [UInt8]) throws -> SecretBytes {
+        guard let key = secret(.spoolKey) else { throw VaultError.integrity("this vault has no spool key yet") }
+        return try SealedBox.open(sealed, secretKey: key)
     }
 
     /// Creates the first term of a new vault (no-op when terms exist) and returns the keyring.
@@ -114,8 +130,8 @@ public final class Keyring: RotatingSealer {
     /// old key) must not be used for key changes again.
     public func rekey(to newMasterKey: SecretBytes, settings: [String: String]) throws {
         var settings = settings
-        if let audit = auditKey.withLock({ $0 }) {
-            settings[Self.auditKeySetting] = Self.wrapAuditKey(audit, masterKey: newMasterKey)
+        for secret in WrappedSecret.all {
+            if let key = self.secret(secret) { settings[secret.setting] = secret.wrap(key, masterKey: newMasterKey) }
         }
         try store.rewrap(keyCheck: KeyedHash.keyCheckValue(newMasterKey), settings: settings) { stored in
             let key = try Self.unwrap(stored, masterKey: masterKey)
@@ -134,31 +150,6 @@ public final class Keyring: RotatingSealer {
     }
 
     // MARK: Wrapping
-
-    private static let auditKeyAssociatedData = Array("tokenvault.audit-key.v1".utf8)
-
-    /// The audit key sealed by the master key, as hex for the settings table.
-    static func wrapAuditKey(_ key: SecretBytes, masterKey: SecretBytes) -> String {
-        Envelope.seal(key, key: masterKey, term: 0, associatedData: auditKeyAssociatedData)
-            .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-    }
-
-    static func unwrapAuditKey(_ hex: String?, masterKey: SecretBytes) throws -> SecretBytes? {
-        guard let hex else { return nil }
-        let characters = Array(hex.utf8)
-        guard characters.count.isMultiple(of: 2) else {
-            throw VaultError.integrity("the vault's audit key setting is not hexadecimal")
-        }
-        var envelope: [UInt8] = []
-        envelope.reserveCapacity(characters.count / 2)
-        for index in stride(from: 0, to: characters.count, by: 2) {
-            guard let byte = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else {
-                throw VaultError.integrity("the vault's audit key setting is not hexadecimal")
-            }
-            envelope.append(byte)
-        }
-        return try Envelope.open(envelope, key: masterKey, associatedData: auditKeyAssociatedData)
-    }
 
     private static func associatedData(term: UInt32) -> [UInt8] { Array("tokenvault.term.v1\u{0}\(term)".utf8) }
 

@@ -174,24 +174,38 @@ extension RefreshEngine {
         let resumingLostAnswer =
             resumed || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains($0.code) } ?? false
 
-        let sentAt = vault.clock.now
+        // The courier keeps the answer under this key until it is committed, and spools it if
+        // this process dies first; a resumed attempt gets the spooled answer back.
+        let call = ProviderCall(key: Self.refreshCallKey(attempt.attemptID))
+        var sentAt = vault.clock.now
         let httpStart = clock.now
+        let answer = await ProviderCall.$current.withValue(call) { () async -> Result<TokenPayload, ProviderFailure> in
+            do throws(ProviderFailure) {
+                return .success(
+                    try await provider.refresh(
+                        RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes)))
+            } catch {
+                return .failure(error)
+            }
+        }
         let payload: TokenPayload
-        do {
-            payload = try await provider.refresh(
-                RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes))
-        } catch {
+        switch answer {
+        case .success(let received): payload = received
+        case .failure(let error):
             gate.record(error, credential: id, now: vault.clock.now)
-            return try await recordFailure(
+            let outcome = try await recordFailure(
                 error, metadata: metadata, attempt: attempt, resumingLostAnswer: resumingLostAnswer)
+            settlement.settle(call.key)
+            return outcome
         }
         gate.recordSuccess()
+        if let original = call.recovery.sentAt { sentAt = original }
         timings.http = clock.now - httpStart
         let commitStart = clock.now
         let commit = await vault.commitRefresh(
             Vault.ReceivedRefresh(
                 attempt: attempt, previous: metadata, previousSecrets: credential.secrets, payload: payload,
-                sentAt: sentAt))
+                sentAt: sentAt, whenDurable: { [settlement] in settlement.settle(call.key) }))
         timings.commit = clock.now - commitStart
         switch commit {
         case .committed(.committed(let refreshed)):
@@ -216,6 +230,9 @@ extension RefreshEngine {
             return .commitPending(pending)
         }
     }
+
+    /// The call key of a journalled refresh attempt (the courier's and the spool's name for it).
+    static func refreshCallKey(_ attemptID: String) -> String { "refresh:" + attemptID }
 
     /// Records a failed refresh on the credential (status, reason, next try) and closes the
     /// attempt. The stored tokens are untouched: the next try presents the same refresh token.

@@ -82,13 +82,19 @@ extension RefreshEngine {
             while true {
                 attempt += 1
                 await gate?.acquire()
-                let result: ProviderFailure?
-                do {
-                    try await provider.revoke(token, hint: hint)
-                    result = nil
-                } catch {
-                    result = error
+                // Keyed like a refresh, so an answer spooled while the daemon was down is used
+                // instead of a second request; revocation is idempotent, so it is settled at once.
+                let call = ProviderCall(
+                    key: "revoke:\(record.metadata.id):\(record.metadata.generation):\(hint.rawValue)")
+                let result = await ProviderCall.$current.withValue(call) { () async -> ProviderFailure? in
+                    do throws(ProviderFailure) {
+                        try await provider.revoke(token, hint: hint)
+                        return nil
+                    } catch {
+                        return error
+                    }
                 }
+                settlement.settle(call.key)
                 gate?.release()
                 guard let failure = result else { break }
                 let retryable = failure.kind == .transient || failure.kind == .unknownOutcome

@@ -55,14 +55,17 @@ public final class RefreshEngine: RefreshService, Sendable {
     let wake = WakeSignal()
     let statistics = RefreshStatistics()
     let onDemand: OnDemandLimiter
+    /// The courier, told when an answer it keeps is safe without it (`NoSettlement` without one).
+    let settlement: any AnswerSettlement
 
     /// `providers` holds a `TokenProvider` for every configured instance that has endpoints;
     /// `settings` every instance credentials may name (their planner and limits).
     public init(
         vault: Vault, providers: [String: any TokenProvider], settings: [String: ProviderSettings],
-        options: Options = Options(), logger: Logger
+        options: Options = Options(), settlement: any AnswerSettlement = NoSettlement(), logger: Logger
     ) {
         self.vault = vault
+        self.settlement = settlement
         self.providers = providers
         self.settings = settings
         self.options = options
@@ -113,18 +116,6 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     public var counters: RefreshCounters { statistics.snapshot }
-
-    /// Redeems the code at the provider (paced like its refreshes). Storing the result is the
-    /// caller's, through `Vault.storeReceived`, which never drops it.
-    public func exchange(provider name: String, _ request: CodeExchangeRequest) async throws -> (
-        TokenPayload, clientID: String?
-    ) {
-        guard let provider = providers[name], let gate = gates[name] else { throw ProviderFailure.notConfigured(name) }
-        await gate.acquire()
-        defer { gate.release() }
-        let payload = try await provider.exchange(request)
-        return (payload, provider.clientID)
-    }
 
     /// Refreshes in flight in this process.
     public var inFlightCount: Int { flight.count }

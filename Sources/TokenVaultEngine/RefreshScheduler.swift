@@ -35,6 +35,7 @@ public struct RefreshScheduler: Service {
     }
 
     private func loop() async {
+        await engine.recoverSpool()
         await resumeOpenAttempts()
         var lastPrune = engine.vault.clock.now
         while !Task.isCancelled {

@@ -74,8 +74,8 @@ public struct ESIAConfiguration: Sendable {
         caFile = try reader.caFile()
     }
 
-    var httpSettings: ProviderHTTPClient.Settings {
-        ProviderHTTPClient.Settings(
+    var httpSettings: TransportSettings {
+        TransportSettings(
             timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
     }
 }

@@ -21,11 +21,15 @@ public final class ESIAProvider: TokenProvider, ShutdownableProvider {
         self.init(configuration: try ESIAConfiguration(settings), logger: logger)
     }
 
-    public init(configuration: ESIAConfiguration, logger: Logger = OAuth2Provider.silentLogger) {
+    public init(
+        configuration: ESIAConfiguration, transport: (any ProviderTransport)? = nil,
+        logger: Logger = OAuth2Provider.silentLogger
+    ) {
         self.name = configuration.providerName
         self.configuration = configuration
         self.http = ProviderHTTPClient(
-            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
+            providerName: configuration.providerName,
+            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
         self.clientSecret = ESIAClientSecret(
             signer: ExternalCommand(
                 arguments: configuration.signerCommand, timeoutSeconds: configuration.signerTimeoutSeconds))

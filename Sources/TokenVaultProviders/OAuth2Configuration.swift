@@ -107,8 +107,8 @@ public struct OAuth2Configuration: Sendable {
     }
 
     /// What the shared HTTP client needs.
-    var httpSettings: ProviderHTTPClient.Settings {
-        ProviderHTTPClient.Settings(
+    var httpSettings: TransportSettings {
+        TransportSettings(
             timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
     }
 }

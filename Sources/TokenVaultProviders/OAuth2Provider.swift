@@ -17,18 +17,25 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
     let discovery = Mutex<DiscoveryState>(.notStarted)
 
     public convenience init(
-        settings: ProviderSettings, environment: [String: String], logger: Logger = OAuth2Provider.silentLogger
+        settings: ProviderSettings, environment: [String: String], transport: (any ProviderTransport)? = nil,
+        logger: Logger = OAuth2Provider.silentLogger
     ) throws(ProviderConfigurationError) {
-        try self.init(configuration: OAuth2Configuration(settings, environment: environment), logger: logger)
+        try self.init(
+            configuration: OAuth2Configuration(settings, environment: environment), transport: transport, logger: logger
+        )
     }
 
-    public init(configuration: OAuth2Configuration, logger: Logger = OAuth2Provider.silentLogger)
+    public init(
+        configuration: OAuth2Configuration, transport: (any ProviderTransport)? = nil,
+        logger: Logger = OAuth2Provider.silentLogger
+    )
         throws(ProviderConfigurationError)
     {
         self.name = configuration.providerName
         self.configuration = configuration
         self.http = ProviderHTTPClient(
-            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
+            providerName: configuration.providerName,
+            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
     }
 
     /// A logger that drops everything, the default for callers that pass none.

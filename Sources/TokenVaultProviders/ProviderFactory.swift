@@ -4,28 +4,56 @@ import TokenVaultCore
 /// lists the kinds and reads the settings every kind shares).
 public enum ProviderFactory {
     /// The provider, or nil for a name-only instance (no endpoint at all). Every configuration
-    /// problem is thrown with its key.
+    /// problem is thrown with its key. `transport` makes how its requests leave (direct by default;
+    /// the daemon's go through the courier).
     public static func make(
-        _ settings: ProviderSettings, environment: [String: String]
+        _ settings: ProviderSettings, environment: [String: String],
+        transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
+        guard let configuration = try parse(settings, environment: environment) else { return nil }
+        let made = transport(settings.name, configuration.transportSettings)
+        switch configuration {
+        case .oauth2(let configuration): return try OAuth2Provider(configuration: configuration, transport: made)
+        case .tinkoffID(let configuration): return TinkoffIDProvider(configuration: configuration, transport: made)
+        case .sberID(let configuration): return SberIDProvider(configuration: configuration, transport: made)
+        case .esia(let configuration): return ESIAProvider(configuration: configuration, transport: made)
+        }
+    }
+
+    /// What a transport for the instance needs (timeouts, CA file, client certificate), or nil for
+    /// a name-only instance: the courier reads its TLS identities from the configuration this way.
+    public static func transportSettings(
+        _ settings: ProviderSettings, environment: [String: String]
+    ) throws(ProviderConfigurationError) -> TransportSettings? {
+        try parse(settings, environment: environment)?.transportSettings
+    }
+
+    /// One instance's configuration, read by its kind.
+    enum Configuration {
+        case oauth2(OAuth2Configuration)
+        case tinkoffID(TinkoffIDConfiguration)
+        case sberID(SberIDConfiguration)
+        case esia(ESIAConfiguration)
+
+        var transportSettings: TransportSettings {
+            switch self {
+            case .oauth2(let configuration): configuration.httpSettings
+            case .tinkoffID(let configuration): configuration.httpSettings
+            case .sberID(let configuration): configuration.httpSettings
+            case .esia(let configuration): configuration.httpSettings
+            }
+        }
+    }
+
+    static func parse(
+        _ settings: ProviderSettings, environment: [String: String]
+    ) throws(ProviderConfigurationError) -> Configuration? {
         switch settings.kind {
-        case "oauth2":
-            guard let configuration = try OAuth2Configuration.parse(settings, environment: environment) else {
-                return nil
-            }
-            return try OAuth2Provider(configuration: configuration)
+        case "oauth2": return try OAuth2Configuration.parse(settings, environment: environment).map { .oauth2($0) }
         case "tinkoff-id":
-            return try TinkoffIDConfiguration.parse(settings, environment: environment).map {
-                TinkoffIDProvider(configuration: $0)
-            }
-        case "sber-id":
-            return try SberIDConfiguration.parse(settings, environment: environment).map {
-                SberIDProvider(configuration: $0)
-            }
-        case "esia":
-            return try ESIAConfiguration.parse(settings, environment: environment).map {
-                ESIAProvider(configuration: $0)
-            }
+            return try TinkoffIDConfiguration.parse(settings, environment: environment).map { .tinkoffID($0) }
+        case "sber-id": return try SberIDConfiguration.parse(settings, environment: environment).map { .sberID($0) }
+        case "esia": return try ESIAConfiguration.parse(settings, environment: environment).map { .esia($0) }
         case let kind where ProviderKinds.storeOnly.contains(kind):
             try checkStoreOnly(settings)
             return nil

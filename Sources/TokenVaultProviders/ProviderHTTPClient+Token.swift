@@ -31,7 +31,7 @@ extension ProviderHTTPClient {
             }
             if answer.bodyTooLarge {
                 throw ProviderErrorClassifier.malformedResponse(
-                    status: answer.status, detail: "the body is larger than \(Self.maximumBodySize) bytes")
+                    status: answer.status, detail: "the body is larger than \(HTTPAnswer.maximumBodySize) bytes")
             }
             return try TokenResponseReader.read(
                 status: answer.status, headers: answer.headers, body: answer.body, now: Date(),

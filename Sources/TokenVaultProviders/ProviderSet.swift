@@ -12,12 +12,13 @@ public final class ProviderSet: Sendable {
     /// Builds every instance that has an endpoint. If one instance is misconfigured, those
     /// already built are shut down before the error is thrown.
     public static func make(
-        _ settings: [ProviderSettings], environment: [String: String]
+        _ settings: [ProviderSettings], environment: [String: String],
+        transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }
     ) async throws(ProviderConfigurationError) -> ProviderSet {
         var built: [String: any TokenProvider] = [:]
         for instance in settings {
             do throws(ProviderConfigurationError) {
-                if let provider = try ProviderFactory.make(instance, environment: environment) {
+                if let provider = try ProviderFactory.make(instance, environment: environment, transport: transport) {
                     built[instance.name] = provider
                 }
             } catch {

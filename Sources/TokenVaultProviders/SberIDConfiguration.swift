@@ -90,8 +90,8 @@ public struct SberIDConfiguration: Sendable {
         return TLSClientIdentity(certificateChain: bundle.certificateChain, privateKey: bundle.privateKey)
     }
 
-    var httpSettings: ProviderHTTPClient.Settings {
-        ProviderHTTPClient.Settings(
+    var httpSettings: TransportSettings {
+        TransportSettings(
             timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections,
             clientIdentity: identity)
     }

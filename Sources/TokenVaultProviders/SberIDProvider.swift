@@ -23,11 +23,15 @@ public final class SberIDProvider: TokenProvider, ShutdownableProvider {
         self.init(configuration: try SberIDConfiguration(settings, environment: environment), logger: logger)
     }
 
-    public init(configuration: SberIDConfiguration, logger: Logger = OAuth2Provider.silentLogger) {
+    public init(
+        configuration: SberIDConfiguration, transport: (any ProviderTransport)? = nil,
+        logger: Logger = OAuth2Provider.silentLogger
+    ) {
         self.name = configuration.providerName
         self.configuration = configuration
         self.http = ProviderHTTPClient(
-            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
+            providerName: configuration.providerName,
+            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
     }
 
     public func shutdown() async throws { try await http.shutdown() }

@@ -52,8 +52,8 @@ public struct TinkoffIDConfiguration: Sendable {
         caFile = try reader.caFile()
     }
 
-    var httpSettings: ProviderHTTPClient.Settings {
-        ProviderHTTPClient.Settings(
+    var httpSettings: TransportSettings {
+        TransportSettings(
             timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
     }
 }

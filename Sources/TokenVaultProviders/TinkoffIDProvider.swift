@@ -18,11 +18,15 @@ public final class TinkoffIDProvider: TokenProvider, ShutdownableProvider {
         self.init(configuration: try TinkoffIDConfiguration(settings, environment: environment), logger: logger)
     }
 
-    public init(configuration: TinkoffIDConfiguration, logger: Logger = OAuth2Provider.silentLogger) {
+    public init(
+        configuration: TinkoffIDConfiguration, transport: (any ProviderTransport)? = nil,
+        logger: Logger = OAuth2Provider.silentLogger
+    ) {
         self.name = configuration.providerName
         self.configuration = configuration
         self.http = ProviderHTTPClient(
-            providerName: configuration.providerName, settings: configuration.httpSettings, logger: logger)
+            providerName: configuration.providerName,
+            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
     }
 
     public func shutdown() async throws { try await http.shutdown() }

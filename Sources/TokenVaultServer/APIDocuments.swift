@@ -23,12 +23,39 @@ struct HealthDocument: Encodable {
             inFlight = state.inFlight
         }
     }
+    /// The process that makes provider calls and keeps their answers past a daemon crash.
+    struct Courier: Encodable {
+        let state: String
+        let pid: Int32?
+        let callsInFlight: Int
+        let unsettledAnswers: Int
+        let restarts: Int
+        let answersRecovered: Int
+        let refusedSpoolFiles: Int
+        enum CodingKeys: String, CodingKey {
+            case state, pid, callsInFlight = "calls_in_flight", unsettledAnswers = "unsettled_answers", restarts
+            case answersRecovered = "answers_recovered", refusedSpoolFiles = "refused_spool_files"
+        }
+
+        init(_ status: CourierStatus) {
+            state = status.isUp ? "up" : "down"
+            pid = status.pid
+            callsInFlight = status.callsInFlight
+            unsettledAnswers = status.unsettled
+            restarts = status.restarts
+            answersRecovered = status.recovered
+            refusedSpoolFiles = status.refusedSpoolFiles
+        }
+    }
     let status: String
     let version: String
     let database: Database
     let uptimeSeconds: Double
     let providers: [Provider]
-    enum CodingKeys: String, CodingKey { case status, version, database, uptimeSeconds = "uptime_seconds", providers }
+    let courier: Courier?
+    enum CodingKeys: String, CodingKey {
+        case status, version, database, uptimeSeconds = "uptime_seconds", providers, courier
+    }
 }
 
 /// One line of `/v1/events` (NDJSON): what happened to which credential, never a secret.

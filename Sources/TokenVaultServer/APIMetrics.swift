@@ -84,7 +84,8 @@ public final class APIMetrics: Sendable {
 
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
-        providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil
+        providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
+        courier: CourierStatus? = nil
     ) -> [UInt8] {
         for status in CredentialStatus.allCases {
             registry.makeGauge(
@@ -139,6 +140,27 @@ public final class APIMetrics: Sendable {
             advance(
                 "tokenvault_audit_pruned_total", labels: [], to: audit.pruned,
                 help: "Audit rows pruned by age or count since start-up.")
+        }
+        if let courier {
+            registry.makeGauge(name: "tokenvault_courier_up", help: "1 while the courier process runs (alert if 0).")
+                .set(courier.isUp ? 1.0 : 0.0)
+            registry.makeGauge(
+                name: "tokenvault_courier_calls_in_flight", help: "Provider calls the courier is making now."
+            ).set(Double(courier.callsInFlight))
+            registry.makeGauge(
+                name: "tokenvault_courier_unsettled_answers",
+                help: "Answers the courier keeps for this daemon until they are committed."
+            ).set(Double(courier.unsettled))
+            registry.makeGauge(
+                name: "tokenvault_spool_refused_files",
+                help: "Spool files that could not be used (torn, foreign, renamed); see the log (alert if > 0)."
+            ).set(Double(courier.refusedSpoolFiles))
+            advance(
+                "tokenvault_courier_restarts_total", labels: [], to: courier.restarts,
+                help: "Couriers started again after one ended unexpectedly, since start-up.")
+            advance(
+                "tokenvault_spool_answers_recovered_total", labels: [], to: courier.recovered,
+                help: "Provider answers taken from the spool (answered while no daemon ran), since start-up.")
         }
         for provider in providers {
             for condition in ProviderState.Condition.allCases {

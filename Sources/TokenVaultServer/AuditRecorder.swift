@@ -10,7 +10,7 @@ import TokenVaultCore
 /// - Token reads that were served or refused (not denials) are aggregated: one row per caller
 ///   (uid, gid, pid), credential, outcome and detail per `readInterval`, with a count and the
 ///   time of the last read it covers. At 40,000 reads/s that is a handful of rows a minute, not
-///   3.5 billion a day. Every other event (writes, exchanges, deletes, key operations, denials)
+///   3.5 billion a day. At most `maximumReadCounts` are kept in memory; more are written early. Every other event (writes, exchanges, deletes, key operations, denials)
 ///   keeps a row of its own and is written within `flushInterval`.
 /// - Rows older than `retention` and the oldest rows beyond `maximumRows` are pruned in small
 ///   batches (`Vault.pruneAudit`), the chain's anchor moving with them.
@@ -28,6 +28,10 @@ public final class AuditRecorder: Service, Sendable {
         public var maximumRows = 1_000_000
         public var pruneInterval: Duration = .seconds(60)
         public var maximumPending = 100_000
+        /// Read counts kept in memory at most (one per caller and credential): beyond this they
+        /// are written at the next flush instead of at the end of their interval, so a process
+        /// reading a hundred thousand credentials a minute costs rows, not memory.
+        public var maximumReadCounts = 10_000
 
         public init() {}
 
@@ -62,6 +66,8 @@ public final class AuditRecorder: Service, Sendable {
         var events: [AuditEvent] = []
         var reads: [ReadKey: AuditEvent] = [:]
         var readsSince = ContinuousClock.now
+        /// Set when `reads` reached `maximumReadCounts`: the next flush writes them.
+        var readsFull = false
         var counters = Counters()
     }
 
@@ -87,12 +93,13 @@ public final class AuditRecorder: Service, Sendable {
             let key = ReadKey(
                 uid: event.uid, gid: event.gid, pid: event.pid, credentialID: event.credentialID,
                 outcome: event.outcome, detail: event.detail)
-            if var row = state.reads[key] {
-                row.count += 1
-                row.lastAt = event.at
-                state.reads[key] = row
+            // One hash lookup per read, the row updated in place.
+            if let index = state.reads.index(forKey: key) {
+                state.reads.values[index].count += 1
+                state.reads.values[index].lastAt = event.at
             } else {
                 state.reads[key] = event
+                if state.reads.count >= options.maximumReadCounts { state.readsFull = true }
             }
         }
     }
@@ -141,10 +148,12 @@ public final class AuditRecorder: Service, Sendable {
         let batch = state.withLock { state -> [AuditEvent] in
             var batch = state.events
             state.events.removeAll(keepingCapacity: true)
-            if forceReads || ContinuousClock.now - state.readsSince >= options.readInterval {
+            if forceReads || state.readsFull || ContinuousClock.now - state.readsSince >= options.readInterval {
                 batch += state.reads.values.sorted { $0.at < $1.at }
-                state.reads.removeAll(keepingCapacity: true)
+                // Not keeping the capacity: a burst of many callers should not pin its memory.
+                state.reads = [:]
                 state.readsSince = .now
+                state.readsFull = false
             }
             return batch
         }

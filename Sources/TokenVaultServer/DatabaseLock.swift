@@ -1,4 +1,5 @@
 import TokenVaultCore
+import TokenVaultSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -39,43 +40,37 @@ public final class DatabaseLock: Sendable {
         }
     }
 
-    private let descriptor: Int32
+    private let lock: FileLock
 
     /// Takes the lock, or throws `daemon_running` naming the holder.
     public init(databasePath: String, role: String = "daemon", socket: String? = nil) throws {
         let path = databasePath + ".lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw VaultError(code: .lockError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
+        let taken: FileLock?
+        do {
+            taken = try FileLock.exclusive(path, wait: false)
+        } catch {
+            throw VaultError(code: .lockError, message: error.description)
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = Self.readHolder(descriptor)
-            close(descriptor)
+        guard let taken else {
+            let holder = Self.holder(databasePath: databasePath) ?? Holder(fileContents: "")
             throw VaultError(code: .daemonRunning, message: "\(holder) already holds \(databasePath)")
         }
+        lock = taken
         let text = Array("pid=\(getpid())\nrole=\(role)\nsocket=\(socket ?? "")\n".utf8)
-        _ = ftruncate(descriptor, 0)
-        _ = pwrite(descriptor, text, text.count, 0)
+        _ = ftruncate(lock.descriptor, 0)
+        _ = pwrite(lock.descriptor, text, text.count, 0)
     }
 
     /// Who holds the lock of `databasePath` right now, or nil if nobody does (the lock is not
     /// taken: a holder found here may let go a moment later).
     public static func holder(databasePath: String) -> Holder? {
-        let descriptor = open(databasePath + ".lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let path = databasePath + ".lock"
+        guard FileLock.isHeld(path) else { return nil }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        guard flock(descriptor, LOCK_SH | LOCK_NB) != 0 else {
-            flock(descriptor, LOCK_UN)
-            return nil
-        }
-        return readHolder(descriptor)
-    }
-
-    private static func readHolder(_ descriptor: Int32) -> Holder {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = pread(descriptor, &buffer, buffer.count, 0)
         return Holder(fileContents: count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : "")
     }
-
-    deinit { close(descriptor) }
 }

@@ -26,14 +26,16 @@ extension VaultAPI {
         guard let engine else {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
-        let payload: TokenPayload
-        let clientID: String?
+        let redeemed: RedeemedCode
         do {
-            (payload, clientID) = try await engine.exchange(
-                provider: body.provider,
-                CodeExchangeRequest(
-                    code: body.code, codeVerifier: body.codeVerifier, redirectURI: body.redirectURI, state: body.state,
-                    credentialID: id))
+            redeemed = try await engine.redeem(
+                CodeRedemption(
+                    provider: body.provider,
+                    request: CodeExchangeRequest(
+                        code: body.code, codeVerifier: body.codeVerifier, redirectURI: body.redirectURI,
+                        state: body.state, credentialID: id),
+                    nonce: body.nonce, labels: body.labels,
+                    audit: auditEvent(peer, "credential.exchange", id, .allowed)))
         } catch let failure as ProviderFailure {
             audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: failure.code))
             switch failure.kind {
@@ -47,19 +49,13 @@ extension VaultAPI {
                     detail: "the code exchange at \(body.provider) failed: \(failure.code): \(failure.message)",
                     retryAfter: failure.retryAfterWholeSeconds)
             }
-        }
-        do {
-            try IDTokenCheck.check(
-                idToken: payload.secrets.idToken, expectedNonce: body.nonce, clientID: clientID, now: vault.clock.now)
-        } catch {
+        } catch let error as VaultError {
+            // The id token failed its checks: nothing was stored.
             audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: error.code.rawValue))
             throw error
         }
-        // The code is spent: these tokens exist nowhere else, so the ledger never drops them.
-        let event = auditEvent(peer, "credential.exchange", id, .allowed)
-        let stored = try await vault.storeReceived(
-            Vault.NewCredential(id: id, payload: payload, provider: body.provider, labels: body.labels, audit: event))
-        guard let metadata = try await committedWithin(stored, id: id, seconds: Self.exchangeCommitWait) else {
+        let payload = redeemed.payload
+        guard let metadata = try await committedWithin(redeemed.stored, id: id, seconds: Self.exchangeCommitWait) else {
             throw ProblemDetails(
                 .commitPending,
                 detail: "the code was redeemed, but the database has not taken the tokens of \(id) yet; they are "

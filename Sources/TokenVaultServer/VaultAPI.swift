@@ -22,12 +22,16 @@ public struct VaultAPI: Sendable {
         public var tokenSizes = TokenSizeLimits()
         /// Connections and streams per caller, request deadlines, stream heartbeats.
         public var connections = ConnectionLimits()
+        /// The courier's state, for health and metrics (nil: no courier, as in tests).
+        public var courier: (@Sendable () -> CourierStatus)?
 
         public init(
             providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
             expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60,
-            tokenSizes: TokenSizeLimits = TokenSizeLimits(), connections: ConnectionLimits = ConnectionLimits()
+            tokenSizes: TokenSizeLimits = TokenSizeLimits(), connections: ConnectionLimits = ConnectionLimits(),
+            courier: (@Sendable () -> CourierStatus)? = nil
         ) {
+            self.courier = courier
             self.providers = providers
             self.maximumBodySize = maximumBodySize
             self.version = version
@@ -90,22 +94,26 @@ public struct VaultAPI: Sendable {
         admin.post("backup") { _, context in try await backup(context) }
     }
 
-    /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, or provider
-    /// answers are held because the database refuses them (the daemon still serves valid
-    /// tokens). Always 200 while the database answers.
+    /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, provider
+    /// answers are held because the database refuses them, the courier is down, or spool files
+    /// could not be used (the daemon still serves valid tokens). Always 200 while the database
+    /// answers.
     func health() async throws -> Response {
         // One indexed read proves the database answers.
         let schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
         let providers = engine?.providerStates() ?? []
         let held = vault.pendingCommitCount
+        let courier = options.courier?()
         let degraded =
             held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
+            || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false
         return try json(
             HealthDocument(
                 status: degraded ? "degraded" : "ok", version: options.version,
                 database: .init(schemaVersion: schemaVersion, heldCommits: held),
                 uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
-                providers: providers.map(HealthDocument.Provider.init)))
+                providers: providers.map(HealthDocument.Provider.init),
+                courier: courier.map(HealthDocument.Courier.init)))
     }
 
     func scrape() async throws -> Response {
@@ -115,7 +123,7 @@ public struct VaultAPI: Sendable {
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
             heldCommits: .init(
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
-            audit: audit.counters)
+            audit: audit.counters, courier: options.courier?())
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

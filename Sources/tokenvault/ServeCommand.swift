@@ -4,6 +4,7 @@ import Logging
 import NIOPosix
 import ServiceLifecycle
 import TokenVaultCore
+import TokenVaultCourier
 import TokenVaultEngine
 import TokenVaultProviders
 import TokenVaultServer
@@ -71,10 +72,16 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         // Endpoints, client secrets and TLS of each provider instance, checked before anything
-        // is opened: a misconfigured instance stops start-up naming the key.
+        // is opened: a misconfigured instance stops start-up naming the key. Their requests go
+        // through the courier, started once the vault is open.
+        let courier = CourierClient(
+            spool: Spool(directory: options.resolvedDataDir + "/spool"),
+            arguments: ["courier", "--spool", options.resolvedDataDir + "/spool"],
+            readyTimeout: Self.courierReadyTimeout(settings, environment: options.environment), logger: logger)
         let providers: ProviderSet
         do {
-            providers = try await ProviderSet.make(Array(settings.providers.values), environment: options.environment)
+            providers = try await ProviderSet.make(
+                Array(settings.providers.values), environment: options.environment, transport: courier.transportMaker)
         } catch {
             printError("error: config \(configPath ?? "(defaults)"): \(error.key): \(error.problem)")
             throw ExitCode(1)
@@ -91,13 +98,16 @@ struct ServeCommand: AsyncParsableCommand {
             let opened = try OpenedVault.open(
                 options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork())
             try SocketGuard.prepare(path: socketPath)
+            // Before the engine: a courier of an earlier daemon finishes first, and the answers it
+            // spooled are read before any attempt is resumed.
+            try await courier.start(keyring: opened.keyring, instances: Array(settings.providers.values))
 
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             var engineOptions = RefreshEngine.Options()
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
             let engine = RefreshEngine(
                 vault: opened.vault, providers: providers.all, settings: settings.providers, options: engineOptions,
-                logger: logger)
+                settlement: courier, logger: logger)
             let api = VaultAPI(
                 vault: opened.vault, engine: engine, admin: opened.database,
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
@@ -107,7 +117,7 @@ struct ServeCommand: AsyncParsableCommand {
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
                     backupDirectory: options.resolvedDataDir + "/backups",
                     groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
-                    connections: settings.connections))
+                    connections: settings.connections, courier: { courier.status }))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,
@@ -124,11 +134,12 @@ struct ServeCommand: AsyncParsableCommand {
                 }
             }
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
-            // audit rows are flushed.
+            // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(
                 configuration: .init(
                     services: [
-                        .init(service: audit), .init(service: RefreshScheduler(engine: engine)),
+                        .init(service: CourierService(courier: courier)), .init(service: audit),
+                        .init(service: RefreshScheduler(engine: engine)),
                         .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -146,6 +157,28 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 let tokenVaultVersion = "0.2.0"
+
+extension ServeCommand {
+    /// How long start-up waits for a courier of an earlier daemon to finish its calls: the longest
+    /// any call may take, and ten seconds to spare.
+    static func courierReadyTimeout(_ settings: DaemonConfiguration, environment: [String: String]) -> Double {
+        let longest = settings.providers.values.compactMap {
+            try? ProviderFactory.transportSettings($0, environment: environment)?.callDeadlineSeconds
+        }.max()
+        return (longest ?? 0) + 10
+    }
+}
+
+/// Stops the courier when the daemon stops (it is the group's first service, so the last to stop:
+/// the refreshes in flight have committed and settled by then).
+struct CourierService: Service {
+    let courier: CourierClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await courier.stop()
+    }
+}
 
 /// Ends the watch and event streams when shutdown begins, so the HTTP server can finish its
 /// in-flight requests (a stream is one that would otherwise never finish).

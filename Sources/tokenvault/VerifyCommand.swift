@@ -1,11 +1,12 @@
 import ArgumentParser
 import TokenVaultCore
+import TokenVaultCourier
 
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract:
-            "Run PRAGMA integrity_check, open every sealed field and check the audit trail's chain; report counts and failures (no secrets).",
+            "Run PRAGMA integrity_check, open every sealed field, check the audit trail's chain and the spool; report counts and failures (no secrets).",
         discussion: "Exit code 4 when anything is wrong.")
 
     @OptionGroup var options: VaultOptions
@@ -18,11 +19,14 @@ struct VerifyCommand: ParsableCommand {
         let keyTerms: [UInt32]
         let auditRows: Int
         let auditRowsUnchained: Int
+        /// Answers a courier spooled that the daemon commits at its next start.
+        let spoolPending: Int
         let failures: [String]
         let ok: Bool
         enum CodingKeys: String, CodingKey {
             case integrityCheck = "integrity_check", credentials, sealedFields = "sealed_fields"
             case keyTerms = "key_terms", auditRows = "audit_rows", auditRowsUnchained = "audit_rows_unchained"
+            case spoolPending = "spool_pending"
             case failures, ok
         }
     }
@@ -34,12 +38,13 @@ struct VerifyCommand: ParsableCommand {
             let integrity = try opened.database.integrityCheck()
             let report = try opened.vault.verify()
             let audit = try opened.vault.verifyAudit()
-            clean = integrity == ["ok"] && report.isClean && audit.isClean
-            let failures = report.failures + audit.failures
+            let spool = try Self.checkSpool(options.resolvedDataDir + "/spool", opened: opened)
+            clean = integrity == ["ok"] && report.isClean && audit.isClean && spool.failures.isEmpty
+            let failures = report.failures + audit.failures + spool.failures
             let document = Document(
                 integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,
                 keyTerms: opened.keyring.knownTerms, auditRows: audit.rows, auditRowsUnchained: audit.unchainedRows,
-                failures: failures, ok: clean)
+                spoolPending: spool.pending, failures: failures, ok: clean)
             if json { return try printJSON(document) }
             print("integrity_check: \(integrity.joined(separator: "; "))")
             print("key terms: \(document.keyTerms.map(String.init).joined(separator: ", "))")
@@ -47,9 +52,34 @@ struct VerifyCommand: ParsableCommand {
                 "credentials: \(report.credentials), sealed fields opened: \(report.sealedFields - report.failures.count)"
             )
             print("audit rows: \(audit.rows) (\(audit.unchainedRows) from before the chain)")
+            print("spooled answers waiting for the daemon's next start: \(spool.pending)")
             print("failures: \(failures.count)")
             for failure in failures { print("  \(failure)") }
         }
         if !clean { throw ExitCode(4) }
+    }
+
+    /// Every spool file must open with this vault's key and belong to a call still waiting: an
+    /// open refresh attempt, a code exchange (stored at the next start), a pending revocation.
+    static func checkSpool(_ directory: String, opened: OpenedVault) throws -> (pending: Int, failures: [String]) {
+        let spool = Spool(directory: directory)
+        let open = Set(try opened.vault.openAttempts(limit: 1_000_000).map { "refresh:" + $0.attemptID })
+        var pending = 0
+        var failures: [String] = []
+        for file in spool.files() {
+            do throws(Spool.Refusal) {
+                let entry = try spool.read(file) { try opened.keyring.openSpooled($0) }
+                if open.contains(entry.key) || entry.key.hasPrefix("exchange:") || entry.key.hasPrefix("revoke:") {
+                    pending += 1
+                } else {
+                    failures.append(
+                        "spool file \(file) holds an answer for \(entry.key), which has no open attempt (committed or "
+                            + "abandoned already): remove the file")
+                }
+            } catch {
+                failures.append(error.description)
+            }
+        }
+        return (pending, failures)
     }
 }

@@ -12,7 +12,10 @@ import TokenVaultTesting
     @Test func soak() async throws {
         let harness = try await ResilienceHarness(
             lifetime: 3, limits: #"{"concurrency": 32, "rate_per_second": 5000, "burst": 1000}"#,
-            refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.1}"#)
+            refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.1}"#,
+            // Time runs a hundred times fast here: a read may refresh a credential once a second
+            // (the default 10 s is for lifetimes of minutes).
+            sections: #""limits": {"on_demand_refresh_seconds": 1}"#)
         let daemon = try harness.startDaemon()
         try harness.seed(500)
         let deadline = Date().addingTimeInterval(60)

@@ -61,6 +61,28 @@ import TokenVaultTesting
         #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put", "token.read"])
     }
 
+    /// A caller reading many credentials: beyond `maximumReadCounts` the counts are written at
+    /// the next flush, not kept in memory until their interval ends.
+    @Test func readCountsBeyondTheCapAreWrittenEarly() async throws {
+        let fixture = try TestVault()
+        var options = AuditRecorder.Options()
+        options.flushInterval = .milliseconds(20)
+        options.readInterval = .seconds(3600)
+        options.maximumReadCounts = 100
+        let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
+        let running = Task { try await recorder.run() }
+        defer { running.cancel() }
+        for index in 0..<1000 {
+            recorder.record(
+                AuditEvent(
+                    at: fixture.clock.now, uid: 1000, pid: 7, operation: "token.read",
+                    credentialID: try CredentialID("pay/c\(index)"), outcome: .allowed))
+            if index % 100 == 99 { try await Task.sleep(for: .milliseconds(30)) }
+        }
+        #expect(try await waitUntil { try Self.rows(fixture).count == 1000 }, "the counts waited for their interval")
+        #expect(recorder.counters.pending == 0)
+    }
+
     /// Another connection holds the write lock past the busy timeout: the batch is kept and
     /// written once the lock is gone; beyond `maximumPending` the oldest rows go, counted.
     @Test func aRefusedBatchIsKeptThenWrittenAndOnlyTheExcessIsDropped() async throws {

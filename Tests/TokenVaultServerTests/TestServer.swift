@@ -136,7 +136,7 @@ struct StubRefreshService: RefreshService {
     func providerStates() -> [ProviderState] { [ProviderState(name: "oauth2", kind: "oauth2", condition: .ok)] }
 
     /// Answers like a provider whose code is unknown (no provider runs in server tests).
-    func exchange(provider: String, _ request: CodeExchangeRequest) async throws -> (TokenPayload, clientID: String?) {
+    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
         throw ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "the code is unknown")
     }
 

@@ -1,0 +1,34 @@
+/// A server-side code exchange, whole: the code to redeem at a provider instance, the id token's
+/// expected nonce, and how to store the result (credential, labels, the audit row). The engine
+/// redeems it, checks the id token and stores it through the ledger, the same way whether the
+/// answer just arrived or was recovered from the courier's spool after a crash.
+public struct CodeRedemption: Sendable {
+    public var provider: String
+    public var request: CodeExchangeRequest
+    public var nonce: String?
+    public var labels: [String: String]
+    /// The row written with the credential (`credential.exchange`, allowed).
+    public var audit: AuditEvent
+
+    public init(
+        provider: String, request: CodeExchangeRequest, nonce: String?, labels: [String: String], audit: AuditEvent
+    ) {
+        self.provider = provider
+        self.request = request
+        self.nonce = nonce
+        self.labels = labels
+        self.audit = audit
+    }
+}
+
+/// A redeemed code: the payload the provider issued and the ledger's write of it (committed, or
+/// held until the database takes it).
+public struct RedeemedCode: Sendable {
+    public var payload: TokenPayload
+    public var stored: HeldOrCommitted<CredentialMetadata>
+
+    public init(payload: TokenPayload, stored: HeldOrCommitted<CredentialMetadata>) {
+        self.payload = payload
+        self.stored = stored
+    }
+}

@@ -1,0 +1,49 @@
+import Synchronization
+
+/// Names a provider call whose answer must outlive the daemon, for the task that makes it: the
+/// courier keeps the answer until the daemon settles it (`AnswerSettlement`), and seals it to the
+/// spool if the daemon dies first. A daemon that starts again and makes the call with the same
+/// key gets the spooled answer instead of sending the request twice.
+///
+/// Keys are stable across restarts: `refresh:<attempt id>` (the journal resumes the attempt),
+/// `revoke:<credential>:<generation>:<hint>`, `exchange:<id>` (recovered from its context).
+public struct ProviderCall: Sendable {
+    public var key: String
+    /// What recovery needs besides the answer (an exchange's credential, labels and checks),
+    /// sealed with it; never logged.
+    public var context: SecretBytes?
+    /// Filled by the transport when the answer came from the spool.
+    public let recovery = Recovery()
+
+    public init(key: String, context: SecretBytes? = nil) {
+        self.key = key
+        self.context = context
+    }
+
+    @TaskLocal public static var current: ProviderCall?
+
+    /// When the answer was recovered from the spool: the time its request was sent (relative
+    /// lifetimes in the answer count from then, not from the restart).
+    public final class Recovery: Sendable {
+        private let sent = Mutex<Timestamp?>(nil)
+
+        public var sentAt: Timestamp? { sent.withLock { $0 } }
+        public func recovered(sentAt: Timestamp) { sent.withLock { $0 = sentAt } }
+    }
+}
+
+/// The courier, as the engine sees it: told when a call's answer is safe without the courier's
+/// copy (committed, recorded as a failure, or no longer wanted), and asked which answers the
+/// spool holds from while no daemon was running.
+public protocol AnswerSettlement: Sendable {
+    func settle(_ key: String)
+    /// Spooled answers whose key starts with `prefix`, with their calls' contexts.
+    func spooled(prefix: String) -> [(key: String, context: SecretBytes?)]
+}
+
+/// No courier (tests, in-process engines): nothing to settle, nothing spooled.
+public struct NoSettlement: AnswerSettlement {
+    public init() {}
+    public func settle(_ key: String) {}
+    public func spooled(prefix: String) -> [(key: String, context: SecretBytes?)] { [] }
+}

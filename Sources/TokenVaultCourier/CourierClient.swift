@@ -1,0 +1,248 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultProviders
+import TokenVaultSystem
+
+/// The daemon's side of the courier: starts it (and starts it again if it dies), sends every
+/// provider call through it (`transport(for:)`), settles answers once they are safe, and hands
+/// out the answers a courier spooled while no daemon was there.
+///
+/// Start-up: the new courier first waits for the spool lock, so a courier of an earlier daemon
+/// that is still finishing its calls gets to spool them; only then does it say `ready`, and only
+/// then is the spool read. A call made with a key whose answer is in the spool gets that answer
+/// instead of being sent again (the refresh token it carries was spent by the first send).
+public final class CourierClient: AnswerSettlement, Sendable {
+    private struct State {
+        var connection: CourierConnection?
+        var stopping = false
+        var restarts = 0
+        var spooled: [String: Spool.Entry] = [:]
+        var spooledAtStart = 0
+        var recovered = 0
+        var refused = 0
+        var unsettled: Set<String> = []
+    }
+
+    private let spool: Spool
+    private let arguments: [String]
+    private let logger: Logger
+    private let readyTimeout: Double
+    private let state = Mutex(State())
+    private let hello = Mutex<CourierMessage.Hello?>(nil)
+
+    /// Made before the vault is opened (providers are built with its `transportMaker`), started
+    /// once it is (`start(keyring:instances:)`).
+    /// - Parameters:
+    ///   - arguments: how this binary is started as a courier (`["courier", …]`).
+    ///   - readyTimeout: how long to wait for a courier of an earlier daemon to finish.
+    public init(spool: Spool, arguments: [String], readyTimeout: Double, logger: Logger) {
+        self.spool = spool
+        self.arguments = arguments
+        self.readyTimeout = readyTimeout
+        self.logger = logger
+    }
+
+    /// Starts the courier and reads the spool with the vault's keyring. `instances` are the
+    /// provider instances; the courier reads their TLS settings itself. Throws when no courier
+    /// can be started: a daemon without one would lose answers it promised to keep.
+    public func start(keyring: Keyring, instances: [ProviderSettings]) async throws {
+        guard let publicKey = keyring.spoolPublicKey else {
+            throw VaultError.integrity("this vault has no spool key; open it once with this version to create one")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let described = try instances.sorted { $0.name < $1.name }.map {
+            CourierMessage.Instance(
+                name: $0.name, kind: $0.kind, concurrency: $0.limits.concurrency,
+                options: Array(try encoder.encode($0.options)))
+        }
+        hello.withLock { $0 = CourierMessage.Hello(spoolPublicKey: publicKey, instances: described) }
+        guard try await launch() else {
+            throw VaultError(
+                code: .internalError,
+                message: "the courier did not start within \(Int(readyTimeout)) s (is a courier of an earlier "
+                    + "daemon still finishing? see \(spool.directory)/courier.lock)")
+        }
+        loadSpool(keyring)
+    }
+
+    /// Closes the courier's connection and waits for it to exit (it spools whatever is unsettled).
+    public func stop() async {
+        let connection = state.withLock { state in
+            state.stopping = true
+            return state.connection
+        }
+        guard let connection else { return }
+        connection.close()
+        let child = connection.child
+        _ = await Task.detached { child.wait() }.value
+    }
+
+    /// How requests to `instance` leave: through the courier.
+    public var transportMaker: TransportMaker { { [self] name, _ in CourierTransport(client: self, instance: name) } }
+
+    public var status: CourierStatus {
+        state.withLock { state in
+            CourierStatus(
+                isUp: state.connection != nil, pid: state.connection?.child.pid,
+                callsInFlight: state.connection?.calls ?? 0, unsettled: state.unsettled.count,
+                restarts: state.restarts, spooledAtStart: state.spooledAtStart, recovered: state.recovered,
+                refusedSpoolFiles: state.refused)
+        }
+    }
+
+    // MARK: AnswerSettlement
+
+    public func settle(_ key: String) {
+        let (connection, wasSpooled) = state.withLock { state in
+            state.unsettled.remove(key)
+            return (state.connection, state.spooled.removeValue(forKey: key) != nil)
+        }
+        if wasSpooled {
+            do {
+                try spool.remove(key)
+            } catch {
+                logger.error("a committed spooled answer could not be removed: \(error)")
+            }
+        }
+        connection?.settle(key)
+    }
+
+    public func spooled(prefix: String) -> [(key: String, context: SecretBytes?)] {
+        state.withLock { state in
+            state.spooled.values.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map {
+                ($0.key, $0.context)
+            }
+        }
+    }
+
+    // MARK: Calls
+
+    func send(instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+        let call = ProviderCall.current
+        if let call, let entry = state.withLock({ $0.spooled[call.key] }) {
+            state.withLock { $0.recovered += 1 }
+            call.recovery.recovered(sentAt: entry.sentAt)
+            logger.notice(
+                "answer recovered from the spool", metadata: ["tokenvault.call.key": "\(call.key)"])
+            return try entry.result.get()
+        }
+        guard let connection = await liveConnection() else { throw CourierConnection.notSent }
+        if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
+        return try await connection.call(
+            key: call?.key, context: call?.context, instance: instance, request: request
+        ).get()
+    }
+
+    /// The running courier; waits up to 10 s while one is being restarted.
+    private func liveConnection() async -> CourierConnection? {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let (connection, stopping) = state.withLock { ($0.connection, $0.stopping) }
+            if let connection { return connection }
+            guard !stopping, ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    // MARK: Process
+
+    private func launch() async throws -> Bool {
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawnSelf(arguments: arguments)
+        } catch {
+            throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
+        }
+        let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
+        guard let hello = hello.withLock({ $0 }), await connection.handshake(hello, timeout: readyTimeout) else {
+            connection.close()
+            child.signal(SIGKILL)
+            _ = await Task.detached { child.wait() }.value
+            return false
+        }
+        state.withLock { $0.connection = connection }
+        logger.info("courier started", metadata: ["tokenvault.courier.pid": "\(child.pid)"])
+        return true
+    }
+
+    /// The courier ended: expected when the daemon stops, a failure otherwise (its calls in flight
+    /// were failed as unknown outcomes); a new one is started.
+    private func courierEnded(_ connection: CourierConnection) {
+        let restart = state.withLock { state -> Bool in
+            // A courier that never became the current one (a failed start) is not restarted here.
+            guard state.connection === connection else { return false }
+            state.connection = nil
+            // What the dead courier held is gone; the engine resumes those calls as it does
+            // after any lost answer.
+            state.unsettled = []
+            return !state.stopping
+        }
+        guard restart else { return }
+        Task.detached { [self] in
+            let status = connection.child.wait()
+            logger.error(
+                "the courier exited unexpectedly; starting a new one",
+                metadata: [
+                    "tokenvault.courier.pid": "\(connection.child.pid)", "tokenvault.courier.status": "\(status)",
+                ])
+            var delay = 0.1
+            while !state.withLock({ $0.stopping }) {
+                state.withLock { $0.restarts += 1 }
+                if (try? await launch()) == true { return }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 5)
+            }
+        }
+    }
+
+    /// Reads every spool file; those that do not open are counted and left for the operator.
+    private func loadSpool(_ keyring: Keyring) {
+        var entries: [String: Spool.Entry] = [:]
+        var refused = 0
+        for file in spool.files() {
+            do throws(Spool.Refusal) {
+                let entry = try spool.read(file) { try keyring.openSpooled($0) }
+                entries[entry.key] = entry
+            } catch {
+                refused += 1
+                logger.error(
+                    "\(error); it is left in place, unused", metadata: ["tokenvault.spool": "\(spool.directory)"])
+            }
+        }
+        if !entries.isEmpty {
+            logger.notice(
+                "\(entries.count) provider answer(s) found in the spool; they are committed as their calls resume")
+        }
+        state.withLock { state in
+            state.spooled = entries
+            state.spooledAtStart = entries.count
+            state.refused = refused
+        }
+    }
+}
+
+extension CallResult {
+    func get() throws(ProviderFailure) -> HTTPAnswer {
+        switch self {
+        case .answer(let answer): return answer
+        case .failure(let failure): throw failure
+        }
+    }
+}
+
+/// A provider instance's requests, sent through the courier.
+struct CourierTransport: ProviderTransport {
+    let client: CourierClient
+    let instance: String
+
+    func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+        try await client.send(instance: instance, request: request)
+    }
+
+    /// The courier is the client's to stop.
+    func shutdown() async throws {}
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultSystem
+
+/// One running courier, from the daemon's side: the child process, the socketpair, and the calls
+/// waiting for their answers. A thread reads the answers; when the courier ends (or the
+/// connection breaks), every call still waiting fails as an unknown outcome (the request may
+/// have been sent) and `ended` is called once.
+final class CourierConnection: Sendable {
+    let child: ChildProcess
+    private let writer: FrameWriter
+    private let state = Mutex(State())
+    private let ended: @Sendable (CourierConnection) -> Void
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var waiting: [UInt64: CheckedContinuation<CallResult, Never>] = [:]
+        var ready: CheckedContinuation<Bool, Never>?
+        var isReady = false
+        var isClosed = false
+    }
+
+    init(child: ChildProcess, ended: @escaping @Sendable (CourierConnection) -> Void) {
+        self.child = child
+        self.writer = FrameWriter(descriptor: child.descriptor)
+        self.ended = ended
+        let thread = Thread { [self] in readAnswers() }
+        thread.name = "tokenvault-courier-link"
+        thread.start()
+    }
+
+    /// Introduces the daemon and waits for `ready` (the courier holds the spool lock: a courier
+    /// of an earlier daemon has finished). False when the courier ended or `timeout` passed.
+    func handshake(_ hello: CourierMessage.Hello, timeout: Double) async -> Bool {
+        do {
+            try writer.send(.hello(hello))
+        } catch {
+            return false
+        }
+        let timer = Task { [self] in
+            try await Task.sleep(for: .seconds(timeout))
+            resolveReady(false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let resolved = state.withLock { state -> Bool? in
+                if state.isReady { return true }
+                if state.isClosed { return false }
+                state.ready = continuation
+                return nil
+            }
+            if let resolved { continuation.resume(returning: resolved) }
+        }
+    }
+
+    var calls: Int { state.withLock { $0.waiting.count } }
+
+    /// Sends one call and waits for its result.
+    func call(key: String?, context: SecretBytes?, instance: String, request: PreparedRequest) async -> CallResult {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                guard !state.isClosed else { return nil }
+                defer { state.nextID += 1 }
+                state.waiting[state.nextID] = continuation
+                return state.nextID
+            }
+            guard let id else { return continuation.resume(returning: .failure(Self.notSent)) }
+            do {
+                try writer.send(
+                    .call(.init(id: id, key: key, context: context, instance: instance, request: request)))
+            } catch {
+                // Not written: the courier never saw it.
+                if let waiting = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
+                    waiting.resume(returning: .failure(Self.notSent))
+                }
+            }
+        }
+    }
+
+    func settle(_ key: String) { try? writer.send(.settle(key: key)) }
+
+    /// Closes the daemon's end: the courier finishes, spools what is unsettled, and exits.
+    func close() { child.closeConnection() }
+
+    private func readAnswers() {
+        var reader = FrameReader(descriptor: child.descriptor)
+        while true {
+            guard let message = try? reader.receive() else { break }
+            switch message {
+            case .ready:
+                resolveReady(true)
+            case .answer(let id, let result):
+                state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: result)
+            case .hello, .call, .settle:
+                continue
+            }
+        }
+        let (waiting, ready) = state.withLock { state in
+            state.isClosed = true
+            defer {
+                state.waiting = [:]
+                state.ready = nil
+            }
+            return (Array(state.waiting.values), state.ready)
+        }
+        ready?.resume(returning: false)
+        for continuation in waiting { continuation.resume(returning: .failure(Self.lost)) }
+        ended(self)
+    }
+
+    private func resolveReady(_ ready: Bool) {
+        let waiting = state.withLock { state in
+            if ready { state.isReady = true }
+            defer { state.ready = nil }
+            return state.ready
+        }
+        waiting?.resume(returning: ready)
+    }
+
+    /// The courier was not there to take the call: it was not sent.
+    static let notSent = ProviderFailure(
+        kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
+    /// The courier ended with the call in flight: it may have been sent and answered.
+    static let lost = ProviderFailure(
+        kind: .unknownOutcome, code: "courier_lost",
+        message: "the courier process ended during the call; the request may have reached the provider")
+}

@@ -1,0 +1,142 @@
+import Foundation
+import TokenVaultCore
+
+/// Server-side code exchange, and its recovery: the call is keyed (`exchange:<id>`) with
+/// everything needed to store its result as context, so if the daemon dies while the provider
+/// answers, the courier spools the answer and the next start stores it.
+extension RefreshEngine {
+    public func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
+        let context = try SpooledExchange(redemption).encoded()
+        return try await redeem(redemption, call: ProviderCall(key: "exchange:" + UUID().uuidString, context: context))
+    }
+
+    /// Redeems through `call` (a new key, or a spooled one being recovered) and settles it once
+    /// the outcome is durable.
+    private func redeem(_ redemption: CodeRedemption, call: ProviderCall) async throws -> RedeemedCode {
+        guard let provider = providers[redemption.provider], let gate = gates[redemption.provider] else {
+            throw ProviderFailure.notConfigured(redemption.provider)
+        }
+        await gate.acquire()
+        let answer = await ProviderCall.$current.withValue(call) { () async -> Result<TokenPayload, ProviderFailure> in
+            do throws(ProviderFailure) {
+                return .success(try await provider.exchange(redemption.request))
+            } catch {
+                return .failure(error)
+            }
+        }
+        gate.release()
+        let payload: TokenPayload
+        do {
+            payload = try answer.get()
+            try IDTokenCheck.check(
+                idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
+                now: vault.clock.now)
+        } catch {
+            settlement.settle(call.key)
+            throw error
+        }
+        // The code is spent: these tokens exist nowhere else, so the ledger never drops them.
+        let stored = try await vault.storeReceived(
+            Vault.NewCredential(
+                id: redemption.request.credentialID, payload: payload, provider: redemption.provider,
+                labels: redemption.labels, audit: redemption.audit),
+            whenDurable: { [settlement] in settlement.settle(call.key) })
+        return RedeemedCode(payload: payload, stored: stored)
+    }
+
+    /// Stores the code exchanges whose answers a courier spooled while no daemon ran (the
+    /// caller got an error; the credential appears now), and settles spooled answers nobody will
+    /// ask for again: refreshes whose attempt was closed meanwhile, revocations of credentials
+    /// no longer waiting for one. Run once at start, before open attempts are resumed.
+    func recoverSpool() async {
+        for (key, context) in settlement.spooled(prefix: "exchange:") {
+            guard let context, let spooled = try? SpooledExchange.decode(context),
+                let redemption = try? spooled.redemption()
+            else {
+                logger.error(
+                    "a spooled code exchange has no readable context; left in the spool",
+                    metadata: ["tokenvault.call.key": "\(key)"])
+                continue
+            }
+            do {
+                let redeemed = try await redeem(redemption, call: ProviderCall(key: key, context: context))
+                logger.notice(
+                    "credential stored from a code exchange answered while the daemon was down",
+                    metadata: [
+                        "tokenvault.credential.id": "\(redemption.request.credentialID)",
+                        "tokenvault.commit.held": "\(redeemed.stored.isHeld)",
+                    ])
+            } catch {
+                logger.warning(
+                    "a code exchange answered while the daemon was down is not stored: \(error)",
+                    metadata: ["tokenvault.credential.id": "\(redemption.request.credentialID)"])
+            }
+        }
+        do {
+            let open = Set(try await blocking { [vault] in try vault.openAttempts(limit: 100_000) }.map(\.attemptID))
+            for (key, _) in settlement.spooled(prefix: "refresh:")
+            where !open.contains(String(key.dropFirst("refresh:".count))) {
+                settlement.settle(key)
+            }
+            for (key, _) in settlement.spooled(prefix: "revoke:") {
+                let parts = key.split(separator: ":")
+                let id = parts.count == 4 ? try? CredentialID(String(parts[1])) : nil
+                // Gone (notFound) reads as nil: nothing waits for that revocation any more.
+                let metadata = try await blocking { [vault] in id.flatMap { try? vault.metadata($0) } }
+                if metadata?.status != .revokePending || "\(metadata?.generation ?? 0)" != parts[2] {
+                    settlement.settle(key)
+                }
+            }
+        } catch {
+            logger.error("the spool could not be checked against the journal: \(error)")
+        }
+    }
+}
+
+/// An exchange's context as the spool keeps it: everything but the one-time secrets (code,
+/// verifier), which a recovered answer does not need.
+struct SpooledExchange: Codable {
+    var credentialID: String
+    var provider: String
+    var redirectURI: String
+    var state: String?
+    var nonce: String?
+    var labels: [String: String]
+    var auditAt: Int64
+    var uid: UInt32?
+    var gid: UInt32?
+    var pid: Int32?
+
+    init(_ redemption: CodeRedemption) {
+        credentialID = redemption.request.credentialID.description
+        provider = redemption.provider
+        redirectURI = redemption.request.redirectURI
+        state = redemption.request.state
+        nonce = redemption.nonce
+        labels = redemption.labels
+        auditAt = redemption.audit.at.milliseconds
+        uid = redemption.audit.uid
+        gid = redemption.audit.gid
+        pid = redemption.audit.pid
+    }
+
+    func encoded() throws -> SecretBytes { SecretBytes(try JSONEncoder().encode(self)) }
+
+    static func decode(_ context: SecretBytes) throws -> SpooledExchange {
+        try JSONDecoder().decode(SpooledExchange.self, from: context.withUnsafeBytes { Data($0) })
+    }
+
+    /// The redemption to replay against the spooled answer (the request is never sent again).
+    func redemption() throws -> CodeRedemption {
+        let id = try CredentialID(credentialID)
+        return CodeRedemption(
+            provider: provider,
+            request: CodeExchangeRequest(
+                code: SecretBytes(utf8: "spooled"), codeVerifier: nil, redirectURI: redirectURI, state: state,
+                credentialID: id),
+            nonce: nonce, labels: labels,
+            audit: AuditEvent(
+                at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid, operation: "credential.exchange",
+                credentialID: id, outcome: .allowed, detail: "answer recovered from the spool"))
+    }
+}

@@ -1,0 +1,88 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+import TokenVaultCore
+
+/// Sends provider requests from this process with AsyncHTTPClient: one `HTTPClient` per
+/// provider instance on NIO's shared event loop group, so a slow or failing provider never shares
+/// a connection pool with another. The courier uses it; so do tests and anything without one.
+public final class DirectTransport: ProviderTransport {
+    public let settings: TransportSettings
+    private let client: HTTPClient
+    private let isShutDown = Mutex(false)
+
+    public init(settings: TransportSettings) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile = settings.caFile {
+            tls.additionalTrustRoots = [.file(caFile)]
+        }
+        if let identity = settings.clientIdentity {
+            tls.certificateChain = identity.certificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(identity.privateKey)
+        }
+        let timeout = TimeAmount.nanoseconds(Int64(settings.timeoutSeconds * 1e9))
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            // A redirect would carry the refresh token to wherever the answer points.
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: timeout, read: timeout),
+            decompression: .disabled)
+        // Fail at once when the provider is unreachable: the engine owns retries and backoff.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maximumConnections
+        // One transport error model (HTTP/1.1) to classify.
+        configuration.httpVersion = .http1Only
+        self.settings = settings
+        self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+
+    public func shutdown() async throws {
+        let first = isShutDown.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        try await client.shutdown()
+    }
+
+    /// Connect and read timeouts are each `timeoutSeconds`; the overall deadline is a backstop
+    /// against a server trickling bytes.
+    public func send(_ prepared: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+        var request = HTTPClientRequest(url: prepared.url)
+        request.method = HTTPMethod(rawValue: prepared.method)
+        for field in prepared.headers { request.headers.add(name: field.name, value: field.value) }
+        if !prepared.body.isEmpty { request.body = .bytes(ByteBuffer(bytes: prepared.body)) }
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(settings.callDeadlineSeconds * 1e9))
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: deadline)
+        } catch {
+            throw ProviderErrorClassifier.transport(error, requestSent: true)
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in response.headers {
+            let key = name.lowercased()
+            headers[key] = headers[key].map { "\($0), \(value)" } ?? value
+        }
+        var answer = HTTPAnswer(status: Int(response.status.code), headers: headers, body: [])
+        do {
+            let buffer = try await response.body.collect(upTo: HTTPAnswer.maximumBodySize)
+            answer.body = Array(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            answer.bodyTooLarge = true
+        } catch {
+            throw ProviderErrorClassifier.transport(error, requestSent: true)
+        }
+        return answer
+    }
+}
+
+/// A TLS client certificate chain and its private key, as read from a PKCS#12 file.
+public struct TLSClientIdentity: Sendable {
+    public let certificateChain: [NIOSSLCertificate]
+    public let privateKey: NIOSSLPrivateKey
+}

@@ -1,0 +1,87 @@
+import TokenVaultCore
+
+/// How a provider request leaves the process. The daemon sends every call through the courier
+/// (`TokenVaultCourier`), a separate process whose answers survive the daemon; tests, the
+/// courier itself and anything without a courier send directly (`DirectTransport`). Either way
+/// the provider kinds build the same `PreparedRequest` and read the same `HTTPAnswer`.
+public protocol ProviderTransport: Sendable {
+    /// Sends `request` and reads the whole answer; a failure to get one is thrown classified
+    /// (`ProviderErrorClassifier.transport`: not sent, or an unknown outcome).
+    func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer
+    /// Releases what the transport holds. Safe to call more than once.
+    func shutdown() async throws
+}
+
+/// A request as a provider kind built it, complete (client authentication included).
+public struct PreparedRequest: Sendable, Equatable {
+    public var method: String
+    public var url: String
+    /// In order; names as given.
+    public var headers: [HeaderField]
+    public var body: [UInt8]
+
+    public init(method: String, url: String, headers: [HeaderField], body: [UInt8]) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+public struct HeaderField: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// One answer from a provider, its body read in full (or found too large).
+public struct HTTPAnswer: Sendable, Equatable {
+    public var status: Int
+    /// Lower-cased names; repeated headers joined with ", ".
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var bodyTooLarge = false
+
+    public init(status: Int, headers: [String: String], body: [UInt8], bodyTooLarge: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.bodyTooLarge = bodyTooLarge
+    }
+
+    /// Bodies larger than this are not read: no token response or error document is that big.
+    public static let maximumBodySize = 1 << 20
+}
+
+/// What a transport needs to know about a provider instance: how long to wait, whom to trust,
+/// how many connections, which client certificate to present.
+public struct TransportSettings: Sendable {
+    /// Connect and read timeout of each call, in seconds.
+    public var timeoutSeconds: Double
+    /// A PEM bundle trusted in addition to the system roots.
+    public var caFile: String?
+    /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
+    /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
+    public var maximumConnections: Int
+    /// A TLS client certificate and key (mutual TLS, as Sber ID requires).
+    public var clientIdentity: TLSClientIdentity?
+
+    public init(
+        timeoutSeconds: Double, caFile: String? = nil, maximumConnections: Int, clientIdentity: TLSClientIdentity? = nil
+    ) {
+        self.timeoutSeconds = timeoutSeconds
+        self.caFile = caFile
+        self.maximumConnections = maximumConnections
+        self.clientIdentity = clientIdentity
+    }
+
+    /// The longest a call may take in all: connect and read timeouts, and a second to spare.
+    public var callDeadlineSeconds: Double { 2 * timeoutSeconds + 1 }
+}
+
+/// Makes the transport for a provider instance (its name and settings).
+public typealias TransportMaker = @Sendable (String, TransportSettings) -> any ProviderTransport
