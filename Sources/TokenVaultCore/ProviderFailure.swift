@@ -53,8 +53,17 @@ extension ProviderFailure {
     /// the provider may have rotated the refresh token. A later `invalid_grant` is explained
     /// by this.
     public static let lostAnswerCodes: Set<String> = [
-        "timeout", "connection_dropped", "malformed_response", "state_mismatch",
+        "timeout", "connection_dropped", "malformed_response", "state_mismatch", courierLost.code,
     ]
+
+    /// The courier process ended with the call in flight: it may have been sent and answered.
+    public static let courierLost = ProviderFailure(
+        kind: .unknownOutcome, code: "courier_lost",
+        message: "the courier process ended during the call; the request may have reached the provider")
+
+    /// The courier was not there to take the call: nothing was sent.
+    public static let courierUnavailable = ProviderFailure(
+        kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
 
     /// A credential names a provider instance the daemon has no configuration for.
     public static func notConfigured(_ provider: String) -> ProviderFailure {

@@ -130,7 +130,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
                 "answer recovered from the spool", metadata: ["tokenvault.call.key": "\(call.key)"])
             return try entry.result.get()
         }
-        guard let connection = await liveConnection() else { throw CourierConnection.notSent }
+        guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
         return try await connection.call(
             key: call?.key, context: call?.context, instance: instance, request: request

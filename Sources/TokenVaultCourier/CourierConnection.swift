@@ -66,14 +66,14 @@ final class CourierConnection: Sendable {
                 state.waiting[state.nextID] = continuation
                 return state.nextID
             }
-            guard let id else { return continuation.resume(returning: .failure(Self.notSent)) }
+            guard let id else { return continuation.resume(returning: .failure(ProviderFailure.courierUnavailable)) }
             do {
                 try writer.send(
                     .call(.init(id: id, key: key, context: context, instance: instance, request: request)))
             } catch {
                 // Not written: the courier never saw it.
                 if let waiting = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
-                    waiting.resume(returning: .failure(Self.notSent))
+                    waiting.resume(returning: .failure(ProviderFailure.courierUnavailable))
                 }
             }
         }
@@ -106,7 +106,7 @@ final class CourierConnection: Sendable {
             return (Array(state.waiting.values), state.ready)
         }
         ready?.resume(returning: false)
-        for continuation in waiting { continuation.resume(returning: .failure(Self.lost)) }
+        for continuation in waiting { continuation.resume(returning: .failure(ProviderFailure.courierLost)) }
         ended(self)
     }
 
@@ -118,12 +118,4 @@ final class CourierConnection: Sendable {
         }
         waiting?.resume(returning: ready)
     }
-
-    /// The courier was not there to take the call: it was not sent.
-    static let notSent = ProviderFailure(
-        kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
-    /// The courier ended with the call in flight: it may have been sent and answered.
-    static let lost = ProviderFailure(
-        kind: .unknownOutcome, code: "courier_lost",
-        message: "the courier process ended during the call; the request may have reached the provider")
 }

@@ -83,6 +83,8 @@ struct CircuitBreaker: Sendable, Equatable {
             // invalid_grant says nothing about the provider's health; a half-open probe that got
             // an answer proves the provider is up.
             if case .halfOpen = state { recordSuccess() }
+        case .local:
+            break
         }
     }
 
@@ -99,4 +101,6 @@ enum ProviderFailureClass: Sendable, Equatable {
     case misconfigured(String)
     /// About one credential only (`invalid_grant`).
     case credential
+    /// Our own courier failed: nothing about the provider.
+    case local
 }

@@ -58,10 +58,13 @@ struct FailurePolicy: Sendable {
 
     /// How the failure bears on the provider's circuit breaker.
     static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
+        if failure.code == ProviderFailure.courierLost.code || failure.code == ProviderFailure.courierUnavailable.code {
+            return .local
+        }
         switch failure.kind {
-        case .invalidGrant: .credential
-        case .misconfigured: .misconfigured("\(failure.code): \(failure.message)")
-        case .transient, .unknownOutcome: .transient
+        case .invalidGrant: return .credential
+        case .misconfigured: return .misconfigured("\(failure.code): \(failure.message)")
+        case .transient, .unknownOutcome: return .transient
         }
     }
 }

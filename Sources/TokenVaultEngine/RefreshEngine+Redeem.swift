@@ -85,6 +85,9 @@ extension RefreshEngine {
                 let metadata = try await blocking { [vault] in id.flatMap { try? vault.metadata($0) } }
                 if metadata?.status != .revokePending || "\(metadata?.generation ?? 0)" != parts[2] {
                     settlement.settle(key)
+                } else if let id {
+                    // Finish the removal now, with the spooled answer.
+                    _ = startInBackground(id, reason: .recovery)
                 }
             }
         } catch {

@@ -42,7 +42,9 @@ extension RefreshEngine {
         }
         var pending = ScheduleUpdate(record.metadata)
         pending.status = .revokePending
-        pending.refreshAt = nil
+        // If this process dies before the revocation ends, the scheduler takes it up again then
+        // (a living process sets the next try itself, or deletes the row).
+        pending.refreshAt = vault.clock.now.adding(seconds: options.leaseDuration)
         pending.updatedAt = vault.clock.now
         try await vault.updateSchedule(pending, event: .revokePending)
 
