@@ -22,6 +22,8 @@ struct RefreshBench {
         var threads: ThreadCPU
         var machine: (busy: Double, total: Double)
         var store: InstrumentedStore.Counters
+        /// The courier process's CPU seconds (0 without one).
+        var courierCPU: Double
 
         init(_ rig: RefreshRig) {
             time = monotonicSeconds()
@@ -31,6 +33,7 @@ struct RefreshBench {
             threads = ThreadCPU.now()
             machine = ProcessProbe.machineTicks()
             store = rig.store.snapshot
+            courierCPU = rig.courier?.status.pid.map { ProcessProbe.cpuSeconds(statPath: "/proc/\($0)/stat") } ?? 0
         }
     }
 
@@ -77,7 +80,8 @@ struct RefreshBench {
         let elapsed = last.time - first.time
         let serverRefreshes = last.serverRefreshes - first.serverRefreshes
         let refreshed = last.counters.refreshed - first.counters.refreshed
-        let cpu = last.usage.cpuSeconds - first.usage.cpuSeconds
+        let courierCPU = last.courierCPU - first.courierCPU
+        let cpu = last.usage.cpuSeconds - first.usage.cpuSeconds + courierCPU
         let machineBusy =
             (last.machine.busy - first.machine.busy) / max(1, last.machine.total - first.machine.total)
             * Double(ProcessInfo.processInfo.activeProcessorCount)
@@ -92,8 +96,9 @@ struct RefreshBench {
 
             throughput: \(format(Double(serverRefreshes) / elapsed)) refreshes/s at the provider, \
             \(format(Double(refreshed) / elapsed)) refreshes/s committed by the engine
-            CPU: process \(format(cpu / elapsed, 2)) cores (engine and provider share it), \
-            \(format(perRefresh(cpu) * 1e6)) µs per refresh; machine busy \(format(machineBusy, 2)) cores
+            CPU: \(format(cpu / elapsed, 2)) cores (engine and provider share this process; the courier's \
+            \(format(courierCPU / elapsed, 2)) cores included), \(format(perRefresh(cpu) * 1e6)) µs per refresh; \
+            machine busy \(format(machineBusy, 2)) cores
             context switches per refresh: \
             \(format(perRefresh(Double(last.usage.voluntarySwitches - first.usage.voluntarySwitches)), 1)) voluntary, \
             \(format(perRefresh(Double(last.usage.involuntarySwitches - first.usage.involuntarySwitches)), 1)) involuntary
