@@ -224,7 +224,7 @@ let package = Package(
             dependencies: ["TokenVaultCourier", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
-            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto"]),
+            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto", "TokenVaultSystem"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -53,8 +53,14 @@ enum CredentialColumn: Int32, CaseIterable {
     static let hasRefreshTokenIndex = Int32(metadata.count)
     static let hasIDTokenIndex = Int32(metadata.count + 1)
 
+    /// Names of the two flags in a SELECT (PostgreSQL rows are read by name).
+    static let hasRefreshTokenColumn = "has_refresh_token"
+    static let hasIDTokenColumn = "has_id_token"
+
     static let metadataSelectList =
-        (metadata.map(\.name) + ["refresh_token IS NOT NULL", "id_token IS NOT NULL"]).joined(separator: ", ")
+        (metadata.map(\.name) + [
+            "refresh_token IS NOT NULL AS \(hasRefreshTokenColumn)", "id_token IS NOT NULL AS \(hasIDTokenColumn)",
+        ]).joined(separator: ", ")
     /// A record read: the metadata list, then the sealed columns (indexes from `sealedIndex`).
     static let sealed = allCases.filter(\.isSealed)
     static let recordSelectList = metadataSelectList + ", " + sealed.map(\.name).joined(separator: ", ")

@@ -34,12 +34,17 @@ struct Migrator {
 
     /// Throws if the database cannot be run by this binary; returns the pending migrations.
     func check(_ connection: SQLiteConnection) throws -> [Migration] {
-        let applied = try applied(connection)
+        try pending(applied: try applied(connection), database: connection.path)
+    }
+
+    /// The migrations not yet applied, given those recorded in `database` (either backend).
+    /// Throws when the database is newer than this binary or a recorded file changed since.
+    func pending(applied: [Int: (name: String, sha256: String)], database: String) throws -> [Migration] {
         let known = migrations.count
         if let newest = applied.keys.max(), newest > known {
             let name = applied[newest]?.name ?? "?"
             throw VaultError.migration(
-                "the database \(connection.path) has schema version \(newest) (\(name)), newer than this binary "
+                "the database \(database) has schema version \(newest) (\(name)), newer than this binary "
                     + "(which knows up to \(known)); run a newer tokenvault or restore a backup")
         }
         for migration in migrations {
@@ -47,7 +52,7 @@ struct Migrator {
             let current = checksum(migration.sql)
             guard record.sha256 == current else {
                 throw VaultError.migration(
-                    "migration \(migration.fileName) was changed after it was applied to \(connection.path) "
+                    "migration \(migration.fileName) was changed after it was applied to \(database) "
                         + "(recorded sha256 \(record.sha256.prefix(12))…, file \(current.prefix(12))…); "
                         + "shipped migrations must never be edited: restore the file and add a new migration instead")
             }

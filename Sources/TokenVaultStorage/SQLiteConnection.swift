@@ -150,6 +150,15 @@ final class SQLiteStatement {
     }
 
     /// Binds one integer parameter, or NULL (typed: no dynamic casts, for batches of many values).
+    func bind(at index: Int32, _ value: ColumnValue) throws {
+        switch value {
+        case .null: try bind(at: index, nil as (any SQLiteBindable)?)
+        case .integer(let integer): try bind(at: index, integer)
+        case .text(let text): try bind(at: index, text)
+        case .blob(let blob): try bind(at: index, blob)
+        }
+    }
+
     func bind(at index: Int32, _ value: Int64?) throws {
         let result = value.map { sqlite3_bind_int64(raw, index, $0) } ?? sqlite3_bind_null(raw, index)
         guard result == SQLITE_OK else { throw connection.error(result) }
@@ -211,12 +220,14 @@ final class SQLiteStatement {
     }
 }
 
-extension SQLiteStatement {
-    // A credential row's columns by name (`CredentialColumn`), never by a number of their own.
+/// The current row of a credential SELECT built from `CredentialColumn`'s lists, read by column
+/// name, never by a number of its own.
+extension SQLiteStatement: CredentialRow {
     func text(_ column: CredentialColumn) -> String? { text(column.selectIndex) }
-    func int64(_ column: CredentialColumn) -> Int64 { int64(column.selectIndex) }
-    func optionalInt64(_ column: CredentialColumn) -> Int64? { optionalInt64(column.selectIndex) }
+    func integer(_ column: CredentialColumn) -> Int64? { optionalInt64(column.selectIndex) }
     func blob(_ column: CredentialColumn) -> [UInt8]? { blob(column.selectIndex) }
+    var hasRefreshToken: Bool { int64(CredentialColumn.hasRefreshTokenIndex) != 0 }
+    var hasIDToken: Bool { int64(CredentialColumn.hasIDTokenIndex) != 0 }
 }
 
 /// Values a statement can bind.

@@ -32,7 +32,7 @@ extension VaultDatabase: CredentialStore {
             try statement.bind(
                 query.namespace, query.status?.rawValue, query.after?.description, max(0, query.limit), namespaces)
             var result: [CredentialMetadata] = []
-            while try statement.step() { result.append(try Self.metadata(from: statement)) }
+            while try statement.step() { result.append(try statement.metadata()) }
             return result
         }
     }
@@ -78,43 +78,8 @@ extension VaultDatabase: CredentialStore {
         -> [SealedCredentialRecord]
     {
         var result: [SealedCredentialRecord] = []
-        while try statement.step() {
-            result.append(
-                SealedCredentialRecord(
-                    metadata: try metadata(from: statement, knownID: knownID),
-                    sealTerm: UInt32(truncatingIfNeeded: statement.int64(.sealTerm)),
-                    accessToken: statement.blob(.accessToken) ?? [], refreshToken: statement.blob(.refreshToken),
-                    idToken: statement.blob(.idToken), extras: statement.blob(.extras)))
-        }
+        while try statement.step() { result.append(try statement.record(knownID: knownID)) }
         return result
-    }
-
-    static func metadata(from row: SQLiteStatement, knownID: CredentialID? = nil) throws -> CredentialMetadata {
-        func timestamp(_ column: CredentialColumn) -> Timestamp? {
-            row.optionalInt64(column).map(Timestamp.init(milliseconds:))
-        }
-        let idText = knownID == nil ? row.text(.id) ?? "" : ""
-        guard let id = knownID ?? (try? CredentialID(idText)),
-            let kind = CredentialKind(rawValue: row.text(.kind) ?? ""),
-            let status = CredentialStatus(rawValue: row.text(.status) ?? "")
-        else { throw VaultError.storage("credential row '\(idText)' has an unreadable id, kind or status") }
-        var failure: CredentialFailure?
-        if let code = row.text(.lastErrorCode) {
-            failure = CredentialFailure(
-                code: code, message: row.text(.lastErrorMessage) ?? "",
-                at: timestamp(.lastErrorAt) ?? Timestamp(milliseconds: 0))
-        }
-        return CredentialMetadata(
-            id: id, provider: row.text(.provider) ?? "", kind: kind, subject: row.text(.subject), status: status,
-            generation: row.int64(.generation), tokenType: row.text(.tokenType),
-            scopes: CompactJSONColumn.strings(row.text(.scopes)), labels: CompactJSONColumn.labels(row.text(.labels)),
-            issuedAt: timestamp(.issuedAt) ?? Timestamp(milliseconds: 0), expiresAt: timestamp(.expiresAt),
-            refreshAt: timestamp(.refreshAt), refreshTokenExpiresAt: timestamp(.refreshTokenExpiresAt),
-            lastError: failure, refreshFailures: Int(row.int64(.refreshFailures)),
-            createdAt: timestamp(.createdAt) ?? Timestamp(milliseconds: 0),
-            updatedAt: timestamp(.updatedAt) ?? Timestamp(milliseconds: 0),
-            hasRefreshToken: row.int64(CredentialColumn.hasRefreshTokenIndex) != 0,
-            hasIDToken: row.int64(CredentialColumn.hasIDTokenIndex) != 0)
     }
 }
 
@@ -145,40 +110,8 @@ struct SQLiteCredentialWriter: CredentialWriter {
         """
 
     func save(_ record: SealedCredentialRecord) throws {
-        let metadata = record.metadata
-        let scopes = CompactJSONColumn.encode(strings: metadata.scopes)
-        let labels = CompactJSONColumn.encode(labels: metadata.labels)
         let statement = try connection.statement(Self.upsert)
-        for column in CredentialColumn.allCases {
-            let value: (any SQLiteBindable)? =
-                switch column {
-                case .id: metadata.id.description
-                case .namespace: metadata.id.namespace
-                case .name: metadata.id.name
-                case .provider: metadata.provider
-                case .kind: metadata.kind.rawValue
-                case .subject: metadata.subject
-                case .status: metadata.status.rawValue
-                case .generation: metadata.generation
-                case .tokenType: metadata.tokenType
-                case .scopes: scopes
-                case .labels: labels
-                case .issuedAt: metadata.issuedAt.milliseconds
-                case .expiresAt: metadata.expiresAt?.milliseconds
-                case .refreshAt: metadata.refreshAt?.milliseconds
-                case .refreshTokenExpiresAt: metadata.refreshTokenExpiresAt?.milliseconds
-                case .lastErrorCode: metadata.lastError?.code
-                case .lastErrorMessage: metadata.lastError?.message
-                case .lastErrorAt: metadata.lastError?.at.milliseconds
-                case .createdAt: metadata.createdAt.milliseconds
-                case .updatedAt: metadata.updatedAt.milliseconds
-                case .refreshFailures: metadata.refreshFailures
-                case .sealTerm: record.sealTerm
-                case .accessToken: record.accessToken
-                case .refreshToken: record.refreshToken
-                case .idToken: record.idToken
-                case .extras: record.extras
-                }
+        for (column, value) in zip(CredentialColumn.allCases, CredentialColumn.values(of: record)) {
             try statement.bind(at: column.rawValue + 1, value)
         }
         try statement.run()
