@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenVaultCrypto
+import TokenVaultSystem
 import TokenVaultTesting
 
 @testable import TokenVaultStorage
@@ -190,6 +191,30 @@ import TokenVaultTesting
                     #expect(output.stdout.contains(#"\x1B]0;owned\x07\x1B[2Jeve\u{202E}"#), "\(output.stdout)")
                 }
             }
+        }
+    }
+
+    /// A daemon that cannot start its courier (here: the spool lock is held, as by a courier
+    /// of an earlier daemon that never finishes) refuses to start, saying why.
+    @Test func aDaemonWithoutACourierRefusesToStart() throws {
+        try run(["init"])
+        try FileManager.default.createDirectory(atPath: dataDir + "/spool", withIntermediateDirectories: true)
+        do {
+            let lock = try #require(try FileLock.exclusive(dataDir + "/spool/courier.lock", wait: false))
+            let started = Date()
+            #expect(throws: (any Error).self) { try startDaemon() }
+            #expect(Date().timeIntervalSince(started) < 25)
+            let log =
+                (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?
+                .filter { $0.hasPrefix("daemon-") && $0.hasSuffix(".log") }
+                .compactMap { try? String(contentsOfFile: directory.file($0), encoding: .utf8) }.joined() ?? ""
+            #expect(log.contains("the courier did not start"), "\(log)")
+            withExtendedLifetime(lock) {}
+        }
+        // Once the lock is free (closed with the scope above), it starts.
+        try withDaemon {
+            let listed = try run(["ls"])
+            #expect(listed.status == 0)
         }
     }
 
