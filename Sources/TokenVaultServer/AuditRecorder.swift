@@ -10,7 +10,8 @@ import TokenVaultCore
 /// - Token reads that were served or refused (not denials) are aggregated: one row per caller
 ///   (uid, gid, pid), credential, outcome and detail per `readInterval`, with a count and the
 ///   time of the last read it covers. At 40,000 reads/s that is a handful of rows a minute, not
-///   3.5 billion a day. At most `maximumReadCounts` are kept in memory; more are written early. Every other event (writes, exchanges, deletes, key operations, denials)
+///   3.5 billion a day. At most `maximumReadCounts` are kept in memory; more are written early.
+///   Every other event (writes, exchanges, deletes, key operations, denials)
 ///   keeps a row of its own and is written within `flushInterval`.
 /// - Rows older than `retention` and the oldest rows beyond `maximumRows` are pruned in small
 ///   batches (`Vault.pruneAudit`), the chain's anchor moving with them.
@@ -32,6 +33,9 @@ public final class AuditRecorder: Service, Sendable {
         /// are written at the next flush instead of at the end of their interval, so a process
         /// reading a hundred thousand credentials a minute costs rows, not memory.
         public var maximumReadCounts = 10_000
+        /// Rows per write of a flush: a flush of ten thousand read counts is ten short
+        /// transactions, so neither the chained rows nor the writer's pages pile up at once.
+        public var rowsPerWrite = 1_000
 
         public init() {}
 
@@ -62,9 +66,16 @@ public final class AuditRecorder: Service, Sendable {
         let detail: String?
     }
 
+    /// The reads one row stands for (the key holds the rest, not a second copy of it).
+    private struct ReadCount {
+        let first: Timestamp
+        var last: Timestamp
+        var count: Int
+    }
+
     private struct State {
         var events: [AuditEvent] = []
-        var reads: [ReadKey: AuditEvent] = [:]
+        var reads: [ReadKey: ReadCount] = [:]
         var readsSince = ContinuousClock.now
         /// Set when `reads` reached `maximumReadCounts`: the next flush writes them.
         var readsFull = false
@@ -96,9 +107,9 @@ public final class AuditRecorder: Service, Sendable {
             // One hash lookup per read, the row updated in place.
             if let index = state.reads.index(forKey: key) {
                 state.reads.values[index].count += 1
-                state.reads.values[index].lastAt = event.at
+                state.reads.values[index].last = event.at
             } else {
-                state.reads[key] = event
+                state.reads[key] = ReadCount(first: event.at, last: event.at, count: 1)
                 if state.reads.count >= options.maximumReadCounts { state.readsFull = true }
             }
         }
@@ -149,38 +160,58 @@ public final class AuditRecorder: Service, Sendable {
             var batch = state.events
             state.events.removeAll(keepingCapacity: true)
             if forceReads || state.readsFull || ContinuousClock.now - state.readsSince >= options.readInterval {
-                batch += state.reads.values.sorted { $0.at < $1.at }
-                // Not keeping the capacity: a burst of many callers should not pin its memory.
-                state.reads = [:]
+                let readsStart = batch.count
+                batch.reserveCapacity(batch.count + state.reads.count)
+                for (key, read) in state.reads {
+                    batch.append(
+                        AuditEvent(
+                            at: read.first, uid: key.uid, gid: key.gid, pid: key.pid, operation: "token.read",
+                            credentialID: key.credentialID, outcome: key.outcome, detail: key.detail,
+                            count: read.count, lastAt: read.count > 1 ? read.last : nil))
+                }
+                batch[readsStart...].sort { $0.at < $1.at }
+                // Keeping the capacity (at most `maximumReadCounts`): refilling the table from
+                // empty every flush would reallocate it at every doubling.
+                state.reads.removeAll(keepingCapacity: true)
                 state.readsSince = .now
                 state.readsFull = false
             }
             return batch
         }
-        guard !batch.isEmpty else { return }
-        do {
-            try await vault.appendAudits(batch)
-            state.withLock { $0.counters.written += batch.count }
-        } catch {
-            let dropped = state.withLock { state -> Int in
-                state.counters.writeFailures += 1
-                // Back in front, to be written first next time; beyond the cap the oldest go.
-                state.events = batch + state.events
-                let excess = max(0, state.events.count - options.maximumPending)
-                if excess > 0 {
-                    state.events.removeFirst(excess)
-                    state.counters.dropped += excess
-                }
-                return excess
+        var unwritten = batch[...]
+        while !unwritten.isEmpty {
+            let rows = Array(unwritten.prefix(options.rowsPerWrite))
+            do {
+                try await vault.appendAudits(rows)
+            } catch {
+                keep(Array(unwritten), after: error)
+                return
             }
-            logger.error(
-                "audit rows not written; kept for the next flush",
-                metadata: ["tokenvault.audit.rows": "\(batch.count)", "tokenvault.error": "\(error)"])
-            if dropped > 0 {
-                logger.critical(
-                    "audit rows dropped: the database has refused audit writes for too long",
-                    metadata: ["tokenvault.audit.dropped": "\(dropped)"])
+            unwritten = unwritten.dropFirst(rows.count)
+            state.withLock { $0.counters.written += rows.count }
+        }
+    }
+
+    /// Puts rows the database refused back in front, to be written first at the next flush;
+    /// beyond `maximumPending` the oldest go, counted and logged.
+    private func keep(_ batch: [AuditEvent], after error: any Error) {
+        let dropped = state.withLock { state -> Int in
+            state.counters.writeFailures += 1
+            state.events = batch + state.events
+            let excess = max(0, state.events.count - options.maximumPending)
+            if excess > 0 {
+                state.events.removeFirst(excess)
+                state.counters.dropped += excess
             }
+            return excess
+        }
+        logger.error(
+            "audit rows not written; kept for the next flush",
+            metadata: ["tokenvault.audit.rows": "\(batch.count)", "tokenvault.error": "\(error)"])
+        if dropped > 0 {
+            logger.critical(
+                "audit rows dropped: the database has refused audit writes for too long",
+                metadata: ["tokenvault.audit.dropped": "\(dropped)"])
         }
     }
 

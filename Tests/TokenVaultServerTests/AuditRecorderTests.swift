@@ -83,6 +83,24 @@ import TokenVaultTesting
         #expect(recorder.counters.pending == 0)
     }
 
+    /// A flush of more rows than `rowsPerWrite` is several writes, one chain: every row
+    /// arrives, in the order recorded, and the chain verifies.
+    @Test func aLargeFlushIsWrittenInSeveralWritesOfOneChain() async throws {
+        let fixture = try TestVault()
+        var options = AuditRecorder.Options()
+        options.rowsPerWrite = 10
+        let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
+        for index in 0..<25 {
+            recorder.record(
+                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+        }
+        await recorder.flush()
+        #expect(try Self.rows(fixture).map(\.event.detail) == (0..<25).map { "\($0)" })
+        #expect(recorder.counters.written == 25)
+        let verification = try fixture.vault.verifyAudit()
+        #expect(verification.isClean && verification.rows == 25, "\(verification)")
+    }
+
     /// Another connection holds the write lock past the busy timeout: the batch is kept and
     /// written once the lock is gone; beyond `maximumPending` the oldest rows go, counted.
     @Test func aRefusedBatchIsKeptThenWrittenAndOnlyTheExcessIsDropped() async throws {
