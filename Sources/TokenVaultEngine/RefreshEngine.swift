@@ -93,7 +93,9 @@ public final class RefreshEngine: RefreshService, Sendable {
         let current = try await blocking { [vault] in try vault.metadata(id) }
         if let refusal = onDemand.refusal(for: current, minimumTTL: minimumTTL) {
             statistics.record { $0.skipped += 1 }
-            return .skipped(refusal, current)
+            // Why the token is not fresh matters more to the caller than the limit itself.
+            let cause = current.lastError.map { "; its last refresh failed: \($0.code) (\($0.message))" } ?? ""
+            return .skipped(refusal + cause, current)
         }
         let outcome = try await refresh(id, reason: .onDemand)
         if case .refreshed(let metadata) = outcome {

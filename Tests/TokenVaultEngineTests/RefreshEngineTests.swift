@@ -74,6 +74,20 @@ import TokenVaultTesting
         #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-dead")
     }
 
+    /// Reads asking for a fresher token than a failing credential holds: the first refreshes on
+    /// demand, the next is held back by the per-credential limit, and its answer still says why
+    /// the token is not fresh (the last failure), not only that a limit applies.
+    @Test func anOnDemandRefreshHeldBackByTheLimitNamesTheLastFailure() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try await fixture.store("limited")
+        fixture.provider.script(.fail(.testUnavailable))
+        _ = try await fixture.engine.refreshOnDemand(id, minimumTTL: 86_400)
+        let second = try await fixture.engine.refreshOnDemand(id, minimumTTL: 86_400)
+        guard case .skipped(let reason, _) = second else { Issue.record("\(second)"); return }
+        #expect(reason.contains("limited to one per") && reason.contains("http_503"), "\(reason)")
+        #expect(fixture.provider.calls == 1)
+    }
+
     @Test func transientFailureBacksOffAndKeepsTheToken() async throws {
         let fixture = try EngineFixture()
         let (id, _) = try await fixture.store("flaky")
