@@ -23,7 +23,8 @@ run: build
 # (soak, crashes, outage: each loads both cores for up to a minute). The runs are apart because
 # the end-to-end tests wait on child processes, which would starve the in-process tests'
 # timers of threads on a small machine, and the resilience tests need the machine to themselves.
-test: deps
+test:
+	@bash scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --skip TokenVaultEndToEndTests
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --filter TokenVaultEndToEndTests --skip ResilienceTests

@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -44,10 +45,15 @@ let package = Package(
         .target(name: "TokenVaultSystem", dependencies: ["TokenVaultCore", "CProcess"]),
         // The only importer of libsodium: envelope, keyring, KDF.
         .target(name: "TokenVaultCrypto", dependencies: ["TokenVaultCore", "TokenVaultSystem", "CSodium"]),
-        // The only importer of SQLite: connection, migrations, queries. Sees ciphertext only.
+        // The only importer of the database drivers (SQLite, PostgreSQL): connections, migrations,
+        // queries, the change feed between nodes. Sees ciphertext only.
         .target(
             name: "TokenVaultStorage",
-            dependencies: ["TokenVaultCore", "CSQLite"],
+            dependencies: [
+                "TokenVaultCore", "CSQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             plugins: ["EmbedMigrations"]),
 
         // HTTP/JSON over a Unix socket, peer-credential authorisation, routes.
@@ -171,6 +177,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TokenVaultTesting"),
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages TokenVault builds against, only when they are missing.
-# Used by `make run` and `make test`; safe to run repeatedly.
+# Used by `make run` and (with --test) `make test`; safe to run repeatedly.
 set -euo pipefail
 
 packages=(pkg-config libsodium-dev libsqlite3-dev curl)
+# `--test`: also what the tests start themselves (PostgreSQL's server binaries: initdb, pg_ctl,
+# psql; the tests run their own throwaway server and never use a system cluster).
+if [ "${1:-}" = "--test" ]; then
+    packages+=(postgresql)
+fi
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

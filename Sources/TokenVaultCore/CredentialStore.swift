@@ -84,7 +84,8 @@ public protocol CredentialWriter {
 
     /// The open attempt for a credential, if any.
     func openAttempt(for id: CredentialID) throws -> RefreshAttempt?
-    /// Records a new open attempt. Fails if the credential already has an open one.
+    /// Records a new open attempt. Throws `VaultError` `.conflict` when the credential already has
+    /// one (another node journalled it after this transaction looked).
     func beginAttempt(_ attempt: RefreshAttempt) throws
     /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
     func renewLease(attemptID: String, owner: String, until: Timestamp) throws

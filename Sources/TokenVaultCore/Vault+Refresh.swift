@@ -23,6 +23,17 @@ extension Vault {
         }
     }
 
+    /// Journals `attempt`; false when another process journalled one for the credential after
+    /// this transaction looked (a node sharing the database): its lease, not an error.
+    private static func begin(_ attempt: RefreshAttempt, _ writer: any CredentialWriter) throws -> Bool {
+        do {
+            try writer.beginAttempt(attempt)
+            return true
+        } catch let error as VaultError where error.code == .conflict {
+            return false
+        }
+    }
+
     /// Journals the attempt durably (or resumes the open one whose holder is gone, when it
     /// presented the same refresh token) and moves `refresh_at` to the lease's end, so that if
     /// this process dies the scheduler comes back then. Nil when another live process holds the
@@ -44,10 +55,10 @@ extension Vault {
             case .busy:
                 return nil
             case .start:
-                try writer.beginAttempt(attempt)
+                guard try Self.begin(attempt, writer) else { return nil }
             case .supersede(let old):
                 try writer.finishAttempt(attemptID: old.attemptID, state: .abandoned, outcome: "superseded", at: now)
-                try writer.beginAttempt(attempt)
+                guard try Self.begin(attempt, writer) else { return nil }
             case .resume(let old) where old.refreshTokenFingerprint == request.fingerprint:
                 try writer.renewLease(attemptID: old.attemptID, owner: request.owner, until: request.leaseUntil)
                 attempt = old

@@ -4,7 +4,12 @@ import TokenVaultCore
 /// Namespace for the migrations embedded at build time (see Plugins/EmbedMigrations).
 public enum EmbeddedMigrations {
     /// The shipped migrations, in order, as embedded in this binary.
-    public static func all() throws -> [Migration] {
+    public static func all() throws -> [Migration] { try decode(files) }
+
+    /// PostgreSQL's migrations (`migrations/postgres/`), numbered on their own.
+    public static func postgres() throws -> [Migration] { try decode(postgresFiles) }
+
+    private static func decode(_ files: [(name: String, base64: String)]) throws -> [Migration] {
         try files.map { file in
             guard let data = Data(base64Encoded: file.base64) else {
                 throw VaultError.migration("embedded migration \(file.name) is damaged")

@@ -1,0 +1,279 @@
+import NIOCore
+import PostgresNIO
+import Synchronization
+import TokenVaultCore
+
+/// The ledger's writes inside one PostgreSQL transaction on the writer connection. Each call is
+/// one statement (one round trip). It notes the credentials it touched, for the cache.
+final class PostgresCredentialWriter: CredentialWriter {
+    let link: PostgresLink
+    private(set) var touched: Set<CredentialID> = []
+    private var term: UInt32?
+    private var holdsAuditLock = false
+    private var savepoints = 0
+
+    init(link: PostgresLink) { self.link = link }
+
+    /// Two lock keys of `pg_advisory_xact_lock`'s 64-bit space: one per credential (its id's
+    /// hash) and one for the audit chain (a constant outside `hashtextextended`'s use here).
+    static let auditLockKey: Int64 = 0x746F_6B65_6E61_7564
+
+    /// Locks the credential's id for the rest of the transaction (another node's write of it
+    /// waits), then reads the row: a read-modify-write of one credential is never interleaved.
+    func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try link.query(
+            """
+            WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0)))
+            SELECT \(unescaped: PostgresDatabase.recordColumns) FROM locked, credentials WHERE id = \(id.description)
+            """
+        ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+    }
+
+    func activeTerm() throws -> UInt32 {
+        if let term { return term }
+        guard
+            let read = try link.query("SELECT term FROM key_terms WHERE state = 'active'").rows.first
+                .map({ try $0.decode(Int64.self) })
+        else { throw VaultError.storage("this vault has no active data key term") }
+        term = UInt32(truncatingIfNeeded: read)
+        return UInt32(truncatingIfNeeded: read)
+    }
+
+    private static let upsert = """
+        INSERT INTO credentials (\(CredentialColumn.insertList))
+        VALUES (\((1...CredentialColumn.allCases.count).map { "$\($0)" }.joined(separator: ", ")))
+        ON CONFLICT (id) DO UPDATE SET \(CredentialColumn.updateList)
+        """
+
+    func save(_ record: SealedCredentialRecord) throws {
+        var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
+        for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
+        touched.insert(record.metadata.id)
+        try link.query(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
+    }
+
+    func delete(_ id: CredentialID) throws -> Bool {
+        touched.insert(id)
+        return try link.query("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
+    }
+
+    static func append(_ value: ColumnValue, to binds: inout PostgresBindings) {
+        switch value {
+        case .null: binds.appendNull()
+        case .integer(let integer): binds.append(integer)
+        case .text(let text): binds.append(text)
+        case .blob(let blob): binds.append(ByteBuffer(bytes: blob))
+        }
+    }
+
+    // MARK: Refresh journal
+
+    static let attemptColumns = """
+        attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner, lease_expires_at, started_at
+        """
+
+    static func attempt(_ row: PostgresRow) throws -> RefreshAttempt? {
+        let (attemptID, credential, generation, fingerprint, owner, expires, started) = try row.decode(
+            (String, String, Int64, String, String, Int64, Int64).self)
+        guard let id = try? CredentialID(credential) else { return nil }
+        return RefreshAttempt(
+            attemptID: attemptID, credentialID: id, generation: generation, refreshTokenFingerprint: fingerprint,
+            leaseOwner: owner, leaseExpiresAt: Timestamp(milliseconds: expires),
+            startedAt: Timestamp(milliseconds: started))
+    }
+
+    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+        try link.query(
+            """
+            SELECT \(unescaped: Self.attemptColumns) FROM refresh_attempts
+            WHERE credential_id = \(id.description) AND state = 'open'
+            """
+        ).rows.first.flatMap(Self.attempt)
+    }
+
+    /// Another node's open attempt (committed after this transaction looked) makes this insert do
+    /// nothing: that is a lease held elsewhere, reported as a conflict for the ledger to read so.
+    func beginAttempt(_ attempt: RefreshAttempt) throws {
+        let inserted = try link.query(
+            """
+            INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
+                                          lease_expires_at, state, started_at)
+            VALUES (\(attempt.attemptID), \(attempt.credentialID.description), \(attempt.generation),
+                    \(attempt.refreshTokenFingerprint), \(attempt.leaseOwner), \(attempt.leaseExpiresAt.milliseconds), 'open',
+                    \(attempt.startedAt.milliseconds))
+            ON CONFLICT (credential_id) WHERE state = 'open' DO NOTHING RETURNING 1
+            """
+        ).rows.count
+        guard inserted == 1 else {
+            throw VaultError.conflict("credential \(attempt.credentialID) already has an open refresh attempt")
+        }
+    }
+
+    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+        try link.query(
+            """
+            UPDATE refresh_attempts SET lease_owner = \(owner), lease_expires_at = \(until.milliseconds)
+            WHERE attempt_id = \(attemptID) AND state = 'open'
+            """)
+    }
+
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+        try link.query(
+            """
+            UPDATE refresh_attempts SET state = \(state.rawValue), outcome = \(outcome), finished_at = \(at.milliseconds)
+            WHERE attempt_id = \(attemptID) AND state = 'open'
+            """)
+    }
+
+    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+        try link.query(
+            """
+            DELETE FROM refresh_attempts WHERE attempt_id = \(attemptID) AND state = 'open' AND lease_owner = \(owner)
+            RETURNING 1
+            """
+        ).rows.count == 1
+    }
+
+    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+        touched.insert(update.id)
+        return try link.query(
+            """
+            UPDATE credentials SET status = \(update.status.rawValue), refresh_at = \(update.refreshAt?.milliseconds),
+                last_error_code = \(update.lastError?.code), last_error_message = \(update.lastError?.message),
+                last_error_at = \(update.lastError?.at.milliseconds), refresh_failures = \(Int64(update.refreshFailures)),
+                updated_at = \(update.updatedAt.milliseconds)
+            WHERE id = \(update.id.description) AND generation = \(update.generation) RETURNING 1
+            """
+        ).rows.count > 0
+    }
+
+    func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+        savepoints += 1
+        let name = "item\(savepoints)"
+        try link.query(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
+        let lockBefore = holdsAuditLock
+        do {
+            let result = try body()
+            try link.query(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+            return result
+        } catch {
+            try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
+            // Locks taken inside the savepoint are released with it; rows it touched are not.
+            holdsAuditLock = lockBefore
+            throw error
+        }
+    }
+
+    // MARK: Audit trail
+
+    /// The chain links each row to the one before it: appends from several nodes take turns.
+    private func lockAudit() throws {
+        guard !holdsAuditLock else { return }
+        try link.query("SELECT pg_advisory_xact_lock(\(Self.auditLockKey))")
+        holdsAuditLock = true
+    }
+
+    static let auditColumns =
+        "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac"
+
+    static func auditRow(_ row: PostgresRow) throws -> StoredAuditEvent {
+        let (id, at, uid, gid, pid, operation, credential, outcome, detail, count, lastAt, mac) = try row.decode(
+            (Int64, Int64, Int64?, Int64?, Int64?, String, String?, String, String?, Int64, Int64?, ByteBuffer?).self)
+        return StoredAuditEvent(
+            id: id,
+            event: AuditEvent(
+                at: Timestamp(milliseconds: at), uid: uid.map { UInt32(truncatingIfNeeded: $0) },
+                gid: gid.map { UInt32(truncatingIfNeeded: $0) }, pid: pid.map { Int32(truncatingIfNeeded: $0) },
+                operation: operation, credentialID: credential.flatMap { try? CredentialID($0) },
+                outcome: AuditEvent.Outcome(rawValue: outcome) ?? .failed, detail: detail, count: Int(count),
+                lastAt: lastAt.map(Timestamp.init(milliseconds:))),
+            mac: mac.map { Array($0.readableBytesView) })
+    }
+
+    func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? {
+        try lockAudit()
+        return try link.query("SELECT id, mac FROM audit_events ORDER BY id DESC LIMIT 1").rows.first.map { row in
+            let (id, mac) = try row.decode((Int64, ByteBuffer?).self)
+            return (id, mac.map { Array($0.readableBytesView) })
+        }
+    }
+
+    func insertAudits(_ rows: [StoredAuditEvent]) throws {
+        try lockAudit()
+        // Multi-row VALUES, 500 rows (6,000 binds) per statement.
+        for start in stride(from: 0, to: rows.count, by: 500) {
+            let chunk = rows[start..<min(rows.count, start + 500)]
+            var binds = PostgresBindings(capacity: chunk.count * 12)
+            var tuples: [String] = []
+            for row in chunk {
+                let event = row.event
+                let base = binds.count
+                tuples.append("(" + (1...12).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
+                binds.append(row.id)
+                binds.append(event.at.milliseconds)
+                binds.append(event.uid.map(Int64.init))
+                binds.append(event.gid.map(Int64.init))
+                binds.append(event.pid.map(Int64.init))
+                binds.append(event.operation)
+                binds.append(event.credentialID?.description)
+                binds.append(event.outcome.rawValue)
+                binds.append(event.detail)
+                binds.append(Int64(event.count))
+                binds.append(event.lastAt?.milliseconds)
+                binds.append(row.mac.map { ByteBuffer(bytes: $0) })
+            }
+            try link.query(
+                PostgresQuery(
+                    unsafeSQL: "INSERT INTO audit_events (\(Self.auditColumns)) VALUES "
+                        + tuples.joined(separator: ", "),
+                    binds: binds))
+        }
+    }
+
+    func auditRow(_ id: Int64) throws -> StoredAuditEvent? {
+        try link.query("SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id = \(id)").rows.first
+            .map(Self.auditRow)
+    }
+
+    func deleteAudits(through id: Int64) throws -> Int {
+        try lockAudit()
+        return try link.query("DELETE FROM audit_events WHERE id <= \(id)").metadata.rows ?? 0
+    }
+
+    func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
+        try link.query(
+            "SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))"
+        ).rows.map(Self.auditRow)
+    }
+
+    func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? {
+        try lockAudit()
+        return try link.query("SELECT name, row_id, mac, seal FROM audit_chain WHERE name = \(name.rawValue)").rows
+            .first
+            .flatMap(Self.chainEnd)
+    }
+
+    static func chainEnd(_ row: PostgresRow) throws -> AuditChainEnd? {
+        let (name, rowID, mac, seal) = try row.decode((String, Int64, ByteBuffer, ByteBuffer).self)
+        guard let name = AuditChainEnd.Name(rawValue: name) else { return nil }
+        return AuditChainEnd(
+            name: name, rowID: rowID, mac: Array(mac.readableBytesView), seal: Array(seal.readableBytesView))
+    }
+
+    func setAuditChainEnd(_ end: AuditChainEnd) throws {
+        try link.query(
+            """
+            INSERT INTO audit_chain (name, row_id, mac, seal)
+            VALUES (\(end.name.rawValue), \(end.rowID), \(ByteBuffer(bytes: end.mac)), \(ByteBuffer(bytes: end.seal)))
+            ON CONFLICT (name) DO UPDATE SET row_id = excluded.row_id, mac = excluded.mac, seal = excluded.seal
+            """)
+    }
+
+    func auditRowSpan() throws -> (first: Int64, last: Int64)? {
+        try lockAudit()
+        guard let row = try link.query("SELECT min(id), max(id) FROM audit_events").rows.first else { return nil }
+        let (first, last) = try row.decode((Int64?, Int64?).self)
+        guard let first, let last else { return nil }
+        return (first, last)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import TokenVaultCore
+
+/// Changes made anywhere, as they commit: the change trigger NOTIFYs each one
+/// (`tokenvault_changes`), and a connection of this process LISTENs. Each drops the row from the
+/// cache and goes to the change handler. After a lost connection the cache is emptied and the
+/// changes committed meanwhile are replayed from `credential_changes`, so nothing is missed.
+extension PostgresDatabase {
+    public struct ListenerStatus: Sendable, Equatable {
+        public var connected: Bool
+        public var reconnects: Int
+    }
+
+    public var listenerStatus: ListenerStatus {
+        listenerState.withLock { ListenerStatus(connected: $0.connected, reconnects: $0.reconnects) }
+    }
+
+    /// Listens until the task is cancelled, reconnecting (with a growing pause, up to 5 s) when
+    /// the connection is lost.
+    public func listenForChanges() async {
+        var disconnectedAt: Int64?
+        var pause = 0.1
+        while !Task.isCancelled {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: connectionConfiguration,
+                    id: Int.random(in: 0..<Int.max), logger: logger)
+                defer { Task { try? await connection.close() } }
+                try await connection.listen(on: "tokenvault_changes") { notifications in
+                    // Listening now: catch up on whatever committed while we were not.
+                    if let since = disconnectedAt {
+                        cache.invalidateAll()
+                        try await replay(since: since, on: connection)
+                        listenerState.withLock { $0.reconnects += 1 }
+                    }
+                    listenerState.withLock { $0.connected = true }
+                    cacheTrusted.store(true, ordering: .releasing)
+                    pause = 0.1
+                    for try await notification in notifications {
+                        if let change = parse(notification.payload) { deliver(change) }
+                    }
+                }
+            } catch {
+                if !Task.isCancelled {
+                    logger.warning(
+                        "the PostgreSQL change listener lost its connection: \(PostgresLink.describe(error))")
+                }
+            }
+            // Until the listener is back, every read goes to the database.
+            cacheTrusted.store(false, ordering: .releasing)
+            cache.invalidateAll()
+            if listenerState.withLock({ $0.connected }) || disconnectedAt == nil {
+                disconnectedAt = clock.now.milliseconds
+            }
+            listenerState.withLock { $0.connected = false }
+            try? await Task.sleep(for: .seconds(pause))
+            pause = min(pause * 2, 5)
+        }
+    }
+
+    private func deliver(_ change: Change) {
+        cache.invalidate(change.id)
+        let seen = listenerState.withLock { state -> Bool in
+            defer { state.lastSequence = max(state.lastSequence, change.sequence) }
+            return state.delivered.contains(change.sequence)
+        }
+        guard !seen else { return }
+        listenerState.withLock { state in
+            state.delivered.insert(change.sequence)
+            if state.delivered.count > 20_000 {
+                let floor = state.lastSequence - 10_000
+                state.delivered = state.delivered.filter { $0 > floor }
+            }
+        }
+        changeHandler.withLock { $0 }?(change)
+    }
+
+    /// The changes committed since `since` (a second of margin for clocks and commit order).
+    private func replay(since: Int64, on connection: PostgresConnection) async throws {
+        let rows = try await connection.query(
+            """
+            SELECT seq, op, credential_id, old_generation, new_generation, old_status, new_status, failed, node
+            FROM credential_changes WHERE at >= \(since - 1000) ORDER BY seq
+            """, logger: logger)
+        for try await (seq, op, id, oldGeneration, newGeneration, oldStatus, newStatus, failed, node) in rows.decode(
+            (Int64, String, String, Int64?, Int64?, String?, String?, Bool, String?).self)
+        {
+            guard let operation = Change.Operation(rawValue: op), let id = try? CredentialID(id) else { continue }
+            deliver(
+                Change(
+                    sequence: seq, operation: operation, id: id, oldGeneration: oldGeneration,
+                    newGeneration: newGeneration,
+                    oldStatus: oldStatus.flatMap(CredentialStatus.init),
+                    newStatus: newStatus.flatMap(CredentialStatus.init),
+                    failed: failed, isOwn: node == self.node))
+        }
+    }
+
+    /// `seq|op|old generation|new generation|old status|new status|failed|node|id` (the id last:
+    /// it cannot hold `|`, but the node name is the only other free text).
+    func parse(_ payload: String) -> Change? {
+        let fields = payload.split(separator: "|", maxSplits: 8, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 9, let sequence = Int64(fields[0]), let operation = Change.Operation(rawValue: fields[1]),
+            let id = try? CredentialID(fields[8])
+        else {
+            logger.error("an unreadable change notification was ignored")
+            return nil
+        }
+        return Change(
+            sequence: sequence, operation: operation, id: id, oldGeneration: Int64(fields[2]),
+            newGeneration: Int64(fields[3]), oldStatus: CredentialStatus(rawValue: fields[4]),
+            newStatus: CredentialStatus(rawValue: fields[5]), failed: fields[6] == "true", isOwn: fields[7] == node)
+    }
+
+    /// Changes older than `before` are not needed for replay any more.
+    func pruneChanges(before: Timestamp) throws {
+        try writer.query("DELETE FROM credential_changes WHERE at < \(before.milliseconds)")
+    }
+}

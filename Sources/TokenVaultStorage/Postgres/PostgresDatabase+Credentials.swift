@@ -1,0 +1,157 @@
+import NIOCore
+import PostgresNIO
+import TokenVaultCore
+
+/// Reads of credential rows and of the refresh journal, and the write transaction.
+extension PostgresDatabase: CredentialStore {
+    static let metadataColumns = CredentialColumn.metadataSelectList
+    static let recordColumns = CredentialColumn.recordSelectList
+
+    /// From the cache when it holds the row, else from a reader (and then cached).
+    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        let trusted = cacheTrusted.load(ordering: .acquiring)
+        if trusted, let cached = cache.record(id) { return cached }
+        let ticket = cache.ticket(for: id)
+        let record = try withReader { reader in
+            try reader.query("SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)")
+                .rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+        }
+        if trusted, let record { cache.insert(record, ticket: ticket) }
+        return record
+    }
+
+    /// The cache only: an event loop must never wait for the database. A miss throws, and the
+    /// caller takes the path that may wait.
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        guard cacheTrusted.load(ordering: .acquiring), let cached = cache.record(id) else {
+            throw VaultError.storageUnavailable("credential \(id) is not cached here; read it from the database")
+        }
+        return cached
+    }
+
+    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
+        let namespaces = query.namespaces.map { Array($0).sorted() }
+        return try withReader { reader in
+            try reader.query(
+                """
+                SELECT \(unescaped: Self.metadataColumns) FROM credentials
+                WHERE (\(query.namespace)::text IS NULL OR namespace = \(query.namespace))
+                  AND (\(query.status?.rawValue)::text IS NULL OR status = \(query.status?.rawValue))
+                  AND (\(query.after?.description)::text IS NULL OR id > \(query.after?.description))
+                  AND (\(namespaces)::text[] IS NULL OR namespace = ANY(\(namespaces)))
+                ORDER BY id LIMIT \(Int64(max(0, query.limit)))
+                """
+            ).rows.map { try PostgresCredentialRow($0).metadata() }
+        }
+    }
+
+    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
+        try withReader { reader in
+            try reader.query(
+                """
+                SELECT \(unescaped: Self.recordColumns) FROM credentials
+                WHERE \(after?.description)::text IS NULL OR id > \(after?.description)
+                ORDER BY id LIMIT \(Int64(limit))
+                """
+            ).rows.map { try PostgresCredentialRow($0).record() }
+        }
+    }
+
+    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
+        try withReader { reader in
+            try reader.query(
+                """
+                SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE seal_term <> \(Int64(term))
+                ORDER BY seal_term LIMIT \(Int64(limit))
+                """
+            ).rows.map { try PostgresCredentialRow($0).record() }
+        }
+    }
+
+    /// One transaction on the writer connection. `.normal` commits without waiting for the
+    /// server's flush (`synchronous_commit = off`); `.full` waits for it (and for its standbys'
+    /// as the server is configured). Rows the transaction changed leave this node's cache when
+    /// it commits (other nodes hear of it through the change trigger).
+    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+    {
+        let transaction = PostgresCredentialWriter(link: writer)
+        do {
+            let result = try writer.transaction(
+                begin: durability == .full ? ["BEGIN"] : ["BEGIN", "SET LOCAL synchronous_commit = off"]
+            ) { try body(transaction) }
+            for id in transaction.touched { cache.invalidate(id) }
+            return result
+        } catch {
+            // A commit whose outcome is unknown may have happened: forget what it touched.
+            for id in transaction.touched { cache.invalidate(id) }
+            throw error
+        }
+    }
+}
+
+extension PostgresDatabase: RefreshJournal {
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        try withReader { reader in
+            try reader.query(
+                """
+                SELECT id, refresh_at, status FROM credentials
+                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds) ORDER BY refresh_at
+                LIMIT \(Int64(max(0, limit)))
+                """
+            ).rows.compactMap { row in
+                let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
+                guard let id = try? CredentialID(text), let status = CredentialStatus(rawValue: status) else {
+                    return nil
+                }
+                return ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: refreshAt), status: status)
+            }
+        }
+    }
+
+    public func earliestRefreshAt() throws -> Timestamp? {
+        try withReader { reader in
+            try reader.query("SELECT min(refresh_at) FROM credentials WHERE refresh_at IS NOT NULL").rows.first
+                .flatMap { try $0.decode(Int64?.self) }.map(Timestamp.init(milliseconds:))
+        }
+    }
+
+    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
+        try withReader { reader in
+            try reader.query(
+                """
+                SELECT \(unescaped: PostgresCredentialWriter.attemptColumns) FROM refresh_attempts WHERE state = 'open'
+                ORDER BY started_at LIMIT \(Int64(max(0, limit)))
+                """
+            ).rows.compactMap(PostgresCredentialWriter.attempt)
+        }
+    }
+
+    /// Also prunes the change table (kept ten minutes, for nodes that lost their connection).
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+        try pruneChanges(before: clock.now.adding(seconds: -600))
+        return try writer.query(
+            """
+            DELETE FROM refresh_attempts WHERE attempt_id IN (
+                SELECT attempt_id FROM refresh_attempts WHERE finished_at IS NOT NULL AND finished_at < \(before.milliseconds)
+                LIMIT \(Int64(max(0, limit))))
+            """
+        ).metadata.rows ?? 0
+    }
+}
+
+/// A credential row from PostgreSQL, read by column name.
+struct PostgresCredentialRow: CredentialRow {
+    let row: PostgresRandomAccessRow
+
+    init(_ row: PostgresRow) { self.row = row.makeRandomAccess() }
+
+    func text(_ column: CredentialColumn) -> String? { try? row[column.name].decode(String?.self) }
+    func integer(_ column: CredentialColumn) -> Int64? { try? row[column.name].decode(Int64?.self) }
+    func blob(_ column: CredentialColumn) -> [UInt8]? {
+        guard row.contains(column.name) else { return nil }
+        return (try? row[column.name].decode(ByteBuffer?.self))?.map { Array($0.readableBytesView) }
+    }
+    /// The two flags' columns have PostgreSQL's own names for `… IS NOT NULL`.
+    var hasRefreshToken: Bool { (try? row[CredentialColumn.hasRefreshTokenColumn].decode(Bool.self)) ?? false }
+    var hasIDToken: Bool { (try? row[CredentialColumn.hasIDTokenColumn].decode(Bool.self)) ?? false }
+}

@@ -1,0 +1,256 @@
+import PostgresNIO
+import TokenVaultCore
+
+/// The schema from `migrations/postgres/`, applied with the SQLite files' discipline: in order,
+/// each in its own transaction, each file's SHA-256 recorded and checked on every start. Nodes
+/// that start together take turns (a session advisory lock), so a migration runs once.
+extension PostgresDatabase {
+    static let migrationLockKey: Int64 = 0x746F_6B65_6E6D_6967
+
+    public func pendingMigrations() throws -> [Migration] {
+        try migrator.pending(applied: try appliedMigrationRecords(), database: location)
+    }
+
+    /// Applies pending migrations; returns what was applied.
+    @discardableResult
+    public func migrate() throws -> [Migration] {
+        try writer.query("SELECT pg_advisory_lock(\(Self.migrationLockKey))")
+        defer { _ = try? writer.query("SELECT pg_advisory_unlock(\(Self.migrationLockKey))") }
+        let pending = try migrator.pending(applied: try appliedMigrationRecords(), database: location)
+        guard !pending.isEmpty else { return [] }
+        try writer.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version    BIGINT PRIMARY KEY NOT NULL,
+                name       TEXT NOT NULL,
+                sha256     TEXT NOT NULL CHECK (length(sha256) = 64),
+                applied_at BIGINT NOT NULL
+            )
+            """)
+        for migration in pending {
+            do {
+                try writer.transaction {
+                    for statement in SQLScript.statements(String(decoding: migration.sql, as: UTF8.self)) {
+                        try writer.query(PostgresQuery(unsafeSQL: statement))
+                    }
+                    try writer.query(
+                        """
+                        INSERT INTO schema_migrations (version, name, sha256, applied_at)
+                        VALUES (\(Int64(migration.version)), \(migration.fileName), \(migrator.checksum(migration.sql)),
+                                \(clock.now.milliseconds))
+                        """)
+                }
+            } catch {
+                throw VaultError.migration(
+                    "migration postgres/\(migration.fileName) failed and was rolled back: \(error)")
+            }
+        }
+        return pending
+    }
+
+    func appliedMigrationRecords() throws -> [Int: (name: String, sha256: String)] {
+        let exists =
+            try writer.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
+            .map { try $0.decode(Bool.self) } ?? false
+        guard exists else { return [:] }
+        var applied: [Int: (name: String, sha256: String)] = [:]
+        for row in try writer.query("SELECT version, name, sha256 FROM schema_migrations").rows {
+            let (version, name, sha256) = try row.decode((Int64, String, String).self)
+            applied[Int(version)] = (name, sha256)
+        }
+        return applied
+    }
+}
+
+extension PostgresDatabase: KeyTermStore {
+    public func terms() throws -> [WrappedTerm] {
+        guard try tableExists("key_terms") else { return [] }
+        return try withReader { try Self.terms(on: $0) }
+    }
+
+    static func terms(on link: PostgresLink) throws -> [WrappedTerm] {
+        try link.query("SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term").rows.map { row in
+            let (term, key, state, created) = try row.decode((Int64, ByteBuffer, String, Int64).self)
+            return WrappedTerm(
+                term: UInt32(truncatingIfNeeded: term), wrappedKey: Array(key.readableBytesView),
+                isActive: state == "active",
+                createdAt: Timestamp(milliseconds: created))
+        }
+    }
+
+    public func addActiveTerm(_ term: WrappedTerm, keyCheck: String) throws {
+        try writer.transaction {
+            try checkKey(keyCheck)
+            try writer.query("UPDATE key_terms SET state = 'retired' WHERE state = 'active'")
+            try writer.query(
+                """
+                INSERT INTO key_terms (term, wrapped_key, state, created_at)
+                VALUES (\(Int64(term.term)), \(ByteBuffer(bytes: term.wrappedKey)), 'active', \(term.createdAt.milliseconds))
+                """)
+        }
+    }
+
+    public func removeTerm(_ term: UInt32) throws -> Bool {
+        try writer.transaction {
+            let inUse = try writer.query("SELECT 1 FROM credentials WHERE seal_term = \(Int64(term)) LIMIT 1").rows
+                .count
+            guard inUse == 0 else { return false }
+            return try writer.query(
+                "DELETE FROM key_terms WHERE term = \(Int64(term)) AND state = 'retired' RETURNING 1"
+            ).rows.count > 0
+        }
+    }
+
+    public func rewrap(
+        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+    ) throws {
+        try writer.transaction {
+            // Nothing adds a term while this transaction holds the table.
+            try writer.query("LOCK TABLE key_terms IN EXCLUSIVE MODE")
+            let stored = try Self.terms(on: writer)
+            guard !stored.isEmpty else { throw VaultError.conflict("the vault has no key terms; nothing was changed") }
+            for term in stored {
+                let wrapped = try rewrap(term)
+                guard wrapped.term == term.term else {
+                    throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
+                }
+                try writer.query(
+                    "UPDATE key_terms SET wrapped_key = \(ByteBuffer(bytes: wrapped.wrappedKey)) WHERE term = \(Int64(term.term))"
+                )
+            }
+            try upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 })
+        }
+    }
+
+    /// Refuses a key change by a process whose master key is not the vault's current one.
+    private func checkKey(_ keyCheck: String) throws {
+        let stored = try writer.query("SELECT value FROM vault_meta WHERE key = \(VaultSetting.keyCheck) FOR UPDATE")
+            .rows.first.map { try $0.decode(String.self) }
+        guard let stored else { return try upsert([VaultSetting.keyCheck: keyCheck]) }
+        guard stored == keyCheck else { throw VaultError.staleMasterKey }
+    }
+
+    public func termUsage() throws -> [UInt32: Int] {
+        try withReader { reader in
+            var usage: [UInt32: Int] = [:]
+            for row in try reader.query(
+                "SELECT term, (SELECT count(*) FROM credentials WHERE seal_term = term) FROM key_terms"
+            ).rows {
+                let (term, count) = try row.decode((Int64, Int64).self)
+                usage[UInt32(truncatingIfNeeded: term)] = Int(count)
+            }
+            return usage
+        }
+    }
+
+    public func setting(_ key: String) throws -> String? {
+        guard try tableExists("vault_meta") else { return nil }
+        return try withReader { reader in
+            try reader.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first.map {
+                try $0.decode(String.self)
+            }
+        }
+    }
+
+    public func setSettings(_ settings: [String: String]) throws {
+        try writer.transaction { try upsert(settings) }
+    }
+
+    public func addSetting(_ key: String, _ value: String) throws -> String {
+        try writer.query(
+            """
+            INSERT INTO vault_meta (key, value) VALUES (\(key), \(value)) ON CONFLICT (key) DO NOTHING
+            """)
+        return try writer.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first
+            .map { try $0.decode(String.self) } ?? value
+    }
+
+    private func upsert(_ settings: [String: String]) throws {
+        for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
+            try writer.query(
+                """
+                INSERT INTO vault_meta (key, value) VALUES (\(key), \(value))
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """)
+        }
+    }
+
+    func tableExists(_ name: String) throws -> Bool {
+        try withReader { reader in
+            try reader.query("SELECT to_regclass(\(name)) IS NOT NULL").rows.first.map { try $0.decode(Bool.self) }
+                ?? false
+        }
+    }
+}
+
+extension PostgresDatabase: AdminStore {
+    /// A consistent copy of a PostgreSQL vault is the database's own business (`pg_dump`, base
+    /// backups, replicas): the rows are ciphertext either way.
+    public func backup(to path: String) throws -> Int64 {
+        throw VaultError.conflict(
+            "tokenvault backup writes SQLite files; back up a PostgreSQL vault with pg_dump or the server's own backups"
+        )
+    }
+
+    public func schemaVersion() throws -> Int { try appliedMigrationRecords().keys.max() ?? 0 }
+
+    public func credentialCountsByStatus() throws -> [CredentialStatus: Int] {
+        try withReader { reader in
+            var counts: [CredentialStatus: Int] = [:]
+            for row in try reader.query("SELECT status, count(*) FROM credentials GROUP BY status").rows {
+                let (status, count) = try row.decode((String, Int64).self)
+                if let status = CredentialStatus(rawValue: status) { counts[status] = Int(count) }
+            }
+            return counts
+        }
+    }
+}
+
+extension PostgresDatabase {
+    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+        try withReader { reader in
+            try reader.query(
+                """
+                SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                WHERE id > \(after ?? 0) AND (\(credentialID?.description)::text IS NULL OR credential_id = \(credentialID?.description))
+                ORDER BY id LIMIT \(Int64(max(0, limit)))
+                """
+            ).rows.map(PostgresCredentialWriter.auditRow)
+        }
+    }
+
+    public func auditChainEnds() throws -> [AuditChainEnd] {
+        try withReader { reader in
+            try reader.query("SELECT name, row_id, mac, seal FROM audit_chain ORDER BY name").rows
+                .compactMap(PostgresCredentialWriter.chainEnd)
+        }
+    }
+}
+
+extension PostgresDatabase: VaultBackend {
+    /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index
+    /// left invalid or a constraint left unvalidated (by hand, or an interrupted operation).
+    public func integrityCheck() throws -> [String] {
+        try withReader { reader in
+            var problems: [String] = []
+            for row in try reader.query(
+                """
+                SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready)
+                """
+            ).rows {
+                problems.append("index \(try row.decode(String.self)) is not valid")
+            }
+            for row in try reader.query(
+                """
+                SELECT con.conname::text FROM pg_constraint con JOIN pg_namespace n ON n.oid = con.connamespace
+                WHERE n.nspname = current_schema() AND NOT con.convalidated
+                """
+            ).rows {
+                problems.append("constraint \(try row.decode(String.self)) is not validated")
+            }
+            return problems.isEmpty ? ["ok"] : problems
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import Synchronization
+import TokenVaultCore
+
+/// The vault on PostgreSQL, shared by any number of daemons (issue 15): the same tables and the
+/// same storage protocols as `VaultDatabase`, so the ledger, the engine and the API are unchanged.
+///
+/// - One writer connection takes the ledger's write transactions one at a time (the group commit
+///   makes them large); a few reader connections serve reads. Every call waits on a blocking
+///   thread with a deadline (`PostgresLink`).
+/// - Read-modify-write of one credential is serialised across nodes by a transaction-level
+///   advisory lock on its id (`record` inside a transaction takes it); one open refresh attempt per
+///   credential is the unique index's to enforce, and a second node's attempt reads as a lease
+///   held elsewhere.
+/// - Token reads are served from `RecordCache`; every committed change reaches every node at once
+///   (`PostgresChangeListener`), which drops the row from its cache, wakes its scheduler and feeds
+///   its `watch` and `events` streams.
+public final class PostgresDatabase: Sendable {
+    public struct Configuration: Sendable {
+        public enum Endpoint: Sendable, Equatable {
+            case tcp(host: String, port: Int)
+            /// The socket file (`<directory>/.s.PGSQL.<port>`).
+            case socket(path: String)
+        }
+
+        public enum TLS: Sendable, Equatable {
+            case disable
+            /// Encrypted, the server's certificate not checked (libpq `sslmode=require`).
+            case require
+            /// Encrypted, the certificate checked against `caFile` and the host name
+            /// (`sslmode=verify-full`).
+            case verifyFull(caFile: String)
+        }
+
+        public var endpoint: Endpoint
+        public var username: String
+        public var password: String?
+        public var database: String?
+        public var tls: TLS
+        /// Reader connections.
+        public var readers = 4
+        /// How long one statement may take before its connection is given up as lost.
+        public var statementTimeoutSeconds = 30.0
+        /// Sealed rows kept for token reads.
+        public var cacheCapacity = 100_000
+
+        public init(endpoint: Endpoint, username: String, password: String?, database: String?, tls: TLS) {
+            self.endpoint = endpoint
+            self.username = username
+            self.password = password
+            self.database = database
+            self.tls = tls
+        }
+    }
+
+    /// A change to a credential made anywhere, as the change trigger recorded it.
+    public struct Change: Sendable, Equatable {
+        public enum Operation: String, Sendable { case insert, update, delete }
+        public var sequence: Int64
+        public var operation: Operation
+        public var id: CredentialID
+        public var oldGeneration: Int64?
+        public var newGeneration: Int64?
+        public var oldStatus: CredentialStatus?
+        public var newStatus: CredentialStatus?
+        /// The update recorded a failure (a new `last_error`).
+        public var failed: Bool
+        /// Made by this process (its writer's node name).
+        public var isOwn: Bool
+    }
+
+    /// `postgres://user@host:port/database` (never the password).
+    public let location: String
+    let migrator: Migrator
+    /// This process's name in the change table (`tokenvault.node`).
+    public let node: String
+    let clock: any VaultClock
+    let logger: Logger
+    let writer: PostgresLink
+    private let readers: [PostgresLink]
+    private let idleReaders: Mutex<[Int]>
+    private let readerSlots: DispatchSemaphore
+    let cache: RecordCache
+    let connectionConfiguration: PostgresConnection.Configuration
+    /// Told about every change (the wiring publishes it and wakes the scheduler).
+    let changeHandler = Mutex<(@Sendable (Change) -> Void)?>(nil)
+    let listenerState = Mutex(ListenerState())
+    /// True while the change listener is connected: only then can a cached row be trusted (a
+    /// change made elsewhere would not reach it otherwise), so only then is the cache used.
+    let cacheTrusted = Atomic<Bool>(false)
+
+    struct ListenerState {
+        var connected = false
+        var lastSequence: Int64 = 0
+        var reconnects = 0
+        /// Sequence numbers already delivered (a replay may repeat some).
+        var delivered: Set<Int64> = []
+    }
+
+    /// Connects (failing at once with PostgreSQL's own reason) and checks nothing else: call
+    /// `pendingMigrations()` or `migrate()` next. `checksum` is SHA-256 in hex, as for SQLite.
+    public init(
+        configuration: Configuration, checksum: @escaping @Sendable ([UInt8]) -> String,
+        clock: any VaultClock = SystemClock(), logger: Logger
+    ) throws {
+        migrator = try Migrator(migrations: try EmbeddedMigrations.postgres(), checksum: checksum)
+        var connection: PostgresConnection.Configuration
+        switch configuration.endpoint {
+        case .tcp(let host, let port):
+            connection = .init(
+                host: host, port: port, username: configuration.username, password: configuration.password,
+                database: configuration.database, tls: try Self.tls(configuration.tls))
+        case .socket(let path):
+            connection = .init(
+                unixSocketPath: path, username: configuration.username, password: configuration.password,
+                database: configuration.database)
+        }
+        connection.options.connectTimeout = .seconds(10)
+        connection.options.additionalStartupParameters = [("application_name", "tokenvault")]
+        connectionConfiguration = connection
+        let node = "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UUID().uuidString.prefix(8))"
+        self.node = node
+        self.clock = clock
+        self.logger = logger
+        let timeout = TimeAmount.milliseconds(Int64(configuration.statementTimeoutSeconds * 1000))
+        writer = PostgresLink(
+            configuration: connection, name: "writer", setup: ["SET tokenvault.node = '\(node)'"],
+            statementTimeout: timeout, logger: logger)
+        readers = (0..<max(1, configuration.readers)).map {
+            PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)
+        }
+        idleReaders = Mutex(Array(readers.indices))
+        readerSlots = DispatchSemaphore(value: readers.count)
+        cache = RecordCache(capacity: configuration.cacheCapacity)
+        let database = configuration.database ?? configuration.username
+        switch configuration.endpoint {
+        case .tcp(let host, let port): location = "postgres://\(configuration.username)@\(host):\(port)/\(database)"
+        case .socket(let path): location = "postgres://\(configuration.username)@\(path)/\(database)"
+        }
+        // Fail now, with PostgreSQL's own reason, rather than on the first request.
+        try writer.query("SELECT 1")
+    }
+
+    /// Closes every connection (the listener stops with its task).
+    public func close() {
+        writer.close()
+        for reader in readers { reader.close() }
+    }
+
+    /// Called for every change to a credential row, this process's own included.
+    public func onChange(_ handler: @escaping @Sendable (Change) -> Void) { changeHandler.withLock { $0 = handler } }
+
+    /// Runs `body` on a reader connection (waiting for a free one).
+    func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
+        readerSlots.wait()
+        let index = idleReaders.withLock { $0.removeLast() }
+        defer {
+            idleReaders.withLock { $0.append(index) }
+            readerSlots.signal()
+        }
+        return try body(readers[index])
+    }
+
+    private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {
+        switch tls {
+        case .disable: return .disable
+        case .require:
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            return .require(try NIOSSLContext(configuration: configuration))
+        case .verifyFull(let caFile):
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.trustRoots = .file(caFile)
+            configuration.certificateVerification = .fullVerification
+            do {
+                return .require(try NIOSSLContext(configuration: configuration))
+            } catch {
+                throw VaultError.storageUnavailable("the PostgreSQL CA file \(caFile) cannot be used: \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Synchronization
+import TokenVaultCore
+
+/// One PostgreSQL connection, used from blocking threads (NIO's blocking pool, never an event
+/// loop): every statement waits for its result with a deadline of its own, because a query on a
+/// connection the server has dropped may never complete (postgres-nio 1.33.2). A connection that
+/// failed is closed and a new one is made for the next statement; the failure is reported as
+/// `storage_unavailable`, which callers (the ledger's held commits, the engine) retry.
+final class PostgresLink: Sendable {
+    private let configuration: PostgresConnection.Configuration
+    private let logger: Logger
+    private let statementTimeout: TimeAmount
+    private let name: String
+    /// Statements run on every new connection (the node's name for the change trigger).
+    private let setup: [String]
+    private let connection = Mutex<PostgresConnection?>(nil)
+    /// One caller at a time: a transaction's statements never interleave with another caller's
+    /// (recursive: the statements of a transaction are its caller's).
+    private let turn = NSRecursiveLock()
+
+    init(
+        configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
+        statementTimeout: TimeAmount, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.name = name
+        self.setup = setup
+        self.statementTimeout = statementTimeout
+        self.logger = logger
+    }
+
+    /// Runs `query` and returns every row (read to the end, so no error is left in the stream).
+    @discardableResult
+    func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        turn.lock()
+        defer { turn.unlock() }
+        let connection = try current()
+        do {
+            return try wait(connection.query(query, logger: logger), on: connection)
+        } catch {
+            throw failure(error, connection: connection)
+        }
+    }
+
+    /// Runs `body` in one transaction on this connection: BEGIN, then COMMIT when it returns,
+    /// ROLLBACK when it throws (not attempted on a connection that was lost).
+    func transaction<Result>(begin: [String] = ["BEGIN"], _ body: () throws -> Result) throws -> Result {
+        turn.lock()
+        defer { turn.unlock() }
+        for statement in begin { try query(PostgresQuery(unsafeSQL: statement)) }
+        do {
+            let result = try body()
+            try query("COMMIT")
+            return result
+        } catch {
+            if self.connection.withLock({ $0 }) != nil { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    deinit {
+        if let open = connection.withLock({ $0 }) { Self.closeEventually(open) }
+    }
+
+    /// Closes `connection` without waiting, holding it until it is closed (postgres-nio asserts
+    /// that a connection is closed before it goes away).
+    static func closeEventually(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    func close() {
+        guard
+            let open = connection.withLock({ connection in
+                defer { connection = nil }
+                return connection
+            })
+        else { return }
+        _ = try? open.close().wait()
+    }
+
+    /// The open connection, or a new one.
+    private func current() throws -> PostgresConnection {
+        if let open = connection.withLock({ $0 }), !open.isClosed { return open }
+        let made: PostgresConnection
+        do {
+            made = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
+                id: Int.random(in: 0..<Int.max), logger: logger
+            ).wait()
+        } catch {
+            throw VaultError.storageUnavailable("cannot connect to PostgreSQL (\(name)): \(Self.describe(error))")
+        }
+        do {
+            for statement in setup {
+                _ = try wait(made.query(PostgresQuery(unsafeSQL: statement), logger: logger), on: made)
+            }
+        } catch {
+            _ = try? made.close().wait()
+            throw VaultError.storageUnavailable(
+                "cannot prepare a PostgreSQL connection (\(name)): \(Self.describe(error))")
+        }
+        connection.withLock { $0 = made }
+        return made
+    }
+
+    /// Waits for `future`, at most `statementTimeout`.
+    private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>, on connection: PostgresConnection) throws
+        -> Value
+    {
+        let promise = connection.eventLoop.makePromise(of: Value.self)
+        let settled = Atomic<Bool>(false)
+        let timer = connection.eventLoop.scheduleTask(in: statementTimeout) {
+            if settled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+                promise.fail(PostgresLinkTimeout())
+            }
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            if settled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+                promise.completeWith(result)
+            }
+        }
+        return try promise.futureResult.wait()
+    }
+
+    /// The error to throw for `error`; a lost connection is dropped (and closed) first.
+    private func failure(_ error: any Error, connection lost: PostgresConnection) -> any Error {
+        if let vaultError = error as? VaultError { return vaultError }
+        if Self.isConnectionLost(error) {
+            self.connection.withLock { if $0 === lost { $0 = nil } }
+            Self.closeEventually(lost)
+            return VaultError.storageUnavailable(
+                "the PostgreSQL connection (\(name)) was lost: \(Self.describe(error))")
+        }
+        return PostgresStatementError(underlying: error)
+    }
+
+    static func isConnectionLost(_ error: any Error) -> Bool {
+        if error is PostgresLinkTimeout { return true }
+        guard let psql = error as? PSQLError else { return false }
+        switch psql.code {
+        case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown: return true
+        case .server:
+            let state = psql.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+        default: return false
+        }
+    }
+
+    /// What PostgreSQL said, without the statement's text (`String(reflecting:)` can hold SQL;
+    /// bind values are never logged by postgres-nio).
+    static func describe(_ error: any Error) -> String {
+        if let psql = error as? PSQLError {
+            if let state = psql.serverInfo?[.sqlState], let message = psql.serverInfo?[.message] {
+                return "\(message) (SQLSTATE \(state))"
+            }
+            if let underlying = psql.underlying { return "\(psql.code): \(underlying)" }
+            return "\(psql.code)"
+        }
+        if error is PostgresLinkTimeout { return "no answer within the statement timeout" }
+        return "\(error)"
+    }
+}
+
+/// A statement did not answer within its deadline: the connection is treated as lost.
+struct PostgresLinkTimeout: Error {}
+
+/// A statement PostgreSQL refused (the connection stays usable): its SQLSTATE says why.
+struct PostgresStatementError: Error, CustomStringConvertible {
+    let underlying: any Error
+
+    var sqlState: String? { (underlying as? PSQLError)?.serverInfo?[.sqlState] }
+    var description: String { PostgresLink.describe(underlying) }
+}

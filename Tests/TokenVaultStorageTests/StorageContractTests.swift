@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+/// The storage contract, the same tests on both backends: SQLite in a file, and PostgreSQL
+/// (a real server started by `TestPostgres`). Everything goes through the ledger (`Vault`) or the
+/// protocols the daemon uses, never through backend-specific calls.
+@Suite struct StorageContractTests {
+    static func payload(_ marker: String, lifetime: Double = 3600) -> TokenPayload {
+        TokenPayload(
+            kind: .oauth2,
+            secrets: CredentialSecrets(
+                accessToken: SecretBytes(utf8: "at-\(marker)"), refreshToken: SecretBytes(utf8: "rt-\(marker)")),
+            tokenType: "Bearer", expiry: .after(seconds: lifetime))
+    }
+
+    @Test(arguments: TestBackendKind.allCases)
+    func credentialsAreStoredReadListedAndDeleted(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let vault = fixture.vault
+        for id in ["pay/a", "pay/b", "ops/c"] {
+            try await vault.put(try CredentialID(id), payload: Self.payload(id), provider: "idp", labels: ["k": id])
+        }
+        let a = try vault.credential(try CredentialID("pay/a"))
+        #expect(a.secrets.accessToken.revealString() == "at-pay/a")
+        #expect(a.secrets.refreshToken?.revealString() == "rt-pay/a")
+        #expect(a.metadata.labels == ["k": "pay/a"] && a.metadata.generation == 1 && a.metadata.hasRefreshToken)
+
+        let everything = try vault.list(CredentialQuery())
+        #expect(everything.map(\.id.description) == ["ops/c", "pay/a", "pay/b"])
+        #expect(try vault.list(CredentialQuery(namespace: "pay")).map(\.id.description) == ["pay/a", "pay/b"])
+        #expect(try vault.list(CredentialQuery(namespaces: ["ops"])).map(\.id.description) == ["ops/c"])
+        #expect(
+            try vault.list(CredentialQuery(after: try CredentialID("pay/a"), limit: 5)).map(\.id.description)
+                == ["pay/b"])
+        #expect(try vault.list(CredentialQuery(status: .failing)).isEmpty)
+        #expect(try fixture.backend.credentialCountsByStatus() == [.active: 3])
+
+        // A second put replaces the tokens and raises the generation.
+        try await vault.put(try CredentialID("pay/a"), payload: Self.payload("second"), provider: "idp")
+        let replaced = try vault.credential(try CredentialID("pay/a"))
+        #expect(replaced.metadata.generation == 2 && replaced.secrets.accessToken.revealString() == "at-second")
+
+        try await vault.delete(try CredentialID("pay/b"))
+        #expect(throws: VaultError.self) { try vault.metadata(try CredentialID("pay/b")) }
+        #expect(try vault.list(CredentialQuery()).count == 2)
+    }
+
+    /// Another process on the same database (a second node) reads what the first wrote as soon
+    /// as the write returned, and sees its deletes.
+    @Test(arguments: TestBackendKind.allCases)
+    func aSecondOpeningSeesEveryWriteOnceItReturned(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let id = try CredentialID("pay/shared")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-one")
+        try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
+        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        try await other.vault.delete(id)
+        #expect(throws: VaultError.self) { try fixture.vault.metadata(id) }
+    }
+
+    /// Two processes journal refreshes of the same credentials at once, both alive: each
+    /// credential gets exactly one open attempt, and the other process is told the lease is held.
+    @Test(arguments: TestBackendKind.allCases)
+    func oneOpenAttemptPerCredentialAcrossOpenings(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let ids = try (0..<40).map { try CredentialID("pay/c\($0)") }
+        for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
+        let leaseUntil = fixture.clock.now.adding(seconds: 60)
+        let winners = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+            for id in ids {
+                for (owner, vault) in [("node-a", fixture.vault), ("node-b", other.vault)] {
+                    group.addTask {
+                        let metadata = try vault.metadata(id)
+                        let started = try await vault.beginAttempt(
+                            Vault.AttemptRequest(
+                                metadata: metadata, fingerprint: "fp-\(id.name)", owner: owner, leaseUntil: leaseUntil,
+                                isOwnerGone: { _ in false }))
+                        return (id.description, started != nil)
+                    }
+                }
+            }
+            var winners: [String: Int] = [:]
+            for try await (id, won) in group where won { winners[id, default: 0] += 1 }
+            return winners
+        }
+        #expect(winners.count == ids.count && winners.values.allSatisfy { $0 == 1 }, "\(winners)")
+        #expect(try fixture.vault.openAttempts(limit: 100).count == ids.count)
+    }
+
+    /// The schedule is fenced by generation: an update computed from an older row changes nothing.
+    @Test(arguments: TestBackendKind.allCases)
+    func aScheduleUpdateOfAnOlderGenerationChangesNothing(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let id = try CredentialID("pay/fenced")
+        let first = try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
+        let stale = ScheduleUpdate(
+            id: id, generation: first.generation, status: .failing, refreshAt: nil,
+            lastError: CredentialFailure(code: "stale", message: "from an old row", at: fixture.clock.now),
+            refreshFailures: 1, updatedAt: fixture.clock.now)
+        #expect(try await fixture.vault.updateSchedule(stale) == nil)
+        let current = try fixture.vault.metadata(id)
+        #expect(current.status == .active && current.lastError == nil && current.generation == 2)
+        let due = try fixture.vault.dueCredentials(at: fixture.clock.now.adding(seconds: 86_400), limit: 10)
+        #expect(due.map(\.id) == [id])
+        #expect(try fixture.vault.earliestRefreshAt() == current.refreshAt)
+    }
+
+    /// Key rotation: a new term, every row resealed onto it, the old term removed; the vault
+    /// opens again with the same master key and every token still opens.
+    @Test(arguments: TestBackendKind.allCases)
+    func keyRotationResealsEveryRowAndTheVaultReopens(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let ids = try (0..<25).map { try CredentialID("pay/k\($0)") }
+        for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
+        let before = fixture.keyring.activeTerm
+        let report = try await KeyRotation(
+            vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend, batchSize: 7
+        ).rotate()
+        #expect(report.newTerm != before && report.resealed == ids.count && report.remainingTerms.isEmpty)
+        #expect(try fixture.backend.termUsage() == [report.newTerm: ids.count])
+        let reopened = try fixture.open()
+        defer { reopened.backend.close() }
+        for id in ids {
+            #expect(try reopened.vault.credential(id).secrets.accessToken.revealString() == "at-\(id.name)")
+        }
+        #expect(try reopened.vault.verify().isClean)
+    }
+
+    /// The audit chain: rows appended from two openings form one chain that verifies; pruning
+    /// moves the anchor and the rest still verifies; an edited row is named.
+    @Test(arguments: TestBackendKind.allCases)
+    func theAuditChainSpansOpeningsAndSurvivesPruning(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        func events(_ count: Int, _ label: String) -> [AuditEvent] {
+            (0..<count).map {
+                AuditEvent(
+                    at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(label)\($0)")
+            }
+        }
+        try await fixture.vault.appendAudits(events(30, "a"))
+        try await other.vault.appendAudits(events(30, "b"))
+        try await fixture.vault.appendAudits(events(30, "c"))
+        var verification = try other.vault.verifyAudit()
+        #expect(verification.isClean && verification.rows == 90, "\(verification)")
+        #expect(
+            try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 50, batch: 15) == 40)
+        verification = try fixture.vault.verifyAudit()
+        #expect(verification.isClean && verification.rows == 50, "\(verification)")
+        let rows = try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 100)
+        #expect(rows.count == 50 && rows.first?.event.detail == "b10")
+    }
+
+    @Test(arguments: TestBackendKind.allCases)
+    func migrationsAreAppliedOnceAndRecorded(_ kind: TestBackendKind) async throws {
+        let fixture = try TestBackendVault(kind)
+        #expect(try fixture.backend.pendingMigrations().isEmpty)
+        #expect(try fixture.backend.migrate().isEmpty)
+        let shipped = kind == .sqlite ? try EmbeddedMigrations.all() : try EmbeddedMigrations.postgres()
+        #expect(try fixture.backend.schemaVersion() == shipped.count)
+        #expect(try fixture.backend.integrityCheck() == ["ok"])
+    }
+}

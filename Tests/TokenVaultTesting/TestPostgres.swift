@@ -1,0 +1,191 @@
+import Foundation
+import Synchronization
+
+/// A throwaway PostgreSQL server for the tests, started by the tests themselves: `initdb` and
+/// `pg_ctl` from Debian's `postgresql` package (installed by `scripts/install-deps.sh`) in a
+/// temporary directory, run as the `postgres` user when the tests run as root (`initdb` refuses
+/// root). One server per test process, started on first use and stopped when the process exits;
+/// each test gets a database of its own (`makeDatabase()`).
+///
+/// The server listens on a socket in its directory (trust) and on 127.0.0.1 at a free port
+/// (password, SCRAM), so both ways of connecting are tested. `fsync` is off: these tests are
+/// about behaviour, and the durability of PostgreSQL itself is not ours to test.
+public final class TestPostgres: Sendable {
+    public static let password = "tokenvault-test-password"
+    public let directory: String
+    public let port: Int
+    /// `postgres` on the server, for `psql` and for making databases.
+    public let superuser = "postgres"
+    private let binaries: String
+
+    /// The server of this test process, started on first use.
+    public static func shared() throws -> TestPostgres {
+        try sharedServer.withLock { server in
+            if let server { return server }
+            let started = try TestPostgres()
+            server = started
+            atexit {
+                guard let server = TestPostgres.sharedServer.withLock({ $0 }) else { return }
+                try? server.stop()
+                try? FileManager.default.removeItem(atPath: server.directory)
+            }
+            return started
+        }
+    }
+
+    private static let sharedServer = Mutex<TestPostgres?>(nil)
+
+    private init() throws {
+        guard
+            let binaries = try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")
+                .sorted().last.map({ "/usr/lib/postgresql/\($0)/bin" }),
+            FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
+        else {
+            throw TestPostgresError(
+                "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run `make test`, which installs it")
+        }
+        self.binaries = binaries
+        directory = try Self.makeDirectory()
+        port = try Self.freePort()
+        try Self.write(Self.password + "\n", to: directory + "/pwfile")
+        try run(
+            [
+                binaries + "/initdb", "-D", directory + "/data", "-U", superuser, "--pwfile=\(directory)/pwfile",
+                "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
+            ], log: "initdb.log")
+        try run(
+            [
+                binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
+                "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                "start",
+            ], log: "pg_ctl.log")
+    }
+
+    /// The socket directory's URL form (`host=` names the directory).
+    public func socketURL(database: String, user: String = "postgres") -> String {
+        "postgres://\(user)@/\(database)?host=\(directory)&port=\(port)"
+    }
+
+    /// Over TCP with a password (from a file, as the daemon reads it).
+    public func tcpURL(database: String, user: String = "postgres") -> String {
+        "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    /// A new, empty database; its name.
+    public func makeDatabase() throws -> String {
+        let name = "tv_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        try psql("CREATE DATABASE \(name)")
+        return String(name)
+    }
+
+    /// Runs SQL as the superuser (for tests that kill connections, stop the server, inspect rows).
+    @discardableResult
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+        try run(
+            [
+                binaries + "/psql", "-h", directory, "-p", "\(port)", "-U", superuser, "-d", database, "-At", "-v",
+                "ON_ERROR_STOP=1", "-c", sql,
+            ], log: nil)
+    }
+
+    /// Stops the server at once (as a crash would), or starts it again.
+    public func stop() throws {
+        try run([binaries + "/pg_ctl", "-D", directory + "/data", "-m", "immediate", "-w", "stop"], log: "pg_ctl.log")
+    }
+
+    public func start() throws {
+        try run(
+            [
+                binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
+                "start",
+            ], log: "pg_ctl.log")
+    }
+
+    // MARK: Processes
+
+    private static var isRoot: Bool { getuid() == 0 }
+
+    /// Runs `arguments`, as `postgres` when we are root; returns standard output.
+    ///
+    /// posix_spawn and waitpid, with output in files: `pg_ctl start` leaves a server holding what
+    /// it inherited (a pipe would never end), and Foundation's `Process` was seen to miss its exit.
+    @discardableResult
+    private func run(_ arguments: [String], log: String?) throws -> String {
+        let command = Self.isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments : arguments
+        let name = log ?? "command-\(UUID().uuidString.prefix(8))"
+        let outputPath = directory + "/" + name + ".out"
+        let errorPath = directory + "/" + name + ".err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var argv = command.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw TestPostgresError("cannot run \(command[0]): errno \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+        if log == nil {
+            unlink(outputPath)
+            unlink(errorPath)
+        }
+        // WIFEXITED and WEXITSTATUS, spelled out (the C macros are not imported).
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw TestPostgresError(
+                "\((arguments[0] as NSString).lastPathComponent) failed (status \(status)): \(stderr) "
+                    + "(server log: \(directory)/server.log)")
+        }
+        return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A directory the `postgres` user owns when we are root.
+    private static func makeDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "tokenvault-pg-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        if isRoot {
+            guard let user = getpwnam("postgres") else {
+                throw TestPostgresError("no postgres user: is Debian's postgresql package installed?")
+            }
+            guard chown(path, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
+                throw TestPostgresError("cannot give \(path) to the postgres user")
+            }
+        }
+        chmod(path, 0o700)
+        return path
+    }
+
+    private static func write(_ text: String, to path: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        if isRoot, let user = getpwnam("postgres") { chown(path, user.pointee.pw_uid, user.pointee.pw_gid) }
+        chmod(path, 0o600)
+    }
+
+    /// A TCP port nobody listens on now (bound and released).
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestPostgresError("socket() failed") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw TestPostgresError("cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+public struct TestPostgresError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
