@@ -194,3 +194,18 @@ public final class Vault: Sendable {
         events.publish(CredentialEvent(kind: kind, id: id, at: clock.now, metadata: metadata.map(withPending)))
     }
 }
+
+extension Vault {
+    /// A change another process sharing the database made (a node of a PostgreSQL vault): this
+    /// process's `watch` and `events` streams get it too, with the row as it is now (none when it
+    /// was deleted). Nothing is decrypted.
+    public func publishChangeMadeElsewhere(_ kind: CredentialEvent.Kind, _ id: CredentialID) async {
+        var metadata: CredentialMetadata?
+        if kind != .deleted {
+            metadata = try? await blocking { [store] in try store.record(id)?.metadata }
+            // Gone again by the time it was read: its own deletion follows.
+            if metadata == nil { return }
+        }
+        publish(kind, id, metadata)
+    }
+}

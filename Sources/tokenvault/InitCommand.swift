@@ -19,21 +19,25 @@ struct InitCommand: ParsableCommand {
             TokenVaultCommand.restrictFileCreation()
             let directory = options.resolvedDataDir
             try createPrivateDirectory(directory)
-            if FileManager.default.fileExists(atPath: options.databasePath) {
-                let existing = try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+            if options.resolvedStorageURL != nil || FileManager.default.fileExists(atPath: options.databasePath) {
+                let existing = try OpenedVault.openBackend(options)
+                defer { existing.close() }
                 if !(try existing.terms().isEmpty) {
                     throw VaultError(
-                        code: .alreadyInitialised, message: "a vault already exists at \(options.databasePath)")
+                        code: .alreadyInitialised,
+                        message: "a vault already exists at \(existing.location)"
+                            + (options.resolvedStorageURL == nil
+                                ? "" : " (other hosts share it with the same master key: copy the key file, not init)"))
                 }
             }
             let (masterKey, settings, notice) = try masterKey()
-            let database = try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+            let database = try OpenedVault.openBackend(options)
             try database.migrate()
             try database.setSettings(settings)
             let keyring = try Keyring.bootstrap(masterKey: masterKey, store: database)
             database.close()
             if let notice { print(notice) }
-            print("initialised vault \(options.databasePath) (data key term \(keyring.activeTerm))")
+            print("initialised vault \(database.location) (data key term \(keyring.activeTerm))")
         }
     }
 

@@ -1,7 +1,9 @@
 import Foundation
+import Logging
 import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultStorage
+import TokenVaultSystem
 
 /// Wiring: the database, the keyring and the vault, opened in the one safe order.
 ///
@@ -12,7 +14,7 @@ import TokenVaultStorage
 struct OpenedVault {
     static let keySourceSetting = "key.source"
 
-    let database: VaultDatabase
+    let database: any VaultBackend
     let keyring: Keyring
     let vault: Vault
     let keyDescription: String
@@ -25,8 +27,13 @@ struct OpenedVault {
     ) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
-        let path = options.databasePath
-        let database = try VaultDatabase(path: path, checksum: SHA256.hex)
+        let database = try openBackend(options)
+        if options.resolvedStorageURL != nil, try database.terms().isEmpty {
+            database.close()
+            throw VaultError(
+                code: .vaultNotFound,
+                message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
+        }
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
         try keyring.recordMissingSettings()
@@ -36,8 +43,33 @@ struct OpenedVault {
             keyDescription: description)
     }
 
-    /// Refuses, with the command that creates one, when there is no vault in the data directory.
+    /// The vault's database: PostgreSQL when a storage URL is given, else the SQLite file in the
+    /// data directory. Checks the schema against this binary; writes nothing.
+    static func openBackend(_ options: VaultOptions) throws -> any VaultBackend {
+        guard let url = options.resolvedStorageURL else {
+            return try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+        }
+        var password: String?
+        if let file = options.resolvedStoragePasswordFile {
+            do {
+                let secret = try PrivateFile.read(file, what: "PostgreSQL password file", maximumSize: 1024)
+                password = secret.revealString().trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                throw VaultError.keySource("\(error)")
+            }
+        }
+        let configuration = try PostgresDatabase.Configuration(url: url, password: password)
+        var logger = Logger(label: "tokenvault.postgres")
+        logger.logLevel = .warning
+        let database = try PostgresDatabase(configuration: configuration, checksum: SHA256.hex, logger: logger)
+        _ = try database.pendingMigrations()
+        return database
+    }
+
+    /// Refuses, with the command that creates one, when there is no vault in the data directory
+    /// (a PostgreSQL vault is looked for once connected).
     static func requireVault(_ options: VaultOptions) throws {
+        guard options.resolvedStorageURL == nil else { return }
         guard FileManager.default.fileExists(atPath: options.databasePath) else {
             throw VaultError(
                 code: .vaultNotFound,
@@ -47,7 +79,7 @@ struct OpenedVault {
     }
 
     /// Loads the master key the vault's settings call for and unwraps the data keys.
-    static func unlock(_ database: VaultDatabase, _ options: VaultOptions) throws -> (Keyring, String) {
+    static func unlock(_ database: any VaultBackend, _ options: VaultOptions) throws -> (Keyring, String) {
         if try database.setting(keySourceSetting) == "passphrase" {
             guard let passphraseFile = options.resolvedPassphraseFile else {
                 throw VaultError.keySource(
@@ -76,11 +108,11 @@ struct OpenedVault {
         }
     }
 
-    private static func keyring(_ key: SecretBytes, _ database: VaultDatabase, source: String) throws -> Keyring {
+    private static func keyring(_ key: SecretBytes, _ database: any VaultBackend, source: String) throws -> Keyring {
         do {
             return try Keyring(masterKey: key, store: database)
         } catch let error as VaultError where error.code == .wrongMasterKey {
-            throw VaultError.wrongMasterKey("\(error.message) (\(source), vault \(database.path))")
+            throw VaultError.wrongMasterKey("\(error.message) (\(source), vault \(database.location))")
         }
     }
 }

@@ -8,6 +8,7 @@ import TokenVaultCourier
 import TokenVaultEngine
 import TokenVaultProviders
 import TokenVaultServer
+import TokenVaultStorage
 import TokenVaultSystem
 
 struct ServeCommand: AsyncParsableCommand {
@@ -108,6 +109,18 @@ struct ServeCommand: AsyncParsableCommand {
             let engine = RefreshEngine(
                 vault: opened.vault, providers: providers.all, settings: settings.providers, options: engineOptions,
                 settlement: courier, logger: logger)
+            // Several nodes on one PostgreSQL vault: what the others change wakes this node's
+            // scheduler, leaves its cache and reaches its watch and events streams.
+            let changeListener = (opened.database as? PostgresDatabase).map { database in
+                database.onChange { [vault = opened.vault] change in
+                    guard !change.isOwn else { return }
+                    engine.wakeScheduler()
+                    if let kind = change.eventKind {
+                        Task { await vault.publishChangeMadeElsewhere(kind, change.id) }
+                    }
+                }
+                return Task { await database.listenForChanges() }
+            }
             let api = VaultAPI(
                 vault: opened.vault, engine: engine, admin: opened.database,
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
@@ -145,6 +158,7 @@ struct ServeCommand: AsyncParsableCommand {
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             defer {
                 SocketGuard.remove(path: socketPath)
+                changeListener?.cancel()
                 opened.database.close()
                 withExtendedLifetime(lock) {}
             }

@@ -26,7 +26,38 @@ struct VaultOptions: ParsableArguments {
             discussion: "Default: $TOKENVAULT_PASSPHRASE_FILE", valueName: "file"))
     var passphraseFile: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PostgreSQL vault shared by several hosts: postgres://user@host[:port]/database?sslmode=verify-full&sslrootcert=FILE",
+            discussion:
+                "Default: $TOKENVAULT_STORAGE_URL, else the embedded SQLite file <data-dir>/vault.db. Never put a password in it: see --storage-password-file.",
+            valueName: "url"))
+    var storageURL: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "File holding the PostgreSQL password (mode 0600).",
+            discussion:
+                "Default: $TOKENVAULT_STORAGE_PASSWORD_FILE, else $CREDENTIALS_DIRECTORY/tokenvault.storage-password (systemd LoadCredential=) when it exists",
+            valueName: "file"))
+    var storagePasswordFile: String?
+
     var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// The PostgreSQL URL, when the vault is on PostgreSQL.
+    var resolvedStorageURL: String? { storageURL ?? environment["TOKENVAULT_STORAGE_URL"] }
+
+    var resolvedStoragePasswordFile: String? {
+        if let storagePasswordFile { return storagePasswordFile }
+        if let fromEnvironment = environment["TOKENVAULT_STORAGE_PASSWORD_FILE"] { return fromEnvironment }
+        if let credentials = environment["CREDENTIALS_DIRECTORY"] {
+            let path = credentials + "/tokenvault.storage-password"
+            if FileManager.default.fileExists(atPath: path) { return path }
+        }
+        return nil
+    }
 
     var resolvedDataDir: String {
         let chosen = dataDir ?? environment["TOKENVAULT_DATA_DIR"] ?? "./.tokenvault"

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+import TokenVaultTesting
+
+/// Several daemons on one PostgreSQL vault (docs/scale-out.md), as operators run them: each
+/// with its own data directory, socket and copy of the master key, the same storage URL, the
+/// password from a file. A PostgreSQL server is started by the tests (`TestPostgres`).
+@Suite struct ScaleOutTests {
+    let directory = TemporaryDirectory("tokenvault-scale-out")
+    let cli = CommandRunner()
+    let server: TestPostgres
+    let url: String
+    var passwordFile: String { directory.file("pg-password") }
+
+    init() throws {
+        server = try TestPostgres.shared()
+        url = server.tcpURL(database: try server.makeDatabase())
+        FileManager.default.createFile(
+            atPath: passwordFile, contents: Data((TestPostgres.password + "\n").utf8),
+            attributes: [.posixPermissions: 0o600])
+    }
+
+    var storage: [String: String] {
+        ["TOKENVAULT_STORAGE_URL": url, "TOKENVAULT_STORAGE_PASSWORD_FILE": passwordFile]
+    }
+
+    func dataDir(_ node: Int) -> String { directory.file("node\(node)") }
+    func socket(_ node: Int) -> String { dataDir(node) + "/run/tokenvault.sock" }
+
+    /// `init` on the first node; the others get a copy of its master key.
+    func initialise(nodes: Int) throws {
+        let initialised = try cli.run(["init", "--data-dir", dataDir(1)], environment: storage)
+        #expect(initialised.status == 0, "\(initialised.stderr)")
+        #expect(initialised.stdout.contains("initialised vault postgres://postgres@127.0.0.1"))
+        let key = try Data(contentsOf: URL(fileURLWithPath: dataDir(1) + "/master.key"))
+        for node in 2...max(2, nodes) {
+            try FileManager.default.createDirectory(
+                atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            FileManager.default.createFile(
+                atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+        }
+        // A second init against the same database refuses and says how nodes share it.
+        let again = try cli.run(["init", "--data-dir", dataDir(2)], environment: storage)
+        #expect(again.status != 0 && again.stderr.contains("copy the key file"), "\(again.stderr)")
+    }
+
+    func start(_ node: Int) throws -> DaemonProcess {
+        try DaemonProcess(
+            arguments: ["--data-dir", dataDir(node)], socketPath: socket(node), logDirectory: directory.path,
+            environment: storage)
+    }
+
+    func client(_ node: Int, _ arguments: [String], stdin: String? = nil) throws -> CommandRunner.Result {
+        try cli.run(arguments + ["--socket", socket(node)], stdin: stdin)
+    }
+
+    /// Polls `condition` every millisecond; how long it took, or nil past `limit` seconds.
+    func timeUntil(limit: Double, _ condition: () throws -> Bool) rethrows -> Double? {
+        let start = Date()
+        while Date().timeIntervalSince(start) < limit {
+            if try condition() { return Date().timeIntervalSince(start) }
+            usleep(1000)
+        }
+        return nil
+    }
+
+    @Test func aPutOnOneNodeIsServedByTheOtherAndADeleteStopsIt() async throws {
+        try initialise(nodes: 3)
+        let nodes = try (1...3).map { try start($0) }
+        defer { for node in nodes { node.terminate() } }
+
+        // Watch node 3 for changes made on node 1.
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: cli.executable)
+        watch.arguments = ["watch", "pay/alice", "--socket", socket(3)]
+        let watchOutput = directory.file("watch.out")
+        FileManager.default.createFile(atPath: watchOutput, contents: nil)
+        watch.standardOutput = FileHandle(forWritingAtPath: watchOutput)
+        watch.standardError = FileHandle.nullDevice
+
+        let first = SamplePayloads.tinkoff()
+        let put = try client(1, ["put", "pay/alice", "--provider", "tinkoff-id"], stdin: first.json)
+        #expect(put.status == 0, "\(put.stderr)")
+        // Served by node 3 as soon as node 1's PUT returned.
+        let served = try client(3, ["token", "pay/alice"])
+        #expect(served.status == 0 && served.stdout == first.tokens[0] + "\n", "\(served.stderr)")
+        try watch.run()
+        defer { watch.terminate() }
+        try await Task.sleep(for: .milliseconds(500))
+
+        // Replaced on node 1: node 2 (which read and cached the old row) serves the new token.
+        #expect(try client(2, ["token", "pay/alice"]).stdout == first.tokens[0] + "\n")
+        let second = SamplePayloads.tinkoff()
+        #expect(try client(1, ["put", "pay/alice", "--provider", "tinkoff-id"], stdin: second.json).status == 0)
+        let replaced = try timeUntil(limit: 2) {
+            try client(2, ["token", "pay/alice"]).stdout == second.tokens[0] + "\n"
+        }
+        #expect(replaced != nil, "node 2 kept serving the replaced token")
+
+        // Deleted on node 2: node 1 stops serving it.
+        #expect(try client(2, ["rm", "pay/alice"]).status == 0)
+        let stopped = try timeUntil(limit: 2) { try client(1, ["token", "pay/alice"]).status != 0 }
+        #expect(stopped != nil, "node 1 kept serving a deleted credential")
+
+        // Node 3's watch saw node 1's replacement, and ended with node 2's deletion.
+        let watchEnded = try await waitUntil(within: 5) { !watch.isRunning }
+        let watched = (try? String(contentsOfFile: watchOutput, encoding: .utf8)) ?? ""
+        #expect(watchEnded, "watch on node 3 did not end when node 2 deleted the credential: \(watched)")
+        #expect(watched.contains("generation 1") && watched.contains("generation 2"), "\(watched)")
+
+        let verify = try cli.run(["verify", "--data-dir", dataDir(3)], environment: storage)
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        for node in nodes { #expect(!node.log.contains("error"), "\(node.log)") }
+    }
+
+    /// No password file, a wrong password, a password in the URL: each refused at start with
+    /// PostgreSQL's reason or ours, never with the password in the message.
+    @Test func aNodeThatCannotReachTheVaultSaysWhy() throws {
+        try initialise(nodes: 2)
+        var wrong = storage
+        let wrongFile = directory.file("wrong-password")
+        FileManager.default.createFile(
+            atPath: wrongFile, contents: Data("not-the-password\n".utf8), attributes: [.posixPermissions: 0o600])
+        wrong["TOKENVAULT_STORAGE_PASSWORD_FILE"] = wrongFile
+        let refused = try cli.run(["verify", "--data-dir", dataDir(2)], environment: wrong)
+        #expect(refused.status != 0 && refused.stderr.contains("password authentication failed"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("not-the-password"))
+        var inURL = storage
+        inURL["TOKENVAULT_STORAGE_URL"] = url.replacingOccurrences(of: "postgres@", with: "postgres:hunter2@")
+        let leaked = try cli.run(["verify", "--data-dir", dataDir(2)], environment: inURL)
+        #expect(leaked.status != 0 && leaked.stderr.contains("password_file") && !leaked.stderr.contains("hunter2"))
+    }
+}
