@@ -12,6 +12,9 @@ final class OnDemandLimiter: Sendable {
         let at: ContinuousClock.Instant
         /// The generation the refresh produced, when it did.
         let produced: Int64?
+        /// Why it did not, when it did not (a failure's code, or why nothing was sent): a read
+        /// held back by the limit is told this, so it learns why the token is not fresh.
+        let outcome: String?
     }
 
     let interval: Duration
@@ -31,15 +34,16 @@ final class OnDemandLimiter: Sendable {
         }
         if now - last.at < interval {
             return "on-demand refreshes of \(metadata.id) are limited to one per \(interval.components.seconds) s "
-                + "(limits.on_demand_refresh_seconds)"
+                + "(limits.on_demand_refresh_seconds)" + (last.outcome.map { "; the last one: \($0)" } ?? "")
         }
         return nil
     }
 
-    /// An on-demand refresh of `id` was attempted now; `produced` is the generation it stored.
-    func record(_ id: CredentialID, produced: Int64?, now: ContinuousClock.Instant = .now) {
+    /// An on-demand refresh of `id` was attempted now; `produced` is the generation it stored,
+    /// `outcome` why it stored none.
+    func record(_ id: CredentialID, produced: Int64?, outcome: String? = nil, now: ContinuousClock.Instant = .now) {
         attempts.withLock { attempts in
-            attempts[id] = Attempt(at: now, produced: produced)
+            attempts[id] = Attempt(at: now, produced: produced, outcome: outcome)
             // Forget what no longer limits anything, so memory follows the reads of the last hour.
             if attempts.count > 10_000 {
                 let horizon = max(interval, .seconds(3600))

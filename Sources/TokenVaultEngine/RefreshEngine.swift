@@ -93,15 +93,15 @@ public final class RefreshEngine: RefreshService, Sendable {
         let current = try await blocking { [vault] in try vault.metadata(id) }
         if let refusal = onDemand.refusal(for: current, minimumTTL: minimumTTL) {
             statistics.record { $0.skipped += 1 }
-            // Why the token is not fresh matters more to the caller than the limit itself.
-            let cause = current.lastError.map { "; its last refresh failed: \($0.code) (\($0.message))" } ?? ""
-            return .skipped(refusal + cause, current)
+            return .skipped(refusal, current)
         }
         let outcome = try await refresh(id, reason: .onDemand)
-        if case .refreshed(let metadata) = outcome {
-            onDemand.record(id, produced: metadata.generation)
-        } else {
-            onDemand.record(id, produced: nil)
+        // Why the token is not fresh matters more to a read the limit holds back than the limit.
+        switch outcome {
+        case .refreshed(let metadata): onDemand.record(id, produced: metadata.generation)
+        case .failed(let failure, _): onDemand.record(id, produced: nil, outcome: "failed: \(failure.code)")
+        case .skipped(let reason, _): onDemand.record(id, produced: nil, outcome: reason)
+        case .commitPending: onDemand.record(id, produced: nil, outcome: "new tokens waiting for the database")
         }
         return outcome
     }

@@ -5,7 +5,16 @@ struct HealthDocument: Encodable {
         let schemaVersion: Int
         /// Provider answers held in memory because the database has not taken them yet.
         let heldCommits: Int
-        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version", heldCommits = "held_commits" }
+        let backend: String
+        /// PostgreSQL only: whether this node hears the other nodes' changes.
+        let changeFeed: ChangeFeed?
+        enum CodingKeys: String, CodingKey {
+            case schemaVersion = "schema_version", heldCommits = "held_commits", backend, changeFeed = "change_feed"
+        }
+    }
+    struct ChangeFeed: Encodable {
+        let connected: Bool
+        let reconnects: Int
     }
     struct Provider: Encodable {
         let name: String

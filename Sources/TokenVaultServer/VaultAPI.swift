@@ -24,14 +24,17 @@ public struct VaultAPI: Sendable {
         public var connections = ConnectionLimits()
         /// The courier's state, for health and metrics (nil: no courier, as in tests).
         public var courier: (@Sendable () -> CourierStatus)?
+        /// The database's kind and, on PostgreSQL, the change listener's state (nil: SQLite).
+        public var storage: (@Sendable () -> StorageStatus)?
 
         public init(
             providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
             expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60,
             tokenSizes: TokenSizeLimits = TokenSizeLimits(), connections: ConnectionLimits = ConnectionLimits(),
-            courier: (@Sendable () -> CourierStatus)? = nil
+            courier: (@Sendable () -> CourierStatus)? = nil, storage: (@Sendable () -> StorageStatus)? = nil
         ) {
             self.courier = courier
+            self.storage = storage
             self.providers = providers
             self.maximumBodySize = maximumBodySize
             self.version = version
@@ -104,13 +107,18 @@ public struct VaultAPI: Sendable {
         let providers = engine?.providerStates() ?? []
         let held = vault.pendingCommitCount
         let courier = options.courier?()
+        let storage = options.storage?() ?? StorageStatus(backend: "sqlite")
         let degraded =
             held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
-            || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false
+            || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false || storage.changeFeedConnected == false
         return try json(
             HealthDocument(
                 status: degraded ? "degraded" : "ok", version: options.version,
-                database: .init(schemaVersion: schemaVersion, heldCommits: held),
+                database: .init(
+                    schemaVersion: schemaVersion, heldCommits: held, backend: storage.backend,
+                    changeFeed: storage.changeFeedConnected.map {
+                        .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
+                    }),
                 uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
                 providers: providers.map(HealthDocument.Provider.init),
                 courier: courier.map(HealthDocument.Courier.init)))

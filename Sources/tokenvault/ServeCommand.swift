@@ -130,7 +130,8 @@ struct ServeCommand: AsyncParsableCommand {
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
                     backupDirectory: options.resolvedDataDir + "/backups",
                     groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
-                    connections: settings.connections, courier: { courier.status }))
+                    connections: settings.connections, courier: { courier.status },
+                    storage: Self.storageStatus(of: opened.database)))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let application = VaultServer.application(
                 api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,
@@ -166,6 +167,18 @@ struct ServeCommand: AsyncParsableCommand {
             try? await eventLoops.shutdownGracefully()
             await providers.shutdown()
             logger.info("stopped")
+        }
+    }
+}
+
+extension ServeCommand {
+    /// What health reports of the database: on PostgreSQL, the change listener's state.
+    static func storageStatus(of database: any VaultBackend) -> (@Sendable () -> StorageStatus)? {
+        guard let database = database as? PostgresDatabase else { return nil }
+        return {
+            let listener = database.listenerStatus
+            return StorageStatus(
+                backend: "postgres", changeFeedConnected: listener.connected, changeFeedReconnects: listener.reconnects)
         }
     }
 }

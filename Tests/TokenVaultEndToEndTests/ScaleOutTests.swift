@@ -12,9 +12,10 @@ import TokenVaultTesting
     let url: String
     var passwordFile: String { directory.file("pg-password") }
 
-    init() throws {
-        server = try TestPostgres.shared()
-        url = server.tcpURL(database: try server.makeDatabase())
+    init() async throws {
+        let (server, database) = try await TestPostgres.makeDatabase()
+        self.server = server
+        url = server.tcpURL(database: database)
         FileManager.default.createFile(
             atPath: passwordFile, contents: Data((TestPostgres.password + "\n").utf8),
             attributes: [.posixPermissions: 0o600])
@@ -107,6 +108,13 @@ import TokenVaultTesting
         let watched = (try? String(contentsOfFile: watchOutput, encoding: .utf8)) ?? ""
         #expect(watchEnded, "watch on node 3 did not end when node 2 deleted the credential: \(watched)")
         #expect(watched.contains("generation 1") && watched.contains("generation 2"), "\(watched)")
+
+        // Health names the backend and the change feed's state.
+        let health = try UnixSocketHTTP.request(socket(3), "GET", "/v1/health").json()
+        let database = health["database"] as? [String: Any]
+        #expect(database?["backend"] as? String == "postgres", "\(health)")
+        #expect((database?["change_feed"] as? [String: Any])?["connected"] as? Bool == true, "\(health)")
+        #expect(health["status"] as? String == "ok", "\(health)")
 
         let verify = try cli.run(["verify", "--data-dir", dataDir(3)], environment: storage)
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")

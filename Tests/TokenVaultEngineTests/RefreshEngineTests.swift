@@ -84,7 +84,7 @@ import TokenVaultTesting
         _ = try await fixture.engine.refreshOnDemand(id, minimumTTL: 86_400)
         let second = try await fixture.engine.refreshOnDemand(id, minimumTTL: 86_400)
         guard case .skipped(let reason, _) = second else { Issue.record("\(second)"); return }
-        #expect(reason.contains("limited to one per") && reason.contains("http_503"), "\(reason)")
+        #expect(reason.contains("limited to one per") && reason.contains("failed: http_503"), "\(reason)")
         #expect(fixture.provider.calls == 1)
     }
 

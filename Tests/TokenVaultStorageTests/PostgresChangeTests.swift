@@ -17,11 +17,31 @@ import TokenVaultTesting
         func append(_ change: PostgresDatabase.Change) { seen.withLock { $0.append(change) } }
     }
 
-    static func listen(_ database: PostgresDatabase) -> (Changes, Task<Void, Never>) {
+    /// Node 1 (the fixture's vault) and node 2 (a second opening, listening for changes).
+    struct TwoNodes {
+        let fixture: TestBackendVault
+        let node2: Vault
+        let database2: PostgresDatabase
+        let changes: Changes
+        let listener: Task<Void, Never>
+
+        func close() {
+            listener.cancel()
+            database2.close()
+        }
+    }
+
+    static func twoNodes() async throws -> TwoNodes {
+        let fixture = try await TestBackendVault.make(.postgres)
+        let opened = try fixture.open()
+        let database2 = try #require(opened.backend as? PostgresDatabase)
         let changes = Changes()
-        database.onChange { changes.append($0) }
-        let listener = Task { await database.listenForChanges() }
-        return (changes, listener)
+        database2.onChange { changes.append($0) }
+        let listener = Task { await database2.listenForChanges() }
+        let nodes = TwoNodes(
+            fixture: fixture, node2: opened.vault, database2: database2, changes: changes, listener: listener)
+        #expect(try await waitUntil { database2.listenerStatus.connected })
+        return nodes
     }
 
     static func payload(_ marker: String) -> TokenPayload {
@@ -33,31 +53,27 @@ import TokenVaultTesting
     }
 
     @Test func everyNodeHearsEveryChangeAndItsCacheFollows() async throws {
-        let fixture = try TestBackendVault(.postgres)
-        let node2 = try fixture.open()
-        defer { node2.backend.close() }
-        let database2 = try #require(node2.backend as? PostgresDatabase)
-        let (changes, listener) = Self.listen(database2)
-        defer { listener.cancel() }
-        #expect(try await waitUntil { database2.listenerStatus.connected })
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, node2, changes) = (nodes.fixture, nodes.node2, nodes.changes)
 
         let id = try CredentialID("pay/watched")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         // Node 2 reads (and caches) the row; node 1 replaces it; node 2 must not serve the old one.
-        #expect(try node2.vault.credential(id).secrets.accessToken.revealString() == "at-one")
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-one")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 2 })
-        #expect(try node2.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
         try await fixture.vault.delete(id)
         #expect(try await waitUntil { changes.all.count >= 3 })
-        #expect(throws: VaultError.self) { try node2.vault.metadata(id) }
+        #expect(throws: VaultError.self) { try node2.metadata(id) }
 
         let seen = changes.all
         #expect(seen.map(\.operation) == [.insert, .update, .delete])
         #expect(seen.allSatisfy { $0.id == id && !$0.isOwn })
         #expect(seen[1].oldGeneration == 1 && seen[1].newGeneration == 2)
         // A node's own change reaches it too, marked as its own.
-        try await node2.vault.put(id, payload: Self.payload("three"), provider: "idp")
+        try await node2.put(id, payload: Self.payload("three"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 4 })
         #expect(changes.all.last?.isOwn == true)
     }
@@ -65,19 +81,15 @@ import TokenVaultTesting
     /// The cache is used only while the listener is connected; a node that lost it reads the
     /// database, and once back it replays the changes committed meanwhile.
     @Test func aNodeWhoseListenerWasKilledCatchesUp() async throws {
-        let fixture = try TestBackendVault(.postgres)
-        let node2 = try fixture.open()
-        defer { node2.backend.close() }
-        let database2 = try #require(node2.backend as? PostgresDatabase)
-        let (changes, listener) = Self.listen(database2)
-        defer { listener.cancel() }
-        #expect(try await waitUntil { database2.listenerStatus.connected })
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, node2, database2, changes) = (nodes.fixture, nodes.node2, nodes.database2, nodes.changes)
         let id = try CredentialID("pay/missed")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        _ = try node2.vault.credential(id)
+        _ = try node2.credential(id)
 
         // Kill every connection of node 2's listener (the one running LISTEN).
-        let server = try TestPostgres.shared()
+        let server = try #require(fixture.server)
         try server.psql(
             """
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -86,9 +98,37 @@ import TokenVaultTesting
         #expect(try await waitUntil { !database2.listenerStatus.connected })
         // Meanwhile node 1 changes the row: node 2 must not serve the old one, cache or not.
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try node2.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
         #expect(try await waitUntil(within: 15) { database2.listenerStatus.reconnects >= 1 })
         #expect(try await waitUntil { changes.all.contains { $0.operation == .update && $0.newGeneration == 2 } })
+    }
+
+    /// PostgreSQL stopped: a write fails at once as `storage_unavailable` instead of hanging;
+    /// tokens a provider has just issued are held in memory, not lost; when the server is back,
+    /// the connection is remade and the held write commits by itself.
+    @Test func aStoppedServerFailsWritesFastAndHeldTokensCommitWhenItIsBack() async throws {
+        let server = try await TestPostgres.dedicated()
+        defer { server.destroy() }
+        let fixture = try await TestBackendVault.make(on: server)
+        let vault = fixture.vault
+        let id = try CredentialID("pay/outage")
+        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
+
+        try await server.stopAsync()
+        let started = ContinuousClock.now
+        await #expect(throws: VaultError.self) {
+            try await vault.put(try CredentialID("pay/refused"), payload: Self.payload("x"), provider: "idp")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "a write to a stopped server should fail promptly")
+        let received = try await vault.storeReceived(
+            Vault.NewCredential(id: id, payload: Self.payload("issued"), provider: "idp"))
+        #expect(received.isHeld)
+        #expect(vault.pendingCommitCount == 1)
+
+        try await server.startAsync()
+        #expect(try await waitUntil(within: 40) { vault.pendingCommitCount == 0 }, "the held write never committed")
+        #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-issued")
+        #expect(try vault.metadata(id).generation == 2)
     }
 
     @Test func urlsAreReadLikeLibpqAndNeverHoldAPassword() throws {

@@ -20,7 +20,7 @@ import TokenVaultTesting
 
     @Test(arguments: TestBackendKind.allCases)
     func credentialsAreStoredReadListedAndDeleted(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         for id in ["pay/a", "pay/b", "ops/c"] {
             try await vault.put(try CredentialID(id), payload: Self.payload(id), provider: "idp", labels: ["k": id])
@@ -54,7 +54,7 @@ import TokenVaultTesting
     /// as the write returned, and sees its deletes.
     @Test(arguments: TestBackendKind.allCases)
     func aSecondOpeningSeesEveryWriteOnceItReturned(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let other = try fixture.open()
         defer { other.backend.close() }
         let id = try CredentialID("pay/shared")
@@ -70,7 +70,7 @@ import TokenVaultTesting
     /// credential gets exactly one open attempt, and the other process is told the lease is held.
     @Test(arguments: TestBackendKind.allCases)
     func oneOpenAttemptPerCredentialAcrossOpenings(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let other = try fixture.open()
         defer { other.backend.close() }
         let ids = try (0..<40).map { try CredentialID("pay/c\($0)") }
@@ -100,7 +100,7 @@ import TokenVaultTesting
     /// The schedule is fenced by generation: an update computed from an older row changes nothing.
     @Test(arguments: TestBackendKind.allCases)
     func aScheduleUpdateOfAnOlderGenerationChangesNothing(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let id = try CredentialID("pay/fenced")
         let first = try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
@@ -120,7 +120,7 @@ import TokenVaultTesting
     /// opens again with the same master key and every token still opens.
     @Test(arguments: TestBackendKind.allCases)
     func keyRotationResealsEveryRowAndTheVaultReopens(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let ids = try (0..<25).map { try CredentialID("pay/k\($0)") }
         for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
         let before = fixture.keyring.activeTerm
@@ -141,7 +141,7 @@ import TokenVaultTesting
     /// moves the anchor and the rest still verifies; an edited row is named.
     @Test(arguments: TestBackendKind.allCases)
     func theAuditChainSpansOpeningsAndSurvivesPruning(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         let other = try fixture.open()
         defer { other.backend.close() }
         func events(_ count: Int, _ label: String) -> [AuditEvent] {
@@ -165,7 +165,7 @@ import TokenVaultTesting
 
     @Test(arguments: TestBackendKind.allCases)
     func migrationsAreAppliedOnceAndRecorded(_ kind: TestBackendKind) async throws {
-        let fixture = try TestBackendVault(kind)
+        let fixture = try await TestBackendVault.make(kind)
         #expect(try fixture.backend.pendingMigrations().isEmpty)
         #expect(try fixture.backend.migrate().isEmpty)
         let shipped = kind == .sqlite ? try EmbeddedMigrations.all() : try EmbeddedMigrations.postgres()

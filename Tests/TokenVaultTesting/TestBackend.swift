@@ -25,16 +25,29 @@ public struct TestBackendVault: Sendable {
     public let backend: any VaultBackend
     public let keyring: Keyring
     public let vault: Vault
-    /// The PostgreSQL database's name (nil for SQLite).
+    /// The PostgreSQL server and database (nil for SQLite).
+    public let server: TestPostgres?
     public let postgresDatabase: String?
 
-    public init(_ kind: TestBackendKind) throws {
+    /// A fresh vault; on PostgreSQL a new database on the shared test server.
+    public static func make(_ kind: TestBackendKind) async throws -> TestBackendVault {
+        let postgres = kind == .postgres ? try await TestPostgres.makeDatabase() : nil
+        return try TestBackendVault(kind, postgres: postgres)
+    }
+
+    /// A fresh PostgreSQL vault on `server` (a dedicated one).
+    public static func make(on server: TestPostgres) async throws -> TestBackendVault {
+        try TestBackendVault(.postgres, postgres: (server, try await server.makeDatabaseAsync()))
+    }
+
+    private init(_ kind: TestBackendKind, postgres: (TestPostgres, String)?) throws {
         self.kind = kind
         directory = TemporaryDirectory()
         masterKey = SodiumRandom.secret(count: 32)
         clock = FakeClock(Timestamp.now())
-        postgresDatabase = kind == .postgres ? try TestPostgres.shared().makeDatabase() : nil
-        backend = try Self.open(kind, directory: directory, database: postgresDatabase, clock: clock)
+        server = postgres?.0
+        postgresDatabase = postgres?.1
+        backend = try Self.open(kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         try backend.migrate()
         keyring = try Keyring.bootstrap(masterKey: masterKey, store: backend, clock: clock)
         vault = Vault(store: backend, sealer: keyring, clock: clock)
@@ -42,19 +55,20 @@ public struct TestBackendVault: Sendable {
 
     /// The same database opened again (another node, or a restarted process).
     public func open() throws -> (backend: any VaultBackend, vault: Vault) {
-        let backend = try Self.open(kind, directory: directory, database: postgresDatabase, clock: clock)
+        let backend = try Self.open(
+            kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         let keyring = try Keyring(masterKey: masterKey, store: backend, clock: clock)
         return (backend, Vault(store: backend, sealer: keyring, clock: clock))
     }
 
     private static func open(
-        _ kind: TestBackendKind, directory: TemporaryDirectory, database: String?, clock: FakeClock
+        _ kind: TestBackendKind, directory: TemporaryDirectory, server: TestPostgres?, database: String?,
+        clock: FakeClock
     ) throws -> any VaultBackend {
-        switch kind {
-        case .sqlite:
+        switch (kind, server) {
+        case (.sqlite, _), (.postgres, nil):
             return try VaultDatabase(path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock)
-        case .postgres:
-            let server = try TestPostgres.shared()
+        case (.postgres, let server?):
             let configuration = try PostgresDatabase.Configuration(
                 url: server.socketURL(database: database ?? "postgres"), password: nil)
             return try PostgresDatabase(

@@ -18,8 +18,53 @@ public final class TestPostgres: Sendable {
     public let superuser = "postgres"
     private let binaries: String
 
-    /// The server of this test process, started on first use.
-    public static func shared() throws -> TestPostgres {
+    /// The server of this test process, started on first use. Started and asked for databases
+    /// on a queue of its own, never on the cooperative pool: `initdb` takes seconds, and blocking
+    /// the pool's few threads that long starves every other test's timers.
+    public static func shared() async throws -> TestPostgres {
+        try await onQueue { try sharedBlocking() }
+    }
+
+    /// A new, empty database on the shared server; its name.
+    public static func makeDatabase() async throws -> (TestPostgres, String) {
+        try await onQueue {
+            let server = try sharedBlocking()
+            return (server, try server.makeDatabase())
+        }
+    }
+
+    /// A server of the caller's own, for a test that stops and starts it (the shared one serves
+    /// other tests meanwhile). `destroy()` it at the end.
+    public static func dedicated() async throws -> TestPostgres {
+        try await onQueue { try TestPostgres() }
+    }
+
+    /// A new, empty database on this server; its name.
+    public func makeDatabaseAsync() async throws -> String {
+        try await Self.onQueue { [self] in try makeDatabase() }
+    }
+
+    /// Stops the server (as a crash would) or starts it again, off the cooperative pool.
+    public func stopAsync() async throws { try await Self.onQueue { [self] in try stop() } }
+    public func startAsync() async throws { try await Self.onQueue { [self] in try start() } }
+
+    /// Stops the server and removes its directory.
+    public func destroy() {
+        try? stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static let queue = DispatchQueue(label: "tokenvault.test-postgres")
+
+    private static func onQueue<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws
+        -> Result
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Swift.Result { try body() }) }
+        }
+    }
+
+    private static func sharedBlocking() throws -> TestPostgres {
         try sharedServer.withLock { server in
             if let server { return server }
             let started = try TestPostgres()
@@ -53,12 +98,7 @@ public final class TestPostgres: Sendable {
                 binaries + "/initdb", "-D", directory + "/data", "-U", superuser, "--pwfile=\(directory)/pwfile",
                 "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
             ], log: "initdb.log")
-        try run(
-            [
-                binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
-                "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
-                "start",
-            ], log: "pg_ctl.log")
+        try start()
     }
 
     /// The socket directory's URL form (`host=` names the directory).
@@ -71,8 +111,8 @@ public final class TestPostgres: Sendable {
         "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
     }
 
-    /// A new, empty database; its name.
-    public func makeDatabase() throws -> String {
+    /// A new, empty database; its name (blocking: tests use `TestPostgres.makeDatabase()`).
+    func makeDatabase() throws -> String {
         let name = "tv_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         try psql("CREATE DATABASE \(name)")
         return String(name)
@@ -97,6 +137,7 @@ public final class TestPostgres: Sendable {
         try run(
             [
                 binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
+                "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
                 "start",
             ], log: "pg_ctl.log")
     }
