@@ -29,6 +29,9 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var timings: (@Sendable (RefreshTimings) -> Void)?
         /// At most one on-demand refresh per credential in this many seconds.
         public var onDemandInterval: Double = 10
+        /// The node this daemon is (its data directory): a crashed earlier daemon of the same
+        /// node is resumed at once, another node's lease is waited out (see `LeaseOwner`).
+        public var node: String = ""
         /// Tests that play two processes in one give each engine its own host name.
         var leaseHost: String?
 
@@ -70,7 +73,7 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.settings = settings
         self.options = options
         self.logger = logger
-        owner = options.leaseHost.map { LeaseOwner(host: $0) } ?? LeaseOwner()
+        owner = options.leaseHost.map { LeaseOwner(host: $0, node: options.node) } ?? LeaseOwner(node: options.node)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
         var gates: [String: ProviderGate] = [:]
         for name in Set(settings.keys).union(providers.keys) {

@@ -106,6 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             var engineOptions = RefreshEngine.Options()
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
+            engineOptions.node = options.resolvedDataDir
             let engine = RefreshEngine(
                 vault: opened.vault, providers: providers.all, settings: settings.providers, options: engineOptions,
                 settlement: courier, logger: logger)
