@@ -37,12 +37,18 @@ extension Vault {
     /// Journals the attempt durably (or resumes the open one whose holder is gone, when it
     /// presented the same refresh token) and moves `refresh_at` to the lease's end, so that if
     /// this process dies the scheduler comes back then. Nil when another live process holds the
-    /// lease. Must commit before the provider is called.
+    /// lease, or the credential is no longer at `request.metadata`'s generation. Must commit
+    /// before the provider is called.
     public func beginAttempt(_ request: AttemptRequest) async throws -> (RefreshAttempt, resumed: Bool)? {
         let now = clock.now
         let metadata = request.metadata
         let attemptID = Self.newAttemptID()
         return try await writes.write(.full) { writer -> (RefreshAttempt, resumed: Bool)? in
+            // The row as it is now (on a shared database, under the credential's lock): a refresh
+            // planned from an older read, the credential refreshed since by another process, is
+            // not started; its refresh token is spent.
+            guard let current = try writer.record(metadata.id), current.metadata.generation == metadata.generation
+            else { return nil }
             var attempt = RefreshAttempt(
                 attemptID: attemptID, credentialID: metadata.id, generation: metadata.generation,
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,

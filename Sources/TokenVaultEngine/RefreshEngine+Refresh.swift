@@ -163,7 +163,7 @@ extension RefreshEngine {
         timings.journal = clock.now - journalStart
         guard let (attempt, resumed) = journalled else {
             statistics.record { $0.skipped += 1 }
-            return .skipped("another process holds the refresh lease of \(id)", metadata)
+            return .skipped("another process holds the refresh lease of \(id), or refreshed it already", metadata)
         }
         if resumed {
             statistics.record { $0.recovered += 1 }

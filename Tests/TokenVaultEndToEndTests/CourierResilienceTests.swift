@@ -37,7 +37,7 @@ import TokenVaultTesting
         #expect(
             harness.server.refreshTokensPresentedTwice.isEmpty,
             "\(harness.server.refreshTokensPresentedTwice.count) refresh tokens presented twice")
-        let verify = try harness.cli.run(["verify", "--data-dir", harness.dataDir])
+        let verify = try harness.verify()
         #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
     }
 
@@ -114,7 +114,7 @@ import TokenVaultTesting
         }
         let others = listed.filter { $0["status"] as? String != "needs_reauth" }
         #expect(others.allSatisfy { $0["status"] as? String == "active" })
-        let verify = try harness.cli.run(["verify", "--data-dir", harness.dataDir])
+        let verify = try harness.verify()
         #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
         print("courier killed \(killed.count) times: \(needsReauth.count) of \(listed.count) need re-authorisation")
     }

@@ -34,7 +34,7 @@ import TokenVaultTesting
         try await Task.sleep(for: .seconds(2))
         let listed = try harness.list()
         #expect(daemon.terminate() == 0)
-        let verify = try harness.cli.run(["verify", "--data-dir", harness.dataDir])
+        let verify = try harness.verify()
 
         #expect(failures.isEmpty, "rotate-key failed: \(failures.prefix(3))")
         #expect(rotations >= 10, "only \(rotations) rotations")
@@ -145,7 +145,8 @@ import TokenVaultTesting
         if let running = daemon { check(running.terminate() == 0, "daemon did not stop cleanly") }
         let restarted = try startDaemon()
         let token = try UnixSocketHTTP.request(socket, "GET", "/v1/credentials/keys/alice/token")
-        check(token.status == 200 && token.json()["access_token"] as? String == "at-keyops", "token read: \(token.text)")
+        check(
+            token.status == 200 && token.json()["access_token"] as? String == "at-keyops", "token read: \(token.text)")
         check(restarted.terminate() == 0, "final daemon did not stop cleanly")
         return problems
     }

@@ -14,26 +14,46 @@ final class ResilienceHarness: Sendable {
     let cli = CommandRunner()
     let server: TestOAuthServer
     let lifetime: Double
-    var dataDir: String { directory.file("data") }
-    var socket: String { directory.file("tokenvault.sock") }
+    /// How the daemons find a PostgreSQL vault (empty: each node's SQLite file).
+    let storageEnvironment: [String: String]
+    var dataDir: String { dataDir(1) }
+    var socket: String { socket(1) }
     var configPath: String { directory.file("config.json") }
+
+    /// Node 1 is the one every single-daemon test uses; more nodes share a PostgreSQL vault.
+    func dataDir(_ node: Int) -> String { directory.file(node == 1 ? "data" : "data\(node)") }
+    func socket(_ node: Int) -> String { directory.file(node == 1 ? "tokenvault.sock" : "tokenvault\(node).sock") }
 
     /// `limits` and `refresh` are the provider instance's config sections; `answerDelay` makes
     /// the provider answer every refresh after a random wait in that range (seconds).
     /// `providers` are more instances (`"name": {...}` members) and `sections` more top-level
     /// members of the config (`"limits": {...}`, `"access": [...]`).
+    /// `postgres`: the vault is that database, shared by `nodes` daemons (each with its own data
+    /// directory, socket and copy of the master key).
     init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
-        answerDelay: ClosedRange<Double>? = nil, providers: String? = nil, sections: String? = nil
+        answerDelay: ClosedRange<Double>? = nil, providers: String? = nil, sections: String? = nil,
+        postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1
     ) async throws {
         self.lifetime = lifetime
+        storageEnvironment =
+            postgres.map { ["TOKENVAULT_STORAGE_URL": $0.server.socketURL(database: $0.database)] } ?? [:]
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime
         options.graceWindow = graceWindow
         options.includeIDToken = includeIDToken
         options.tokenAnswerDelay = answerDelay
         server = try await TestOAuthServer.start(options)
-        _ = try cli.run(["init", "--data-dir", dataDir])
+        _ = try cli.run(["init", "--data-dir", dataDir], environment: storageEnvironment)
+        if nodes > 1 {
+            let key = try Data(contentsOf: URL(fileURLWithPath: dataDir + "/master.key"))
+            for node in 2...nodes {
+                try FileManager.default.createDirectory(
+                    atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                FileManager.default.createFile(
+                    atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+            }
+        }
         let secretFile = directory.file("client.secret")
         FileManager.default.createFile(
             atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
@@ -46,10 +66,16 @@ final class ResilienceHarness: Sendable {
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
 
-    func startDaemon(logLevel: String = "notice") throws -> DaemonProcess {
+    func startDaemon(logLevel: String = "notice", node: Int = 1) throws -> DaemonProcess {
         try DaemonProcess(
-            arguments: ["--data-dir", dataDir, "--config", configPath], socketPath: socket,
-            logDirectory: directory.path, environment: ["TOKENVAULT_LOG_LEVEL": logLevel])
+            arguments: ["--data-dir", dataDir(node), "--config", configPath], socketPath: socket(node),
+            logDirectory: directory.path,
+            environment: storageEnvironment.merging(["TOKENVAULT_LOG_LEVEL": logLevel]) { $1 })
+    }
+
+    /// `tokenvault verify` on node 1's view of the vault.
+    func verify() throws -> CommandRunner.Result {
+        try cli.run(["verify", "--data-dir", dataDir], environment: storageEnvironment)
     }
 
     static func name(_ index: Int) -> String { "idp/c\(index)" }
@@ -100,8 +126,10 @@ final class ResilienceHarness: Sendable {
 
     /// Reads tokens in a loop until `deadline`, checking each served token with the provider.
     /// Returns what it saw; runs on a thread of its own.
-    func readTokens(until deadline: Date, count: Int, minimumTTL: Double, pause: Double = 0) throws -> TokenReadReport {
-        let connection = try UnixSocketConnection(path: socket)
+    func readTokens(
+        until deadline: Date, count: Int, minimumTTL: Double, pause: Double = 0, node: Int = 1
+    ) throws -> TokenReadReport {
+        let connection = try UnixSocketConnection(path: socket(node))
         var report = TokenReadReport()
         while Date() < deadline {
             let index = Int.random(in: 0..<count)

@@ -115,7 +115,7 @@ import TokenVaultTesting
         try await Task.sleep(for: .seconds(4))
         let listed = try harness.list()
         #expect(daemon.terminate() == 0)
-        let verify = try harness.cli.run(["verify", "--data-dir", harness.dataDir])
+        let verify = try harness.verify()
         #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
         #expect(listed.count == count, "credentials lost: \(count - listed.count)")
         // A token is never served expired. One read can race the recovery of its own

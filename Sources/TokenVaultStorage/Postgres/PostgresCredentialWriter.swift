@@ -20,12 +20,17 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// Locks the credential's id for the rest of the transaction (another node's write of it
     /// waits), then reads the row: a read-modify-write of one credential is never interleaved.
+    ///
+    /// Two statements on purpose: under READ COMMITTED a statement reads the snapshot taken when
+    /// it started, so a SELECT that waited for the lock inside itself would still see the row as
+    /// it was before the other node's commit (the multi-node kill test caught exactly that: a
+    /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try link.query(
-            """
-            WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0)))
-            SELECT \(unescaped: PostgresDatabase.recordColumns) FROM locked, credentials WHERE id = \(id.description)
-            """
+        // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
+        // that was rolled back is released with it.
+        try link.query("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        return try link.query(
+            "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)"
         ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
     }
 
