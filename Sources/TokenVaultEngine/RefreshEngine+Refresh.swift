@@ -155,9 +155,10 @@ extension RefreshEngine {
         var timings = RefreshTimings()
         let journalStart = clock.now
         let owner = owner
+        let fingerprint = vault.fingerprint(refreshToken)
         let journalled = try await vault.beginAttempt(
             Vault.AttemptRequest(
-                metadata: metadata, fingerprint: vault.fingerprint(refreshToken), owner: owner.id,
+                metadata: metadata, fingerprint: fingerprint, owner: owner.id,
                 leaseUntil: vault.clock.now.adding(seconds: options.leaseDuration),
                 isOwnerGone: { owner.isGone($0) }))
         timings.journal = clock.now - journalStart
@@ -173,6 +174,7 @@ extension RefreshEngine {
         }
         let resumingLostAnswer =
             resumed || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains($0.code) } ?? false
+            || lostAnswers.contains(fingerprint)
 
         // The courier keeps the answer under this key until it is committed, and spools it if
         // this process dies first; a resumed attempt gets the spooled answer back.
@@ -192,6 +194,10 @@ extension RefreshEngine {
         switch answer {
         case .success(let received): payload = received
         case .failure(let error):
+            switch error.kind {
+            case .unknownOutcome: lostAnswers.insert(fingerprint)
+            default: if error.httpStatus != nil { lostAnswers.remove(fingerprint) }  // the provider answered
+            }
             gate.record(error, credential: id, now: vault.clock.now)
             let outcome = try await recordFailure(
                 error, metadata: metadata, attempt: attempt, resumingLostAnswer: resumingLostAnswer)
@@ -199,6 +205,7 @@ extension RefreshEngine {
             return outcome
         }
         gate.recordSuccess()
+        lostAnswers.remove(fingerprint)
         if let original = call.recovery.sentAt { sentAt = original }
         timings.http = clock.now - httpStart
         let commitStart = clock.now

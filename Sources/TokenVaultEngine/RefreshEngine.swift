@@ -58,6 +58,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     let wake = WakeSignal()
     let statistics = RefreshStatistics()
     let onDemand: OnDemandLimiter
+    let lostAnswers = LostAnswers()
     /// The courier, told when an answer it keeps is safe without it (`NoSettlement` without one).
     let settlement: any AnswerSettlement
 

@@ -88,6 +88,21 @@ import TokenVaultTesting
         #expect(fixture.provider.calls == 1)
     }
 
+    /// A call whose answer was lost, then one the courier could not even send (it replaces the
+    /// credential's last error), then the provider's rejection of the same token: the reason
+    /// still says an earlier answer was lost (the courier resilience test once saw it not).
+    @Test func aLostAnswerIsRememberedAcrossACallThatWasNotSent() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try await fixture.store("lost-then-unsent")
+        fixture.provider.script(.fail(.courierLost), .fail(.courierUnavailable), .fail(.testInvalidGrant))
+        for _ in 0..<2 { _ = try await fixture.engine.refresh(id, reason: .forced) }
+        #expect(try fixture.metadata(id).lastError?.code == "courier_unavailable")
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .failed(_, let after?) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(after.status == .needsReauth)
+        #expect(after.lastError?.message.contains("answer was lost") == true, "\(after.lastError?.message ?? "")")
+    }
+
     @Test func transientFailureBacksOffAndKeepsTheToken() async throws {
         let fixture = try EngineFixture()
         let (id, _) = try await fixture.store("flaky")
