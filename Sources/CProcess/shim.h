@@ -1,3 +1,7 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -10,4 +14,10 @@ static inline int tokenvault_set_dumpable(int dumpable) {
 
 static inline int tokenvault_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module does
+/// not declare: the spawned child closes every descriptor from `from` up.
+static inline int tokenvault_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }

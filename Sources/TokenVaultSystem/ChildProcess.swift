@@ -1,3 +1,5 @@
+import CProcess
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -20,7 +22,8 @@ public final class ChildProcess: Sendable {
     }
 
     /// Starts this binary (`/proc/self/exe`) with `arguments`; the child's end of a new
-    /// socketpair is its descriptor 3. Standard input is /dev/null; output and errors are ours.
+    /// socketpair is its descriptor 3, and it inherits no other descriptor of ours beyond
+    /// standard output and errors. Standard input is /dev/null.
     public static func spawnSelf(arguments: [String]) throws(Failure) -> ChildProcess {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
@@ -33,6 +36,11 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         // dup2 clears close-on-exec on the child's copy.
         posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
+        // Nothing else of ours: NIO opens its sockets without close-on-exec, and a helper that
+        // held the daemon's database connections or listening socket would keep them alive
+        // after the daemon died (a killed node's PostgreSQL transaction, its advisory locks
+        // with it, lived on until its courier exited).
+        tokenvault_spawn_close_from(&actions, 4)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -27,20 +27,6 @@ import TokenVaultTesting
         _ = try await waitUntil(within: 10) { harness.server.tokenRequestCount > before }
     }
 
-    /// What every run must end with: every credential there, none revoked at the provider, no
-    /// refresh token presented twice, `verify` clean (the spool included).
-    func checkNothingLost(_ harness: ResilienceHarness, listed: [[String: Any]]) throws {
-        #expect(listed.count == Self.count, "credentials lost: \(Self.count - listed.count)")
-        let notActive = listed.filter { $0["status"] as? String != "active" }
-        #expect(notActive.isEmpty, "not active: \(notActive.prefix(3))")
-        #expect(harness.server.revokedFamilies == 0, "\(harness.server.revokedFamilies) token families revoked")
-        #expect(
-            harness.server.refreshTokensPresentedTwice.isEmpty,
-            "\(harness.server.refreshTokensPresentedTwice.count) refresh tokens presented twice")
-        let verify = try harness.verify()
-        #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
-    }
-
     /// Twenty SIGKILLs of the daemon (not the courier) while refreshes are in flight: each
     /// answer the dead daemon was waiting for is spooled by the courier and committed by the
     /// next daemon. Nothing is revoked, nothing needs re-authorisation.
@@ -61,7 +47,7 @@ import TokenVaultTesting
         let listed = try harness.list()
         #expect(daemon.terminate() == 0)
         logs += daemon.log
-        try checkNothingLost(harness, listed: listed)
+        try harness.checkNothingLost(listed: listed, count: Self.count)
         let recovered = logs.components(separatedBy: "answer recovered from the spool").count - 1
         #expect(recovered > 0, "no answer came from the spool: the kills caught nothing in flight")
         #expect(ResilienceHarness.leakedTokens(in: logs).isEmpty, "tokens in the logs")
@@ -141,7 +127,7 @@ import TokenVaultTesting
         try await Task.sleep(for: .seconds(4))
         let listed = try harness.list()
         #expect(daemon.terminate() == 0)
-        try checkNothingLost(harness, listed: listed)
+        try harness.checkNothingLost(listed: listed, count: Self.count)
     }
 
     /// A code exchange whose answer arrives after the daemon was killed: the caller got no

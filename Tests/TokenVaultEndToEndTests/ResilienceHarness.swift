@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 import TokenVaultTesting
 
 #if canImport(Glibc)
@@ -161,6 +162,20 @@ final class ResilienceHarness: Sendable {
             if pause > 0 { Thread.sleep(forTimeInterval: pause) }
         }
         return report
+    }
+
+    /// What a run that must lose nothing ends with: all `count` credentials there and active,
+    /// no family revoked at the provider, no refresh token presented twice, `verify` clean.
+    func checkNothingLost(listed: [[String: Any]], count: Int) throws {
+        #expect(listed.count == count, "credentials lost: \(count - listed.count)")
+        let notActive = listed.filter { $0["status"] as? String != "active" }
+        #expect(notActive.isEmpty, "not active: \(notActive.prefix(3))")
+        #expect(server.revokedFamilies == 0, "\(server.revokedFamilies) token families revoked")
+        #expect(
+            server.refreshTokensPresentedTwice.isEmpty,
+            "\(server.refreshTokensPresentedTwice.count) refresh tokens presented twice")
+        let verify = try verify()
+        #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr)")
     }
 
     /// Per token family, the longest time between its issue or one refresh at the provider and

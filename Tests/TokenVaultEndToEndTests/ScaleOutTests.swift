@@ -55,6 +55,15 @@ import TokenVaultTesting
         try cli.run(arguments + ["--socket", socket(node)], stdin: stdin)
     }
 
+    /// The socket inodes a process holds (`socket:[N]` links under /proc/PID/fd).
+    static func sockets(of pid: Int32) -> Set<String> {
+        let directory = "/proc/\(pid)/fd"
+        let links = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return Set(
+            links.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
+                .filter { $0.hasPrefix("socket:") })
+    }
+
     /// Polls `condition` every millisecond; how long it took, or nil past `limit` seconds.
     func timeUntil(limit: Double, _ condition: () throws -> Bool) rethrows -> Double? {
         let start = Date()
@@ -115,6 +124,12 @@ import TokenVaultTesting
         #expect(database?["backend"] as? String == "postgres", "\(health)")
         #expect((database?["change_feed"] as? [String: Any])?["connected"] as? Bool == true, "\(health)")
         #expect(health["status"] as? String == "ok", "\(health)")
+        // The courier holds none of the daemon's descriptors (its database connections above
+        // all: a killed daemon's transaction would live on while its courier finishes).
+        let courierPID = try #require((health["courier"] as? [String: Any])?["pid"] as? Int)
+        let shared = Self.sockets(of: Int32(courierPID)).intersection(
+            Self.sockets(of: nodes[2].process.processIdentifier))
+        #expect(shared.isEmpty, "the courier shares sockets with its daemon: \(shared)")
 
         let verify = try cli.run(["verify", "--data-dir", dataDir(3)], environment: storage)
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
