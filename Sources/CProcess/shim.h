@@ -1,6 +1,3 @@
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -16,8 +13,12 @@ static inline int tokenvault_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
 
-/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module does
-/// not declare: the spawned child closes every descriptor from `from` up.
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+): <spawn.h> declares it only under
+/// _GNU_SOURCE, which this module cannot define without its system headers disagreeing with
+/// Swift's Glibc module. Its prototype, as glibc has it; the spawned child closes every
+/// descriptor from `from` up.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+
 static inline int tokenvault_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
