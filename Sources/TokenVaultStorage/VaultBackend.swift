@@ -14,8 +14,15 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     /// The database's own consistency check: `["ok"]` or the problems it found.
     func integrityCheck() throws -> [String]
     func close()
+    /// How many of the ledger's writes one transaction may carry (its group commit). SQLite has
+    /// one writer, so a large group only saves flushes. On PostgreSQL each write locks its
+    /// credential until the transaction ends, and two nodes' groups taking the same credentials
+    /// in different orders deadlock (seen under the multi-node kill test: each deadlock costs
+    /// PostgreSQL's deadlock_timeout and fails every write of the group), so there it is one.
+    var writesPerTransaction: Int { get }
 }
 
 extension VaultDatabase: VaultBackend {
     public var location: String { path }
+    public var writesPerTransaction: Int { 256 }
 }

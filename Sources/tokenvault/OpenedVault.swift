@@ -39,7 +39,9 @@ struct OpenedVault {
         try keyring.recordMissingSettings()
         return OpenedVault(
             database: database, keyring: keyring,
-            vault: Vault(store: database, sealer: keyring, planners: planners, executor: executor),
+            vault: Vault(
+                store: database, sealer: keyring, planners: planners, executor: executor,
+                options: Vault.Options(maximumGroup: database.writesPerTransaction)),
             keyDescription: description)
     }
 

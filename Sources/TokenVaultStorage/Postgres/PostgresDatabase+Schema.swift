@@ -228,6 +228,8 @@ extension PostgresDatabase {
 }
 
 extension PostgresDatabase: VaultBackend {
+    public var writesPerTransaction: Int { 1 }
+
     /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index
     /// left invalid or a constraint left unvalidated (by hand, or an interrupted operation).
     public func integrityCheck() throws -> [String] {
