@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -123,7 +124,7 @@ struct ExternalCommand: Sendable {
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
         // SwiftNIO's sockets are not close-on-exec: without this the signer would inherit the
         // daemon's listening socket and open connections (and keep them alive after we close them).
-        Self.closeInheritedDescriptors(&actions)
+        SpawnActions.closeDescriptors(from: 3, &actions)
         var defaults = sigset_t()
         sigemptyset(&defaults)
         sigaddset(&defaults, SIGPIPE)
@@ -148,19 +149,6 @@ struct ExternalCommand: Sendable {
     /// `posix_spawn_file_actions_addclosefrom_np(3)` (glibc 2.34+, looked up at run time: the
     /// Swift Glibc module does not export it); else a close action for every descriptor open
     /// now (a failed close of one closed meanwhile is ignored by posix_spawn).
-    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"),
-            unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0
-        {
-            return
-        }
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for descriptor in open.compactMap({ Int32($0) }) where descriptor > 2 {
-            posix_spawn_file_actions_addclose(&actions, descriptor)
-        }
-    }
-
     private func closeAll(_ descriptors: [Int32]) {
         for descriptor in descriptors where descriptor >= 0 { close(descriptor) }
     }

@@ -36,11 +36,8 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         // dup2 clears close-on-exec on the child's copy.
         posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
-        // Nothing else of ours: NIO opens its sockets without close-on-exec, and a helper that
-        // held the daemon's database connections or listening socket would keep them alive
-        // after the daemon died (a killed node's PostgreSQL transaction, its advisory locks
-        // with it, lived on until its courier exited).
-        tokenvault_spawn_close_from(&actions, 4)
+        // Nothing else of ours (see SpawnActions).
+        SpawnActions.closeDescriptors(from: 4, &actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
