@@ -75,7 +75,7 @@ extension DaemonConfiguration {
 
     /// Sections whose keys all come from the tables above.
     static let tabledSections: Set<String> = ["limits", "server", "audit"]
-    static let topLevelKeys: Set<String> = ["socket", "limits", "server", "audit", "providers", "access"]
+    static let topLevelKeys: Set<String> = ["socket", "limits", "server", "audit", "storage", "providers", "access"]
 
     /// Applies the tabled settings of a configuration file and refuses keys nobody reads.
     mutating func applySettings(_ root: JSONValue, path: String) throws {

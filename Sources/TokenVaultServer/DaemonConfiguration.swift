@@ -13,6 +13,7 @@ import TokenVaultCore
 ///   "socket": {"path": "/run/tokenvault/tokenvault.sock", "mode": "0660", "group": "tokenvault"},
 ///   "limits": {"max_body_bytes": 65536, "idle_timeout_seconds": 30},
 ///   "server": {"event_loops": 1},
+///   "storage": {"backend": "postgres", "url": "postgres://tokenvault@db.internal/tokenvault"},
 ///   "providers": {"acme": {"kind": "oauth2", "token_endpoint": "https://id.example/token", "client_id": "vault"}},
 ///   "access": [{"group": "payments", "namespaces": ["payments"], "permissions": ["token:read"]}]
 /// }
@@ -48,6 +49,8 @@ public struct DaemonConfiguration: Sendable {
     public var providers: [String: ProviderSettings]
     public var providerNames: Set<String> { Set(providers.keys) }
     public var rules: [AccessPolicy.Rule] = []
+    /// Where the vault lives (`storage.*`): every command that opens the vault reads it.
+    public var storage = StorageSettings()
     /// Reads the `providers` section and `TOKENVAULT_PROVIDERS` (TokenVaultProviders' `ProviderKinds`).
     let catalog: any ProviderCatalog
 
@@ -121,6 +124,9 @@ public struct DaemonConfiguration: Sendable {
                 socketMode = parsed
             }
             socketGroup = socket.group
+        }
+        if case .object(let sections) = root, let section = sections["storage"] {
+            storage = try StorageSettings(section, path: path)
         }
         if let providers = file.providers {
             do {

@@ -67,3 +67,20 @@ func parseLabels(_ labels: [String]) throws -> [String: String] {
     }
     return parsed
 }
+
+/// A data directory made private to the daemon's user (0700), or the existing one.
+func createPrivateDirectory(_ path: String) throws {
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+        guard isDirectory.boolValue else {
+            throw VaultError.storage("data directory \(path) exists and is not a directory")
+        }
+        return
+    }
+    do {
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+        throw VaultError.storage("cannot create data directory \(path): \(error.localizedDescription)")
+    }
+}

@@ -19,14 +19,14 @@ struct InitCommand: ParsableCommand {
             TokenVaultCommand.restrictFileCreation()
             let directory = options.resolvedDataDir
             try createPrivateDirectory(directory)
-            if options.resolvedStorageURL != nil || FileManager.default.fileExists(atPath: options.databasePath) {
+            if try options.resolvedStorageURL() != nil || FileManager.default.fileExists(atPath: options.databasePath) {
                 let existing = try OpenedVault.openBackend(options)
                 defer { existing.close() }
                 if !(try existing.terms().isEmpty) {
                     throw VaultError(
                         code: .alreadyInitialised,
                         message: "a vault already exists at \(existing.location)"
-                            + (options.resolvedStorageURL == nil
+                            + (try options.resolvedStorageURL() == nil
                                 ? "" : " (other hosts share it with the same master key: copy the key file, not init)"))
                 }
             }
@@ -61,21 +61,5 @@ struct InitCommand: ParsableCommand {
             key, settings,
             "generated a new master key at \(path) (mode 0600). Back it up: without it this vault cannot be opened."
         )
-    }
-
-    private func createPrivateDirectory(_ path: String) throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw VaultError.storage("data directory \(path) exists and is not a directory")
-            }
-            return
-        }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw VaultError.storage("cannot create data directory \(path): \(error.localizedDescription)")
-        }
     }
 }

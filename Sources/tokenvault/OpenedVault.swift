@@ -28,7 +28,7 @@ struct OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
         let database = try openBackend(options)
-        if options.resolvedStorageURL != nil, try database.terms().isEmpty {
+        if try options.resolvedStorageURL() != nil, try database.terms().isEmpty {
             database.close()
             throw VaultError(
                 code: .vaultNotFound,
@@ -48,11 +48,18 @@ struct OpenedVault {
     /// The vault's database: PostgreSQL when a storage URL is given, else the SQLite file in the
     /// data directory. Checks the schema against this binary; writes nothing.
     static func openBackend(_ options: VaultOptions) throws -> any VaultBackend {
-        guard let url = options.resolvedStorageURL else {
-            return try VaultDatabase(path: options.databasePath, checksum: SHA256.hex)
+        let location = try options.resolvedStorageURL().map(StorageLocation.postgres) ?? .sqlite(options.databasePath)
+        return try openBackend(location, passwordFile: try options.resolvedStoragePasswordFile())
+    }
+
+    static func openBackend(_ location: StorageLocation, passwordFile: String?) throws -> any VaultBackend {
+        let url: String
+        switch location {
+        case .sqlite(let path): return try VaultDatabase(path: path, checksum: SHA256.hex)
+        case .postgres(let given): url = given
         }
         var password: String?
-        if let file = options.resolvedStoragePasswordFile {
+        if let file = passwordFile {
             do {
                 let secret = try PrivateFile.read(file, what: "PostgreSQL password file", maximumSize: 1024)
                 password = secret.revealString().trimmingCharacters(in: .whitespacesAndNewlines)
@@ -71,7 +78,7 @@ struct OpenedVault {
     /// Refuses, with the command that creates one, when there is no vault in the data directory
     /// (a PostgreSQL vault is looked for once connected).
     static func requireVault(_ options: VaultOptions) throws {
-        guard options.resolvedStorageURL == nil else { return }
+        guard try options.resolvedStorageURL() == nil else { return }
         guard FileManager.default.fileExists(atPath: options.databasePath) else {
             throw VaultError(
                 code: .vaultNotFound,

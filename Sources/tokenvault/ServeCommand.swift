@@ -22,9 +22,6 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VaultOptions
     @Option(
-        help: ArgumentHelp("JSON configuration file.", discussion: "Default: $TOKENVAULT_CONFIG", valueName: "file"))
-    var config: String?
-    @Option(
         help: ArgumentHelp(
             "Socket path.",
             discussion:
@@ -42,11 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
             return logger
         }()
         let settings: DaemonConfiguration
-        let configPath = config ?? options.environment["TOKENVAULT_CONFIG"]
+        let configPath = options.configPath
         do {
-            var loaded =
-                try configPath.map { try DaemonConfiguration.load(path: $0, catalog: ProviderKinds()) }
-                ?? DaemonConfiguration(catalog: ProviderKinds())
+            var loaded = try options.loadConfiguration()
             try loaded.applyEnvironment(options.environment)
             settings = loaded
         } catch let error as ConfigurationError {

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultServer
 
 /// Options every command that opens the vault takes.
 struct VaultOptions: ParsableArguments {
@@ -29,9 +32,16 @@ struct VaultOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "The daemon's JSON configuration file; its storage section says where the vault is.",
+            discussion: "Default: $TOKENVAULT_CONFIG", valueName: "file"))
+    var config: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "PostgreSQL vault shared by several hosts: postgres://user@host[:port]/database?sslmode=verify-full&sslrootcert=FILE",
             discussion:
-                "Default: $TOKENVAULT_STORAGE_URL, else the embedded SQLite file <data-dir>/vault.db. Never put a password in it: see --storage-password-file.",
+                "Default: $TOKENVAULT_STORAGE_URL, else the config's storage.url, else the embedded SQLite file <data-dir>/vault.db. Never put a password in it: see --storage-password-file.",
             valueName: "url"))
     var storageURL: String?
 
@@ -40,23 +50,44 @@ struct VaultOptions: ParsableArguments {
         help: ArgumentHelp(
             "File holding the PostgreSQL password (mode 0600).",
             discussion:
-                "Default: $TOKENVAULT_STORAGE_PASSWORD_FILE, else $CREDENTIALS_DIRECTORY/tokenvault.storage-password (systemd LoadCredential=) when it exists",
+                "Default: $TOKENVAULT_STORAGE_PASSWORD_FILE, else the config's storage.password_file, else $CREDENTIALS_DIRECTORY/tokenvault.storage-password (systemd LoadCredential=) when it exists",
             valueName: "file"))
     var storagePasswordFile: String?
 
     var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    /// The PostgreSQL URL, when the vault is on PostgreSQL.
-    var resolvedStorageURL: String? { storageURL ?? environment["TOKENVAULT_STORAGE_URL"] }
+    var configPath: String? { config ?? environment["TOKENVAULT_CONFIG"] }
 
-    var resolvedStoragePasswordFile: String? {
-        if let storagePasswordFile { return storagePasswordFile }
-        if let fromEnvironment = environment["TOKENVAULT_STORAGE_PASSWORD_FILE"] { return fromEnvironment }
+    /// The configuration file, read and checked (its defaults without one).
+    func loadConfiguration() throws -> DaemonConfiguration {
+        try configPath.map { try DaemonConfiguration.load(path: $0, catalog: ProviderKinds()) }
+            ?? DaemonConfiguration(catalog: ProviderKinds())
+    }
+
+    /// The PostgreSQL URL, when the vault is on PostgreSQL: the flag, the environment, then the
+    /// configuration file's `storage` section.
+    func resolvedStorageURL() throws -> String? {
+        if let url = storageURL ?? environment["TOKENVAULT_STORAGE_URL"] { return url }
+        return try configuredStorage().url
+    }
+
+    func resolvedStoragePasswordFile() throws -> String? {
+        if let file = storagePasswordFile ?? environment["TOKENVAULT_STORAGE_PASSWORD_FILE"] { return file }
+        if let file = try configuredStorage().passwordFile { return file }
         if let credentials = environment["CREDENTIALS_DIRECTORY"] {
             let path = credentials + "/tokenvault.storage-password"
             if FileManager.default.fileExists(atPath: path) { return path }
         }
         return nil
+    }
+
+    private func configuredStorage() throws -> StorageSettings {
+        guard configPath != nil else { return StorageSettings() }
+        do {
+            return try loadConfiguration().storage
+        } catch let error as ConfigurationError {
+            throw VaultError(code: .invalidRequest, message: "\(error)")
+        }
     }
 
     var resolvedDataDir: String {

@@ -153,4 +153,26 @@ import TokenVaultTesting
         let leaked = try cli.run(["verify", "--data-dir", dataDir(2)], environment: inURL)
         #expect(leaked.status != 0 && leaked.stderr.contains("password_file") && !leaked.stderr.contains("hunter2"))
     }
+
+    /// The daemon's configuration file can name the database instead of the environment
+    /// (`storage.*`), and every command that opens the vault reads it from `--config`.
+    @Test func theConfigurationFileNamesTheDatabase() throws {
+        let config = directory.file("config.json")
+        let storageSection: [String: Any] = [
+            "storage": ["backend": "postgres", "url": url, "password_file": passwordFile]
+        ]
+        try JSONSerialization.data(withJSONObject: storageSection).write(to: URL(fileURLWithPath: config))
+        let initialised = try cli.run(["init", "--data-dir", dataDir(1), "--config", config])
+        #expect(initialised.status == 0 && initialised.stdout.contains("postgres://"), "\(initialised.stderr)")
+        let node = try DaemonProcess(
+            arguments: ["--data-dir", dataDir(1), "--config", config], socketPath: socket(1),
+            logDirectory: directory.path)
+        defer { node.terminate() }
+        let health = try UnixSocketHTTP.request(socket(1), "GET", "/v1/health").json()
+        #expect((health["database"] as? [String: Any])?["backend"] as? String == "postgres", "\(health)")
+        let verify = try cli.run(["verify", "--data-dir", dataDir(1)], environment: ["TOKENVAULT_CONFIG": config])
+        #expect(verify.status == 0 && verify.stdout.contains("credentials: 0"), "\(verify.stdout) \(verify.stderr)")
+        // Without the file, the same data directory is a SQLite vault that does not exist.
+        #expect(try cli.run(["verify", "--data-dir", dataDir(1)]).stderr.contains("vault_not_found"))
+    }
 }

@@ -61,6 +61,34 @@ import TokenVaultTesting
         #expect(config.rules[1].permissions == [.credentialList, .admin])
     }
 
+    /// `storage.*`: SQLite unless PostgreSQL is named with a URL; a password in the URL or a
+    /// key that belongs to the other backend is refused naming the key, never echoing the URL.
+    @Test func storageSection() throws {
+        #expect(try load("{}").storage == StorageSettings())
+        let shared = try load(
+            """
+            {"storage": {"backend": "postgres", "url": "postgres://tv@db.internal/tv?sslmode=verify-full",
+                         "password_file": "/etc/tokenvault/db.password"}}
+            """
+        ).storage
+        #expect(shared.backend == .postgres && shared.url == "postgres://tv@db.internal/tv?sslmode=verify-full")
+        #expect(shared.passwordFile == "/etc/tokenvault/db.password")
+        #expect(
+            error(#"{"storage": {"backend": "postgres"}}"#).hasSuffix(
+                "storage.url: is required with \"backend\": \"postgres\""))
+        #expect(
+            error(#"{"storage": {"backend": "mysql"}}"#).contains(
+                "storage.backend: 'mysql' is not one of sqlite, postgres"))
+        #expect(error(#"{"storage": {"url": "postgres://tv@db/tv"}}"#).contains("storage.url: is for"))
+        #expect(
+            error(#"{"storage": {"backend": "postgres", "url": "https://db/tv"}}"#).contains("storage.url: expected"))
+        #expect(
+            error(#"{"storage": {"backend": "postgres", "path": "/x"}}"#).contains(
+                "storage.path: is not a known setting"))
+        let withPassword = error(#"{"storage": {"backend": "postgres", "url": "postgres://tv:hunter2@db/tv"}}"#)
+        #expect(withPassword.contains("storage.url: holds a password") && !withPassword.contains("hunter2"))
+    }
+
     @Test func emptyFileMeansDefaults() throws {
         let config = try load("{}")
         #expect(config.socketMode == 0o660 && config.maximumBodySize == 65536 && config.rules.isEmpty)
