@@ -218,6 +218,21 @@ final class SQLiteStatement {
         guard count > 0, let pointer = sqlite3_column_blob(raw, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
+
+    /// The result's column names, in order.
+    var columnNames: [String] {
+        (0..<sqlite3_column_count(raw)).map { String(cString: sqlite3_column_name(raw, $0)) }
+    }
+
+    /// A column of the current row as SQLite stores it.
+    func value(_ column: Int32) -> ColumnValue {
+        switch sqlite3_column_type(raw, column) {
+        case SQLITE_NULL: .null
+        case SQLITE_INTEGER: .integer(int64(column))
+        case SQLITE_BLOB: .blob(blob(column) ?? [])
+        default: .text(text(column) ?? "")
+        }
+    }
 }
 
 /// The current row of a credential SELECT built from `CredentialColumn`'s lists, read by column

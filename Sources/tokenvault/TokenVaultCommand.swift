@@ -16,7 +16,8 @@ struct TokenVaultCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
             AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
-            RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, CourierCommand.self,
+            RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, MigrateStoreCommand.self,
+            CourierCommand.self,
         ])
 
     /// Every file TokenVault creates (database, WAL, keys) is private to its user from birth.

@@ -1,0 +1,78 @@
+import NIOCore
+import PostgresNIO
+import TokenVaultCore
+
+/// The vault tables row for row, for `StoreCopy`.
+extension PostgresDatabase: TableStore {
+    func rowCount(_ table: VaultTable) throws -> Int {
+        try withReader { reader in
+            Int(
+                try reader.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table.rawValue)")).rows.first?
+                    .decode(Int64.self) ?? 0)
+        }
+    }
+
+    func rows(of table: VaultTable, after: ColumnValue?, limit: Int) throws -> TableRows {
+        var binds = PostgresBindings()
+        binds.append(Int64(limit))
+        if let after { PostgresCredentialWriter.append(after, to: &binds) }
+        let condition = after == nil ? "" : "WHERE \(table.primaryKey) > $2"
+        let result = try withReader { reader in
+            try reader.query(
+                PostgresQuery(
+                    unsafeSQL: "SELECT * FROM \(table.rawValue) \(condition) ORDER BY \(table.primaryKey) LIMIT $1",
+                    binds: binds))
+        }
+        var page = TableRows(columns: result.rows.first.map { $0.map(\.columnName) } ?? [], rows: [])
+        for row in result.rows {
+            page.rows.append(try row.map(Self.value))
+        }
+        return page
+    }
+
+    /// In one transaction on the writer: the deletes and inserts fire the change trigger, so
+    /// running nodes hear of every row (though a copy should run with every daemon stopped).
+    func replaceAllRows(_ fill: ((VaultTable, TableRows) throws -> Void) throws -> Void) throws {
+        try writer.transaction {
+            for table in VaultTable.allCases.reversed() {
+                try writer.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table.rawValue)"))
+            }
+            try fill { table, page in
+                let columns = page.columns.joined(separator: ", ")
+                // At most 65,535 parameters to a statement.
+                let rowsPerStatement = max(1, 30_000 / max(1, page.columns.count))
+                var start = 0
+                while start < page.rows.count {
+                    let slice = page.rows[start..<min(page.rows.count, start + rowsPerStatement)]
+                    var binds = PostgresBindings()
+                    var tuples: [String] = []
+                    for row in slice {
+                        let first = binds.count + 1
+                        tuples.append("(" + row.indices.map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+                        for value in row { PostgresCredentialWriter.append(value, to: &binds) }
+                    }
+                    try writer.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "INSERT INTO \(table.rawValue) (\(columns)) VALUES \(tuples.joined(separator: ", "))",
+                            binds: binds))
+                    start += slice.count
+                }
+            }
+        }
+        cache.invalidateAll()
+    }
+
+    /// A cell as stored, by its PostgreSQL type (the vault tables use BIGINT, TEXT and BYTEA).
+    static func value(_ cell: PostgresCell) throws -> ColumnValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int8, .int4, .int2: return .integer(try cell.decode(Int64.self))
+        case .text, .varchar, .name: return .text(try cell.decode(String.self))
+        case .bytea: return .blob(Array(buffer: try cell.decode(ByteBuffer.self)))
+        default:
+            throw VaultError.storage(
+                "column \(cell.columnName) has PostgreSQL type \(cell.dataType), which a vault table does not use")
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import TokenVaultCore
+
+/// The vault tables row for row, for `StoreCopy`.
+extension VaultDatabase: TableStore {
+    func rowCount(_ table: VaultTable) throws -> Int {
+        try withReader { Int(try $0.statement("SELECT count(*) FROM \(table.rawValue)").firstInt64() ?? 0) }
+    }
+
+    func rows(of table: VaultTable, after: ColumnValue?, limit: Int) throws -> TableRows {
+        let condition = after == nil ? "" : "WHERE \(table.primaryKey) > ?2"
+        return try withReader { connection in
+            let statement = try connection.statement(
+                "SELECT * FROM \(table.rawValue) \(condition) ORDER BY \(table.primaryKey) LIMIT ?1")
+            try statement.bind(at: 1, Int64(limit))
+            if let after { try statement.bind(at: 2, after) }
+            var page = TableRows(columns: statement.columnNames, rows: [])
+            while try statement.step() {
+                page.rows.append((0..<Int32(page.columns.count)).map(statement.value))
+            }
+            return page
+        }
+    }
+
+    func replaceAllRows(_ fill: ((VaultTable, TableRows) throws -> Void) throws -> Void) throws {
+        try writeTransaction(durability: .full) { connection in
+            for table in VaultTable.allCases.reversed() { try connection.execute("DELETE FROM \(table.rawValue)") }
+            try fill { table, page in
+                let placeholders = page.columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+                let statement = try connection.statement(
+                    "INSERT INTO \(table.rawValue) (\(page.columns.joined(separator: ", "))) VALUES (\(placeholders))")
+                for row in page.rows {
+                    statement.reset()
+                    for (index, value) in row.enumerated() { try statement.bind(at: Int32(index + 1), value) }
+                    try statement.run()
+                }
+            }
+        }
+    }
+}
