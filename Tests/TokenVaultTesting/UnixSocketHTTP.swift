@@ -26,8 +26,10 @@ public final class UnixSocketConnection {
             }
         }
         guard result == 0 else {
+            // Not closed here: the object is fully initialised, so deinit runs and closes it. A
+            // second close could close a descriptor another thread was given meanwhile (NIO's, in
+            // the test OAuth server: a crash in epoll_ctl with EBADF).
             let code = errno
-            close(descriptor)
             throw SocketTestError("connect(\(path)) failed: \(String(cString: strerror(code)))")
         }
     }
