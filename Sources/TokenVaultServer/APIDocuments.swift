@@ -2,14 +2,17 @@ import TokenVaultCore
 
 struct HealthDocument: Encodable {
     struct Database: Encodable {
-        let schemaVersion: Int
+        /// Whether the database answered this request (nil schema version when it did not).
+        let reachable: Bool
+        let schemaVersion: Int?
         /// Provider answers held in memory because the database has not taken them yet.
         let heldCommits: Int
         let backend: String
         /// PostgreSQL only: whether this node hears the other nodes' changes.
         let changeFeed: ChangeFeed?
         enum CodingKeys: String, CodingKey {
-            case schemaVersion = "schema_version", heldCommits = "held_commits", backend, changeFeed = "change_feed"
+            case reachable, schemaVersion = "schema_version", heldCommits = "held_commits", backend
+            case changeFeed = "change_feed"
         }
     }
     struct ChangeFeed: Encodable {

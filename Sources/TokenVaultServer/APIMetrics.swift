@@ -83,15 +83,30 @@ public final class APIMetrics: Sendable {
     }
 
     func exposition(
-        credentialsByStatus counts: [CredentialStatus: Int], refresh: RefreshCounters? = nil,
+        credentialsByStatus counts: [CredentialStatus: Int]?, refresh: RefreshCounters? = nil,
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
-        courier: CourierStatus? = nil
+        courier: CourierStatus? = nil, storage: StorageStatus? = nil
     ) -> [UInt8] {
-        for status in CredentialStatus.allCases {
+        registry.makeGauge(
+            name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
+        ).set(counts == nil ? 0.0 : 1.0)
+        if let counts {
+            for status in CredentialStatus.allCases {
+                registry.makeGauge(
+                    name: "tokenvault_credentials", labels: [("status", status.rawValue)],
+                    help: "Stored credentials by status."
+                ).set(Double(counts[status] ?? 0))
+            }
+        }
+        if let connected = storage?.changeFeedConnected {
             registry.makeGauge(
-                name: "tokenvault_credentials", labels: [("status", status.rawValue)],
-                help: "Stored credentials by status."
-            ).set(Double(counts[status] ?? 0))
+                name: "tokenvault_change_feed_connected",
+                help: "PostgreSQL: 1 while this node hears the other nodes' changes (its cache is unused while 0)."
+            ).set(connected ? 1.0 : 0.0)
+            registry.makeGauge(
+                name: "tokenvault_change_feed_reconnects",
+                help: "PostgreSQL: times the change listener reconnected and replayed what it missed."
+            ).set(Double(storage?.changeFeedReconnects ?? 0))
         }
         if let refresh {
             var outcomes: [(String, Int)] = [("succeeded", refresh.refreshed), ("skipped", refresh.skipped)]

@@ -102,8 +102,14 @@ public struct VaultAPI: Sendable {
     /// could not be used (the daemon still serves valid tokens). Always 200 while the database
     /// answers.
     func health() async throws -> Response {
-        // One indexed read proves the database answers.
-        let schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
+        // One indexed read proves the database answers; when it does not, health still answers
+        // (degraded): cached tokens may still be served, and the operator needs to see why.
+        let schemaVersion: Int?
+        do {
+            schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
+        } catch let error as VaultError where error.code == .storageUnavailable {
+            schemaVersion = nil
+        }
         let providers = engine?.providerStates() ?? []
         let held = vault.pendingCommitCount
         let courier = options.courier?()
@@ -111,11 +117,13 @@ public struct VaultAPI: Sendable {
         let degraded =
             held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
             || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false || storage.changeFeedConnected == false
+            || schemaVersion == nil
         return try json(
             HealthDocument(
                 status: degraded ? "degraded" : "ok", version: options.version,
                 database: .init(
-                    schemaVersion: schemaVersion, heldCommits: held, backend: storage.backend,
+                    reachable: schemaVersion != nil, schemaVersion: schemaVersion, heldCommits: held,
+                    backend: storage.backend,
                     changeFeed: storage.changeFeedConnected.map {
                         .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
                     }),
@@ -125,13 +133,14 @@ public struct VaultAPI: Sendable {
     }
 
     func scrape() async throws -> Response {
-        let counts = try await blocking { [admin] in try admin.credentialCountsByStatus() }
+        // Without the database the counts are left out, not the rest (its state is what matters then).
+        let counts = try? await blocking { [admin] in try admin.credentialCountsByStatus() }
         let commits = vault.commitCounters
         let body = metrics.exposition(
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
             heldCommits: .init(
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
-            audit: audit.counters, courier: options.courier?())
+            audit: audit.counters, courier: options.courier?(), storage: options.storage?())
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -130,8 +130,17 @@ final class ResilienceHarness: Sendable {
     func readTokens(
         until deadline: Date, count: Int, minimumTTL: Double, pause: Double = 0, node: Int = 1
     ) throws -> TokenReadReport {
-        let connection = try UnixSocketConnection(path: socket(node))
         var report = TokenReadReport()
+        try readTokens(until: deadline, count: count, minimumTTL: minimumTTL, pause: pause, node: node, into: &report)
+        return report
+    }
+
+    /// `readTokens`, adding to `report` as it goes (what was seen before a lost connection counts).
+    func readTokens(
+        until deadline: Date, count: Int, minimumTTL: Double, pause: Double, node: Int,
+        into report: inout TokenReadReport
+    ) throws {
+        let connection = try UnixSocketConnection(path: socket(node))
         while Date() < deadline {
             let index = Int.random(in: 0..<count)
             try connection.send(
@@ -161,7 +170,25 @@ final class ResilienceHarness: Sendable {
             }
             if pause > 0 { Thread.sleep(forTimeInterval: pause) }
         }
-        return report
+    }
+
+    /// `readTokens` on a node that may be killed and restarted meanwhile: a lost or refused
+    /// connection is counted and the reader connects again (until `deadline`).
+    func readTokensThroughRestarts(
+        until deadline: Date, count: Int, minimumTTL: Double, pause: Double, node: Int
+    ) -> (report: TokenReadReport, interruptions: Int) {
+        var total = TokenReadReport()
+        var interruptions = 0
+        while Date() < deadline {
+            do {
+                try readTokens(
+                    until: deadline, count: count, minimumTTL: minimumTTL, pause: pause, node: node, into: &total)
+            } catch {
+                interruptions += 1
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        return (total, interruptions)
     }
 
     /// What a run that must lose nothing ends with: all `count` credentials there and active,

@@ -6,8 +6,9 @@ import TokenVaultCore
 
 /// Changes made anywhere, as they commit: the change trigger NOTIFYs each one
 /// (`tokenvault_changes`), and a connection of this process LISTENs. Each drops the row from the
-/// cache and goes to the change handler. After a lost connection the cache is emptied and the
-/// changes committed meanwhile are replayed from `credential_changes`, so nothing is missed.
+/// cache and goes to the change handler. While the connection is lost the cache is not trusted;
+/// once it is back the cache is emptied and the changes committed meanwhile are replayed from
+/// `credential_changes`, so nothing is missed.
 extension PostgresDatabase {
     public struct ListenerStatus: Sendable, Equatable {
         public var connected: Bool
@@ -49,9 +50,9 @@ extension PostgresDatabase {
                         "the PostgreSQL change listener lost its connection: \(PostgresLink.describe(error))")
                 }
             }
-            // Until the listener is back, every read goes to the database.
+            // Until the listener is back, every read goes to the database; the cached rows stay
+            // only to stand in while the database cannot be reached, and are dropped on reconnect.
             cacheTrusted.store(false, ordering: .releasing)
-            cache.invalidateAll()
             if listenerState.withLock({ $0.connected }) || disconnectedAt == nil {
                 disconnectedAt = clock.now.milliseconds
             }

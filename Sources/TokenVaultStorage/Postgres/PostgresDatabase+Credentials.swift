@@ -7,16 +7,26 @@ extension PostgresDatabase: CredentialStore {
     static let metadataColumns = CredentialColumn.metadataSelectList
     static let recordColumns = CredentialColumn.recordSelectList
 
-    /// From the cache when it holds the row, else from a reader (and then cached).
+    /// From the cache when it holds the row and the change listener is connected, else from a
+    /// reader (and then cached). When the database cannot be reached, the last row this node
+    /// read stands in: its tokens are served until they expire (no node can change the row
+    /// meanwhile, unless only this node is cut off; docs/scale-out.md).
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         let trusted = cacheTrusted.load(ordering: .acquiring)
         if trusted, let cached = cache.record(id) { return cached }
         let ticket = cache.ticket(for: id)
-        let record = try withReader { reader in
-            try reader.query("SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)")
-                .rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+        let record: SealedCredentialRecord?
+        do {
+            record = try withReader { reader in
+                try reader.query(
+                    "SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)"
+                ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+            }
+        } catch let error as VaultError where error.code == .storageUnavailable {
+            guard let lastSeen = cache.record(id) else { throw error }
+            return lastSeen
         }
-        if trusted, let record { cache.insert(record, ticket: ticket) }
+        if let record { cache.insert(record, ticket: ticket) } else { cache.invalidate(id) }
         return record
     }
 

@@ -128,7 +128,8 @@ public final class PostgresDatabase: Sendable {
         self.logger = logger
         let timeout = TimeAmount.milliseconds(Int64(configuration.statementTimeoutSeconds * 1000))
         writer = PostgresLink(
-            configuration: connection, name: "writer", setup: ["SET tokenvault.node = '\(node)'"],
+            configuration: connection, name: "writer",
+            setup: ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
             statementTimeout: timeout, logger: logger)
         readers = (0..<max(1, configuration.readers)).map {
             PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)

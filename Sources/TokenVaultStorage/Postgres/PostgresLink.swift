@@ -19,6 +19,10 @@ final class PostgresLink: Sendable {
     /// Statements run on every new connection (the node's name for the change trigger).
     private let setup: [String]
     private let connection = Mutex<PostgresConnection?>(nil)
+    /// When the last attempt to connect failed, and why: for a moment after, statements fail at
+    /// once instead of each waiting out a connect timeout (reads then fall back to the cache).
+    private let lastRefusal = Mutex<(at: ContinuousClock.Instant, reason: String)?>(nil)
+    static let refusalMemory = Duration.milliseconds(500)
     /// One caller at a time: a transaction's statements never interleave with another caller's
     /// (recursive: the statements of a transaction are its caller's).
     private let turn = NSRecursiveLock()
@@ -87,6 +91,9 @@ final class PostgresLink: Sendable {
     /// The open connection, or a new one.
     private func current() throws -> PostgresConnection {
         if let open = connection.withLock({ $0 }), !open.isClosed { return open }
+        if let refusal = lastRefusal.withLock({ $0 }), ContinuousClock.now - refusal.at < Self.refusalMemory {
+            throw VaultError.storageUnavailable("cannot connect to PostgreSQL (\(name)): \(refusal.reason)")
+        }
         let made: PostgresConnection
         do {
             made = try PostgresConnection.connect(
@@ -94,8 +101,11 @@ final class PostgresLink: Sendable {
                 id: Int.random(in: 0..<Int.max), logger: logger
             ).wait()
         } catch {
-            throw VaultError.storageUnavailable("cannot connect to PostgreSQL (\(name)): \(Self.describe(error))")
+            let reason = Self.describe(error)
+            lastRefusal.withLock { $0 = (ContinuousClock.now, reason) }
+            throw VaultError.storageUnavailable("cannot connect to PostgreSQL (\(name)): \(reason)")
         }
+        lastRefusal.withLock { $0 = nil }
         do {
             for statement in setup {
                 _ = try wait(made.query(PostgresQuery(unsafeSQL: statement), logger: logger), on: made)
