@@ -10,7 +10,10 @@ extension Vault {
         guard !batch.isEmpty else { return (0, 0) }
         let resealed = try await writes.write(.normal) { [self] writer in
             var count = 0
-            for candidate in batch {
+            // In id order: two nodes resealing (or importing) the same credentials lock their
+            // rows in the same order, so neither waits on the other in a cycle (PostgreSQL would
+            // fail one as a deadlock, after its deadlock_timeout).
+            for candidate in batch.sorted(by: { $0.metadata.id.description < $1.metadata.id.description }) {
                 guard let current = try writer.record(candidate.metadata.id), current.sealTerm != term else {
                     continue
                 }

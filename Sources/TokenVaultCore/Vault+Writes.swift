@@ -48,8 +48,12 @@ extension Vault {
     {
         for credential in credentials { try Self.validate(labels: credential.labels) }
         let now = clock.now
-        let bodies = credentials.map { insertion(of: $0, now: now) }
-        let stored = try await writes.write(durability) { writer in try bodies.map { try $0(writer) } }
+        // Written in id order (the reseal's reason), returned in the caller's order.
+        let order = credentials.indices.sorted { credentials[$0].id.description < credentials[$1].id.description }
+        let bodies = order.map { insertion(of: credentials[$0], now: now) }
+        let written = try await writes.write(durability) { writer in try bodies.map { try $0(writer) } }
+        var stored = written
+        for (position, index) in order.enumerated() { stored[index] = written[position] }
         for metadata in stored { publish(.stored, metadata.id, metadata) }
         return stored
     }

@@ -78,6 +78,36 @@ import TokenVaultTesting
         #expect(changes.all.last?.isOwn == true)
     }
 
+    /// A write that waits for a row another node holds locked gives up after the lock timeout
+    /// (5 s) as `storage_unavailable`, which callers retry, instead of waiting as long as that
+    /// node's transaction lasts; once the row is free the same write succeeds.
+    @Test func aWriteWaitingOnARowAnotherNodeHoldsGivesUpAsRetryable() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let id = try CredentialID("pay/locked")
+        try await nodes.fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let record = try #require(try nodes.database2.record(id))
+        let database2 = nodes.database2
+        let holding = Task.detached {
+            try database2.write(durability: .full) { writer in
+                try writer.save(record)
+                Thread.sleep(forTimeInterval: 8)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let node1 = nodes.fixture.backend
+        let started = ContinuousClock.now
+        #expect {
+            try node1.write(durability: .full) { writer in try writer.save(record) }
+        } throws: {
+            ($0 as? VaultError)?.code == .storageUnavailable
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(4) && waited < .seconds(7), "waited \(waited)")
+        try await holding.value
+        try node1.write(durability: .full) { writer in try writer.save(record) }
+    }
+
     /// The cache is used only while the listener is connected; a node that lost it reads the
     /// database, and once back it replays the changes committed meanwhile.
     @Test func aNodeWhoseListenerWasKilledCatchesUp() async throws {

@@ -78,6 +78,11 @@ extension PostgresDatabase: CredentialStore {
         }
     }
 
+    /// A write waits at most this long for a row another node has locked (a node stuck in the
+    /// middle of a transaction, cut off, holds its locks until its connection is found dead);
+    /// then it fails as `storage_unavailable` and is retried.
+    static let lockTimeout = "SET LOCAL lock_timeout = '5s'"
+
     /// One transaction on the writer connection. `.normal` commits without waiting for the
     /// server's flush (`synchronous_commit = off`); `.full` waits for it (and for its standbys'
     /// as the server is configured). Rows the transaction changed leave this node's cache when
@@ -87,7 +92,8 @@ extension PostgresDatabase: CredentialStore {
         let transaction = PostgresCredentialWriter(link: writer)
         do {
             let result = try writer.transaction(
-                begin: durability == .full ? ["BEGIN"] : ["BEGIN", "SET LOCAL synchronous_commit = off"]
+                begin: ["BEGIN", Self.lockTimeout]
+                    + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"])
             ) { try body(transaction) }
             for id in transaction.touched { cache.invalidate(id) }
             return result

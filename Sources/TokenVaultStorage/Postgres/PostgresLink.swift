@@ -148,8 +148,18 @@ final class PostgresLink: Sendable {
             return VaultError.storageUnavailable(
                 "the PostgreSQL connection (\(name)) was lost: \(Self.describe(error))")
         }
-        return PostgresStatementError(underlying: error)
+        let statementError = PostgresStatementError(underlying: error)
+        if let state = statementError.sqlState, Self.transientStates.contains(state) {
+            return VaultError.storageUnavailable("PostgreSQL (\(name)) gave up on a write: \(statementError)")
+        }
+        return statementError
     }
+
+    /// Refusals that say nothing about the write itself, only about the moment: a deadlock, a
+    /// serialization failure, a lock not had within `lock_timeout`, a cancelled statement. The
+    /// transaction is rolled back and the same write may succeed when tried again, so callers
+    /// see `storage_unavailable` (which the ledger's held commits and the engine retry).
+    static let transientStates: Set<String> = ["40P01", "40001", "55P03", "57014"]
 
     static func isConnectionLost(_ error: any Error) -> Bool {
         if error is PostgresLinkTimeout { return true }
