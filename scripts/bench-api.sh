@@ -17,6 +17,11 @@
 #    404, the token read with the client modes swapped: one blocking thread per connection
 #    at N, the polling thread at 1; and the daemon restarted with an event loop per core
 #    instead of the default half);
+#    With PostgreSQL installed (POSTGRES=auto, the default; 0 to skip), the same vault is also
+#    copied with `tokenvault migrate-store` into a throwaway PostgreSQL cluster and a second
+#    daemon serves it: each pair measures that node's token reads too (the same requests, the
+#    same run), and two such nodes then measure staleness (`tokenvault-loadgen staleness`: how
+#    long one node serves a token after the other replaced it);
 # 6. grows the vault to 100,000 credentials, restarts the daemon, requests every credential's
 #    token, and reads the daemon's resident memory;
 # 7. prints the pairs, a table of the median pair, and the goals.
@@ -71,8 +76,16 @@ REDIS_SOCKET="$WORK/redis.sock"
 DAEMON_PID=""
 REDIS_PID=""
 
+PG_DAEMON_PID=""
+PG2_DAEMON_PID=""
+PG_DATA_DIR=""
+
 cleanup() {
     stop_daemon
+    for pid in $PG_DAEMON_PID $PG2_DAEMON_PID; do kill -TERM "$pid" 2>/dev/null || true; done
+    if [ -n "$PG_DATA_DIR" ]; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -m fast stop >/dev/null 2>&1 || true
+    fi
     if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
         kill -TERM "$REDIS_PID"
         wait "$REDIS_PID" 2>/dev/null || true
@@ -107,6 +120,41 @@ log "vault with $SEED_COUNT credentials in $DATA"
 "$LOADGEN" seed --data-dir "$DATA" --count "$SEED_COUNT" >&2
 start_daemon
 
+# --- the same vault on PostgreSQL ------------------------------------------------------------
+POSTGRES=${POSTGRES:-auto}
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+[ "$POSTGRES" = auto ] && { [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] && POSTGRES=1 || POSTGRES=0; }
+# initdb and the server refuse to run as root: then as the postgres user.
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# start_pg_node TAG SOCKET: a daemon on the PostgreSQL vault, its pid in PG_NODE_PID.
+start_pg_node() {
+    local data=$DATA socket=$SOCKET pid=$DAEMON_PID
+    DATA="$WORK/data-pg$1" SOCKET=$2 DAEMON_TAG="-pg$1"
+    mkdir -p -m 700 "$DATA"
+    cp "$data/master.key" "$DATA/master.key"
+    start_daemon TOKENVAULT_STORAGE_URL="$PG_URL"
+    PG_NODE_PID=$DAEMON_PID
+    DATA=$data SOCKET=$socket DAEMON_PID=$pid DAEMON_TAG=""
+}
+if [ "$POSTGRES" = 1 ]; then
+    log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') in $WORK/pg (default settings, fsync on)"
+    mkdir -p "$WORK/pg"
+    [ "$(id -u)" -eq 0 ] && chown postgres "$WORK" "$WORK/pg"
+    PG_DATA_DIR="$WORK/pg/data"
+    as_postgres "$PG_BIN/initdb" -D "$PG_DATA_DIR" -U postgres --auth-local=trust -E UTF8 --locale=C.UTF-8 \
+        >"$WORK/initdb.log"
+    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -l "$WORK/pg/server.log" -w \
+        -o "-k $WORK/pg -c listen_addresses=''" start >/dev/null
+    as_postgres "$PG_BIN/createdb" -h "$WORK/pg" -U postgres bench
+    PG_URL="postgres://postgres@/bench?host=$WORK/pg"
+    log "copying the vault to PostgreSQL (tokenvault migrate-store)"
+    stop_daemon
+    "$TOKENVAULT" migrate-store --from "sqlite:$DATA/vault.db" --to "$PG_URL" --key-file "$DATA/master.key" >&2
+    start_daemon
+    start_pg_node 1 "$WORK/tv-pg1.sock"
+    PG_DAEMON_PID=$PG_NODE_PID
+fi
+
 # --- the goal runs: ours and Redis alternately, PAIRS times ----------------------------------
 # This VM's speed drifts by tens of percent within minutes; measuring each server right after
 # the other, several times, and taking the median pair keeps a slow patch from deciding a ratio.
@@ -115,6 +163,11 @@ for pair in $(seq "$PAIRS"); do
         log "pair $pair/$PAIRS: tokenvault, $connections connection(s), ${WARMUP} s warm-up + ${DURATION} s"
         measure "token-$connections-$pair" "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" \
             --connections "$connections" --duration "$DURATION" --warmup "$WARMUP" --credentials "$SEED_COUNT"
+        if [ "$POSTGRES" = 1 ]; then
+            log "pair $pair/$PAIRS: tokenvault on PostgreSQL, $connections connection(s)"
+            measure "pg-$connections-$pair" "$PG_DAEMON_PID" "$LOADGEN" run --socket "$WORK/tv-pg1.sock" \
+                --connections "$connections" --duration "$DURATION" --warmup "$WARMUP" --credentials "$SEED_COUNT"
+        fi
         requests=$REDIS_REQUESTS_N
         [ "$connections" -eq 1 ] && requests=$REDIS_REQUESTS_1
         log "pair $pair/$PAIRS: redis-benchmark -t get -c $connections -n $requests -r $SEED_COUNT"
@@ -151,6 +204,18 @@ log "tokenvault baseline GET .../token with $LOOPS_ALL event loops: 1 s warm-up 
 measure token-loops-n "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" \
     --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT"
 stop_daemon
+
+if [ "$POSTGRES" = 1 ]; then
+    start_pg_node 2 "$WORK/tv-pg2.sock"
+    PG2_DAEMON_PID=$PG_NODE_PID
+    log "staleness: node 1 replaces a credential's tokens, node 2 is polled until it serves them"
+    "$LOADGEN" staleness --writer "$WORK/tv-pg1.sock" --reader "$WORK/tv-pg2.sock" --rounds 1000 \
+        | tee "$WORK/staleness.txt" >&2
+    STALENESS=$(grep '^RESULT ' "$WORK/staleness.txt")
+    PG_RSS=$(status_kb "$PG_DAEMON_PID" VmRSS)
+    for pid in $PG_DAEMON_PID $PG2_DAEMON_PID; do kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; done
+    PG_DAEMON_PID="" PG2_DAEMON_PID=""
+fi
 
 REDIS_RSS=$(status_kb "$REDIS_PID" VmRSS)
 kill -TERM "$REDIS_PID"
@@ -212,6 +277,18 @@ for key in "${!RESULT[@]}"; do
     case $key in token-*-* | health-* | notfound-*) errors=$((errors + $(field "${RESULT[$key]}" errors))) ;; esac
 done
 errors=$((errors + $(field "$OURS_RSS_SWEEP" errors)))
+declare -A PG_RATIO
+pg_ratio=""
+if [ "$POSTGRES" = 1 ]; then
+    for key in "${!RESULT[@]}"; do
+        case $key in pg-*) errors=$((errors + $(field "${RESULT[$key]}" errors))) ;; esac
+    done
+    for pair in $(seq "$PAIRS"); do
+        PG_RATIO[$pair]=$(awk -v a="$(field "${RESULT[pg-$N-$pair]}" rps)" \
+            -v b="$(field "${RESULT[token-$N-$pair]}" rps)" 'BEGIN { printf "%.2f", a / b }')
+    done
+    pg_ratio=$(for pair in $(seq "$PAIRS"); do echo "${PG_RATIO[$pair]}"; done | median)
+fi
 
 ours_row() {
     local r=${RESULT[$2]}
@@ -264,6 +341,24 @@ summary() {
         "$RSS_COUNT tokens once ($(field "$OURS_RSS_SWEEP" requests) requests," \
         "$(field "$OURS_RSS_SWEEP" rps) req/s), peak (VmHWM) $((RSS_PEAK / 1024)) MB." \
         "redis-server with $SEED_COUNT keys: $((REDIS_RSS / 1024)) MB."
+    if [ "$POSTGRES" = 1 ]; then
+        echo
+        echo "Token reads on a PostgreSQL-backed node (the same vault copied with migrate-store; served from its"
+        echo "cache of sealed rows) in the same pairs, against the SQLite node's run just before it:"
+        echo
+        echo "| pair | SQLite req/s, $N conns | PostgreSQL req/s, $N conns | ratio | SQLite p50 us, 1 conn" \
+            "| PostgreSQL p50 us, 1 conn | PostgreSQL p99 us, $N conns | PostgreSQL server CPU us/request, $N conns |"
+        echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+        for pair in $(seq "$PAIRS"); do
+            local pg=${RESULT[pg-$N-$pair]}
+            echo "| $pair | $(field "${RESULT[token-$N-$pair]}" rps) | $(field "$pg" rps) | ${PG_RATIO[$pair]}x" \
+                "| $(field "${RESULT[token-1-$pair]}" p50_us) | $(field "${RESULT[pg-1-$pair]}" p50_us)" \
+                "| $(field "$pg" p99_us) | $(cpu_per_request "${SERVER_CORES[pg-$N-$pair]}" "$(field "$pg" rps)") |"
+        done
+        echo
+        echo "Staleness (two PostgreSQL nodes; a replacement on one, polled on the other): $STALENESS"
+        echo "PostgreSQL node VmRSS after its runs: $((PG_RSS / 1024)) MB"
+    fi
     echo
     echo "| goal | target | measured | |"
     echo "| --- | --- | --- | --- |"
@@ -272,6 +367,14 @@ summary() {
     echo "| p50 at 1 connection (median of $PAIRS) | < 100 us | ${ours_p50_1} us | $(verdict "$ours_p50_1 < 100") |"
     echo "| daemon RSS, $RSS_COUNT credentials | < 64 MB | ${rss_mb} MB | $(verdict "$rss_mb < 64") |"
     echo "| errors | 0 | $errors | $(verdict "$errors == 0") |"
+    if [ "$POSTGRES" = 1 ]; then
+        echo "| PostgreSQL node vs SQLite node, $N connections (median pair) | >= 0.8x | ${pg_ratio}x |" \
+            "$(verdict "$pg_ratio >= 0.8") |"
+        local stale_p99
+        stale_p99=$(field "$STALENESS" p99_ms)
+        echo "| staleness p99 after a change on another node | < 50 ms | ${stale_p99} ms |" \
+            "$(verdict "$stale_p99 < 50") |"
+    fi
 }
 log "summary"
 if [ -n "${RESULTS:-}" ]; then summary | tee "$RESULTS"; else summary; fi

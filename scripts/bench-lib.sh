@@ -14,17 +14,19 @@ stop_daemon() {
 }
 
 # start_daemon [VAR=value ...]: extra environment for the daemon (e.g. TOKENVAULT_EVENT_LOOPS=2).
+# DAEMON_TAG (optional) names its output files, for several daemons side by side.
 start_daemon() {
+    local out="$WORK/daemon${DAEMON_TAG:-}.out" err="$WORK/daemon${DAEMON_TAG:-}.err"
     env "$@" TOKENVAULT_LOG_LEVEL=warning "$TOKENVAULT" serve --data-dir "$DATA" --socket "$SOCKET" \
-        >"$WORK/daemon.out" 2>"$WORK/daemon.err" &
+        >"$out" 2>"$err" &
     DAEMON_PID=$!
     for _ in $(seq 300); do
-        grep -q "listening on" "$WORK/daemon.out" 2>/dev/null && return 0
+        grep -q "listening on" "$out" 2>/dev/null && return 0
         kill -0 "$DAEMON_PID" 2>/dev/null || break
         sleep 0.1
     done
     echo "the daemon did not start:" >&2
-    cat "$WORK/daemon.err" >&2
+    cat "$err" >&2
     exit 1
 }
 

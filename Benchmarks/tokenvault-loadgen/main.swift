@@ -27,6 +27,7 @@ let usage = """
                                   [--expect STATUS] [--warmup SECONDS]
            tokenvault-loadgen hold --socket PATH --seconds SECONDS [--idle N] [--watches M]
                                   [--credentials COUNT] [--namespace NS]
+           tokenvault-loadgen staleness --writer PATH --reader PATH [--rounds N] [--credentials C]
 
     seed  stores N credentials <ns>/c<I>..c<I+N-1> (namespace "bench") with one-hour T-ID-like
           tokens, B per transaction (default 1000), into the vault in DIR (created by
@@ -49,6 +50,10 @@ let usage = """
           credentials, prints READY once every stream has its first line, keeps everything
           open for SECONDS (reading the streams' heartbeats), then prints RESULT with how
           many were still open: what open connections cost the daemon.
+    staleness  two daemons on one PostgreSQL vault: N times (default 500), the reader node
+          reads stale/c<k> (k cycling below C, default 20), the writer node replaces its tokens,
+          and the reader is polled until it serves the new token; prints the percentiles of
+          that delay (from the PUT's response).
     """
 
 func fail(_ message: String, exitCode: Int32 = 1) -> Never {
@@ -106,6 +111,12 @@ case "hold":
         namespace: arguments.optionalString("--namespace") ?? "bench", seconds: arguments.double("--seconds"))
     arguments.finish()
     hold(options)
+case "staleness":
+    let options = StalenessOptions(
+        writer: arguments.string("--writer"), reader: arguments.string("--reader"),
+        rounds: arguments.int("--rounds", default: 500), credentials: arguments.int("--credentials", default: 20))
+    arguments.finish()
+    measureStaleness(options)
 case "help", "-h", "--help":
     print(usage)
 default:

@@ -31,6 +31,7 @@ struct DaemonTrial {
     let socketPath: String
     let logPath: String
     let idleSeconds: Double
+    var storageURL: String? = nil
 
     func run() throws -> Result {
         try? FileManager.default.removeItem(atPath: socketPath)
@@ -39,7 +40,9 @@ struct DaemonTrial {
         log.seekToEndOfFile()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data-dir", dataDir, "--socket", socketPath, "--config", configPath]
+        process.arguments =
+            ["serve", "--data-dir", dataDir, "--socket", socketPath, "--config", configPath]
+            + (storageURL.map { ["--storage-url", $0] } ?? [])
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
         environment["TOKENVAULT_LOG_LEVEL"] = "warning"
         process.environment = environment

@@ -11,6 +11,9 @@ struct StartupBench {
     /// The earliest `refresh_at` is put this far in the future before the trials, so that the
     /// idle window really has nothing due (0: credentials come due during it, ~280/s).
     var dueIn = 120.0
+    /// A PostgreSQL database to copy the seeded vault into (`tokenvault migrate-store`) and
+    /// start the daemon on instead of the SQLite file.
+    var storageURL: String?
 
     private var databasePath: String { dataDir + "/vault.db" }
 
@@ -42,9 +45,20 @@ struct StartupBench {
                 + "config \(#"{"providers": ["idp"]}"#) (name-only: no endpoint, nothing is refreshed)")
         print("refresh_at spread evenly over now+\(format(dueIn)) s .. now+\(format(dueIn + 3600)) s")
 
+        if let storageURL {
+            progress("copying the vault to PostgreSQL with tokenvault migrate-store")
+            let started = monotonicSeconds()
+            try runProgram(
+                binary,
+                [
+                    "migrate-store", "--from", "sqlite:" + databasePath, "--to", storageURL, "--force",
+                    "--key-file", dataDir + "/master.key",
+                ])
+            print("copied to \(storageURL) in \(format(monotonicSeconds() - started)) s; the trials start on it")
+        }
         let trial = DaemonTrial(
             binary: binary, dataDir: dataDir, configPath: configPath, socketPath: dataDir + "/run/bench.sock",
-            logPath: dataDir + "/refreshbench-daemon.log", idleSeconds: idleSeconds)
+            logPath: dataDir + "/refreshbench-daemon.log", idleSeconds: idleSeconds, storageURL: storageURL)
         var results: [DaemonTrial.Result] = []
         for index in 1...trials {
             progress("start-up \(index) of \(trials)")

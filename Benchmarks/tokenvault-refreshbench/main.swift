@@ -11,11 +11,13 @@ import TokenVaultCourier
 
 let usage = """
     usage: tokenvault-refreshbench startup --data-dir DIR --count N [--tokenvault PATH] [--trials 3]
-                                           [--idle SECONDS] [--due-in SECONDS]
+                                           [--idle SECONDS] [--due-in SECONDS] [--storage-url URL]
            tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--in-flight M]
                                            [--lifetime L] [--warmup W] [--durability full|normal]
                                            [--provider loopback|direct|keepalive|memory] [--data-dir DIR]
            tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
+           tokenvault-refreshbench nodes --dir DIR --storage-urls URL1,URL2,URL3 [--nodes 1,2,3] [--count N]
+                                         [--seconds S] [--warmup W] [--lifetime L] [--concurrency C]
 
     startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
              if there is none; rows written straight into the database, 10,000 per NORMAL
@@ -25,7 +27,8 @@ let usage = """
              endpoint) and reports the time from spawn to the first 200 from GET /v1/health, RSS,
              and CPU over --idle seconds (default 10) of idleness. Then times full scans of the
              same database with the sqlite3 shell (the peers' approach). PATH defaults to
-             `tokenvault` next to this executable.
+             `tokenvault` next to this executable. With --storage-url, the seeded vault is copied
+             into that PostgreSQL database (migrate-store --force) and the daemon starts on it.
     refresh  runs the engine in this process against the loopback test provider: N credentials
              (default 10,000), all due, refreshed continuously (the provider grants L-second
              access tokens, default 1, so each is due again after ~L/2 s) for S seconds after W
@@ -43,6 +46,11 @@ let usage = """
              walk a token family for S seconds (default 10) with OAuth2Provider (oauth2, a fresh
              connection per call), a bare NIO client with a fresh connection per call (fresh), or
              the bare client on one kept-alive connection per worker (keepalive).
+    nodes    durable refreshes per second with 1, 2, 3… daemons (`tokenvault serve`, PATH as for
+             startup) sharing one PostgreSQL vault: per trial a fresh database from --storage-urls
+             (one each, in order), N credentials (default 2,000) seeded through node 1 with tokens
+             of the loopback provider (L-second access tokens, default 2), every node refreshing;
+             counts the nodes' committed refreshes over S seconds (default 20) after W (default 5).
     """
 
 var arguments = Arguments(
@@ -58,7 +66,7 @@ case "startup":
         dataDir: arguments.string("--data-dir"), count: arguments.int("--count"),
         binary: arguments.optionalString("--tokenvault") ?? ownDirectory + "/tokenvault",
         trials: arguments.int("--trials", default: 3), idleSeconds: arguments.double("--idle", default: 10),
-        dueIn: arguments.double("--due-in", default: 120))
+        dueIn: arguments.double("--due-in", default: 120), storageURL: arguments.optionalString("--storage-url"))
     arguments.finish()
     do {
         try await bench.run()
@@ -105,6 +113,30 @@ case "http":
         try await bench.run()
     } catch {
         fail("http failed: \(error)")
+    }
+case "nodes":
+    let ownDirectory = URL(
+        fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+    ).deletingLastPathComponent().path
+    let urls = arguments.string("--storage-urls").split(separator: ",").map(String.init)
+    let nodeCounts = (arguments.optionalString("--nodes") ?? "1,2,3").split(separator: ",").compactMap { Int($0) }
+    guard urls.count >= nodeCounts.count, !nodeCounts.isEmpty else {
+        fail("--storage-urls needs one PostgreSQL database per trial (--nodes, default 1,2,3)", exitCode: 64)
+    }
+    var bench = NodesBench(
+        binary: arguments.optionalString("--tokenvault") ?? ownDirectory + "/tokenvault",
+        directory: arguments.string("--dir"), storageURLs: urls, nodeCounts: nodeCounts)
+    bench.count = arguments.int("--count", default: 2000)
+    bench.seconds = arguments.double("--seconds", default: 20)
+    bench.warmup = arguments.double("--warmup", default: 5)
+    bench.lifetime = arguments.double("--lifetime", default: 2)
+    bench.concurrency = arguments.int("--concurrency", default: 64)
+    arguments.finish()
+    do {
+        try await bench.run()
+    } catch {
+        fail("nodes failed: \(error)")
     }
 case "courier":
     // This binary as the courier of its own `refresh --provider loopback` runs.

@@ -1,0 +1,149 @@
+import Foundation
+import TokenVaultTesting
+
+/// Durable refreshes per second with 1, 2, 3… daemons on one PostgreSQL vault (issue 15): per
+/// trial, a fresh database, `tokenvault init` on it, N credentials seeded through node 1 with
+/// tokens of the loopback test provider (rotating, reuse-detecting, no grace window), every node
+/// started with the provider configured, then the nodes' `tokenvault_refreshes_total{outcome=
+/// "succeeded"}` summed over S seconds after a warm-up: each counted refresh has been committed.
+struct NodesBench {
+    var binary: String
+    var directory: String
+    /// One database per trial, in trial order (the script creates them).
+    var storageURLs: [String]
+    var nodeCounts: [Int]
+    var count = 2000
+    var seconds = 20.0
+    var warmup = 5.0
+    var lifetime = 2.0
+    var concurrency = 64
+
+    struct Trial {
+        var nodes: Int
+        var refreshes: Int
+        var perSecond: Double
+        var daemonCPU: Double
+        var presentedTwice: Int
+        var revoked: Int
+    }
+
+    func run() async throws {
+        print(Machine.describe())
+        var options = TestOAuthServer.Options()
+        options.accessTokenLifetime = lifetime
+        options.graceWindow = 0
+        let server = try await TestOAuthServer.start(options)
+        var trials: [Trial] = []
+        for (index, nodes) in nodeCounts.enumerated() {
+            progress("trial \(index + 1): \(nodes) node(s), \(count) credentials, \(format(seconds)) s")
+            trials.append(try trial(nodes: nodes, url: storageURLs[index], server: server, index: index))
+        }
+        print(
+            """
+
+            Loopback provider: access tokens of \(format(lifetime)) s, refresh tokens rotated and reuse-detected, no grace window; \
+            each node's instance limits.concurrency \(concurrency); \(count) credentials, all refreshed continuously \
+            (due again at half the lifetime); \(format(warmup)) s warm-up, then \(format(seconds)) s counted.
+
+            | nodes | durable refreshes | refreshes/s | vs 1 node | daemons' CPU (cores) | CPU ms per refresh | refresh tokens presented twice | families revoked |
+            | --- | --- | --- | --- | --- | --- | --- | --- |
+            """)
+        let base = trials.first?.perSecond ?? 1
+        for trial in trials {
+            print(
+                "| \(trial.nodes) | \(grouped(trial.refreshes)) | \(format(trial.perSecond)) | "
+                    + "\(format(trial.perSecond / base, 2))x | \(format(trial.daemonCPU / seconds, 2)) | "
+                    + "\(format(trial.daemonCPU * 1000 / Double(max(1, trial.refreshes)), 2)) | "
+                    + "\(trial.presentedTwice) | \(trial.revoked) |")
+        }
+    }
+
+    private func trial(nodes: Int, url: String, server: TestOAuthServer, index: Int) throws -> Trial {
+        let root = directory + "/trial\(index + 1)"
+        try FileManager.default.createDirectory(
+            atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let environment = ["TOKENVAULT_STORAGE_URL": url]
+        func dataDir(_ node: Int) -> String { root + "/node\(node)" }
+        func socket(_ node: Int) -> String { root + "/node\(node).sock" }
+        _ = try runProgram("/usr/bin/env", ["TOKENVAULT_STORAGE_URL=" + url, binary, "init", "--data-dir", dataDir(1)])
+        let key = try Data(contentsOf: URL(fileURLWithPath: dataDir(1) + "/master.key"))
+        for node in 1...nodes where node > 1 {
+            try FileManager.default.createDirectory(
+                atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            FileManager.default.createFile(
+                atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+        }
+        let config = root + "/config.json"
+        let limits = #"{"concurrency": \#(concurrency), "rate_per_second": 100000, "burst": 100000}"#
+        try Data(
+            """
+            {"providers": {"idp": {"kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "client_id": "vault-client",
+             "client_authentication": "none", "refresh": {"lifetime_share": 0.5, "margin_seconds": 0, "jitter": 0},
+             "limits": \(limits)}}}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: config))
+        var daemons: [Process] = []
+        defer {
+            for daemon in daemons where daemon.isRunning { daemon.terminate() }
+            for daemon in daemons { daemon.waitUntilExit() }
+        }
+        func start(_ node: Int) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["serve", "--data-dir", dataDir(node), "--socket", socket(node), "--config", config]
+            var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
+            merged.merge(environment) { $1 }
+            merged["TOKENVAULT_LOG_LEVEL"] = "warning"
+            process.environment = merged
+            let log =
+                FileHandle(forWritingAtPath: root + "/node\(node).log")
+                ?? {
+                    FileManager.default.createFile(atPath: root + "/node\(node).log", contents: nil)
+                    return FileHandle(forWritingAtPath: root + "/node\(node).log")!
+                }()
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            daemons.append(process)
+            let deadline = monotonicSeconds() + 30
+            while (try? UnixSocketHTTP.request(socket(node), "GET", "/v1/health"))?.status != 200 {
+                guard process.isRunning, monotonicSeconds() < deadline else {
+                    throw BenchError("node \(node) did not start; see \(root)/node\(node).log")
+                }
+                usleep(50_000)
+            }
+        }
+        try start(1)
+        let connection = try UnixSocketConnection(path: socket(1))
+        for credential in 0..<count {
+            let tokens = server.issue(lifetime: lifetime)
+            let body = #"{"provider": "idp", "token": \#(tokens.responseJSON)}"#
+            try connection.send(
+                "PUT /v1/credentials/bench/c\(credential) HTTP/1.1\r\nHost: localhost\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            guard let response = try connection.readResponse(), response.status == 201 else {
+                throw BenchError("seeding bench/c\(credential) failed")
+            }
+        }
+        for node in 1...nodes where node > 1 { try start(node) }
+        Thread.sleep(forTimeInterval: warmup)
+        func succeeded() -> Int {
+            (1...nodes).reduce(0) { total, node in
+                let text = (try? UnixSocketHTTP.request(socket(node), "GET", "/metrics"))?.text ?? ""
+                let line = text.split(separator: "\n").first {
+                    $0.hasPrefix(#"tokenvault_refreshes_total{outcome="succeeded"}"#)
+                }
+                return total + (line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? 0) } ?? 0)
+            }
+        }
+        let probes = daemons.map { ProcessProbe(pid: $0.processIdentifier) }
+        let cpuBefore = probes.reduce(0) { $0 + $1.cpuSeconds() }
+        let before = succeeded()
+        Thread.sleep(forTimeInterval: seconds)
+        let refreshes = succeeded() - before
+        let cpu = probes.reduce(0) { $0 + $1.cpuSeconds() } - cpuBefore
+        return Trial(
+            nodes: nodes, refreshes: refreshes, perSecond: Double(refreshes) / seconds, daemonCPU: cpu,
+            presentedTwice: server.refreshTokensPresentedTwice.count, revoked: server.revokedFamilies)
+    }
+}
