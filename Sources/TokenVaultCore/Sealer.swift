@@ -18,6 +18,9 @@ public protocol Sealer: Sendable {
     /// Re-reads the stored terms (another process may have rotated, or a held commit met a term
     /// it does not know).
     func reload() throws
+    /// Whether `term`'s key is loaded: opening a field sealed under another term reads the
+    /// store first (`reload`), which a caller on an event loop must not do.
+    func hasKey(for term: UInt32) -> Bool
 }
 
 /// A sealer whose set of data keys can grow: key rotation adds a term here.

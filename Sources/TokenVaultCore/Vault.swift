@@ -101,6 +101,11 @@ public final class Vault: Sendable {
     /// busy: for a caller on an event loop, which then hands the request to a blocking thread.
     public func credentialWithoutWaiting(_ id: CredentialID, opening fields: Set<SealedField>) throws -> Credential {
         guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
+        // A term another process added since this one loaded its keys (a key rotation on another
+        // node): loading it reads the store, which the blocking path does.
+        guard sealer.hasKey(for: record.sealTerm) else {
+            throw VaultError.storageUnavailable("data key term \(record.sealTerm) is not loaded yet")
+        }
         return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 

@@ -141,6 +141,8 @@ public final class Keyring: RotatingSealer {
         }
     }
 
+    public func hasKey(for term: UInt32) -> Bool { state.withLock { $0.keys[term] != nil } }
+
     /// The key for `term`, re-reading the store once if another process added it.
     private func key(for term: UInt32) throws -> SecretBytes {
         if let key = state.withLock({ $0.keys[term] }) { return key }

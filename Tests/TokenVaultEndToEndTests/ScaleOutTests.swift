@@ -107,6 +107,17 @@ import TokenVaultTesting
         }
         #expect(replaced != nil, "node 2 kept serving the replaced token")
 
+        // A key rotation started on node 2: rows it seals under the new term are served by the
+        // others, which had opened the vault before the term existed.
+        let rotated = try UnixSocketHTTP.request(socket(2), "POST", "/v1/admin/rotate-key", body: "{}")
+        #expect(rotated.status == 200 || rotated.status == 202, "\(rotated.text)")
+        let bob = SamplePayloads.tinkoff()
+        #expect(try client(2, ["put", "pay/bob", "--provider", "tinkoff-id"], stdin: bob.json).status == 0)
+        for node in [1, 3] {
+            let read = try client(node, ["token", "pay/bob"])
+            #expect(read.stdout == bob.tokens[0] + "\n", "node \(node): \(read.stderr)")
+        }
+
         // Deleted on node 2: node 1 stops serving it.
         #expect(try client(2, ["rm", "pay/alice"]).status == 0)
         let stopped = try timeUntil(limit: 2) { try client(1, ["token", "pay/alice"]).status != 0 }

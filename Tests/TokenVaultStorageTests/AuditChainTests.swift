@@ -178,4 +178,5 @@ private struct ForgedAuditKey: Sealer {
     func fingerprint(_ secret: SecretBytes) -> String { base.fingerprint(secret) }
     func auditMAC(_ bytes: [UInt8]) -> [UInt8]? { KeyedHash.mac(key: key, bytes) }
     func reload() throws { try base.reload() }
+    func hasKey(for term: UInt32) -> Bool { base.hasKey(for: term) }
 }

@@ -137,6 +137,27 @@ import TokenVaultTesting
         #expect(try reopened.vault.verify().isClean)
     }
 
+    /// A key rotation made by another opening (another node): rows sealed under the term this
+    /// opening has not loaded are refused by the read that must not wait (it would read the
+    /// store on an event loop, which crashed PostgreSQL nodes) and served by the ordinary read,
+    /// which loads the term; after that the waiting-free read serves them too.
+    @Test func aTermAddedElsewhereIsLoadedByTheReadThatMayWait() async throws {
+        let fixture = try await TestBackendVault.make(.sqlite)
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let id = try CredentialID("pay/rotated")
+        try await fixture.vault.put(id, payload: Self.payload("old"), provider: "idp")
+        #expect(try other.vault.credentialWithoutWaiting(id, opening: [.accessToken]).secrets.accessToken.count > 0)
+        _ = try await KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend).rotate()
+        #expect {
+            try other.vault.credentialWithoutWaiting(id, opening: [.accessToken])
+        } throws: {
+            ($0 as? VaultError)?.code == .storageUnavailable
+        }
+        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-old")
+        #expect(try other.vault.credentialWithoutWaiting(id, opening: [.accessToken]).secrets.accessToken.count > 0)
+    }
+
     /// The audit chain: rows appended from two openings form one chain that verifies; pruning
     /// moves the anchor and the rest still verifies; an edited row is named.
     @Test(arguments: TestBackendKind.allCases)
