@@ -78,14 +78,11 @@ REDIS_PID=""
 
 PG_DAEMON_PID=""
 PG2_DAEMON_PID=""
-PG_DATA_DIR=""
 
 cleanup() {
     stop_daemon
     for pid in $PG_DAEMON_PID $PG2_DAEMON_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-    if [ -n "$PG_DATA_DIR" ]; then
-        as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -m fast stop >/dev/null 2>&1 || true
-    fi
+    stop_postgres || true
     if [ -n "$REDIS_PID" ] && kill -0 "$REDIS_PID" 2>/dev/null; then
         kill -TERM "$REDIS_PID"
         wait "$REDIS_PID" 2>/dev/null || true
@@ -122,10 +119,7 @@ start_daemon
 
 # --- the same vault on PostgreSQL ------------------------------------------------------------
 POSTGRES=${POSTGRES:-auto}
-PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-[ "$POSTGRES" = auto ] && { [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] && POSTGRES=1 || POSTGRES=0; }
-# initdb and the server refuse to run as root: then as the postgres user.
-as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$POSTGRES" = auto ] && { postgres_available && POSTGRES=1 || POSTGRES=0; }
 # start_pg_node TAG SOCKET: a daemon on the PostgreSQL vault, its pid in PG_NODE_PID.
 start_pg_node() {
     local data=$DATA socket=$SOCKET pid=$DAEMON_PID
@@ -137,16 +131,9 @@ start_pg_node() {
     DATA=$data SOCKET=$socket DAEMON_PID=$pid DAEMON_TAG=""
 }
 if [ "$POSTGRES" = 1 ]; then
-    log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') in $WORK/pg (default settings, fsync on)"
-    mkdir -p "$WORK/pg"
-    [ "$(id -u)" -eq 0 ] && chown postgres "$WORK" "$WORK/pg"
-    PG_DATA_DIR="$WORK/pg/data"
-    as_postgres "$PG_BIN/initdb" -D "$PG_DATA_DIR" -U postgres --auth-local=trust -E UTF8 --locale=C.UTF-8 \
-        >"$WORK/initdb.log"
-    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -l "$WORK/pg/server.log" -w \
-        -o "-k $WORK/pg -c listen_addresses=''" start >/dev/null
-    as_postgres "$PG_BIN/createdb" -h "$WORK/pg" -U postgres bench
-    PG_URL="postgres://postgres@/bench?host=$WORK/pg"
+    log "a throwaway PostgreSQL cluster in $WORK/pg"
+    start_postgres "$WORK/pg"
+    PG_URL=$(postgres_url bench)
     log "copying the vault to PostgreSQL (tokenvault migrate-store)"
     stop_daemon
     "$TOKENVAULT" migrate-store --from "sqlite:$DATA/vault.db" --to "$PG_URL" --key-file "$DATA/master.key" >&2

@@ -62,3 +62,35 @@ measure() {
     SERVER_CORES[$key]=$(cores "$cpu_before" "$cpu_after" "$started" "$finished")
     MACHINE_CORES[$key]=$(cores "$machine_before" "$machine_after" "$started" "$finished")
 }
+
+# --- a throwaway PostgreSQL cluster (scale-out benchmarks) -----------------------------------
+# start_postgres DIR: initdb and start a server with default settings (fsync on) listening only
+# on a socket in DIR; sets PG_BIN, PG_DATA_DIR and PG_HOST. stop_postgres stops it.
+PG_DATA_DIR=""
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+postgres_available() {
+    PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+    [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ]
+}
+start_postgres() {
+    postgres_available || { echo "PostgreSQL is not installed (scripts/install-deps.sh --test)" >&2; exit 1; }
+    mkdir -p "$1"
+    # initdb and the server refuse to run as root: then as the postgres user.
+    if [ "$(id -u)" -eq 0 ]; then chown postgres "$1" && chmod 711 "$(dirname "$1")"; fi
+    PG_DATA_DIR="$1/data"
+    PG_HOST=$1
+    as_postgres "$PG_BIN/initdb" -D "$PG_DATA_DIR" -U postgres --auth-local=trust -E UTF8 --locale=C.UTF-8 \
+        >"$1/initdb.log"
+    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -l "$1/server.log" -w \
+        -o "-k $1 -c listen_addresses=''" start >/dev/null
+    echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on a socket in $1 (default settings, fsync on)" >&2
+}
+stop_postgres() {
+    [ -n "$PG_DATA_DIR" ] && as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -m fast stop >/dev/null 2>&1
+    PG_DATA_DIR=""
+}
+# postgres_url NAME: creates database NAME and prints the URL the daemon takes.
+postgres_url() {
+    as_postgres "$PG_BIN/createdb" -h "$PG_HOST" -U postgres "$1"
+    echo "postgres://postgres@/$1?host=$PG_HOST"
+}

@@ -10,15 +10,10 @@ import TokenVaultTesting
     let cli = CommandRunner()
     let server: TestPostgres
     let url: String
-    var passwordFile: String { directory.file("pg-password") }
+    let passwordFile: String
 
     init() async throws {
-        let (server, database) = try await TestPostgres.makeDatabase()
-        self.server = server
-        url = server.tcpURL(database: database)
-        FileManager.default.createFile(
-            atPath: passwordFile, contents: Data((TestPostgres.password + "\n").utf8),
-            attributes: [.posixPermissions: 0o600])
+        (server, url, passwordFile) = try await TestPostgres.makeDatabaseWithPasswordFile(in: directory)
     }
 
     var storage: [String: String] {

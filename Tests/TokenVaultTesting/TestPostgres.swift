@@ -33,6 +33,18 @@ public final class TestPostgres: Sendable {
         }
     }
 
+    /// A new database on the shared server as operators configure one: its TCP URL and the
+    /// superuser's password in a file (mode 0600) in `directory`.
+    public static func makeDatabaseWithPasswordFile(in directory: TemporaryDirectory) async throws -> (
+        server: TestPostgres, url: String, passwordFile: String
+    ) {
+        let (server, database) = try await makeDatabase()
+        let passwordFile = directory.file("pg-password")
+        FileManager.default.createFile(
+            atPath: passwordFile, contents: Data((password + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        return (server, server.tcpURL(database: database), passwordFile)
+    }
+
     /// A server of the caller's own, for a test that stops and starts it (the shared one serves
     /// other tests meanwhile). `destroy()` it at the end.
     public static func dedicated() async throws -> TestPostgres {

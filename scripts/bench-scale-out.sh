@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Benchmarks of several daemons on one PostgreSQL vault (docs/benchmarks.md, "PostgreSQL: several
+# nodes"; issue 15). Token reads on a PostgreSQL node against the SQLite node, and staleness
+# between nodes, are in scripts/bench-api.sh (same run as the SQLite measurements).
+#
+#   bash scripts/bench-scale-out.sh
+#
+# 1. builds `tokenvault` and `tokenvault-refreshbench` in release mode;
+# 2. starts a throwaway PostgreSQL cluster (Debian's postgresql, default settings, fsync on,
+#    a Unix socket only) and creates one database per trial;
+# 3. durable refreshes per second with 1, 2 and 3 daemons on one database against the loopback
+#    test provider (`tokenvault-refreshbench nodes`: rotating refresh tokens, reuse detection,
+#    COUNT credentials with LIFETIME-second tokens, SECONDS counted after a warm-up);
+# 4. start-up with STARTUP_COUNT credentials on PostgreSQL (`tokenvault-refreshbench startup
+#    --storage-url`: seeded into SQLite, copied with migrate-store, three daemon starts timed to
+#    the first healthy answer, RSS and idle CPU).
+#
+# Knobs (environment): SCRATCH (build directory, default .build), COUNT (2000), LIFETIME (2),
+# SECONDS_COUNTED (20), NODES (1,2,3), STARTUP_COUNT (1000000; 0 skips), KEEP (a directory kept
+# for the 1,000,000-credential SQLite seed between runs).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SCRATCH=${SCRATCH:-.build}
+COUNT=${COUNT:-2000}
+LIFETIME=${LIFETIME:-2}
+SECONDS_COUNTED=${SECONDS_COUNTED:-20}
+NODES=${NODES:-1,2,3}
+STARTUP_COUNT=${STARTUP_COUNT:-1000000}
+
+log() { printf '\n== %s\n' "$*" >&2; }
+
+log "building release binaries (scratch path $SCRATCH)"
+swift build -c release --scratch-path "$SCRATCH" --product tokenvault
+swift build -c release --scratch-path "$SCRATCH" --product tokenvault-refreshbench
+BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
+
+WORK=$(mktemp -d /tmp/tv-scale.XXXXXX)
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+cleanup() {
+    stop_postgres || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_postgres "$WORK/pg"
+URLS=""
+trials=$(tr ',' '\n' <<<"$NODES" | wc -l)
+for trial in $(seq "$trials"); do URLS="$URLS${URLS:+,}$(postgres_url "nodes$trial")"; done
+
+log "durable refreshes per second with $NODES node(s) on one database"
+"$BIN/tokenvault-refreshbench" nodes --dir "$WORK/nodes" --storage-urls "$URLS" --nodes "$NODES" \
+    --count "$COUNT" --lifetime "$LIFETIME" --seconds "$SECONDS_COUNTED"
+
+if [ "$STARTUP_COUNT" -gt 0 ]; then
+    log "start-up with $STARTUP_COUNT credentials on PostgreSQL"
+    DIR=${KEEP:-$WORK/startup}
+    "$BIN/tokenvault-refreshbench" startup --data-dir "$DIR" --count "$STARTUP_COUNT" \
+        --storage-url "$(postgres_url startup)"
+fi
