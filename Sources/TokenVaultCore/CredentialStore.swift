@@ -56,6 +56,11 @@ public protocol CredentialStore: RefreshJournal {
 /// The operations allowed inside a write transaction.
 public protocol CredentialWriter {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    /// Like `record`, but throws `VaultError.conflict` at once when another process is in the
+    /// middle of writing this credential (its lock is held elsewhere) instead of waiting: a
+    /// refresh another node is starting or committing, which this one skips rather than queues
+    /// behind (PostgreSQL; one process writes a SQLite vault, so there it is `record`).
+    func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord?
     /// The term new seals use, read inside this transaction (a rotation by another process
     /// commits before or after it, never in between).
     func activeTerm() throws -> UInt32
@@ -105,4 +110,8 @@ public protocol CredentialWriter {
 
 extension CredentialStore {
     public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
+}
+
+extension CredentialWriter {
+    public func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
 }

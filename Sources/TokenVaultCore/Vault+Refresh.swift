@@ -46,9 +46,15 @@ extension Vault {
         return try await writes.write(.full) { writer -> (RefreshAttempt, resumed: Bool)? in
             // The row as it is now (on a shared database, under the credential's lock): a refresh
             // planned from an older read, the credential refreshed since by another process, is
-            // not started; its refresh token is spent.
-            guard let current = try writer.record(metadata.id), current.metadata.generation == metadata.generation
-            else { return nil }
+            // not started; its refresh token is spent. A credential another node is writing
+            // right now is skipped, not waited for (FOR UPDATE SKIP LOCKED, in effect).
+            let current: SealedCredentialRecord?
+            do {
+                current = try writer.recordUnlessBusy(metadata.id)
+            } catch let error as VaultError where error.code == .conflict {
+                return nil
+            }
+            guard let current, current.metadata.generation == metadata.generation else { return nil }
             var attempt = RefreshAttempt(
                 attemptID: attemptID, credentialID: metadata.id, generation: metadata.generation,
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,

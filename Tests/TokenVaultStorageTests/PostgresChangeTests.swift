@@ -88,7 +88,8 @@ import TokenVaultTesting
         try await nodes.fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         let record = try #require(try nodes.database2.record(id))
         let database2 = nodes.database2
-        let holding = Task.detached {
+        // On a thread of its own: a sleep on the cooperative pool would starve the other tests.
+        async let holding: Void = offThePool {
             try database2.write(durability: .full) { writer in
                 try writer.save(record)
                 Thread.sleep(forTimeInterval: 8)
@@ -104,8 +105,50 @@ import TokenVaultTesting
         }
         let waited = ContinuousClock.now - started
         #expect(waited >= .seconds(4) && waited < .seconds(7), "waited \(waited)")
-        try await holding.value
+        try await holding
         try node1.write(durability: .full) { writer in try writer.save(record) }
+    }
+
+    /// Refresh work spreads over the nodes instead of queueing: a node does not wait for a
+    /// credential another node is writing (it skips it at once), and a credential with an open
+    /// attempt under a live lease is not in the other nodes' due list until that lease ends.
+    @Test func aNodeSkipsCredentialsAnotherNodeIsRefreshing() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, node2) = (nodes.fixture, nodes.node2)
+        let id = try CredentialID("pay/claimed")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let record = try #require(try nodes.database2.record(id))
+        let database2 = nodes.database2
+        // Node 2 in the middle of writing the credential, as the ledger writes one: its lock
+        // first (`record`), then the row. On a thread of its own, off the cooperative pool.
+        async let holding: Void = offThePool {
+            try database2.write(durability: .full) { writer in
+                _ = try writer.record(id)
+                try writer.save(record)
+                Thread.sleep(forTimeInterval: 3)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let metadata = try fixture.vault.metadata(id)
+        func request(_ owner: String) -> Vault.AttemptRequest {
+            Vault.AttemptRequest(
+                metadata: metadata, fingerprint: "fp", owner: owner,
+                leaseUntil: fixture.clock.now.adding(seconds: 10_000),
+                isOwnerGone: { _ in false })
+        }
+        let started = ContinuousClock.now
+        #expect(try await fixture.vault.beginAttempt(request("node-a")) == nil)
+        #expect(ContinuousClock.now - started < .seconds(1), "node 1 waited for node 2's write")
+        try await holding
+
+        // Node 2 journals an attempt; node 1 no longer sees the credential as due until the
+        // attempt's lease has run out.
+        #expect(try await node2.beginAttempt(request("node-b")) != nil)
+        // Due after about 2,700 s (three quarters of its hour); the lease lasts 10,000 s.
+        #expect(try fixture.vault.dueCredentials(at: fixture.clock.now.adding(seconds: 7200), limit: 10).isEmpty)
+        let leaseOver = fixture.clock.now.adding(seconds: 10_001)
+        #expect(try fixture.vault.dueCredentials(at: leaseOver, limit: 10).map(\.id) == [id])
     }
 
     /// The cache is used only while the listener is connected; a node that lost it reads the

@@ -34,6 +34,16 @@ final class PostgresCredentialWriter: CredentialWriter {
         ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
     }
 
+    func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        let locked =
+            try link.query("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            .rows.first.map { try $0.decode(Bool.self) } ?? false
+        guard locked else { throw VaultError.conflict("credential \(id) is being written by another process") }
+        return try link.query(
+            "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)"
+        ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+    }
+
     func activeTerm() throws -> UInt32 {
         if let term { return term }
         guard

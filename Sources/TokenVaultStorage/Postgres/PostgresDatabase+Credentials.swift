@@ -110,9 +110,11 @@ extension PostgresDatabase: RefreshJournal {
         try withReader { reader in
             try reader.query(
                 """
-                SELECT id, refresh_at, status FROM credentials
-                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds) ORDER BY refresh_at
-                LIMIT \(Int64(max(0, limit)))
+                SELECT id, refresh_at, status FROM credentials c
+                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds)
+                  AND NOT EXISTS (SELECT 1 FROM refresh_attempts a WHERE a.credential_id = c.id AND a.state = 'open'
+                                  AND a.lease_expires_at > \(now.milliseconds))
+                ORDER BY refresh_at LIMIT \(Int64(max(0, limit)))
                 """
             ).rows.compactMap { row in
                 let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
