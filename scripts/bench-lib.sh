@@ -80,7 +80,7 @@ start_postgres() {
     PG_DATA_DIR="$1/data"
     PG_HOST=$1
     as_postgres "$PG_BIN/initdb" -D "$PG_DATA_DIR" -U postgres --auth-local=trust -E UTF8 --locale=C.UTF-8 \
-        >"$1/initdb.log"
+        >"$1/initdb.log" 2>&1
     as_postgres "$PG_BIN/pg_ctl" -D "$PG_DATA_DIR" -l "$1/server.log" -w \
         -o "-k $1 -c listen_addresses=''" start >/dev/null
     echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on a socket in $1 (default settings, fsync on)" >&2

@@ -15,14 +15,14 @@
 #    --storage-url`: seeded into SQLite, copied with migrate-store, three daemon starts timed to
 #    the first healthy answer, RSS and idle CPU).
 #
-# Knobs (environment): SCRATCH (build directory, default .build), COUNT (2000), LIFETIME (2),
+# Knobs (environment): SCRATCH (build directory, default .build), COUNT (1000), LIFETIME (2),
 # SECONDS_COUNTED (20), NODES (1,2,3), STARTUP_COUNT (1000000; 0 skips), KEEP (a directory kept
 # for the 1,000,000-credential SQLite seed between runs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SCRATCH=${SCRATCH:-.build}
-COUNT=${COUNT:-2000}
+COUNT=${COUNT:-1000}
 LIFETIME=${LIFETIME:-2}
 SECONDS_COUNTED=${SECONDS_COUNTED:-20}
 NODES=${NODES:-1,2,3}
@@ -58,5 +58,5 @@ if [ "$STARTUP_COUNT" -gt 0 ]; then
     log "start-up with $STARTUP_COUNT credentials on PostgreSQL"
     DIR=${KEEP:-$WORK/startup}
     "$BIN/tokenvault-refreshbench" startup --data-dir "$DIR" --count "$STARTUP_COUNT" \
-        --storage-url "$(postgres_url startup)"
+        --storage-url "$(postgres_url startup)" --due-in 900
 fi

@@ -12,11 +12,17 @@ struct NodesBench {
     /// One database per trial, in trial order (the script creates them).
     var storageURLs: [String]
     var nodeCounts: [Int]
-    var count = 2000
+    var count = 1000
     var seconds = 20.0
     var warmup = 5.0
     var lifetime = 2.0
     var concurrency = 64
+
+    /// Refresh at the smallest share of a token's lifetime the configuration takes: with the
+    /// provider's short tokens every credential is due again as soon as its refresh commits.
+    static let share = 0.05
+    /// Lifetime of the seeded tokens: due after `seedLifetime * share` = 9 s.
+    static let seedLifetime = 180.0
 
     struct Trial {
         var nodes: Int
@@ -43,7 +49,7 @@ struct NodesBench {
 
             Loopback provider: access tokens of \(format(lifetime)) s, refresh tokens rotated and reuse-detected, no grace window; \
             each node's instance limits.concurrency \(concurrency); \(count) credentials, all refreshed continuously \
-            (due again at half the lifetime); \(format(warmup)) s warm-up, then \(format(seconds)) s counted.
+            (refreshed at \(Self.share) of the lifetime: due again at once); \(format(warmup)) s warm-up, then \(format(seconds)) s counted.
 
             | nodes | durable refreshes | refreshes/s | vs 1 node | daemons' CPU (cores) | CPU ms per refresh | refresh tokens presented twice | families revoked |
             | --- | --- | --- | --- | --- | --- | --- | --- |
@@ -73,12 +79,15 @@ struct NodesBench {
             FileManager.default.createFile(
                 atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
         }
+        let secretFile = root + "/client.secret"
+        FileManager.default.createFile(
+            atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
         let config = root + "/config.json"
         let limits = #"{"concurrency": \#(concurrency), "rate_per_second": 100000, "burst": 100000}"#
         try Data(
             """
             {"providers": {"idp": {"kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "client_id": "vault-client",
-             "client_authentication": "none", "refresh": {"lifetime_share": 0.5, "margin_seconds": 0, "jitter": 0},
+             "client_secret_file": "\(secretFile)", "refresh": {"lifetime_share": \(Self.share), "margin_seconds": 0, "jitter": 0},
              "limits": \(limits)}}}
             """.utf8
         ).write(to: URL(fileURLWithPath: config))
@@ -114,19 +123,26 @@ struct NodesBench {
             }
         }
         try start(1)
+        // Seeded tokens come due only once every PUT is in (a PUT queued behind a backlog of
+        // refresh commits would wait); then each refresh's new token is due again at once.
+        let seeded = monotonicSeconds()
         let connection = try UnixSocketConnection(path: socket(1))
         for credential in 0..<count {
-            let tokens = server.issue(lifetime: lifetime)
+            let tokens = server.issue(lifetime: Self.seedLifetime)
             let body = #"{"provider": "idp", "token": \#(tokens.responseJSON)}"#
             try connection.send(
                 "PUT /v1/credentials/bench/c\(credential) HTTP/1.1\r\nHost: localhost\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            guard let response = try connection.readResponse(), response.status == 201 else {
-                throw BenchError("seeding bench/c\(credential) failed")
+            guard let response = try connection.readResponse() else { throw BenchError("node 1 hung up") }
+            guard response.status == 201 else {
+                throw BenchError("seeding bench/c\(credential) failed: \(response.status) \(response.text)")
             }
         }
+        guard monotonicSeconds() - seeded < Self.seedLifetime * Self.share else {
+            throw BenchError("seeding took longer than the seeded tokens' refresh point; lower --count")
+        }
         for node in 1...nodes where node > 1 { try start(node) }
-        Thread.sleep(forTimeInterval: warmup)
+        Thread.sleep(forTimeInterval: max(0, seeded + Self.seedLifetime * Self.share - monotonicSeconds()) + warmup)
         func succeeded() -> Int {
             (1...nodes).reduce(0) { total, node in
                 let text = (try? UnixSocketHTTP.request(socket(node), "GET", "/metrics"))?.text ?? ""
@@ -141,6 +157,9 @@ struct NodesBench {
         let before = succeeded()
         Thread.sleep(forTimeInterval: seconds)
         let refreshes = succeeded() - before
+        if refreshes == 0 {
+            throw BenchError("no refresh was committed in \(format(seconds)) s; see the logs in \(root)")
+        }
         let cpu = probes.reduce(0) { $0 + $1.cpuSeconds() } - cpuBefore
         return Trial(
             nodes: nodes, refreshes: refreshes, perSecond: Double(refreshes) / seconds, daemonCPU: cpu,

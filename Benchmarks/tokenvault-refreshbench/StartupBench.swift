@@ -26,7 +26,8 @@ struct StartupBench {
         }
         print(Machine.describe())
         if !FileManager.default.fileExists(atPath: databasePath) {
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try runProgram(binary, ["init", "--data-dir", dataDir])
             progress("created a vault in \(dataDir)")
         }

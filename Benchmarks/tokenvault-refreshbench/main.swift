@@ -48,7 +48,7 @@ let usage = """
              the bare client on one kept-alive connection per worker (keepalive).
     nodes    durable refreshes per second with 1, 2, 3… daemons (`tokenvault serve`, PATH as for
              startup) sharing one PostgreSQL vault: per trial a fresh database from --storage-urls
-             (one each, in order), N credentials (default 2,000) seeded through node 1 with tokens
+             (one each, in order), N credentials (default 1,000) seeded through node 1 with tokens
              of the loopback provider (L-second access tokens, default 2), every node refreshing;
              counts the nodes' committed refreshes over S seconds (default 20) after W (default 5).
     """
@@ -127,7 +127,7 @@ case "nodes":
     var bench = NodesBench(
         binary: arguments.optionalString("--tokenvault") ?? ownDirectory + "/tokenvault",
         directory: arguments.string("--dir"), storageURLs: urls, nodeCounts: nodeCounts)
-    bench.count = arguments.int("--count", default: 2000)
+    bench.count = arguments.int("--count", default: 1000)
     bench.seconds = arguments.double("--seconds", default: 20)
     bench.warmup = arguments.double("--warmup", default: 5)
     bench.lifetime = arguments.double("--lifetime", default: 2)
