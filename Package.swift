@@ -171,7 +171,7 @@ let package = Package(
         .target(
             name: "TokenVaultTesting",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

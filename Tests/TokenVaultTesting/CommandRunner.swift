@@ -36,24 +36,18 @@ public struct CommandRunner: Sendable {
     public func run(_ arguments: [String], stdin: String? = nil, environment extra: [String: String] = [:]) throws
         -> Result
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment.merging(extra) { $1 }
-        let output = Pipe()
-        let errors = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        // Output and input through files (SpawnedProcess says why not Foundation's Process).
+        let base = NSTemporaryDirectory() + "tokenvault-cli-" + UUID().uuidString
+        defer { for suffix in [".in", ".out", ".err"] { unlink(base + suffix) } }
+        FileManager.default.createFile(atPath: base + ".in", contents: Data((stdin ?? "").utf8))
+        let process = try SpawnedProcess(
+            executable: executable, arguments: arguments, environment: environment.merging(extra) { $1 },
+            stdin: base + ".in", stdout: base + ".out", stderr: base + ".err")
+        let status = process.waitUntilExit()
+        let outData = FileManager.default.contents(atPath: base + ".out") ?? Data()
+        let errData = FileManager.default.contents(atPath: base + ".err") ?? Data()
         return Result(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            status: status, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 /// A `tokenvault serve` process started from the built binary, for end-to-end tests.
 /// Its standard output and error go to files, so the log can be searched afterwards.
 public final class DaemonProcess: @unchecked Sendable {
-    public let process = Process()
+    public let process: SpawnedProcess
     public let socketPath: String
     public let logPath: String
     private let outputPath: String
@@ -23,15 +23,11 @@ public final class DaemonProcess: @unchecked Sendable {
         outputPath = logPath + ".out"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         FileManager.default.createFile(atPath: outputPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve"] + arguments + ["--socket", socketPath]
         var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
         base["CREDENTIALS_DIRECTORY"] = nil
-        process.environment = base.merging(environment) { $1 }
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        process = try SpawnedProcess(
+            executable: executable, arguments: ["serve"] + arguments + ["--socket", socketPath],
+            environment: base.merging(environment) { $1 }, stdout: outputPath, stderr: logPath)
         let deadline = Date().addingTimeInterval(timeout)
         while !output.contains("listening on") {
             guard process.isRunning else {
@@ -51,21 +47,13 @@ public final class DaemonProcess: @unchecked Sendable {
     /// SIGTERM, then wait; returns the exit status.
     @discardableResult
     public func terminate() -> Int32 {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.terminate()
+        return process.waitUntilExit()
     }
 
     /// SIGKILL: the daemon gets no chance to clean up (leaves a stale socket).
     public func kill() {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
         process.waitUntilExit()
-    }
-
-    deinit {
-        if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
     }
 }
