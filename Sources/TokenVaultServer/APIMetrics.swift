@@ -90,13 +90,12 @@ public final class APIMetrics: Sendable {
         registry.makeGauge(
             name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
         ).set(counts == nil ? 0.0 : 1.0)
-        if let counts {
-            for status in CredentialStatus.allCases {
-                registry.makeGauge(
-                    name: "tokenvault_credentials", labels: [("status", status.rawValue)],
-                    help: "Stored credentials by status."
-                ).set(Double(counts[status] ?? 0))
-            }
+        // Unknown while the database does not answer (NaN), not the last values read.
+        for status in CredentialStatus.allCases {
+            registry.makeGauge(
+                name: "tokenvault_credentials", labels: [("status", status.rawValue)],
+                help: "Stored credentials by status."
+            ).set(counts.map { Double($0[status] ?? 0) } ?? .nan)
         }
         if let connected = storage?.changeFeedConnected {
             registry.makeGauge(

@@ -106,6 +106,24 @@ public struct DaemonConfiguration: Sendable {
         return try DaemonConfiguration(file, root: root, path: path, catalog: catalog)
     }
 
+    /// Only the `storage` section of `path`: what commands other than `serve` need to find the
+    /// vault (they read no provider secrets and resolve no users).
+    public static func loadStorage(path: String) throws -> StorageSettings {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(file: path, key: nil, problem: "cannot be read")
+        }
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigurationError(file: path, decodingError: error)
+        }
+        guard case .object(let sections) = root else {
+            throw ConfigurationError(file: path, key: nil, problem: "must be a JSON object")
+        }
+        return try sections["storage"].map { try StorageSettings($0, path: path) } ?? StorageSettings()
+    }
+
     init(_ file: File, root: JSONValue, path: String, catalog: any ProviderCatalog) throws {
         self.init(catalog: catalog)
         try applySettings(root, path: path)

@@ -99,8 +99,8 @@ public struct VaultAPI: Sendable {
 
     /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, provider
     /// answers are held because the database refuses them, the courier is down, or spool files
-    /// could not be used (the daemon still serves valid tokens). Always 200 while the database
-    /// answers.
+    /// could not be used, the database does not answer or the change feed is down (the daemon
+    /// still serves valid tokens). Always 200.
     func health() async throws -> Response {
         // One indexed read proves the database answers; when it does not, health still answers
         // (degraded): cached tokens may still be served, and the operator needs to see why.
@@ -133,7 +133,7 @@ public struct VaultAPI: Sendable {
     }
 
     func scrape() async throws -> Response {
-        // Without the database the counts are left out, not the rest (its state is what matters then).
+        // Without the database the counts are unknown (NaN), not the rest (its state is what matters then).
         let counts = try? await blocking { [admin] in try admin.credentialCountsByStatus() }
         let commits = vault.commitCounters
         let body = metrics.exposition(

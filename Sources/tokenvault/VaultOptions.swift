@@ -82,9 +82,9 @@ struct VaultOptions: ParsableArguments {
     }
 
     private func configuredStorage() throws -> StorageSettings {
-        guard configPath != nil else { return StorageSettings() }
+        guard let configPath else { return StorageSettings() }
         do {
-            return try loadConfiguration().storage
+            return try DaemonConfiguration.loadStorage(path: configPath)
         } catch let error as ConfigurationError {
             throw VaultError(code: .invalidRequest, message: "\(error)")
         }

@@ -16,14 +16,32 @@ extension PostgresDatabase: CredentialStore {
         if trusted, let cached = cache.record(id) { return cached }
         let ticket = cache.ticket(for: id)
         let record: SealedCredentialRecord?
+        var unreachable = false
         do {
             record = try withReader { reader in
-                try reader.query(
-                    "SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)"
-                ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+                func read() throws -> SealedCredentialRecord? {
+                    try reader.query(
+                        "SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)"
+                    ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+                }
+                do {
+                    return try read()
+                } catch let error as VaultError where error.code == .storageUnavailable && !reader.isRefusing {
+                    // A lost connection: once more, on a new one.
+                    do {
+                        return try read()
+                    } catch {
+                        unreachable = reader.isRefusing
+                        throw error
+                    }
+                }
             }
         } catch let error as VaultError where error.code == .storageUnavailable {
-            guard let lastSeen = cache.record(id) else { throw error }
+            // Only when the database cannot be reached at all (a connect refused or timed out),
+            // not for a statement that failed on a database that answers.
+            guard unreachable || readers.contains(where: \.isRefusing), let lastSeen = cache.record(id) else {
+                throw error
+            }
             return lastSeen
         }
         if let record { cache.insert(record, ticket: ticket) } else { cache.invalidate(id) }
@@ -110,11 +128,9 @@ extension PostgresDatabase: RefreshJournal {
         try withReader { reader in
             try reader.query(
                 """
-                SELECT id, refresh_at, status FROM credentials c
-                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds)
-                  AND NOT EXISTS (SELECT 1 FROM refresh_attempts a WHERE a.credential_id = c.id AND a.state = 'open'
-                                  AND a.lease_expires_at > \(now.milliseconds))
-                ORDER BY refresh_at LIMIT \(Int64(max(0, limit)))
+                SELECT id, refresh_at, status FROM credentials
+                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds) ORDER BY refresh_at
+                LIMIT \(Int64(max(0, limit)))
                 """
             ).rows.compactMap { row in
                 let (text, refreshAt, status) = try row.decode((String, Int64, String).self)

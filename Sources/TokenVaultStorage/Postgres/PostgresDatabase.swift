@@ -81,7 +81,7 @@ public final class PostgresDatabase: Sendable {
     let clock: any VaultClock
     let logger: Logger
     let writer: PostgresLink
-    private let readers: [PostgresLink]
+    let readers: [PostgresLink]
     private let idleReaders: Mutex<[Int]>
     private let readerSlots: DispatchSemaphore
     let cache: RecordCache

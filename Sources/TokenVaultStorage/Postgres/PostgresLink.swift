@@ -23,6 +23,12 @@ final class PostgresLink: Sendable {
     /// once instead of each waiting out a connect timeout (reads then fall back to the cache).
     private let lastRefusal = Mutex<(at: ContinuousClock.Instant, reason: String)?>(nil)
     static let refusalMemory = Duration.milliseconds(500)
+
+    /// Whether the last attempt to connect failed moments ago: the database cannot be reached.
+    var isRefusing: Bool {
+        guard let refusal = lastRefusal.withLock({ $0 }) else { return false }
+        return ContinuousClock.now - refusal.at < Self.refusalMemory
+    }
     /// One caller at a time: a transaction's statements never interleave with another caller's
     /// (recursive: the statements of a transaction are its caller's).
     private let turn = NSRecursiveLock()
@@ -56,8 +62,8 @@ final class PostgresLink: Sendable {
     func transaction<Result>(begin: [String] = ["BEGIN"], _ body: () throws -> Result) throws -> Result {
         turn.lock()
         defer { turn.unlock() }
-        for statement in begin { try query(PostgresQuery(unsafeSQL: statement)) }
         do {
+            for statement in begin { try query(PostgresQuery(unsafeSQL: statement)) }
             let result = try body()
             try query("COMMIT")
             return result
@@ -150,16 +156,18 @@ final class PostgresLink: Sendable {
         }
         let statementError = PostgresStatementError(underlying: error)
         if let state = statementError.sqlState, Self.transientStates.contains(state) {
-            return VaultError.storageUnavailable("PostgreSQL (\(name)) gave up on a write: \(statementError)")
+            return VaultError.storageUnavailable("PostgreSQL (\(name)) refused for now: \(statementError)")
         }
         return statementError
     }
 
-    /// Refusals that say nothing about the write itself, only about the moment: a deadlock, a
-    /// serialization failure, a lock not had within `lock_timeout`, a cancelled statement. The
-    /// transaction is rolled back and the same write may succeed when tried again, so callers
-    /// see `storage_unavailable` (which the ledger's held commits and the engine retry).
-    static let transientStates: Set<String> = ["40P01", "40001", "55P03", "57014"]
+    /// Refusals that say nothing about the statement itself, only about the moment: a deadlock,
+    /// a serialization failure, a lock not had within `lock_timeout`. The transaction is rolled
+    /// back and the same write may succeed when tried again, so callers see
+    /// `storage_unavailable` (which the ledger's held commits and the engine retry). A cancelled
+    /// statement (57014, also a server-side `statement_timeout`) is not among them: a write that
+    /// always takes longer would be retried for ever.
+    static let transientStates: Set<String> = ["40P01", "40001", "55P03"]
 
     static func isConnectionLost(_ error: any Error) -> Bool {
         if error is PostgresLinkTimeout { return true }
