@@ -89,13 +89,15 @@ import TokenVaultTesting
         let record = try #require(try nodes.database2.record(id))
         let database2 = nodes.database2
         // On a thread of its own: a sleep on the cooperative pool would starve the other tests.
+        let holds = DispatchSemaphore(value: 0)
         async let holding: Void = offThePool {
             try database2.write(durability: .full) { writer in
                 try writer.save(record)
+                holds.signal()
                 Thread.sleep(forTimeInterval: 8)
             }
         }
-        try await Task.sleep(for: .milliseconds(500))
+        try await offThePool { holds.wait() }
         let node1 = nodes.fixture.backend
         let started = ContinuousClock.now
         #expect {
@@ -121,14 +123,17 @@ import TokenVaultTesting
         let database2 = nodes.database2
         // Node 2 in the middle of writing the credential, as the ledger writes one: its lock
         // first (`record`), then the row. On a thread of its own, off the cooperative pool.
+        let holds = DispatchSemaphore(value: 0)
         async let holding: Void = offThePool {
             try database2.write(durability: .full) { writer in
                 _ = try writer.record(id)
                 try writer.save(record)
+                holds.signal()
                 Thread.sleep(forTimeInterval: 3)
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Until node 2 holds the lock (a fixed head start was not enough on a loaded machine).
+        try await offThePool { holds.wait() }
         let metadata = try fixture.vault.metadata(id)
         func request(_ owner: String) -> Vault.AttemptRequest {
             Vault.AttemptRequest(
