@@ -13,14 +13,11 @@ import TokenVaultTesting
         defer { daemon.terminate() }
         try harness.seed(1)
 
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: harness.cli.executable)
-        watch.arguments = ["watch", ResilienceHarness.name(0), "--socket", harness.socket]
-        watch.environment = harness.cli.environment
-        let output = Pipe()
-        watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
+        let outputPath = harness.directory.file("watch.out")
+        let watch = try SpawnedProcess(
+            executable: harness.cli.executable,
+            arguments: ["watch", ResilienceHarness.name(0), "--socket", harness.socket],
+            environment: harness.cli.environment, stdout: outputPath)
         // Lifetime 2 s, refreshed at half-life: generation 3 within about 3 s.
         try await Task.sleep(for: .seconds(3.5))
         let removed = try harness.cli.run(["rm", ResilienceHarness.name(0), "--socket", harness.socket])
@@ -28,8 +25,8 @@ import TokenVaultTesting
         let ended = await waitForExit(watch, seconds: 5)
         #expect(ended, "watch did not end when the credential was deleted")
         if !ended { watch.terminate() }
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .split(separator: "\n")
+        watch.waitUntilExit()
+        let lines = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n")
         #expect(lines.count >= 3, "expected the state and at least two refreshes: \(lines)")
         #expect(lines.first?.contains("generation 1") == true && lines.contains { $0.contains("generation 3") })
         #expect(!lines.joined().contains("rt-"), "a refresh token reached the watch output")
@@ -58,7 +55,7 @@ import TokenVaultTesting
         #expect(metrics.contains("tokenvault_provider_condition{provider=\"idp\",condition=\"ok\"} 1"), "\(metrics)")
     }
 
-    private func waitForExit(_ process: Process, seconds: Double) async -> Bool {
+    private func waitForExit(_ process: SpawnedProcess, seconds: Double) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         return !process.isRunning

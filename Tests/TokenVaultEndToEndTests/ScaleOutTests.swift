@@ -75,21 +75,16 @@ import TokenVaultTesting
         defer { for node in nodes { node.terminate() } }
 
         // Watch node 3 for changes made on node 1.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: cli.executable)
-        watch.arguments = ["watch", "pay/alice", "--socket", socket(3)]
         let watchOutput = directory.file("watch.out")
-        FileManager.default.createFile(atPath: watchOutput, contents: nil)
-        watch.standardOutput = FileHandle(forWritingAtPath: watchOutput)
-        watch.standardError = FileHandle.nullDevice
-
         let first = SamplePayloads.tinkoff()
         let put = try client(1, ["put", "pay/alice", "--provider", "tinkoff-id"], stdin: first.json)
         #expect(put.status == 0, "\(put.stderr)")
         // Served by node 3 as soon as node 1's PUT returned.
         let served = try client(3, ["token", "pay/alice"])
         #expect(served.status == 0 && served.stdout == first.tokens[0] + "\n", "\(served.stderr)")
-        try watch.run()
+        let watch = try SpawnedProcess(
+            executable: cli.executable, arguments: ["watch", "pay/alice", "--socket", socket(3)],
+            environment: cli.environment, stdout: watchOutput)
         defer { watch.terminate() }
         try await Task.sleep(for: .milliseconds(500))
 

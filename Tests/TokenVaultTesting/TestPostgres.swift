@@ -160,35 +160,25 @@ public final class TestPostgres: Sendable {
 
     /// Runs `arguments`, as `postgres` when we are root; returns standard output.
     ///
-    /// posix_spawn and waitpid, with output in files: `pg_ctl start` leaves a server holding what
-    /// it inherited (a pipe would never end), and Foundation's `Process` was seen to miss its exit.
+    /// Output in files (`SpawnedProcess`): `pg_ctl start` leaves a server holding what it
+    /// inherited, so a pipe would never end; the server inherits nothing beyond them.
     @discardableResult
     private func run(_ arguments: [String], log: String?) throws -> String {
         let command = Self.isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments : arguments
         let name = log ?? "command-\(UUID().uuidString.prefix(8))"
         let outputPath = directory + "/" + name + ".out"
         let errorPath = directory + "/" + name + ".err"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var argv = command.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
-        guard spawned == 0 else { throw TestPostgresError("cannot run \(command[0]): errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = try SpawnedProcess(
+            executable: command[0], arguments: Array(command.dropFirst()),
+            environment: ProcessInfo.processInfo.environment, stdout: outputPath, stderr: errorPath
+        ).waitUntilExit()
         let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
         if log == nil {
             unlink(outputPath)
             unlink(errorPath)
         }
-        // WIFEXITED and WEXITSTATUS, spelled out (the C macros are not imported).
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+        guard status == 0 else {
             throw TestPostgresError(
                 "\((arguments[0] as NSString).lastPathComponent) failed (status \(status)): \(stderr) "
                     + "(server log: \(directory)/server.log)")
