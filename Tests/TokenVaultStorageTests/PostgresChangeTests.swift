@@ -94,7 +94,8 @@ import TokenVaultTesting
             try database2.write(durability: .full) { writer in
                 try writer.save(record)
                 holds.signal()
-                Thread.sleep(forTimeInterval: 8)
+                // Long enough that a loaded machine cannot let it end before node 1 has tried.
+                Thread.sleep(forTimeInterval: 12)
             }
         }
         try await offThePool { holds.wait() }
@@ -129,7 +130,8 @@ import TokenVaultTesting
                 _ = try writer.record(id)
                 try writer.save(record)
                 holds.signal()
-                Thread.sleep(forTimeInterval: 3)
+                // Long enough that a loaded machine cannot let it end before node 1 has tried.
+                Thread.sleep(forTimeInterval: 10)
             }
         }
         // Until node 2 holds the lock (a fixed head start was not enough on a loaded machine).
@@ -199,6 +201,9 @@ import TokenVaultTesting
 
         try await server.startAsync()
         #expect(try await waitUntil(within: 40) { vault.pendingCommitCount == 0 }, "the held write never committed")
+        // A reader connection that was refused moments ago fails at once for up to half a
+        // second (PostgresLink.refusalMemory) before it connects again.
+        #expect(try await waitUntil(within: 5) { (try? vault.credential(id)) != nil })
         #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-issued")
         #expect(try vault.metadata(id).generation == 2)
     }
