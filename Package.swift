@@ -66,8 +66,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]),
 
@@ -200,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultServerTests",
             dependencies: [
-                "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders",
+                "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders", "TokenVaultSystem",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

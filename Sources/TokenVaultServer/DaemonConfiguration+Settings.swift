@@ -75,7 +75,9 @@ extension DaemonConfiguration {
 
     /// Sections whose keys all come from the tables above.
     static let tabledSections: Set<String> = ["limits", "server", "audit"]
-    static let topLevelKeys: Set<String> = ["socket", "limits", "server", "audit", "storage", "providers", "access"]
+    static let topLevelKeys: Set<String> = [
+        "socket", "limits", "server", "audit", "storage", "providers", "access", "log",
+    ]
 
     /// Applies the tabled settings of a configuration file and refuses keys nobody reads.
     mutating func applySettings(_ root: JSONValue, path: String) throws {
@@ -87,9 +89,10 @@ extension DaemonConfiguration {
         }
         let known =
             Set(Self.integerSettings.map(\.key)).union(Self.flagSettings.map(\.key)).union([
-                "socket.path", "socket.mode", "socket.group",
+                "socket.path", "socket.mode", "socket.group", "log.level", "log.format",
             ])
-        for (section, value) in sections where Self.tabledSections.contains(section) || section == "socket" {
+        for (section, value) in sections
+        where Self.tabledSections.contains(section) || ["socket", "log"].contains(section) {
             guard case .object(let members) = value else {
                 throw ConfigurationError(file: path, key: section, problem: "expected an object")
             }

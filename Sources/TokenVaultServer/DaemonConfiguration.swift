@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import TokenVaultCore
 
@@ -7,6 +8,8 @@ import TokenVaultCore
 #endif
 
 /// The daemon's configuration file (JSON). Every key is optional; errors name the key and file.
+///
+/// Keys beginning with `//` are comments, anywhere: `{"//": "why this rule exists"}`.
 ///
 /// ```json
 /// {
@@ -49,6 +52,10 @@ public struct DaemonConfiguration: Sendable {
     public var providers: [String: ProviderSettings]
     public var providerNames: Set<String> { Set(providers.keys) }
     public var rules: [AccessPolicy.Rule] = []
+    /// `log.level` (`TOKENVAULT_LOG_LEVEL`): trace, debug, info, notice, warning, error, critical.
+    public var logLevel = Logger.Level.info
+    /// `log.format` (`TOKENVAULT_LOG_FORMAT`): text or json.
+    public var logFormat = LogFormat.text
     /// Where the vault lives (`storage.*`): every command that opens the vault reads it.
     public var storage = StorageSettings()
     /// Reads the `providers` section and `TOKENVAULT_PROVIDERS` (TokenVaultProviders' `ProviderKinds`).
@@ -71,8 +78,12 @@ public struct DaemonConfiguration: Sendable {
             var namespaces: [String]
             var permissions: [String]
         }
+        struct Log: Decodable {
+            var level: String?
+            var format: String?
+        }
         var socket: Socket?
-        var providers: JSONValue?
+        var log: Log?
         var access: [Rule]?
     }
 
@@ -99,7 +110,7 @@ public struct DaemonConfiguration: Sendable {
         let root: JSONValue
         do {
             file = try JSONDecoder().decode(File.self, from: data)
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
+            root = try JSONDecoder().decode(JSONValue.self, from: data).withoutComments
         } catch let error as DecodingError {
             throw ConfigurationError(file: path, decodingError: error)
         }
@@ -114,7 +125,7 @@ public struct DaemonConfiguration: Sendable {
         }
         let root: JSONValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
+            root = try JSONDecoder().decode(JSONValue.self, from: data).withoutComments
         } catch let error as DecodingError {
             throw ConfigurationError(file: path, decodingError: error)
         }
@@ -146,7 +157,21 @@ public struct DaemonConfiguration: Sendable {
         if case .object(let sections) = root, let section = sections["storage"] {
             storage = try StorageSettings(section, path: path)
         }
-        if let providers = file.providers {
+        if let log = file.log {
+            if let level = log.level {
+                guard let parsed = Logger.Level(rawValue: level) else {
+                    throw fail("log.level", "'\(level)' is not one of \(Self.levelNames)")
+                }
+                logLevel = parsed
+            }
+            if let format = log.format {
+                guard let parsed = LogFormat(rawValue: format) else {
+                    throw fail("log.format", "'\(format)' is not one of text, json")
+                }
+                logFormat = parsed
+            }
+        }
+        if case .object(let sections) = root, let providers = sections["providers"] {
             do {
                 self.providers = try catalog.parse(providers)
             } catch {
@@ -192,6 +217,18 @@ public struct DaemonConfiguration: Sendable {
             socketMode = parsed
         }
         if let group = environment["TOKENVAULT_SOCKET_GROUP"] { socketGroup = group }
+        if let level = environment["TOKENVAULT_LOG_LEVEL"] {
+            guard let parsed = Logger.Level(rawValue: level) else {
+                throw fail("TOKENVAULT_LOG_LEVEL", "'\(level)' is not one of \(Self.levelNames)")
+            }
+            logLevel = parsed
+        }
+        if let format = environment["TOKENVAULT_LOG_FORMAT"] {
+            guard let parsed = LogFormat(rawValue: format) else {
+                throw fail("TOKENVAULT_LOG_FORMAT", "'\(format)' is not one of text, json")
+            }
+            logFormat = parsed
+        }
         try applySettings(environment: environment)
         if let names = environment["TOKENVAULT_PROVIDERS"] {
             // Names only: a listed instance keeps its settings from the file; others are dropped.
@@ -210,6 +247,8 @@ public struct DaemonConfiguration: Sendable {
             providers = selected
         }
     }
+
+    static let levelNames = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
 
     static func resolveUser(_ value: NameOrID, key: String, path: String) throws -> UInt32 {
         switch value {
@@ -267,5 +306,18 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 
     public var description: String {
         "config \(file): " + (key.map { $0.isEmpty ? "" : "\($0): " } ?? "") + problem
+    }
+}
+
+extension JSONValue {
+    /// The value with every object key that begins with `//` removed: JSON has no comments, so a
+    /// configuration file carries them as `"//": "…"` members.
+    var withoutComments: JSONValue {
+        switch self {
+        case .object(let members):
+            return .object(members.filter { !$0.key.hasPrefix("//") }.mapValues(\.withoutComments))
+        case .array(let values): return .array(values.map(\.withoutComments))
+        default: return self
+        }
     }
 }

@@ -51,7 +51,9 @@ public struct VaultAPI: Sendable {
     let engine: (any RefreshService)?
     let admin: any AdminStore
     let rotation: KeyRotation?
-    let policy: AccessPolicy
+    /// Who may do what; a reload replaces its rules.
+    public let livePolicy: LivePolicy
+    var policy: AccessPolicy { livePolicy.policy }
     let audit: AuditRecorder
     let metrics: APIMetrics
     let options: Options
@@ -68,7 +70,7 @@ public struct VaultAPI: Sendable {
         self.engine = engine
         self.admin = admin
         self.rotation = rotation
-        self.policy = policy
+        livePolicy = LivePolicy(policy)
         self.audit = audit
         self.metrics = metrics
         self.options = options

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import TokenVaultCore
 import TokenVaultCourier
 import TokenVaultEngine
@@ -30,21 +31,26 @@ struct ServeCommand: AsyncParsableCommand {
     var socket: String?
 
     func run() async throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        let logger = {
-            var logger = Logger(label: "tokenvault")
-            logger.logLevel =
-                ProcessInfo.processInfo.environment["TOKENVAULT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
-                ?? .info
-            return logger
-        }()
         let settings: DaemonConfiguration
         let configPath = options.configPath
         do {
-            var loaded = try options.loadConfiguration()
-            try loaded.applyEnvironment(options.environment)
-            settings = loaded
+            settings = try Self.loadSettings(options)
         } catch let error as ConfigurationError {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        let levels = LogLevelSwitch(settings.logLevel)
+        let journal = DaemonLogHandler.stderrIsJournal(options.environment)
+        LoggingSystem.bootstrap { label in
+            DaemonLogHandler(label: label, format: settings.logFormat, journal: journal, levels: levels)
+        }
+        let logger = Logger(label: "tokenvault")
+        // Taken before the courier is spawned, so that it inherits neither.
+        let notifier = SystemdNotifier.take(from: options.environment)
+        let activation: SocketActivation?
+        do {
+            activation = try SocketActivation.take(from: options.environment)
+        } catch {
             printError("error: \(error)")
             throw ExitCode(1)
         }
@@ -85,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
         raiseOpenFileLimit()
         try await reportingErrorsAsync {
             let socketPath =
-                socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
+                activation?.path ?? socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
                 ?? options.resolvedDataDir + "/run/tokenvault.sock"
             // The lock first: nothing is opened, migrated or keyed under another holder.
             TokenVaultCommand.restrictFileCreation()
@@ -93,7 +99,8 @@ struct ServeCommand: AsyncParsableCommand {
             let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
             let opened = try OpenedVault.open(
                 options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork())
-            try SocketGuard.prepare(path: socketPath)
+            // A socket systemd passed is the socket unit's: its mode, group and file are left alone.
+            if activation == nil { try SocketGuard.prepare(path: socketPath) }
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
             // spooled are read before any attempt is resumed.
             try await courier.start(keyring: opened.keyring, instances: Array(settings.providers.values))
@@ -129,20 +136,33 @@ struct ServeCommand: AsyncParsableCommand {
                     connections: settings.connections, courier: { courier.status },
                     storage: Self.storageStatus(of: opened.database)))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
+            let status: @Sendable () -> String = { [database = opened.database] in
+                let counts = try? database.credentialCountsByStatus()
+                return "serving \(counts.map { String($0.values.reduce(0, +)) } ?? "?") credentials, "
+                    + "\(providers.all.count) of \(settings.providers.count) provider instances refreshing"
+            }
+            let watchdog = Mutex<EventLoopWatchdog?>(nil)
             let application = VaultServer.application(
-                api: api, socketPath: socketPath, idleTimeoutSeconds: settings.idleTimeoutSeconds,
-                eventLoopGroup: eventLoops, logger: logger
+                api: api, listener: activation.map { .inherited(descriptor: $0.descriptor) } ?? .path(socketPath),
+                idleTimeoutSeconds: settings.idleTimeoutSeconds, eventLoopGroup: eventLoops, logger: logger
             ) {
                 do {
-                    try SocketGuard.applyPermissions(
-                        path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
+                    if activation == nil {
+                        try SocketGuard.applyPermissions(
+                            path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
+                    }
                     FileHandle.standardOutput.write(Data("tokenvault: listening on \(socketPath)\n".utf8))
                 } catch {
                     logger.critical("cannot set socket permissions", metadata: ["error": "\(error)"])
                     SocketGuard.remove(path: socketPath)
                     Foundation.exit(1)
                 }
+                notifier.send("READY=1\nSTATUS=\(status())")
+                watchdog.withLock { $0 = EventLoopWatchdog.start(notifier: notifier, group: eventLoops) }
             }
+            let reload = ConfigurationReload(
+                running: settings, load: { [options] in try Self.loadSettings(options) }, api: api, levels: levels,
+                notifier: notifier, status: status, logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(
@@ -151,10 +171,12 @@ struct ServeCommand: AsyncParsableCommand {
                         .init(service: CourierService(courier: courier)), .init(service: audit),
                         .init(service: RefreshScheduler(engine: engine)),
                         .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
+                        .init(service: reload), .init(service: StoppingNotice(notifier: notifier)),
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             defer {
-                SocketGuard.remove(path: socketPath)
+                watchdog.withLock { $0?.stop() }
+                if activation == nil { SocketGuard.remove(path: socketPath) }
                 changeListener?.cancel()
                 opened.database.close()
                 withExtendedLifetime(lock) {}
@@ -168,6 +190,14 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
+    /// The configuration file (or the defaults) with the environment's overrides: at start-up and
+    /// on every reload.
+    static func loadSettings(_ options: VaultOptions) throws -> DaemonConfiguration {
+        var loaded = try options.loadConfiguration()
+        try loaded.applyEnvironment(options.environment)
+        return loaded
+    }
+
     /// What health reports of the database: on PostgreSQL, the change listener's state.
     static func storageStatus(of database: any VaultBackend) -> (@Sendable () -> StorageStatus)? {
         guard let database = database as? PostgresDatabase else { return nil }
@@ -200,6 +230,17 @@ struct CourierService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await courier.stop()
+    }
+}
+
+/// Tells the service manager the daemon is stopping (`STOPPING=1`) as soon as shutdown begins
+/// (it is the group's last service, so the first to hear of it).
+struct StoppingNotice: Service {
+    let notifier: SystemdNotifier
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        notifier.send("STOPPING=1")
     }
 }
 

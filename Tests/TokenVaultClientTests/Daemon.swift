@@ -31,7 +31,7 @@ struct Daemon: Sendable {
             options: .init(providers: providers, version: "test", backupDirectory: fixture.directory.file("backups")))
         let (running, signal) = AsyncStream<Void>.makeStream()
         let app = VaultServer.application(
-            api: api, socketPath: socketPath, idleTimeoutSeconds: 30, logger: logger,
+            api: api, listener: .path(socketPath), idleTimeoutSeconds: 30, logger: logger,
             onRunning: { signal.yield() })
         let group = ServiceGroup(services: [app, audit], logger: logger)
         let server = Task {

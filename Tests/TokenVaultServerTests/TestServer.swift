@@ -10,6 +10,7 @@ final class TestServer: Sendable {
     let fixture: TestVault
     let socketPath: String
     let audit: AuditRecorder
+    let api: VaultAPI
     private let task: Task<Void, any Error>
     private let group: ServiceGroup
 
@@ -24,7 +25,7 @@ final class TestServer: Sendable {
         var auditOptions = AuditRecorder.Options()
         auditOptions.flushInterval = .milliseconds(50)
         audit = AuditRecorder(vault: fixture.vault, options: auditOptions, logger: logger)
-        let api = VaultAPI(
+        api = VaultAPI(
             vault: fixture.vault, engine: engine ?? StubRefreshService(vault: fixture.vault), admin: fixture.database,
             rotation: KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database),
             policy: policy ?? AccessPolicy(rules: [], daemonUID: getuid()), audit: audit,
@@ -33,7 +34,7 @@ final class TestServer: Sendable {
                 backupDirectory: fixture.directory.file("backups")))
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
         let application = VaultServer.application(
-            api: api, socketPath: socketPath, idleTimeoutSeconds: idleTimeoutSeconds, logger: logger
+            api: api, listener: .path(socketPath), idleTimeoutSeconds: idleTimeoutSeconds, logger: logger
         ) {
             readyContinuation.yield()
         }

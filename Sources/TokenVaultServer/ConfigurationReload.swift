@@ -1,0 +1,110 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TokenVaultSystem
+import UnixSignals
+
+/// Re-reads the configuration file on SIGHUP (`systemctl reload tokenvault`) and puts in force
+/// what can change without a restart: the access rules and the log level. Connections and
+/// streams stay open; the next request is judged by the new rules.
+///
+/// A file that does not parse or validate is refused as a whole: the error is logged with the
+/// file and key, and the running configuration stays. Settings that only a restart applies
+/// (socket, storage, providers, limits, event loops) are compared, and each one that differs is
+/// logged as waiting for a restart.
+public final class ConfigurationReload: Service, Sendable {
+    public struct Outcome: Sendable, Equatable {
+        /// Nil when the new file was put in force.
+        public var refusal: String?
+        /// Top-level sections that changed on disk but wait for a restart.
+        public var needsRestart: [String]
+    }
+
+    private let load: @Sendable () throws -> DaemonConfiguration
+    private let api: VaultAPI
+    private let levels: LogLevelSwitch
+    private let notifier: SystemdNotifier
+    private let status: @Sendable () -> String
+    private let logger: Logger
+    private let running: Mutex<DaemonConfiguration>
+
+    /// `load` reads the file and applies the environment, as start-up did; `status` is the
+    /// `STATUS=` line sent with `READY=1` when the reload is done.
+    public init(
+        running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration, api: VaultAPI,
+        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () -> String, logger: Logger
+    ) {
+        self.running = Mutex(running)
+        self.load = load
+        self.api = api
+        self.levels = levels
+        self.notifier = notifier
+        self.status = status
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            reload()
+        }
+    }
+
+    @discardableResult
+    public func reload() -> Outcome {
+        notifier.reloading()
+        defer { notifier.send("READY=1\nSTATUS=\(status())") }
+        let fresh: DaemonConfiguration
+        do {
+            fresh = try load()
+        } catch {
+            let problem = (error as? ConfigurationError)?.description ?? "\(error)"
+            logger.error(
+                "configuration reload refused; the running configuration stays",
+                metadata: ["tokenvault.error": "\(problem)"])
+            return Outcome(refusal: problem, needsRestart: [])
+        }
+        let previous = running.withLock { $0 }
+        api.livePolicy.replace(rules: fresh.rules)
+        levels.level = fresh.logLevel
+        let waiting = Self.sectionsNeedingRestart(previous, fresh)
+        running.withLock {
+            // What a restart would apply stays as it runs, so that it is reported again next time.
+            var kept = previous
+            kept.rules = fresh.rules
+            kept.logLevel = fresh.logLevel
+            $0 = kept
+        }
+        for section in waiting {
+            logger.warning(
+                "configuration changed where only a restart applies it", metadata: ["tokenvault.key": "\(section)"])
+        }
+        logger.notice(
+            "configuration reloaded",
+            metadata: [
+                "tokenvault.access.rules": "\(fresh.rules.count)", "tokenvault.log.level": "\(fresh.logLevel)",
+            ])
+        return Outcome(refusal: nil, needsRestart: waiting)
+    }
+
+    static func sectionsNeedingRestart(_ old: DaemonConfiguration, _ new: DaemonConfiguration) -> [String] {
+        var sections: [String] = []
+        if old.socketPath != new.socketPath || old.socketMode != new.socketMode || old.socketGroup != new.socketGroup {
+            sections.append("socket")
+        }
+        if old.storage != new.storage { sections.append("storage") }
+        if old.providers != new.providers { sections.append("providers") }
+        if old.connections != new.connections || old.tokenSizes != new.tokenSizes
+            || old.maximumBodySize != new.maximumBodySize || old.idleTimeoutSeconds != new.idleTimeoutSeconds
+        {
+            sections.append("limits")
+        }
+        if old.eventLoops != new.eventLoops || old.groupRefreshSeconds != new.groupRefreshSeconds
+            || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds || old.coreDumps != new.coreDumps
+        {
+            sections.append("server")
+        }
+        if old.audit != new.audit { sections.append("audit") }
+        if old.logFormat != new.logFormat { sections.append("log.format") }
+        return sections
+    }
+}

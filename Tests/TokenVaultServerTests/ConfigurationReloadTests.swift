@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import Testing
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultSystem
+import TokenVaultTesting
+
+@testable import TokenVaultServer
+
+/// SIGHUP's work, in-process: the rules on disk change and the reload puts them in force for a
+/// connection opened before it; a file that does not validate leaves the running rules.
+/// (The signal itself, with the built binary: SystemdTests.)
+@Suite struct ConfigurationReloadTests {
+    @Test func rulesChangeOnAnOpenConnectionAndABadFileKeepsTheRunningOnes() async throws {
+        let me = getuid()
+        let writeOnly = AccessPolicy(
+            rules: [.init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite])],
+            daemonUID: me &+ 12345, rootIsAdmin: false)
+        let server = try await TestServer(policy: writeOnly)
+        defer { Task { await server.stop() } }
+        let body = server.putBody(token: SamplePayloads.tinkoff().json)
+        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
+
+        let file = server.fixture.directory.file("config.json")
+        func writeRules(_ permissions: [String]) throws {
+            let list = permissions.map { "\"\($0)\"" }.joined(separator: ", ")
+            try Data(
+                """
+                {"//": "reload test", "access": [{"user": \(me), "namespaces": ["allowed"], "permissions": [\(list)]}],
+                 "log": {"level": "debug"}}
+                """.utf8
+            ).write(to: URL(fileURLWithPath: file))
+        }
+        try writeRules(["credential:write"])
+        let levels = LogLevelSwitch(.info)
+        let reload = ConfigurationReload(
+            running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
+            load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
+            levels: levels, notifier: SystemdNotifier(address: nil), status: { "test" },
+            logger: Logger(label: "reload-test"))
+
+        let connection = try UnixSocketConnection(path: server.socketPath)
+        func read() throws -> Int {
+            try connection.send("GET /v1/credentials/allowed/a/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            guard let response = try connection.readResponse() else { throw SocketTestError("connection closed") }
+            return response.status
+        }
+        #expect(try read() == 403)
+
+        try writeRules(["credential:write", "token:read"])
+        #expect(reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(try read() == 200, "denied before the reload, allowed after, on the same connection")
+        #expect(levels.level == .debug)
+
+        try Data(#"{"access": [{"user": 0, "namespaces": [], "permissions": ["token:read"]}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let refused = reload.reload()
+        #expect(refused.refusal?.contains("access[0].namespaces") == true, "\(refused)")
+        #expect(refused.refusal?.contains(file) == true)
+        #expect(try read() == 200, "a file that does not validate leaves the running rules")
+
+        try Data(#"{"access": [{"user": 0, "namespaces": ["x"], "permissions": ["token:read"]}], "#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        #expect(reload.reload().refusal?.contains("is not valid JSON") == true)
+        #expect(try read() == 200)
+
+        try writeRules(["credential:write"])
+        #expect(reload.reload().refusal == nil)
+        #expect(try read() == 403, "allowed before the reload, denied after, on the same connection")
+    }
+
+    @Test func settingsOnlyARestartAppliesAreNamed() throws {
+        let directory = TemporaryDirectory("tokenvault-reload")
+        let file = directory.file("config.json")
+        try Data(#"{"socket": {"mode": "0660"}, "limits": {"max_body_bytes": 65536}}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let before = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
+        try Data(#"{"socket": {"mode": "0600"}, "limits": {"max_body_bytes": 1024}, "log": {"format": "json"}}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let after = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
+        #expect(ConfigurationReload.sectionsNeedingRestart(before, after) == ["socket", "limits", "log.format"])
+    }
+}
