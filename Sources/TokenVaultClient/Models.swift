@@ -9,14 +9,50 @@ public struct Health: Codable, Sendable, Equatable {
     /// Optional here although the API requires it, so an older daemon still answers health checks.
     public var database: Database?
     public var uptimeSeconds: Double
+    /// Each provider instance's condition (optional for older daemons).
+    public var providers: [Provider]?
 
     public struct Database: Codable, Sendable, Equatable {
-        /// The newest applied migration.
-        public var schemaVersion: Int
-        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version" }
+        /// The newest applied migration; nil while the database does not answer.
+        public var schemaVersion: Int?
+        /// `sqlite` or `postgres`.
+        public var backend: String?
+        public var reachable: Bool?
+        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version", backend, reachable }
     }
 
-    enum CodingKeys: String, CodingKey { case status, version, database, uptimeSeconds = "uptime_seconds" }
+    public struct Provider: Codable, Sendable, Equatable {
+        public var name: String
+        public var kind: String
+        /// `ok`, `circuit_open`, `misconfigured`, `not_configured`, …
+        public var condition: String
+        public var detail: String?
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status, version, database, uptimeSeconds = "uptime_seconds", providers
+    }
+}
+
+/// `GET /v1/admin/status`: health and what an operator looks at next.
+public struct DaemonStatus: Codable, Sendable, Equatable {
+    public var health: Health
+    /// Credentials in each status; nil while the database does not answer.
+    public var credentials: [String: Int]?
+    /// When the next scheduled refresh is due (RFC 3339); nil when none is scheduled.
+    public var nextRefreshAt: String?
+    public var audit: Audit
+
+    public struct Audit: Codable, Sendable, Equatable {
+        /// Rows in the audit trail; nil while the database does not answer.
+        public var rows: Int?
+        /// Rows recorded and not written yet.
+        public var pending: Int
+        public var writeFailures: Int
+        enum CodingKeys: String, CodingKey { case rows, pending, writeFailures = "write_failures" }
+    }
+
+    enum CodingKeys: String, CodingKey { case health, credentials, nextRefreshAt = "next_refresh_at", audit }
 }
 
 /// One page of `GET /v1/credentials`.

@@ -26,4 +26,10 @@ extension TokenVaultClient {
     public func backup(timeout: Duration? = nil) async throws -> BackupResult {
         try await send(.post, "/v1/admin/backup", timeout: timeout).decode(BackupResult.self)
     }
+
+    /// `GET /v1/admin/status`: health, credentials by status, the next scheduled refresh and
+    /// the audit trail's size.
+    public func status() async throws -> DaemonStatus {
+        try await send(.get, "/v1/admin/status").decode(DaemonStatus.self)
+    }
 }

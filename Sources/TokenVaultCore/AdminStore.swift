@@ -7,4 +7,6 @@ public protocol AdminStore: Sendable {
     func schemaVersion() throws -> Int
     /// How many credentials are in each status (for metrics).
     func credentialCountsByStatus() throws -> [CredentialStatus: Int]
+    /// Rows in the audit trail (for `tokenvault status`).
+    func auditRowCount() throws -> Int
 }

@@ -174,3 +174,29 @@ struct BackupDocument: Encodable {
     let path: String
     let bytes: Int64
 }
+
+/// `GET /v1/admin/status`: `tokenvault status`.
+struct StatusDocument: Encodable {
+    struct Audit: Encodable {
+        let rows: Int?
+        let pending: Int
+        let writeFailures: Int
+        enum CodingKeys: String, CodingKey { case rows, pending, writeFailures = "write_failures" }
+    }
+    let health: HealthDocument
+    /// Every status, with 0 for none; null when the database does not answer.
+    let credentials: [String: Int]?
+    let nextRefreshAt: String?
+    let audit: Audit
+    enum CodingKeys: String, CodingKey {
+        case health, credentials, nextRefreshAt = "next_refresh_at", audit
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(health, forKey: .health)
+        try container.encode(credentials, forKey: .credentials)
+        try container.encode(nextRefreshAt, forKey: .nextRefreshAt)
+        try container.encode(audit, forKey: .audit)
+    }
+}

@@ -53,4 +53,23 @@ extension VaultAPI {
         audit.record(auditEvent(peer, "admin.backup", nil, .succeeded, detail: name))
         return try json(BackupDocument(path: path, bytes: bytes))
     }
+
+    /// Health and what an operator looks at next: credentials by status, the next scheduled
+    /// refresh, the audit trail's size. Counts the database cannot give now are left out (null).
+    func status(_ context: VaultRequestContext) async throws -> Response {
+        _ = try await authoriseAdmin(context, operation: "admin.status")
+        let health = try await healthDocument()
+        let counts = try? await blocking { [admin] in try admin.credentialCountsByStatus() }
+        let next = try? await blocking { [vault] in try vault.earliestRefreshAt() }
+        let auditRows = try? await blocking { [admin] in try admin.auditRowCount() }
+        let recorder = audit.counters
+        return try json(
+            StatusDocument(
+                health: health,
+                credentials: counts.map { counts in
+                    Dictionary(uniqueKeysWithValues: CredentialStatus.allCases.map { ($0.rawValue, counts[$0] ?? 0) })
+                },
+                nextRefreshAt: next?.description,
+                audit: .init(rows: auditRows, pending: recorder.pending, writeFailures: recorder.writeFailures)))
+    }
 }

@@ -97,13 +97,16 @@ public struct VaultAPI: Sendable {
         admin.post("rotate-key") { _, context in try await rotateKey(context) }
         admin.get("audit") { request, context in try await auditTrail(request, context) }
         admin.post("backup") { _, context in try await backup(context) }
+        admin.get("status") { _, context in try await status(context) }
     }
 
     /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, provider
     /// answers are held because the database refuses them, the courier is down, or spool files
     /// could not be used, the database does not answer or the change feed is down (the daemon
     /// still serves valid tokens). Always 200.
-    func health() async throws -> Response {
+    func health() async throws -> Response { try json(await healthDocument()) }
+
+    func healthDocument() async throws -> HealthDocument {
         // One indexed read proves the database answers; when it does not, health still answers
         // (degraded): cached tokens may still be served, and the operator needs to see why.
         let schemaVersion: Int?
@@ -120,18 +123,17 @@ public struct VaultAPI: Sendable {
             held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
             || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false || storage.changeFeedConnected == false
             || schemaVersion == nil
-        return try json(
-            HealthDocument(
-                status: degraded ? "degraded" : "ok", version: options.version,
-                database: .init(
-                    reachable: schemaVersion != nil, schemaVersion: schemaVersion, heldCommits: held,
-                    backend: storage.backend,
-                    changeFeed: storage.changeFeedConnected.map {
-                        .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
-                    }),
-                uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
-                providers: providers.map(HealthDocument.Provider.init),
-                courier: courier.map(HealthDocument.Courier.init)))
+        return HealthDocument(
+            status: degraded ? "degraded" : "ok", version: options.version,
+            database: .init(
+                reachable: schemaVersion != nil, schemaVersion: schemaVersion, heldCommits: held,
+                backend: storage.backend,
+                changeFeed: storage.changeFeedConnected.map {
+                    .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
+                }),
+            uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
+            providers: providers.map(HealthDocument.Provider.init),
+            courier: courier.map(HealthDocument.Courier.init))
     }
 
     func scrape() async throws -> Response {

@@ -20,6 +20,13 @@ extension VaultDatabase: AdminStore {
         try appliedMigrations().last?.version ?? 0
     }
 
+    public func auditRowCount() throws -> Int {
+        try withReader { connection in
+            let statement = try connection.statement("SELECT count(*) FROM audit_events")
+            return try statement.step() ? Int(statement.int64(0)) : 0
+        }
+    }
+
     public func credentialCountsByStatus() throws -> [CredentialStatus: Int] {
         try withReader { connection in
             let statement = try connection.statement("SELECT status, count(*) FROM credentials GROUP BY status")

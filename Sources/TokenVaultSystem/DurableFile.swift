@@ -58,7 +58,8 @@ public enum DurableFile {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw failure("create directory", path) }
     }
 
-    private static func flushDirectory(_ directory: String) throws(Failure) {
+    /// Makes the renames and removals in `directory` durable.
+    public static func flushDirectory(_ directory: String) throws(Failure) {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw failure("open directory", directory) }
         defer { close(descriptor) }

@@ -14,6 +14,14 @@ struct InitCommand: ParsableCommand {
     @Option(help: "Argon2id cost when --passphrase-file is used: interactive, moderate or sensitive.")
     var kdfProfile: String = PassphraseKDF.Profile.moderate.rawValue
 
+    @Flag(
+        help: ArgumentHelp(
+            "Succeed without changing anything when the vault already exists.",
+            discussion:
+                "For a service's start-up step (ExecStartPre=): the first start creates the vault, later ones keep it.")
+    )
+    var ifMissing = false
+
     func run() throws {
         try reportingErrors {
             TokenVaultCommand.restrictFileCreation()
@@ -23,6 +31,10 @@ struct InitCommand: ParsableCommand {
                 let existing = try OpenedVault.openBackend(options)
                 defer { existing.close() }
                 if !(try existing.terms().isEmpty) {
+                    if ifMissing {
+                        print("vault \(existing.location) already exists")
+                        return
+                    }
                     throw VaultError(
                         code: .alreadyInitialised,
                         message: "a vault already exists at \(existing.location)"

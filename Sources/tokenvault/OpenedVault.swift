@@ -34,6 +34,15 @@ struct OpenedVault {
                 code: .vaultNotFound,
                 message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
         }
+        return try open(database, options, planners: planners, executor: executor)
+    }
+
+    /// A database already opened (the vault's own, or a copy of a backup that `restore` checks):
+    /// unlocked with the key `options` name, then migrated.
+    static func open(
+        _ database: any VaultBackend, _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
+        executor: any BlockingExecutor = DispatchExecutor()
+    ) throws -> OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
         try keyring.recordMissingSettings()

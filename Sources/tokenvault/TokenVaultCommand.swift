@@ -7,16 +7,20 @@ struct TokenVaultCommand: AsyncParsableCommand {
         commandName: "tokenvault",
         abstract: "Keeps OAuth/OIDC credentials sealed in SQLite and hands out fresh access tokens.",
         discussion: """
-            put, token, show, ls, rm, audit and watch talk to the daemon (tokenvault serve) over its \
-            socket; init, rotate-key, rekey and verify work on the database directly.
+            status, put, token, show, ls, rm, audit and watch talk to the daemon (tokenvault serve) over its \
+            socket; init, rotate-key, rekey, verify and restore work on the database directly; backup goes \
+            through the daemon when one runs.
 
-            Exit codes: 0 success; 1 error; 3 credential not found; 4 `verify` found a problem; \
+            Exit codes: 0 success; 1 error; 2 `status`: the daemon is degraded; 3 credential not found; \
+            4 `verify` found a problem; \
             5 daemon unreachable; 6 permission denied; 64 bad usage.
             """,
         subcommands: [
-            ServeCommand.self, InitCommand.self, PutCommand.self, TokenCommand.self, ShowCommand.self, ListCommand.self,
+            ServeCommand.self, InitCommand.self, StatusCommand.self, PutCommand.self, TokenCommand.self,
+            ShowCommand.self, ListCommand.self,
             AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
-            RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, MigrateStoreCommand.self,
+            RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
+            RestoreCommand.self, MigrateStoreCommand.self,
             CourierCommand.self,
         ])
 

@@ -16,6 +16,7 @@ struct VerifyCommand: ParsableCommand {
         let integrityCheck: [String]
         let credentials: Int
         let sealedFields: Int
+        let sealedFieldsOpened: Int
         let keyTerms: [UInt32]
         let auditRows: Int
         let auditRowsUnchained: Int
@@ -25,6 +26,7 @@ struct VerifyCommand: ParsableCommand {
         let ok: Bool
         enum CodingKeys: String, CodingKey {
             case integrityCheck = "integrity_check", credentials, sealedFields = "sealed_fields"
+            case sealedFieldsOpened = "sealed_fields_opened"
             case keyTerms = "key_terms", auditRows = "audit_rows", auditRowsUnchained = "audit_rows_unchained"
             case spoolPending = "spool_pending"
             case failures, ok
@@ -35,28 +37,33 @@ struct VerifyCommand: ParsableCommand {
         var clean = true
         try reportingErrors {
             let opened = try OpenedVault.open(options)
-            let integrity = try opened.database.integrityCheck()
-            let report = try opened.vault.verify()
-            let audit = try opened.vault.verifyAudit()
-            let spool = try Self.checkSpool(options.resolvedDataDir + "/spool", opened: opened)
-            clean = integrity == ["ok"] && report.isClean && audit.isClean && spool.failures.isEmpty
-            let failures = report.failures + audit.failures + spool.failures
-            let document = Document(
-                integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,
-                keyTerms: opened.keyring.knownTerms, auditRows: audit.rows, auditRowsUnchained: audit.unchainedRows,
-                spoolPending: spool.pending, failures: failures, ok: clean)
+            let document = try Self.check(opened, spoolDirectory: options.resolvedDataDir + "/spool")
+            clean = document.ok
+            let failures = document.failures
             if json { return try printJSON(document) }
-            print("integrity_check: \(integrity.joined(separator: "; "))")
+            print("integrity_check: \(document.integrityCheck.joined(separator: "; "))")
             print("key terms: \(document.keyTerms.map(String.init).joined(separator: ", "))")
-            print(
-                "credentials: \(report.credentials), sealed fields opened: \(report.sealedFields - report.failures.count)"
-            )
-            print("audit rows: \(audit.rows) (\(audit.unchainedRows) from before the chain)")
-            print("spooled answers waiting for the daemon's next start: \(spool.pending)")
+            print("credentials: \(document.credentials), sealed fields opened: \(document.sealedFieldsOpened)")
+            print("audit rows: \(document.auditRows) (\(document.auditRowsUnchained) from before the chain)")
+            print("spooled answers waiting for the daemon's next start: \(document.spoolPending)")
             print("failures: \(failures.count)")
             for failure in failures { print("  \(failure)") }
         }
         if !clean { throw ExitCode(4) }
+    }
+
+    /// Every check on an opened vault; `spoolDirectory` nil leaves the spool out (a backup has none).
+    static func check(_ opened: OpenedVault, spoolDirectory: String?) throws -> Document {
+        let integrity = try opened.database.integrityCheck()
+        let report = try opened.vault.verify()
+        let audit = try opened.vault.verifyAudit()
+        let spool = try spoolDirectory.map { try checkSpool($0, opened: opened) } ?? (pending: 0, failures: [])
+        let failures = report.failures + audit.failures + spool.failures
+        return Document(
+            integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,
+            sealedFieldsOpened: report.sealedFields - report.failures.count, keyTerms: opened.keyring.knownTerms,
+            auditRows: audit.rows, auditRowsUnchained: audit.unchainedRows, spoolPending: spool.pending,
+            failures: failures, ok: integrity == ["ok"] && failures.isEmpty)
     }
 
     /// Every spool file must open with this vault's key and belong to a call still waiting: an

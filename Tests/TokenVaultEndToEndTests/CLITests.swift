@@ -55,6 +55,11 @@ import TokenVaultTesting
         let again = try run(["init"])
         #expect(again.status == 1)
         #expect(again.stderr.contains("already exists"))
+        let key = try Data(contentsOf: URL(fileURLWithPath: keyFile))
+        let startUp = try run(["init", "--if-missing"])
+        #expect(startUp.status == 0, "a service's start-up step succeeds on an existing vault")
+        #expect(startUp.stdout.contains("already exists"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyFile)) == key, "and changes nothing")
     }
 
     @Test func keyFileReadableByOthersIsRefusedUntilChmod600() throws {

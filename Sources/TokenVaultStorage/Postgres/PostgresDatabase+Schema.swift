@@ -194,6 +194,13 @@ extension PostgresDatabase: AdminStore {
 
     public func schemaVersion() throws -> Int { try appliedMigrationRecords().keys.max() ?? 0 }
 
+    public func auditRowCount() throws -> Int {
+        try withReader { reader in
+            guard let row = try reader.query("SELECT count(*) FROM audit_events").rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
+        }
+    }
+
     public func credentialCountsByStatus() throws -> [CredentialStatus: Int] {
         try withReader { reader in
             var counts: [CredentialStatus: Int] = [:]

@@ -1,0 +1,120 @@
+import ArgumentParser
+import Foundation
+import TokenVaultCore
+import TokenVaultServer
+import TokenVaultStorage
+import TokenVaultSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Replace the vault's database with a backup, after checking the backup opens with the key.",
+        discussion: """
+            Refused while a daemon serves the vault (stop it first). The backup is copied next to the \
+            vault and checked there, as `verify` checks: it must open with the master key (or passphrase) \
+            given now, and every sealed field and the audit chain must check out. Only then is the current \
+            database (with its WAL) moved aside as vault.db.replaced-<time> and the copy put in its place; \
+            the backup file itself is never changed. A SQLite vault only: restore PostgreSQL with pg_restore.
+            """)
+
+    @OptionGroup var options: VaultOptions
+    @Argument(help: ArgumentHelp("The backup file (from tokenvault backup).", valueName: "file")) var file: String
+
+    func run() throws {
+        try reportingErrors {
+            TokenVaultCommand.restrictFileCreation()
+            if try options.resolvedStorageURL() != nil {
+                throw VaultError.invalidField(
+                    "--storage-url", "tokenvault restore replaces SQLite vaults; restore PostgreSQL with pg_restore")
+            }
+            let backup = URL(fileURLWithPath: file).standardizedFileURL.path
+            guard FileManager.default.fileExists(atPath: backup) else {
+                throw VaultError(code: .vaultNotFound, message: "no backup at \(backup)")
+            }
+            let directory = options.resolvedDataDir
+            try createPrivateDirectory(directory)
+            let lock: DatabaseLock
+            do {
+                lock = try DatabaseLock(databasePath: options.databasePath, role: "restore")
+            } catch let error as VaultError where error.code == .daemonRunning {
+                throw VaultError(
+                    code: .daemonRunning,
+                    message: "\(error.message). Stop the daemon before restoring (systemctl stop tokenvault); "
+                        + "nothing was replaced")
+            }
+            defer { withExtendedLifetime(lock) {} }
+
+            let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let candidate = options.databasePath + ".restoring-\(stamp)"
+            do {
+                try FileManager.default.copyItem(atPath: backup, toPath: candidate)
+            } catch {
+                throw VaultError.storage("cannot copy \(backup) to \(candidate): \(error.localizedDescription)")
+            }
+            let document: VerifyCommand.Document
+            do {
+                document = try Self.check(candidate, options)
+            } catch {
+                Self.removeDatabase(candidate)
+                throw error
+            }
+            let replaced = options.databasePath + ".replaced-\(stamp)"
+            let hadDatabase = FileManager.default.fileExists(atPath: options.databasePath)
+            if hadDatabase {
+                for suffix in ["", "-wal", "-shm"]
+                where FileManager.default.fileExists(atPath: options.databasePath + suffix) {
+                    guard rename(options.databasePath + suffix, replaced + suffix) == 0 else {
+                        throw VaultError.storage(
+                            "cannot move \(options.databasePath + suffix) aside: \(String(cString: strerror(errno)))")
+                    }
+                }
+            }
+            guard rename(candidate, options.databasePath) == 0 else {
+                throw VaultError.storage(
+                    "cannot put the checked copy \(candidate) in place of \(options.databasePath): "
+                        + "\(String(cString: strerror(errno)))"
+                        + (hadDatabase ? "; the replaced database is at \(replaced)" : ""))
+            }
+            Self.removeDatabase(candidate)
+            try? DurableFile.flushDirectory(directory)
+            print(
+                "restored \(backup): \(document.credentials) credentials, key terms "
+                    + "\(document.keyTerms.map(String.init).joined(separator: ", ")), \(document.auditRows) audit rows")
+            if hadDatabase { print("the replaced database is kept at \(replaced)") }
+        }
+    }
+
+    /// Opens the copy with the key as the daemon would (migrating it if the backup is older) and
+    /// checks it; throws, naming the backup, when it does not open or does not verify.
+    static func check(_ candidate: String, _ options: VaultOptions) throws -> VerifyCommand.Document {
+        let database = try OpenedVault.openBackend(.sqlite(candidate), passwordFile: nil)
+        defer { database.close() }
+        let opened: OpenedVault
+        do {
+            opened = try OpenedVault.open(database, options)
+        } catch let error as VaultError {
+            throw VaultError(
+                code: error.code, message: "the backup does not open: \(error.message); nothing was replaced")
+        }
+        let document = try VerifyCommand.check(opened, spoolDirectory: nil)
+        // Everything in the main file before it is renamed: the WAL would not follow it.
+        try (database as? VaultDatabase)?.checkpoint()
+        guard document.ok else {
+            throw VaultError(
+                code: .integrityError,
+                message: "the backup does not verify (\(document.failures.joined(separator: "; "))"
+                    + "\(document.integrityCheck == ["ok"] ? "" : "; integrity_check: \(document.integrityCheck.joined(separator: "; "))")); "
+                    + "nothing was replaced")
+        }
+        return document
+    }
+
+    /// A database file and its WAL and shared-memory files.
+    static func removeDatabase(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+    }
+}
