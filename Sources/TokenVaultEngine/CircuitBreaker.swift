@@ -22,16 +22,24 @@ struct CircuitBreaker: Sendable, Equatable {
         case misconfigured(String)
     }
 
-    let threshold: Int
-    let cooldown: Double
-    let probeInterval: Double
-    let misconfiguredCredentials: Int
+    private(set) var threshold: Int
+    private(set) var cooldown: Double
+    private(set) var probeInterval: Double
+    private(set) var misconfiguredCredentials: Int
     private(set) var state: State = .closed(failures: 0)
     private var openings = 0
     /// Credentials refused as misconfigured recently, and when (at most `misconfiguredCredentials`).
     private var misconfigured: [CredentialID: Double] = [:]
 
     init(threshold: Int, cooldown: Double, probeInterval: Double, misconfiguredCredentials: Int = 1) {
+        self.threshold = max(threshold, 1)
+        self.cooldown = cooldown
+        self.probeInterval = probeInterval
+        self.misconfiguredCredentials = max(misconfiguredCredentials, 1)
+    }
+
+    /// New limits from a reload; the breaker's state (open, failures counted) carries over.
+    mutating func retune(threshold: Int, cooldown: Double, probeInterval: Double, misconfiguredCredentials: Int) {
         self.threshold = max(threshold, 1)
         self.cooldown = cooldown
         self.probeInterval = probeInterval

@@ -7,9 +7,11 @@ import TokenVaultCore
 final class ProviderGate: Sendable {
     let name: String
     let kind: String
-    let limits: ProviderLimits
+    /// The limits in force (a reload may change them).
+    var limits: ProviderLimits { state.withLock { $0.limits } }
 
     private struct State {
+        var limits: ProviderLimits
         var inFlight = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
         var bucket: TokenBucket
@@ -22,9 +24,9 @@ final class ProviderGate: Sendable {
     init(name: String, kind: String, limits: ProviderLimits) {
         self.name = name
         self.kind = kind
-        self.limits = limits
         state = Mutex(
             State(
+                limits: limits,
                 bucket: TokenBucket(rate: limits.ratePerSecond, capacity: limits.burst, now: 0),
                 breaker: CircuitBreaker(
                     threshold: limits.breakerThreshold, cooldown: limits.breakerCooldown,
@@ -41,7 +43,7 @@ final class ProviderGate: Sendable {
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let admitted = state.withLock { state -> Bool in
-                guard state.inFlight < max(limits.concurrency, 1) else {
+                guard state.inFlight < max(state.limits.concurrency, 1) else {
                     state.waiters.append(continuation)
                     return false
                 }
@@ -56,6 +58,27 @@ final class ProviderGate: Sendable {
             if wait <= 0 { return }
             try? await Task.sleep(for: .seconds(wait))
         }
+    }
+
+    /// Puts new limits in force (a configuration reload): the breaker keeps its state and the
+    /// bucket what it has banked; a higher concurrency lets waiting calls go at once.
+    func update(_ limits: ProviderLimits) {
+        let now = (ContinuousClock.now - started) / .seconds(1)
+        let admitted = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.limits = limits
+            state.bucket.retune(rate: limits.ratePerSecond, capacity: limits.burst, now: now)
+            state.breaker.retune(
+                threshold: limits.breakerThreshold, cooldown: limits.breakerCooldown,
+                probeInterval: limits.misconfiguredProbeInterval,
+                misconfiguredCredentials: limits.misconfiguredCredentials)
+            var admitted: [CheckedContinuation<Void, Never>] = []
+            while !state.waiters.isEmpty, state.inFlight < max(limits.concurrency, 1) {
+                state.inFlight += 1
+                admitted.append(state.waiters.removeFirst())
+            }
+            return admitted
+        }
+        for continuation in admitted { continuation.resume() }
     }
 
     /// Frees the slot, handing it straight to the next waiter if there is one.

@@ -144,7 +144,18 @@ public final class RefreshEngine: RefreshService, Sendable {
         try await vault.blocking(body)
     }
 
-    func limits(for provider: String) -> ProviderLimits { settings[provider]?.limits ?? ProviderLimits() }
+    func limits(for provider: String) -> ProviderLimits { gates[provider]?.limits ?? ProviderLimits() }
+
+    /// Puts new limits in force for instances this engine knows (a configuration reload);
+    /// returns the names it updated. Instances it does not know need a restart.
+    @discardableResult
+    public func updateLimits(_ limits: [String: ProviderLimits]) -> [String] {
+        limits.keys.sorted().filter { name in
+            guard let gate = gates[name] else { return false }
+            gate.update(limits[name]!)
+            return true
+        }
+    }
 }
 
 /// Where one successful refresh spent its time. `journal` and `commit` include waiting for the

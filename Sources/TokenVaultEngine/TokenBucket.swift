@@ -2,8 +2,8 @@
 /// argument), so pacing is unit-tested without sleeping. After an outage the bucket holds at
 /// most `capacity` tokens, which bounds the burst of refreshes when the provider comes back.
 struct TokenBucket: Sendable, Equatable {
-    let rate: Double
-    let capacity: Double
+    private(set) var rate: Double
+    private(set) var capacity: Double
     private(set) var tokens: Double
     private(set) var updatedAt: Double
 
@@ -12,6 +12,14 @@ struct TokenBucket: Sendable, Equatable {
         self.capacity = Double(max(capacity, 1))
         tokens = self.capacity
         updatedAt = now
+    }
+
+    /// A new rate and capacity from a reload; what is banked carries over, up to the new capacity.
+    mutating func retune(rate: Double, capacity: Int, now: Double) {
+        refill(now: now)
+        self.rate = max(rate, 0.001)
+        self.capacity = Double(max(capacity, 1))
+        tokens = min(tokens, self.capacity)
     }
 
     /// Takes one token if there is one and returns 0; otherwise takes nothing and returns the

@@ -1,17 +1,20 @@
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TokenVaultCore
 import TokenVaultSystem
 import UnixSignals
 
 /// Re-reads the configuration file on SIGHUP (`systemctl reload tokenvault`) and puts in force
-/// what can change without a restart: the access rules and the log level. Connections and
-/// streams stay open; the next request is judged by the new rules.
+/// what can change without a restart: the access rules, the log level and each provider
+/// instance's limits (concurrency, rate, breaker, retries). Connections and streams stay open;
+/// the next request is judged by the new rules, the next provider call by the new limits.
 ///
 /// A file that does not parse or validate is refused as a whole: the error is logged with the
 /// file and key, and the running configuration stays. Settings that only a restart applies
-/// (socket, storage, providers, limits, event loops) are compared, and each one that differs is
-/// logged as waiting for a restart.
+/// (socket, storage, a provider instance added, removed or given new endpoints or secrets,
+/// `limits.*`, event loops) are compared, and each one that differs is logged as waiting for a
+/// restart.
 public final class ConfigurationReload: Service, Sendable {
     public struct Outcome: Sendable, Equatable {
         /// Nil when the new file was put in force.
@@ -25,14 +28,17 @@ public final class ConfigurationReload: Service, Sendable {
     private let levels: LogLevelSwitch
     private let notifier: SystemdNotifier
     private let status: @Sendable () -> String
+    private let providerLimits: @Sendable ([String: ProviderLimits]) -> Void
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
 
     /// `load` reads the file and applies the environment, as start-up did; `status` is the
-    /// `STATUS=` line sent with `READY=1` when the reload is done.
+    /// `STATUS=` line sent with `READY=1` when the reload is done; `providerLimits` puts
+    /// instances' new limits in force (the refresh engine's).
     public init(
         running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration, api: VaultAPI,
-        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () -> String, logger: Logger
+        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () -> String,
+        providerLimits: @escaping @Sendable ([String: ProviderLimits]) -> Void = { _ in }, logger: Logger
     ) {
         self.running = Mutex(running)
         self.load = load
@@ -40,6 +46,7 @@ public final class ConfigurationReload: Service, Sendable {
         self.levels = levels
         self.notifier = notifier
         self.status = status
+        self.providerLimits = providerLimits
         self.logger = logger
     }
 
@@ -66,14 +73,15 @@ public final class ConfigurationReload: Service, Sendable {
         let previous = running.withLock { $0 }
         api.livePolicy.replace(rules: fresh.rules)
         levels.level = fresh.logLevel
-        let waiting = Self.sectionsNeedingRestart(previous, fresh)
-        running.withLock {
-            // What a restart would apply stays as it runs, so that it is reported again next time.
-            var kept = previous
-            kept.rules = fresh.rules
-            kept.logLevel = fresh.logLevel
-            $0 = kept
-        }
+        let retuned = Self.limitsChanged(previous.providers, fresh.providers)
+        providerLimits(retuned)
+        // What a restart would apply stays as it runs, so that it is reported again next time.
+        var applied = previous
+        applied.rules = fresh.rules
+        applied.logLevel = fresh.logLevel
+        for (name, limits) in retuned { applied.providers[name]?.limits = limits }
+        let waiting = Self.sectionsNeedingRestart(applied, fresh)
+        running.withLock { $0 = applied }
         for section in waiting {
             logger.warning(
                 "configuration changed where only a restart applies it", metadata: ["tokenvault.key": "\(section)"])
@@ -82,8 +90,22 @@ public final class ConfigurationReload: Service, Sendable {
             "configuration reloaded",
             metadata: [
                 "tokenvault.access.rules": "\(fresh.rules.count)", "tokenvault.log.level": "\(fresh.logLevel)",
+                "tokenvault.provider.limits_changed": "\(retuned.keys.sorted().joined(separator: ","))",
             ])
         return Outcome(refusal: nil, needsRestart: waiting)
+    }
+
+    /// Instances in both whose settings differ in their limits alone, with the new limits.
+    static func limitsChanged(_ old: [String: ProviderSettings], _ new: [String: ProviderSettings]) -> [String:
+        ProviderLimits]
+    {
+        var changed: [String: ProviderLimits] = [:]
+        for (name, fresh) in new {
+            guard var current = old[name], current.limits != fresh.limits else { continue }
+            current.limits = fresh.limits
+            if current == fresh { changed[name] = fresh.limits }
+        }
+        return changed
     }
 
     static func sectionsNeedingRestart(_ old: DaemonConfiguration, _ new: DaemonConfiguration) -> [String] {

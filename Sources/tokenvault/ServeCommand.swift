@@ -162,7 +162,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let reload = ConfigurationReload(
                 running: settings, load: { [options] in try Self.loadSettings(options) }, api: api, levels: levels,
-                notifier: notifier, status: status, logger: logger)
+                notifier: notifier, status: status,
+                providerLimits: { engine.updateLimits($0) }, logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(

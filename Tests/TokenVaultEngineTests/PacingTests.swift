@@ -34,6 +34,34 @@ import TokenVaultCore
         #expect(breaker.admit(now: 100) == nil)
     }
 
+    @Test func retuningKeepsWhatIsBankedAndTheBreakersState() {
+        var bucket = TokenBucket(rate: 10, capacity: 5, now: 0)
+        for _ in 0..<4 { _ = bucket.take(now: 0) }
+        bucket.retune(rate: 1, capacity: 2, now: 0)
+        #expect(bucket.take(now: 0) == 0, "the one banked token carries over")
+        #expect(abs(bucket.take(now: 0) - 1) < 1e-9, "then the new rate: one a second")
+
+        var breaker = CircuitBreaker(threshold: 5, cooldown: 30, probeInterval: 300)
+        breaker.recordFailure(.transient, now: 0)
+        breaker.recordFailure(.transient, now: 0)
+        breaker.retune(threshold: 3, cooldown: 10, probeInterval: 300, misconfiguredCredentials: 1)
+        breaker.recordFailure(.transient, now: 1)
+        #expect(breaker.admit(now: 2) == 11, "the failures counted before the reload count against the new threshold")
+    }
+
+    /// A reload that raises an instance's concurrency lets calls waiting for a slot go at once.
+    @Test func raisingConcurrencyAdmitsWaitingCalls() async throws {
+        let gate = ProviderGate(
+            name: "acme", kind: "oauth2", limits: ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
+        await gate.acquire()
+        let waiting = Task { await gate.acquire() }
+        try await Task.sleep(for: .milliseconds(50))
+        gate.update(ProviderLimits(concurrency: 2, ratePerSecond: 1000, burst: 1000))
+        await waiting.value
+        #expect(gate.limits.concurrency == 2)
+        #expect(gate.snapshot.inFlight == 2)
+    }
+
     @Test func invalidGrantDoesNotCountAgainstTheProvider() {
         var breaker = CircuitBreaker(threshold: 1, cooldown: 30, probeInterval: 300)
         breaker.recordFailure(.credential, now: 0)

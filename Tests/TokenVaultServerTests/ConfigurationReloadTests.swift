@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TokenVaultCore
 import TokenVaultProviders
@@ -68,6 +69,46 @@ import TokenVaultTesting
         try writeRules(["credential:write"])
         #expect(reload.reload().refusal == nil)
         #expect(try read() == 403, "allowed before the reload, denied after, on the same connection")
+    }
+
+    /// An instance whose limits alone changed is retuned in place; one with a new endpoint waits
+    /// for a restart.
+    @Test func providerLimitsApplyAndEndpointsWait() throws {
+        let directory = TemporaryDirectory("tokenvault-reload")
+        let file = directory.file("config.json")
+        func write(endpoint: String, concurrency: Int) throws {
+            try Data(
+                """
+                {"providers": {"acme": {"kind": "oauth2", "token_endpoint": "\(endpoint)", "client_id": "vault",
+                  "limits": {"concurrency": \(concurrency)}}}}
+                """.utf8
+            ).write(to: URL(fileURLWithPath: file))
+        }
+        try write(endpoint: "https://id.example/token", concurrency: 4)
+        let applied = Mutex<[String: ProviderLimits]>([:])
+        let server = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
+        let reload = ConfigurationReload(
+            running: server, load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) },
+            api: try makeAPI(directory), levels: LogLevelSwitch(.info), notifier: SystemdNotifier(address: nil),
+            status: { "test" }, providerLimits: { limits in applied.withLock { $0.merge(limits) { $1 } } },
+            logger: Logger(label: "reload-test"))
+
+        try write(endpoint: "https://id.example/token", concurrency: 2)
+        #expect(reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(applied.withLock { $0["acme"]?.concurrency } == 2)
+
+        try write(endpoint: "https://other.example/token", concurrency: 3)
+        #expect(reload.reload() == .init(refusal: nil, needsRestart: ["providers"]))
+        #expect(applied.withLock { $0["acme"]?.concurrency } == 2, "a changed endpoint waits for a restart")
+    }
+
+    func makeAPI(_ directory: TemporaryDirectory) throws -> VaultAPI {
+        let fixture = try TestVault()
+        return VaultAPI(
+            vault: fixture.vault, admin: fixture.database, rotation: nil,
+            policy: AccessPolicy(rules: [], daemonUID: getuid()),
+            audit: AuditRecorder(vault: fixture.vault, logger: Logger(label: "test")),
+            options: .init(providers: [], version: "test", backupDirectory: directory.file("backups")))
     }
 
     @Test func settingsOnlyARestartAppliesAreNamed() throws {
