@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import Synchronization
 
 /// How the daemon writes its log lines to stderr (`log.format`, `TOKENVAULT_LOG_FORMAT`).
@@ -97,21 +98,12 @@ public struct DaemonLogHandler: LogHandler {
         }
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    /// A JSON string literal, written by the one JSON string writer (`TokenJSON`'s).
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var text = text
+        var buffer = ByteBufferAllocator().buffer(capacity: text.utf8.count + 8)
+        text.withUTF8 { TokenJSON.writeString(UnsafeRawBufferPointer($0), to: &buffer) }
+        return String(buffer: buffer)
     }
 
     /// UTC, milliseconds: `2026-11-24T09:00:00.123Z`.

@@ -62,6 +62,13 @@ struct RestoreCommand: ParsableCommand {
                 Self.removeDatabase(candidate)
                 throw error
             }
+            // Run as root for a daemon with its own user: the restored file is that user's.
+            var owner = stat()
+            if getuid() == 0, stat(directory, &owner) == 0, chown(candidate, owner.st_uid, owner.st_gid) != 0 {
+                Self.removeDatabase(candidate)
+                throw VaultError.storage(
+                    "cannot give \(candidate) to uid \(owner.st_uid): \(String(cString: strerror(errno)))")
+            }
             let replaced = options.databasePath + ".replaced-\(stamp)"
             let hadDatabase = FileManager.default.fileExists(atPath: options.databasePath)
             if hadDatabase {
