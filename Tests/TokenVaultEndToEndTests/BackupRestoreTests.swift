@@ -108,9 +108,14 @@ import TokenVaultTesting
         #expect(try run(["token", "payments/alice", "--socket", socket]).stdout == alice.tokens[0] + "\n")
         served.terminate()
 
-        // Restoring over an existing vault keeps the replaced database aside.
+        // Restoring over an existing vault keeps the replaced database aside; run as root for a
+        // daemon with its own user, the restored file is that user's.
+        let daemonUser: uid_t = 65534
+        if getuid() == 0 { chown(dataDir, daemonUser, daemonUser) }
         let again = try run(["restore", backup])
         #expect(again.status == 0)
+        var info = stat()
+        #expect(stat(database, &info) == 0 && info.st_uid == (getuid() == 0 ? daemonUser : getuid()))
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: dataDir).contains { $0.hasPrefix("vault.db.replaced-") }
         )
