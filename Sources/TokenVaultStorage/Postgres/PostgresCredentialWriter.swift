@@ -29,9 +29,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it.
         try link.query("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
-        return try link.query(
-            "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)"
-        ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+        return try link.credentialRecord(id)
     }
 
     func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
@@ -39,9 +37,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             try link.query("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
             .rows.first.map { try $0.decode(Bool.self) } ?? false
         guard locked else { throw VaultError.conflict("credential \(id) is being written by another process") }
-        return try link.query(
-            "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)"
-        ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+        return try link.credentialRecord(id)
     }
 
     func activeTerm() throws -> UInt32 {

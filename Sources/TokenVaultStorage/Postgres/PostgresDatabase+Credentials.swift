@@ -19,17 +19,12 @@ extension PostgresDatabase: CredentialStore {
         var unreachable = false
         do {
             record = try withReader { reader in
-                func read() throws -> SealedCredentialRecord? {
-                    try reader.query(
-                        "SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE id = \(id.description)"
-                    ).rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
-                }
                 do {
-                    return try read()
+                    return try reader.credentialRecord(id)
                 } catch let error as VaultError where error.code == .storageUnavailable && !reader.isRefusing {
                     // A lost connection: once more, on a new one.
                     do {
-                        return try read()
+                        return try reader.credentialRecord(id)
                     } catch {
                         unreachable = reader.isRefusing
                         throw error
@@ -188,4 +183,12 @@ struct PostgresCredentialRow: CredentialRow {
     /// The two flags' columns have PostgreSQL's own names for `… IS NOT NULL`.
     var hasRefreshToken: Bool { (try? row[CredentialColumn.hasRefreshTokenColumn].decode(Bool.self)) ?? false }
     var hasIDToken: Bool { (try? row[CredentialColumn.hasIDTokenColumn].decode(Bool.self)) ?? false }
+}
+
+extension PostgresLink {
+    /// One credential row by id: the one statement that reads it, for readers and writers alike.
+    func credentialRecord(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try query("SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)")
+            .rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+    }
 }
