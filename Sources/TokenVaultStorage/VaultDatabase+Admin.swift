@@ -23,6 +23,9 @@ extension VaultDatabase: AdminStore {
     public func auditRowCount() throws -> Int {
         try withReader { connection in
             let statement = try connection.statement("SELECT count(*) FROM audit_events")
+            // A statement left on a row keeps its read transaction, and the pooled connection
+            // would go on reading that snapshot.
+            defer { statement.reset() }
             return try statement.step() ? Int(statement.int64(0)) : 0
         }
     }

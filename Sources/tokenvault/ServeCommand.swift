@@ -183,6 +183,8 @@ struct ServeCommand: AsyncParsableCommand {
                 withExtendedLifetime(lock) {}
             }
             try await group.run()
+            // Before the loops it runs on are gone.
+            watchdog.withLock { $0?.stop() }
             try? await eventLoops.shutdownGracefully()
             await providers.shutdown()
             logger.info("stopped")

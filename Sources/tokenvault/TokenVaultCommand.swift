@@ -15,6 +15,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
             4 `verify` found a problem; \
             5 daemon unreachable; 6 permission denied; 64 bad usage.
             """,
+        version: tokenVaultVersion,
         subcommands: [
             ServeCommand.self, InitCommand.self, StatusCommand.self, PutCommand.self, TokenCommand.self,
             ShowCommand.self, ListCommand.self,

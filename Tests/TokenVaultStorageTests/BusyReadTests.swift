@@ -41,4 +41,17 @@ import TokenVaultTesting
         let timeout = try fixture.database.withReader { try $0.scalarText("PRAGMA busy_timeout") }
         #expect(timeout == String(SQLiteConnection.defaultBusyTimeoutMilliseconds))
     }
+
+    /// The operator's counts leave the pooled reader with no read transaction open: a statement
+    /// left on its row would pin the snapshot, and every later read on that connection (token
+    /// reads included) would see the vault as it was then.
+    @Test func countsDoNotPinTheReadersSnapshot() async throws {
+        let fixture = try TestVault()
+        let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
+        _ = try await fixture.vault.put(try CredentialID("ns/a"), payload: payload, provider: "p")
+        #expect(try fixture.database.auditRowCount() == 0, "a put without an audit event writes no row")
+        _ = try await fixture.vault.put(try CredentialID("ns/b"), payload: payload, provider: "p")
+        #expect(try fixture.database.credentialCountsByStatus()[.active] == 2)
+        #expect(try fixture.database.record(CredentialID("ns/b")) != nil)
+    }
 }
