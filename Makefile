@@ -4,8 +4,10 @@
 SWIFT ?= swift
 DATA_DIR ?= $(CURDIR)/.tokenvault
 BIN := .build/debug/tokenvault
+VERSION := $(shell sed -n 's/^let tokenVaultVersion = "\(.*\)"$$/\1/p' Sources/tokenvault/ServeCommand.swift)
+DEB_DIR ?= .build/deb
 
-.PHONY: deps build run test bench format clean
+.PHONY: deps build run test bench deb format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -30,6 +32,7 @@ POSTGRES_TESTS := StorageContractTests|PostgresChangeTests|ScaleOutTests|ScaleOu
 test:
 	@bash scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests
+	$(SWIFT) build --product generate-manual
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --skip 'TokenVaultEndToEndTests|$(POSTGRES_TESTS)'
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --filter TokenVaultEndToEndTests --skip 'ResilienceTests|$(POSTGRES_TESTS)'
 	$(SWIFT) test --skip-build --filter '$(POSTGRES_TESTS)'
@@ -38,6 +41,17 @@ test:
 bench: deps
 	$(SWIFT) build -c release --product tokenvault-bench
 	.build/release/tokenvault-bench
+
+# The Debian package, .build/deb/tokenvault_<version>-1_<arch>.deb (docs/operations.md): a release
+# build with the Swift runtime linked in (so it runs without a toolchain) and immediate binding,
+# swift-argument-parser's generate-manual for the man page, scripts/make-deb.sh, then lintian,
+# which must report no error.
+deb:
+	@bash scripts/install-deps.sh --deb
+	$(SWIFT) build -c release --product tokenvault --static-swift-stdlib -Xlinker -z -Xlinker now
+	$(SWIFT) build --product generate-manual
+	bash scripts/make-deb.sh .build/release/tokenvault $(VERSION) $(DEB_DIR)
+	lintian --fail-on error $(DEB_DIR)/tokenvault_$(VERSION)-1_$$(dpkg --print-architecture).deb
 
 format:
 	$(SWIFT) format --in-place --recursive --configuration .swift-format Package.swift Sources Tests Plugins Benchmarks

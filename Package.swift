@@ -234,7 +234,11 @@ let package = Package(
             dependencies: ["TokenVaultCourier", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
-            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto", "TokenVaultSystem"]),
+            dependencies: [
+                "TokenVaultTesting", "TokenVaultStorage", "TokenVaultCrypto", "TokenVaultSystem",
+                // PackagingTests reads the Prometheus alert rules.
+                .product(name: "Yams", package: "Yams"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

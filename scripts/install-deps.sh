@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Installs the system packages TokenVault builds against, only when they are missing.
-# Used by `make run` and (with --test) `make test`; safe to run repeatedly.
+# Used by `make run`, `make test` (with --test) and `make deb` (with --deb); safe to run repeatedly.
 set -euo pipefail
 
 packages=(pkg-config libsodium-dev libsqlite3-dev curl)
+# `--deb` (`make deb`): what building and checking the Debian package takes: dpkg-shlibdeps
+# (dpkg-dev), strip (binutils) and lintian.
+deb_packages=(dpkg-dev binutils lintian)
 # `--test`: also what the tests start themselves (PostgreSQL's server binaries: initdb, pg_ctl,
-# psql; the tests run their own throwaway server and never use a system cluster).
-if [ "${1:-}" = "--test" ]; then
-    packages+=(postgresql)
-fi
+# psql; the tests run their own throwaway server and never use a system cluster), and the
+# packaging tools PackagingTests runs.
+case "${1:-}" in
+--test) packages+=(postgresql "${deb_packages[@]}") ;;
+--deb) packages+=("${deb_packages[@]}") ;;
+esac
 missing=()
 for pkg in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
