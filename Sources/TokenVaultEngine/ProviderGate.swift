@@ -81,10 +81,12 @@ final class ProviderGate: Sendable {
         for continuation in admitted { continuation.resume() }
     }
 
-    /// Frees the slot, handing it straight to the next waiter if there is one.
+    /// Frees the slot, handing it straight to the next waiter if there is one and the limit
+    /// allows.
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiters.isEmpty {
+            // Above a concurrency a reload lowered, a freed slot is not handed on.
+            if state.waiters.isEmpty || state.inFlight > max(state.limits.concurrency, 1) {
                 state.inFlight -= 1
                 return nil
             }

@@ -27,7 +27,7 @@ public final class ConfigurationReload: Service, Sendable {
     private let api: VaultAPI
     private let levels: LogLevelSwitch
     private let notifier: SystemdNotifier
-    private let status: @Sendable () -> String
+    private let status: @Sendable () async -> String
     private let providerLimits: @Sendable ([String: ProviderLimits]) -> Void
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
@@ -37,7 +37,7 @@ public final class ConfigurationReload: Service, Sendable {
     /// instances' new limits in force (the refresh engine's).
     public init(
         running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration, api: VaultAPI,
-        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () -> String,
+        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () async -> String,
         providerLimits: @escaping @Sendable ([String: ProviderLimits]) -> Void = { _ in }, logger: Logger
     ) {
         self.running = Mutex(running)
@@ -52,14 +52,20 @@ public final class ConfigurationReload: Service, Sendable {
 
     public func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-            reload()
+            await reload()
         }
     }
 
+    /// Reloads, between `RELOADING=1` and `READY=1`.
     @discardableResult
-    public func reload() -> Outcome {
+    public func reload() async -> Outcome {
         notifier.reloading()
-        defer { notifier.send("READY=1\nSTATUS=\(status())") }
+        let outcome = apply()
+        notifier.send("READY=1\nSTATUS=\(await status())")
+        return outcome
+    }
+
+    private func apply() -> Outcome {
         let fresh: DaemonConfiguration
         do {
             fresh = try load()

@@ -42,12 +42,10 @@ extension VaultAPI {
 
     func backup(_ context: VaultRequestContext) async throws -> Response {
         let peer = try await authoriseAdmin(context, operation: "admin.backup")
-        let directory = options.backupDirectory
-        let name = "vault-\(vault.clock.now.description.replacingOccurrences(of: ":", with: "")).db"
-        let path = directory + "/" + name
+        let path = BackupFile.path(in: options.backupDirectory, at: vault.clock.now)
+        let name = (path as NSString).lastPathComponent
         let bytes = try await blocking { [admin] in
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try BackupFile.createDirectory(options.backupDirectory)
             return try admin.backup(to: path)
         }
         audit.record(auditEvent(peer, "admin.backup", nil, .succeeded, detail: name))

@@ -9,16 +9,21 @@ import TokenVaultCore
 /// also end when the client goes away or the daemon shuts down. A caller may hold at most
 /// `limits.max_streams_per_uid` open (`429 too_many_streams` beyond), and every stream gets an
 /// empty line each `limits.stream_heartbeat_seconds` (a caller that went away is noticed then).
+/// Each event is judged by the access rules in force when it comes: a reload that takes the
+/// permission away ends the stream at the next event.
 extension VaultAPI {
     func watch(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialList, id: id, operation: "credential.watch")
+        let groups = try await caller(context).groups
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
         let current = try await blocking { try vault.metadata(id) }
         return ndjson(events, slot: slot, first: [try Self.line(CredentialMetadataDocument(current))]) {
             event, last in
+            // The rules in force now (a reload may have taken the permission away).
+            guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
             if event.kind == .deleted { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
             return .write(try Self.line(CredentialMetadataDocument(metadata)), metadata)
@@ -27,10 +32,14 @@ extension VaultAPI {
 
     /// Events of every credential in the namespaces where the caller holds `credential:list`.
     func eventStream(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let (peer, visible) = try await authoriseEventStream(context)
+        let (peer, _) = try await authoriseEventStream(context)
+        let groups = try await caller(context).groups
         let slot = try streamSlot(for: peer)
         let events = vault.events.subscribe()
         return ndjson(events, slot: slot, first: []) { event, _ in
+            // The rules in force now (a reload may have changed what the caller may list).
+            let visible = policy.namespaces(uid: peer.uid, groups: groups, with: .credentialList)
+            if visible == [] { return .end }
             guard visible?.contains(event.id.namespace) ?? true, let document = EventDocument(event) else {
                 return .skip
             }

@@ -17,7 +17,8 @@ struct BackupCommand: AsyncParsableCommand {
             which needs the admin permission) while it keeps serving; otherwise from the database file. \
             Either way SQLite's VACUUM INTO makes it, from one read snapshot. The copy holds credentials, \
             key terms (wrapped) and the audit trail, never the master key: keep the key (or passphrase) \
-            apart from the backups. A PostgreSQL vault is backed up with pg_dump.
+            apart from the backups. Run it as the daemon's user or root: it finds the daemon through \
+            the lock file in the data directory. A PostgreSQL vault is backed up with pg_dump.
             """)
 
     @OptionGroup var options: VaultOptions
@@ -58,13 +59,20 @@ struct BackupCommand: AsyncParsableCommand {
         path: String, bytes: Int64
     ) {
         let client = TokenVaultClient(socketPath: socket)
-        defer { Task { try? await client.shutdown() } }
-        let result: BackupResult
+        let outcome: Result<BackupResult, any Error>
         do {
-            result = try await client.backup(timeout: .seconds(600))
-        } catch let error as TokenVaultClientError {
+            outcome = .success(try await client.backup(timeout: .seconds(600)))
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await client.shutdown()
+        let result: BackupResult
+        switch outcome {
+        case .success(let written): result = written
+        case .failure(let error as TokenVaultClientError):
             throw VaultError(
                 code: .storageUnavailable, message: "the daemon (\(holder)) did not write a backup: \(error)")
+        case .failure(let error): throw error
         }
         guard let target else { return (result.path, result.bytes) }
         try Self.move(result.path, to: target)
@@ -72,21 +80,29 @@ struct BackupCommand: AsyncParsableCommand {
     }
 
     private func fromFile(target: String?) throws -> (path: String, bytes: Int64) {
-        let path = target ?? Self.defaultPath(in: options.resolvedDataDir + "/backups")
-        try createPrivateDirectory((path as NSString).deletingLastPathComponent)
+        let dataDir = options.resolvedDataDir
+        let path: String
+        if let target {
+            path = target
+        } else {
+            try BackupFile.createDirectory(dataDir + "/backups")
+            try giveToDataDirectoryOwner(dataDir + "/backups", directory: dataDir)
+            path = BackupFile.path(in: dataDir + "/backups", at: SystemClock().now)
+        }
         let database = try OpenedVault.openBackend(.sqlite(options.databasePath), passwordFile: nil)
         defer { database.close() }
-        return (path, try database.backup(to: path))
+        let bytes = try database.backup(to: path)
+        if target == nil { try giveToDataDirectoryOwner(path, directory: dataDir) }
+        return (path, bytes)
     }
 
-    static func defaultPath(in directory: String) -> String {
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        return directory + "/vault-\(stamp).db"
-    }
-
-    /// Renames, or copies and removes across file systems.
+    /// Never over an existing file: a hard link fails if the target exists (a plain rename would
+    /// replace one created since the check); across file systems, a copy that refuses one too.
     static func move(_ source: String, to target: String) throws {
-        if rename(source, target) == 0 { return }
+        if link(source, target) == 0 {
+            unlink(source)
+            return
+        }
         guard errno == EXDEV else {
             throw VaultError.storage("cannot move \(source) to \(target): \(String(cString: strerror(errno)))")
         }

@@ -84,3 +84,14 @@ func createPrivateDirectory(_ path: String) throws {
         throw VaultError.storage("cannot create data directory \(path): \(error.localizedDescription)")
     }
 }
+
+/// A file a command run as root creates in the data directory of a daemon with its own user (the
+/// lock, a restored database, the backups folder) is given to the directory's owner, or the
+/// daemon could not open it. Nothing to do for anyone else.
+func giveToDataDirectoryOwner(_ path: String, directory: String) throws {
+    var owner = stat()
+    guard getuid() == 0, stat(directory, &owner) == 0, owner.st_uid != 0 else { return }
+    guard chown(path, owner.st_uid, owner.st_gid) == 0 else {
+        throw VaultError.storage("cannot give \(path) to uid \(owner.st_uid): \(String(cString: strerror(errno)))")
+    }
+}

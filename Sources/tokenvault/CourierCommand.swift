@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TokenVaultCourier
+import TokenVaultServer
 
 /// `tokenvault courier`: the daemon's courier process, started by `serve` with the socketpair
 /// as descriptor 3. Not for people: it speaks only the daemon's framing.
@@ -11,12 +12,18 @@ struct CourierCommand: AsyncParsableCommand {
         shouldDisplay: false)
 
     @Option(help: "The spool directory.") var spool: String
+    @Option(help: "The daemon's log format: text or json.") var logFormat: String = LogFormat.text.rawValue
+    @Option(help: "The daemon's log level at start-up.") var logLevel: String = Logger.Level.info.rawValue
 
     func run() async throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var logger = Logger(label: "tokenvault.courier")
-        logger.logLevel =
-            ProcessInfo.processInfo.environment["TOKENVAULT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        // The daemon's stderr, so the daemon's format: one JSON object per line stays one.
+        let format = LogFormat(rawValue: logFormat) ?? .text
+        let levels = LogLevelSwitch(Logger.Level(rawValue: logLevel) ?? .info)
+        let journal = DaemonLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment)
+        LoggingSystem.bootstrap { label in
+            DaemonLogHandler(label: label, format: format, journal: journal, levels: levels)
+        }
+        let logger = Logger(label: "tokenvault.courier")
         let status = await Courier.run(descriptor: 3, spoolDirectory: spool, logger: logger)
         if status != 0 { throw ExitCode(status) }
     }

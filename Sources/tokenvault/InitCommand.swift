@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultServer
 import TokenVaultStorage
 
 struct InitCommand: ParsableCommand {
@@ -27,7 +28,20 @@ struct InitCommand: ParsableCommand {
             TokenVaultCommand.restrictFileCreation()
             let directory = options.resolvedDataDir
             try createPrivateDirectory(directory)
-            if try options.resolvedStorageURL() != nil || FileManager.default.fileExists(atPath: options.databasePath) {
+            let embedded = try options.resolvedStorageURL() == nil
+            if embedded, ifMissing, !FileManager.default.fileExists(atPath: options.databasePath),
+                let trace = Self.traceOfEarlierVault(directory)
+            {
+                throw VaultError(
+                    code: .vaultNotFound,
+                    message: "\(options.databasePath) is missing but a vault was here before (\(trace)): "
+                        + "restore it (tokenvault restore BACKUP) rather than start an empty one; "
+                        + "to start empty on purpose, run tokenvault init without --if-missing")
+            }
+            // Not under a daemon or a restore (SQLite: the vault's lock; PostgreSQL has its own).
+            let lock = embedded ? try DatabaseLock(databasePath: options.databasePath, role: "init") : nil
+            defer { withExtendedLifetime(lock) {} }
+            if !embedded || FileManager.default.fileExists(atPath: options.databasePath) {
                 let existing = try OpenedVault.openBackend(options)
                 defer { existing.close() }
                 if !(try existing.terms().isEmpty) {
@@ -51,6 +65,14 @@ struct InitCommand: ParsableCommand {
             if let notice { print(notice) }
             print("initialised vault \(database.location) (data key term \(keyring.activeTerm))")
         }
+    }
+
+    /// What a daemon leaves in a data directory once it has served a vault there (its spool, a WAL,
+    /// a database a restore moved aside): a start-up with `--if-missing` must not paper over a
+    /// lost vault with an empty one.
+    static func traceOfEarlierVault(_ directory: String) -> String? {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.sorted().first { $0 == "spool" || $0 == "vault.db-wal" || $0.hasPrefix("vault.db.replaced-") }
     }
 
     /// The master key for the new vault and the settings that say where it comes from.

@@ -38,7 +38,7 @@ struct RekeyCommand: ParsableCommand {
                 throw VaultError(
                     code: .daemonRunning,
                     message: "\(error.message). A rekey must not run under a running daemon: it would keep "
-                        + "wrapping new terms under the old key. Stop it (systemctl stop tokenvault, or SIGTERM), "
+                        + "wrapping new terms under the old key. Stop it (systemctl stop tokenvault.socket tokenvault.service, or SIGTERM), "
                         + "run rekey, start it again; rotating data keys needs no stop (tokenvault rotate-key, "
                         + "POST /v1/admin/rotate-key)")
             }

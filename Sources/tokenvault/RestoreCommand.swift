@@ -43,55 +43,55 @@ struct RestoreCommand: ParsableCommand {
             } catch let error as VaultError where error.code == .daemonRunning {
                 throw VaultError(
                     code: .daemonRunning,
-                    message: "\(error.message). Stop the daemon before restoring (systemctl stop tokenvault); "
-                        + "nothing was replaced")
+                    message: "\(error.message). Stop the daemon before restoring "
+                        + "(systemctl stop tokenvault.socket tokenvault.service); nothing was replaced")
             }
             defer { withExtendedLifetime(lock) {} }
+            try giveToDataDirectoryOwner(options.databasePath + ".lock", directory: directory)
 
             let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
             let candidate = options.databasePath + ".restoring-\(stamp)"
+            var installed = false
+            defer { if !installed { Self.removeDatabase(candidate) } }
             do {
                 try FileManager.default.copyItem(atPath: backup, toPath: candidate)
             } catch {
                 throw VaultError.storage("cannot copy \(backup) to \(candidate): \(error.localizedDescription)")
             }
-            let document: VerifyCommand.Document
-            do {
-                document = try Self.check(candidate, options)
-            } catch {
-                Self.removeDatabase(candidate)
-                throw error
-            }
-            // Run as root for a daemon with its own user: the restored file is that user's.
-            var owner = stat()
-            if getuid() == 0, stat(directory, &owner) == 0, chown(candidate, owner.st_uid, owner.st_gid) != 0 {
-                Self.removeDatabase(candidate)
-                throw VaultError.storage(
-                    "cannot give \(candidate) to uid \(owner.st_uid): \(String(cString: strerror(errno)))")
-            }
+            let document = try Self.check(candidate, options)
+            try giveToDataDirectoryOwner(candidate, directory: directory)
+
+            // Whatever is there goes aside, the WAL and shared memory first and the main file last
+            // (a WAL left next to the restored file would be replayed into it); undone on failure.
             let replaced = options.databasePath + ".replaced-\(stamp)"
-            let hadDatabase = FileManager.default.fileExists(atPath: options.databasePath)
-            if hadDatabase {
-                for suffix in ["", "-wal", "-shm"]
-                where FileManager.default.fileExists(atPath: options.databasePath + suffix) {
-                    guard rename(options.databasePath + suffix, replaced + suffix) == 0 else {
-                        throw VaultError.storage(
-                            "cannot move \(options.databasePath + suffix) aside: \(String(cString: strerror(errno)))")
-                    }
+            var moved: [String] = []
+            func putBack() {
+                for suffix in moved.reversed() { rename(replaced + suffix, options.databasePath + suffix) }
+            }
+            for suffix in ["-wal", "-shm", "-journal", ""]
+            where FileManager.default.fileExists(atPath: options.databasePath + suffix) {
+                guard rename(options.databasePath + suffix, replaced + suffix) == 0 else {
+                    let problem = String(cString: strerror(errno))
+                    putBack()
+                    throw VaultError.storage(
+                        "cannot move \(options.databasePath + suffix) aside: \(problem); nothing was replaced")
                 }
+                moved.append(suffix)
             }
             guard rename(candidate, options.databasePath) == 0 else {
+                let problem = String(cString: strerror(errno))
+                putBack()
                 throw VaultError.storage(
-                    "cannot put the checked copy \(candidate) in place of \(options.databasePath): "
-                        + "\(String(cString: strerror(errno)))"
-                        + (hadDatabase ? "; the replaced database is at \(replaced)" : ""))
+                    "cannot put the checked copy in place of \(options.databasePath): \(problem); "
+                        + "the database that was there is back in place")
             }
+            installed = true
             Self.removeDatabase(candidate)
             try? DurableFile.flushDirectory(directory)
             print(
                 "restored \(backup): \(document.credentials) credentials, key terms "
                     + "\(document.keyTerms.map(String.init).joined(separator: ", ")), \(document.auditRows) audit rows")
-            if hadDatabase { print("the replaced database is kept at \(replaced)") }
+            if moved.contains("") { print("the replaced database is kept at \(replaced)") }
         }
     }
 

@@ -39,6 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // SIGHUP reloads once the daemon serves; until then it must not end the process (its
+        // default action), so it is ignored from the start.
+        signal(SIGHUP, SIG_IGN)
         let levels = LogLevelSwitch(settings.logLevel)
         let journal = DaemonLogHandler.stderrIsJournal(options.environment)
         LoggingSystem.bootstrap { label in
@@ -78,7 +81,10 @@ struct ServeCommand: AsyncParsableCommand {
         // through the courier, started once the vault is open.
         let courier = CourierClient(
             spool: Spool(directory: options.resolvedDataDir + "/spool"),
-            arguments: ["courier", "--spool", options.resolvedDataDir + "/spool"],
+            arguments: [
+                "courier", "--spool", options.resolvedDataDir + "/spool", "--log-format", settings.logFormat.rawValue,
+                "--log-level", settings.logLevel.rawValue,
+            ],
             readyTimeout: Self.courierReadyTimeout(settings, environment: options.environment), logger: logger)
         let providers: ProviderSet
         do {
@@ -136,8 +142,9 @@ struct ServeCommand: AsyncParsableCommand {
                     connections: settings.connections, courier: { courier.status },
                     storage: Self.storageStatus(of: opened.database)))
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
-            let status: @Sendable () -> String = { [database = opened.database] in
-                let counts = try? database.credentialCountsByStatus()
+            // Off the concurrency pool: on PostgreSQL the count may wait for a connection.
+            let status: @Sendable () async -> String = { [vault = opened.vault, database = opened.database] in
+                let counts = try? await vault.blocking { try database.credentialCountsByStatus() }
                 return "serving \(counts.map { String($0.values.reduce(0, +)) } ?? "?") credentials, "
                     + "\(providers.all.count) of \(settings.providers.count) provider instances refreshing"
             }
@@ -157,7 +164,7 @@ struct ServeCommand: AsyncParsableCommand {
                     SocketGuard.remove(path: socketPath)
                     Foundation.exit(1)
                 }
-                notifier.send("READY=1\nSTATUS=\(status())")
+                notifier.send("READY=1\nSTATUS=\(await status())")
                 watchdog.withLock { $0 = EventLoopWatchdog.start(notifier: notifier, group: eventLoops) }
             }
             let reload = ConfigurationReload(

@@ -25,11 +25,17 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let socket = client.socketPath
         let vault = TokenVaultClient(socketPath: socket)
-        defer { Task { try? await vault.shutdown() } }
-        let status: DaemonStatus
+        let outcome: Result<DaemonStatus, any Error>
         do {
-            status = try await vault.status()
-        } catch let error as TokenVaultClientError {
+            outcome = .success(try await vault.status())
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await vault.shutdown()
+        let status: DaemonStatus
+        switch outcome {
+        case .success(let answered): status = answered
+        case .failure(let error as TokenVaultClientError):
             if case .daemonUnreachable = error {
                 if client.json {
                     try printJSON(Down(socket: socket, error: error.description))
@@ -40,6 +46,7 @@ struct StatusCommand: AsyncParsableCommand {
                 TerminalText.error("tokenvault: error: \(error.description)")
             }
             throw ExitCode(ClientOptions.exitCode(for: error))
+        case .failure(let error): throw error
         }
         if client.json {
             try printJSON(status)

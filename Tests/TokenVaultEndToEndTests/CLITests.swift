@@ -60,6 +60,14 @@ import TokenVaultTesting
         #expect(startUp.status == 0, "a service's start-up step succeeds on an existing vault")
         #expect(startUp.stdout.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: keyFile)) == key, "and changes nothing")
+
+        // A vault that served here (its spool) and is gone is not replaced by an empty one.
+        try FileManager.default.createDirectory(atPath: dataDir + "/spool", withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-shm"] { unlink(databaseFile + suffix) }
+        let lost = try run(["init", "--if-missing"])
+        #expect(lost.status == 1)
+        #expect(lost.stderr.contains("a vault was here before (spool)"), "\(lost.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: databaseFile))
     }
 
     @Test func keyFileReadableByOthersIsRefusedUntilChmod600() throws {

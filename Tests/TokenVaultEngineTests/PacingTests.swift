@@ -62,6 +62,23 @@ import TokenVaultCore
         #expect(gate.snapshot.inFlight == 2)
     }
 
+    /// A reload that lowers it holds waiting calls back until the calls in flight are below it.
+    @Test func loweringConcurrencyTakesEffectWithABacklog() async throws {
+        let gate = ProviderGate(
+            name: "acme", kind: "oauth2", limits: ProviderLimits(concurrency: 2, ratePerSecond: 1000, burst: 1000))
+        await gate.acquire()
+        await gate.acquire()
+        let waiting = Task { await gate.acquire() }
+        try await Task.sleep(for: .milliseconds(50))
+        gate.update(ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
+        gate.release()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(gate.snapshot.inFlight == 1, "the freed slot was above the new limit")
+        gate.release()
+        await waiting.value
+        #expect(gate.snapshot.inFlight == 1)
+    }
+
     @Test func invalidGrantDoesNotCountAgainstTheProvider() {
         var breaker = CircuitBreaker(threshold: 1, cooldown: 30, probeInterval: 300)
         breaker.recordFailure(.credential, now: 0)

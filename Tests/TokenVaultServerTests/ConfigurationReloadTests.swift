@@ -41,39 +41,81 @@ import TokenVaultTesting
             levels: levels, notifier: SystemdNotifier(address: nil), status: { "test" },
             logger: Logger(label: "reload-test"))
 
-        let connection = try UnixSocketConnection(path: server.socketPath)
-        func read() throws -> Int {
-            try connection.send("GET /v1/credentials/allowed/a/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            guard let response = try connection.readResponse() else { throw SocketTestError("connection closed") }
-            return response.status
+        // Blocking socket calls run off the concurrency pool, which the in-process server needs.
+        let connection = Connection(try UnixSocketConnection(path: server.socketPath))
+        func read() async throws -> Int {
+            try await offThePool {
+                try connection.value.send("GET /v1/credentials/allowed/a/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                guard let response = try connection.value.readResponse() else {
+                    throw SocketTestError("connection closed")
+                }
+                return response.status
+            }
         }
-        #expect(try read() == 403)
+        #expect(try await read() == 403)
 
         try writeRules(["credential:write", "token:read"])
-        #expect(reload.reload() == .init(refusal: nil, needsRestart: []))
-        #expect(try read() == 200, "denied before the reload, allowed after, on the same connection")
+        #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(try await read() == 200, "denied before the reload, allowed after, on the same connection")
         #expect(levels.level == .debug)
 
         try Data(#"{"access": [{"user": 0, "namespaces": [], "permissions": ["token:read"]}]}"#.utf8)
             .write(to: URL(fileURLWithPath: file))
-        let refused = reload.reload()
+        let refused = await reload.reload()
         #expect(refused.refusal?.contains("access[0].namespaces") == true, "\(refused)")
         #expect(refused.refusal?.contains(file) == true)
-        #expect(try read() == 200, "a file that does not validate leaves the running rules")
+        #expect(try await read() == 200, "a file that does not validate leaves the running rules")
 
         try Data(#"{"access": [{"user": 0, "namespaces": ["x"], "permissions": ["token:read"]}], "#.utf8)
             .write(to: URL(fileURLWithPath: file))
-        #expect(reload.reload().refusal?.contains("is not valid JSON") == true)
-        #expect(try read() == 200)
+        #expect(await reload.reload().refusal?.contains("is not valid JSON") == true)
+        #expect(try await read() == 200)
 
         try writeRules(["credential:write"])
-        #expect(reload.reload().refusal == nil)
-        #expect(try read() == 403, "allowed before the reload, denied after, on the same connection")
+        #expect(await reload.reload().refusal == nil)
+        #expect(try await read() == 403, "allowed before the reload, denied after, on the same connection")
+    }
+
+    /// An open watch stream is judged by the rules in force at each event: a reload that takes
+    /// `credential:list` away ends it at the next change.
+    @Test func aReloadThatTakesThePermissionAwayEndsAnOpenStream() async throws {
+        let me = getuid()
+        let lister = AccessPolicy(
+            rules: [
+                .init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite, .credentialList])
+            ],
+            daemonUID: me &+ 12345, rootIsAdmin: false)
+        let server = try await TestServer(policy: lister)
+        defer { Task { await server.stop() } }
+        let body = server.putBody(token: SamplePayloads.tinkoff().json)
+        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
+        let file = server.fixture.directory.file("config.json")
+        try Data(
+            #"{"access": [{"user": \#(me), "namespaces": ["allowed"], "permissions": ["credential:write"]}]}"#.utf8
+        ).write(to: URL(fileURLWithPath: file))
+        let reload = ConfigurationReload(
+            running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
+            load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
+            levels: LogLevelSwitch(.info), notifier: SystemdNotifier(address: nil), status: { "test" },
+            logger: Logger(label: "reload-test"))
+
+        let connection = Connection(try UnixSocketConnection(path: server.socketPath))
+        let first = try await offThePool {
+            try connection.value.send("GET /v1/credentials/allowed/a/watch HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            return try connection.value.readResponse(timeout: 10, firstLine: true)
+        }
+        #expect(first?.status == 200 && first?.text.contains("allowed/a") == true)
+
+        #expect(await reload.reload().refusal == nil)
+        let changed = server.putBody(token: SamplePayloads.tinkoff().json, labels: #"{"v": "2"}"#)
+        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: changed).status == 200)
+        let ended = try await offThePool { try connection.value.skip(through: "0\r\n\r\n", timeout: 10) }
+        #expect(ended, "the stream ended")
     }
 
     /// An instance whose limits alone changed is retuned in place; one with a new endpoint waits
     /// for a restart.
-    @Test func providerLimitsApplyAndEndpointsWait() throws {
+    @Test func providerLimitsApplyAndEndpointsWait() async throws {
         let directory = TemporaryDirectory("tokenvault-reload")
         let file = directory.file("config.json")
         func write(endpoint: String, concurrency: Int) throws {
@@ -94,11 +136,11 @@ import TokenVaultTesting
             logger: Logger(label: "reload-test"))
 
         try write(endpoint: "https://id.example/token", concurrency: 2)
-        #expect(reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
         #expect(applied.withLock { $0["acme"]?.concurrency } == 2)
 
         try write(endpoint: "https://other.example/token", concurrency: 3)
-        #expect(reload.reload() == .init(refusal: nil, needsRestart: ["providers"]))
+        #expect(await reload.reload() == .init(refusal: nil, needsRestart: ["providers"]))
         #expect(applied.withLock { $0["acme"]?.concurrency } == 2, "a changed endpoint waits for a restart")
     }
 
@@ -122,4 +164,10 @@ import TokenVaultTesting
         let after = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
         #expect(ConfigurationReload.sectionsNeedingRestart(before, after) == ["socket", "limits", "log.format"])
     }
+}
+
+/// A test's socket connection, used from one blocking call at a time.
+private final class Connection: @unchecked Sendable {
+    let value: UnixSocketConnection
+    init(_ value: UnixSocketConnection) { self.value = value }
 }

@@ -97,6 +97,17 @@ public final class UnixSocketConnection {
         return RawHTTPResponse(status: status, headers: headers, body: body)
     }
 
+    /// Reads until `marker` has arrived and drops everything up to it (the end of a chunked
+    /// stream: `"0\r\n\r\n"`); false when the peer closed first, throws on timeout.
+    public func skip(through marker: String, timeout: Double) throws -> Bool {
+        let bytes = Array(marker.utf8)
+        guard let end = try fill(until: { $0.firstRange(of: bytes)?.upperBound }, timeout: timeout) else {
+            return false
+        }
+        buffered.removeFirst(end)
+        return true
+    }
+
     /// Whether the server closes the connection within `timeout` seconds.
     public func waitForClose(timeout: Double) -> Bool {
         (try? fill(until: { _ in nil }, timeout: timeout)) == nil && closed
