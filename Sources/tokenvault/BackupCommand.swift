@@ -58,14 +58,7 @@ struct BackupCommand: AsyncParsableCommand {
     private func throughDaemon(socket: String, holder: DatabaseLock.Holder, target: String?) async throws -> (
         path: String, bytes: Int64
     ) {
-        let client = TokenVaultClient(socketPath: socket)
-        let outcome: Result<BackupResult, any Error>
-        do {
-            outcome = .success(try await client.backup(timeout: .seconds(600)))
-        } catch {
-            outcome = .failure(error)
-        }
-        try? await client.shutdown()
+        let outcome = await callDaemon(at: socket) { try await $0.backup(timeout: .seconds(600)) }
         let result: BackupResult
         switch outcome {
         case .success(let written): result = written

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TokenVaultClient
 import TokenVaultCore
 
 /// Runs a command body, printing a `VaultError` as one line on stderr and mapping it to the
@@ -94,4 +95,20 @@ func giveToDataDirectoryOwner(_ path: String, directory: String) throws {
     guard chown(path, owner.st_uid, owner.st_gid) == 0 else {
         throw VaultError.storage("cannot give \(path) to uid \(owner.st_uid): \(String(cString: strerror(errno)))")
     }
+}
+
+/// One call on a client of its own, closed before the outcome is looked at (a shutdown left to a
+/// detached task would race the process's exit).
+func callDaemon<Answer: Sendable>(at socket: String, _ body: (TokenVaultClient) async throws -> Answer) async
+    -> Result<Answer, any Error>
+{
+    let client = TokenVaultClient(socketPath: socket)
+    let outcome: Result<Answer, any Error>
+    do {
+        outcome = .success(try await body(client))
+    } catch {
+        outcome = .failure(error)
+    }
+    try? await client.shutdown()
+    return outcome
 }

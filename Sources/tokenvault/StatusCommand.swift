@@ -24,14 +24,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let socket = client.socketPath
-        let vault = TokenVaultClient(socketPath: socket)
-        let outcome: Result<DaemonStatus, any Error>
-        do {
-            outcome = .success(try await vault.status())
-        } catch {
-            outcome = .failure(error)
-        }
-        try? await vault.shutdown()
+        let outcome = await callDaemon(at: socket) { try await $0.status() }
         let status: DaemonStatus
         switch outcome {
         case .success(let answered): status = answered
