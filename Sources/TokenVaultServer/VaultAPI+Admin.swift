@@ -57,9 +57,10 @@ extension VaultAPI {
     func status(_ context: VaultRequestContext) async throws -> Response {
         _ = try await authoriseAdmin(context, operation: "admin.status")
         let health = try await healthDocument()
-        let counts = try? await blocking { [admin] in try admin.credentialCountsByStatus() }
-        let next = try? await blocking { [vault] in try vault.earliestRefreshAt() }
-        let auditRows = try? await blocking { [admin] in try admin.auditRowCount() }
+        // One hop to the blocking pool for the three reads.
+        let (counts, next, auditRows) = try await blocking { [admin, vault] in
+            (try? admin.credentialCountsByStatus(), try? vault.earliestRefreshAt(), try? admin.auditRowCount())
+        }
         let recorder = audit.counters
         return try json(
             StatusDocument(

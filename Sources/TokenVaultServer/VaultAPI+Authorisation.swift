@@ -13,13 +13,20 @@ extension VaultAPI {
     func authorise(_ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String)
         async throws -> PeerCredentials
     {
+        try await authorisedCaller(context, permission, id: id, operation: operation).peer
+    }
+
+    /// `authorise`, with the caller's groups (a stream judges each event by them).
+    func authorisedCaller(
+        _ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String
+    ) async throws -> (peer: PeerCredentials, groups: Set<UInt32>) {
         let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
             throw await deny(
                 peer, groups: memberOf, context, operation: operation, id: id, namespace: id.namespace,
                 permission: permission)
         }
-        return peer
+        return (peer, memberOf)
     }
 
     /// The peer, if it is an admin (its own uid, root, or an `admin` rule for all namespaces).
@@ -31,9 +38,11 @@ extension VaultAPI {
         return peer
     }
 
-    /// The peer and the namespaces whose events it may see (nil: all of them), if it may list
-    /// credentials in at least one; otherwise an audit row and 403.
-    func authoriseEventStream(_ context: VaultRequestContext) async throws -> (PeerCredentials, Set<String>?) {
+    /// The peer and its groups, if it may list credentials in at least one namespace; otherwise an
+    /// audit row and 403. (Which namespaces' events it sees is decided at each event.)
+    func authoriseEventStream(_ context: VaultRequestContext) async throws -> (
+        peer: PeerCredentials, groups: Set<UInt32>
+    ) {
         let (peer, memberOf) = try await caller(context)
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         guard visible != [] else {
@@ -41,7 +50,7 @@ extension VaultAPI {
                 peer, groups: memberOf, context, operation: "events.stream", namespace: nil, permission: .credentialList
             )
         }
-        return (peer, visible)
+        return (peer, memberOf)
     }
 
     /// An audit row, a log line and the 403. A caller no rule grants anything at all also loses

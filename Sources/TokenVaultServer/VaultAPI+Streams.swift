@@ -14,8 +14,7 @@ import TokenVaultCore
 extension VaultAPI {
     func watch(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialList, id: id, operation: "credential.watch")
-        let groups = try await caller(context).groups
+        let (peer, groups) = try await authorisedCaller(context, .credentialList, id: id, operation: "credential.watch")
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
@@ -32,8 +31,7 @@ extension VaultAPI {
 
     /// Events of every credential in the namespaces where the caller holds `credential:list`.
     func eventStream(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let (peer, _) = try await authoriseEventStream(context)
-        let groups = try await caller(context).groups
+        let (peer, groups) = try await authoriseEventStream(context)
         let slot = try streamSlot(for: peer)
         let events = vault.events.subscribe()
         return ndjson(events, slot: slot, first: []) { event, _ in

@@ -52,7 +52,7 @@ struct InitCommand: ParsableCommand {
                     throw VaultError(
                         code: .alreadyInitialised,
                         message: "a vault already exists at \(existing.location)"
-                            + (try options.resolvedStorageURL() == nil
+                            + (embedded
                                 ? "" : " (other hosts share it with the same master key: copy the key file, not init)"))
                 }
             }
