@@ -123,11 +123,12 @@ public final class ConfigurationReload: Service, Sendable {
         if old.providers != new.providers { sections.append("providers") }
         if old.connections != new.connections || old.tokenSizes != new.tokenSizes
             || old.maximumBodySize != new.maximumBodySize || old.idleTimeoutSeconds != new.idleTimeoutSeconds
+            || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds
         {
             sections.append("limits")
         }
         if old.eventLoops != new.eventLoops || old.groupRefreshSeconds != new.groupRefreshSeconds
-            || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds || old.coreDumps != new.coreDumps
+            || old.coreDumps != new.coreDumps
         {
             sections.append("server")
         }

@@ -163,6 +163,10 @@ import TokenVaultTesting
             .write(to: URL(fileURLWithPath: file))
         let after = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
         #expect(ConfigurationReload.sectionsNeedingRestart(before, after) == ["socket", "limits", "log.format"])
+        // limits.on_demand_refresh_seconds is named by the section its key is in.
+        var onDemand = before
+        onDemand.onDemandRefreshSeconds += 1
+        #expect(ConfigurationReload.sectionsNeedingRestart(before, onDemand) == ["limits"])
     }
 }
 
