@@ -52,6 +52,37 @@ import TokenVaultTesting
             tokenType: "Bearer", expiry: .after(seconds: 3600))
     }
 
+    /// The handler is called at the same depth however many changes came before. A closure kept
+    /// directly in a `Mutex` was wrapped in two more reabstraction thunks at each delivery, so
+    /// the n-th change ran through 2n of them: a third of a node's CPU after half a minute of
+    /// refreshes, and a stack overflow after enough changes.
+    @Test func theChangeHandlerDoesNotDeepenWithEachChange() async throws {
+        let fixture = try await TestBackendVault.make(.postgres)
+        let opened = try fixture.open()
+        let database2 = try #require(opened.backend as? PostgresDatabase)
+        let depths = Mutex<[Int]>([])
+        database2.onChange { _ in
+            let depth = Thread.callStackReturnAddresses.count
+            depths.withLock { $0.append(depth) }
+        }
+        let listener = Task { await database2.listenForChanges() }
+        defer {
+            listener.cancel()
+            database2.close()
+        }
+        #expect(try await waitUntil { database2.listenerStatus.connected })
+        let id = try CredentialID("pay/deep")
+        for round in 0..<60 {
+            try await fixture.vault.put(id, payload: Self.payload("\(round)"), provider: "idp")
+        }
+        #expect(try await waitUntil { depths.withLock { $0.count } >= 60 })
+        let seen = depths.withLock { $0 }
+        // Foundation reports at most 128 frames: the first delivery must be well below that for
+        // the comparison to mean anything (120 thunks are added by the 60th without the fix).
+        #expect(seen[0] < 60)
+        #expect(seen.max() == seen[0], "stack depths at delivery: \(seen)")
+    }
+
     @Test func everyNodeHearsEveryChangeAndItsCacheFollows() async throws {
         let nodes = try await Self.twoNodes()
         defer { nodes.close() }

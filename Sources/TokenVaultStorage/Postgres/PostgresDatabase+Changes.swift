@@ -76,7 +76,7 @@ extension PostgresDatabase {
                 state.delivered = state.delivered.filter { $0 > floor }
             }
         }
-        changeHandler.withLock { $0 }?(change)
+        changeHandler.withLock { $0 }?.call(change)
     }
 
     /// The changes committed since `since` (a second of margin for clocks and commit order).

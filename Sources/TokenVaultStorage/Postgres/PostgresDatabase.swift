@@ -87,7 +87,7 @@ public final class PostgresDatabase: Sendable {
     let cache: RecordCache
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).
-    let changeHandler = Mutex<(@Sendable (Change) -> Void)?>(nil)
+    let changeHandler = Mutex<ChangeHandler?>(nil)
     let listenerState = Mutex(ListenerState())
     /// True while the change listener is connected: only then can a cached row be trusted (a
     /// change made elsewhere would not reach it otherwise), so only then is the cache used.
@@ -153,7 +153,17 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Called for every change to a credential row, this process's own included.
-    public func onChange(_ handler: @escaping @Sendable (Change) -> Void) { changeHandler.withLock { $0 = handler } }
+    public func onChange(_ handler: @escaping @Sendable (Change) -> Void) {
+        changeHandler.withLock { $0 = ChangeHandler(call: handler) }
+    }
+
+    /// The handler in a struct: a closure kept in a `Mutex` as it is gets wrapped in two more
+    /// reabstraction thunks at every `withLock` (the inout access writes it back), so the n-th
+    /// change ran through 2n of them (a third of a loaded node's CPU within a minute, and a
+    /// stack overflow in the end). A struct's field keeps its own abstraction.
+    struct ChangeHandler: Sendable {
+        let call: @Sendable (Change) -> Void
+    }
 
     /// Runs `body` on a reader connection (waiting for a free one).
     func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
