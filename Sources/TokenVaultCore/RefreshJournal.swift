@@ -1,7 +1,10 @@
 /// The scheduler's and the journal's reads. Implemented by TokenVaultStorage through the
 /// `refresh_at` index: nothing here scans every credential.
 public protocol RefreshJournal: Sendable {
-    /// Up to `limit` credentials with `refresh_at <= now`, earliest first.
+    /// Up to `limit` credentials with `refresh_at <= now`, earliest first. On a database several
+    /// nodes share, those another node's scan returned moments ago are left out, and those
+    /// returned are claimed for this node for a few seconds (a claim spreads work, it fences
+    /// nothing: the journal's lease does).
     func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential]
     /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
     func earliestRefreshAt() throws -> Timestamp?

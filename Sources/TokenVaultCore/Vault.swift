@@ -26,11 +26,17 @@ public final class Vault: Sendable {
         public var commitRetryCap: Double
         /// Writes per group-commit transaction at most.
         public var maximumGroup: Int
+        /// Group-commit transactions committed at once at most.
+        public var concurrentTransactions: Int
 
-        public init(commitRetryBase: Double = 0.05, commitRetryCap: Double = 30, maximumGroup: Int = 256) {
+        public init(
+            commitRetryBase: Double = 0.05, commitRetryCap: Double = 30, maximumGroup: Int = 256,
+            concurrentTransactions: Int = 1
+        ) {
             self.commitRetryBase = commitRetryBase
             self.commitRetryCap = commitRetryCap
             self.maximumGroup = maximumGroup
+            self.concurrentTransactions = concurrentTransactions
         }
     }
 
@@ -64,7 +70,9 @@ public final class Vault: Sendable {
         self.events = events
         self.executor = executor
         self.options = options
-        writes = WriteCoalescer(store: store, executor: executor, maximumBatch: options.maximumGroup)
+        writes = WriteCoalescer(
+            store: store, executor: executor, maximumBatch: options.maximumGroup,
+            transactions: options.concurrentTransactions)
     }
 
     /// Who hears about held commits (the daemon logs them). One observer; a later call replaces it.

@@ -7,7 +7,9 @@ import Synchronization
 /// `.full`), which keeps "durable before visible" intact.
 ///
 /// Owned by `Vault`: every credential write, puts included, goes through it. The transactions
-/// run on the vault's `BlockingExecutor`, never on the Swift concurrency pool.
+/// run on the vault's `BlockingExecutor`, never on the Swift concurrency pool. Up to
+/// `transactions` of them run at once: one on SQLite (one writer, large groups), several on
+/// PostgreSQL (a connection each, one write each).
 final class WriteCoalescer: Sendable {
     private struct Pending: Sendable {
         let durability: Durability
@@ -17,7 +19,8 @@ final class WriteCoalescer: Sendable {
 
     private struct State {
         var pending: [Pending] = []
-        var draining = false
+        /// Transactions being committed (each drains the queue until it is empty).
+        var draining = 0
     }
 
     private let store: any CredentialStore
@@ -25,11 +28,14 @@ final class WriteCoalescer: Sendable {
     private let state = Mutex(State())
     /// Writes per transaction at most (bounds how long one commit holds the writer).
     private let maximumBatch: Int
+    /// Transactions committed at once at most.
+    private let transactions: Int
 
-    init(store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256) {
+    init(store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256, transactions: Int = 1) {
         self.store = store
         self.executor = executor
         self.maximumBatch = maximumBatch
+        self.transactions = max(1, transactions)
     }
 
     func write<Result: Sendable>(
@@ -41,8 +47,8 @@ final class WriteCoalescer: Sendable {
                 complete: { result in continuation.resume(with: result.map { $0 as! Result }) })
             let startDrain = state.withLock { state -> Bool in
                 state.pending.append(pending)
-                guard !state.draining else { return false }
-                state.draining = true
+                guard state.draining < transactions else { return false }
+                state.draining += 1
                 return true
             }
             if startDrain {
@@ -63,7 +69,7 @@ final class WriteCoalescer: Sendable {
             let batch = state.withLock { state -> [Pending] in
                 let batch = Array(state.pending.prefix(maximumBatch))
                 state.pending.removeFirst(batch.count)
-                if batch.isEmpty { state.draining = false }
+                if batch.isEmpty { state.draining -= 1 }
                 return batch
             }
             guard !batch.isEmpty else { return }
@@ -86,7 +92,7 @@ final class WriteCoalescer: Sendable {
         let batch = state.withLock { state -> [Pending] in
             defer {
                 state.pending.removeAll()
-                state.draining = false
+                state.draining -= 1
             }
             return state.pending
         }

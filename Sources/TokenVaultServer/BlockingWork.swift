@@ -1,3 +1,4 @@
+import NIOCore
 import NIOPosix
 import TokenVaultCore
 
@@ -9,6 +10,15 @@ public struct BlockingWork: BlockingExecutor {
 
     public func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         try await Self.run(body)
+    }
+
+    /// Gives the pool `waitingThreads` threads beyond one per core, for calls that mostly wait: a
+    /// PostgreSQL statement holds its thread until the server answers, so with a pool of one
+    /// thread per core the connections idle while the threads wait. Takes effect only before
+    /// the pool is first used; `serve` calls it once, first thing.
+    public static func reserve(waitingThreads: Int) {
+        guard waitingThreads > 0 else { return }
+        NIOSingletons.blockingPoolThreadCountSuggestion = System.coreCount + waitingThreads
     }
 
     static func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {

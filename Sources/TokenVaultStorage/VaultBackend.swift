@@ -20,9 +20,13 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     /// in different orders deadlock (seen under the multi-node kill test: each deadlock costs
     /// PostgreSQL's deadlock_timeout and fails every write of the group), so there it is one.
     var writesPerTransaction: Int { get }
+    /// How many of those transactions may be committed at once: SQLite has one writer; on
+    /// PostgreSQL each writer connection carries one, so their flushes overlap.
+    var concurrentWriteTransactions: Int { get }
 }
 
 extension VaultDatabase: VaultBackend {
     public var location: String { path }
     public var writesPerTransaction: Int { 256 }
+    public var concurrentWriteTransactions: Int { 1 }
 }

@@ -50,7 +50,9 @@ struct OpenedVault {
             database: database, keyring: keyring,
             vault: Vault(
                 store: database, sealer: keyring, planners: planners, executor: executor,
-                options: Vault.Options(maximumGroup: database.writesPerTransaction)),
+                options: Vault.Options(
+                    maximumGroup: database.writesPerTransaction,
+                    concurrentTransactions: database.concurrentWriteTransactions)),
             keyDescription: description)
     }
 

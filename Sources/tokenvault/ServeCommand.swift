@@ -39,6 +39,12 @@ struct ServeCommand: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // On PostgreSQL every statement waits on a blocking thread: one per connection.
+        if let url = try? options.resolvedStorageURL(),
+            let storage = try? PostgresDatabase.Configuration(url: url, password: nil)
+        {
+            BlockingWork.reserve(waitingThreads: PostgresDatabase.blockingThreads(for: storage))
+        }
         // SIGHUP reloads once the daemon serves; until then it must not end the process (its
         // default action), so it is ignored from the start.
         signal(SIGHUP, SIG_IGN)

@@ -83,6 +83,30 @@ import TokenVaultTesting
         #expect(seen.max() == seen[0], "stack depths at delivery: \(seen)")
     }
 
+    /// Nodes spread the due list: a node's scan claims what it returns for a few seconds, so
+    /// another node's scan gets the rest instead of the same head (without claims every node
+    /// started every due credential and all but one found the lease taken: two skipped
+    /// refreshes per refresh with three nodes).
+    @Test func aDueScanClaimsWhatItReturnsForAFewSeconds() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, node2) = (nodes.fixture, nodes.node2)
+        for number in 0..<4 {
+            try await fixture.vault.put(
+                try CredentialID("pay/due\(number)"), payload: Self.payload("\(number)"), provider: "idp")
+        }
+        let later = fixture.clock.now.adding(seconds: 86_400)
+        let first = try fixture.vault.dueCredentials(at: later, limit: 2)
+        #expect(first.count == 2)
+        let second = try node2.dueCredentials(at: later, limit: 10)
+        #expect(second.count == 2)
+        #expect(Set(second.map(\.id)).isDisjoint(with: first.map(\.id)))
+        // A node's own claims come back to it; the other's do not.
+        #expect(Set(try fixture.vault.dueCredentials(at: later, limit: 10).map(\.id)) == Set(first.map(\.id)))
+        // Once the claims are over, any node gets everything due.
+        #expect(try node2.dueCredentials(at: later.adding(seconds: 6), limit: 10).count == 4)
+    }
+
     @Test func everyNodeHearsEveryChangeAndItsCacheFollows() async throws {
         let nodes = try await Self.twoNodes()
         defer { nodes.close() }

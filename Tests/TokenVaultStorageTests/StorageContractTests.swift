@@ -184,6 +184,43 @@ import TokenVaultTesting
         #expect(rows.count == 50 && rows.first?.event.detail == "b10")
     }
 
+    struct Refused: Error {}
+
+    /// A write that throws leaves nothing behind and the others of its transaction stand, as the
+    /// group commit needs (PostgreSQL rolls back a transaction whose only write failed instead of
+    /// wrapping it in a savepoint; a second write gets a real one). The connection stays usable.
+    @Test(arguments: TestBackendKind.allCases)
+    func aWriteThatThrowsIsUndoneAlone(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let (a, b, c) = (try CredentialID("pay/a"), try CredentialID("pay/b"), try CredentialID("pay/c"))
+        for id in [a, b, c] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
+        let alone = try fixture.backend.write(durability: .full) { writer in
+            Result {
+                try writer.savepoint {
+                    _ = try writer.delete(a); throw Refused()
+                }
+            }
+        }
+        #expect(throws: Refused.self) { try alone.get() }
+        let pair = try fixture.backend.write(durability: .full) { writer in
+            (
+                Result { try writer.savepoint { try writer.delete(b) } },
+                Result {
+                    try writer.savepoint {
+                        _ = try writer.delete(c); throw Refused()
+                    }
+                }
+            )
+        }
+        #expect(try pair.0.get() == true)
+        #expect(throws: Refused.self) { try pair.1.get() }
+        #expect(try fixture.backend.record(a) != nil)
+        #expect(try fixture.backend.record(b) == nil)
+        #expect(try fixture.backend.record(c) != nil)
+        try await fixture.vault.delete(a)
+        #expect(try fixture.backend.record(a) == nil)
+    }
+
     @Test(arguments: TestBackendKind.allCases)
     func migrationsAreAppliedOnceAndRecorded(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)

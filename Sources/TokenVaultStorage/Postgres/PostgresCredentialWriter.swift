@@ -158,14 +158,32 @@ final class PostgresCredentialWriter: CredentialWriter {
         ).rows.count > 0
     }
 
+    /// The transaction's first write needs no savepoint of its own (on PostgreSQL a transaction
+    /// carries one write, `writesPerTransaction`): when it throws, the whole transaction is
+    /// rolled back instead of committed, which saves two statements per write. A later write in
+    /// the same transaction gets a real savepoint; none is run after a first one failed, since
+    /// the rollback would undo it while reporting it done.
+    private(set) var rollbackOnly = false
+
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+        guard !rollbackOnly else {
+            throw VaultError.storageUnavailable("an earlier write of this transaction failed; it is rolled back")
+        }
         savepoints += 1
+        if savepoints == 1 {
+            do {
+                return try body()
+            } catch {
+                rollbackOnly = true
+                throw error
+            }
+        }
         let name = "item\(savepoints)"
-        try link.query(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
+        try link.send(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
         let lockBefore = holdsAuditLock
         do {
             let result = try body()
-            try link.query(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+            try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             return result
         } catch {
             try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))

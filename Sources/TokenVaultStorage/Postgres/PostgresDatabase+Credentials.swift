@@ -34,7 +34,7 @@ extension PostgresDatabase: CredentialStore {
         } catch let error as VaultError where error.code == .storageUnavailable {
             // Only when the database cannot be reached at all (a connect refused or timed out),
             // not for a statement that failed on a database that answers.
-            guard unreachable || readers.contains(where: \.isRefusing), let lastSeen = cache.record(id) else {
+            guard unreachable || readers.isRefusing, let lastSeen = cache.record(id) else {
                 throw error
             }
             return lastSeen
@@ -96,36 +96,64 @@ extension PostgresDatabase: CredentialStore {
     /// then it fails as `storage_unavailable` and is retried.
     static let lockTimeout = "SET LOCAL lock_timeout = '5s'"
 
-    /// One transaction on the writer connection. `.normal` commits without waiting for the
+    /// One transaction on a writer connection. `.normal` commits without waiting for the
     /// server's flush (`synchronous_commit = off`); `.full` waits for it (and for its standbys'
     /// as the server is configured). Rows the transaction changed leave this node's cache when
     /// it commits (other nodes hear of it through the change trigger).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
-        let transaction = PostgresCredentialWriter(link: writer)
-        do {
-            let result = try writer.transaction(
-                begin: ["BEGIN", Self.lockTimeout]
-                    + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"])
-            ) { try body(transaction) }
-            for id in transaction.touched { cache.invalidate(id) }
-            return result
-        } catch {
-            // A commit whose outcome is unknown may have happened: forget what it touched.
-            for id in transaction.touched { cache.invalidate(id) }
-            throw error
+        try writers.withLink { link in
+            let transaction = PostgresCredentialWriter(link: link)
+            do {
+                let result = try link.transaction(
+                    begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
+                    rollbackOnly: { transaction.rollbackOnly }
+                ) { try body(transaction) }
+                for id in transaction.touched { cache.invalidate(id) }
+                return result
+            } catch {
+                // A commit whose outcome is unknown may have happened: forget what it touched.
+                for id in transaction.touched { cache.invalidate(id) }
+                throw error
+            }
         }
     }
 }
 
 extension PostgresDatabase: RefreshJournal {
+    /// How long a node's claim on a due credential keeps the other nodes' scans off it: long
+    /// enough for the node to journal the attempt (which moves `refresh_at` to the lease's end),
+    /// short enough that a node that died after its scan delays nothing much.
+    static let claimMilliseconds: Int64 = 5000
+
+    /// One statement: the due credentials nobody else claimed, claimed for this node (two nodes
+    /// claiming the same row take turns on it, and the second finds it taken). A claim of this
+    /// node's still running is returned as it is, not written again (the scan runs at every
+    /// finished refresh). In `refresh_at`, then id, order, so that two scans lock claims in the
+    /// same order.
     public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
-        try withReader { reader in
+        let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
+        return try withReader { reader in
             try reader.query(
                 """
-                SELECT id, refresh_at, status FROM credentials
-                WHERE refresh_at IS NOT NULL AND refresh_at <= \(now.milliseconds) ORDER BY refresh_at
-                LIMIT \(Int64(max(0, limit)))
+                WITH due AS (
+                    SELECT id, refresh_at, status FROM credentials c
+                    WHERE refresh_at IS NOT NULL AND refresh_at <= \(at)
+                      AND NOT EXISTS (SELECT 1 FROM refresh_claims k
+                                      WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
+                    ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
+                ), claimed AS (
+                    INSERT INTO refresh_claims (credential_id, node, until)
+                    SELECT id, \(node), \(until) FROM due ORDER BY refresh_at, id
+                    ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
+                    WHERE refresh_claims.until <= \(at)
+                    RETURNING credential_id
+                )
+                SELECT id, refresh_at, status FROM due
+                WHERE id IN (SELECT credential_id FROM claimed)
+                   OR EXISTS (SELECT 1 FROM refresh_claims k
+                              WHERE k.credential_id = due.id AND k.node = \(node) AND k.until > \(at))
+                ORDER BY refresh_at, id
                 """
             ).rows.compactMap { row in
                 let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
@@ -155,9 +183,11 @@ extension PostgresDatabase: RefreshJournal {
         }
     }
 
-    /// Also prunes the change table (kept ten minutes, for nodes that lost their connection).
+    /// Also prunes the change table (kept ten minutes, for nodes that lost their connection) and
+    /// claims long over.
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
         try pruneChanges(before: clock.now.adding(seconds: -600))
+        try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
         return try writer.query(
             """
             DELETE FROM refresh_attempts WHERE attempt_id IN (

@@ -27,7 +27,7 @@ extension PostgresDatabase.Configuration {
                 throw invalid("parameter \(item.name) must be given once, with a value")
             }
         }
-        let known: Set = ["sslmode", "sslrootcert", "host", "port", "readers"]
+        let known: Set = ["sslmode", "sslrootcert", "host", "port", "readers", "writers"]
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
             throw invalid("unknown parameter \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
         }
@@ -62,6 +62,10 @@ extension PostgresDatabase.Configuration {
         if let readers = query["readers"] {
             guard let count = Int(readers), (1...64).contains(count) else { throw invalid("readers must be 1-64") }
             self.readers = count
+        }
+        if let writers = query["writers"] {
+            guard let count = Int(writers), (1...64).contains(count) else { throw invalid("writers must be 1-64") }
+            self.writers = count
         }
     }
 }

@@ -9,9 +9,10 @@ import TokenVaultCore
 /// The vault on PostgreSQL, shared by any number of daemons (issue 15): the same tables and the
 /// same storage protocols as `VaultDatabase`, so the ledger, the engine and the API are unchanged.
 ///
-/// - One writer connection takes the ledger's write transactions one at a time (the group commit
-///   makes them large); a few reader connections serve reads. Every call waits on a blocking
-///   thread with a deadline (`PostgresLink`).
+/// - A few writer connections take the ledger's write transactions side by side (one write each,
+///   `writesPerTransaction`), so commits waiting for their flush overlap; a few reader connections
+///   serve reads. Every call waits on a blocking thread with a deadline (`PostgresLink`), so the
+///   daemon's blocking pool has a thread per connection (`blockingThreads`).
 /// - Read-modify-write of one credential is serialised across nodes by a transaction-level
 ///   advisory lock on its id (`record` inside a transaction takes it); one open refresh attempt per
 ///   credential is the unique index's to enforce, and a second node's attempt reads as a lease
@@ -43,6 +44,8 @@ public final class PostgresDatabase: Sendable {
         public var tls: TLS
         /// Reader connections.
         public var readers = 4
+        /// Writer connections: the ledger's transactions in flight at once.
+        public var writers = 4
         /// How long one statement may take before its connection is given up as lost.
         public var statementTimeoutSeconds = 30.0
         /// Sealed rows kept for token reads.
@@ -80,10 +83,11 @@ public final class PostgresDatabase: Sendable {
     public let node: String
     let clock: any VaultClock
     let logger: Logger
+    /// The first writer, for the schema, the key terms and the settings (one connection, so a
+    /// session-level advisory lock taken on it is released on it).
     let writer: PostgresLink
-    let readers: [PostgresLink]
-    private let idleReaders: Mutex<[Int]>
-    private let readerSlots: DispatchSemaphore
+    let writers: PostgresLinkPool
+    let readers: PostgresLinkPool
     let cache: RecordCache
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).
@@ -127,15 +131,18 @@ public final class PostgresDatabase: Sendable {
         self.clock = clock
         self.logger = logger
         let timeout = TimeAmount.milliseconds(Int64(configuration.statementTimeoutSeconds * 1000))
-        writer = PostgresLink(
-            configuration: connection, name: "writer",
-            setup: ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
-            statementTimeout: timeout, logger: logger)
-        readers = (0..<max(1, configuration.readers)).map {
-            PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)
-        }
-        idleReaders = Mutex(Array(readers.indices))
-        readerSlots = DispatchSemaphore(value: readers.count)
+        writers = PostgresLinkPool(
+            (0..<max(1, configuration.writers)).map {
+                PostgresLink(
+                    configuration: connection, name: "writer \($0)",
+                    setup: ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
+                    statementTimeout: timeout, logger: logger)
+            })
+        writer = writers.links[0]
+        readers = PostgresLinkPool(
+            (0..<max(1, configuration.readers)).map {
+                PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)
+            })
         cache = RecordCache(capacity: configuration.cacheCapacity)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
@@ -148,8 +155,8 @@ public final class PostgresDatabase: Sendable {
 
     /// Closes every connection (the listener stops with its task).
     public func close() {
-        writer.close()
-        for reader in readers { reader.close() }
+        writers.close()
+        readers.close()
     }
 
     /// Called for every change to a credential row, this process's own included.
@@ -167,13 +174,13 @@ public final class PostgresDatabase: Sendable {
 
     /// Runs `body` on a reader connection (waiting for a free one).
     func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
-        readerSlots.wait()
-        let index = idleReaders.withLock { $0.removeLast() }
-        defer {
-            idleReaders.withLock { $0.append(index) }
-            readerSlots.signal()
-        }
-        return try body(readers[index])
+        try readers.withLink(body)
+    }
+
+    /// Threads the daemon's blocking pool needs for this configuration: one per connection, each
+    /// of which a caller waits on, besides the CPU-bound work it runs for the cores.
+    public static func blockingThreads(for configuration: Configuration) -> Int {
+        max(1, configuration.readers) + max(1, configuration.writers)
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

@@ -32,6 +32,10 @@ final class PostgresLink: Sendable {
     /// One caller at a time: a transaction's statements never interleave with another caller's
     /// (recursive: the statements of a transaction are its caller's).
     private let turn = NSRecursiveLock()
+    /// Statements sent without waiting (`send`), on the connection they were sent on: the next
+    /// statement that waits checks them, so their failure surfaces there.
+    private let unsettled = Mutex<(connection: PostgresConnection, results: [EventLoopFuture<PostgresQueryResult>])?>(
+        nil)
 
     init(
         configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
@@ -45,27 +49,65 @@ final class PostgresLink: Sendable {
     }
 
     /// Runs `query` and returns every row (read to the end, so no error is left in the stream).
+    /// Statements sent before it without waiting are checked first: the first of them that failed
+    /// is the error thrown.
     @discardableResult
     func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
         turn.lock()
         defer { turn.unlock() }
         let connection = try current()
+        let sent = try takeUnsettled(on: connection)
+        let result = connection.query(query, logger: logger)
         do {
-            return try wait(connection.query(query, logger: logger), on: connection)
+            // The connection runs statements in order: once this one is answered, so are they.
+            let answer = Result { try wait(result, on: connection) }
+            for earlier in sent { _ = try earlier.wait() }
+            return try answer.get()
         } catch {
             throw failure(error, connection: connection)
         }
     }
 
-    /// Runs `body` in one transaction on this connection: BEGIN, then COMMIT when it returns,
-    /// ROLLBACK when it throws (not attempted on a connection that was lost).
-    func transaction<Result>(begin: [String] = ["BEGIN"], _ body: () throws -> Result) throws -> Result {
+    /// Sends `query` without waiting for its answer, for statements whose answer says nothing
+    /// (BEGIN, SET, SAVEPOINT): the next statement that waits checks it. Saves a blocking thread
+    /// a wake-up per statement; the server still answers each in turn.
+    func send(_ query: PostgresQuery) throws {
+        turn.lock()
+        defer { turn.unlock() }
+        let connection = try current()
+        let sent = try takeUnsettled(on: connection)
+        unsettled.withLock { $0 = (connection, sent + [connection.query(query, logger: logger)]) }
+    }
+
+    /// Statements sent without waiting, which must have gone on `connection`: a statement sent on
+    /// a connection since lost (a BEGIN, say) must not be followed by one on a new connection,
+    /// which would run outside the transaction.
+    private func takeUnsettled(on connection: PostgresConnection) throws -> [EventLoopFuture<PostgresQueryResult>] {
+        guard
+            let sent = unsettled.withLock({ unsettled in
+                defer { unsettled = nil }; return unsettled
+            })
+        else {
+            return []
+        }
+        guard sent.connection === connection else {
+            throw VaultError.storageUnavailable("the PostgreSQL connection (\(name)) was lost mid-transaction")
+        }
+        return sent.results
+    }
+
+    /// Runs `body` in one transaction on this connection: BEGIN (and the `begin` statements after
+    /// it, sent without waiting), then COMMIT when it returns, ROLLBACK when it throws (not
+    /// attempted on a connection that was lost) or when `body` left `rollbackOnly` true.
+    func transaction<Result>(
+        begin: [String] = [], rollbackOnly: () -> Bool = { false }, _ body: () throws -> Result
+    ) throws -> Result {
         turn.lock()
         defer { turn.unlock() }
         do {
-            for statement in begin { try query(PostgresQuery(unsafeSQL: statement)) }
+            for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
             let result = try body()
-            try query("COMMIT")
+            try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
             if self.connection.withLock({ $0 }) != nil { _ = try? query("ROLLBACK") }
