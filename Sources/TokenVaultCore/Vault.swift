@@ -211,8 +211,10 @@ public final class Vault: Sendable {
 extension Vault {
     /// A change another process sharing the database made (a node of a PostgreSQL vault): this
     /// process's `watch` and `events` streams get it too, with the row as it is now (none when it
-    /// was deleted). Nothing is decrypted.
+    /// was deleted). Nothing is decrypted, and nothing is read when no stream wants the event
+    /// (every node hears of every other node's refreshes).
     public func publishChangeMadeElsewhere(_ kind: CredentialEvent.Kind, _ id: CredentialID) async {
+        guard events.hasSubscriber(for: kind, id) else { return }
         var metadata: CredentialMetadata?
         if kind != .deleted {
             metadata = try? await blocking { [store] in try store.record(id)?.metadata }

@@ -56,6 +56,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     let owner: LeaseOwner
     let flight = SingleFlight()
     let wake = WakeSignal()
+    let remoteWake: CoalescedWake
     let statistics = RefreshStatistics()
     let onDemand: OnDemandLimiter
     let lostAnswers = LostAnswers()
@@ -82,6 +83,7 @@ public final class RefreshEngine: RefreshService, Sendable {
             gates[name] = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
         }
         self.gates = gates
+        remoteWake = CoalescedWake(interval: .milliseconds(100)) { [wake] in wake.signal() }
         vault.observe(HeldCommitLog(logger: logger, wake: wake))
     }
 
@@ -137,6 +139,10 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     /// Wakes the scheduler (a sooner credential may have arrived).
     public func wakeScheduler() { wake.signal() }
+
+    /// Wakes the scheduler within a tenth of a second, once for any number of calls meanwhile:
+    /// for changes made by other nodes of a shared vault.
+    public func wakeSchedulerSoon() { remoteWake.poke() }
 
     // MARK: Helpers
 

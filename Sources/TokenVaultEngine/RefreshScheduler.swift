@@ -25,7 +25,7 @@ public struct RefreshScheduler: Service {
 
     public func run() async throws {
         let wakeOnStore = Task { [engine] in
-            for await event in engine.vault.events.subscribe() where event.kind == .stored {
+            for await _ in engine.vault.events.subscribe(kinds: [.stored]) {
                 engine.wakeScheduler()
             }
         }
@@ -41,9 +41,12 @@ public struct RefreshScheduler: Service {
         while !Task.isCancelled {
             var delay: Double = 1
             do {
-                let started = try await startDueRefreshes()
-                if started > 0 { continue }
-                delay = try await secondsUntilNextDue()
+                let scan = try await startDueRefreshes()
+                // A full page started: more may be due beyond it. Otherwise everything due is in
+                // flight, and a finishing refresh wakes the loop; only with nothing due is the
+                // next due time read.
+                if scan.started > 0, scan.fullPage { continue }
+                delay = scan.due ? 1 : try await secondsUntilNextDue()
                 if engine.vault.clock.now.seconds - lastPrune.seconds > 600 {
                     lastPrune = engine.vault.clock.now
                     try await pruneJournal()
@@ -58,18 +61,32 @@ public struct RefreshScheduler: Service {
         }
     }
 
-    /// Starts refreshes for due credentials not already in flight; returns how many started.
-    private func startDueRefreshes() async throws -> Int {
-        let capacity = engine.options.maximumInFlight - engine.inFlightCount
-        guard capacity > 0 else { return 0 }
-        let now = engine.vault.clock.now
-        let limit = capacity + engine.inFlightCount
-        let due = try await engine.blocking { [engine] in try engine.vault.dueCredentials(at: now, limit: limit) }
+    /// What one pass over the due list did.
+    struct Scan {
         var started = 0
-        for credential in due where started < capacity {
-            if engine.startInBackground(credential.id, reason: .scheduled) { started += 1 }
+        /// Something is due or in flight (so a finishing refresh will wake the loop).
+        var due: Bool
+        /// The scan returned as many credentials as it asked for.
+        var fullPage = false
+    }
+
+    /// Starts refreshes for due credentials not already in flight. Under load the scan waits
+    /// until a sixteenth of the slots are free rather than running at every finished refresh
+    /// (a scan reads as many rows as there are slots, and on PostgreSQL claims them).
+    private func startDueRefreshes() async throws -> Scan {
+        let inFlight = engine.inFlightCount
+        let capacity = engine.options.maximumInFlight - inFlight
+        guard capacity > 0, inFlight == 0 || capacity >= max(1, engine.options.maximumInFlight / 16) else {
+            return Scan(due: true)
         }
-        return started
+        let now = engine.vault.clock.now
+        let limit = capacity + inFlight
+        let due = try await engine.blocking { [engine] in try engine.vault.dueCredentials(at: now, limit: limit) }
+        var scan = Scan(due: !due.isEmpty || inFlight > 0, fullPage: due.count == limit)
+        for credential in due where scan.started < capacity {
+            if engine.startInBackground(credential.id, reason: .scheduled) { scan.started += 1 }
+        }
+        return scan
     }
 
     /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but

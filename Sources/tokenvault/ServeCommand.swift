@@ -129,7 +129,7 @@ struct ServeCommand: AsyncParsableCommand {
             let changeListener = (opened.database as? PostgresDatabase).map { database in
                 database.onChange { [vault = opened.vault] change in
                     guard !change.isOwn else { return }
-                    engine.wakeScheduler()
+                    engine.wakeSchedulerSoon()
                     if let kind = change.eventKind {
                         Task { await vault.publishChangeMadeElsewhere(kind, change.id) }
                     }
