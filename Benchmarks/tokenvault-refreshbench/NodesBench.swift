@@ -17,6 +17,10 @@ struct NodesBench {
     var warmup = 5.0
     var lifetime = 2.0
     var concurrency = 64
+    /// Seconds the provider takes to answer each refresh (0: at once). With a delay, a node's
+    /// throughput is bounded by its instance's `limits.concurrency` over the delay, as against a
+    /// remote provider, and more nodes add capacity until the database or the machine is the limit.
+    var answerDelay = 0.0
 
     /// Refresh at the smallest share of a token's lifetime the configuration takes: with the
     /// provider's short tokens every credential is due again as soon as its refresh commits.
@@ -40,6 +44,7 @@ struct NodesBench {
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime
         options.graceWindow = 0
+        if answerDelay > 0 { options.tokenAnswerDelay = answerDelay...answerDelay }
         let server = try await TestOAuthServer.start(options)
         var trials: [Trial] = []
         for (index, nodes) in nodeCounts.enumerated() {
@@ -49,7 +54,8 @@ struct NodesBench {
         print(
             """
 
-            Loopback provider: access tokens of \(format(lifetime)) s, refresh tokens rotated and reuse-detected, no grace window; \
+            Loopback provider: access tokens of \(format(lifetime)) s, refresh tokens rotated and reuse-detected, no grace window, \
+            each refresh answered after \(format(answerDelay, 3)) s; \
             each node's instance limits.concurrency \(concurrency); \(count) credentials, all refreshed continuously \
             (refreshed at \(Self.share) of the lifetime: due again at once); \(format(warmup)) s warm-up, then \(format(seconds)) s counted.
 

@@ -18,6 +18,7 @@ let usage = """
            tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
            tokenvault-refreshbench nodes --dir DIR --storage-urls URL1,URL2,URL3 [--nodes 1,2,3] [--count N]
                                          [--seconds S] [--warmup W] [--lifetime L] [--concurrency C]
+                                         [--answer-delay D]
 
     startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
              if there is none; rows written straight into the database, 10,000 per NORMAL
@@ -51,6 +52,8 @@ let usage = """
              (one each, in order), N credentials (default 1,000) seeded through node 1 with tokens
              of the loopback provider (L-second access tokens, default 2), every node refreshing;
              counts the nodes' committed refreshes over S seconds (default 20) after W (default 5).
+             C is each node's limits.concurrency (default 64); D the seconds the provider takes to
+             answer (default 0), which bounds a node at C/D refreshes per second, as a remote one would.
     """
 
 var arguments = Arguments(
@@ -132,6 +135,7 @@ case "nodes":
     bench.warmup = arguments.double("--warmup", default: 5)
     bench.lifetime = arguments.double("--lifetime", default: 2)
     bench.concurrency = arguments.int("--concurrency", default: 64)
+    bench.answerDelay = arguments.double("--answer-delay", default: 0)
     arguments.finish()
     do {
         try await bench.run()
