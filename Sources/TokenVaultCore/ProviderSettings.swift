@@ -61,3 +61,12 @@ public struct ProviderLimits: Sendable, Equatable {
         self.retry = retry
     }
 }
+
+extension ProviderSettings {
+    /// Whether `other` calls the same provider the same way (kind and options: endpoints, client,
+    /// secret files, TLS). An instance that differs here was re-pointed by a reload: it needs a
+    /// new provider object and a new circuit breaker (the old one judged another endpoint).
+    public func pointsLikeThis(_ other: ProviderSettings) -> Bool {
+        kind == other.kind && options == other.options
+    }
+}

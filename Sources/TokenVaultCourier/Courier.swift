@@ -48,7 +48,8 @@ public enum Courier {
             logger.critical("courier: \(error)")
             return 1
         }
-        let state = CourierState(transports: transports(for: hello.instances, logger: logger))
+        let state = CourierState()
+        _ = state.replaceInstances(hello.instances, logger: logger)
         // The blocking read loop runs on a thread of its own; calls run as tasks.
         let ended = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread {
@@ -107,59 +108,116 @@ public enum Courier {
                     state.finished()
                 }
             case .settle(let key)?: state.settle(key)
-            case .hello?, .ready?, .answer?: logger.error("courier: unexpected message from the daemon")
+            case .instances(let id, let instances)?:
+                // Before the next frame is read: a call on a new route always finds it.
+                let unavailable = state.replaceInstances(instances, logger: logger)
+                try? writer.send(.instancesReady(id: id, unavailable: unavailable))
+            case .hello?, .ready?, .answer?, .instancesReady?:
+                logger.error("courier: unexpected message from the daemon")
             }
         }
     }
 
-    /// A direct transport per configured instance (TLS settings read here, from the same
-    /// configuration); an instance whose settings do not load gets none, and its calls fail.
-    static func transports(for instances: [CourierMessage.Instance], logger: Logger) -> [String: any ProviderTransport]
-    {
-        var transports: [String: any ProviderTransport] = [:]
-        for instance in instances {
-            do {
-                let options = try JSONDecoder().decode([String: JSONValue].self, from: Data(instance.options))
-                let settings = ProviderSettings(
-                    name: instance.name, kind: instance.kind, limits: ProviderLimits(concurrency: instance.concurrency),
-                    options: options)
-                if let transport = try ProviderFactory.transportSettings(
-                    settings, environment: ProcessInfo.processInfo.environment)
-                {
-                    transports[instance.name] = DirectTransport(settings: transport)
-                }
-            } catch {
-                logger.error("courier: provider instance \(instance.name): \(error)")
-            }
-        }
-        return transports
+    /// A direct transport for one configured instance (TLS settings read here, from the same
+    /// configuration), nil for one without endpoints. Throws what does not load.
+    static func transport(for instance: CourierMessage.Instance) throws -> (any ProviderTransport)? {
+        let options = try JSONDecoder().decode([String: JSONValue].self, from: Data(instance.options))
+        let settings = ProviderSettings(
+            name: instance.name, kind: instance.kind, limits: ProviderLimits(concurrency: instance.concurrency),
+            options: options)
+        return try ProviderFactory.transportSettings(settings, environment: ProcessInfo.processInfo.environment)
+            .map { DirectTransport(settings: $0) }
     }
 }
 
-/// The courier's calls in flight and the answers it keeps for the daemon.
+/// The courier's transports (by route), its calls in flight and the answers it keeps for the
+/// daemon.
 final class CourierState: Sendable {
-    private let transports: [String: any ProviderTransport]
+    private struct Route {
+        var name: String
+        var transport: any ProviderTransport
+        var calls = 0
+        var retired = false
+    }
+
+    private let routes = Mutex<[UInt32: Route]>([:])
     private let counts = Mutex(0)
     private let retained = Mutex<[String: Spool.Entry]>([:])
-
-    init(transports: [String: any ProviderTransport]) { self.transports = transports }
 
     var inFlight: Int { counts.withLock { $0 } }
     func started() { counts.withLock { $0 += 1 } }
     func finished() { counts.withLock { $0 -= 1 } }
 
+    /// Makes `instances` the routes from now on: new routes get a transport, routes not listed are
+    /// retired (their transport is shut down once the calls on it finish). Returns the instances
+    /// whose settings do not load (they get no transport, and their calls fail), for the daemon.
+    func replaceInstances(_ instances: [CourierMessage.Instance], logger: Logger) -> [String] {
+        let known = routes.withLock { Set($0.keys) }
+        var made: [UInt32: Route] = [:]
+        var unavailable: [String] = []
+        for instance in instances where !known.contains(instance.route) {
+            do {
+                if let transport = try Courier.transport(for: instance) {
+                    made[instance.route] = Route(name: instance.name, transport: transport)
+                }
+            } catch {
+                logger.error("courier: provider instance \(instance.name): \(error)")
+                unavailable.append(
+                    error is ProviderConfigurationError ? "\(error)" : "providers.\(instance.name): \(error)")
+            }
+        }
+        let listed = Set(instances.map(\.route))
+        let idle = routes.withLock { routes -> [any ProviderTransport] in
+            routes.merge(made) { $1 }
+            var idle: [any ProviderTransport] = []
+            for (route, entry) in routes where !listed.contains(route) {
+                if entry.calls == 0 {
+                    idle.append(entry.transport)
+                    routes[route] = nil
+                } else {
+                    routes[route]?.retired = true
+                }
+            }
+            return idle
+        }
+        Self.shutDown(idle)
+        return unavailable
+    }
+
     func send(_ call: CourierMessage.Call) async -> CallResult {
-        guard let transport = transports[call.instance] else {
+        let transport = routes.withLock { routes -> (any ProviderTransport)? in
+            guard routes[call.route]?.retired == false else { return nil }
+            routes[call.route]?.calls += 1
+            return routes[call.route]?.transport
+        }
+        guard let transport else {
             return .failure(
                 ProviderFailure(
                     kind: .misconfigured, code: "courier_no_transport",
                     message: "the courier has no transport for provider instance '\(call.instance)'"))
         }
+        defer { leave(call.route) }
         do {
             return .answer(try await transport.send(call.request))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A call on `route` finished; the last one on a retired route shuts its transport down.
+    private func leave(_ route: UInt32) {
+        let idle = routes.withLock { routes -> (any ProviderTransport)? in
+            routes[route]?.calls -= 1
+            guard let entry = routes[route], entry.retired, entry.calls == 0 else { return nil }
+            routes[route] = nil
+            return entry.transport
+        }
+        if let idle { Self.shutDown([idle]) }
+    }
+
+    private static func shutDown(_ transports: [any ProviderTransport]) {
+        guard !transports.isEmpty else { return }
+        Task { for transport in transports { try? await transport.shutdown() } }
     }
 
     /// Keeps the latest answer of a key until the daemon settles it.
@@ -173,6 +231,10 @@ final class CourierState: Sendable {
     }
 
     func shutdown() async {
-        for transport in transports.values { try? await transport.shutdown() }
+        let transports = routes.withLock { routes in
+            defer { routes = [:] }
+            return routes.values.map(\.transport)
+        }
+        for transport in transports { try? await transport.shutdown() }
     }
 }

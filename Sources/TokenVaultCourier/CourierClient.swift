@@ -31,7 +31,10 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let logger: Logger
     private let readyTimeout: Double
     private let state = Mutex(State())
-    private let hello = Mutex<CourierMessage.Hello?>(nil)
+    private let spoolPublicKey = Mutex<[UInt8]?>(nil)
+    /// Every transport handed out and not shut down, by route: what a courier is told in its hello
+    /// and at each reload (`publishInstances`).
+    private let routes = Mutex<(next: UInt32, instances: [UInt32: CourierMessage.Instance])>((1, [:]))
 
     /// Made before the vault is opened (providers are built with its `transportMaker`), started
     /// once it is (`start(keyring:instances:)`).
@@ -45,21 +48,15 @@ public final class CourierClient: AnswerSettlement, Sendable {
         self.logger = logger
     }
 
-    /// Starts the courier and reads the spool with the vault's keyring. `instances` are the
-    /// provider instances; the courier reads their TLS settings itself. Throws when no courier
-    /// can be started: a daemon without one would lose answers it promised to keep.
-    public func start(keyring: Keyring, instances: [ProviderSettings]) async throws {
+    /// Starts the courier and reads the spool with the vault's keyring. The courier learns the
+    /// provider instances whose transports were made so far (it reads their TLS settings itself).
+    /// Throws when no courier can be started: a daemon without one would lose answers it promised
+    /// to keep.
+    public func start(keyring: Keyring) async throws {
         guard let publicKey = keyring.spoolPublicKey else {
             throw VaultError.integrity("this vault has no spool key; open it once with this version to create one")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let described = try instances.sorted { $0.name < $1.name }.map {
-            CourierMessage.Instance(
-                name: $0.name, kind: $0.kind, concurrency: $0.limits.concurrency,
-                options: Array(try encoder.encode($0.options)))
-        }
-        hello.withLock { $0 = CourierMessage.Hello(spoolPublicKey: publicKey, instances: described) }
+        spoolPublicKey.withLock { $0 = publicKey }
         guard try await launch() else {
             throw VaultError(
                 code: .internalError,
@@ -67,6 +64,41 @@ public final class CourierClient: AnswerSettlement, Sendable {
                     + "daemon still finishing? see \(spool.directory)/courier.lock)")
         }
         loadSpool(keyring)
+    }
+
+    /// Tells the running courier the instances from now on (a reload: transports made since the
+    /// last time are added, shut-down ones retired) and waits for its answer. Returns the
+    /// instances it could not make a transport for, as `instance: problem`; empty when all are
+    /// ready or no courier runs (a courier started later learns them in its hello).
+    public func publishInstances() async -> [String] {
+        guard let connection = state.withLock({ $0.connection }) else { return [] }
+        return await connection.replaceInstances(currentInstances) ?? []
+    }
+
+    private var currentInstances: [CourierMessage.Instance] {
+        routes.withLock { $0.instances.values.sorted { $0.route < $1.route } }
+    }
+
+    /// A new route for `settings`: the transport a provider object of that instance sends through.
+    private func register(_ settings: ProviderSettings) -> UInt32 {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding a JSON value does not fail; an empty object would leave the instance without
+        // TLS settings, which the courier reports.
+        let options = (try? encoder.encode(settings.options)).map(Array.init) ?? Array("{}".utf8)
+        return routes.withLock { routes in
+            defer { routes.next += 1 }
+            routes.instances[routes.next] = CourierMessage.Instance(
+                route: routes.next, name: settings.name, kind: settings.kind,
+                concurrency: settings.limits.concurrency, options: options)
+            return routes.next
+        }
+    }
+
+    /// A provider object was shut down: the courier drops its transport (after its calls finish).
+    fileprivate func retire(_ route: UInt32) async {
+        guard routes.withLock({ $0.instances.removeValue(forKey: route) }) != nil else { return }
+        _ = await publishInstances()
     }
 
     /// Closes the courier's connection and waits for it to exit (it spools whatever is unsettled).
@@ -82,7 +114,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
     }
 
     /// How requests to `instance` leave: through the courier.
-    public var transportMaker: TransportMaker { { [self] name, _ in CourierTransport(client: self, instance: name) } }
+    public var transportMaker: TransportMaker {
+        { [self] settings, _ in CourierTransport(client: self, instance: settings.name, route: register(settings)) }
+    }
 
     public var status: CourierStatus {
         state.withLock { state in
@@ -121,7 +155,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     // MARK: Calls
 
-    func send(instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+    func send(route: UInt32, instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
         let call = ProviderCall.current
         if let call, let entry = state.withLock({ $0.spooled[call.key] }) {
             state.withLock { $0.recovered += 1 }
@@ -133,7 +167,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
         return try await connection.call(
-            key: call?.key, context: call?.context, instance: instance, request: request
+            key: call?.key, context: call?.context, route: route, instance: instance, request: request
         ).get()
     }
 
@@ -158,7 +192,10 @@ public final class CourierClient: AnswerSettlement, Sendable {
             throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
         }
         let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
-        guard let hello = hello.withLock({ $0 }), await connection.handshake(hello, timeout: readyTimeout) else {
+        let hello = spoolPublicKey.withLock { $0 }.map {
+            CourierMessage.Hello(spoolPublicKey: $0, instances: currentInstances)
+        }
+        guard let hello, await connection.handshake(hello, timeout: readyTimeout) else {
             connection.close()
             child.signal(SIGKILL)
             _ = await Task.detached { child.wait() }.value
@@ -234,15 +271,17 @@ extension CallResult {
     }
 }
 
-/// A provider instance's requests, sent through the courier.
+/// A provider instance's requests, sent through the courier on the route made for it.
 struct CourierTransport: ProviderTransport {
     let client: CourierClient
     let instance: String
+    let route: UInt32
 
     func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
-        try await client.send(instance: instance, request: request)
+        try await client.send(route: route, instance: instance, request: request)
     }
 
-    /// The courier is the client's to stop.
-    func shutdown() async throws {}
+    /// The provider object is gone (a reload replaced it): the courier retires its route. The
+    /// courier itself is the client's to stop.
+    func shutdown() async throws { await client.retire(route) }
 }

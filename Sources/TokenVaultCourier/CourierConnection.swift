@@ -17,6 +17,7 @@ final class CourierConnection: Sendable {
     private struct State {
         var nextID: UInt64 = 1
         var waiting: [UInt64: CheckedContinuation<CallResult, Never>] = [:]
+        var updates: [UInt64: CheckedContinuation<[String]?, Never>] = [:]
         var ready: CheckedContinuation<Bool, Never>?
         var isReady = false
         var isClosed = false
@@ -58,7 +59,9 @@ final class CourierConnection: Sendable {
     var calls: Int { state.withLock { $0.waiting.count } }
 
     /// Sends one call and waits for its result.
-    func call(key: String?, context: SecretBytes?, instance: String, request: PreparedRequest) async -> CallResult {
+    func call(key: String?, context: SecretBytes?, route: UInt32, instance: String, request: PreparedRequest) async
+        -> CallResult
+    {
         await withCheckedContinuation { continuation in
             let id = state.withLock { state -> UInt64? in
                 guard !state.isClosed else { return nil }
@@ -69,7 +72,9 @@ final class CourierConnection: Sendable {
             guard let id else { return continuation.resume(returning: .failure(ProviderFailure.courierUnavailable)) }
             do {
                 try writer.send(
-                    .call(.init(id: id, key: key, context: context, instance: instance, request: request)))
+                    .call(
+                        .init(
+                            id: id, key: key, context: context, route: route, instance: instance, request: request)))
             } catch {
                 // Not written: the courier never saw it.
                 if let waiting = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
@@ -80,6 +85,25 @@ final class CourierConnection: Sendable {
     }
 
     func settle(_ key: String) { try? writer.send(.settle(key: key)) }
+
+    /// Sends the instance set from now on and waits for the courier's answer: the instances whose
+    /// transports it could not make (empty when all are ready), nil when the courier ended first.
+    func replaceInstances(_ instances: [CourierMessage.Instance]) async -> [String]? {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                guard !state.isClosed else { return nil }
+                defer { state.nextID += 1 }
+                state.updates[state.nextID] = continuation
+                return state.nextID
+            }
+            guard let id else { return continuation.resume(returning: nil) }
+            do {
+                try writer.send(.instances(id: id, instances))
+            } catch {
+                state.withLock { $0.updates.removeValue(forKey: id) }?.resume(returning: nil)
+            }
+        }
+    }
 
     /// Closes the daemon's end: the courier finishes, spools what is unsettled, and exits.
     func close() { child.closeConnection() }
@@ -93,19 +117,23 @@ final class CourierConnection: Sendable {
                 resolveReady(true)
             case .answer(let id, let result):
                 state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: result)
-            case .hello, .call, .settle:
+            case .instancesReady(let id, let unavailable):
+                state.withLock { $0.updates.removeValue(forKey: id) }?.resume(returning: unavailable)
+            case .hello, .call, .settle, .instances:
                 continue
             }
         }
-        let (waiting, ready) = state.withLock { state in
+        let (waiting, ready, updates) = state.withLock { state in
             state.isClosed = true
             defer {
                 state.waiting = [:]
+                state.updates = [:]
                 state.ready = nil
             }
-            return (Array(state.waiting.values), state.ready)
+            return (Array(state.waiting.values), state.ready, Array(state.updates.values))
         }
         ready?.resume(returning: false)
+        for continuation in updates { continuation.resume(returning: nil) }
         for continuation in waiting { continuation.resume(returning: .failure(ProviderFailure.courierLost)) }
         ended(self)
     }

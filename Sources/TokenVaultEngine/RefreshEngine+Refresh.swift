@@ -50,10 +50,15 @@ extension RefreshEngine {
         }
         if let skip = try await reasonNotToRefresh(metadata, reason: reason, now: now) { return skip }
 
-        guard let provider = providers[metadata.provider], let gate = gates[metadata.provider] else {
-            let failure = ProviderFailure.notConfigured(metadata.provider)
+        // The slot is held until the call ends: a reload that replaces it meanwhile lets this call
+        // finish on the provider it started with, and releases that provider afterwards.
+        let slot = enterSlot(metadata.provider)
+        defer { slot?.leave() }
+        guard let slot, let provider = slot.provider else {
+            let failure = ProviderFailure.notConfigured(metadata.provider, listed: slot != nil)
             return try await recordFailure(failure, metadata: metadata, attempt: nil, resumingLostAnswer: false)
         }
+        let gate = slot.gate
         if let until = gate.admit(now: now) {
             return try await postpone(metadata, until: until, reason: reason, gate: gate)
         }
