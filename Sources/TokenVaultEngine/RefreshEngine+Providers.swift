@@ -65,7 +65,7 @@ extension RefreshEngine: ProviderRouting {
                 continue
             }
             let gate: ProviderGate
-            if old.settings.pointsLikeThis(setting) {
+            if old.settings.change(to: setting) < .repointed {
                 gate = old.gate
                 if old.settings.limits != setting.limits { made.retunes.append((gate, setting.limits)) }
             } else {

@@ -28,7 +28,7 @@ public final class ProviderSet: Sendable {
     }
 
     /// The set for `settings`, keeping this set's object of every instance whose provider would be
-    /// built the same (`isRebuilt(_:as:)` false) and building the others. If one instance is
+    /// built the same (`ProviderSettings.change(to:)` below `rebuilt`) and building the others. If one instance is
     /// misconfigured, those built here (not the kept ones) are shut down before the error is thrown.
     public func rebuilt(
         _ settings: [String: ProviderSettings], environment: [String: String],
@@ -38,7 +38,7 @@ public final class ProviderSet: Sendable {
         var built: [any TokenProvider] = []
         for name in settings.keys.sorted() {
             let instance = settings[name]!
-            if let previous = self.settings[name], !Self.isRebuilt(previous, as: instance) {
+            if let previous = self.settings[name], previous.change(to: instance) < .rebuilt {
                 next[name] = providers[name]
                 continue
             }
@@ -53,13 +53,6 @@ public final class ProviderSet: Sendable {
             }
         }
         return ProviderSet(next, settings: settings)
-    }
-
-    /// Whether `new` needs another provider object than `old`: other endpoints, client, secret
-    /// files or TLS, or another concurrency (the transport's connection pool follows it). The rest
-    /// (planner, other limits, `expired_unit`) is the engine's and the vault's.
-    public static func isRebuilt(_ old: ProviderSettings, as new: ProviderSettings) -> Bool {
-        !old.pointsLikeThis(new) || old.limits.concurrency != new.limits.concurrency
     }
 
     public subscript(name: String) -> (any TokenProvider)? { providers[name] }
