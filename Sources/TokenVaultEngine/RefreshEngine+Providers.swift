@@ -13,12 +13,20 @@ extension RefreshEngine: ProviderRouting {
             return made
         }
         for (gate, limits) in made.retunes { gate.update(limits) }
-        var replacement = ProviderReplacement { [retired = made.retired, kept = made.slots] in
-            for slot in retired { await slot.whenIdle() }
-            let stillUsed = kept.values.compactMap(\.provider)
-            return retired.compactMap(\.provider).filter { old in
-                !stillUsed.contains { $0.isSameObject(as: old) }
+        // An object a kept slot still holds is not released; the others are, once no call uses
+        // them through any slot (an older slot kept by a reload that changed only the planner
+        // shares the count).
+        let released = made.retired.filter { old in
+            !made.slots.values.contains { $0.holdsSameProvider(as: old.provider) }
+        }
+        var replacement = ProviderReplacement {
+            var providers: [any TokenProvider] = []
+            for slot in released {
+                guard let provider = slot.provider else { continue }
+                await slot.use.whenIdle()
+                providers.append(provider)
             }
+            return providers
         }
         replacement.added = made.added
         replacement.removed = made.removed
@@ -51,28 +59,25 @@ extension RefreshEngine: ProviderRouting {
                 made.added.append(name)
                 made.slots[name] = ProviderSlot(
                     settings: setting, provider: provider,
-                    gate: ProviderGate(name: name, kind: setting.kind, limits: setting.limits))
+                    gate: ProviderGate(name: name, kind: setting.kind, limits: setting.limits), use: ProviderUse())
                 continue
             }
-            let sameProvider =
-                switch (old.provider, provider) {
-                case (nil, nil): true
-                case (let old?, let new?): old.isSameObject(as: new)
-                default: false
-                }
-            if sameProvider, old.settings == setting {
+            // The slot around the same object shares its count of calls.
+            let use = old.holdsSameProvider(as: provider) ? old.use : ProviderUse()
+            let change = old.settings.change(to: setting)
+            if change == .unchanged, use === old.use {
                 made.slots[name] = old
                 continue
             }
             let gate: ProviderGate
-            if old.settings.change(to: setting) < .repointed {
+            if change < .repointed {
                 gate = old.gate
                 if old.settings.limits != setting.limits { made.retunes.append((gate, setting.limits)) }
             } else {
                 gate = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
                 made.repointed.append(name)
             }
-            made.slots[name] = ProviderSlot(settings: setting, provider: provider, gate: gate)
+            made.slots[name] = ProviderSlot(settings: setting, provider: provider, gate: gate, use: use)
             made.retired.append(old)
         }
         for (name, old) in current where made.slots[name] == nil {

@@ -73,22 +73,19 @@ import TokenVaultTesting
         let fixture = try EngineFixture()
         let engine = fixture.engine
         let (id, _) = try await fixture.store("a")
-        fixture.provider.script(.delay(0.5), .succeed())
+        let latch = Latch()
+        fixture.provider.script(.hold(latch), .succeed())
         let refresh = Task { try await engine.refresh(id, reason: .forced) }
-        #expect(try await waitUntil(within: 5) { fixture.provider.calls == 1 })
+        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
 
         let newer = ScriptedProvider(name: "scripted")
         var moved = ProviderSettings(name: "scripted", kind: "oauth2")
         moved.options = ["token_endpoint": .string("https://b.example/token")]
         let replacement = engine.replaceProviders(["scripted": newer], settings: ["scripted": moved])
-        let released = Mutex(false)
-        let release = Task {
-            let old = await replacement.retired()
-            released.withLock { $0 = true }
-            return old
-        }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(!released.withLock { $0 }, "the old provider is not released while a call uses it")
+        let release = ReleaseWatch(replacement)
+        // Released too early, it would show within this wait; held, it never does.
+        #expect(try await !waitUntil(within: 0.5) { release.isDone }, "released while a call uses it")
+        latch.open()
         guard case .refreshed = try await refresh.value else {
             Issue.record("the call in flight did not finish on the old provider")
             return
@@ -97,4 +94,53 @@ import TokenVaultTesting
         #expect(old.count == 1 && old.first?.isSameObject(as: fixture.provider) == true)
         #expect(newer.calls == 0, "the call in flight stayed on the old provider")
     }
+
+    /// A reload that changes only the planner makes a new slot around the same object while a call
+    /// runs on the old slot; a second reload that removes the instance must still wait for that
+    /// call before the object is released (shut down).
+    @Test func anObjectKeptByAPlannerOnlyReloadIsReleasedOnlyAfterItsCallsOnTheOlderSlot() async throws {
+        let fixture = try EngineFixture()
+        let engine = fixture.engine
+        let (id, _) = try await fixture.store("a")
+        let latch = Latch()
+        fixture.provider.script(.hold(latch), .succeed())
+        let refresh = Task { try await engine.refresh(id, reason: .forced) }
+        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+
+        var planned = ProviderSettings(name: "scripted", kind: "oauth2")
+        planned.planner.lifetimeShare = 0.5
+        let first = engine.replaceProviders(["scripted": fixture.provider], settings: ["scripted": planned])
+        #expect(first.added.isEmpty && first.removed.isEmpty && first.repointed.isEmpty)
+        let firstRelease = ReleaseWatch(first)
+
+        let second = engine.replaceProviders([:], settings: [:])
+        #expect(second.removed == ["scripted"])
+        let release = ReleaseWatch(second)
+        #expect(try await !waitUntil(within: 0.5) { release.isDone }, "released while a call uses it")
+        latch.open()
+        guard case .refreshed = try await refresh.value else {
+            Issue.record("the call in flight did not finish")
+            return
+        }
+        let old = await release.value
+        #expect(old.count == 1 && old.first?.isSameObject(as: fixture.provider) == true)
+        #expect(await firstRelease.value.isEmpty, "the first reload kept the object in force")
+    }
+}
+
+/// Waits for a replacement's retired objects in the background and says when they came back.
+private struct ReleaseWatch: Sendable {
+    private let task: Task<[any TokenProvider], Never>
+    private let done = Latch()
+
+    init(_ replacement: ProviderReplacement) {
+        task = Task { [done] in
+            let retired = await replacement.retired()
+            done.open()
+            return retired
+        }
+    }
+
+    var isDone: Bool { done.isOpen }
+    var value: [any TokenProvider] { get async { await task.value } }
 }
