@@ -143,6 +143,12 @@ public final class RefreshEngine: RefreshService, Sendable {
         slots.withLock { $0[provider] }?.gate.limits ?? ProviderLimits()
     }
 
+    /// Whether `slot` still holds the provider object in force for `name` (a reload may have
+    /// removed or re-pointed the instance while a call waited for its gate).
+    func isCurrent(_ slot: ProviderSlot, _ name: String) -> Bool {
+        slots.withLock { $0[name] }?.holdsSameProvider(as: slot.provider) ?? false
+    }
+
     /// The slot of instance `name`, taken for a call: pair with `leave()`. Nil when no instance
     /// of that name is configured (any more).
     func enterSlot(_ name: String) -> ProviderSlot? {

@@ -126,6 +126,35 @@ import TokenVaultTesting
         #expect(old.count == 1 && old.first?.isSameObject(as: fixture.provider) == true)
         #expect(await firstRelease.value.isEmpty, "the first reload kept the object in force")
     }
+
+    /// A call queued in the gate of an instance that a reload re-points goes to the new object
+    /// once it is let through, not to the replaced one.
+    @Test func aCallQueuedInTheGateOfARepointedInstanceGoesToTheNewProvider() async throws {
+        let fixture = try EngineFixture(limits: ProviderLimits(concurrency: 1))
+        let engine = fixture.engine
+        let (first, _) = try await fixture.store("a")
+        let (second, _) = try await fixture.store("b")
+        let latch = Latch()
+        fixture.provider.script(.hold(latch), .succeed())
+        let running = Task { try await engine.refresh(first, reason: .forced) }
+        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+        let queued = Task { try await engine.refresh(second, reason: .forced) }
+        let gate = try #require(engine.slots.withLock { $0["scripted"] }?.gate)
+        #expect(try await waitUntil(within: 10) { gate.queued == 1 })
+
+        let newer = ScriptedProvider(name: "scripted")
+        var moved = ProviderSettings(name: "scripted", kind: "oauth2", limits: ProviderLimits(concurrency: 1))
+        moved.options = ["token_endpoint": .string("https://b.example/token")]
+        let replacement = engine.replaceProviders(["scripted": newer], settings: ["scripted": moved])
+        latch.open()
+        guard case .refreshed = try await running.value, case .refreshed = try await queued.value else {
+            Issue.record("a refresh did not succeed")
+            return
+        }
+        #expect(fixture.provider.calls == 1, "the queued call went to the replaced provider")
+        #expect(newer.calls == 1)
+        #expect(await replacement.retired().count == 1)
+    }
 }
 
 /// Waits for a replacement's retired objects in the background and says when they came back.
