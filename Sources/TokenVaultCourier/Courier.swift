@@ -49,7 +49,7 @@ public enum Courier {
             return 1
         }
         let state = CourierState()
-        _ = state.replaceInstances(hello.instances, logger: logger)
+        _ = state.replaceInstances(hello.instances, version: hello.version, logger: logger)
         // The blocking read loop runs on a thread of its own; calls run as tasks.
         let ended = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread {
@@ -85,7 +85,7 @@ public enum Courier {
         return spooled == unsettled.count ? 0 : 1
     }
 
-    private static func serve(_ reader: inout FrameReader, writer: FrameWriter, state: CourierState, logger: Logger) {
+    static func serve(_ reader: inout FrameReader, writer: FrameWriter, state: CourierState, logger: Logger) {
         while true {
             let message: CourierMessage?
             do {
@@ -98,9 +98,12 @@ public enum Courier {
             case nil: return
             case .call(let call)?:
                 state.started()
+                // The route is taken here, before the next frame is read: an `instances` frame
+                // that follows cannot retire it under this call.
+                let route = state.take(call)
                 Task {
                     let sentAt = Timestamp.now()
-                    let result = await state.send(call)
+                    let result = await state.send(call, on: route)
                     if let key = call.key {
                         state.retain(Spool.Entry(key: key, context: call.context, sentAt: sentAt, result: result))
                     }
@@ -108,9 +111,9 @@ public enum Courier {
                     state.finished()
                 }
             case .settle(let key)?: state.settle(key)
-            case .instances(let id, let instances)?:
+            case .instances(let id, let version, let instances)?:
                 // Before the next frame is read: a call on a new route always finds it.
-                let unavailable = state.replaceInstances(instances, logger: logger)
+                let unavailable = state.replaceInstances(instances, version: version, logger: logger)
                 try? writer.send(.instancesReady(id: id, unavailable: unavailable))
             case .hello?, .ready?, .answer?, .instancesReady?:
                 logger.error("courier: unexpected message from the daemon")
@@ -141,6 +144,9 @@ final class CourierState: Sendable {
     }
 
     private let routes = Mutex<[UInt32: Route]>([:])
+    /// The version of the instance set in force: an older set arriving late is not applied (the
+    /// same one again is: it is idempotent, and reports what still does not load).
+    private let version = Mutex<UInt64?>(nil)
     private let counts = Mutex(0)
     private let retained = Mutex<[String: Spool.Entry]>([:])
 
@@ -148,13 +154,22 @@ final class CourierState: Sendable {
     func started() { counts.withLock { $0 += 1 } }
     func finished() { counts.withLock { $0 -= 1 } }
 
-    /// Makes `instances` the routes from now on: new routes get a transport, routes not listed are
-    /// retired (their transport is shut down once the calls on it finish). Returns the instances
-    /// whose settings do not load (they get no transport, and their calls fail), for the daemon.
-    func replaceInstances(_ instances: [CourierMessage.Instance], logger: Logger) -> [String] {
+    /// Makes `instances` the routes from now on, unless a newer set (`version`) is already in
+    /// force: new routes get a transport, routes not listed are retired (their transport is shut
+    /// down once the calls on it finish). Returns the instances whose settings do not load (they
+    /// get no transport, and their calls fail), for the daemon. Runs on the reader thread only.
+    func replaceInstances(_ instances: [CourierMessage.Instance], version: UInt64, logger: Logger)
+        -> [ProviderConfigurationError]
+    {
+        let newer = self.version.withLock { current -> Bool in
+            guard current.map({ version >= $0 }) ?? true else { return false }
+            current = version
+            return true
+        }
+        guard newer else { return [] }
         let known = routes.withLock { Set($0.keys) }
         var made: [UInt32: Route] = [:]
-        var unavailable: [String] = []
+        var unavailable: [ProviderConfigurationError] = []
         for instance in instances where !known.contains(instance.route) {
             do {
                 if let transport = try Courier.transport(for: instance) {
@@ -163,7 +178,8 @@ final class CourierState: Sendable {
             } catch {
                 logger.error("courier: provider instance \(instance.name): \(error)")
                 unavailable.append(
-                    error is ProviderConfigurationError ? "\(error)" : "providers.\(instance.name): \(error)")
+                    error as? ProviderConfigurationError
+                        ?? ProviderConfigurationError(key: "providers.\(instance.name)", problem: "\(error)"))
             }
         }
         let listed = Set(instances.map(\.route))
@@ -184,12 +200,18 @@ final class CourierState: Sendable {
         return unavailable
     }
 
-    func send(_ call: CourierMessage.Call) async -> CallResult {
-        let transport = routes.withLock { routes -> (any ProviderTransport)? in
+    /// The transport of `call`'s route, counted as used by it (pair with `send(_:on:)`); nil when
+    /// the route is unknown or retired.
+    func take(_ call: CourierMessage.Call) -> (any ProviderTransport)? {
+        routes.withLock { routes -> (any ProviderTransport)? in
             guard routes[call.route]?.retired == false else { return nil }
             routes[call.route]?.calls += 1
             return routes[call.route]?.transport
         }
+    }
+
+    /// Sends `call` on the transport `take(_:)` returned for it.
+    func send(_ call: CourierMessage.Call, on transport: (any ProviderTransport)?) async -> CallResult {
         guard let transport else {
             return .failure(
                 ProviderFailure(

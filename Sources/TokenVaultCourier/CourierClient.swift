@@ -24,6 +24,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
         var recovered = 0
         var refused = 0
         var unsettled: Set<String> = []
+        /// Set while a courier is being started: who waits to publish instances to it.
+        var launching: [CheckedContinuation<CourierConnection?, Never>]?
+    }
+
+    /// Every transport handed out and not shut down, by route, and the version of that set
+    /// (raised by every change): what a courier is told in its hello and at each reload.
+    private struct Routes {
+        var next: UInt32 = 1
+        var version: UInt64 = 0
+        var instances: [UInt32: CourierMessage.Instance] = [:]
+
+        var list: [CourierMessage.Instance] { instances.values.sorted { $0.route < $1.route } }
     }
 
     private let spool: Spool
@@ -32,17 +44,20 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let readyTimeout: Double
     private let state = Mutex(State())
     private let spoolPublicKey = Mutex<[UInt8]?>(nil)
-    /// Every transport handed out and not shut down, by route: what a courier is told in its hello
-    /// and at each reload (`publishInstances`).
-    private let routes = Mutex<(next: UInt32, instances: [UInt32: CourierMessage.Instance])>((1, [:]))
+    private let routes = Mutex(Routes())
+    /// How long a running courier may take to confirm an instance set (`publishInstances`).
+    private let instancesTimeout: Double
 
     /// Made before the vault is opened (providers are built with its `transportMaker`), started
     /// once it is (`start(keyring:instances:)`).
     /// - Parameters:
     ///   - arguments: how this binary is started as a courier (`["courier", …]`).
     ///   - readyTimeout: how long to wait for a courier of an earlier daemon to finish.
-    public init(spool: Spool, arguments: [String], readyTimeout: Double, logger: Logger) {
+    public init(
+        spool: Spool, arguments: [String], readyTimeout: Double, instancesTimeout: Double = 10, logger: Logger
+    ) {
         self.spool = spool
+        self.instancesTimeout = instancesTimeout
         self.arguments = arguments
         self.readyTimeout = readyTimeout
         self.logger = logger
@@ -67,16 +82,43 @@ public final class CourierClient: AnswerSettlement, Sendable {
     }
 
     /// Tells the running courier the instances from now on (a reload: transports made since the
-    /// last time are added, shut-down ones retired) and waits for its answer. Returns the
-    /// instances it could not make a transport for, as `instance: problem`; empty when all are
-    /// ready or no courier runs (a courier started later learns them in its hello).
-    public func publishInstances() async -> [String] {
-        guard let connection = state.withLock({ $0.connection }) else { return [] }
-        return await connection.replaceInstances(currentInstances) ?? []
+    /// last time are added, shut-down ones retired) and waits for its answer. A courier being
+    /// started is waited for (it may have read the set for its hello before the latest change).
+    /// Returns the instances it could not make a transport for, with their keys, or a problem
+    /// naming the courier when it did not answer in time; empty when all are ready or no courier
+    /// runs (one started later learns them in its hello). Sets published concurrently may reach
+    /// the courier out of order: each carries its version, and the courier keeps the newest.
+    public func publishInstances() async -> [ProviderConfigurationError] {
+        guard let connection = await connectionToPublishTo() else { return [] }
+        let (version, instances) = routes.withLock { ($0.version, $0.list) }
+        switch await connection.replaceInstances(version: version, instances, timeout: instancesTimeout) {
+        case .ready(let unavailable):
+            return unavailable.map { .init(key: $0.key, problem: "the courier cannot use it: \($0.problem)") }
+        case .ended: return []
+        case .timedOut:
+            logger.error(
+                "the courier did not confirm the provider instances",
+                metadata: ["tokenvault.courier.pid": "\(connection.child.pid)"])
+            return [
+                ProviderConfigurationError(
+                    key: "providers",
+                    problem: "the courier (pid \(connection.child.pid)) did not confirm the provider instances "
+                        + "within \(Int(instancesTimeout)) s")
+            ]
+        }
     }
 
-    private var currentInstances: [CourierMessage.Instance] {
-        routes.withLock { $0.instances.values.sorted { $0.route < $1.route } }
+    /// The running courier, or the one being started once it runs (nil if it does not start).
+    private func connectionToPublishTo() async -> CourierConnection? {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> CourierConnection?? in
+                if let connection = state.connection { return .some(connection) }
+                guard state.launching != nil else { return .some(nil) }
+                state.launching?.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
     }
 
     /// A new route for `settings`: the transport a provider object of that instance sends through.
@@ -87,7 +129,10 @@ public final class CourierClient: AnswerSettlement, Sendable {
         // TLS settings, which the courier reports.
         let options = (try? encoder.encode(settings.options)).map(Array.init) ?? Array("{}".utf8)
         return routes.withLock { routes in
-            defer { routes.next += 1 }
+            defer {
+                routes.next += 1
+                routes.version += 1
+            }
             routes.instances[routes.next] = CourierMessage.Instance(
                 route: routes.next, name: settings.name, kind: settings.kind,
                 concurrency: settings.limits.concurrency, options: options)
@@ -97,7 +142,12 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     /// A provider object was shut down: the courier drops its transport (after its calls finish).
     fileprivate func retire(_ route: UInt32) async {
-        guard routes.withLock({ $0.instances.removeValue(forKey: route) }) != nil else { return }
+        let removed = routes.withLock { routes -> Bool in
+            guard routes.instances.removeValue(forKey: route) != nil else { return false }
+            routes.version += 1
+            return true
+        }
+        guard removed else { return }
         _ = await publishInstances()
     }
 
@@ -185,6 +235,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
     // MARK: Process
 
     private func launch() async throws -> Bool {
+        // From before the hello's instance set is read until the connection is in place, a
+        // publish waits for this courier instead of finding none and missing it.
+        state.withLock { $0.launching = $0.launching ?? [] }
+        var started: CourierConnection?
+        defer {
+            let waiting = state.withLock { state in
+                if let started { state.connection = started }
+                defer { state.launching = nil }
+                return state.launching ?? []
+            }
+            for continuation in waiting { continuation.resume(returning: started) }
+        }
         let child: ChildProcess
         do {
             child = try ChildProcess.spawnSelf(arguments: arguments)
@@ -192,8 +254,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
             throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
         }
         let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
-        let hello = spoolPublicKey.withLock { $0 }.map {
-            CourierMessage.Hello(spoolPublicKey: $0, instances: currentInstances)
+        let hello = spoolPublicKey.withLock { $0 }.map { key in
+            routes.withLock { CourierMessage.Hello(spoolPublicKey: key, version: $0.version, instances: $0.list) }
         }
         guard let hello, await connection.handshake(hello, timeout: readyTimeout) else {
             connection.close()
@@ -201,7 +263,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
             _ = await Task.detached { child.wait() }.value
             return false
         }
-        state.withLock { $0.connection = connection }
+        started = connection
         logger.info("courier started", metadata: ["tokenvault.courier.pid": "\(child.pid)"])
         return true
     }

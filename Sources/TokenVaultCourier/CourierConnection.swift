@@ -14,10 +14,25 @@ final class CourierConnection: Sendable {
     private let state = Mutex(State())
     private let ended: @Sendable (CourierConnection) -> Void
 
+    /// The courier's reply to an `instances` message.
+    enum InstancesReply: Sendable, Equatable {
+        /// Applied; the instances it could not make a transport for.
+        case ready(unavailable: [ProviderConfigurationError])
+        /// The courier ended first (its successor learns the set in its hello).
+        case ended
+        /// No reply within the timeout: the courier is stuck.
+        case timedOut
+    }
+
+    private struct Update {
+        var reply: CheckedContinuation<InstancesReply, Never>
+        var timer: Task<Void, Never>?
+    }
+
     private struct State {
         var nextID: UInt64 = 1
         var waiting: [UInt64: CheckedContinuation<CallResult, Never>] = [:]
-        var updates: [UInt64: CheckedContinuation<[String]?, Never>] = [:]
+        var updates: [UInt64: Update] = [:]
         var ready: CheckedContinuation<Bool, Never>?
         var isReady = false
         var isClosed = false
@@ -86,23 +101,41 @@ final class CourierConnection: Sendable {
 
     func settle(_ key: String) { try? writer.send(.settle(key: key)) }
 
-    /// Sends the instance set from now on and waits for the courier's answer: the instances whose
-    /// transports it could not make (empty when all are ready), nil when the courier ended first.
-    func replaceInstances(_ instances: [CourierMessage.Instance]) async -> [String]? {
+    /// Sends the instance set from now on (`version`, see `CourierMessage.instances`) and waits
+    /// up to `timeout` seconds for the courier's reply: a stuck courier must not hold a reload.
+    func replaceInstances(version: UInt64, _ instances: [CourierMessage.Instance], timeout: Double) async
+        -> InstancesReply
+    {
         await withCheckedContinuation { continuation in
             let id = state.withLock { state -> UInt64? in
                 guard !state.isClosed else { return nil }
                 defer { state.nextID += 1 }
-                state.updates[state.nextID] = continuation
+                state.updates[state.nextID] = Update(reply: continuation)
                 return state.nextID
             }
-            guard let id else { return continuation.resume(returning: nil) }
+            guard let id else { return continuation.resume(returning: .ended) }
+            let timer = Task { [self] in
+                try? await Task.sleep(for: .seconds(timeout))
+                guard !Task.isCancelled else { return }
+                resolveUpdate(id, .timedOut)
+            }
+            let waiting = state.withLock { state -> Bool in
+                state.updates[id]?.timer = timer
+                return state.updates[id] != nil
+            }
+            if !waiting { timer.cancel() }
             do {
-                try writer.send(.instances(id: id, instances))
+                try writer.send(.instances(id: id, version: version, instances))
             } catch {
-                state.withLock { $0.updates.removeValue(forKey: id) }?.resume(returning: nil)
+                resolveUpdate(id, .ended)
             }
         }
+    }
+
+    private func resolveUpdate(_ id: UInt64, _ reply: InstancesReply) {
+        guard let update = state.withLock({ $0.updates.removeValue(forKey: id) }) else { return }
+        update.timer?.cancel()
+        update.reply.resume(returning: reply)
     }
 
     /// Closes the daemon's end: the courier finishes, spools what is unsettled, and exits.
@@ -118,7 +151,7 @@ final class CourierConnection: Sendable {
             case .answer(let id, let result):
                 state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: result)
             case .instancesReady(let id, let unavailable):
-                state.withLock { $0.updates.removeValue(forKey: id) }?.resume(returning: unavailable)
+                resolveUpdate(id, .ready(unavailable: unavailable))
             case .hello, .call, .settle, .instances:
                 continue
             }
@@ -133,7 +166,10 @@ final class CourierConnection: Sendable {
             return (Array(state.waiting.values), state.ready, Array(state.updates.values))
         }
         ready?.resume(returning: false)
-        for continuation in updates { continuation.resume(returning: nil) }
+        for update in updates {
+            update.timer?.cancel()
+            update.reply.resume(returning: .ended)
+        }
         for continuation in waiting { continuation.resume(returning: .failure(ProviderFailure.courierLost)) }
         ended(self)
     }

@@ -15,11 +15,16 @@ enum CourierMessage: Sendable {
     case call(Call)
     case answer(id: UInt64, CallResult)
     case settle(key: String)
-    case instances(id: UInt64, [Instance])
-    case instancesReady(id: UInt64, unavailable: [String])
+    /// `version` orders the sets: the courier applies a set only if it is newer than the one it
+    /// has (two publishes may cross on the way), and answers every one.
+    case instances(id: UInt64, version: UInt64, [Instance])
+    /// The instances the courier could not make a transport for, each with its configuration key.
+    case instancesReady(id: UInt64, unavailable: [ProviderConfigurationError])
 
     struct Hello: Sendable {
         var spoolPublicKey: [UInt8]
+        /// The version of `instances` (see `instances`).
+        var version: UInt64 = 0
         var instances: [Instance]
     }
 
@@ -53,6 +58,7 @@ enum CourierMessage: Sendable {
         case .hello(let hello):
             writer.u8(Tag.hello.rawValue)
             writer.data(hello.spoolPublicKey)
+            writer.u64(hello.version)
             Self.write(hello.instances, to: &writer)
         case .ready(let pid):
             writer.u8(Tag.ready.rawValue)
@@ -72,15 +78,19 @@ enum CourierMessage: Sendable {
         case .settle(let key):
             writer.u8(Tag.settle.rawValue)
             writer.string(key)
-        case .instances(let id, let instances):
+        case .instances(let id, let version, let instances):
             writer.u8(Tag.instances.rawValue)
             writer.u64(id)
+            writer.u64(version)
             Self.write(instances, to: &writer)
         case .instancesReady(let id, let unavailable):
             writer.u8(Tag.instancesReady.rawValue)
             writer.u64(id)
             writer.u32(UInt32(unavailable.count))
-            for problem in unavailable { writer.string(problem) }
+            for problem in unavailable {
+                writer.string(problem.key)
+                writer.string(problem.problem)
+            }
         }
         return writer.bytes
     }
@@ -115,7 +125,8 @@ enum CourierMessage: Sendable {
         switch Tag(rawValue: try reader.u8()) {
         case .hello:
             let key = try reader.data()
-            message = .hello(Hello(spoolPublicKey: key, instances: try readInstances(from: &reader)))
+            let version = try reader.u64()
+            message = .hello(Hello(spoolPublicKey: key, version: version, instances: try readInstances(from: &reader)))
         case .ready: message = .ready(pid: Int32(bitPattern: try reader.u32()))
         case .call:
             message = .call(
@@ -125,13 +136,16 @@ enum CourierMessage: Sendable {
                     instance: try reader.string(), request: try PreparedRequest.read(from: &reader)))
         case .answer: message = .answer(id: try reader.u64(), try CallResult.read(from: &reader))
         case .settle: message = .settle(key: try reader.string())
-        case .instances: message = .instances(id: try reader.u64(), try readInstances(from: &reader))
+        case .instances:
+            message = .instances(id: try reader.u64(), version: try reader.u64(), try readInstances(from: &reader))
         case .instancesReady:
             let id = try reader.u64()
             let count = try reader.u32()
             guard count <= 10_000 else { throw WireError.malformed("\(count) problems") }
-            var unavailable: [String] = []
-            for _ in 0..<count { unavailable.append(try reader.string()) }
+            var unavailable: [ProviderConfigurationError] = []
+            for _ in 0..<count {
+                unavailable.append(ProviderConfigurationError(key: try reader.string(), problem: try reader.string()))
+            }
             message = .instancesReady(id: id, unavailable: unavailable)
         case nil: throw WireError.malformed("unknown message type")
         }

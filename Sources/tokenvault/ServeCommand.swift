@@ -239,11 +239,10 @@ extension ServeCommand {
 
 extension ServeCommand {
     /// Tells a running courier the instances built for a reload; one it cannot make a transport
-    /// for refuses the set (its settings loaded here, so this is rare: a file changed in between).
+    /// for refuses the set under that instance's key (its settings loaded here, so this is rare: a
+    /// file changed in between), and so does a courier that does not answer (named by its pid).
     static func courierLearnsInstances(_ courier: CourierClient) async -> ProviderConfigurationError? {
-        await courier.publishInstances().first.map {
-            ProviderConfigurationError(key: "providers", problem: "the courier cannot use an instance: \($0)")
-        }
+        await courier.publishInstances().first
     }
 }
 
