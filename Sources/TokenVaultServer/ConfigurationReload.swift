@@ -46,6 +46,10 @@ public final class ConfigurationReload: Service, Sendable {
     private let providers: Providers?
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
+    /// Releases of replaced provider objects still waiting for their calls, so that the daemon's
+    /// shutdown can wait for them (`releasesFinished()`) instead of leaving them behind.
+    private let releases = Mutex<[UInt64: Task<Void, Never>]>([:])
+    private let nextRelease = Mutex<UInt64>(0)
 
     /// `load` reads the file (`file`, for messages) and applies the environment, as start-up did;
     /// `status` is the `STATUS=` line sent with `READY=1` when the reload is done; without
@@ -103,7 +107,7 @@ public final class ConfigurationReload: Service, Sendable {
             api.vault.replacePlanners(fresh.providers.mapValues(\.planner))
             api.liveProviders.replace(fresh.providers)
             // The replaced objects are released once the calls that started on them have ended.
-            Task { [builder = providers.builder] in await builder.release(await replaced.retired()) }
+            release(replaced, through: providers.builder)
             replacement = replaced
         }
         api.livePolicy.replace(rules: fresh.rules)
@@ -132,6 +136,27 @@ public final class ConfigurationReload: Service, Sendable {
         }
         logger.notice("configuration reloaded", metadata: metadata)
         return Outcome(refusal: nil, needsRestart: waiting)
+    }
+
+    /// Releases `replacement`'s retired objects in the background, tracked until done.
+    private func release(_ replacement: ProviderReplacement, through builder: any ProviderBuilding) {
+        let id = nextRelease.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        // Inserted under the lock the task takes to remove itself, so it cannot finish first.
+        releases.withLock { pending in
+            pending[id] = Task { [self] in
+                await builder.release(await replacement.retired())
+                _ = releases.withLock { $0.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Returns once every release started by a reload is done (the daemon calls it on the way
+    /// out, before shutting down the providers in force).
+    public func releasesFinished() async {
+        while let pending = releases.withLock({ $0.values.first }) { await pending.value }
     }
 
     private func refuse(_ problem: String) -> Outcome {

@@ -198,6 +198,8 @@ struct ServeCommand: AsyncParsableCommand {
             // Before the loops it runs on are gone.
             watchdog.withLock { $0?.stop() }
             try? await eventLoops.shutdownGracefully()
+            // Objects a reload replaced are shut down by their release; the ones in force here.
+            await reload.releasesFinished()
             await instances.set.shutdown()
             logger.info("stopped")
         }
