@@ -203,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultServerTests",
             dependencies: [
-                "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders", "TokenVaultSystem",
+                "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders", "TokenVaultSystem", "TokenVaultEngine",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

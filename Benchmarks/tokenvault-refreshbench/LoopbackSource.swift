@@ -31,12 +31,13 @@ final class LoopbackSource: TokenSource {
         options.reuseDetection = true
         options.accessTokenLifetime = Double(lifetime)
         server = try await TestOAuthServer.start(options)
-        settings = try Self.providerSettings(
+        let settings = try Self.providerSettings(
             server: server, directory: directory, planner: planner, concurrency: concurrency)
+        self.settings = settings
         provider = try OAuth2Provider(
             settings: settings, environment: [:],
             transport: transport.map { make in
-                make(RefreshRig.providerName, TransportSettings(timeoutSeconds: 10, maximumConnections: concurrency))
+                make(settings, TransportSettings(timeoutSeconds: 10, maximumConnections: concurrency))
             })
         self.keepAlive = keepAlive ? KeepAliveProvider(port: server.port, path: options.tokenPath) : nil
         name =

@@ -92,7 +92,7 @@ final class RefreshRig: Sendable {
             let loopback = try await LoopbackSource(
                 lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
                 transport: client.transportMaker)
-            try await client.start(keyring: keyring, instances: [loopback.settings])
+            try await client.start(keyring: keyring)
             courierClient = client
             source = loopback
             providerSettings = loopback.settings

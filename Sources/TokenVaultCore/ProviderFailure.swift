@@ -66,10 +66,13 @@ extension ProviderFailure {
         kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
 
     /// A credential names a provider instance the daemon has no configuration for.
-    public static func notConfigured(_ provider: String) -> ProviderFailure {
+    /// `listed` false: no instance of that name is configured (any more: a reload removed it).
+    public static func notConfigured(_ provider: String, listed: Bool = true) -> ProviderFailure {
         ProviderFailure(
             kind: .misconfigured, code: "provider_not_configured",
-            message: "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed")
+            message: listed
+                ? "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed"
+                : "provider '\(provider)' is not in the configuration; the credential cannot be refreshed")
     }
 
     /// The credential's own tokens do not open (`integrity_error`, `unknown_key_term`): nothing

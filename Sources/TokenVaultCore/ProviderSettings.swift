@@ -61,3 +61,29 @@ public struct ProviderLimits: Sendable, Equatable {
         self.retry = retry
     }
 }
+
+/// How a reload changed one provider instance, from least to most. The one rule for what each
+/// change needs: the provider set (`ProviderSet.rebuilt`) builds a new object from `rebuilt` up,
+/// the refresh engine gives a new gate (a fresh circuit breaker) only to `repointed`.
+public enum ProviderChange: Int, Sendable, Comparable {
+    case unchanged
+    /// Planner, `expired_unit` or limits other than concurrency: the engine and the vault's.
+    case retuned
+    /// Same endpoints, another concurrency: a new object (its transport's connection pool
+    /// follows it), the same gate, retuned (the breaker judged these very endpoints).
+    case rebuilt
+    /// Another kind or options (endpoints, client, secret files, TLS): a new object and a new
+    /// gate (the old breaker judged another endpoint).
+    case repointed
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+extension ProviderSettings {
+    /// How `new` differs from these settings (the same instance, before and after a reload).
+    public func change(to new: ProviderSettings) -> ProviderChange {
+        if kind != new.kind || options != new.options { return .repointed }
+        if limits.concurrency != new.limits.concurrency { return .rebuilt }
+        return self == new ? .unchanged : .retuned
+    }
+}

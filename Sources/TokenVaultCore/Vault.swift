@@ -46,8 +46,9 @@ public final class Vault: Sendable {
     public let clock: any VaultClock
     /// The planner for providers without settings of their own.
     private let defaultPlanner: RefreshPlanner
-    /// Per provider instance (lifetime share, margin, jitter, default lifetime).
-    private let planners: [String: RefreshPlanner]
+    /// Per provider instance (lifetime share, margin, jitter, default lifetime); a reload
+    /// replaces them.
+    private let planners: Mutex<[String: RefreshPlanner]>
     /// Every committed change is published here, for the watch and event streams.
     public let events: ChangeFeed
     let executor: any BlockingExecutor
@@ -66,7 +67,7 @@ public final class Vault: Sendable {
         self.sealer = sealer
         self.clock = clock
         self.defaultPlanner = planner
-        self.planners = planners
+        self.planners = Mutex(planners)
         self.events = events
         self.executor = executor
         self.options = options
@@ -80,7 +81,12 @@ public final class Vault: Sendable {
 
     var observer: (any LedgerObserver)? { observerBox.withLock { $0 } }
 
-    public func planner(for provider: String) -> RefreshPlanner { planners[provider] ?? defaultPlanner }
+    public func planner(for provider: String) -> RefreshPlanner {
+        planners.withLock { $0[provider] } ?? defaultPlanner
+    }
+
+    /// Puts the planners of a reloaded configuration in force for the next write.
+    public func replacePlanners(_ planners: [String: RefreshPlanner]) { self.planners.withLock { $0 = planners } }
 
     /// Runs blocking work (reads) on the vault's executor.
     public func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {

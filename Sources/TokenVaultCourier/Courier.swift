@@ -48,7 +48,8 @@ public enum Courier {
             logger.critical("courier: \(error)")
             return 1
         }
-        let state = CourierState(transports: transports(for: hello.instances, logger: logger))
+        let state = CourierState()
+        _ = state.replaceInstances(hello.instances, version: hello.version, logger: logger)
         // The blocking read loop runs on a thread of its own; calls run as tasks.
         let ended = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread {
@@ -84,7 +85,7 @@ public enum Courier {
         return spooled == unsettled.count ? 0 : 1
     }
 
-    private static func serve(_ reader: inout FrameReader, writer: FrameWriter, state: CourierState, logger: Logger) {
+    static func serve(_ reader: inout FrameReader, writer: FrameWriter, state: CourierState, logger: Logger) {
         while true {
             let message: CourierMessage?
             do {
@@ -97,9 +98,12 @@ public enum Courier {
             case nil: return
             case .call(let call)?:
                 state.started()
+                // The route is taken here, before the next frame is read: an `instances` frame
+                // that follows cannot retire it under this call.
+                let route = state.take(call)
                 Task {
                     let sentAt = Timestamp.now()
-                    let result = await state.send(call)
+                    let result = await state.send(call, on: route)
                     if let key = call.key {
                         state.retain(Spool.Entry(key: key, context: call.context, sentAt: sentAt, result: result))
                     }
@@ -107,59 +111,135 @@ public enum Courier {
                     state.finished()
                 }
             case .settle(let key)?: state.settle(key)
-            case .hello?, .ready?, .answer?: logger.error("courier: unexpected message from the daemon")
+            case .instances(let id, let version, let instances)?:
+                // Before the next frame is read: a call on a new route always finds it.
+                let unavailable = state.replaceInstances(instances, version: version, logger: logger)
+                try? writer.send(.instancesReady(id: id, unavailable: unavailable))
+            case .hello?, .ready?, .answer?, .instancesReady?:
+                logger.error("courier: unexpected message from the daemon")
             }
         }
     }
 
-    /// A direct transport per configured instance (TLS settings read here, from the same
-    /// configuration); an instance whose settings do not load gets none, and its calls fail.
-    static func transports(for instances: [CourierMessage.Instance], logger: Logger) -> [String: any ProviderTransport]
-    {
-        var transports: [String: any ProviderTransport] = [:]
-        for instance in instances {
-            do {
-                let options = try JSONDecoder().decode([String: JSONValue].self, from: Data(instance.options))
-                let settings = ProviderSettings(
-                    name: instance.name, kind: instance.kind, limits: ProviderLimits(concurrency: instance.concurrency),
-                    options: options)
-                if let transport = try ProviderFactory.transportSettings(
-                    settings, environment: ProcessInfo.processInfo.environment)
-                {
-                    transports[instance.name] = DirectTransport(settings: transport)
-                }
-            } catch {
-                logger.error("courier: provider instance \(instance.name): \(error)")
-            }
-        }
-        return transports
+    /// A direct transport for one configured instance (TLS settings read here, from the same
+    /// configuration), nil for one without endpoints. Throws what does not load.
+    static func transport(for instance: CourierMessage.Instance) throws -> (any ProviderTransport)? {
+        let options = try JSONDecoder().decode([String: JSONValue].self, from: Data(instance.options))
+        let settings = ProviderSettings(
+            name: instance.name, kind: instance.kind, limits: ProviderLimits(concurrency: instance.concurrency),
+            options: options)
+        return try ProviderFactory.transportSettings(settings, environment: ProcessInfo.processInfo.environment)
+            .map { DirectTransport(settings: $0) }
     }
 }
 
-/// The courier's calls in flight and the answers it keeps for the daemon.
+/// The courier's transports (by route), its calls in flight and the answers it keeps for the
+/// daemon.
 final class CourierState: Sendable {
-    private let transports: [String: any ProviderTransport]
+    private struct Route {
+        var name: String
+        var transport: any ProviderTransport
+        var calls = 0
+        var retired = false
+    }
+
+    private let routes = Mutex<[UInt32: Route]>([:])
+    /// The version of the instance set in force: an older set arriving late is not applied (the
+    /// same one again is: it is idempotent, and reports what still does not load).
+    private let version = Mutex<UInt64?>(nil)
     private let counts = Mutex(0)
     private let retained = Mutex<[String: Spool.Entry]>([:])
-
-    init(transports: [String: any ProviderTransport]) { self.transports = transports }
 
     var inFlight: Int { counts.withLock { $0 } }
     func started() { counts.withLock { $0 += 1 } }
     func finished() { counts.withLock { $0 -= 1 } }
 
-    func send(_ call: CourierMessage.Call) async -> CallResult {
-        guard let transport = transports[call.instance] else {
+    /// Makes `instances` the routes from now on, unless a newer set (`version`) is already in
+    /// force: new routes get a transport, routes not listed are retired (their transport is shut
+    /// down once the calls on it finish). Returns the instances whose settings do not load (they
+    /// get no transport, and their calls fail), for the daemon. Runs on the reader thread only.
+    func replaceInstances(_ instances: [CourierMessage.Instance], version: UInt64, logger: Logger)
+        -> [ProviderConfigurationError]
+    {
+        let newer = self.version.withLock { current -> Bool in
+            guard current.map({ version >= $0 }) ?? true else { return false }
+            current = version
+            return true
+        }
+        guard newer else { return [] }
+        let known = routes.withLock { Set($0.keys) }
+        var made: [UInt32: Route] = [:]
+        var unavailable: [ProviderConfigurationError] = []
+        for instance in instances where !known.contains(instance.route) {
+            do {
+                if let transport = try Courier.transport(for: instance) {
+                    made[instance.route] = Route(name: instance.name, transport: transport)
+                }
+            } catch {
+                logger.error("courier: provider instance \(instance.name): \(error)")
+                unavailable.append(
+                    error as? ProviderConfigurationError
+                        ?? ProviderConfigurationError(key: "providers.\(instance.name)", problem: "\(error)"))
+            }
+        }
+        let listed = Set(instances.map(\.route))
+        let idle = routes.withLock { routes -> [any ProviderTransport] in
+            routes.merge(made) { $1 }
+            var idle: [any ProviderTransport] = []
+            for (route, entry) in routes where !listed.contains(route) {
+                if entry.calls == 0 {
+                    idle.append(entry.transport)
+                    routes[route] = nil
+                } else {
+                    routes[route]?.retired = true
+                }
+            }
+            return idle
+        }
+        Self.shutDown(idle)
+        return unavailable
+    }
+
+    /// The transport of `call`'s route, counted as used by it (pair with `send(_:on:)`); nil when
+    /// the route is unknown or retired.
+    func take(_ call: CourierMessage.Call) -> (any ProviderTransport)? {
+        routes.withLock { routes -> (any ProviderTransport)? in
+            guard routes[call.route]?.retired == false else { return nil }
+            routes[call.route]?.calls += 1
+            return routes[call.route]?.transport
+        }
+    }
+
+    /// Sends `call` on the transport `take(_:)` returned for it.
+    func send(_ call: CourierMessage.Call, on transport: (any ProviderTransport)?) async -> CallResult {
+        guard let transport else {
             return .failure(
                 ProviderFailure(
                     kind: .misconfigured, code: "courier_no_transport",
                     message: "the courier has no transport for provider instance '\(call.instance)'"))
         }
+        defer { leave(call.route) }
         do {
             return .answer(try await transport.send(call.request))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// A call on `route` finished; the last one on a retired route shuts its transport down.
+    private func leave(_ route: UInt32) {
+        let idle = routes.withLock { routes -> (any ProviderTransport)? in
+            routes[route]?.calls -= 1
+            guard let entry = routes[route], entry.retired, entry.calls == 0 else { return nil }
+            routes[route] = nil
+            return entry.transport
+        }
+        if let idle { Self.shutDown([idle]) }
+    }
+
+    private static func shutDown(_ transports: [any ProviderTransport]) {
+        guard !transports.isEmpty else { return }
+        Task { for transport in transports { try? await transport.shutdown() } }
     }
 
     /// Keeps the latest answer of a key until the daemon settles it.
@@ -173,6 +253,10 @@ final class CourierState: Sendable {
     }
 
     func shutdown() async {
-        for transport in transports.values { try? await transport.shutdown() }
+        let transports = routes.withLock { routes in
+            defer { routes = [:] }
+            return routes.values.map(\.transport)
+        }
+        for transport in transports { try? await transport.shutdown() }
     }
 }

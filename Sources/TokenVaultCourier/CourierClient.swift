@@ -24,6 +24,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
         var recovered = 0
         var refused = 0
         var unsettled: Set<String> = []
+        /// Set while a courier is being started: who waits to publish instances to it.
+        var launching: [CheckedContinuation<CourierConnection?, Never>]?
+    }
+
+    /// Every transport handed out and not shut down, by route, and the version of that set
+    /// (raised by every change): what a courier is told in its hello and at each reload.
+    private struct Routes {
+        var next: UInt32 = 1
+        var version: UInt64 = 0
+        var instances: [UInt32: CourierMessage.Instance] = [:]
+
+        var list: [CourierMessage.Instance] { instances.values.sorted { $0.route < $1.route } }
     }
 
     private let spool: Spool
@@ -31,35 +43,35 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let logger: Logger
     private let readyTimeout: Double
     private let state = Mutex(State())
-    private let hello = Mutex<CourierMessage.Hello?>(nil)
+    private let spoolPublicKey = Mutex<[UInt8]?>(nil)
+    private let routes = Mutex(Routes())
+    /// How long a running courier may take to confirm an instance set (`publishInstances`).
+    private let instancesTimeout: Double
 
     /// Made before the vault is opened (providers are built with its `transportMaker`), started
     /// once it is (`start(keyring:instances:)`).
     /// - Parameters:
     ///   - arguments: how this binary is started as a courier (`["courier", …]`).
     ///   - readyTimeout: how long to wait for a courier of an earlier daemon to finish.
-    public init(spool: Spool, arguments: [String], readyTimeout: Double, logger: Logger) {
+    public init(
+        spool: Spool, arguments: [String], readyTimeout: Double, instancesTimeout: Double = 10, logger: Logger
+    ) {
         self.spool = spool
+        self.instancesTimeout = instancesTimeout
         self.arguments = arguments
         self.readyTimeout = readyTimeout
         self.logger = logger
     }
 
-    /// Starts the courier and reads the spool with the vault's keyring. `instances` are the
-    /// provider instances; the courier reads their TLS settings itself. Throws when no courier
-    /// can be started: a daemon without one would lose answers it promised to keep.
-    public func start(keyring: Keyring, instances: [ProviderSettings]) async throws {
+    /// Starts the courier and reads the spool with the vault's keyring. The courier learns the
+    /// provider instances whose transports were made so far (it reads their TLS settings itself).
+    /// Throws when no courier can be started: a daemon without one would lose answers it promised
+    /// to keep.
+    public func start(keyring: Keyring) async throws {
         guard let publicKey = keyring.spoolPublicKey else {
             throw VaultError.integrity("this vault has no spool key; open it once with this version to create one")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let described = try instances.sorted { $0.name < $1.name }.map {
-            CourierMessage.Instance(
-                name: $0.name, kind: $0.kind, concurrency: $0.limits.concurrency,
-                options: Array(try encoder.encode($0.options)))
-        }
-        hello.withLock { $0 = CourierMessage.Hello(spoolPublicKey: publicKey, instances: described) }
+        spoolPublicKey.withLock { $0 = publicKey }
         guard try await launch() else {
             throw VaultError(
                 code: .internalError,
@@ -67,6 +79,76 @@ public final class CourierClient: AnswerSettlement, Sendable {
                     + "daemon still finishing? see \(spool.directory)/courier.lock)")
         }
         loadSpool(keyring)
+    }
+
+    /// Tells the running courier the instances from now on (a reload: transports made since the
+    /// last time are added, shut-down ones retired) and waits for its answer. A courier being
+    /// started is waited for (it may have read the set for its hello before the latest change).
+    /// Returns the instances it could not make a transport for, with their keys, or a problem
+    /// naming the courier when it did not answer in time; empty when all are ready or no courier
+    /// runs (one started later learns them in its hello). Sets published concurrently may reach
+    /// the courier out of order: each carries its version, and the courier keeps the newest.
+    public func publishInstances() async -> [ProviderConfigurationError] {
+        guard let connection = await connectionToPublishTo() else { return [] }
+        let (version, instances) = routes.withLock { ($0.version, $0.list) }
+        switch await connection.replaceInstances(version: version, instances, timeout: instancesTimeout) {
+        case .ready(let unavailable):
+            return unavailable.map { .init(key: $0.key, problem: "the courier cannot use it: \($0.problem)") }
+        case .ended: return []
+        case .timedOut:
+            logger.error(
+                "the courier did not confirm the provider instances",
+                metadata: ["tokenvault.courier.pid": "\(connection.child.pid)"])
+            return [
+                ProviderConfigurationError(
+                    key: "providers",
+                    problem: "the courier (pid \(connection.child.pid)) did not confirm the provider instances "
+                        + "within \(Int(instancesTimeout)) s")
+            ]
+        }
+    }
+
+    /// The running courier, or the one being started once it runs (nil if it does not start).
+    private func connectionToPublishTo() async -> CourierConnection? {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> CourierConnection?? in
+                if let connection = state.connection { return .some(connection) }
+                guard state.launching != nil else { return .some(nil) }
+                state.launching?.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    /// A new route for `settings`: the transport a provider object of that instance sends through.
+    private func register(_ settings: ProviderSettings) -> UInt32 {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding a JSON value does not fail; an empty object would leave the instance without
+        // TLS settings, which the courier reports.
+        let options = (try? encoder.encode(settings.options)).map(Array.init) ?? Array("{}".utf8)
+        return routes.withLock { routes in
+            defer {
+                routes.next += 1
+                routes.version += 1
+            }
+            routes.instances[routes.next] = CourierMessage.Instance(
+                route: routes.next, name: settings.name, kind: settings.kind,
+                concurrency: settings.limits.concurrency, options: options)
+            return routes.next
+        }
+    }
+
+    /// A provider object was shut down: the courier drops its transport (after its calls finish).
+    fileprivate func retire(_ route: UInt32) async {
+        let removed = routes.withLock { routes -> Bool in
+            guard routes.instances.removeValue(forKey: route) != nil else { return false }
+            routes.version += 1
+            return true
+        }
+        guard removed else { return }
+        _ = await publishInstances()
     }
 
     /// Closes the courier's connection and waits for it to exit (it spools whatever is unsettled).
@@ -82,7 +164,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
     }
 
     /// How requests to `instance` leave: through the courier.
-    public var transportMaker: TransportMaker { { [self] name, _ in CourierTransport(client: self, instance: name) } }
+    public var transportMaker: TransportMaker {
+        { [self] settings, _ in CourierTransport(client: self, instance: settings.name, route: register(settings)) }
+    }
 
     public var status: CourierStatus {
         state.withLock { state in
@@ -121,7 +205,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     // MARK: Calls
 
-    func send(instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+    func send(route: UInt32, instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
         let call = ProviderCall.current
         if let call, let entry = state.withLock({ $0.spooled[call.key] }) {
             state.withLock { $0.recovered += 1 }
@@ -133,7 +217,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
         return try await connection.call(
-            key: call?.key, context: call?.context, instance: instance, request: request
+            key: call?.key, context: call?.context, route: route, instance: instance, request: request
         ).get()
     }
 
@@ -151,6 +235,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
     // MARK: Process
 
     private func launch() async throws -> Bool {
+        // From before the hello's instance set is read until the connection is in place, a
+        // publish waits for this courier instead of finding none and missing it.
+        state.withLock { $0.launching = $0.launching ?? [] }
+        var started: CourierConnection?
+        defer {
+            let waiting = state.withLock { state in
+                if let started { state.connection = started }
+                defer { state.launching = nil }
+                return state.launching ?? []
+            }
+            for continuation in waiting { continuation.resume(returning: started) }
+        }
         let child: ChildProcess
         do {
             child = try ChildProcess.spawnSelf(arguments: arguments)
@@ -158,13 +254,16 @@ public final class CourierClient: AnswerSettlement, Sendable {
             throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
         }
         let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
-        guard let hello = hello.withLock({ $0 }), await connection.handshake(hello, timeout: readyTimeout) else {
+        let hello = spoolPublicKey.withLock { $0 }.map { key in
+            routes.withLock { CourierMessage.Hello(spoolPublicKey: key, version: $0.version, instances: $0.list) }
+        }
+        guard let hello, await connection.handshake(hello, timeout: readyTimeout) else {
             connection.close()
             child.signal(SIGKILL)
             _ = await Task.detached { child.wait() }.value
             return false
         }
-        state.withLock { $0.connection = connection }
+        started = connection
         logger.info("courier started", metadata: ["tokenvault.courier.pid": "\(child.pid)"])
         return true
     }
@@ -234,15 +333,17 @@ extension CallResult {
     }
 }
 
-/// A provider instance's requests, sent through the courier.
+/// A provider instance's requests, sent through the courier on the route made for it.
 struct CourierTransport: ProviderTransport {
     let client: CourierClient
     let instance: String
+    let route: UInt32
 
     func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
-        try await client.send(instance: instance, request: request)
+        try await client.send(route: route, instance: instance, request: request)
     }
 
-    /// The courier is the client's to stop.
-    func shutdown() async throws {}
+    /// The provider object is gone (a reload replaced it): the courier retires its route. The
+    /// courier itself is the client's to stop.
+    func shutdown() async throws { await client.retire(route) }
 }

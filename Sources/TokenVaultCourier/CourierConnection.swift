@@ -14,9 +14,25 @@ final class CourierConnection: Sendable {
     private let state = Mutex(State())
     private let ended: @Sendable (CourierConnection) -> Void
 
+    /// The courier's reply to an `instances` message.
+    enum InstancesReply: Sendable, Equatable {
+        /// Applied; the instances it could not make a transport for.
+        case ready(unavailable: [ProviderConfigurationError])
+        /// The courier ended first (its successor learns the set in its hello).
+        case ended
+        /// No reply within the timeout: the courier is stuck.
+        case timedOut
+    }
+
+    private struct Update {
+        var reply: CheckedContinuation<InstancesReply, Never>
+        var timer: Task<Void, Never>?
+    }
+
     private struct State {
         var nextID: UInt64 = 1
         var waiting: [UInt64: CheckedContinuation<CallResult, Never>] = [:]
+        var updates: [UInt64: Update] = [:]
         var ready: CheckedContinuation<Bool, Never>?
         var isReady = false
         var isClosed = false
@@ -58,7 +74,9 @@ final class CourierConnection: Sendable {
     var calls: Int { state.withLock { $0.waiting.count } }
 
     /// Sends one call and waits for its result.
-    func call(key: String?, context: SecretBytes?, instance: String, request: PreparedRequest) async -> CallResult {
+    func call(key: String?, context: SecretBytes?, route: UInt32, instance: String, request: PreparedRequest) async
+        -> CallResult
+    {
         await withCheckedContinuation { continuation in
             let id = state.withLock { state -> UInt64? in
                 guard !state.isClosed else { return nil }
@@ -69,7 +87,9 @@ final class CourierConnection: Sendable {
             guard let id else { return continuation.resume(returning: .failure(ProviderFailure.courierUnavailable)) }
             do {
                 try writer.send(
-                    .call(.init(id: id, key: key, context: context, instance: instance, request: request)))
+                    .call(
+                        .init(
+                            id: id, key: key, context: context, route: route, instance: instance, request: request)))
             } catch {
                 // Not written: the courier never saw it.
                 if let waiting = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
@@ -80,6 +100,43 @@ final class CourierConnection: Sendable {
     }
 
     func settle(_ key: String) { try? writer.send(.settle(key: key)) }
+
+    /// Sends the instance set from now on (`version`, see `CourierMessage.instances`) and waits
+    /// up to `timeout` seconds for the courier's reply: a stuck courier must not hold a reload.
+    func replaceInstances(version: UInt64, _ instances: [CourierMessage.Instance], timeout: Double) async
+        -> InstancesReply
+    {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                guard !state.isClosed else { return nil }
+                defer { state.nextID += 1 }
+                state.updates[state.nextID] = Update(reply: continuation)
+                return state.nextID
+            }
+            guard let id else { return continuation.resume(returning: .ended) }
+            let timer = Task { [self] in
+                try? await Task.sleep(for: .seconds(timeout))
+                guard !Task.isCancelled else { return }
+                resolveUpdate(id, .timedOut)
+            }
+            let waiting = state.withLock { state -> Bool in
+                state.updates[id]?.timer = timer
+                return state.updates[id] != nil
+            }
+            if !waiting { timer.cancel() }
+            do {
+                try writer.send(.instances(id: id, version: version, instances))
+            } catch {
+                resolveUpdate(id, .ended)
+            }
+        }
+    }
+
+    private func resolveUpdate(_ id: UInt64, _ reply: InstancesReply) {
+        guard let update = state.withLock({ $0.updates.removeValue(forKey: id) }) else { return }
+        update.timer?.cancel()
+        update.reply.resume(returning: reply)
+    }
 
     /// Closes the daemon's end: the courier finishes, spools what is unsettled, and exits.
     func close() { child.closeConnection() }
@@ -93,19 +150,26 @@ final class CourierConnection: Sendable {
                 resolveReady(true)
             case .answer(let id, let result):
                 state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: result)
-            case .hello, .call, .settle:
+            case .instancesReady(let id, let unavailable):
+                resolveUpdate(id, .ready(unavailable: unavailable))
+            case .hello, .call, .settle, .instances:
                 continue
             }
         }
-        let (waiting, ready) = state.withLock { state in
+        let (waiting, ready, updates) = state.withLock { state in
             state.isClosed = true
             defer {
                 state.waiting = [:]
+                state.updates = [:]
                 state.ready = nil
             }
-            return (Array(state.waiting.values), state.ready)
+            return (Array(state.waiting.values), state.ready, Array(state.updates.values))
         }
         ready?.resume(returning: false)
+        for update in updates {
+            update.timer?.cancel()
+            update.reply.resume(returning: .ended)
+        }
         for continuation in waiting { continuation.resume(returning: .failure(ProviderFailure.courierLost)) }
         ended(self)
     }

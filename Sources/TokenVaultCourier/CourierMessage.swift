@@ -6,22 +6,33 @@ import TokenVaultProviders
 /// daemon -> courier: `hello` (once: the spool's public key and the provider instances, whose
 /// TLS settings the courier reads itself), `call` (a prepared request, tagged with its call key
 /// when its answer must outlive the daemon), `settle` (the daemon no longer needs the courier's
-/// copy of that key's answer).
-/// courier -> daemon: `ready` (once: it holds the spool lock and serves), `answer` (per call).
+/// copy of that key's answer), `instances` (a reload: the whole set of instances from now on).
+/// courier -> daemon: `ready` (once: it holds the spool lock and serves), `answer` (per call),
+/// `instancesReady` (per `instances`: the new ones are ready, except those it names).
 enum CourierMessage: Sendable {
     case hello(Hello)
     case ready(pid: Int32)
     case call(Call)
     case answer(id: UInt64, CallResult)
     case settle(key: String)
+    /// `version` orders the sets: the courier applies a set only if it is newer than the one it
+    /// has (two publishes may cross on the way), and answers every one.
+    case instances(id: UInt64, version: UInt64, [Instance])
+    /// The instances the courier could not make a transport for, each with its configuration key.
+    case instancesReady(id: UInt64, unavailable: [ProviderConfigurationError])
 
     struct Hello: Sendable {
         var spoolPublicKey: [UInt8]
+        /// The version of `instances` (see `instances`).
+        var version: UInt64 = 0
         var instances: [Instance]
     }
 
-    /// A provider instance as configured: the courier builds its transport from this.
+    /// A provider instance as configured: the courier builds its transport from this. `route`
+    /// names this transport in calls: an instance a reload re-pointed gets a new route, and calls
+    /// the daemon made on the old one still go out the old way until it is retired.
     struct Instance: Sendable, Equatable {
+        var route: UInt32
         var name: String
         var kind: String
         var concurrency: Int
@@ -34,11 +45,12 @@ enum CourierMessage: Sendable {
         /// Set when the answer must outlive the daemon (`ProviderCall.key`).
         var key: String?
         var context: SecretBytes?
+        var route: UInt32
         var instance: String
         var request: PreparedRequest
     }
 
-    private enum Tag: UInt8 { case hello = 1, ready, call, answer, settle }
+    private enum Tag: UInt8 { case hello = 1, ready, call, answer, settle, instances, instancesReady }
 
     func encoded() -> [UInt8] {
         var writer = WireWriter()
@@ -46,13 +58,8 @@ enum CourierMessage: Sendable {
         case .hello(let hello):
             writer.u8(Tag.hello.rawValue)
             writer.data(hello.spoolPublicKey)
-            writer.u32(UInt32(hello.instances.count))
-            for instance in hello.instances {
-                writer.string(instance.name)
-                writer.string(instance.kind)
-                writer.u32(UInt32(clamping: instance.concurrency))
-                writer.data(instance.options)
-            }
+            writer.u64(hello.version)
+            Self.write(hello.instances, to: &writer)
         case .ready(let pid):
             writer.u8(Tag.ready.rawValue)
             writer.u32(UInt32(bitPattern: pid))
@@ -61,6 +68,7 @@ enum CourierMessage: Sendable {
             writer.u64(call.id)
             writer.optional(call.key) { $0.string($1) }
             writer.optional(call.context) { $0.secret($1) }
+            writer.u32(call.route)
             writer.string(call.instance)
             call.request.write(to: &writer)
         case .answer(let id, let result):
@@ -70,8 +78,45 @@ enum CourierMessage: Sendable {
         case .settle(let key):
             writer.u8(Tag.settle.rawValue)
             writer.string(key)
+        case .instances(let id, let version, let instances):
+            writer.u8(Tag.instances.rawValue)
+            writer.u64(id)
+            writer.u64(version)
+            Self.write(instances, to: &writer)
+        case .instancesReady(let id, let unavailable):
+            writer.u8(Tag.instancesReady.rawValue)
+            writer.u64(id)
+            writer.u32(UInt32(unavailable.count))
+            for problem in unavailable {
+                writer.string(problem.key)
+                writer.string(problem.problem)
+            }
         }
         return writer.bytes
+    }
+
+    private static func write(_ instances: [Instance], to writer: inout WireWriter) {
+        writer.u32(UInt32(instances.count))
+        for instance in instances {
+            writer.u32(instance.route)
+            writer.string(instance.name)
+            writer.string(instance.kind)
+            writer.u32(UInt32(clamping: instance.concurrency))
+            writer.data(instance.options)
+        }
+    }
+
+    private static func readInstances(from reader: inout WireReader) throws -> [Instance] {
+        let count = try reader.u32()
+        guard count <= 10_000 else { throw WireError.malformed("\(count) provider instances") }
+        var instances: [Instance] = []
+        for _ in 0..<count {
+            instances.append(
+                Instance(
+                    route: try reader.u32(), name: try reader.string(), kind: try reader.string(),
+                    concurrency: Int(try reader.u32()), options: try reader.data()))
+        }
+        return instances
     }
 
     static func decode(_ bytes: [UInt8]) throws -> CourierMessage {
@@ -80,25 +125,28 @@ enum CourierMessage: Sendable {
         switch Tag(rawValue: try reader.u8()) {
         case .hello:
             let key = try reader.data()
-            let count = try reader.u32()
-            guard count <= 10_000 else { throw WireError.malformed("\(count) provider instances") }
-            var instances: [Instance] = []
-            for _ in 0..<count {
-                instances.append(
-                    Instance(
-                        name: try reader.string(), kind: try reader.string(), concurrency: Int(try reader.u32()),
-                        options: try reader.data()))
-            }
-            message = .hello(Hello(spoolPublicKey: key, instances: instances))
+            let version = try reader.u64()
+            message = .hello(Hello(spoolPublicKey: key, version: version, instances: try readInstances(from: &reader)))
         case .ready: message = .ready(pid: Int32(bitPattern: try reader.u32()))
         case .call:
             message = .call(
                 Call(
                     id: try reader.u64(), key: try reader.optional { try $0.string() },
-                    context: try reader.optional { try $0.secret() }, instance: try reader.string(),
-                    request: try PreparedRequest.read(from: &reader)))
+                    context: try reader.optional { try $0.secret() }, route: try reader.u32(),
+                    instance: try reader.string(), request: try PreparedRequest.read(from: &reader)))
         case .answer: message = .answer(id: try reader.u64(), try CallResult.read(from: &reader))
         case .settle: message = .settle(key: try reader.string())
+        case .instances:
+            message = .instances(id: try reader.u64(), version: try reader.u64(), try readInstances(from: &reader))
+        case .instancesReady:
+            let id = try reader.u64()
+            let count = try reader.u32()
+            guard count <= 10_000 else { throw WireError.malformed("\(count) problems") }
+            var unavailable: [ProviderConfigurationError] = []
+            for _ in 0..<count {
+                unavailable.append(ProviderConfigurationError(key: try reader.string(), problem: try reader.string()))
+            }
+            message = .instancesReady(id: id, unavailable: unavailable)
         case nil: throw WireError.malformed("unknown message type")
         }
         try reader.finish()

@@ -39,6 +39,9 @@ final class ProviderGate: Sendable {
         state.withLock { $0.breaker.admit(now: now.seconds) }.map { Timestamp(seconds: $0) }
     }
 
+    /// Calls waiting for a concurrency slot.
+    var queued: Int { state.withLock { $0.waiters.count } }
+
     /// Waits for a concurrency slot, then for a rate token. Pair with `release()`.
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -13,9 +13,12 @@ extension RefreshEngine {
     /// Redeems through `call` (a new key, or a spooled one being recovered) and settles it once
     /// the outcome is durable.
     private func redeem(_ redemption: CodeRedemption, call: ProviderCall) async throws -> RedeemedCode {
-        guard let provider = providers[redemption.provider], let gate = gates[redemption.provider] else {
-            throw ProviderFailure.notConfigured(redemption.provider)
+        let slot = enterSlot(redemption.provider)
+        defer { slot?.leave() }
+        guard let slot, let provider = slot.provider else {
+            throw ProviderFailure.notConfigured(redemption.provider, listed: slot != nil)
         }
+        let gate = slot.gate
         await gate.acquire()
         let answer = await ProviderCall.$current.withValue(call) { () async -> Result<TokenPayload, ProviderFailure> in
             do throws(ProviderFailure) {

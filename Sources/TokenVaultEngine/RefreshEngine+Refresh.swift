@@ -50,16 +50,26 @@ extension RefreshEngine {
         }
         if let skip = try await reasonNotToRefresh(metadata, reason: reason, now: now) { return skip }
 
-        guard let provider = providers[metadata.provider], let gate = gates[metadata.provider] else {
-            let failure = ProviderFailure.notConfigured(metadata.provider)
-            return try await recordFailure(failure, metadata: metadata, attempt: nil, resumingLostAnswer: false)
+        // The slot is held until the call ends: a reload that replaces it meanwhile lets this call
+        // finish on the provider it started with, and releases that provider afterwards.
+        while true {
+            let slot = enterSlot(metadata.provider)
+            defer { slot?.leave() }
+            guard let slot, let provider = slot.provider else {
+                let failure = ProviderFailure.notConfigured(metadata.provider, listed: slot != nil)
+                return try await recordFailure(failure, metadata: metadata, attempt: nil, resumingLostAnswer: false)
+            }
+            let gate = slot.gate
+            if let until = gate.admit(now: now) {
+                return try await postpone(metadata, until: until, reason: reason, gate: gate)
+            }
+            await gate.acquire()
+            defer { gate.release() }
+            // A reload removed or re-pointed the instance while this call waited for the gate:
+            // nothing was sent yet, so it goes to the instance in force now (or fails as removed).
+            guard isCurrent(slot, metadata.provider) else { continue }
+            return try await refresh(credential, reason: reason, provider: provider, gate: gate)
         }
-        if let until = gate.admit(now: now) {
-            return try await postpone(metadata, until: until, reason: reason, gate: gate)
-        }
-        await gate.acquire()
-        defer { gate.release() }
-        return try await refresh(credential, reason: reason, provider: provider, gate: gate)
     }
 
     /// Why a credential is not refreshed now, if it is not; also retires one whose refresh

@@ -36,7 +36,9 @@ extension RefreshEngine {
             try await delete(id, audit: audit, detail: "forced: tokens unreadable (\(error.code))")
             return .deleted(revoked: false)
         }
-        guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
+        let slot = enterSlot(record.metadata.provider)
+        defer { slot?.leave() }
+        guard let slot, let provider = slot.provider, provider.supportsRevocation else {
             try await delete(id, audit: audit, detail: "no revocation endpoint: removed locally only")
             return .deleted(revoked: false)
         }
@@ -48,7 +50,9 @@ extension RefreshEngine {
         pending.updatedAt = vault.clock.now
         try await vault.updateSchedule(pending, event: .revokePending)
 
-        if let failure = await revoke(record, provider: provider, tries: force ? 1 : options.revocationAttempts) {
+        if let failure = await revoke(
+            record, provider: provider, gate: slot.gate, tries: force ? 1 : options.revocationAttempts)
+        {
             guard force else { return try await keepPending(record, failure: failure) }
             try await delete(id, audit: audit, detail: "forced: revocation failed (\(failure.code))")
             return .deleted(revoked: false)
@@ -60,11 +64,13 @@ extension RefreshEngine {
     /// The scheduler's retry of a `revoke_pending` credential.
     func retryRevocation(_ record: Credential) async throws -> RefreshOutcome {
         let id = record.metadata.id
-        guard let provider = providers[record.metadata.provider], provider.supportsRevocation else {
+        let slot = enterSlot(record.metadata.provider)
+        defer { slot?.leave() }
+        guard let slot, let provider = slot.provider, provider.supportsRevocation else {
             try await delete(id, audit: systemAudit(id), detail: "no revocation endpoint: removed locally only")
             return .skipped("credential \(id) removed", nil)
         }
-        if let failure = await revoke(record, provider: provider, tries: 1) {
+        if let failure = await revoke(record, provider: provider, gate: slot.gate, tries: 1) {
             _ = try await keepPending(record, failure: failure)
             return .failed(failure, nil)
         }
@@ -74,16 +80,17 @@ extension RefreshEngine {
 
     /// Revokes the refresh token, then the access token. Nil on success; otherwise the failure
     /// that stopped it. Transient failures are retried up to `tries` times per token.
-    private func revoke(_ record: Credential, provider: any TokenProvider, tries: Int) async -> ProviderFailure? {
+    private func revoke(_ record: Credential, provider: any TokenProvider, gate: ProviderGate, tries: Int) async
+        -> ProviderFailure?
+    {
         let secrets = record.secrets
-        let gate = gates[provider.name] ?? gates[record.metadata.provider]
         let tokens: [(SecretBytes, TokenHint)] =
             (secrets.refreshToken.map { [($0, TokenHint.refreshToken)] } ?? []) + [(secrets.accessToken, .accessToken)]
         for (token, hint) in tokens {
             var attempt = 0
             while true {
                 attempt += 1
-                await gate?.acquire()
+                await gate.acquire()
                 // Keyed like a refresh, so an answer spooled while the daemon was down is used
                 // instead of a second request; revocation is idempotent, so it is settled at once.
                 let call = ProviderCall(
@@ -97,7 +104,7 @@ extension RefreshEngine {
                     }
                 }
                 settlement.settle(call.key)
-                gate?.release()
+                gate.release()
                 guard let failure = result else { break }
                 let retryable = failure.kind == .transient || failure.kind == .unknownOutcome
                 guard retryable, attempt < tries else {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TokenVaultCore
 
 /// The refresh engine: keeps credentials fresh, once per credential, without ever losing a
@@ -48,9 +49,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     let vault: Vault
-    let providers: [String: any TokenProvider]
-    let settings: [String: ProviderSettings]
-    let gates: [String: ProviderGate]
+    /// Every instance credentials may name, by name; a reload replaces it (`replaceProviders`).
+    let slots: Mutex<[String: ProviderSlot]>
     let options: Options
     let logger: Logger
     let owner: LeaseOwner
@@ -71,18 +71,11 @@ public final class RefreshEngine: RefreshService, Sendable {
     ) {
         self.vault = vault
         self.settlement = settlement
-        self.providers = providers
-        self.settings = settings
         self.options = options
         self.logger = logger
         owner = options.leaseHost.map { LeaseOwner(host: $0, node: options.node) } ?? LeaseOwner(node: options.node)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
-        var gates: [String: ProviderGate] = [:]
-        for name in Set(settings.keys).union(providers.keys) {
-            let setting = settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
-            gates[name] = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
-        }
-        self.gates = gates
+        slots = Mutex(Self.slots(providers, settings: settings, replacing: [:]).slots)
         remoteWake = CoalescedWake(interval: .milliseconds(100)) { [wake] in wake.signal() }
         vault.observe(HeldCommitLog(logger: logger, wake: wake))
     }
@@ -113,13 +106,15 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     public func providerStates() -> [ProviderState] {
-        gates.keys.sorted().map { name in
-            guard providers[name] != nil else {
+        let slots = slots.withLock { $0 }
+        return slots.keys.sorted().map { name in
+            let slot = slots[name]!
+            guard slot.provider != nil else {
                 return ProviderState(
-                    name: name, kind: gates[name]!.kind, condition: .notConfigured,
+                    name: name, kind: slot.gate.kind, condition: .notConfigured,
                     detail: "no endpoint configured: credentials are stored but not refreshed")
             }
-            return gates[name]!.snapshot
+            return slot.gate.snapshot
         }
     }
 
@@ -150,20 +145,26 @@ public final class RefreshEngine: RefreshService, Sendable {
         try await vault.blocking(body)
     }
 
-    func limits(for provider: String) -> ProviderLimits { gates[provider]?.limits ?? ProviderLimits() }
+    func limits(for provider: String) -> ProviderLimits {
+        slots.withLock { $0[provider] }?.gate.limits ?? ProviderLimits()
+    }
 
-    /// Puts new limits in force for instances this engine knows (a configuration reload);
-    /// returns the names it updated. Instances it does not know need a restart.
-    @discardableResult
-    public func updateLimits(_ limits: [String: ProviderLimits]) -> [String] {
-        limits.keys.sorted().filter { name in
-            guard let gate = gates[name] else { return false }
-            gate.update(limits[name]!)
-            return true
+    /// Whether `slot` still holds the provider object in force for `name` (a reload may have
+    /// removed or re-pointed the instance while a call waited for its gate).
+    func isCurrent(_ slot: ProviderSlot, _ name: String) -> Bool {
+        slots.withLock { $0[name] }?.holdsSameProvider(as: slot.provider) ?? false
+    }
+
+    /// The slot of instance `name`, taken for a call: pair with `leave()`. Nil when no instance
+    /// of that name is configured (any more).
+    func enterSlot(_ name: String) -> ProviderSlot? {
+        slots.withLock { slots in
+            let slot = slots[name]
+            slot?.enter()
+            return slot
         }
     }
 }
-
 /// Where one successful refresh spent its time. `journal` and `commit` include waiting for the
 /// group commit (and, for `commit`, sealing inside it).
 public struct RefreshTimings: Sendable {

@@ -11,7 +11,7 @@ public enum ProviderFactory {
         transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
         guard let configuration = try parse(settings, environment: environment) else { return nil }
-        let made = transport(settings.name, configuration.transportSettings)
+        let made = transport(settings, configuration.transportSettings)
         switch configuration {
         case .oauth2(let configuration): return try OAuth2Provider(configuration: configuration, transport: made)
         case .tinkoffID(let configuration): return TinkoffIDProvider(configuration: configuration, transport: made)

@@ -83,5 +83,6 @@ public struct TransportSettings: Sendable {
     public var callDeadlineSeconds: Double { 2 * timeoutSeconds + 1 }
 }
 
-/// Makes the transport for a provider instance (its name and settings).
-public typealias TransportMaker = @Sendable (String, TransportSettings) -> any ProviderTransport
+/// Makes the transport for a provider instance (as configured, and what its transport needs): the
+/// courier's transport describes the instance to the courier, which reads its TLS files itself.
+public typealias TransportMaker = @Sendable (ProviderSettings, TransportSettings) -> any ProviderTransport

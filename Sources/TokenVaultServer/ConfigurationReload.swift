@@ -6,15 +6,17 @@ import TokenVaultSystem
 import UnixSignals
 
 /// Re-reads the configuration file on SIGHUP (`systemctl reload tokenvault`) and puts in force
-/// what can change without a restart: the access rules, the log level and each provider
-/// instance's limits (concurrency, rate, breaker, retries). Connections and streams stay open;
-/// the next request is judged by the new rules, the next provider call by the new limits.
+/// what can change without a restart: the access rules, the log level and the provider instances
+/// (added, removed, re-pointed to new endpoints, secrets or TLS files, or given new limits,
+/// planners or `expired_unit`). Connections and streams stay open; the next request is judged by
+/// the new rules, the next provider call goes to the new instance with its limits, and calls in
+/// flight finish on the instance they started with, which is released afterwards.
 ///
-/// A file that does not parse or validate is refused as a whole: the error is logged with the
-/// file and key, and the running configuration stays. Settings that only a restart applies
-/// (socket, storage, a provider instance added, removed or given new endpoints or secrets,
-/// `limits.*`, event loops) are compared, and each one that differs is logged as waiting for a
-/// restart.
+/// A file that does not parse or validate, or names a provider instance that cannot be built (a
+/// secret file that does not open, a bad URL, a TLS file), is refused as a whole: the error is
+/// logged with the file and key, and the running configuration stays. Settings that only a
+/// restart applies (socket, storage, `limits.*`, `server.*`, `audit.*`, `log.format`) are
+/// compared, and each one that differs is logged as waiting for a restart.
 public final class ConfigurationReload: Service, Sendable {
     public struct Outcome: Sendable, Equatable {
         /// Nil when the new file was put in force.
@@ -23,30 +25,48 @@ public final class ConfigurationReload: Service, Sendable {
         public var needsRestart: [String]
     }
 
+    /// Who builds provider instances (the same code as at start-up) and who calls them (the
+    /// refresh engine).
+    public struct Providers: Sendable {
+        let builder: any ProviderBuilding
+        let routing: any ProviderRouting
+
+        public init(builder: any ProviderBuilding, routing: any ProviderRouting) {
+            self.builder = builder
+            self.routing = routing
+        }
+    }
+
     private let load: @Sendable () throws -> DaemonConfiguration
+    private let file: String
     private let api: VaultAPI
     private let levels: LogLevelSwitch
     private let notifier: SystemdNotifier
     private let status: @Sendable () async -> String
-    private let providerLimits: @Sendable ([String: ProviderLimits]) -> Void
+    private let providers: Providers?
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
+    /// Releases of replaced provider objects still waiting for their calls, so that the daemon's
+    /// shutdown can wait for them (`releasesFinished()`) instead of leaving them behind.
+    private let releases = Mutex<[UInt64: Task<Void, Never>]>([:])
+    private let nextRelease = Mutex<UInt64>(0)
 
-    /// `load` reads the file and applies the environment, as start-up did; `status` is the
-    /// `STATUS=` line sent with `READY=1` when the reload is done; `providerLimits` puts
-    /// instances' new limits in force (the refresh engine's).
+    /// `load` reads the file (`file`, for messages) and applies the environment, as start-up did;
+    /// `status` is the `STATUS=` line sent with `READY=1` when the reload is done; without
+    /// `providers`, changed provider instances wait for a restart.
     public init(
-        running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration, api: VaultAPI,
-        levels: LogLevelSwitch, notifier: SystemdNotifier, status: @escaping @Sendable () async -> String,
-        providerLimits: @escaping @Sendable ([String: ProviderLimits]) -> Void = { _ in }, logger: Logger
+        running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration,
+        file: String = "(defaults)", api: VaultAPI, levels: LogLevelSwitch, notifier: SystemdNotifier,
+        status: @escaping @Sendable () async -> String, providers: Providers? = nil, logger: Logger
     ) {
         self.running = Mutex(running)
         self.load = load
+        self.file = file
         self.api = api
         self.levels = levels
         self.notifier = notifier
         self.status = status
-        self.providerLimits = providerLimits
+        self.providers = providers
         self.logger = logger
     }
 
@@ -60,58 +80,90 @@ public final class ConfigurationReload: Service, Sendable {
     @discardableResult
     public func reload() async -> Outcome {
         notifier.reloading()
-        let outcome = apply()
+        let outcome = await apply()
         notifier.send("READY=1\nSTATUS=\(await status())")
         return outcome
     }
 
-    private func apply() -> Outcome {
+    private func apply() async -> Outcome {
         let fresh: DaemonConfiguration
         do {
             fresh = try load()
         } catch {
-            let problem = (error as? ConfigurationError)?.description ?? "\(error)"
-            logger.error(
-                "configuration reload refused; the running configuration stays",
-                metadata: ["tokenvault.error": "\(problem)"])
-            return Outcome(refusal: problem, needsRestart: [])
+            return refuse((error as? ConfigurationError)?.description ?? "\(error)")
         }
         let previous = running.withLock { $0 }
+        // Providers first: an instance that cannot be built refuses the file before anything of
+        // it is in force.
+        var replacement: ProviderReplacement?
+        if let providers, fresh.providers != previous.providers {
+            let built: [String: any TokenProvider]
+            do throws(ProviderCatalogError) {
+                built = try await providers.builder.build(fresh.providers)
+            } catch {
+                return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)
+            }
+            let replaced = providers.routing.replaceProviders(built, settings: fresh.providers)
+            api.vault.replacePlanners(fresh.providers.mapValues(\.planner))
+            api.liveProviders.replace(fresh.providers)
+            // The replaced objects are released once the calls that started on them have ended.
+            release(replaced, through: providers.builder)
+            replacement = replaced
+        }
         api.livePolicy.replace(rules: fresh.rules)
         levels.level = fresh.logLevel
-        let retuned = Self.limitsChanged(previous.providers, fresh.providers)
-        providerLimits(retuned)
         // What a restart would apply stays as it runs, so that it is reported again next time.
         var applied = previous
         applied.rules = fresh.rules
         applied.logLevel = fresh.logLevel
-        for (name, limits) in retuned { applied.providers[name]?.limits = limits }
+        if providers != nil { applied.providers = fresh.providers }
         let waiting = Self.sectionsNeedingRestart(applied, fresh)
         running.withLock { $0 = applied }
         for section in waiting {
             logger.warning(
                 "configuration changed where only a restart applies it", metadata: ["tokenvault.key": "\(section)"])
         }
-        logger.notice(
-            "configuration reloaded",
-            metadata: [
-                "tokenvault.access.rules": "\(fresh.rules.count)", "tokenvault.log.level": "\(fresh.logLevel)",
-                "tokenvault.provider.limits_changed": "\(retuned.keys.sorted().joined(separator: ","))",
-            ])
+        var metadata: Logger.Metadata = [
+            "tokenvault.access.rules": "\(fresh.rules.count)", "tokenvault.log.level": "\(fresh.logLevel)",
+        ]
+        if let replacement {
+            for (key, names) in [
+                ("added", replacement.added), ("removed", replacement.removed),
+                ("repointed", replacement.repointed), ("limits_changed", replacement.retuned),
+            ] where !names.isEmpty {
+                metadata["tokenvault.provider.\(key)"] = "\(names.joined(separator: ","))"
+            }
+        }
+        logger.notice("configuration reloaded", metadata: metadata)
         return Outcome(refusal: nil, needsRestart: waiting)
     }
 
-    /// Instances in both whose settings differ in their limits alone, with the new limits.
-    static func limitsChanged(_ old: [String: ProviderSettings], _ new: [String: ProviderSettings]) -> [String:
-        ProviderLimits]
-    {
-        var changed: [String: ProviderLimits] = [:]
-        for (name, fresh) in new {
-            guard var current = old[name], current.limits != fresh.limits else { continue }
-            current.limits = fresh.limits
-            if current == fresh { changed[name] = fresh.limits }
+    /// Releases `replacement`'s retired objects in the background, tracked until done.
+    private func release(_ replacement: ProviderReplacement, through builder: any ProviderBuilding) {
+        let id = nextRelease.withLock { next in
+            defer { next += 1 }
+            return next
         }
-        return changed
+        // Inserted under the lock the task takes to remove itself, so it cannot finish first.
+        releases.withLock { pending in
+            pending[id] = Task { [self] in
+                await builder.release(await replacement.retired())
+                _ = releases.withLock { $0.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Returns once every release started by a reload is done (the daemon calls it on the way
+    /// out, before shutting down the providers in force).
+    public func releasesFinished() async {
+        while let pending = releases.withLock({ $0.values.first }) { await pending.value }
+    }
+
+    private func refuse(_ problem: String) -> Outcome {
+        logger.error(
+            "configuration reload refused; the running configuration stays",
+            metadata: ["tokenvault.error": "\(problem)"])
+        return Outcome(refusal: problem, needsRestart: [])
     }
 
     static func sectionsNeedingRestart(_ old: DaemonConfiguration, _ new: DaemonConfiguration) -> [String] {

@@ -58,12 +58,11 @@ extension VaultAPI {
         guard case .string(let provider)? = value else {
             throw VaultError.invalidField("provider", "is required and must be a string")
         }
-        guard options.providers.contains(provider) else {
+        let known = liveProviders.names
+        guard known.contains(provider) else {
             throw VaultError(
                 code: .unknownProvider,
-                message:
-                    "provider '\(provider)' is not configured (known: \(options.providers.sorted().joined(separator: ", ")))"
-            )
+                message: "provider '\(provider)' is not configured (known: \(known.sorted().joined(separator: ", ")))")
         }
         return provider
     }
@@ -77,7 +76,7 @@ extension VaultAPI {
         }
         do {
             let decoder = TokenPayloadDecoder(
-                expiredUnit: options.expiredUnits[provider] ?? .seconds, sizes: options.tokenSizes)
+                expiredUnit: liveProviders.expiredUnit(provider), sizes: options.tokenSizes)
             return (try decoder.decode(token), provider, labels)
         } catch let error as VaultError where error.code == .invalidField {
             // Name the field by its path in the request body.

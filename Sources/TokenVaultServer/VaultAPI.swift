@@ -8,7 +8,8 @@ import TokenVaultCore
 /// exception lives outside the router: `TokenFastPath` answers plain token reads on the loop.)
 public struct VaultAPI: Sendable {
     public struct Options: Sendable {
-        /// Provider instances credentials may name; anything else is 422.
+        /// Provider instances credentials may name at start; anything else is 422 (a reload
+        /// replaces them: `liveProviders`).
         public var providers: Set<String>
         public var maximumBodySize: Int
         public var version: String
@@ -53,6 +54,8 @@ public struct VaultAPI: Sendable {
     let rotation: KeyRotation?
     /// Who may do what; a reload replaces its rules.
     public let livePolicy: LivePolicy
+    /// The provider instances credentials may name; a reload replaces them.
+    public let liveProviders: LiveProviders
     var policy: AccessPolicy { livePolicy.policy }
     let audit: AuditRecorder
     let metrics: APIMetrics
@@ -71,6 +74,7 @@ public struct VaultAPI: Sendable {
         self.admin = admin
         self.rotation = rotation
         livePolicy = LivePolicy(policy)
+        liveProviders = LiveProviders(names: options.providers, expiredUnits: options.expiredUnits)
         self.audit = audit
         self.metrics = metrics
         self.options = options

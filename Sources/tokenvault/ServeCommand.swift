@@ -92,10 +92,13 @@ struct ServeCommand: AsyncParsableCommand {
                 "--log-level", settings.logLevel.rawValue,
             ],
             readyTimeout: Self.courierReadyTimeout(settings, environment: options.environment), logger: logger)
-        let providers: ProviderSet
+        // Start-up and every reload build instances here, the same way.
+        let instances = ProviderInstances(
+            environment: options.environment, transport: courier.transportMaker,
+            ready: { await Self.courierLearnsInstances(courier) })
+        let providers: [String: any TokenProvider]
         do {
-            providers = try await ProviderSet.make(
-                Array(settings.providers.values), environment: options.environment, transport: courier.transportMaker)
+            providers = try await instances.build(settings.providers)
         } catch {
             printError("error: config \(configPath ?? "(defaults)"): \(error.key): \(error.problem)")
             throw ExitCode(1)
@@ -115,14 +118,14 @@ struct ServeCommand: AsyncParsableCommand {
             if activation == nil { try SocketGuard.prepare(path: socketPath) }
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
             // spooled are read before any attempt is resumed.
-            try await courier.start(keyring: opened.keyring, instances: Array(settings.providers.values))
+            try await courier.start(keyring: opened.keyring)
 
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             var engineOptions = RefreshEngine.Options()
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
             engineOptions.node = options.resolvedDataDir
             let engine = RefreshEngine(
-                vault: opened.vault, providers: providers.all, settings: settings.providers, options: engineOptions,
+                vault: opened.vault, providers: providers, settings: settings.providers, options: engineOptions,
                 settlement: courier, logger: logger)
             // Several nodes on one PostgreSQL vault: what the others change wakes this node's
             // scheduler, leaves its cache and reaches its watch and events streams.
@@ -151,8 +154,10 @@ struct ServeCommand: AsyncParsableCommand {
             // Off the concurrency pool: on PostgreSQL the count may wait for a connection.
             let status: @Sendable () async -> String = { [vault = opened.vault, database = opened.database] in
                 let counts = try? await vault.blocking { try database.credentialCountsByStatus() }
+                let instances = engine.providerStates()
+                let refreshing = instances.filter { $0.condition != .notConfigured }.count
                 return "serving \(counts.map { String($0.values.reduce(0, +)) } ?? "?") credentials, "
-                    + "\(providers.all.count) of \(settings.providers.count) provider instances refreshing"
+                    + "\(refreshing) of \(instances.count) provider instances refreshing"
             }
             let watchdog = Mutex<EventLoopWatchdog?>(nil)
             let application = VaultServer.application(
@@ -174,9 +179,9 @@ struct ServeCommand: AsyncParsableCommand {
                 watchdog.withLock { $0 = EventLoopWatchdog.start(notifier: notifier, group: eventLoops) }
             }
             let reload = ConfigurationReload(
-                running: settings, load: { [options] in try Self.loadSettings(options) }, api: api, levels: levels,
-                notifier: notifier, status: status,
-                providerLimits: { engine.updateLimits($0) }, logger: logger)
+                running: settings, load: { [options] in try Self.loadSettings(options) },
+                file: configPath ?? "(defaults)", api: api, levels: levels, notifier: notifier, status: status,
+                providers: .init(builder: instances, routing: engine), logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(
@@ -199,7 +204,9 @@ struct ServeCommand: AsyncParsableCommand {
             // Before the loops it runs on are gone.
             watchdog.withLock { $0?.stop() }
             try? await eventLoops.shutdownGracefully()
-            await providers.shutdown()
+            // Objects a reload replaced are shut down by their release; the ones in force here.
+            await reload.releasesFinished()
+            await instances.set.shutdown()
             logger.info("stopped")
         }
     }
@@ -235,6 +242,15 @@ extension ServeCommand {
             try? ProviderFactory.transportSettings($0, environment: environment)?.callDeadlineSeconds
         }.max()
         return (longest ?? 0) + 10
+    }
+}
+
+extension ServeCommand {
+    /// Tells a running courier the instances built for a reload; one it cannot make a transport
+    /// for refuses the set under that instance's key (its settings loaded here, so this is rare: a
+    /// file changed in between), and so does a courier that does not answer (named by its pid).
+    static func courierLearnsInstances(_ courier: CourierClient) async -> ProviderConfigurationError? {
+        await courier.publishInstances().first
     }
 }
 

@@ -147,13 +147,27 @@ import TokenVaultTesting
         let messages: [CourierMessage] = [
             .hello(
                 .init(
-                    spoolPublicKey: Array(repeating: 7, count: 32),
+                    spoolPublicKey: Array(repeating: 7, count: 32), version: 3,
                     instances: [
-                        .init(name: "idp", kind: "oauth2", concurrency: 8, options: Array("{}".utf8))
+                        .init(route: 1, name: "idp", kind: "oauth2", concurrency: 8, options: Array("{}".utf8))
                     ])),
             .ready(pid: 4242),
-            .call(.init(id: 9, key: "refresh:a", context: SecretBytes(utf8: "c"), instance: "idp", request: request)),
-            .call(.init(id: 10, key: nil, context: nil, instance: "idp", request: request)),
+            .call(
+                .init(
+                    id: 9, key: "refresh:a", context: SecretBytes(utf8: "c"), route: 1, instance: "idp",
+                    request: request)),
+            .call(.init(id: 10, key: nil, context: nil, route: 2, instance: "idp", request: request)),
+            .instances(
+                id: 11, version: 4,
+                [
+                    .init(route: 1, name: "idp", kind: "oauth2", concurrency: 8, options: Array("{}".utf8)),
+                    .init(route: 3, name: "new", kind: "tinkoff-id", concurrency: 2, options: Array("{}".utf8)),
+                ]),
+            .instances(id: 12, version: 5, []),
+            .instancesReady(id: 11, unavailable: []),
+            .instancesReady(
+                id: 12,
+                unavailable: [ProviderConfigurationError(key: "providers.new.ca_file", problem: "cannot be read")]),
             .answer(id: 9, SpoolTests.answer),
             .answer(
                 id: 10, .failure(ProviderFailure(kind: .transient, code: "http_503", message: "down", retryAfter: 3))),
@@ -163,6 +177,36 @@ import TokenVaultTesting
             let again = try CourierMessage.decode(message.encoded())
             #expect(again.encoded() == message.encoded())
         }
+    }
+
+    /// A reload's instance set, field by field: the route a call names picks the transport.
+    @Test func instancesCarryTheirRoutes() throws {
+        let sent = CourierMessage.instances(
+            id: 7, version: 9,
+            [.init(route: 42, name: "acme", kind: "oauth2", concurrency: 3, options: Array(#"{"a":1}"#.utf8))])
+        guard case .instances(let id, let version, let instances) = try CourierMessage.decode(sent.encoded()) else {
+            Issue.record("not an instances message")
+            return
+        }
+        #expect(id == 7 && version == 9)
+        #expect(
+            instances == [
+                .init(route: 42, name: "acme", kind: "oauth2", concurrency: 3, options: Array(#"{"a":1}"#.utf8))
+            ])
+        guard
+            case .instancesReady(let answered, let unavailable) = try CourierMessage.decode(
+                CourierMessage.instancesReady(
+                    id: 7, unavailable: [ProviderConfigurationError(key: "providers.acme.ca_file", problem: "missing")]
+                ).encoded())
+        else {
+            Issue.record("not an instancesReady message")
+            return
+        }
+        #expect(
+            answered == 7
+                && unavailable == [ProviderConfigurationError(key: "providers.acme.ca_file", problem: "missing")])
+        // A set cut short is refused, not read as fewer instances.
+        #expect(throws: (any Error).self) { try CourierMessage.decode(Array(sent.encoded().dropLast(3))) }
     }
 
     @Test func malformedBytesAreRefused() {

@@ -113,9 +113,9 @@ import TokenVaultTesting
         #expect(ended, "the stream ended")
     }
 
-    /// An instance whose limits alone changed is retuned in place; one with a new endpoint waits
-    /// for a restart.
-    @Test func providerLimitsApplyAndEndpointsWait() async throws {
+    /// The instances of the file go to the engine whole (limits, planners and endpoints alike);
+    /// without an engine to take them, a changed instance waits for a restart.
+    @Test func providerChangesGoToTheEngineOrWaitWithoutOne() async throws {
         let directory = TemporaryDirectory("tokenvault-reload")
         let file = directory.file("config.json")
         func write(endpoint: String, concurrency: Int) throws {
@@ -127,21 +127,32 @@ import TokenVaultTesting
             ).write(to: URL(fileURLWithPath: file))
         }
         try write(endpoint: "https://id.example/token", concurrency: 4)
-        let applied = Mutex<[String: ProviderLimits]>([:])
+        let routing = RecordingRouting()
         let server = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
+        let load: @Sendable () throws -> DaemonConfiguration = {
+            try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
+        }
         let reload = ConfigurationReload(
-            running: server, load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) },
-            api: try makeAPI(directory), levels: LogLevelSwitch(.info), notifier: SystemdNotifier(address: nil),
-            status: { "test" }, providerLimits: { limits in applied.withLock { $0.merge(limits) { $1 } } },
+            running: server, load: load, api: try makeAPI(directory), levels: LogLevelSwitch(.info),
+            notifier: SystemdNotifier(address: nil), status: { "test" },
+            providers: .init(builder: ProviderInstances(environment: [:]), routing: routing),
             logger: Logger(label: "reload-test"))
 
         try write(endpoint: "https://id.example/token", concurrency: 2)
         #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
-        #expect(applied.withLock { $0["acme"]?.concurrency } == 2)
+        #expect(routing.last?.settings["acme"]?.limits.concurrency == 2)
+        try write(endpoint: "https://other.example/token", concurrency: 2)
+        #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(routing.last?.settings["acme"]?.options["token_endpoint"] == .string("https://other.example/token"))
+        #expect(routing.last?.providers.keys.sorted() == ["acme"])
+        #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
+        #expect(routing.count == 2, "an unchanged file replaces nothing")
 
-        try write(endpoint: "https://other.example/token", concurrency: 3)
-        #expect(await reload.reload() == .init(refusal: nil, needsRestart: ["providers"]))
-        #expect(applied.withLock { $0["acme"]?.concurrency } == 2, "a changed endpoint waits for a restart")
+        let unwired = ConfigurationReload(
+            running: server, load: load, api: try makeAPI(directory), levels: LogLevelSwitch(.info),
+            notifier: SystemdNotifier(address: nil), status: { "test" }, logger: Logger(label: "reload-test"))
+        #expect(await unwired.reload() == .init(refusal: nil, needsRestart: ["providers"]))
+        await ProviderSet.shutdown(routing.all)
     }
 
     func makeAPI(_ directory: TemporaryDirectory) throws -> VaultAPI {
@@ -174,4 +185,24 @@ import TokenVaultTesting
 private final class Connection: @unchecked Sendable {
     let value: UnixSocketConnection
     init(_ value: UnixSocketConnection) { self.value = value }
+}
+
+/// Records what a reload hands the engine.
+private final class RecordingRouting: ProviderRouting, @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls: [(providers: [String: any TokenProvider], settings: [String: ProviderSettings])] = []
+
+    var last: (providers: [String: any TokenProvider], settings: [String: ProviderSettings])? {
+        lock.withLock { calls.last }
+    }
+    var count: Int { lock.withLock { calls.count } }
+    /// Every provider object it was given.
+    var all: [any TokenProvider] { lock.withLock { calls.flatMap { $0.providers.values } } }
+
+    func replaceProviders(_ providers: [String: any TokenProvider], settings: [String: ProviderSettings])
+        -> ProviderReplacement
+    {
+        lock.withLock { calls.append((providers, settings)) }
+        return ProviderReplacement()
+    }
 }

@@ -16,9 +16,10 @@ final class TestServer: Sendable {
 
     init(
         policy: AccessPolicy? = nil, idleTimeoutSeconds: Int = 30, maximumBodySize: Int = 64 * 1024,
-        engine: (any RefreshService)? = nil
+        engine: (any RefreshService)? = nil, makeEngine: ((TestVault) throws -> any RefreshService)? = nil
     ) async throws {
         fixture = try TestVault()
+        let engine = try engine ?? makeEngine?(fixture)
         socketPath = fixture.directory.file("run/tokenvault.sock")
         try SocketGuard.prepare(path: socketPath)
         let logger = Logger(label: "test-server")

@@ -12,6 +12,8 @@ public final class ScriptedProvider: TokenProvider {
         case fail(ProviderFailure)
         /// Wait, then take the next step.
         case delay(Double)
+        /// Wait until the test opens the latch, then take the next step.
+        case hold(Latch)
     }
 
     private struct State {
@@ -55,6 +57,8 @@ public final class ScriptedProvider: TokenProvider {
             switch step ?? .succeed(lifetime: defaultLifetime) {
             case .delay(let seconds):
                 try? await Task.sleep(for: .seconds(seconds))
+            case .hold(let latch):
+                await latch.wait()
             case .fail(let failure):
                 throw failure
             case .succeed(let lifetime, let rotate):
