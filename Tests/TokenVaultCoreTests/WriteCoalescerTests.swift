@@ -52,7 +52,7 @@ import TokenVaultTesting
     static func run(transactions: Int, writes: Int, patience: Double) async throws -> OverlapProbe {
         let probe = OverlapProbe()
         let coalescer = WriteCoalescer(
-            store: probe, executor: DispatchExecutor(), maximumBatch: 1, transactions: transactions)
+            store: probe, executor: ThreadExecutor(), maximumBatch: 1, transactions: transactions)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try await coalescer.write(.full) { _ in

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TokenVaultCore
 import TokenVaultCrypto
@@ -111,10 +112,20 @@ import TokenVaultTesting
         let other = try VaultDatabase(path: fixture.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
         defer { other.close() }
 
+        // On a thread of its own, from before the batch is recorded until its first flush has
+        // returned (a fixed hold ran out before the flush on a loaded machine).
+        let holding = Atomic<Bool>(false)
+        let release = Atomic<Bool>(false)
         let locked = Task.detached {
-            try other.write(durability: .normal) { _ in Thread.sleep(forTimeInterval: 1.0) }
+            try await ThreadExecutor().run {
+                try other.write(durability: .normal) { _ in
+                    holding.store(true, ordering: .releasing)
+                    let deadline = Date().addingTimeInterval(30)
+                    while !release.load(ordering: .acquiring), Date() < deadline { usleep(5000) }
+                }
+            }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await waitUntil { holding.load(ordering: .acquiring) })
         for index in 0..<25 {
             recorder.record(
                 AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
@@ -122,6 +133,7 @@ import TokenVaultTesting
         await recorder.flush()
         #expect(recorder.counters.writeFailures >= 1)
         #expect(recorder.counters.dropped == 15 && recorder.counters.pending == 10)
+        release.store(true, ordering: .releasing)
         try await locked.value
 
         await recorder.flush()
