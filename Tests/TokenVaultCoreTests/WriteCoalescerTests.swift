@@ -9,41 +9,21 @@ import TokenVaultTesting
 /// writer connection on PostgreSQL, where each transaction carries one write and their flushes
 /// overlap.
 @Suite struct WriteCoalescerTests {
-    /// Counts the transactions inside `write` at the same moment (the memory store still runs
-    /// their bodies one at a time, under its lock; what is counted is the coalescer's side).
-    final class OverlapProbe: CredentialStore, Sendable {
-        let base = InMemoryStore()
+    /// Counts the coalescer's transactions under way at the same moment: each runs in a call of
+    /// the executor, on a thread of its own (the memory store still runs their bodies one at a
+    /// time, under its lock; what is counted is the coalescer's side).
+    final class OverlapProbe: BlockingExecutor {
         private let inside = Atomic<Int>(0)
         private let most = Atomic<Int>(0)
         var concurrent: Int { inside.load(ordering: .relaxed) }
         var mostAtOnce: Int { most.load(ordering: .relaxed) }
 
-        func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result {
-            let now = inside.add(1, ordering: .relaxed).newValue
-            _ = most.max(now, ordering: .relaxed)
-            defer { inside.subtract(1, ordering: .relaxed) }
-            return try base.write(durability: durability, body)
-        }
-        func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
-        func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
-        func list(_ query: CredentialQuery) throws -> [CredentialMetadata] { try base.list(query) }
-        func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
-            try base.records(after: after, limit: limit)
-        }
-        func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
-            try base.records(notSealedWith: term, limit: limit)
-        }
-        func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-            try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
-        }
-        func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
-        func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
-            try base.dueCredentials(at: now, limit: limit)
-        }
-        func earliestRefreshAt() throws -> Timestamp? { try base.earliestRefreshAt() }
-        func openAttempts(limit: Int) throws -> [RefreshAttempt] { try base.openAttempts(limit: limit) }
-        func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-            try base.pruneFinishedAttempts(before: before, limit: limit)
+        func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+            try await ThreadExecutor().run { [self] in
+                _ = most.max(inside.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+                defer { inside.subtract(1, ordering: .relaxed) }
+                return try body()
+            }
         }
     }
 
@@ -52,7 +32,7 @@ import TokenVaultTesting
     static func run(transactions: Int, writes: Int, patience: Double) async throws -> OverlapProbe {
         let probe = OverlapProbe()
         let coalescer = WriteCoalescer(
-            store: probe, executor: ThreadExecutor(), maximumBatch: 1, transactions: transactions)
+            store: InMemoryStore(), executor: probe, maximumBatch: 1, transactions: transactions)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try await coalescer.write(.full) { _ in
