@@ -9,6 +9,18 @@ import TokenVaultTesting
 /// A reload's provider instances, put in force in the engine (`replaceProviders`): added, removed,
 /// re-pointed, retuned; calls in flight finish on the object they started with.
 @Suite struct ProviderReplacementTests {
+    /// A forced refresh of `id`, held inside the provider (the call is in flight) until the latch
+    /// opens.
+    static func heldRefresh(_ id: CredentialID, _ fixture: EngineFixture) async throws
+        -> (Task<RefreshOutcome, any Error>, Latch)
+    {
+        let latch = Latch()
+        fixture.provider.script(.hold(latch), .succeed())
+        let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
+        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+        return (refresh, latch)
+    }
+
     static let settings = ProviderSettings(
         name: "scripted", kind: "oauth2", limits: ProviderLimits(breakerThreshold: 1),
         options: ["token_endpoint": .string("https://a.example/token")])
@@ -73,10 +85,7 @@ import TokenVaultTesting
         let fixture = try EngineFixture()
         let engine = fixture.engine
         let (id, _) = try await fixture.store("a")
-        let latch = Latch()
-        fixture.provider.script(.hold(latch), .succeed())
-        let refresh = Task { try await engine.refresh(id, reason: .forced) }
-        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+        let (refresh, latch) = try await Self.heldRefresh(id, fixture)
 
         let newer = ScriptedProvider(name: "scripted")
         var moved = ProviderSettings(name: "scripted", kind: "oauth2")
@@ -102,10 +111,7 @@ import TokenVaultTesting
         let fixture = try EngineFixture()
         let engine = fixture.engine
         let (id, _) = try await fixture.store("a")
-        let latch = Latch()
-        fixture.provider.script(.hold(latch), .succeed())
-        let refresh = Task { try await engine.refresh(id, reason: .forced) }
-        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+        let (refresh, latch) = try await Self.heldRefresh(id, fixture)
 
         var planned = ProviderSettings(name: "scripted", kind: "oauth2")
         planned.planner.lifetimeShare = 0.5
@@ -134,10 +140,7 @@ import TokenVaultTesting
         let engine = fixture.engine
         let (first, _) = try await fixture.store("a")
         let (second, _) = try await fixture.store("b")
-        let latch = Latch()
-        fixture.provider.script(.hold(latch), .succeed())
-        let running = Task { try await engine.refresh(first, reason: .forced) }
-        #expect(try await waitUntil(within: 10) { latch.arrived == 1 })
+        let (running, latch) = try await Self.heldRefresh(first, fixture)
         let queued = Task { try await engine.refresh(second, reason: .forced) }
         let gate = try #require(engine.slots.withLock { $0["scripted"] }?.gate)
         #expect(try await waitUntil(within: 10) { gate.queued == 1 })
