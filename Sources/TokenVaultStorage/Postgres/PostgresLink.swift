@@ -59,8 +59,10 @@ final class PostgresLink: Sendable {
         let sent = try takeUnsettled(on: connection)
         let result = connection.query(query, logger: logger)
         do {
-            // The connection runs statements in order: once this one is answered, so are they.
+            // The connection runs statements in order: once this one is answered, so are they
+            // (unless it was never answered: then they may never be either).
             let answer = Result { try wait(result, on: connection) }
+            if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
             for earlier in sent { _ = try earlier.wait() }
             return try answer.get()
         } catch {
@@ -133,6 +135,7 @@ final class PostgresLink: Sendable {
                 return connection
             })
         else { return }
+        unsettled.withLock { $0 = nil }
         _ = try? open.close().wait()
     }
 
@@ -192,6 +195,7 @@ final class PostgresLink: Sendable {
         if let vaultError = error as? VaultError { return vaultError }
         if Self.isConnectionLost(error) {
             self.connection.withLock { if $0 === lost { $0 = nil } }
+            unsettled.withLock { if $0?.connection === lost { $0 = nil } }
             Self.closeEventually(lost)
             return VaultError.storageUnavailable(
                 "the PostgreSQL connection (\(name)) was lost: \(Self.describe(error))")
