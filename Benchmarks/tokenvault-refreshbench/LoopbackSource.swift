@@ -37,7 +37,7 @@ final class LoopbackSource: TokenSource {
         provider = try OAuth2Provider(
             settings: settings, environment: [:],
             transport: transport.map { make in
-                make(settings, TransportSettings(timeoutSeconds: 10, maximumConnections: concurrency))
+                make(settings, TransportSettings(maximumConnections: concurrency))
             })
         self.keepAlive = keepAlive ? KeepAliveProvider(port: server.port, path: options.tokenPath) : nil
         name =

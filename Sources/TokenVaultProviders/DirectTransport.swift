@@ -24,12 +24,13 @@ public final class DirectTransport: ProviderTransport {
             tls.certificateChain = identity.certificateChain.map { .certificate($0) }
             tls.privateKey = .privateKey(identity.privateKey)
         }
-        let timeout = TimeAmount.nanoseconds(Int64(settings.timeoutSeconds * 1e9))
+        func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             // A redirect would carry the refresh token to wherever the answer points.
             redirectConfiguration: .disallow,
-            timeout: .init(connect: timeout, read: timeout),
+            timeout: .init(
+                connect: amount(settings.timeouts.connectSeconds), read: amount(settings.timeouts.readSeconds)),
             decompression: .disabled)
         // Fail at once when the provider is unreachable: the engine owns retries and backoff.
         configuration.connectionPool.retryConnectionEstablishment = false
@@ -49,8 +50,8 @@ public final class DirectTransport: ProviderTransport {
         try await client.shutdown()
     }
 
-    /// Connect and read timeouts are each `timeoutSeconds`; the overall deadline is a backstop
-    /// against a server trickling bytes.
+    /// Connect and read timeouts as the instance says (`CallTimeouts`); the overall deadline is a
+    /// backstop against a server trickling bytes.
     public func send(_ prepared: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
         var request = HTTPClientRequest(url: prepared.url)
         request.method = HTTPMethod(rawValue: prepared.method)

@@ -8,10 +8,9 @@ import TokenVaultCore
 public struct ESIAConfiguration: Sendable {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_certificate_hash", "signer_command", "signer_timeout_seconds",
-        "scope", "redirect_uri", "timeout_seconds", "ca_file",
+        "scope", "redirect_uri", "ca_file",
     ]
     public static let defaultTokenEndpoint = "https://esia.gosuslugi.ru/aas/oauth2/v3/te"
-    public static let defaultTimeoutSeconds: Double = 10
     public static let defaultSignerTimeoutSeconds: Double = 5
 
     public let providerName: String
@@ -26,7 +25,7 @@ public struct ESIAConfiguration: Sendable {
     public let scope: String
     /// Sent (and signed) on refresh; an exchange uses the request's own.
     public let redirectURI: String
-    public let timeoutSeconds: Double
+    public let timeouts: CallTimeouts
     public let caFile: String?
     public let maximumConnections: Int
 
@@ -40,7 +39,7 @@ public struct ESIAConfiguration: Sendable {
 
     init(_ settings: ProviderSettings) throws(ProviderConfigurationError) {
         let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions)
+        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
         providerName = settings.name
         maximumConnections = max(1, settings.limits.concurrency)
 
@@ -70,12 +69,12 @@ public struct ESIAConfiguration: Sendable {
         signerTimeoutSeconds =
             try reader.number("signer_timeout_seconds", in: 0.01...120)
             ?? Self.defaultSignerTimeoutSeconds
-        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
+        timeouts = try reader.timeouts()
         caFile = try reader.caFile()
     }
 
     var httpSettings: TransportSettings {
         TransportSettings(
-            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
+            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
     }
 }

@@ -16,9 +16,8 @@ public struct OAuth2Configuration: Sendable {
 
     public static let knownOptions: Set<String> = [
         "token_endpoint", "revocation_endpoint", "discovery_url", "client_id", "client_secret_file",
-        "client_secret_credential", "client_authentication", "headers", "timeout_seconds", "ca_file", "send_scope",
+        "client_secret_credential", "client_authentication", "headers", "ca_file", "send_scope",
     ]
-    public static let defaultTimeoutSeconds: Double = 10
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.
     static let reservedHeaders: Set<String> = [
@@ -31,7 +30,7 @@ public struct OAuth2Configuration: Sendable {
     public let clientAuthentication: ClientAuthentication
     /// Extra request headers, in the order given (names as written).
     public let headers: [(name: String, value: String)]
-    public let timeoutSeconds: Double
+    public let timeouts: CallTimeouts
     public let caFile: String?
     public let sendScope: Bool
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
@@ -55,7 +54,7 @@ public struct OAuth2Configuration: Sendable {
         let fail = reader.fail
         providerName = settings.name
         maximumConnections = max(1, settings.limits.concurrency)
-        try reader.checkKeys(known: Self.knownOptions)
+        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
 
         let tokenEndpoint = try reader.endpoint("token_endpoint")
         let revocationEndpoint = try reader.endpoint("revocation_endpoint")
@@ -101,7 +100,7 @@ public struct OAuth2Configuration: Sendable {
         }
 
         headers = try reader.headers("headers")
-        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
+        timeouts = try reader.timeouts()
         sendScope = try reader.bool("send_scope") ?? false
         caFile = try reader.caFile()
     }
@@ -109,7 +108,7 @@ public struct OAuth2Configuration: Sendable {
     /// What the shared HTTP client needs.
     var httpSettings: TransportSettings {
         TransportSettings(
-            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
+            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
     }
 }
 

@@ -93,9 +93,14 @@ struct OptionReader {
         return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()
     }
 
-    /// `timeout_seconds`: connect and read timeout of each call.
-    func timeout(default fallback: Double) throws(ProviderConfigurationError) -> Double {
-        try number("timeout_seconds", in: 0.001...300) ?? fallback
+    /// The option keys `timeouts()` reads; every kind accepts them.
+    static let timeoutKeys: Set<String> = ["timeout_seconds", "connect_timeout_seconds"]
+
+    /// `timeout_seconds` (the read timeout) and `connect_timeout_seconds`, each with its default.
+    func timeouts() throws(ProviderConfigurationError) -> CallTimeouts {
+        CallTimeouts(
+            connectSeconds: try number("connect_timeout_seconds", in: 0.001...60) ?? CallTimeouts.defaultConnectSeconds,
+            readSeconds: try number("timeout_seconds", in: 0.001...600) ?? CallTimeouts.defaultReadSeconds)
     }
 
     /// The client secret from `client_secret_file` or `client_secret_credential` (a name under

@@ -57,11 +57,35 @@ public struct HTTPAnswer: Sendable, Equatable {
     public static let maximumBodySize = 1 << 20
 }
 
+/// How long a provider call waits. Connecting is short: a call that never connected was never
+/// sent, and is retried freely. Waiting for the answer is long: a rotating call (refresh, code
+/// exchange) the vault gives up on has usually been processed by the provider anyway, so the
+/// retry presents a spent token and costs the credential, while an answer waited for costs a few
+/// reads a `token_expired` at most (issue 22: one late answer in ten lost 70 % of the credentials
+/// within 90 s with the old 10 s).
+public struct CallTimeouts: Sendable, Equatable {
+    /// TCP connect and TLS handshake (`connect_timeout_seconds`).
+    public var connectSeconds: Double
+    /// Between sending and each part of the answer (`timeout_seconds`).
+    public var readSeconds: Double
+
+    public static let defaultConnectSeconds = 5.0
+    public static let defaultReadSeconds = 60.0
+
+    public init(connectSeconds: Double = Self.defaultConnectSeconds, readSeconds: Double = Self.defaultReadSeconds) {
+        self.connectSeconds = connectSeconds
+        self.readSeconds = readSeconds
+    }
+
+    /// The longest a call may take in all: connecting, the read timeout and five seconds to spare
+    /// (a backstop against a server trickling bytes under the read timeout).
+    public var callDeadlineSeconds: Double { connectSeconds + readSeconds + 5 }
+}
+
 /// What a transport needs to know about a provider instance: how long to wait, whom to trust,
 /// how many connections, which client certificate to present.
 public struct TransportSettings: Sendable {
-    /// Connect and read timeout of each call, in seconds.
-    public var timeoutSeconds: Double
+    public var timeouts: CallTimeouts
     /// A PEM bundle trusted in addition to the system roots.
     public var caFile: String?
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
@@ -71,16 +95,16 @@ public struct TransportSettings: Sendable {
     public var clientIdentity: TLSClientIdentity?
 
     public init(
-        timeoutSeconds: Double, caFile: String? = nil, maximumConnections: Int, clientIdentity: TLSClientIdentity? = nil
+        timeouts: CallTimeouts = CallTimeouts(), caFile: String? = nil, maximumConnections: Int,
+        clientIdentity: TLSClientIdentity? = nil
     ) {
-        self.timeoutSeconds = timeoutSeconds
+        self.timeouts = timeouts
         self.caFile = caFile
         self.maximumConnections = maximumConnections
         self.clientIdentity = clientIdentity
     }
 
-    /// The longest a call may take in all: connect and read timeouts, and a second to spare.
-    public var callDeadlineSeconds: Double { 2 * timeoutSeconds + 1 }
+    public var callDeadlineSeconds: Double { timeouts.callDeadlineSeconds }
 }
 
 /// Makes the transport for a provider instance (as configured, and what its transport needs): the

@@ -10,16 +10,15 @@ import TokenVaultCore
 public struct SberIDConfiguration: Sendable {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_secret_file", "client_secret_credential", "client_certificate_file",
-        "client_certificate_password_file", "ca_file", "timeout_seconds", "refresh_grant_type",
+        "client_certificate_password_file", "ca_file", "refresh_grant_type",
     ]
     public static let defaultTokenEndpoint = "https://oauth.sber.ru/ru/prod/tokens/v2/oidc"
     /// Sber documents about 10 s for an answer.
-    public static let defaultTimeoutSeconds: Double = 10
 
     public let providerName: String
     public let tokenEndpoint: String
     public let clientID: String
-    public let timeoutSeconds: Double
+    public let timeouts: CallTimeouts
     public let caFile: String?
     /// The refresh request is not documented; the standard grant is assumed, configurable.
     public let refreshGrantType: String
@@ -37,7 +36,7 @@ public struct SberIDConfiguration: Sendable {
 
     init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
         let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions)
+        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
         providerName = settings.name
         maximumConnections = max(1, settings.limits.concurrency)
 
@@ -48,7 +47,7 @@ public struct SberIDConfiguration: Sendable {
                 "client_secret_file", "required (or client_secret_credential): Sber ID sends client_secret in the body")
         }
         clientSecret = secret
-        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
+        timeouts = try reader.timeouts()
         caFile = try reader.caFile()
         refreshGrantType = try reader.string("refresh_grant_type") ?? "refresh_token"
         guard !refreshGrantType.isEmpty, refreshGrantType.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
@@ -92,7 +91,7 @@ public struct SberIDConfiguration: Sendable {
 
     var httpSettings: TransportSettings {
         TransportSettings(
-            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections,
+            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections,
             clientIdentity: identity)
     }
 }

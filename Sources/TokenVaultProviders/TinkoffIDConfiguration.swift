@@ -9,10 +9,9 @@ import TokenVaultCore
 /// client: it still sends HTTP Basic, as `client_id:` with an empty password, as the SDK does.
 public struct TinkoffIDConfiguration: Sendable {
     public static let knownOptions: Set<String> = [
-        "host", "client_id", "client_secret_file", "client_secret_credential", "timeout_seconds", "ca_file",
+        "host", "client_id", "client_secret_file", "client_secret_credential", "ca_file",
     ]
     public static let defaultHost = "https://id.tbank.ru"
-    public static let defaultTimeoutSeconds: Double = 10
 
     public let providerName: String
     /// Without a trailing slash.
@@ -20,7 +19,7 @@ public struct TinkoffIDConfiguration: Sendable {
     public var tokenEndpoint: String { host + "/auth/token" }
     public var revocationEndpoint: String { host + "/auth/revoke" }
     public let clientID: String
-    public let timeoutSeconds: Double
+    public let timeouts: CallTimeouts
     public let caFile: String?
     public let maximumConnections: Int
     let clientSecret: SecretBytes?
@@ -36,7 +35,7 @@ public struct TinkoffIDConfiguration: Sendable {
 
     init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
         let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions)
+        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
         providerName = settings.name
         maximumConnections = max(1, settings.limits.concurrency)
 
@@ -48,12 +47,12 @@ public struct TinkoffIDConfiguration: Sendable {
 
         clientID = try reader.requiredString("client_id")
         clientSecret = try reader.clientSecret(environment: environment)
-        timeoutSeconds = try reader.timeout(default: Self.defaultTimeoutSeconds)
+        timeouts = try reader.timeouts()
         caFile = try reader.caFile()
     }
 
     var httpSettings: TransportSettings {
         TransportSettings(
-            timeoutSeconds: timeoutSeconds, caFile: caFile, maximumConnections: maximumConnections)
+            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
     }
 }

@@ -65,7 +65,7 @@ import TokenVaultTesting
             try SberIDConfiguration.parse(
                 ProviderTestSupport.settings(sberOptions(pki, directory), kind: "sber-id"), environment: [:]))
         #expect(configuration.tokenEndpoint == "https://oauth.sber.ru/ru/prod/tokens/v2/oidc")
-        #expect(configuration.timeoutSeconds == 10)
+        #expect(configuration.timeouts == CallTimeouts(connectSeconds: 5, readSeconds: 60))
         #expect(configuration.refreshGrantType == "refresh_token")
         #expect(configuration.caFile == nil)
     }
@@ -125,7 +125,7 @@ import TokenVaultTesting
                 ProviderTestSupport.settings(esiaOptions(directory), kind: "esia"), environment: [:]))
         #expect(configuration.tokenEndpoint == "https://esia.gosuslugi.ru/aas/oauth2/v3/te")
         #expect(configuration.signerTimeoutSeconds == 5)
-        #expect(configuration.timeoutSeconds == 10)
+        #expect(configuration.timeouts == CallTimeouts(connectSeconds: 5, readSeconds: 60))
     }
 
     @Test(arguments: ["client_id", "client_certificate_hash", "scope", "redirect_uri", "signer_command"])

@@ -18,7 +18,7 @@ import TokenVaultTesting
         let configuration = try #require(try OAuth2Configuration.parse(settings, environment: [:]))
         #expect(configuration.endpoints == .fixed(token: "https://id.example.com/token", revocation: nil))
         #expect(configuration.clientAuthentication == .none)
-        #expect(configuration.timeoutSeconds == 10)
+        #expect(configuration.timeouts == CallTimeouts(connectSeconds: 5, readSeconds: 60))
         #expect(configuration.sendScope == false)
         #expect(configuration.headers.isEmpty)
         #expect(!configuration.hasClientSecret)

@@ -24,4 +24,6 @@ enum ConnectionAction: Sendable {
     case drop
     /// Wait, then ask the provider again (`ProviderCore.serveAfterDelay`) and write its answer.
     case delay(seconds: Double)
+    /// Write this answer (already decided: the tokens rotated when the request arrived) after a wait.
+    case replyLater(HTTPReply, seconds: Double)
 }

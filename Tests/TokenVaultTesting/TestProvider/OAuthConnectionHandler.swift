@@ -53,6 +53,10 @@ final class OAuthConnectionHandler: ChannelInboundHandler {
                 let reply = self.core.serveAfterDelay(request)
                 if self.isActive { self.write(reply, for: head, context: context) }
             }
+        case .replyLater(let reply, let seconds):
+            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) {
+                if self.isActive { self.write(reply, for: head, context: context) }
+            }
         }
     }
 

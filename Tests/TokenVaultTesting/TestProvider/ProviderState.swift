@@ -55,6 +55,10 @@ struct ProviderState {
             }
             if !tokenScript.isEmpty {
                 step = tokenScript.removeFirst()
+            } else if let late = options.lateAnswers, request.form["grant_type"] == "refresh_token",
+                Double.random(in: 0..<1) < late.share
+            {
+                return .replyLater(serve(request), seconds: late.seconds)
             } else if let range = options.tokenAnswerDelay {
                 step = .delay(seconds: Double.random(in: range))
             }

@@ -44,6 +44,10 @@ extension TestOAuthServer {
         /// Every unscripted token request waits a random time in this range (seconds), then is
         /// handled normally, even if the client has left: a provider slow under load.
         public var tokenAnswerDelay: ClosedRange<Double>? = nil
+        /// This share (0...1) of unscripted refreshes is handled at once (the refresh token
+        /// rotates as the request arrives) and answered `seconds` later: a provider that did the
+        /// work but is slow to say so (issue 22). The answer is lost if the client left.
+        public var lateAnswers: (share: Double, seconds: Double)? = nil
         /// Serve HTTPS (and ask for client certificates) instead of plain HTTP. Read at `start`.
         public var tls: TestServerTLS? = nil
 
