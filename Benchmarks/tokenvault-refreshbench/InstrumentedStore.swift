@@ -88,6 +88,12 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         }
     }
 
+    // MARK: NodeRegistry
+
+    func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
+    func nodes() throws -> [NodeRecord] { try base.nodes() }
+    func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
+
     // MARK: RefreshJournal
 
     func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {

@@ -34,7 +34,7 @@ public struct CredentialQuery: Sendable, Equatable {
 /// Persistence of sealed credential rows and of the refresh journal. Implemented by
 /// TokenVaultStorage over SQLite; it never sees a plaintext secret. Only `Vault` (the ledger)
 /// holds one: everything else reads and writes rows through the vault's operations.
-public protocol CredentialStore: RefreshJournal {
+public protocol CredentialStore: RefreshJournal, NodeRegistry {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
     /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for
     /// callers that must not block, such as an event loop).
@@ -92,6 +92,9 @@ public protocol CredentialWriter {
     /// Records a new open attempt. Throws `VaultError` `.conflict` when the credential already has
     /// one (another node journalled it after this transaction looked).
     func beginAttempt(_ attempt: RefreshAttempt) throws
+    /// The beat counter of `node` in the `nodes` table as this transaction sees it (nil: no row):
+    /// a takeover checks that it still has the value watched standing still.
+    func nodeBeat(_ node: String) throws -> Int64?
     /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
     func renewLease(attemptID: String, owner: String, until: Timestamp) throws
     /// Closes an attempt with its outcome (a short code, never a token).

@@ -12,8 +12,11 @@ public struct RefreshAttempt: Sendable, Equatable {
     public var generation: Int64
     /// A one-way fingerprint of the refresh token presented (never the token).
     public var refreshTokenFingerprint: String
-    /// Who holds the lease: `host:pid:nonce` of the refreshing process.
+    /// Who holds the lease: `<node>/<incarnation>` of the refreshing daemon (`LeaseName`). The
+    /// lease lasts while that node's heartbeat goes on (`NodeHeartbeat`).
     public var leaseOwner: String
+    /// When the scheduler comes back to the credential if nothing closes the attempt (its
+    /// `refresh_at` is moved there). Informational for leases: they are never judged by time.
     public var leaseExpiresAt: Timestamp
     public var startedAt: Timestamp
 
@@ -36,25 +39,24 @@ public struct RefreshAttempt: Sendable, Equatable {
 public enum LeaseDecision: Sendable, Equatable {
     /// No open attempt: start a new one.
     case start
-    /// An open attempt for the same generation whose holder is gone (its lease ran out, or it is
-    /// this process or a dead process on this host): take it over and present the same token.
+    /// An open attempt for the same generation whose holder is gone (this process, an earlier
+    /// run of this node, a node whose heartbeat was watched standing still for a lease period,
+    /// or one an operator forgot): take it over and present the same token.
     case resume(RefreshAttempt)
     /// An open attempt for an older generation (the credential was replaced since): close it
     /// as abandoned, then start.
     case supersede(RefreshAttempt)
-    /// Another live process holds the lease until the given time: keep off.
-    case busy(until: Timestamp)
+    /// Another node holds the lease and is not known to be gone: keep off.
+    case busy
 
-    /// `isOwnerGone` answers whether a lease owner other than `owner` is known to be dead
-    /// (same host, no such process).
+    /// `isOwnerGone` answers whether a lease owner other than `owner` is known to be gone. No
+    /// clock is read: a lease is never judged by a time one node wrote and another compares.
     public static func decide(
-        existing: RefreshAttempt?, generation: Int64, owner: String, now: Timestamp,
-        isOwnerGone: (String) -> Bool
-    ) -> LeaseDecision {
+        existing: RefreshAttempt?, generation: Int64, owner: String, isOwnerGone: (String) throws -> Bool
+    ) rethrows -> LeaseDecision {
         guard let existing else { return .start }
-        let holderGone =
-            existing.leaseOwner == owner || existing.leaseExpiresAt <= now || isOwnerGone(existing.leaseOwner)
-        guard holderGone else { return .busy(until: existing.leaseExpiresAt) }
+        let holderGone = try existing.leaseOwner == owner || isOwnerGone(existing.leaseOwner)
+        guard holderGone else { return .busy }
         return existing.generation == generation ? .resume(existing) : .supersede(existing)
     }
 }

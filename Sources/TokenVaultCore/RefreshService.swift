@@ -40,6 +40,9 @@ public struct RefreshCounters: Sendable, Equatable {
     public var recovered = 0
     public var revoked = 0
     public var revocationFailures = 0
+    /// Provider answers this node held but could not store because another node took their
+    /// attempt over (`Vault.RefreshCommit.leaseLost`).
+    public var answersLostToTakeover = 0
 
     public init() {}
 }

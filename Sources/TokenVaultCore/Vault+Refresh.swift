@@ -8,12 +8,14 @@ extension Vault {
         public var fingerprint: String
         public var owner: String
         public var leaseUntil: Timestamp
-        /// Whether a lease owner other than `owner` is known to be dead (same host, no such process).
-        public var isOwnerGone: @Sendable (String) -> Bool
+        /// Whether a lease owner other than `owner` is known to be gone (`LeaseDecision`). Asked
+        /// inside the journalling transaction; `currentBeat` reads the owner's node's beat
+        /// counter there (nil: no row), so a takeover sees a beat made since it last looked.
+        public var isOwnerGone: @Sendable (_ owner: String, _ currentBeat: () throws -> Int64?) throws -> Bool
 
         public init(
             metadata: CredentialMetadata, fingerprint: String, owner: String, leaseUntil: Timestamp,
-            isOwnerGone: @escaping @Sendable (String) -> Bool
+            isOwnerGone: @escaping @Sendable (_ owner: String, _ currentBeat: () throws -> Int64?) throws -> Bool
         ) {
             self.metadata = metadata
             self.fingerprint = fingerprint
@@ -60,9 +62,13 @@ extension Vault {
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,
                 leaseExpiresAt: request.leaseUntil, startedAt: now)
             var resumed = false
-            switch LeaseDecision.decide(
+            let decision = try LeaseDecision.decide(
                 existing: try writer.openAttempt(for: metadata.id), generation: metadata.generation,
-                owner: request.owner, now: now, isOwnerGone: request.isOwnerGone)
+                owner: request.owner
+            ) { holder in
+                try request.isOwnerGone(holder) { try writer.nodeBeat(LeaseName.node(of: holder)) }
+            }
+            switch decision
             {
             case .busy:
                 return nil
@@ -120,10 +126,19 @@ extension Vault {
     public enum RefreshCommit: Sendable, Equatable {
         /// The new generation is durable and published.
         case committed(CredentialMetadata)
-        /// Nothing written: the credential was replaced or deleted meanwhile, or another process
-        /// holds the attempt now (the commit is fenced by generation and lease). The text says which.
+        /// Nothing written: the credential was replaced or deleted meanwhile (a `PUT` or a delete
+        /// wins over a refresh). The text says which.
         case superseded(String)
+        /// Nothing written: another node took the attempt over (it watched this node's heartbeat
+        /// stand still for a lease period, or an operator forgot this node), so these tokens
+        /// came from a refresh token that node presents again. Recorded on the credential
+        /// (`lease_taken_over`) and reported to the observer: never dropped silently.
+        case leaseLost(String)
     }
+
+    /// The `last_error` code of a credential whose provider answer was held by a node that lost
+    /// its lease (`RefreshCommit.leaseLost`).
+    public static let leaseTakenOverCode = "lease_taken_over"
 
     /// Stores the new tokens, generation + 1 and the attempt's close in one FULL transaction,
     /// fenced: only if the credential still has the attempt's generation and the attempt is still
@@ -142,7 +157,15 @@ extension Vault {
                 return .superseded("credential \(id) was replaced or deleted while it was being refreshed")
             }
             guard try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
-                return .superseded("the refresh attempt of \(id) is no longer held by this process")
+                let why =
+                    "this node received new tokens for \(id) (attempt \(attempt.attemptID)) but another node took "
+                    + "the attempt over; the provider has probably revoked the grant"
+                // The status stays (the taker's own outcome decides it); the reason is this.
+                var update = ScheduleUpdate(current.metadata)
+                update.lastError = CredentialFailure(code: Self.leaseTakenOverCode, message: why, at: now)
+                update.updatedAt = now
+                _ = try writer.updateSchedule(update)
+                return .leaseLost(why)
             }
             let next = NextGeneration(
                 previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
@@ -150,14 +173,16 @@ extension Vault {
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
             return .committed(next.metadata)
         }
-        let result = await commitHolding(id, body) { [self] commit in
+        let settled: @Sendable (RefreshCommit) -> Void = { [self] commit in
             received.whenDurable?()
-            if case .committed(let metadata) = commit { publish(.refreshed, id, metadata) }
+            switch commit {
+            case .committed(let metadata): publish(.refreshed, id, metadata)
+            case .leaseLost(let why): observer?.answerLost(id, attempt: received.attempt, why: why)
+            case .superseded: break
+            }
         }
-        if case .committed(let commit) = result {
-            received.whenDurable?()
-            if case .committed(let metadata) = commit { publish(.refreshed, id, metadata) }
-        }
+        let result = await commitHolding(id, body, committed: settled)
+        if case .committed(let commit) = result { settled(commit) }
         return result
     }
 

@@ -8,6 +8,19 @@ import TokenVaultCore
 struct HeldCommitLog: LedgerObserver {
     let logger: Logger
     let wake: WakeSignal
+    let statistics: RefreshStatistics
+
+    /// At error level, always: the family is probably revoked at the provider, and this line
+    /// says why (a partition or pause longer than the lease period, or a node forgotten alive).
+    func answerLost(_ id: CredentialID, attempt: RefreshAttempt, why: String) {
+        statistics.record { $0.answersLostToTakeover += 1 }
+        logger.error(
+            "provider answer not stored: another node took the refresh over",
+            metadata: [
+                "tokenvault.credential.id": "\(id)", "tokenvault.attempt.id": "\(attempt.attemptID)",
+                "tokenvault.detail": "\(why)",
+            ])
+    }
 
     func commitFailed(_ id: CredentialID, pending: PendingCommit, error: any Error) {
         guard pending.failures == 1 || pending.failures % 10 == 0 else { return }

@@ -164,17 +164,37 @@ extension RefreshEngine {
         let clock = ContinuousClock()
         var timings = RefreshTimings()
         let journalStart = clock.now
-        let owner = owner
         let fingerprint = vault.fingerprint(refreshToken)
-        let journalled = try await vault.beginAttempt(
-            Vault.AttemptRequest(
-                metadata: metadata, fingerprint: fingerprint, owner: owner.id,
-                leaseUntil: vault.clock.now.adding(seconds: options.leaseDuration),
-                isOwnerGone: { owner.isGone($0) }))
+        let lapses = leases.lapses
+        let request = Vault.AttemptRequest(
+            metadata: metadata, fingerprint: fingerprint, owner: leases.owner.id,
+            leaseUntil: vault.clock.now.adding(seconds: options.leasePeriod)
+        ) { [leases] holder, currentBeat in try leases.isGone(holder, currentBeat: currentBeat) }
+        let journalled = try await vault.beginAttempt(request)
         timings.journal = clock.now - journalStart
         guard let (attempt, resumed) = journalled else {
             statistics.record { $0.skipped += 1 }
             return .skipped("another process holds the refresh lease of \(id), or refreshed it already", metadata)
+        }
+        switch await leases.permit(journalled: lapses) {
+        case .granted:
+            break
+        case .lapsed:
+            // This node went without renewing after journalling: another node may have taken the
+            // attempt over meanwhile. Journalling again reads it under the credential's lock.
+            guard let again = try await vault.beginAttempt(request), again.0.attemptID == attempt.attemptID else {
+                statistics.record { $0.skipped += 1 }
+                return .skipped("the refresh lease of \(id) lapsed and another node has it now", metadata)
+            }
+        case .fenced:
+            // Cut off from the database: a call now could be answered after another node took the
+            // attempt over. The attempt stays ours; it goes on once a heartbeat goes through.
+            statistics.record { $0.skipped += 1 }
+            leases.afterRenewal { [weak self] in _ = self?.startInBackground(id, reason: .recovery) }
+            logger.warning(
+                "refresh held back: this node cannot renew its leases",
+                metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.attempt.id": "\(attempt.attemptID)"])
+            return .skipped("this node cannot renew its leases; the refresh of \(id) waits for the database", metadata)
         }
         if resumed {
             statistics.record { $0.recovered += 1 }
@@ -236,6 +256,10 @@ extension RefreshEngine {
                     "tokenvault.refresh.reason": "\(reason.rawValue)",
                 ])
             return .refreshed(refreshed)
+        case .committed(.leaseLost(let why)):
+            // Reported by the ledger's observer (error log, metric, `last_error`).
+            statistics.record { $0.skipped += 1 }
+            return .skipped(why, nil)
         case .committed(.superseded(let why)):
             statistics.record { $0.skipped += 1 }
             logger.notice(

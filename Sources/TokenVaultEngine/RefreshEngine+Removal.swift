@@ -46,7 +46,7 @@ extension RefreshEngine {
         pending.status = .revokePending
         // If this process dies before the revocation ends, the scheduler takes it up again then
         // (a living process sets the next try itself, or deletes the row).
-        pending.refreshAt = vault.clock.now.adding(seconds: options.leaseDuration)
+        pending.refreshAt = vault.clock.now.adding(seconds: options.leasePeriod)
         pending.updatedAt = vault.clock.now
         try await vault.updateSchedule(pending, event: .revokePending)
 

@@ -18,8 +18,14 @@ import TokenVaultCore
 /// The scheduler loop (`RefreshScheduler`) and the API (`RefreshService`) both come here.
 public final class RefreshEngine: RefreshService, Sendable {
     public struct Options: Sendable {
-        /// How long a journalled attempt keeps other processes off the credential.
-        public var leaseDuration: Double
+        /// How long a node's heartbeat must be seen standing still before another node takes its
+        /// refresh attempts over (`LeaseKeeper`); also when the scheduler comes back to a
+        /// journalled credential nobody closed. Minutes by default: a paused process or a
+        /// database failover must be a non-event, and a node that died for good is resumed by its
+        /// next start at once, or released by `tokenvault nodes forget`.
+        public var leasePeriod: Double
+        /// Seconds between heartbeats; nil: `LeaseKeeper.interval(for:)`.
+        public var heartbeatInterval: Double?
         /// Refreshes in flight at once over all providers (bounds memory and start-up bursts).
         public var maximumInFlight: Int
         /// Tries per token when revoking before the credential is left `revoke_pending`.
@@ -30,17 +36,16 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var timings: (@Sendable (RefreshTimings) -> Void)?
         /// At most one on-demand refresh per credential in this many seconds.
         public var onDemandInterval: Double = 10
-        /// The node this daemon is (its data directory): a crashed earlier daemon of the same
-        /// node is resumed at once, another node's lease is waited out (see `LeaseOwner`).
-        public var node: String = ""
-        /// Tests that play two processes in one give each engine its own host name.
-        var leaseHost: String?
+        /// The node this daemon is (its data directory's identity, `node.id`): an earlier run of
+        /// the same node is resumed at once, another node's lease only after its silence (see
+        /// `LeaseOwner`, `LeaseKeeper`).
+        public var node: String = "local"
 
         public init(
-            leaseDuration: Double = 120, maximumInFlight: Int = 256, revocationAttempts: Int = 3,
+            leasePeriod: Double = 300, maximumInFlight: Int = 256, revocationAttempts: Int = 3,
             journalRetention: Double = 24 * 3600, timings: (@Sendable (RefreshTimings) -> Void)? = nil
         ) {
-            self.leaseDuration = leaseDuration
+            self.leasePeriod = leasePeriod
             self.maximumInFlight = maximumInFlight
             self.revocationAttempts = revocationAttempts
             self.journalRetention = journalRetention
@@ -53,7 +58,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     let slots: Mutex<[String: ProviderSlot]>
     let options: Options
     let logger: Logger
-    let owner: LeaseOwner
+    /// This node's leases: renewed by heartbeat, judged by observed silence.
+    let leases: LeaseKeeper
     let flight = SingleFlight()
     let wake = WakeSignal()
     let remoteWake: CoalescedWake
@@ -73,11 +79,14 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.settlement = settlement
         self.options = options
         self.logger = logger
-        owner = options.leaseHost.map { LeaseOwner(host: $0, node: options.node) } ?? LeaseOwner(node: options.node)
+        leases = LeaseKeeper(
+            owner: LeaseOwner(node: options.node), period: options.leasePeriod,
+            interval: options.heartbeatInterval ?? LeaseKeeper.interval(for: options.leasePeriod), vault: vault,
+            logger: logger)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
         slots = Mutex(Self.slots(providers, settings: settings, replacing: [:]).slots)
         remoteWake = CoalescedWake(interval: .milliseconds(100)) { [wake] in wake.signal() }
-        vault.observe(HeldCommitLog(logger: logger, wake: wake))
+        vault.observe(HeldCommitLog(logger: logger, wake: wake, statistics: statistics))
     }
 
     // MARK: RefreshService
@@ -131,6 +140,12 @@ public final class RefreshEngine: RefreshService, Sendable {
             return outcome
         }
     }
+
+    /// Keeps this node's leases alive until cancelled (the daemon's `LeaseHeartbeat` service).
+    public func keepLeasesAlive() async { await leases.run() }
+
+    /// Seconds another node's heartbeat has been seen standing still from here (nil: not watched).
+    public func silence(of node: String) -> Double? { leases.stillFor(node) }
 
     /// Wakes the scheduler (a sooner credential may have arrived).
     public func wakeScheduler() { wake.signal() }

@@ -120,6 +120,11 @@ public final class APIMetrics: Sendable {
             advance(
                 "tokenvault_refresh_recoveries_total", labels: [], to: refresh.recovered,
                 help: "Refresh attempts resumed after a crash since start-up.")
+            advance(
+                "tokenvault_answers_lost_to_takeover_total", labels: [], to: refresh.answersLostToTakeover,
+                help:
+                    "Provider answers this node held but could not store because another node took the refresh over (alert if > 0)."
+            )
             for (outcome, count) in [("revoked", refresh.revoked), ("failed", refresh.revocationFailures)] {
                 advance(
                     "tokenvault_revocations_total", labels: [("outcome", outcome)], to: count,

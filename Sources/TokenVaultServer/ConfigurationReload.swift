@@ -175,7 +175,7 @@ public final class ConfigurationReload: Service, Sendable {
         if old.providers != new.providers { sections.append("providers") }
         if old.connections != new.connections || old.tokenSizes != new.tokenSizes
             || old.maximumBodySize != new.maximumBodySize || old.idleTimeoutSeconds != new.idleTimeoutSeconds
-            || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds
+            || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds || old.leaseSeconds != new.leaseSeconds
         {
             sections.append("limits")
         }

@@ -57,6 +57,9 @@ extension DaemonConfiguration {
                 key: "limits.on_demand_refresh_seconds", environment: nil, range: 1...86_400,
                 field: \.onDemandRefreshSeconds),
             .init(
+                key: "limits.lease_seconds", environment: "TOKENVAULT_LEASE_SECONDS", range: 2...86_400,
+                field: \.leaseSeconds),
+            .init(
                 key: "server.event_loops", environment: "TOKENVAULT_EVENT_LOOPS", range: 1...256, field: \.eventLoops),
             .init(
                 key: "server.group_refresh_seconds", environment: "TOKENVAULT_GROUP_REFRESH_SECONDS",

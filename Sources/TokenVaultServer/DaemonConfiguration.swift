@@ -43,6 +43,11 @@ public struct DaemonConfiguration: Sendable {
     /// At most one on-demand refresh (a token read whose `min_ttl` the token cannot meet) per
     /// credential in this many seconds.
     public var onDemandRefreshSeconds = 10
+    /// How long a node's heartbeat must be seen standing still before another node takes over its
+    /// refresh attempts (`RefreshEngine.Options.leasePeriod`). Long enough for a database
+    /// failover or a paused process; a node that died for good keeps its few in-flight
+    /// credentials waiting this long unless `tokenvault nodes forget` releases them.
+    public var leaseSeconds = 300
     /// How token reads are aggregated in the audit trail and how long rows are kept.
     public var audit = AuditSettings()
     /// Core dumps stay off unless this is set (a core file holds whatever tokens were in memory).

@@ -16,7 +16,7 @@ public final class VaultDatabase: @unchecked Sendable {
     private var idleReaders: [SQLiteConnection] = []
     private let readersLock = NSLock()
     private let maximumIdleReaders: Int
-    private let clock: any VaultClock
+    let clock: any VaultClock
 
     /// Opens (creating if needed) the database at `path` and checks its schema against the
     /// embedded migrations without writing anything; call `migrate()` to apply pending ones.

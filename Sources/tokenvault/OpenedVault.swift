@@ -23,7 +23,7 @@ struct OpenedVault {
     /// `executor`: where the vault's blocking work runs (the daemon passes NIO's pool).
     static func open(
         _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
-        executor: any BlockingExecutor = DispatchExecutor()
+        executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
     ) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
@@ -34,14 +34,16 @@ struct OpenedVault {
                 code: .vaultNotFound,
                 message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
         }
-        return try open(database, options, planners: planners, executor: executor)
+        return try open(database, options, planners: planners, executor: executor, commitRetryCap: commitRetryCap)
     }
 
     /// A database already opened (the vault's own, or a copy of a backup that `restore` checks):
-    /// unlocked with the key `options` name, then migrated.
+    /// unlocked with the key `options` name, then migrated. `commitRetryCap`: the longest wait
+    /// between tries of a held commit (the daemon keeps it well under the lease period, so an
+    /// answer held through an outage is committed before anyone could take its attempt over).
     static func open(
         _ database: any VaultBackend, _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
-        executor: any BlockingExecutor = DispatchExecutor()
+        executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
     ) throws -> OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
@@ -51,7 +53,7 @@ struct OpenedVault {
             vault: Vault(
                 store: database, sealer: keyring, planners: planners, executor: executor,
                 options: Vault.Options(
-                    maximumGroup: database.writesPerTransaction,
+                    commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
                     concurrentTransactions: database.concurrentWriteTransactions)),
             keyDescription: description)
     }

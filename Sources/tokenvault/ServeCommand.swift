@@ -113,7 +113,8 @@ struct ServeCommand: AsyncParsableCommand {
             try OpenedVault.requireVault(options)
             let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
             let opened = try OpenedVault.open(
-                options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork())
+                options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork(),
+                commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
             // A socket systemd passed is the socket unit's: its mode, group and file are left alone.
             if activation == nil { try SocketGuard.prepare(path: socketPath) }
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
@@ -121,9 +122,9 @@ struct ServeCommand: AsyncParsableCommand {
             try await courier.start(keyring: opened.keyring)
 
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
-            var engineOptions = RefreshEngine.Options()
+            var engineOptions = RefreshEngine.Options(leasePeriod: Double(settings.leaseSeconds))
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
-            engineOptions.node = options.resolvedDataDir
+            engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
             let engine = RefreshEngine(
                 vault: opened.vault, providers: providers, settings: settings.providers, options: engineOptions,
                 settlement: courier, logger: logger)
@@ -188,6 +189,7 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration: .init(
                     services: [
                         .init(service: CourierService(courier: courier)), .init(service: audit),
+                        .init(service: LeaseHeartbeat(engine: engine)),
                         .init(service: RefreshScheduler(engine: engine)),
                         .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
                         .init(service: reload), .init(service: StoppingNotice(notifier: notifier)),

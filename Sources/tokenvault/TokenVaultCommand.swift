@@ -21,7 +21,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
             ShowCommand.self, ListCommand.self,
             AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
-            RestoreCommand.self, MigrateStoreCommand.self,
+            RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self,
             CourierCommand.self,
         ])
 

@@ -144,11 +144,11 @@ import TokenVaultTesting
     @Test func anInterruptedAttemptIsResumedWithTheSameRefreshToken() async throws {
         let fixture = try EngineFixture()
         let (id, metadata) = try await fixture.store("crashed", refreshToken: "rt-before-crash")
-        // A previous run (a dead process on this host) journalled an attempt and died.
+        // A previous run of this node journalled an attempt and died.
         let stale = RefreshAttempt(
             attemptID: "attempt-from-dead-process", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-before-crash")),
-            leaseOwner: "\(ProcessInfo.processInfo.hostName):999999:dead",
+            leaseOwner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "dead"),
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60),
             startedAt: fixture.vault.clock.now)
         try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(stale) }
@@ -167,15 +167,25 @@ import TokenVaultTesting
         let (id, metadata) = try await fixture.store("leased")
         let foreign = RefreshAttempt(
             attemptID: "other-host-attempt", credentialID: id, generation: metadata.generation,
-            refreshTokenFingerprint: "00", leaseOwner: "other-host:1:abc",
+            refreshTokenFingerprint: "00", leaseOwner: "other-node/abc",
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60), startedAt: fixture.vault.clock.now)
         try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(foreign) }
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .skipped(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
         #expect(reason.contains("lease"))
         #expect(fixture.provider.calls == 0)
-        // Once the lease has run out, the attempt is taken over.
+        // Its recorded end passing changes nothing: leases are not judged by time.
         fixture.testVault.clock.advance(seconds: 61)
+        #expect(await fixture.engine.leases.beat())
+        guard case .skipped = try await fixture.engine.refresh(id, reason: .forced) else {
+            Issue.record("taken over when its lease's recorded end passed")
+            return
+        }
+        // Its node seen silent (no row at all) for a whole lease period: taken over.
+        for _ in 0..<6 {
+            fixture.testVault.clock.advance(seconds: 50)
+            #expect(await fixture.engine.leases.beat())
+        }
         let later = try await fixture.engine.refresh(id, reason: .forced)
         guard case .refreshed = later else { Issue.record("\(later)"); return }
     }
@@ -325,14 +335,14 @@ import TokenVaultTesting
 /// one of them present the refresh token.
 @Suite struct CrossProcessLeaseTests {
     @Test func twoProcessesOnOneDatabaseRefreshOnce() async throws {
-        let first = try EngineFixture(provider: ScriptedProvider(name: "shared"), options: Self.options("host-a"))
+        let first = try EngineFixture(provider: ScriptedProvider(name: "shared"), options: Self.options("node-a"))
         let (id, _) = try await first.store("contended")
         // The second "process": its own connection to the same file, its own engine.
         let (database, keyring) = try first.testVault.reopen(masterKey: first.testVault.masterKey)
         let vault = Vault(store: database, sealer: keyring, clock: first.testVault.clock)
         let second = RefreshEngine(
             vault: vault, providers: ["shared": first.provider],
-            settings: ["shared": ProviderSettings(name: "shared", kind: "oauth2")], options: Self.options("host-b"),
+            settings: ["shared": ProviderSettings(name: "shared", kind: "oauth2")], options: Self.options("node-b"),
             logger: first.logs.logger)
         first.provider.script(.delay(0.5), .succeed())
         async let a = first.engine.refresh(id, reason: .forced)
@@ -346,9 +356,9 @@ import TokenVaultTesting
         #expect(try first.metadata(id).generation == 2)
     }
 
-    static func options(_ host: String) -> RefreshEngine.Options {
+    static func options(_ node: String) -> RefreshEngine.Options {
         var options = RefreshEngine.Options()
-        options.leaseHost = host
+        options.node = node
         return options
     }
 }

@@ -50,7 +50,7 @@ import TokenVaultTesting
         let open = RefreshAttempt(
             attemptID: "left-open", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-interrupted")),
-            leaseOwner: "\(ProcessInfo.processInfo.hostName):999999:gone",
+            leaseOwner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "gone"),
             leaseExpiresAt: Timestamp.now().adding(seconds: 60),
             startedAt: Timestamp.now())
         try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }

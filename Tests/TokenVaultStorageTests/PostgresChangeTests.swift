@@ -198,7 +198,7 @@ import TokenVaultTesting
             Vault.AttemptRequest(
                 metadata: metadata, fingerprint: "fp", owner: owner,
                 leaseUntil: fixture.clock.now.adding(seconds: 10_000),
-                isOwnerGone: { _ in false })
+                isOwnerGone: { _, _ in false })
         }
         #expect(try await fixture.vault.beginAttempt(request("node-a")) == nil)
         // Not a wall-clock bound (a loaded machine makes any one slow): node 1 must have given up

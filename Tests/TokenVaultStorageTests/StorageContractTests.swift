@@ -84,7 +84,7 @@ import TokenVaultTesting
                         let started = try await vault.beginAttempt(
                             Vault.AttemptRequest(
                                 metadata: metadata, fingerprint: "fp-\(id.name)", owner: owner, leaseUntil: leaseUntil,
-                                isOwnerGone: { _ in false }))
+                                isOwnerGone: { _, _ in false }))
                         return (id.description, started != nil)
                     }
                 }

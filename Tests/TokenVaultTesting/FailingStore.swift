@@ -59,6 +59,9 @@ public final class FailingStore: CredentialStore, Sendable {
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
         try base.pruneFinishedAttempts(before: before, limit: limit)
     }
+    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
+    public func nodes() throws -> [NodeRecord] { try base.nodes() }
+    public func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
 }
 
 /// Passes every call through and notes whether a row was saved.

@@ -24,6 +24,7 @@ open class ForwardingWriter: CredentialWriter {
     open func auditRowSpan() throws -> (first: Int64, last: Int64)? { try base.auditRowSpan() }
 
     open func openAttempt(for id: CredentialID) throws -> RefreshAttempt? { try base.openAttempt(for: id) }
+    open func nodeBeat(_ node: String) throws -> Int64? { try base.nodeBeat(node) }
     open func beginAttempt(_ attempt: RefreshAttempt) throws { try base.beginAttempt(attempt) }
     open func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
         try base.renewLease(attemptID: attemptID, owner: owner, until: until)

@@ -11,6 +11,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var audit: [StoredAuditEvent] = []
         var auditEnds: [AuditChainEnd.Name: AuditChainEnd] = [:]
         var attempts: [String: JournalEntry] = [:]
+        var nodes: [String: NodeRecord] = [:]
     }
 
     struct JournalEntry {
@@ -63,6 +64,39 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         lock.withLock { Array(state.credentials.values.filter { $0.sealTerm != term }.prefix(limit)) }
     }
 
+    /// Heartbeats on the wall clock (this store has no clock of its own).
+    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
+        lock.withLock {
+            let now = Timestamp.now()
+            var record =
+                state.nodes[beat.node]
+                ?? NodeRecord(
+                    node: beat.node, incarnation: beat.incarnation, beat: 0, beatAt: now, startedAt: now,
+                    host: beat.host, pid: beat.pid)
+            if record.incarnation != beat.incarnation { record.startedAt = now }
+            record.incarnation = beat.incarnation
+            record.beat += 1
+            record.beatAt = now
+            state.nodes[beat.node] = record
+            return HeartbeatReading(databaseNow: now, nodes: state.nodes.values.sorted { $0.node < $1.node })
+        }
+    }
+
+    public func nodes() throws -> [NodeRecord] { lock.withLock { state.nodes.values.sorted { $0.node < $1.node } } }
+
+    public func forgetNode(_ node: String) throws -> Int? {
+        lock.withLock {
+            let removed = state.nodes.removeValue(forKey: node) != nil
+            var released = 0
+            for (key, entry) in state.attempts
+            where entry.state == .open && LeaseName.node(of: entry.attempt.leaseOwner) == node {
+                state.attempts[key]?.attempt.leaseOwner = LeaseName.released
+                released += 1
+            }
+            return removed || released > 0 ? released : nil
+        }
+    }
+
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
         try lock.withLock {
@@ -103,6 +137,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             guard let first = state.audit.first, let last = state.audit.last else { return nil }
             return (first.id, last.id)
         }
+
+        func nodeBeat(_ node: String) throws -> Int64? { state.nodes[node]?.beat }
 
         func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
             state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt

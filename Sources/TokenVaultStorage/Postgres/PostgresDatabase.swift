@@ -88,6 +88,8 @@ public final class PostgresDatabase: Sendable {
     let writer: PostgresLink
     let writers: PostgresLinkPool
     let readers: PostgresLinkPool
+    /// The node's heartbeats only (`PostgresDatabase+Nodes`).
+    let heartbeatLink: PostgresLink
     let cache: RecordCache
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).
@@ -143,6 +145,8 @@ public final class PostgresDatabase: Sendable {
             (0..<max(1, configuration.readers)).map {
                 PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)
             })
+        heartbeatLink = PostgresLink(
+            configuration: connection, name: "heartbeat", statementTimeout: timeout, logger: logger)
         cache = RecordCache(capacity: configuration.cacheCapacity)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
@@ -157,6 +161,7 @@ public final class PostgresDatabase: Sendable {
     public func close() {
         writers.close()
         readers.close()
+        heartbeatLink.close()
     }
 
     /// Called for every change to a credential row, this process's own included.
@@ -178,9 +183,9 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Threads the daemon's blocking pool needs for this configuration: one per connection, each
-    /// of which a caller waits on, besides the CPU-bound work it runs for the cores.
+    /// of which a caller waits on (the heartbeat's included), besides the CPU-bound work it runs for the cores.
     public static func blockingThreads(for configuration: Configuration) -> Int {
-        max(1, configuration.readers) + max(1, configuration.writers)
+        max(1, configuration.readers) + max(1, configuration.writers) + 1
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

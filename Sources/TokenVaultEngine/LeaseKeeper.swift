@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenVaultCore
+
+/// This node's side of the leases (issue 22): it keeps them alive, fences itself when it cannot,
+/// and judges when another node's may be taken over.
+///
+/// - **Renewal.** Every `interval` one heartbeat (`Vault.heartbeat`, one statement) raises this
+///   node's counter in the `nodes` table: that renews every attempt journalled under its name
+///   (in flight, called, answered but held), however many.
+/// - **Fencing.** A provider call is sent only while the last renewal is younger than
+///   `fenceAfter` (a third of the period; a beat is tried inline first if the loop is behind). A
+///   node that cannot renew sends nothing new and resumes those refreshes when a beat goes through.
+///   An attempt journalled before a lapse in renewals is journalled again before its call: another
+///   node may have taken it over meanwhile.
+/// - **Takeover.** Another node's attempt is resumed only when this node watched that node's
+///   counter stand still for a whole `period` while its own beats went through one after another
+///   (`SilenceWatch`), and the counter still has that value inside the journalling transaction.
+///   A database that was down for everyone is not silence: every watch starts over.
+final class LeaseKeeper: Sendable {
+    let owner: LeaseOwner
+    /// How long a silent node keeps its leases (seconds of the database's time).
+    let period: Double
+    /// Seconds between beats.
+    let interval: Double
+    /// No provider call is sent when the last renewal is older than this.
+    var fenceAfter: Double { period / 3 }
+
+    private let vault: Vault
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    private struct State {
+        var watch: SilenceWatch
+        /// When the last beat that went through was sent (this host's monotonic clock).
+        var lastRenewal: ContinuousClock.Instant?
+        /// Renewals that came after a gap of `fenceAfter` or more: an attempt journalled before
+        /// one may have been taken over.
+        var lapses = 0
+        var failures = 0
+        /// Refreshes held back while renewal failed, started again once it works.
+        var onRenewal: [@Sendable () -> Void] = []
+    }
+
+    init(owner: LeaseOwner, period: Double, interval: Double, vault: Vault, logger: Logger) {
+        self.owner = owner
+        self.period = period
+        self.interval = interval
+        self.vault = vault
+        self.logger = logger
+        state = Mutex(State(watch: SilenceWatch(period: period, maximumGap: period / 3)))
+    }
+
+    /// The beat interval a period gets by default: ten beats a period, at most 10 s apart.
+    static func interval(for period: Double) -> Double { max(0.05, min(10, period / 10)) }
+
+    /// One heartbeat. False when it did not go through (this node is not renewing).
+    @discardableResult
+    func beat() async -> Bool {
+        let sentAt = ContinuousClock.now
+        let beat = NodeBeat(
+            node: owner.node, incarnation: owner.incarnation, host: ProcessInfo.processInfo.hostName,
+            pid: Int64(getpid()))
+        do {
+            let reading = try await vault.heartbeat(beat)
+            let (resumed, waiting) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
+                if let last = state.lastRenewal, sentAt - last >= .seconds(fenceAfter) { state.lapses += 1 }
+                if state.lastRenewal.map({ $0 < sentAt }) ?? true { state.lastRenewal = sentAt }
+                state.watch.observe(reading)
+                defer {
+                    state.failures = 0
+                    state.onRenewal = []
+                }
+                return (state.failures, state.onRenewal)
+            }
+            if resumed > 0 {
+                logger.notice(
+                    "heartbeat renewed; leases held again",
+                    metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.heartbeat.failures": "\(resumed)"])
+            }
+            for start in waiting { start() }
+            return true
+        } catch {
+            let failures = state.withLock { state in
+                state.watch.lostContact()
+                state.failures += 1
+                return state.failures
+            }
+            if failures == 1 || failures % 10 == 0 {
+                logger.warning(
+                    "heartbeat failed; no provider call is sent once the leases are \(Int(fenceAfter)) s old",
+                    metadata: [
+                        "tokenvault.node": "\(owner.node)", "tokenvault.heartbeat.failures": "\(failures)",
+                        "tokenvault.error": "\(error)",
+                    ])
+            }
+            return false
+        }
+    }
+
+    /// Beats every `interval` until cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            await beat()
+            try? await Task.sleep(for: .seconds(interval))
+        }
+    }
+
+    /// Renewals after a lapse so far: taken before journalling, handed back to `permit`.
+    var lapses: Int { state.withLock { $0.lapses } }
+
+    enum Permit: Equatable {
+        /// Renewed recently, and without a lapse since the attempt was journalled.
+        case granted
+        /// Renewed now, but after a lapse since the attempt was journalled: journal it again.
+        case lapsed
+        /// Not renewed for `fenceAfter`, and a beat now failed too: send nothing.
+        case fenced
+    }
+
+    /// Whether a provider call for an attempt journalled when `lapses` was `journalled` may go.
+    func permit(journalled: Int) async -> Permit {
+        if !isRenewed { await beat() }
+        return state.withLock { state in
+            guard let last = state.lastRenewal, ContinuousClock.now - last < .seconds(fenceAfter) else {
+                return .fenced
+            }
+            return state.lapses == journalled ? .granted : .lapsed
+        }
+    }
+
+    private var isRenewed: Bool {
+        state.withLock { state in
+            state.lastRenewal.map { ContinuousClock.now - $0 < .seconds(min(fenceAfter, interval * 2)) } ?? false
+        }
+    }
+
+    /// Runs `start` after the next beat that goes through.
+    func afterRenewal(_ start: @escaping @Sendable () -> Void) { state.withLock { $0.onRenewal.append(start) } }
+
+    /// Whether the attempt's holder is gone: released by an operator, an earlier run of this
+    /// node, or a node whose counter this node watched stand still for a period and which still
+    /// has that value (`currentBeat`, read inside the journalling transaction).
+    func isGone(_ holder: String, currentBeat: () throws -> Int64?) throws -> Bool {
+        if holder == LeaseName.released || owner.isEarlierRun(holder) { return true }
+        let verdict = state.withLock { state -> SilenceWatch.Verdict in
+            // Judged only while this node is watching: its own beats going through.
+            guard let last = state.lastRenewal, ContinuousClock.now - last < .seconds(fenceAfter) else { return .heard }
+            return state.watch.verdict(on: LeaseName.node(of: holder))
+        }
+        guard case .silent(let beat) = verdict else { return false }
+        return try currentBeat() == beat
+    }
+
+    /// As a failed beat does (tests that play a database gone away under this node).
+    func lostContactForTesting() { state.withLock { $0.watch.lostContact() } }
+
+    /// What `tokenvault nodes` and health show of this node's view.
+    func stillFor(_ node: String) -> Double? { state.withLock { $0.watch.stillFor(node) } }
+}

@@ -1,0 +1,76 @@
+import PostgresNIO
+import TokenVaultCore
+
+/// Node heartbeats on PostgreSQL (`migrations/postgres/0003_node_heartbeats.sql`). A beat is one
+/// statement on a connection of its own, so it never waits behind the node's queue of writes (a
+/// loaded node must not look silent), and its time is the database's `clock_timestamp()`.
+extension PostgresDatabase: NodeRegistry {
+    /// Renews this node's row and reads every other node's, as of the same moment.
+    private static func beat(_ beat: NodeBeat) -> PostgresQuery {
+        """
+        WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT AS ms),
+        mine AS (
+            INSERT INTO nodes (\(unescaped: NodeSQL.columns))
+            SELECT \(beat.node), \(beat.incarnation), 1, ms, ms, \(beat.host), \(beat.pid) FROM clock
+            ON CONFLICT (node) DO UPDATE SET beat = nodes.beat + 1, beat_at = excluded.beat_at,
+                started_at = CASE WHEN nodes.incarnation = excluded.incarnation THEN nodes.started_at
+                                  ELSE excluded.started_at END,
+                incarnation = excluded.incarnation, host = excluded.host, pid = excluded.pid
+            RETURNING \(unescaped: NodeSQL.columns))
+        SELECT \(unescaped: NodeSQL.columns), (SELECT ms FROM clock) AS now FROM mine
+        UNION ALL
+        SELECT \(unescaped: NodeSQL.columns), (SELECT ms FROM clock) AS now FROM nodes WHERE node <> \(beat.node)
+        """
+    }
+
+    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
+        let rows = try heartbeatLink.query(Self.beat(beat)).rows
+        var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
+            reading.nodes.append(try Self.node(columns))
+        }
+        return reading
+    }
+
+    public func nodes() throws -> [NodeRecord] {
+        try withReader { reader in
+            try reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
+                try Self.node($0.makeRandomAccess())
+            }
+        }
+    }
+
+    /// One statement: the row goes and the attempts are released together.
+    public func forgetNode(_ node: String) throws -> Int? {
+        let counts = try writer.query(
+            """
+            WITH gone AS (DELETE FROM nodes WHERE node = \(node) RETURNING node),
+            released AS (
+                UPDATE refresh_attempts SET lease_owner = \(LeaseName.released)
+                WHERE state = 'open' AND (lease_owner = \(node) OR lease_owner LIKE \(NodeSQL.ownerPattern(node)) ESCAPE '\\')
+                RETURNING attempt_id)
+            SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM released) AS released
+            """
+        ).rows.first?.makeRandomAccess()
+        let removed = try counts?["removed"].decode(Int64.self) ?? 0
+        let released = try counts?["released"].decode(Int64.self) ?? 0
+        return removed == 0 && released == 0 ? nil : Int(released)
+    }
+
+    private static func node(_ row: PostgresRandomAccessRow) throws -> NodeRecord {
+        NodeRecord(
+            node: try row["node"].decode(String.self), incarnation: try row["incarnation"].decode(String.self),
+            beat: try row["beat"].decode(Int64.self),
+            beatAt: Timestamp(milliseconds: try row["beat_at"].decode(Int64.self)),
+            startedAt: Timestamp(milliseconds: try row["started_at"].decode(Int64.self)),
+            host: try row["host"].decode(String.self), pid: try row["pid"].decode(Int64.self))
+    }
+}
+
+extension PostgresCredentialWriter {
+    func nodeBeat(_ node: String) throws -> Int64? {
+        try link.query("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
+    }
+}

@@ -1,0 +1,20 @@
+-- Leases kept alive by their owner's heartbeat (issue 22), as SQLite's version 4.
+--
+-- One row per node (a data directory: its identity is random, created once, in `node.id`).
+-- A node raises `beat` every few seconds, in one statement that also reads every other node's
+-- row; every refresh attempt it journals is leased to it by name (`<node>/<incarnation>`), so
+-- that statement renews all of them. Another node takes an attempt over only after watching
+-- `beat` stand still for a whole lease period while connected, and only if the counter still
+-- has that value inside the transaction that takes it. Times are the database's
+-- (`clock_timestamp()`), never a node's. Not copied by migrate-store (nodes register anew).
+CREATE TABLE nodes (
+    node        TEXT PRIMARY KEY NOT NULL CHECK (length(node) BETWEEN 1 AND 128),
+    incarnation TEXT NOT NULL,
+    beat        BIGINT NOT NULL CHECK (beat >= 1),
+    beat_at     BIGINT NOT NULL,
+    started_at  BIGINT NOT NULL,
+    host        TEXT NOT NULL,
+    pid         BIGINT NOT NULL
+);
+-- Open attempts by owner, for `tokenvault nodes forget` (and the list's counts).
+CREATE INDEX refresh_attempts_open_owner ON refresh_attempts(lease_owner) WHERE state = 'open';
