@@ -186,7 +186,7 @@ enum CallResult: Sendable, Equatable {
         case 1:
             let status = Int(try reader.u32())
             let count = try reader.u32()
-            guard count <= 1000 else { throw WireError.malformed("\(count) headers") }
+            guard count <= HTTPAnswer.maximumHeaderFields else { throw WireError.malformed("\(count) headers") }
             var headers: [String: String] = [:]
             for _ in 0..<count { headers[try reader.string()] = try reader.string() }
             return .answer(

@@ -64,12 +64,8 @@ public final class DirectTransport: ProviderTransport {
         } catch {
             throw ProviderErrorClassifier.transport(error, requestSent: true)
         }
-        var headers: [String: String] = [:]
-        for (name, value) in response.headers {
-            let key = name.lowercased()
-            headers[key] = headers[key].map { "\($0), \(value)" } ?? value
-        }
-        var answer = HTTPAnswer(status: Int(response.status.code), headers: headers, body: [])
+        var answer = HTTPAnswer(status: Int(response.status.code), headers: [:], body: [])
+        for (name, value) in response.headers { answer.addHeader(name: name, value: value) }
         do {
             let buffer = try await response.body.collect(upTo: HTTPAnswer.maximumBodySize)
             answer.body = Array(buffer.readableBytesView)

@@ -55,6 +55,24 @@ public struct HTTPAnswer: Sendable, Equatable {
 
     /// Bodies larger than this are not read: no token response or error document is that big.
     public static let maximumBodySize = 1 << 20
+    /// Header fields kept from an answer, and their bytes (names and values) at most: the courier
+    /// keeps no more than the daemon reads back (`CourierMessage`), so an answer padded with
+    /// thousands of fields still crosses the link. No answer a provider kind reads needs more.
+    public static let maximumHeaderFields = 256
+    public static let maximumHeaderBytes = 64 << 10
+
+    /// Adds a received field (names lower-cased, a repeated one joined with ", "), unless the
+    /// answer already holds `maximumHeaderFields` names or `maximumHeaderBytes`: then the field is
+    /// dropped. The one place an answer's headers are collected.
+    public mutating func addHeader(name: String, value: String) {
+        let key = name.lowercased()
+        let joined = headers[key].map { "\($0), \(value)" } ?? value
+        guard headers[key] != nil || headers.count < Self.maximumHeaderFields else { return }
+        let kept = headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        let added = joined.utf8.count - (headers[key]?.utf8.count ?? -key.utf8.count)
+        guard kept + added <= Self.maximumHeaderBytes else { return }
+        headers[key] = joined
+    }
 }
 
 /// How long a provider call waits. Connecting is short: a call that never connected was never

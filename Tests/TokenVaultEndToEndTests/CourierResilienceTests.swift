@@ -27,6 +27,27 @@ import TokenVaultTesting
         _ = try await waitUntil(within: 10) { harness.server.tokenRequestCount > before }
     }
 
+    /// A provider whose answers carry 5,000 header fields (the daemon reads at most 256 back
+    /// from the courier): the courier keeps no more than that, so the answer crosses the link,
+    /// the refresh commits and the link stays up. Before, the daemon refused the frame, the link
+    /// broke and the retry presented the spent token.
+    @Test func anAnswerWithFiveThousandHeaderFieldsCrossesTheLink() async throws {
+        let harness = try await ResilienceHarness(
+            lifetime: 4, limits: #"{"concurrency": 4}"#,
+            refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0}"#)
+        harness.server.update { $0.answerHeaderPadding = 5000 }
+        let daemon = try harness.startDaemon()
+        defer { daemon.kill() }
+        try harness.seed(3)
+        // Each credential refreshed by the scheduler at half its lifetime, twice.
+        #expect(try await waitUntil(within: 15) { harness.server.successfulRefreshes >= 6 })
+        let metrics = try UnixSocketHTTP.request(harness.socket, "GET", "/metrics").text
+        #expect(metrics.contains("tokenvault_courier_restarts_total 0"), "the courier link broke")
+        let listed = try harness.list()
+        try harness.checkNothingLost(listed: listed, count: 3)
+        #expect(listed.allSatisfy { ($0["generation"] as? Int ?? 0) >= 2 }, "\(listed)")
+    }
+
     /// Twenty SIGKILLs of the daemon (not the courier) while refreshes are in flight: each
     /// answer the dead daemon was waiting for is spooled by the courier and committed by the
     /// next daemon. Nothing is revoked, nothing needs re-authorisation.

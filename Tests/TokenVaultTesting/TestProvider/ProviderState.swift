@@ -68,7 +68,7 @@ struct ProviderState {
         case .discovery, .other:
             break
         }
-        guard let step else { return .reply(serve(request)) }
+        guard let step else { return .reply(padded(serve(request), endpoint)) }
         switch step {
         case .error(let status, let code, let description, let retryAfter):
             return .reply(
@@ -98,6 +98,14 @@ struct ProviderState {
             return .reply(
                 HTTPReply(status: status, headers: headers.sorted { $0.key < $1.key }, body: Array(body.utf8)))
         }
+    }
+
+    /// A token answer with `answerHeaderPadding` extra header fields (`X-Pad-1` …).
+    func padded(_ reply: HTTPReply, _ endpoint: Endpoint) -> HTTPReply {
+        guard endpoint == .token, options.answerHeaderPadding > 0 else { return reply }
+        var padded = reply
+        padded.headers += (1...options.answerHeaderPadding).map { ("X-Pad-\($0)", "p") }
+        return padded
     }
 
     /// The normal answer, with its effect on the tokens.

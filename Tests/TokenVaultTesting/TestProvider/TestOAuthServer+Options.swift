@@ -48,6 +48,9 @@ extension TestOAuthServer {
         /// rotates as the request arrives) and answered `seconds` later: a provider that did the
         /// work but is slow to say so (issue 22). The answer is lost if the client left.
         public var lateAnswers: (share: Double, seconds: Double)? = nil
+        /// Extra header fields (`X-Pad-1: p` …) on every unscripted token answer: a provider (or
+        /// a proxy in front of it) that sends thousands.
+        public var answerHeaderPadding = 0
         /// Serve HTTPS (and ask for client certificates) instead of plain HTTP. Read at `start`.
         public var tls: TestServerTLS? = nil
 
