@@ -36,6 +36,10 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var timings: (@Sendable (RefreshTimings) -> Void)?
         /// At most one on-demand refresh per credential in this many seconds.
         public var onDemandInterval: Double = 10
+        /// How long a token read waits for the refresh it asked for (or joined). A slow provider
+        /// is waited for as long as its read timeout (a rotating call given up on costs the
+        /// credential), but a read is answered 409 after this and the refresh goes on.
+        public var onDemandWait: Double = 5
         /// The node this daemon is (its data directory's identity, `node.id`): an earlier run of
         /// the same node is resumed at once, another node's lease only after its silence (see
         /// `LeaseOwner`, `LeaseKeeper`).
@@ -97,13 +101,13 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     public func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
         // A refresh already in flight costs the provider nothing more: join it.
-        guard !flight.isRunning(id) else { return try await refresh(id, reason: .onDemand) }
+        guard !flight.isRunning(id) else { return await refreshWaitingAtMost(id) }
         let current = try await blocking { [vault] in try vault.metadata(id) }
         if let refusal = onDemand.refusal(for: current, minimumTTL: minimumTTL) {
             statistics.record { $0.skipped += 1 }
             return .skipped(refusal, current)
         }
-        let outcome = try await refresh(id, reason: .onDemand)
+        let outcome = await refreshWaitingAtMost(id)
         // Why the token is not fresh matters more to a read the limit holds back than the limit.
         switch outcome {
         case .refreshed(let metadata): onDemand.record(id, produced: metadata.generation)
@@ -112,6 +116,29 @@ public final class RefreshEngine: RefreshService, Sendable {
         case .commitPending: onDemand.record(id, produced: nil, outcome: "new tokens waiting for the database")
         }
         return outcome
+    }
+
+    /// Joins (or starts) the credential's on-demand refresh and waits for it at most
+    /// `options.onDemandWait`; past that the read gets `.skipped` and the refresh runs on.
+    private func refreshWaitingAtMost(_ id: CredentialID) async -> RefreshOutcome {
+        let task = flight.joined(id) { [self] in await perform(id, .onDemand) }
+        let wait = options.onDemandWait
+        let answer = FirstAnswer<RefreshOutcome>()
+        return await withCheckedContinuation { continuation in
+            answer.await(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(wait))
+                answer.give(
+                    .skipped(
+                        "a refresh is in flight and the provider has not answered within \(Int(wait)) s; "
+                            + "its answer will be stored when it comes", nil))
+            }
+            Task {
+                let outcome = await task.value
+                timer.cancel()
+                answer.give(outcome)
+            }
+        }
     }
 
     public func providerStates() -> [ProviderState] {
@@ -186,4 +213,13 @@ public struct RefreshTimings: Sendable {
     public var journal: Duration = .zero
     public var http: Duration = .zero
     public var commit: Duration = .zero
+}
+
+/// A continuation resumed by whichever of several tasks answers first.
+private final class FirstAnswer<Value: Sendable>: Sendable {
+    private let waiting = Mutex<CheckedContinuation<Value, Never>?>(nil)
+
+    func await(_ continuation: CheckedContinuation<Value, Never>) { waiting.withLock { $0 = continuation } }
+
+    func give(_ value: Value) { waiting.withLock { $0.take() }?.resume(returning: value) }
 }

@@ -23,7 +23,14 @@ final class SingleFlight: Sendable {
 
     /// Joins the operation in flight for `id`, or starts `operation` as the new one.
     func join(_ id: CredentialID, _ operation: @escaping @Sendable () async -> RefreshOutcome) async -> RefreshOutcome {
-        await task(for: id, queueBehind: false, operation).value
+        await joined(id, operation).value
+    }
+
+    /// `join`'s task, for a caller that waits for it only so long (it runs on regardless).
+    func joined(_ id: CredentialID, _ operation: @escaping @Sendable () async -> RefreshOutcome) -> Task<
+        RefreshOutcome, Never
+    > {
+        task(for: id, queueBehind: false, operation)
     }
 
     /// Starts `operation` after whatever is in flight for `id` has finished; later callers
