@@ -19,10 +19,14 @@ extension PostgresDatabase {
         listenerState.withLock { ListenerStatus(connected: $0.connected, reconnects: $0.reconnects) }
     }
 
+    /// Seconds between pings of the listening connection; a ping unanswered this long means the
+    /// connection is lost (a server or network that went silent sends no error).
+    static let listenerPing = 5.0
+
     /// Listens until the task is cancelled, reconnecting (with a growing pause, up to 5 s) when
-    /// the connection is lost.
+    /// the connection is lost or stops answering its pings.
     public func listenForChanges() async {
-        var disconnectedAt: Int64?
+        var disconnected = false
         var pause = 0.1
         while !Task.isCancelled {
             do {
@@ -30,11 +34,16 @@ extension PostgresDatabase {
                     on: MultiThreadedEventLoopGroup.singleton.next(), configuration: connectionConfiguration,
                     id: Int.random(in: 0..<Int.max), logger: logger)
                 defer { Task { try? await connection.close() } }
+                for session in Self.sessionSettings(statementTimeoutSeconds: Self.listenerPing) {
+                    try await connection.query(PostgresQuery(unsafeSQL: session), logger: logger)
+                }
+                let pings = Task { await ping(connection) }
+                defer { pings.cancel() }
                 try await connection.listen(on: "tokenvault_changes") { notifications in
                     // Listening now: catch up on whatever committed while we were not.
-                    if let since = disconnectedAt {
+                    if disconnected {
                         cache.invalidateAll()
-                        try await replay(since: since, on: connection)
+                        try await replay(on: connection)
                         listenerState.withLock { $0.reconnects += 1 }
                     }
                     listenerState.withLock { $0.connected = true }
@@ -53,9 +62,7 @@ extension PostgresDatabase {
             // Until the listener is back, every read goes to the database; the cached rows stay
             // only to stand in while the database cannot be reached, and are dropped on reconnect.
             cacheTrusted.store(false, ordering: .releasing)
-            if listenerState.withLock({ $0.connected }) || disconnectedAt == nil {
-                disconnectedAt = clock.now.milliseconds
-            }
+            disconnected = true
             listenerState.withLock { $0.connected = false }
             try? await Task.sleep(for: .seconds(pause))
             pause = min(pause * 2, 5)
@@ -79,12 +86,39 @@ extension PostgresDatabase {
         changeHandler.withLock { $0 }?.call(change)
     }
 
-    /// The changes committed since `since` (a second of margin for clocks and commit order).
-    private func replay(since: Int64, on connection: PostgresConnection) async throws {
+    /// Pings the listening connection every `listenerPing` seconds; one not answered within that
+    /// closes it, which ends the listen loop with an error (then it reconnects and replays).
+    private func ping(_ connection: PostgresConnection) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(Self.listenerPing))
+            guard !Task.isCancelled else { return }
+            let watchdog = Task {
+                try? await Task.sleep(for: .seconds(Self.listenerPing))
+                guard !Task.isCancelled else { return }
+                logger.warning("the PostgreSQL change listener stopped answering; reconnecting")
+                try? await connection.close()
+            }
+            do {
+                try await connection.query("SELECT 1", logger: logger)
+                watchdog.cancel()
+            } catch {
+                watchdog.cancel()
+                try? await connection.close()
+                return
+            }
+        }
+    }
+
+    /// The changes committed since the last one delivered, by the database's sequence (never by
+    /// comparing clocks). Sequence numbers are taken before commit, so one a little below the last
+    /// delivered can still commit later: the replay starts `replayMargin` below it, and what was
+    /// delivered already is skipped.
+    private func replay(on connection: PostgresConnection) async throws {
+        let after = listenerState.withLock { $0.lastSequence } - Self.replayMargin
         let rows = try await connection.query(
             """
             SELECT seq, op, credential_id, old_generation, new_generation, old_status, new_status, failed, node
-            FROM credential_changes WHERE at >= \(since - 1000) ORDER BY seq
+            FROM credential_changes WHERE seq > \(after) ORDER BY seq
             """, logger: logger)
         for try await (seq, op, id, oldGeneration, newGeneration, oldStatus, newStatus, failed, node) in rows.decode(
             (Int64, String, String, Int64?, Int64?, String?, String?, Bool, String?).self)
@@ -99,6 +133,10 @@ extension PostgresDatabase {
                     failed: failed, isOwn: node == self.node))
         }
     }
+
+    /// How far below the last delivered sequence a replay starts: more than the transactions all
+    /// nodes can have open at once.
+    static let replayMargin: Int64 = 10_000
 
     /// `seq|op|old generation|new generation|old status|new status|failed|node|id` (the id last:
     /// it cannot hold `|`, but the node name is the only other free text).
@@ -116,8 +154,13 @@ extension PostgresDatabase {
             newStatus: CredentialStatus(rawValue: fields[5]), failed: fields[6] == "true", isOwn: fields[7] == node)
     }
 
-    /// Changes older than `before` are not needed for replay any more.
-    func pruneChanges(before: Timestamp) throws {
-        try writer.query("DELETE FROM credential_changes WHERE at < \(before.milliseconds)")
+    /// Changes older than `seconds` by the database's clock (the one that wrote `at`) are not
+    /// needed for replay any more; a node whose clock runs ahead must not prune what others need.
+    func pruneChanges(olderThan seconds: Int64) throws {
+        try writer.query(
+            """
+            DELETE FROM credential_changes
+            WHERE at < (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT - \(seconds * 1000)
+            """)
     }
 }

@@ -133,20 +133,23 @@ public final class PostgresDatabase: Sendable {
         self.clock = clock
         self.logger = logger
         let timeout = TimeAmount.milliseconds(Int64(configuration.statementTimeoutSeconds * 1000))
+        let session = Self.sessionSettings(statementTimeoutSeconds: configuration.statementTimeoutSeconds)
         writers = PostgresLinkPool(
             (0..<max(1, configuration.writers)).map {
                 PostgresLink(
                     configuration: connection, name: "writer \($0)",
-                    setup: ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
+                    setup: session + ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
                     statementTimeout: timeout, logger: logger)
             })
         writer = writers.links[0]
         readers = PostgresLinkPool(
             (0..<max(1, configuration.readers)).map {
-                PostgresLink(configuration: connection, name: "reader \($0)", statementTimeout: timeout, logger: logger)
+                PostgresLink(
+                    configuration: connection, name: "reader \($0)", setup: session, statementTimeout: timeout,
+                    logger: logger)
             })
         heartbeatLink = PostgresLink(
-            configuration: connection, name: "heartbeat", statementTimeout: timeout, logger: logger)
+            configuration: connection, name: "heartbeat", setup: session, statementTimeout: timeout, logger: logger)
         cache = RecordCache(capacity: configuration.cacheCapacity)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
@@ -155,6 +158,19 @@ public final class PostgresDatabase: Sendable {
         }
         // Fail now, with PostgreSQL's own reason, rather than on the first request.
         try writer.query("SELECT 1")
+    }
+
+    /// What every connection sets first, so that one node cannot stall the others (issue 22): a
+    /// transaction left idle by a node that froze or died inside it is ended by the server after
+    /// 10 s (its row and advisory locks with it), a statement the client gave up on is cancelled
+    /// by the server too, and the server's keepalives find a client host that went away within
+    /// about 25 s instead of the kernel's two hours.
+    static func sessionSettings(statementTimeoutSeconds: Double) -> [String] {
+        [
+            "SET idle_in_transaction_session_timeout = '10s'",
+            "SET statement_timeout = '\(Int(statementTimeoutSeconds * 1000))ms'",
+            "SET tcp_keepalives_idle = 10", "SET tcp_keepalives_interval = 5", "SET tcp_keepalives_count = 3",
+        ]
     }
 
     /// Closes every connection (the listener stops with its task).
