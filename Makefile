@@ -28,7 +28,7 @@ run: build
 # three-node test is not among them). The runs are apart
 # because the end-to-end tests wait on child processes, which would starve the in-process tests'
 # timers of threads on a small machine, and the last two need the machine to themselves.
-POSTGRES_TESTS := StorageContractTests|PostgresChangeTests|ScaleOutTests|ScaleOutResilienceTests|MigrateStoreTests
+POSTGRES_TESTS := StorageContractTests|PostgresChangeTests|ScaleOutTests|ScaleOutResilienceTests|ScaleOutLeaseTests|MigrateStoreTests
 test:
 	@bash scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests

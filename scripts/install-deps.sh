@@ -8,10 +8,11 @@ packages=(pkg-config libsodium-dev libsqlite3-dev curl)
 # (dpkg-dev), strip (binutils) and lintian.
 deb_packages=(dpkg-dev binutils lintian)
 # `--test`: also what the tests start themselves (PostgreSQL's server binaries: initdb, pg_ctl,
-# psql; the tests run their own throwaway server and never use a system cluster), and the
-# packaging tools PackagingTests runs.
+# psql; the tests run their own throwaway server and never use a system cluster), libfaketime
+# (a daemon whose clock is minutes off, for the lease tests) and the packaging tools
+# PackagingTests runs.
 case "${1:-}" in
---test) packages+=(postgresql "${deb_packages[@]}") ;;
+--test) packages+=(postgresql faketime "${deb_packages[@]}") ;;
 --deb) packages+=("${deb_packages[@]}") ;;
 esac
 missing=()

@@ -92,6 +92,7 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
 
     func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
     func nodes() throws -> [NodeRecord] { try base.nodes() }
+    func isAnswerStored(_ callKey: String) throws -> Bool { try base.isAnswerStored(callKey) }
     func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
 
     // MARK: RefreshJournal

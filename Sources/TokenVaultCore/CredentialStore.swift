@@ -48,6 +48,8 @@ public protocol CredentialStore: RefreshJournal, NodeRegistry {
     func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent]
     /// Both ends of the audit chain, as stored.
     func auditChainEnds() throws -> [AuditChainEnd]
+    /// Whether a provider answer with this call key was stored (`CredentialWriter.recordReceivedAnswer`).
+    func isAnswerStored(_ callKey: String) throws -> Bool
     /// Runs `body` in one write transaction; it commits when `body` returns and rolls back
     /// when it throws, so nothing is ever half-written.
     func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
@@ -92,6 +94,8 @@ public protocol CredentialWriter {
     /// Records a new open attempt. Throws `VaultError` `.conflict` when the credential already has
     /// one (another node journalled it after this transaction looked).
     func beginAttempt(_ attempt: RefreshAttempt) throws
+    /// Notes, in the transaction that stores them, that the answer of call `callKey` was stored.
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws
     /// The beat counter of `node` in the `nodes` table as this transaction sees it (nil: no row):
     /// a takeover checks that it still has the value watched standing still.
     func nodeBeat(_ node: String) throws -> Int64?

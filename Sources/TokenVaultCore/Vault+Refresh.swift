@@ -39,13 +39,13 @@ extension Vault {
     /// Journals the attempt durably (or resumes the open one whose holder is gone, when it
     /// presented the same refresh token) and moves `refresh_at` to the lease's end, so that if
     /// this process dies the scheduler comes back then. Nil when another live process holds the
-    /// lease, or the credential is no longer at `request.metadata`'s generation. Must commit
-    /// before the provider is called.
-    public func beginAttempt(_ request: AttemptRequest) async throws -> (RefreshAttempt, resumed: Bool)? {
+    /// lease, or the credential is no longer at `request.metadata`'s generation. `resumedFrom` is
+    /// the previous holder of a resumed attempt. Must commit before the provider is called.
+    public func beginAttempt(_ request: AttemptRequest) async throws -> (RefreshAttempt, resumedFrom: String?)? {
         let now = clock.now
         let metadata = request.metadata
         let attemptID = Self.newAttemptID()
-        return try await writes.write(.full) { writer -> (RefreshAttempt, resumed: Bool)? in
+        return try await writes.write(.full) { writer -> (RefreshAttempt, resumedFrom: String?)? in
             // The row as it is now (on a shared database, under the credential's lock): a refresh
             // planned from an older read, the credential refreshed since by another process, is
             // not started; its refresh token is spent. A credential another node is writing
@@ -61,7 +61,7 @@ extension Vault {
                 attemptID: attemptID, credentialID: metadata.id, generation: metadata.generation,
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,
                 leaseExpiresAt: request.leaseUntil, startedAt: now)
-            var resumed = false
+            var resumedFrom: String?
             let decision = try LeaseDecision.decide(
                 existing: try writer.openAttempt(for: metadata.id), generation: metadata.generation,
                 owner: request.owner
@@ -82,7 +82,7 @@ extension Vault {
                 attempt = old
                 attempt.leaseOwner = request.owner
                 attempt.leaseExpiresAt = request.leaseUntil
-                resumed = true
+                resumedFrom = old.leaseOwner
             case .resume(let old):
                 try writer.finishAttempt(
                     attemptID: old.attemptID, state: .abandoned, outcome: "refresh token changed", at: now)
@@ -91,7 +91,7 @@ extension Vault {
             var schedule = ScheduleUpdate(metadata)
             schedule.refreshAt = request.leaseUntil
             _ = try writer.updateSchedule(schedule)
-            return (attempt, resumed)
+            return (attempt, resumedFrom)
         }
     }
 

@@ -11,10 +11,13 @@ extension Vault {
         /// When the tokens were issued (relative lifetimes count from here); nil: the moment of
         /// the write. A backend that stores tokens long after receiving them should say.
         public var issuedAt: Timestamp?
+        /// The courier's key of the call whose answer this is (received tokens only): recorded
+        /// with the write, so a replay of the same answer is recognised (`isAnswerStored`).
+        public var answerKey: String?
 
         public init(
             id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
-            audit: AuditEvent? = nil, issuedAt: Timestamp? = nil
+            audit: AuditEvent? = nil, issuedAt: Timestamp? = nil, answerKey: String? = nil
         ) {
             self.id = id
             self.payload = payload
@@ -22,6 +25,7 @@ extension Vault {
             self.labels = labels
             self.audit = audit
             self.issuedAt = issuedAt
+            self.answerKey = answerKey
         }
     }
 
@@ -75,6 +79,10 @@ extension Vault {
         return result
     }
 
+    /// Whether the answer of call `callKey` was stored already: a replay from the spool of an
+    /// answer committed before the daemon died must not be applied again.
+    public func isAnswerStored(_ callKey: String) throws -> Bool { try store.isAnswerStored(callKey) }
+
     /// Removes the credential (local only; provider revocation belongs to the refresh engine).
     public func delete(_ id: CredentialID, audit: AuditEvent? = nil) async throws {
         let chain = auditChain
@@ -120,6 +128,9 @@ extension Vault {
                 succession: .replacement(provider: credential.provider, labels: credential.labels),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            if let key = credential.answerKey {
+                try writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
+            }
             if let audit = credential.audit { try Self.appendChained([audit], chain: chain, writer) }
             return next.metadata
         }

@@ -42,7 +42,7 @@ extension RefreshEngine {
         let stored = try await vault.storeReceived(
             Vault.NewCredential(
                 id: redemption.request.credentialID, payload: payload, provider: redemption.provider,
-                labels: redemption.labels, audit: redemption.audit),
+                labels: redemption.labels, audit: redemption.audit, answerKey: call.key),
             whenDurable: { [settlement] in settlement.settle(call.key) })
         return RedeemedCode(payload: payload, stored: stored)
     }
@@ -53,6 +53,13 @@ extension RefreshEngine {
     /// no longer waiting for one. Run once at start, before open attempts are resumed.
     func recoverSpool() async {
         for (key, context) in settlement.spooled(prefix: "exchange:") {
+            // Stored before the daemon died, not yet settled: applying it again would replace
+            // whatever the credential got since (a refresh) with these older tokens.
+            if (try? await blocking({ [vault] in try vault.isAnswerStored(key) })) == true {
+                settlement.settle(key)
+                logger.info("a spooled code exchange was stored already", metadata: ["tokenvault.call.key": "\(key)"])
+                continue
+            }
             guard let context, let spooled = try? SpooledExchange.decode(context),
                 let redemption = try? spooled.redemption()
             else {

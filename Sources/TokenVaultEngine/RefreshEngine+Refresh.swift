@@ -172,7 +172,7 @@ extension RefreshEngine {
         ) { [leases] holder, currentBeat in try leases.isGone(holder, currentBeat: currentBeat) }
         let journalled = try await vault.beginAttempt(request)
         timings.journal = clock.now - journalStart
-        guard let (attempt, resumed) = journalled else {
+        guard let (attempt, resumedFrom) = journalled else {
             statistics.record { $0.skipped += 1 }
             return .skipped("another process holds the refresh lease of \(id), or refreshed it already", metadata)
         }
@@ -196,11 +196,18 @@ extension RefreshEngine {
                 metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.attempt.id": "\(attempt.attemptID)"])
             return .skipped("this node cannot renew its leases; the refresh of \(id) waits for the database", metadata)
         }
-        if resumed {
+        let resumed = resumedFrom != nil
+        if let resumedFrom {
             statistics.record { $0.recovered += 1 }
+            let previousNode = LeaseName.node(of: resumedFrom)
             logger.notice(
-                "resuming an interrupted refresh with the same refresh token",
-                metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.attempt.id": "\(attempt.attemptID)"])
+                previousNode == leases.owner.node
+                    ? "resuming an interrupted refresh with the same refresh token"
+                    : "taking over a refresh attempt of another node after its silence",
+                metadata: [
+                    "tokenvault.credential.id": "\(id)", "tokenvault.attempt.id": "\(attempt.attemptID)",
+                    "tokenvault.lease.previous": "\(previousNode)",
+                ])
         }
         let resumingLostAnswer =
             resumed || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains($0.code) } ?? false

@@ -1,6 +1,6 @@
 import TokenVaultCore
 
-/// Node heartbeats on SQLite (`migrations/0004_node_heartbeats.sql`). One host owns the file, so
+/// Node heartbeats and stored answers' keys on SQLite (`migrations/0004_node_heartbeats.sql`). One host owns the file, so
 /// the database's clock is this host's (`clock`).
 extension VaultDatabase: NodeRegistry {
     public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
@@ -47,7 +47,24 @@ extension VaultDatabase: NodeRegistry {
     }
 }
 
+extension VaultDatabase {
+    public func isAnswerStored(_ callKey: String) throws -> Bool {
+        try withReader { connection in
+            let statement = try connection.statement("SELECT 1 FROM received_answers WHERE call_key = ?1")
+            try statement.bind(callKey)
+            defer { statement.reset() }
+            return try statement.step()
+        }
+    }
+}
+
 extension SQLiteCredentialWriter {
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+        try connection.statement(
+            "INSERT OR IGNORE INTO received_answers (call_key, credential_id, stored_at) VALUES (?1, ?2, ?3)"
+        ).bind(callKey, credentialID.description, at.milliseconds).run()
+    }
+
     func nodeBeat(_ node: String) throws -> Int64? {
         let statement = try connection.statement("SELECT beat FROM nodes WHERE node = ?1")
         try statement.bind(node)

@@ -54,9 +54,16 @@ extension VaultDatabase: RefreshJournal {
                     WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2)
                 """
             ).bind(before.milliseconds, max(0, limit)).run()
-            return connection.changes
+            let pruned = connection.changes
+            try connection.statement("DELETE FROM received_answers WHERE stored_at < ?1").bind(
+                clock.now.adding(seconds: -Self.receivedAnswerRetention).milliseconds
+            ).run()
+            return pruned
         }
     }
+
+    /// How long a stored answer's key is kept (`received_answers`): longer than any spool waits.
+    static let receivedAnswerRetention = 30.0 * 86_400
 
     static let attemptColumns = """
         attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner, lease_expires_at, started_at

@@ -15,7 +15,8 @@ final class ResilienceHarness: Sendable {
     let cli = CommandRunner()
     let server: TestOAuthServer
     let lifetime: Double
-    /// How the daemons find a PostgreSQL vault (empty: each node's SQLite file).
+    /// How the daemons find a PostgreSQL vault (empty: each node's SQLite file), and the lease
+    /// period when a test sets one.
     let storageEnvironment: [String: String]
     var dataDir: String { dataDir(1) }
     var socket: String { socket(1) }
@@ -30,20 +31,26 @@ final class ResilienceHarness: Sendable {
     /// `providers` are more instances (`"name": {...}` members) and `sections` more top-level
     /// members of the config (`"limits": {...}`, `"access": [...]`).
     /// `postgres`: the vault is that database, shared by `nodes` daemons (each with its own data
-    /// directory, socket and copy of the master key).
+    /// directory, socket and copy of the master key). `lateAnswers`: that share of refreshes is
+    /// done at once and answered so many seconds later. `timeoutSeconds`: the instance's read
+    /// timeout (nil: the default). `leaseSeconds`: `limits.lease_seconds` (nil: the default).
     init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
-        answerDelay: ClosedRange<Double>? = nil, providers: String? = nil, sections: String? = nil,
+        answerDelay: ClosedRange<Double>? = nil, lateAnswers: (share: Double, seconds: Double)? = nil,
+        timeoutSeconds: Double? = 5, leaseSeconds: Int? = nil, providers: String? = nil, sections: String? = nil,
         postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1
     ) async throws {
         self.lifetime = lifetime
-        storageEnvironment =
+        var environment =
             postgres.map { ["TOKENVAULT_STORAGE_URL": $0.server.socketURL(database: $0.database)] } ?? [:]
+        if let leaseSeconds { environment["TOKENVAULT_LEASE_SECONDS"] = "\(leaseSeconds)" }
+        storageEnvironment = environment
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime
         options.graceWindow = graceWindow
         options.includeIDToken = includeIDToken
         options.tokenAnswerDelay = answerDelay
+        options.lateAnswers = lateAnswers
         server = try await TestOAuthServer.start(options)
         _ = try cli.run(["init", "--data-dir", dataDir], environment: storageEnvironment)
         if nodes > 1 {
@@ -61,15 +68,17 @@ final class ResilienceHarness: Sendable {
         let config = """
             {"providers": {"idp": {
                 "kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "revocation_endpoint": "\(server.revocationURL)",
-                "client_id": "vault-client", "client_secret_file": "\(secretFile)", "timeout_seconds": 5,
+                "client_id": "vault-client", "client_secret_file": "\(secretFile)",\(timeoutSeconds.map { " \"timeout_seconds\": \($0)," } ?? "")
                 "refresh": \(refresh), "limits": \(limits)}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
             """
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
 
-    func startDaemon(logLevel: String = "notice", node: Int = 1) throws -> DaemonProcess {
+    /// `launcher` runs the daemon (`faketime`, for a clock that is off).
+    func startDaemon(logLevel: String = "notice", node: Int = 1, launcher: [String] = []) throws -> DaemonProcess {
         try DaemonProcess(
-            arguments: ["--data-dir", dataDir(node), "--config", configPath], socketPath: socket(node),
+            launcher: launcher, arguments: ["--data-dir", dataDir(node), "--config", configPath],
+            socketPath: socket(node),
             logDirectory: directory.path,
             environment: storageEnvironment.merging(["TOKENVAULT_LOG_LEVEL": logLevel]) { $1 })
     }

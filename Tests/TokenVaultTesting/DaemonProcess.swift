@@ -13,9 +13,10 @@ public final class DaemonProcess: @unchecked Sendable {
     private let outputPath: String
 
     /// Starts the daemon and waits until it prints "listening on". Throws with its log if it exits.
+    /// `launcher` runs it (`["/usr/bin/faketime", "+10m"]`: a daemon whose clock is off).
     public init(
-        executable: String = CommandRunner.locateBinary(), arguments: [String], socketPath: String,
-        logDirectory: String,
+        executable: String = CommandRunner.locateBinary(), launcher: [String] = [], arguments: [String],
+        socketPath: String, logDirectory: String,
         environment: [String: String] = [:], timeout: Double = 30
     ) throws {
         self.socketPath = socketPath
@@ -25,8 +26,9 @@ public final class DaemonProcess: @unchecked Sendable {
         FileManager.default.createFile(atPath: outputPath, contents: nil)
         var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
         base["CREDENTIALS_DIRECTORY"] = nil
+        let command = launcher + [executable, "serve"] + arguments + ["--socket", socketPath]
         process = try SpawnedProcess(
-            executable: executable, arguments: ["serve"] + arguments + ["--socket", socketPath],
+            executable: command[0], arguments: Array(command.dropFirst()),
             environment: base.merging(environment) { $1 }, stdout: outputPath, stderr: logPath)
         let deadline = Date().addingTimeInterval(timeout)
         while !output.contains("listening on") {

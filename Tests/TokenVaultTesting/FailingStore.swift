@@ -61,6 +61,7 @@ public final class FailingStore: CredentialStore, Sendable {
     }
     public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
     public func nodes() throws -> [NodeRecord] { try base.nodes() }
+    public func isAnswerStored(_ callKey: String) throws -> Bool { try base.isAnswerStored(callKey) }
     public func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
 }
 

@@ -25,6 +25,9 @@ open class ForwardingWriter: CredentialWriter {
 
     open func openAttempt(for id: CredentialID) throws -> RefreshAttempt? { try base.openAttempt(for: id) }
     open func nodeBeat(_ node: String) throws -> Int64? { try base.nodeBeat(node) }
+    open func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+        try base.recordReceivedAnswer(callKey, credentialID: credentialID, at: at)
+    }
     open func beginAttempt(_ attempt: RefreshAttempt) throws { try base.beginAttempt(attempt) }
     open func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
         try base.renewLease(attemptID: attemptID, owner: owner, until: until)

@@ -12,6 +12,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var auditEnds: [AuditChainEnd.Name: AuditChainEnd] = [:]
         var attempts: [String: JournalEntry] = [:]
         var nodes: [String: NodeRecord] = [:]
+        var receivedAnswers: Set<String> = []
     }
 
     struct JournalEntry {
@@ -82,6 +83,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
+    public func isAnswerStored(_ callKey: String) throws -> Bool {
+        lock.withLock { state.receivedAnswers.contains(callKey) }
+    }
+
     public func nodes() throws -> [NodeRecord] { lock.withLock { state.nodes.values.sorted { $0.node < $1.node } } }
 
     public func forgetNode(_ node: String) throws -> Int? {
@@ -139,6 +144,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
 
         func nodeBeat(_ node: String) throws -> Int64? { state.nodes[node]?.beat }
+
+        func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+            state.receivedAnswers.insert(callKey)
+        }
 
         func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
             state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt

@@ -23,6 +23,7 @@ public final class ScriptedProvider: TokenProvider {
         var revocationFailures: [ProviderFailure] = []
         var calls = 0
         var minted = 0
+        var exchangeCalls: [ProviderCall] = []
     }
 
     public let name: String
@@ -78,9 +79,13 @@ public final class ScriptedProvider: TokenProvider {
 
     public var clientID: String? { "scripted-client" }
 
+    /// The keyed calls exchanges were made under (`ProviderCall.current`), as the courier saw them.
+    public var exchangeCalls: [ProviderCall] { state.withLock { $0.exchangeCalls } }
+
     /// Exchanges take the next scripted step, like refreshes.
     public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
-        try await refresh(
+        if let call = ProviderCall.current { state.withLock { $0.exchangeCalls.append(call) } }
+        return try await refresh(
             RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "code-exchange")))
     }
 

@@ -18,3 +18,14 @@ CREATE TABLE nodes (
 );
 -- Open attempts by owner, for `tokenvault nodes forget` (and the list's counts).
 CREATE INDEX refresh_attempts_open_owner ON refresh_attempts(lease_owner) WHERE state = 'open';
+
+-- Provider answers stored, by the courier's call key (`exchange:<id>`), written in the
+-- transaction that stores them: an answer the spool hands back after it was stored (the daemon
+-- died before the courier heard it was safe) is recognised and not applied again, which would
+-- roll the credential back to older tokens. Pruned after 30 days.
+CREATE TABLE received_answers (
+    call_key      TEXT PRIMARY KEY NOT NULL,
+    credential_id TEXT NOT NULL,
+    stored_at     BIGINT NOT NULL
+);
+CREATE INDEX received_answers_stored ON received_answers(stored_at);

@@ -186,7 +186,12 @@ extension PostgresDatabase: RefreshJournal {
     /// Also prunes the change table (kept ten minutes, for nodes that lost their connection) and
     /// claims long over.
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try pruneChanges(before: clock.now.adding(seconds: -600))
+        try pruneChanges(olderThan: 600)
+        try writer.query(
+            """
+            DELETE FROM received_answers
+            WHERE stored_at < \(clock.now.adding(seconds: -VaultDatabase.receivedAnswerRetention).milliseconds)
+            """)
         try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
         return try writer.query(
             """

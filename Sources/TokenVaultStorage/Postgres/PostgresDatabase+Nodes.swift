@@ -1,7 +1,7 @@
 import PostgresNIO
 import TokenVaultCore
 
-/// Node heartbeats on PostgreSQL (`migrations/postgres/0003_node_heartbeats.sql`). A beat is one
+/// Node heartbeats and stored answers' keys on PostgreSQL (`migrations/postgres/0003_node_heartbeats.sql`). A beat is one
 /// statement on a connection of its own, so it never waits behind the node's queue of writes (a
 /// loaded node must not look silent), and its time is the database's `clock_timestamp()`.
 extension PostgresDatabase: NodeRegistry {
@@ -69,7 +69,21 @@ extension PostgresDatabase: NodeRegistry {
     }
 }
 
+extension PostgresDatabase {
+    public func isAnswerStored(_ callKey: String) throws -> Bool {
+        try withReader { try !$0.query("SELECT 1 FROM received_answers WHERE call_key = \(callKey)").rows.isEmpty }
+    }
+}
+
 extension PostgresCredentialWriter {
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+        try link.query(
+            """
+            INSERT INTO received_answers (call_key, credential_id, stored_at)
+            VALUES (\(callKey), \(credentialID.description), \(at.milliseconds)) ON CONFLICT DO NOTHING
+            """)
+    }
+
     func nodeBeat(_ node: String) throws -> Int64? {
         try link.query("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
     }

@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// A code exchange's answer the courier still keeps after it was stored (the daemon died before
+/// telling the courier it was safe) is recognised by its call key at the next start and not
+/// applied again: that would replace a newer refresh with older tokens (issue 22).
+@Suite struct ExchangeReplayTests {
+    /// What a courier keeps: the key and context of each keyed call until the daemon settles it.
+    final class KeptAnswers: AnswerSettlement, Sendable {
+        private let kept = Mutex<[String: SecretBytes?]>([:])
+
+        func keep(_ call: ProviderCall) { kept.withLock { $0[call.key] = call.context } }
+        func settle(_ key: String) { kept.withLock { _ = $0.removeValue(forKey: key) } }
+        func spooled(prefix: String) -> [(key: String, context: SecretBytes?)] {
+            kept.withLock { $0.filter { $0.key.hasPrefix(prefix) }.map { ($0.key, $0.value) } }
+        }
+    }
+
+    @Test func aSpooledExchangeStoredBeforeTheCrashDoesNotRollANewerRefreshBack() async throws {
+        let fixture = try EngineFixture()
+        let id = try CredentialID("tests/exchanged")
+        let spool = KeptAnswers()
+        func engine() -> RefreshEngine {
+            RefreshEngine(
+                vault: fixture.vault, providers: [fixture.provider.name: fixture.provider],
+                settings: [fixture.provider.name: ProviderSettings(name: fixture.provider.name, kind: "oauth2")],
+                settlement: spool, logger: fixture.logs.logger)
+        }
+        let first = engine()
+        let redemption = CodeRedemption(
+            provider: fixture.provider.name,
+            request: CodeExchangeRequest(
+                code: SecretBytes(utf8: "code"), codeVerifier: nil, redirectURI: "https://app.example/cb", state: nil,
+                credentialID: id),
+            nonce: nil, labels: [:],
+            audit: AuditEvent(
+                at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: "credential.exchange",
+                credentialID: id, outcome: .allowed, detail: nil))
+        guard case .committed(let stored) = try await first.redeem(redemption).stored else {
+            Issue.record("the exchange was not stored")
+            return
+        }
+        #expect(stored.generation == 1)
+        // The courier never heard it was safe: its answer is still kept, as a spool file would be.
+        spool.keep(try #require(fixture.provider.exchangeCalls.last))
+        // A refresh since: newer tokens, generation 2.
+        guard case .refreshed = try await first.refresh(id, reason: .forced) else {
+            Issue.record("the refresh failed")
+            return
+        }
+        let newer = try fixture.secrets(id)
+        let calls = fixture.provider.calls
+
+        // The next daemon recovers the spool: the answer is recognised, settled, not applied.
+        await engine().recoverSpool()
+        #expect(try fixture.metadata(id).generation == 2)
+        #expect(try fixture.secrets(id).accessToken == newer.accessToken)
+        #expect(try fixture.secrets(id).refreshToken == newer.refreshToken)
+        #expect(spool.spooled(prefix: "exchange:").isEmpty)
+        #expect(fixture.provider.calls == calls)
+    }
+}
