@@ -68,7 +68,12 @@ struct ProviderState {
         case .discovery, .other:
             break
         }
-        guard let step else { return .reply(padded(serve(request), endpoint)) }
+        guard let step else {
+            // Served first, then padded: `padded(serve(...))` would copy the whole state (every
+            // recorded request) for the read while `serve` mutated it, on every request.
+            let reply = serve(request)
+            return .reply(padded(reply, endpoint))
+        }
         switch step {
         case .error(let status, let code, let description, let retryAfter):
             return .reply(
