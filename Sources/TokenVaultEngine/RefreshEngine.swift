@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import Synchronization
 import TokenVaultCore
 
@@ -121,20 +122,21 @@ public final class RefreshEngine: RefreshService, Sendable {
     /// Joins (or starts) the credential's on-demand refresh and waits for it at most
     /// `options.onDemandWait`; past that the read gets `.skipped` and the refresh runs on.
     private func refreshWaitingAtMost(_ id: CredentialID) async -> RefreshOutcome {
-        let task = flight.joined(id) { [self] in await perform(id, .onDemand) }
         let wait = options.onDemandWait
         let answer = FirstAnswer<RefreshOutcome>()
         return await withCheckedContinuation { continuation in
             answer.await(continuation)
-            let timer = Task {
-                try? await Task.sleep(for: .seconds(wait))
+            // An event loop's timer, cancelled for good when the refresh answers first (a sleeping
+            // task per read kept its timer until it would have fired).
+            let timer = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(
+                in: .milliseconds(Int64(wait * 1000))
+            ) {
                 answer.give(
                     .skipped(
                         "a refresh is in flight and the provider has not answered within \(Int(wait)) s; "
                             + "its answer will be stored when it comes", nil))
             }
-            Task {
-                let outcome = await task.value
+            flight.join(id, { [self] in await perform(id, .onDemand) }) { outcome in
                 timer.cancel()
                 answer.give(outcome)
             }

@@ -13,6 +13,8 @@ final class SingleFlight: Sendable {
     private struct State {
         var entries: [CredentialID: Entry] = [:]
         var serial = 0
+        /// Told the outcome of the entry with that serial when it finishes (`join(_:_:whenDone:)`).
+        var waiters: [Int: [@Sendable (RefreshOutcome) -> Void]] = [:]
     }
 
     private let state = Mutex(State())
@@ -23,14 +25,26 @@ final class SingleFlight: Sendable {
 
     /// Joins the operation in flight for `id`, or starts `operation` as the new one.
     func join(_ id: CredentialID, _ operation: @escaping @Sendable () async -> RefreshOutcome) async -> RefreshOutcome {
-        await joined(id, operation).value
+        await task(for: id, queueBehind: false, operation).value
     }
 
-    /// `join`'s task, for a caller that waits for it only so long (it runs on regardless).
-    func joined(_ id: CredentialID, _ operation: @escaping @Sendable () async -> RefreshOutcome) -> Task<
-        RefreshOutcome, Never
-    > {
-        task(for: id, queueBehind: false, operation)
+    /// Joins like `join`, but hands the outcome to `whenDone` instead of waiting for it: for a
+    /// caller that waits only so long (the operation runs on regardless), with no task of its own.
+    func join(
+        _ id: CredentialID, _ operation: @escaping @Sendable () async -> RefreshOutcome,
+        whenDone: @escaping @Sendable (RefreshOutcome) -> Void
+    ) {
+        state.withLock { state in
+            let serial: Int
+            if let running = state.entries[id] {
+                serial = running.serial
+            } else {
+                let entry = makeEntry(id, after: nil, &state, operation)
+                state.entries[id] = entry
+                serial = entry.serial
+            }
+            state.waiters[serial, default: []].append(whenDone)
+        }
     }
 
     /// Starts `operation` after whatever is in flight for `id` has finished; later callers
@@ -71,16 +85,19 @@ final class SingleFlight: Sendable {
         let task = Task { [weak self] in
             _ = await previous?.value
             let outcome = await operation()
-            self?.finish(id, serial: serial)
+            self?.finish(id, serial: serial, outcome)
             return outcome
         }
         return Entry(serial: serial, task: task)
     }
 
-    /// Clears the entry only if it is still this task's (a queued successor keeps its own).
-    private func finish(_ id: CredentialID, serial: Int) {
-        state.withLock { state in
+    /// Clears the entry only if it is still this task's (a queued successor keeps its own), and
+    /// tells its waiters.
+    private func finish(_ id: CredentialID, serial: Int, _ outcome: RefreshOutcome) {
+        let waiters = state.withLock { state in
             if state.entries[id]?.serial == serial { state.entries[id] = nil }
+            return state.waiters.removeValue(forKey: serial) ?? []
         }
+        for waiter in waiters { waiter(outcome) }
     }
 }
