@@ -30,6 +30,12 @@ final class LeaseKeeper: Sendable {
     private let vault: Vault
     private let logger: Logger
     private let state: Mutex<State>
+    /// For operators only (`tokenvault nodes`), read once: `ProcessInfo.hostName` resolves the
+    /// name through the resolver, which can block for seconds where DNS does not answer.
+    private let host: String = {
+        var name = [CChar](repeating: 0, count: 256)
+        return gethostname(&name, name.count) == 0 ? String(cString: name) : "unknown"
+    }()
 
     private struct State {
         var watch: SilenceWatch
@@ -41,6 +47,8 @@ final class LeaseKeeper: Sendable {
         var failures = 0
         /// Refreshes held back while renewal failed, started again once it works.
         var onRenewal: [@Sendable () -> Void] = []
+        /// The beat `permit` runs for everyone waiting, if one is running.
+        var inlineBeat: Task<Bool, Never>?
     }
 
     init(owner: LeaseOwner, period: Double, interval: Double, vault: Vault, logger: Logger) {
@@ -59,9 +67,7 @@ final class LeaseKeeper: Sendable {
     @discardableResult
     func beat() async -> Bool {
         let sentAt = ContinuousClock.now
-        let beat = NodeBeat(
-            node: owner.node, incarnation: owner.incarnation, host: ProcessInfo.processInfo.hostName,
-            pid: Int64(getpid()))
+        let beat = NodeBeat(node: owner.node, incarnation: owner.incarnation, host: host, pid: Int64(getpid()))
         do {
             let reading = try await vault.heartbeat(beat)
             let (resumed, waiting) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
@@ -120,8 +126,11 @@ final class LeaseKeeper: Sendable {
     }
 
     /// Whether a provider call for an attempt journalled when `lapses` was `journalled` may go.
+    /// Cheap while the heartbeat loop keeps up (a lock, no statement). Only when the last renewal
+    /// is `fenceAfter` old (the loop is behind, or none runs: an engine used on its own) does it
+    /// beat itself, once for all the calls waiting at that moment.
     func permit(journalled: Int) async -> Permit {
-        if !isRenewed { await beat() }
+        if !isRenewed { await beatShared() }
         return state.withLock { state in
             guard let last = state.lastRenewal, ContinuousClock.now - last < .seconds(fenceAfter) else {
                 return .fenced
@@ -131,9 +140,19 @@ final class LeaseKeeper: Sendable {
     }
 
     private var isRenewed: Bool {
-        state.withLock { state in
-            state.lastRenewal.map { ContinuousClock.now - $0 < .seconds(min(fenceAfter, interval * 2)) } ?? false
+        state.withLock { state in state.lastRenewal.map { ContinuousClock.now - $0 < .seconds(fenceAfter) } ?? false }
+    }
+
+    /// One beat for every caller that asks while it runs (a herd of calls must not each write one).
+    private func beatShared() async {
+        let task = state.withLock { state -> Task<Bool, Never> in
+            if let running = state.inlineBeat { return running }
+            let task = Task { await self.beat() }
+            state.inlineBeat = task
+            return task
         }
+        _ = await task.value
+        state.withLock { if $0.inlineBeat == task { $0.inlineBeat = nil } }
     }
 
     /// Runs `start` after the next beat that goes through.
