@@ -44,6 +44,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let readyTimeout: Double
     private let state = Mutex(State())
     private let spoolPublicKey = Mutex<[UInt8]?>(nil)
+    /// Opens the spool again after a courier was restarted (what the ended one spooled).
+    private let keyring = Mutex<Keyring?>(nil)
     private let routes = Mutex(Routes())
     /// How long a running courier may take to confirm an instance set (`publishInstances`).
     private let instancesTimeout: Double
@@ -72,6 +74,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
             throw VaultError.integrity("this vault has no spool key; open it once with this version to create one")
         }
         spoolPublicKey.withLock { $0 = publicKey }
+        self.keyring.withLock { $0 = keyring }
         guard try await launch() else {
             throw VaultError(
                 code: .internalError,
@@ -291,7 +294,12 @@ public final class CourierClient: AnswerSettlement, Sendable {
             var delay = 0.1
             while !state.withLock({ $0.stopping }) {
                 state.withLock { $0.restarts += 1 }
-                if (try? await launch()) == true { return }
+                if (try? await launch()) == true {
+                    // The new courier said ready only once the ended one had spooled what it held
+                    // and released the spool: those answers are substituted when their calls resume.
+                    if let keyring = keyring.withLock({ $0 }) { loadSpool(keyring) }
+                    return
+                }
                 try? await Task.sleep(for: .seconds(delay))
                 delay = min(delay * 2, 5)
             }

@@ -143,6 +143,10 @@ final class CourierConnection: Sendable {
 
     private func readAnswers() {
         var reader = FrameReader(descriptor: child.descriptor)
+        // However the link ends (the courier exited, or it sent a frame this side refuses), this
+        // side's end is closed: the courier then sees end of file, spools what it holds for the
+        // next courier and exits, instead of waiting on a link nobody reads any more.
+        defer { child.closeConnection() }
         while true {
             guard let message = try? reader.receive() else { break }
             switch message {

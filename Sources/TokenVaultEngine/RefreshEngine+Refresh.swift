@@ -236,9 +236,14 @@ extension RefreshEngine {
             default: if error.httpStatus != nil { lostAnswers.remove(fingerprint) }  // the provider answered
             }
             gate.record(error, credential: id, now: vault.clock.now)
+            // The courier ended during the call: it spooled the answer if one came, and the next
+            // courier hands it back to a call with the same key. So the attempt stays open (ours)
+            // and is resumed, not closed, and the spooled copy is not settled.
+            let courierEnded = error.code == ProviderFailure.courierLost.code
             let outcome = try await recordFailure(
-                error, metadata: metadata, attempt: attempt, resumingLostAnswer: resumingLostAnswer)
-            settlement.settle(call.key)
+                error, metadata: metadata, attempt: courierEnded ? nil : attempt, resumingLostAnswer: resumingLostAnswer
+            )
+            if !courierEnded { settlement.settle(call.key) }
             return outcome
         }
         gate.recordSuccess()
