@@ -44,6 +44,50 @@ import TokenVaultTesting
         return nodes
     }
 
+    /// Lets this transaction sit idle past the server's 10 s limit: a test that holds a lock on
+    /// purpose while another node tries it.
+    static func allowIdling(_ writer: any CredentialWriter) throws {
+        try (writer as! PostgresCredentialWriter).link.query("SET LOCAL idle_in_transaction_session_timeout = '60s'")
+    }
+
+    /// A node frozen inside an audited transaction (it holds the audit chain's lock and sends
+    /// nothing more): the server ends its session after 10 s of idleness, so another node's
+    /// audited write goes through within seconds of that, not when the frozen node wakes or its
+    /// connection is found dead (issue 22).
+    @Test func aNodeFrozenInsideAnAuditedTransactionHoldsOthersOffForSecondsOnly() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let id = try CredentialID("pay/audited")
+        try await nodes.fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let database2 = nodes.database2
+        let holds = DispatchSemaphore(value: 0)
+        async let frozen: Void = offThePool {
+            _ = try? database2.write(durability: .full) { writer in
+                _ = try writer.lastAuditRow()  // takes the chain's lock, as an audited write does
+                holds.signal()
+                Thread.sleep(forTimeInterval: 30)
+            }
+        }
+        try await offThePool { holds.wait() }
+        let started = ContinuousClock.now
+        var written = false
+        while !written, ContinuousClock.now - started < .seconds(25) {
+            do {
+                try await nodes.fixture.vault.put(
+                    id, payload: Self.payload("two"), provider: "idp",
+                    audit: AuditEvent(
+                        at: nodes.fixture.clock.now, uid: 0, gid: 0, pid: 1, operation: "credential.put",
+                        credentialID: id, outcome: .allowed, detail: nil))
+                written = true
+            } catch let error as VaultError where error.code == .storageUnavailable {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(written && waited < .seconds(17), "the audited write waited \(waited)")
+        try await frozen
+    }
+
     static func payload(_ marker: String) -> TokenPayload {
         TokenPayload(
             kind: .oauth2,
@@ -147,6 +191,7 @@ import TokenVaultTesting
         let holds = DispatchSemaphore(value: 0)
         async let holding: Void = offThePool {
             try database2.write(durability: .full) { writer in
+                try Self.allowIdling(writer)
                 try writer.save(record)
                 holds.signal()
                 // Long enough that a loaded machine cannot let it end before node 1 has tried.
@@ -183,6 +228,7 @@ import TokenVaultTesting
         let released = Atomic(false)
         async let holding: Void = offThePool {
             try database2.write(durability: .full) { writer in
+                try Self.allowIdling(writer)
                 _ = try writer.record(id)
                 try writer.save(record)
                 holds.signal()
