@@ -129,12 +129,15 @@ final class LeaseKeeper: Sendable {
     /// Cheap while the heartbeat loop keeps up (a lock, no statement). Only when the last renewal
     /// is `fenceAfter` old (the loop is behind, or none runs: an engine used on its own) does it
     /// beat itself, once for all the calls waiting at that moment.
+    ///
+    /// A node that has never beaten (its first beat failed, say on a SQLite file another
+    /// connection holds for a moment) is not fenced: no node can have watched its counter, and
+    /// one that finds its attempt watches it as absent for a whole period from then on.
     func permit(journalled: Int) async -> Permit {
         if !isRenewed { await beatShared() }
         return state.withLock { state in
-            guard let last = state.lastRenewal, ContinuousClock.now - last < .seconds(fenceAfter) else {
-                return .fenced
-            }
+            guard let last = state.lastRenewal else { return .granted }
+            guard ContinuousClock.now - last < .seconds(fenceAfter) else { return .fenced }
             return state.lapses == journalled ? .granted : .lapsed
         }
     }
