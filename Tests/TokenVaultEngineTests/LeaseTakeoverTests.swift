@@ -9,7 +9,7 @@ import TokenVaultTesting
 /// node's heartbeat was watched standing still for a whole lease period, never because a lease's
 /// recorded end passed on somebody's clock (issue 22). The database's clock is the vault's fake
 /// clock, so a period passes without waiting.
-@Suite struct LeaseTakeoverTests {
+@Suite(.serialized) struct LeaseTakeoverTests {
     static let period = 60.0
 
     struct Nodes {
