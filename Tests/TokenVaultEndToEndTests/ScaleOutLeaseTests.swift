@@ -26,7 +26,7 @@ import TokenVaultTesting
         let (server, database) = try await TestPostgres.makeDatabase()
         let harness = try await ResilienceHarness(
             lifetime: 30, limits: limits, refresh: refresh, answerDelay: 1...5, leaseSeconds: leaseSeconds,
-            postgres: (server, database), nodes: 2)
+            timeoutSeconds: nil, postgres: (server, database), nodes: 2)
         let daemons = [
             try harness.startDaemon(logLevel: "info", node: 1), try harness.startDaemon(logLevel: "info", node: 2),
         ]
@@ -108,7 +108,7 @@ import TokenVaultTesting
         let count = 60
         let harness = try await ResilienceHarness(
             lifetime: 30, limits: Self.limits, refresh: Self.refresh, answerDelay: 0.3...2, leaseSeconds: 8,
-            postgres: (server, database), nodes: 2)
+            timeoutSeconds: nil, postgres: (server, database), nodes: 2)
         let daemons = [try harness.startDaemon(node: 1), try harness.startDaemon(node: 2)]
         defer { for daemon in daemons { daemon.kill() } }
         try harness.seed(count)
@@ -137,7 +137,7 @@ import TokenVaultTesting
         let count = 40
         let harness = try await ResilienceHarness(
             lifetime: 6, limits: Self.limits, refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.2}"#,
-            answerDelay: 1...3, postgres: (server, database), nodes: 2)
+            answerDelay: 1...3, timeoutSeconds: nil, postgres: (server, database), nodes: 2)
         let first = try harness.startDaemon(node: 1)
         defer { first.kill() }
         try harness.seed(count)

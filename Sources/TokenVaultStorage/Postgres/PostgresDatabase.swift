@@ -165,11 +165,15 @@ public final class PostgresDatabase: Sendable {
     /// 10 s (its row and advisory locks with it), a statement the client gave up on is cancelled
     /// by the server too, and the server's keepalives find a client host that went away within
     /// about 25 s instead of the kernel's two hours.
+    /// One statement (one round trip on every new connection).
     static func sessionSettings(statementTimeoutSeconds: Double) -> [String] {
         [
-            "SET idle_in_transaction_session_timeout = '10s'",
-            "SET statement_timeout = '\(Int(statementTimeoutSeconds * 1000))ms'",
-            "SET tcp_keepalives_idle = 10", "SET tcp_keepalives_interval = 5", "SET tcp_keepalives_count = 3",
+            """
+            SELECT set_config('idle_in_transaction_session_timeout', '10s', false),
+                   set_config('statement_timeout', '\(Int(statementTimeoutSeconds * 1000))ms', false),
+                   set_config('tcp_keepalives_idle', '10', false), set_config('tcp_keepalives_interval', '5', false),
+                   set_config('tcp_keepalives_count', '3', false)
+            """
         ]
     }
 
