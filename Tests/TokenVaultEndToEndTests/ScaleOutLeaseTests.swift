@@ -25,8 +25,8 @@ import TokenVaultTesting
     ) async throws -> (ResilienceHarness, [DaemonProcess]) {
         let (server, database) = try await TestPostgres.makeDatabase()
         let harness = try await ResilienceHarness(
-            lifetime: 30, limits: limits, refresh: refresh, answerDelay: 1...5, leaseSeconds: leaseSeconds,
-            timeoutSeconds: nil, postgres: (server, database), nodes: 2)
+            lifetime: 30, limits: limits, refresh: refresh, answerDelay: 1...5, timeoutSeconds: nil,
+            leaseSeconds: leaseSeconds, postgres: (server, database), nodes: 2)
         let daemons = [
             try harness.startDaemon(logLevel: "info", node: 1), try harness.startDaemon(logLevel: "info", node: 2),
         ]
@@ -107,8 +107,8 @@ import TokenVaultTesting
         let database = try await server.makeDatabaseAsync()
         let count = 60
         let harness = try await ResilienceHarness(
-            lifetime: 30, limits: Self.limits, refresh: Self.refresh, answerDelay: 0.3...2, leaseSeconds: 8,
-            timeoutSeconds: nil, postgres: (server, database), nodes: 2)
+            lifetime: 30, limits: Self.limits, refresh: Self.refresh, answerDelay: 0.3...2, timeoutSeconds: nil,
+            leaseSeconds: 8, postgres: (server, database), nodes: 2)
         let daemons = [try harness.startDaemon(node: 1), try harness.startDaemon(node: 2)]
         defer { for daemon in daemons { daemon.kill() } }
         try harness.seed(count)
