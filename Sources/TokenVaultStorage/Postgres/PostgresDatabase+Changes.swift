@@ -34,8 +34,9 @@ extension PostgresDatabase {
                     on: MultiThreadedEventLoopGroup.singleton.next(), configuration: connectionConfiguration,
                     id: Int.random(in: 0..<Int.max), logger: logger)
                 defer { Task { try? await connection.close() } }
+                // Each result read to its end: rows left unread hold up the connection's next query.
                 for session in Self.sessionSettings(statementTimeoutSeconds: Self.listenerPing) {
-                    try await connection.query(PostgresQuery(unsafeSQL: session), logger: logger)
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: session), logger: logger).collect()
                 }
                 let pings = Task { await ping(connection) }
                 defer { pings.cancel() }
@@ -99,7 +100,7 @@ extension PostgresDatabase {
                 try? await connection.close()
             }
             do {
-                try await connection.query("SELECT 1", logger: logger)
+                _ = try await connection.query("SELECT 1", logger: logger).collect()
                 watchdog.cancel()
             } catch {
                 watchdog.cancel()
