@@ -40,7 +40,7 @@ import TokenVaultTesting
         let listener = Task { await database2.listenForChanges() }
         let nodes = TwoNodes(
             fixture: fixture, node2: opened.vault, database2: database2, changes: changes, listener: listener)
-        #expect(try await waitUntil { database2.listenerStatus.connected })
+        #expect(try await waitUntil(within: 30) { database2.listenerStatus.connected })
         return nodes
     }
 
@@ -114,7 +114,7 @@ import TokenVaultTesting
             listener.cancel()
             database2.close()
         }
-        #expect(try await waitUntil { database2.listenerStatus.connected })
+        #expect(try await waitUntil(within: 30) { database2.listenerStatus.connected })
         let id = try CredentialID("pay/deep")
         for round in 0..<60 {
             try await fixture.vault.put(id, payload: Self.payload("\(round)"), provider: "idp")
