@@ -34,15 +34,23 @@ public struct AuditEvent: Sendable, Equatable {
     }
 }
 
-/// An audit row as stored: its id (the cursor for paging and its place in the chain) and its
-/// chain MAC (nil on rows written before the chain existed).
+/// An audit row as stored: its id (the cursor for paging, in the order rows were written), the
+/// chain it belongs to with its place there, and its chain MAC (nil on rows written before the
+/// chain existed).
 public struct StoredAuditEvent: Sendable, Equatable {
     public var id: Int64
+    /// The node's chain (`AuditChain`): "" is the vault's first one, which a SQLite vault keeps.
+    public var chain: String
+    /// 1, 2, 3… within `chain`: a gap is a removed row.
+    public var position: Int64
     public var event: AuditEvent
     public var mac: [UInt8]?
 
-    public init(id: Int64, event: AuditEvent, mac: [UInt8]? = nil) {
+    /// `position` defaults to `id`: in the first chain, written by one process, they are equal.
+    public init(id: Int64, chain: String = "", position: Int64? = nil, event: AuditEvent, mac: [UInt8]? = nil) {
         self.id = id
+        self.chain = chain
+        self.position = position ?? id
         self.event = event
         self.mac = mac
     }

@@ -46,7 +46,7 @@ public protocol CredentialStore: RefreshJournal, NodeRegistry {
     func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord]
     /// Audit rows with id greater than `after`, oldest first, optionally for one credential.
     func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent]
-    /// Both ends of the audit chain, as stored.
+    /// Both ends of every audit chain, as stored.
     func auditChainEnds() throws -> [AuditChainEnd]
     /// Whether a provider answer with this call key was stored (`CredentialWriter.recordReceivedAnswer`).
     func isAnswerStored(_ callKey: String) throws -> Bool
@@ -71,21 +71,28 @@ public protocol CredentialWriter {
     /// Deletes the row; false when there was none.
     func delete(_ id: CredentialID) throws -> Bool
 
-    // The audit trail's rows and chain (written only by `Vault`, which computes the MACs).
+    // The audit trail's rows and chains (written only by `Vault`, which computes the MACs).
 
-    /// The last row written: its id and MAC (nil MAC: written before the chain existed).
-    func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)?
-    /// Inserts rows with the ids and MACs given, in order.
+    /// Takes `chain`'s turn until the transaction ends: appends to one chain follow each other,
+    /// appends to different chains (other nodes') do not wait.
+    func lockAuditChain(_ chain: String) throws
+    /// The last row of `chain`: its position and MAC (nil MAC: written before chains existed).
+    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)?
+    /// `count` new row ids, ascending, never given out before (even by a transaction that then
+    /// rolled back, on PostgreSQL; ids may have gaps, positions within a chain may not).
+    func newAuditIDs(_ count: Int) throws -> [Int64]
+    /// Inserts rows with the ids, chains, positions and MACs given, in order.
     func insertAudits(_ rows: [StoredAuditEvent]) throws
-    func auditRow(_ id: Int64) throws -> StoredAuditEvent?
-    /// Deletes every row with an id up to `id`; returns how many.
-    func deleteAudits(through id: Int64) throws -> Int
-    /// The oldest row with an id greater than `after` (where pruning by age continues).
+    /// Deletes these rows; returns how many were there.
+    func deleteAudits(_ ids: [Int64]) throws -> Int
+    /// Up to `limit` rows with an id greater than `after`, in id order (where pruning looks).
     func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent]
-    func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd?
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd?
+    /// Stores a chain end, unless the one stored is further along its chain already (two nodes
+    /// pruning at once must not move an anchor back).
     func setAuditChainEnd(_ end: AuditChainEnd) throws
-    /// The smallest and largest row id (nil: no rows), for pruning by count.
-    func auditRowSpan() throws -> (first: Int64, last: Int64)?
+    /// How many rows there are, for pruning by count.
+    func auditRowCount() throws -> Int
 
     // Refresh journal (see `RefreshAttempt`).
 

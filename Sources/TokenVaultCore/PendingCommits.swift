@@ -60,7 +60,8 @@ final class PendingCommits: Sendable {
         state.withLock { state in
             state.totals.failures += 1
             var entry =
-                state.holds[id]?[hold] ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
+                state.holds[id]?[hold]
+                ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
             if entry.failures == 0 { held.add(1, ordering: .releasing) }
             entry.failures += 1
             entry.lastError = error

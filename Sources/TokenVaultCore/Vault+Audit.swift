@@ -1,37 +1,58 @@
 /// The audit trail, written, chained, pruned and verified by the ledger: every row (the ones a
 /// write carries in its own transaction, and the recorder's batches) is appended by
-/// `appendChained`, which links it to the chain's head inside the same transaction.
+/// `appendChained` (through `auditAppender`), which links it to the head of this process's chain inside the same
+/// transaction.
 extension Vault {
     var auditChain: AuditChain { AuditChain(mac: { [sealer] in sealer.auditMAC($0) }) }
+
+    /// What a write closure takes along to append to this process's chain.
+    var auditAppender: AuditAppender { AuditAppender(chain: auditChain, name: options.auditChain) }
+
+    struct AuditAppender: Sendable {
+        let chain: AuditChain
+        let name: String
+
+        func callAsFunction(_ events: [AuditEvent], _ writer: any CredentialWriter) throws {
+            try Vault.appendChained(events, chain: chain, name, writer)
+        }
+    }
 
     /// Appends `events` as one write of the group commit (the audit recorder's batches).
     public func appendAudits(_ events: [AuditEvent]) async throws {
         guard !events.isEmpty else { return }
-        let chain = auditChain
-        try await writes.write(.normal) { writer in try Self.appendChained(events, chain: chain, writer) }
+        let append = auditAppender
+        try await writes.write(.normal) { writer in try append(events, writer) }
     }
 
-    /// Links `events` to the chain's head and inserts them, inside the caller's transaction.
-    static func appendChained(_ events: [AuditEvent], chain: AuditChain, _ writer: any CredentialWriter) throws {
+    /// Links `events` to the head of chain `name` and inserts them, inside the caller's transaction.
+    static func appendChained(
+        _ events: [AuditEvent], chain: AuditChain, _ name: String, _ writer: any CredentialWriter
+    ) throws {
         guard !events.isEmpty else { return }
-        let head = try writer.auditChainEnd(.head)
-        let last = try writer.lastAuditRow()
+        try writer.lockAuditChain(name)
         // The head is the authority on where the chain ends: a row deleted from the end breaks
         // the chain instead of being quietly chained over. (The anchor, the last row pruned, is
-        // never past the head.)
-        var previous = head?.mac ?? last?.mac
-        var id = max(last?.id ?? 0, head?.rowID ?? 0)
+        // never past the head.) Without one, the chain is new, or holds only rows written
+        // before chains existed.
+        var previous: [UInt8]?
+        var position: Int64 = 0
+        if let head = try writer.auditChainEnd(.head, of: name) {
+            (previous, position) = (head.mac, head.position)
+        } else if let last = try writer.lastAuditRow(in: name) {
+            (previous, position) = (last.mac, last.position)
+        }
         var rows: [StoredAuditEvent] = []
         rows.reserveCapacity(events.count)
-        for event in events {
-            id += 1
-            let mac = chain.link(previous: previous, id: id, event: event)
-            rows.append(StoredAuditEvent(id: id, event: event, mac: mac))
-            previous = mac
+        for (id, event) in zip(try writer.newAuditIDs(events.count), events) {
+            position += 1
+            var row = StoredAuditEvent(id: id, chain: name, position: position, event: event)
+            row.mac = chain.link(previous: previous, row: row)
+            rows.append(row)
+            previous = row.mac
         }
         try writer.insertAudits(rows)
-        if let mac = previous, let seal = chain.seal(.head, rowID: id, mac: mac) {
-            try writer.setAuditChainEnd(AuditChainEnd(name: .head, rowID: id, mac: mac, seal: seal))
+        if let last = rows.last, let mac = last.mac, let head = chain.sealed(.head, at: last, mac: mac) {
+            try writer.setAuditChainEnd(head)
         }
     }
 
@@ -41,88 +62,110 @@ extension Vault {
     }
 
     /// Deletes, `batch` rows per transaction, rows older than `before` and the oldest rows beyond
-    /// `keepingAtMost`, moving the chain's anchor to the last row deleted. Returns how many went.
+    /// `keepingAtMost`, moving each chain's anchor to its last row deleted. Returns how many went.
     @discardableResult
     public func pruneAudit(before: Timestamp, keepingAtMost maximumRows: Int, batch: Int = 1000) async throws -> Int {
         let chain = auditChain
         var pruned = 0
+        // Counted once (a count reads every row); what each batch deletes is taken off it.
+        var excess: Int?
         while true {
-            let deleted = try await writes.write(.normal) { writer -> Int in
-                guard let span = try writer.auditRowSpan() else { return 0 }
-                // By count: the oldest rows beyond the maximum (ids are consecutive).
-                let excess = max(0, span.last - span.first + 1 - Int64(maximumRows))
-                var through = span.first - 1 + min(excess, Int64(batch))
-                // By age: the oldest rows, as far as they are older than `before`.
-                for row in try writer.auditRows(after: span.first - 1, limit: batch) {
-                    guard (row.event.lastAt ?? row.event.at) < before else { break }
-                    through = max(through, row.id)
+            let known = excess
+            let (deleted, left) = try await writes.write(.normal) { writer -> (Int, Int) in
+                let over = try known ?? max(0, writer.auditRowCount() - maximumRows)
+                let oldest = try writer.auditRows(after: 0, limit: batch)
+                // By count: the oldest rows beyond the maximum; by age: as far as they are older.
+                var taken = min(over, oldest.count)
+                while taken < oldest.count, (oldest[taken].event.lastAt ?? oldest[taken].event.at) < before {
+                    taken += 1
                 }
-                guard through >= span.first, let last = try writer.auditRow(through) else { return 0 }
-                let removed = try writer.deleteAudits(through: through)
-                if let mac = last.mac, let seal = chain.seal(.anchor, rowID: through, mac: mac) {
-                    try writer.setAuditChainEnd(AuditChainEnd(name: .anchor, rowID: through, mac: mac, seal: seal))
+                guard taken > 0 else { return (0, over) }
+                let gone = oldest[..<taken]
+                // The rows read, not "every id up to": on PostgreSQL a row another node numbered
+                // lower may commit meanwhile, and it belongs after its chain's anchor.
+                let removed = try writer.deleteAudits(gone.map(\.id))
+                var lastOfChain: [String: StoredAuditEvent] = [:]
+                for row in gone { lastOfChain[row.chain] = row }
+                for row in lastOfChain.values.sorted(by: { $0.id < $1.id }) {
+                    if let mac = row.mac, let anchor = chain.sealed(.anchor, at: row, mac: mac) {
+                        try writer.setAuditChainEnd(anchor)
+                    }
                 }
-                return removed
+                return (removed, max(0, over - removed))
             }
             pruned += deleted
+            excess = left
             if deleted < batch { return pruned }
         }
     }
 
-    /// Walks the chain from its anchor to its head and reports every row that does not verify:
-    /// edited, removed from the middle or the end, or chain ends that were moved.
+    /// Walks every chain from its anchor to its head and reports every row that does not
+    /// verify: edited, removed from the middle or the end, or chain ends that were moved.
     public func verifyAudit(batchSize: Int = 1000) throws -> AuditVerification {
         let chain = auditChain
         var report = AuditVerification()
         let ends = try store.auditChainEnds()
-        let anchor = ends.first { $0.name == .anchor }
-        let head = ends.first { $0.name == .head }
-        for end in [anchor, head].compactMap({ $0 })
-        where chain.seal(end.name, rowID: end.rowID, mac: end.mac).map({ $0 != end.seal }) ?? false {
-            report.failures.append("audit chain \(end.name.rawValue) (row \(end.rowID)) was altered")
+        for end in ends where chain.seal(end).map({ $0 != end.seal }) ?? false {
+            report.failures.append(
+                "audit \(Self.chainName(end.chain)) \(end.name.rawValue) (row \(end.rowID)) was altered")
         }
-        // Where the chain stands: the last row seen (or the anchor), and whether the chain had
-        // begun (rows before version 3 carry no MAC and are not covered).
-        var previous: (id: Int64, mac: [UInt8]?) = (anchor?.rowID ?? 0, anchor?.mac)
-        var chained = anchor != nil
+        // Where each chain stands: its last row seen (or its anchor), and whether it had begun
+        // (rows before version 3 carry no MAC and are not covered).
+        var walked: [String: (position: Int64, mac: [UInt8]?, chained: Bool)] = [:]
+        for anchor in ends where anchor.name == .anchor {
+            walked[anchor.chain] = (anchor.position, anchor.mac, true)
+        }
+        var after: Int64?
         while true {
-            let rows = try store.auditEvents(
-                after: previous.id == 0 ? nil : previous.id, credentialID: nil, limit: batchSize)
+            let rows = try store.auditEvents(after: after, credentialID: nil, limit: batchSize)
             guard !rows.isEmpty else { break }
             for row in rows {
                 report.rows += 1
-                defer { previous = (row.id, row.mac) }
+                after = row.id
+                let seen = walked[row.chain] ?? (0, nil, false)
+                walked[row.chain] = (row.position, row.mac, seen.chained || row.mac != nil)
                 guard let mac = row.mac else {
-                    if chained {
+                    if seen.chained {
                         report.failures.append("audit row \(row.id) has lost its MAC")
                     } else {
                         report.unchainedRows += 1
                     }
                     continue
                 }
-                chained = true
-                if row.id != previous.id + 1 {
-                    report.failures.append(Self.removed(previous.id + 1, row.id - 1))
-                } else if chain.link(previous: previous.mac, id: row.id, event: row.event).map({ $0 != mac }) ?? false {
+                if row.position != seen.position + 1 {
+                    report.failures.append(
+                        Self.removed(seen.position + 1, row.position - 1, of: row.chain, before: row.id))
+                } else if chain.link(previous: seen.mac, row: row).map({ $0 != mac }) ?? false {
                     report.failures.append("audit row \(row.id) was edited (or the row before it was replaced)")
                 }
             }
         }
-        if let head {
-            if previous.id < head.rowID {
-                report.failures.append(Self.removed(previous.id + 1, head.rowID) + " from the end")
-            } else if previous.id == head.rowID, previous.mac != head.mac {
-                report.failures.append("audit row \(previous.id) does not match the chain's head")
+        for head in ends where head.name == .head {
+            let seen = walked[head.chain] ?? (0, nil, false)
+            if seen.position < head.position {
+                report.failures.append(Self.removed(seen.position + 1, head.position, of: head.chain, before: nil))
+            } else if seen.position == head.position, seen.mac != head.mac {
+                report.failures.append(
+                    "audit row \(head.rowID) does not match the \(Self.chainName(head.chain))'s head")
             }
         }
         return report
     }
 
-    private static func removed(_ first: Int64, _ last: Int64) -> String {
-        first == last ? "audit row \(first) was removed" : "audit rows \(first)-\(last) were removed"
+    private static func chainName(_ chain: String) -> String { chain.isEmpty ? "chain" : "chain \(chain)" }
+
+    /// Rows `first`-`last` of a chain, missing before row `id` (nil: at the end). In the first
+    /// chain a row's position is its id, so the rows are named; in a node's, they are counted.
+    private static func removed(_ first: Int64, _ last: Int64, of chain: String, before id: Int64?) -> String {
+        let end = id == nil ? " from the end" : ""
+        guard !chain.isEmpty else {
+            return (first == last ? "audit row \(first) was removed" : "audit rows \(first)-\(last) were removed") + end
+        }
+        let count = last - first + 1
+        let rows = count == 1 ? "1 audit row of chain \(chain) was" : "\(count) audit rows of chain \(chain) were"
+        return rows + " removed" + (id.map { " before row \($0)" } ?? end)
     }
 }
-
 /// What `Vault.verifyAudit` found.
 public struct AuditVerification: Sendable, Equatable {
     public var rows = 0

@@ -53,7 +53,8 @@ extension Vault {
         let failures = pending.hold(id, hold)?.failures ?? 0
         let delay = min(options.commitRetryBase * Double(1 << min(failures, 30)), options.commitRetryCap)
         let now = clock.now
-        let held = pending.recordFailure(id, hold: hold, error: "\(error)", at: now, retryAt: now.adding(seconds: delay))
+        let held = pending.recordFailure(
+            id, hold: hold, error: "\(error)", at: now, retryAt: now.adding(seconds: delay))
         observer?.commitFailed(id, pending: held, error: error)
         return held
     }

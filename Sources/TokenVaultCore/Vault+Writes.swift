@@ -85,11 +85,11 @@ extension Vault {
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine).
     public func delete(_ id: CredentialID, audit: AuditEvent? = nil) async throws {
-        let chain = auditChain
+        let appendAudit = auditAppender
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             let last = try writer.record(id)?.metadata
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
-            if let audit { try Self.appendChained([audit], chain: chain, writer) }
+            if let audit { try appendAudit([audit], writer) }
             return last
         }
         // The event carries the last state, so watchers know what was deleted.
@@ -99,13 +99,13 @@ extension Vault {
     /// Deletes a credential that cannot be refreshed once it has expired (an EBS verify token),
     /// if it is still that generation and still expired at `now`; false when it changed meanwhile.
     public func purge(_ id: CredentialID, generation: Int64, now: Timestamp, audit: AuditEvent?) async throws -> Bool {
-        let chain = auditChain
+        let appendAudit = auditAppender
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             guard let last = try writer.record(id)?.metadata, last.generation == generation,
                 let expiresAt = last.expiresAt, expiresAt <= now
             else { return nil }
             _ = try writer.delete(id)
-            if let audit { try Self.appendChained([audit], chain: chain, writer) }
+            if let audit { try appendAudit([audit], writer) }
             return last
         }
         guard let last else { return false }
@@ -121,7 +121,7 @@ extension Vault {
     {
         let planner = planner(for: credential.provider)
         let jitter = Double.random(in: 0..<1)
-        let chain = auditChain
+        let appendAudit = auditAppender
         return { [self] writer in
             let next = NextGeneration(
                 previous: try writer.record(credential.id)?.metadata, payload: credential.payload,
@@ -131,7 +131,7 @@ extension Vault {
             if let key = credential.answerKey {
                 try writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
             }
-            if let audit = credential.audit { try Self.appendChained([audit], chain: chain, writer) }
+            if let audit = credential.audit { try appendAudit([audit], writer) }
             return next.metadata
         }
     }

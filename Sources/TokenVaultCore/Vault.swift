@@ -28,15 +28,19 @@ public final class Vault: Sendable {
         public var maximumGroup: Int
         /// Group-commit transactions committed at once at most.
         public var concurrentTransactions: Int
+        /// The audit chain this process appends to (`AuditChain`): "" on a vault one process
+        /// writes, the node's identity on a shared one.
+        public var auditChain: String
 
         public init(
             commitRetryBase: Double = 0.05, commitRetryCap: Double = 30, maximumGroup: Int = 256,
-            concurrentTransactions: Int = 1
+            concurrentTransactions: Int = 1, auditChain: String = ""
         ) {
             self.commitRetryBase = commitRetryBase
             self.commitRetryCap = commitRetryCap
             self.maximumGroup = maximumGroup
             self.concurrentTransactions = concurrentTransactions
+            self.auditChain = auditChain
         }
     }
 

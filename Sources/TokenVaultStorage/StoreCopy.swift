@@ -36,7 +36,7 @@ public enum StoreCopy {
         }
         try target.replaceAllRows { insert in
             for table in VaultTable.allCases {
-                var after: ColumnValue?
+                var after: [ColumnValue]?
                 while true {
                     let page = try source.rows(of: table, after: after, limit: pageSize)
                     if page.rows.isEmpty { break }

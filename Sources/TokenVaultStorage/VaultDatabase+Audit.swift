@@ -1,10 +1,12 @@
 import TokenVaultCore
 
-/// The audit trail's rows and the chain's ends, as SQL. The MACs come from the ledger (Storage
-/// holds no key); rows are inserted with the ids the ledger chained them under.
+/// The audit trail's rows and the chains' ends, as SQL. The MACs come from the ledger (Storage
+/// holds no key); rows are inserted with the ids and positions the ledger chained them under.
 extension VaultDatabase {
     static let auditColumns =
-        "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac"
+        "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac, "
+        + "chain, position"
+    static let chainEndColumns = "chain, name, row_id, position, mac, seal"
 
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
         try withReader { connection in
@@ -20,7 +22,8 @@ extension VaultDatabase {
 
     public func auditChainEnds() throws -> [AuditChainEnd] {
         try withReader { connection in
-            let statement = try connection.statement("SELECT name, row_id, mac, seal FROM audit_chain ORDER BY name")
+            let statement = try connection.statement(
+                "SELECT \(Self.chainEndColumns) FROM audit_chain ORDER BY chain, name")
             var ends: [AuditChainEnd] = []
             while try statement.step() {
                 if let end = Self.chainEnd(from: statement) { ends.append(end) }
@@ -46,31 +49,46 @@ extension VaultDatabase {
                         detail: statement.text(8), count: Int(statement.int64(9)),
                         lastAt: statement.optionalInt64(10).map(Timestamp.init(milliseconds:))),
                     mac: statement.blob(11)))
+            rows[rows.count - 1].chain = statement.text(12) ?? ""
+            rows[rows.count - 1].position = statement.int64(13)
         }
         return rows
     }
 
     static func chainEnd(from row: SQLiteStatement) -> AuditChainEnd? {
-        guard let name = AuditChainEnd.Name(rawValue: row.text(0) ?? "") else { return nil }
-        return AuditChainEnd(name: name, rowID: row.int64(1), mac: row.blob(2) ?? [], seal: row.blob(3) ?? [])
+        guard let name = AuditChainEnd.Name(rawValue: row.text(1) ?? "") else { return nil }
+        return AuditChainEnd(
+            chain: row.text(0) ?? "", name: name, rowID: row.int64(2), position: row.int64(3), mac: row.blob(4) ?? [],
+            seal: row.blob(5) ?? [])
     }
 }
 
-/// Audit writes inside a write transaction.
+/// Audit writes inside a write transaction. One process writes a SQLite vault at a time, so a
+/// chain needs no turn of its own and ids are simply the next ones.
 extension SQLiteCredentialWriter {
-    func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? {
-        let statement = try connection.statement("SELECT id, mac FROM audit_events ORDER BY id DESC LIMIT 1")
+    func lockAuditChain(_ chain: String) throws {}
+
+    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+        let statement = try connection.statement(
+            "SELECT position, mac FROM audit_events WHERE chain = ?1 ORDER BY position DESC LIMIT 1")
+        try statement.bind(chain)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
         return (statement.int64(0), statement.blob(1))
     }
 
-    func auditRow(_ id: Int64) throws -> StoredAuditEvent? {
+    /// After the largest id ever given (AUTOINCREMENT's counter: rows cut from the end leave
+    /// their ids unused).
+    func newAuditIDs(_ count: Int) throws -> [Int64] {
         let statement = try connection.statement(
-            "SELECT \(VaultDatabase.auditColumns) FROM audit_events WHERE id = ?1")
-        try statement.bind(id)
+            """
+            SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'), 0),
+                       COALESCE((SELECT max(id) FROM audit_events), 0))
+            """)
         defer { statement.reset() }
-        return try VaultDatabase.auditRows(from: statement).first
+        _ = try statement.step()
+        let last = statement.int64(0)
+        return (0..<Int64(count)).map { last + 1 + $0 }
     }
 
     func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
@@ -80,22 +98,28 @@ extension SQLiteCredentialWriter {
         return try VaultDatabase.auditRows(from: statement)
     }
 
-    func deleteAudits(through id: Int64) throws -> Int {
-        try connection.statement("DELETE FROM audit_events WHERE id <= ?1").bind(id).run()
-        return connection.changes
+    func deleteAudits(_ ids: [Int64]) throws -> Int {
+        let statement = try connection.statement("DELETE FROM audit_events WHERE id = ?1")
+        var deleted = 0
+        for id in ids {
+            statement.reset()
+            try statement.bind(id).run()
+            deleted += connection.changes
+        }
+        return deleted
     }
 
-    func auditRowSpan() throws -> (first: Int64, last: Int64)? {
-        let statement = try connection.statement("SELECT min(id), max(id) FROM audit_events")
+    func auditRowCount() throws -> Int {
+        let statement = try connection.statement("SELECT count(*) FROM audit_events")
         defer { statement.reset() }
-        guard try statement.step(), let first = statement.optionalInt64(0), let last = statement.optionalInt64(1)
-        else { return nil }
-        return (first, last)
+        _ = try statement.step()
+        return Int(statement.int64(0))
     }
 
-    func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? {
-        let statement = try connection.statement("SELECT name, row_id, mac, seal FROM audit_chain WHERE name = ?1")
-        try statement.bind(name.rawValue)
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+        let statement = try connection.statement(
+            "SELECT \(VaultDatabase.chainEndColumns) FROM audit_chain WHERE chain = ?1 AND name = ?2")
+        try statement.bind(chain, name.rawValue)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
         return VaultDatabase.chainEnd(from: statement)
@@ -104,16 +128,18 @@ extension SQLiteCredentialWriter {
     func setAuditChainEnd(_ end: AuditChainEnd) throws {
         try connection.statement(
             """
-            INSERT INTO audit_chain (name, row_id, mac, seal) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT (name) DO UPDATE SET row_id = excluded.row_id, mac = excluded.mac, seal = excluded.seal
+            INSERT INTO audit_chain (\(VaultDatabase.chainEndColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (chain, name) DO UPDATE
+            SET row_id = excluded.row_id, position = excluded.position, mac = excluded.mac, seal = excluded.seal
+            WHERE audit_chain.position < excluded.position
             """
-        ).bind(end.name.rawValue, end.rowID, end.mac, end.seal).run()
+        ).bind(end.chain, end.name.rawValue, end.rowID, end.position, end.mac, end.seal).run()
     }
 
     /// Rows per INSERT statement of a batch: one statement step, and one update of the
     /// AUTOINCREMENT counter, per this many rows (about half the CPU of one INSERT per row).
     static let auditRowsPerStatement = 64
-    private static let auditValuesPerRow = 12
+    private static let auditValuesPerRow = 14
 
     func insertAudits(_ rows: [StoredAuditEvent]) throws {
         var start = 0
@@ -137,6 +163,8 @@ extension SQLiteCredentialWriter {
                 try statement.bind(at: base + 10, Int64(event.count))
                 try statement.bind(at: base + 11, event.lastAt?.milliseconds)
                 try statement.bind(at: base + 12, row.mac)
+                try statement.bind(at: base + 13, row.chain)
+                try statement.bind(at: base + 14, row.position)
             }
             try statement.run()
             start += chunk

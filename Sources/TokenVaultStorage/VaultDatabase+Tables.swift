@@ -6,13 +6,12 @@ extension VaultDatabase: TableStore {
         try withReader { Int(try $0.statement("SELECT count(*) FROM \(table.rawValue)").firstInt64() ?? 0) }
     }
 
-    func rows(of table: VaultTable, after: ColumnValue?, limit: Int) throws -> TableRows {
-        let condition = after == nil ? "" : "WHERE \(table.primaryKey) > ?2"
-        return try withReader { connection in
+    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) throws -> TableRows {
+        try withReader { connection in
             let statement = try connection.statement(
-                "SELECT * FROM \(table.rawValue) \(condition) ORDER BY \(table.primaryKey) LIMIT ?1")
+                table.pageSQL(after: after != nil, firstParameter: 2, marker: "?") + " LIMIT ?1")
             try statement.bind(at: 1, Int64(limit))
-            if let after { try statement.bind(at: 2, after) }
+            for (offset, value) in (after ?? []).enumerated() { try statement.bind(at: Int32(2 + offset), value) }
             var page = TableRows(columns: statement.columnNames, rows: [])
             while try statement.step() {
                 page.rows.append((0..<Int32(page.columns.count)).map(statement.value))

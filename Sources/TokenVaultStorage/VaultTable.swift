@@ -12,16 +12,24 @@ enum VaultTable: String, CaseIterable, Sendable {
     case auditEvents = "audit_events"
     case auditChain = "audit_chain"
 
-    /// The column rows are read in order of, a page at a time.
-    var primaryKey: String {
+    /// The columns rows are read in order of, a page at a time.
+    var primaryKey: [String] {
         switch self {
-        case .settings: "key"
-        case .keyTerms: "term"
-        case .credentials: "id"
-        case .refreshAttempts: "attempt_id"
-        case .auditEvents: "id"
-        case .auditChain: "name"
+        case .settings: ["key"]
+        case .keyTerms: ["term"]
+        case .credentials: ["id"]
+        case .refreshAttempts: ["attempt_id"]
+        case .auditEvents: ["id"]
+        case .auditChain: ["chain", "name"]
         }
+    }
+
+    /// `WHERE (a, b) > (?, ?) ORDER BY a, b`: the page after `after`'s key, with its parameters
+    /// numbered from `firstParameter` in the backend's style (`?2` or `$2`).
+    func pageSQL(after: Bool, firstParameter: Int, marker: String) -> String {
+        let key = primaryKey.joined(separator: ", ")
+        let parameters = primaryKey.indices.map { "\(marker)\(firstParameter + $0)" }.joined(separator: ", ")
+        return "SELECT * FROM \(rawValue) " + (after ? "WHERE (\(key)) > (\(parameters)) " : "") + "ORDER BY \(key)"
     }
 }
 
@@ -31,9 +39,11 @@ struct TableRows {
     var rows: [[ColumnValue]]
 
     /// The primary key of the last row, where the next page starts.
-    func lastKey(of table: VaultTable) -> ColumnValue? {
-        guard let index = columns.firstIndex(of: table.primaryKey) else { return nil }
-        return rows.last?[index]
+    func lastKey(of table: VaultTable) -> [ColumnValue]? {
+        guard let last = rows.last else { return nil }
+        let indices = table.primaryKey.compactMap { columns.firstIndex(of: $0) }
+        guard indices.count == table.primaryKey.count else { return nil }
+        return indices.map { last[$0] }
     }
 }
 
@@ -41,7 +51,7 @@ struct TableRows {
 protocol TableStore {
     func rowCount(_ table: VaultTable) throws -> Int
     /// Up to `limit` rows whose primary key follows `after`, in primary-key order.
-    func rows(of table: VaultTable, after: ColumnValue?, limit: Int) throws -> TableRows
+    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) throws -> TableRows
     /// In one transaction: deletes every row of the vault tables, then lets `fill` insert.
     func replaceAllRows(_ fill: (_ insert: (VaultTable, TableRows) throws -> Void) throws -> Void) throws
 }

@@ -12,14 +12,20 @@ import Foundation
 public enum NodeIdentity {
     public static let fileName = "node.id"
 
+    /// A new identity: 16 random bytes in lower-case hex.
+    public static func random() -> String {
+        (0..<16).map { _ in
+            let byte = UInt8.random(in: .min ... .max)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+
     /// The identity in `dataDirectory`, created there (durably, 0600) on first use. Call with
     /// the vault's lock held: one daemon at a time reads or creates it.
     public static func load(dataDirectory: String) throws(PrivateFile.Problem) -> String {
         let path = dataDirectory + "/" + fileName
         if access(path, F_OK) != 0, errno == ENOENT {
-            var bytes = [UInt8](repeating: 0, count: 16)
-            for index in bytes.indices { bytes[index] = UInt8.random(in: .min ... .max) }
-            let text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            let text = random()
             do {
                 try DurableFile.write(Array((text + "\n").utf8), to: fileName, in: dataDirectory)
             } catch {

@@ -54,8 +54,19 @@ struct OpenedVault {
                 store: database, sealer: keyring, planners: planners, executor: executor,
                 options: Vault.Options(
                     commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
-                    concurrentTransactions: database.concurrentWriteTransactions)),
+                    concurrentTransactions: database.concurrentWriteTransactions,
+                    auditChain: auditChain(database, options))),
             keyDescription: description)
+    }
+
+    /// The audit chain this process appends to: on a vault several nodes share, the node's own
+    /// (its identity in the data directory), so that no node's audited writes wait for another's;
+    /// a SQLite vault has one writer and one chain. A data directory that cannot hold an identity
+    /// gets a chain for this run only (a chain's name needs no more than not being another
+    /// process's at the same time, and two sharing one still take turns correctly).
+    static func auditChain(_ database: any VaultBackend, _ options: VaultOptions) -> String {
+        guard database is PostgresDatabase else { return "" }
+        return (try? NodeIdentity.load(dataDirectory: options.resolvedDataDir)) ?? NodeIdentity.random()
     }
 
     /// The vault's database: PostgreSQL when a storage URL is given, else the SQLite file in the

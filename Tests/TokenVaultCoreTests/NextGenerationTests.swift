@@ -70,10 +70,12 @@ import TokenVaultCore
             jitter: 0)
         #expect(next.metadata.generation == 2)
         #expect(next.secrets.accessToken == SecretBytes(utf8: "a2"))
-        #expect(next.secrets.refreshToken == SecretBytes(utf8: "r1"), "no refresh token in the answer: keep the old one")
+        #expect(
+            next.secrets.refreshToken == SecretBytes(utf8: "r1"), "no refresh token in the answer: keep the old one")
         #expect(next.secrets.idToken == SecretBytes(utf8: "i1"))
         #expect(next.metadata.status == .active && next.metadata.refreshFailures == 0 && next.metadata.lastError == nil)
-        #expect(next.metadata.scopes == ["openid"] && next.metadata.subject == "u-1" && next.metadata.tokenType == "Bearer")
+        #expect(
+            next.metadata.scopes == ["openid"] && next.metadata.subject == "u-1" && next.metadata.tokenType == "Bearer")
         #expect(next.metadata.provider == "acme" && next.metadata.labels == ["env": "dev"])
         #expect(next.metadata.issuedAt == sent, "lifetimes count from when the request was sent")
         #expect(next.metadata.expiresAt == sent.adding(seconds: 600))

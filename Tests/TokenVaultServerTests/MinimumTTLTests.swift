@@ -10,7 +10,9 @@ import Testing
         #expect(TokenReadTarget("/v1/credentials/a/b/token?min_ttl=\(text)")?.minimumTTL == seconds)
     }
 
-    @Test(arguments: ["", "-1", "+5", "1e3", "0x10", "inf", "nan", "86400.5", "1.2.3", " 5", "5 ", "99999999999999999999999"])
+    @Test(arguments: [
+        "", "-1", "+5", "1e3", "0x10", "inf", "nan", "86400.5", "1.2.3", " 5", "5 ", "99999999999999999999999",
+    ])
     func anythingElseIsRefused(text: String) {
         #expect(MinimumTTL.parse(Array(text.utf8)) == nil)
         // The fast path does not recognise it, so the router answers it with its 400.

@@ -114,7 +114,7 @@ import TokenVaultTesting
         defer { Task { await server.stop() } }
         let health = try await server.request("GET", "/v1/health").json()
         #expect(health["status"] as? String == "ok")
-        #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 4)
+        #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 5)
         let providers = health["providers"] as? [[String: Any]]
         #expect(providers?.first?["condition"] as? String == "ok")
         _ = try await server.request(

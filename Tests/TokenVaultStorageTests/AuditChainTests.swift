@@ -87,8 +87,10 @@ import TokenVaultTesting
         try execute("DELETE FROM audit_events WHERE id > 17")
         // Pointing the head at the new last row does not help without the key.
         try execute(
-            "UPDATE audit_chain SET row_id = 17, mac = (SELECT mac FROM audit_events WHERE id = 17) WHERE name = 'head'"
-        )
+            """
+            UPDATE audit_chain SET row_id = 17, position = 17, mac = (SELECT mac FROM audit_events WHERE id = 17)
+            WHERE name = 'head'
+            """)
         #expect(try failures() == ["audit chain head (row 17) was altered"])
     }
 
@@ -130,8 +132,8 @@ import TokenVaultTesting
     @Test func rowsFromBeforeTheChainAreCountedAndTheChainStartsAfterThem() async throws {
         try execute(
             """
-            INSERT INTO audit_events (at, operation, outcome) VALUES (1, 'credential.put', 'succeeded'),
-                (2, 'token.read', 'allowed')
+            INSERT INTO audit_events (at, operation, outcome, position) VALUES (1, 'credential.put', 'succeeded', 1),
+                (2, 'token.read', 'allowed', 2)
             """)
         try await writeTwentyRows()
         let report = try fixture.vault.verifyAudit(batchSize: 4)
@@ -141,6 +143,80 @@ import TokenVaultTesting
         // A chained row cannot pass for an older one by losing its MAC.
         try execute("UPDATE audit_events SET mac = NULL WHERE id = 10")
         #expect(try failures().contains("audit row 10 has lost its MAC"))
+    }
+
+    /// A vault several nodes share: each appends to a chain of its own (so none waits for
+    /// another's audited writes), the chains interleave by id, and each verifies on its own,
+    /// next to the vault's first chain.
+    func node(_ chain: String) -> Vault {
+        Vault(
+            store: fixture.database, sealer: fixture.keyring, clock: fixture.clock,
+            options: .init(auditChain: chain))
+    }
+
+    /// Rows 1-3 node-a, 4-5 node-b, 6 the first chain, 7-8 node-a, 9-10 node-b.
+    func writeThreeChains() async throws {
+        let (a, b) = (node("node-a"), node("node-b"))
+        try await a.appendAudits(try (0..<3).map(AuditBatchTests.event))
+        try await b.appendAudits(try (0..<2).map(AuditBatchTests.event))
+        try await fixture.vault.appendAudits([try AuditBatchTests.event(9)])
+        try await a.appendAudits(try (3..<5).map(AuditBatchTests.event))
+        try await b.appendAudits(try (2..<4).map(AuditBatchTests.event))
+    }
+
+    @Test func chainsOfSeveralNodesInterleaveAndVerify() async throws {
+        try await writeThreeChains()
+        let rows = try fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+        #expect(
+            rows.map(\.chain) == [
+                "node-a", "node-a", "node-a", "node-b", "node-b", "", "node-a", "node-a", "node-b", "node-b",
+            ])
+        #expect(rows.filter { $0.chain == "node-a" }.map(\.position) == [1, 2, 3, 4, 5])
+        let report = try node("node-c").verifyAudit(batchSize: 3)
+        #expect(report.isClean && report.rows == 10, "\(report.failures)")
+        #expect(Set(try fixture.database.auditChainEnds().map(\.chain)) == ["", "node-a", "node-b"])
+    }
+
+    @Test func aRowRemovedFromOneNodesChainIsCountedThere() async throws {
+        try await writeThreeChains()
+        try execute("DELETE FROM audit_events WHERE id = 2")
+        try execute("DELETE FROM audit_events WHERE id = 10")
+        #expect(
+            try failures() == [
+                "1 audit row of chain node-a was removed before row 3",
+                "1 audit row of chain node-b was removed from the end",
+            ])
+    }
+
+    @Test func aChainEndMovedToAnotherNodesChainIsNamed() async throws {
+        try await writeThreeChains()
+        // node-b's head given node-a's (a valid seal, but for another chain).
+        try execute(
+            """
+            UPDATE audit_chain SET (row_id, position, mac, seal) =
+                (SELECT row_id, position, mac, seal FROM audit_chain WHERE chain = 'node-a' AND name = 'head')
+            WHERE chain = 'node-b' AND name = 'head'
+            """)
+        #expect(try failures().contains("audit chain node-b head (row 8) was altered"))
+    }
+
+    @Test func pruningAnchorsEveryChainItCutsAndNeverMovesAnAnchorBack() async throws {
+        try await writeThreeChains()
+        #expect(try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 3, batch: 4) == 7)
+        let anchors = try fixture.database.auditChainEnds().filter { $0.name == .anchor }
+        #expect(
+            Dictionary(uniqueKeysWithValues: anchors.map { ($0.chain, $0.rowID) }) == ["node-a": 7, "node-b": 5, "": 6])
+        let report = try fixture.vault.verifyAudit(batchSize: 2)
+        #expect(report.isClean && report.rows == 3, "\(report.failures)")
+        // A slower pruner that read an older row does not move node-a's anchor back to it.
+        let older = try #require(anchors.first { $0.chain == "node-a" })
+        var stale = older
+        (stale.rowID, stale.position) = (1, 1)
+        try fixture.database.write(durability: .normal) { try $0.setAuditChainEnd(stale) }
+        #expect(try fixture.database.auditChainEnds().contains(older))
+        // New rows continue each chain after its anchor.
+        try await node("node-b").appendAudits([try AuditBatchTests.event(5)])
+        #expect(try fixture.vault.verifyAudit().isClean)
     }
 
     /// Rekey re-wraps the audit key: the chain written under the old master key still verifies.

@@ -12,16 +12,21 @@ open class ForwardingWriter: CredentialWriter {
     open func save(_ record: SealedCredentialRecord) throws { try base.save(record) }
     open func delete(_ id: CredentialID) throws -> Bool { try base.delete(id) }
 
-    open func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? { try base.lastAuditRow() }
+    open func lockAuditChain(_ chain: String) throws { try base.lockAuditChain(chain) }
+    open func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+        try base.lastAuditRow(in: chain)
+    }
+    open func newAuditIDs(_ count: Int) throws -> [Int64] { try base.newAuditIDs(count) }
     open func insertAudits(_ rows: [StoredAuditEvent]) throws { try base.insertAudits(rows) }
-    open func auditRow(_ id: Int64) throws -> StoredAuditEvent? { try base.auditRow(id) }
-    open func deleteAudits(through id: Int64) throws -> Int { try base.deleteAudits(through: id) }
+    open func deleteAudits(_ ids: [Int64]) throws -> Int { try base.deleteAudits(ids) }
     open func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
         try base.auditRows(after: after, limit: limit)
     }
-    open func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? { try base.auditChainEnd(name) }
+    open func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+        try base.auditChainEnd(name, of: chain)
+    }
     open func setAuditChainEnd(_ end: AuditChainEnd) throws { try base.setAuditChainEnd(end) }
-    open func auditRowSpan() throws -> (first: Int64, last: Int64)? { try base.auditRowSpan() }
+    open func auditRowCount() throws -> Int { try base.auditRowCount() }
 
     open func openAttempt(for id: CredentialID) throws -> RefreshAttempt? { try base.openAttempt(for: id) }
     open func nodeBeat(_ node: String) throws -> Int64? { try base.nodeBeat(node) }

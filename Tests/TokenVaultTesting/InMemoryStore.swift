@@ -9,7 +9,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var terms: [UInt32: WrappedTerm] = [:]
         var settings: [String: String] = [:]
         var audit: [StoredAuditEvent] = []
-        var auditEnds: [AuditChainEnd.Name: AuditChainEnd] = [:]
+        var auditEnds: [String: AuditChainEnd] = [:]
+        var lastAuditID: Int64 = 0
         var attempts: [String: JournalEntry] = [:]
         var nodes: [String: NodeRecord] = [:]
         var receivedAnswers: Set<String> = []
@@ -125,23 +126,33 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
         func save(_ record: SealedCredentialRecord) throws { state.credentials[record.metadata.id] = record }
         func delete(_ id: CredentialID) throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
-        func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? { state.audit.last.map { ($0.id, $0.mac) } }
+        func lockAuditChain(_ chain: String) throws {}
+        func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+            state.audit.last { $0.chain == chain }.map { ($0.position, $0.mac) }
+        }
+        func newAuditIDs(_ count: Int) throws -> [Int64] {
+            defer { state.lastAuditID += Int64(count) }
+            return (0..<Int64(count)).map { state.lastAuditID + 1 + $0 }
+        }
         func insertAudits(_ rows: [StoredAuditEvent]) throws { state.audit += rows }
-        func auditRow(_ id: Int64) throws -> StoredAuditEvent? { state.audit.first { $0.id == id } }
-        func deleteAudits(through id: Int64) throws -> Int {
+        func deleteAudits(_ ids: [Int64]) throws -> Int {
             let before = state.audit.count
-            state.audit.removeAll { $0.id <= id }
+            let gone = Set(ids)
+            state.audit.removeAll { gone.contains($0.id) }
             return before - state.audit.count
         }
         func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
             Array(state.audit.filter { $0.id > after }.prefix(limit))
         }
-        func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? { state.auditEnds[name] }
-        func setAuditChainEnd(_ end: AuditChainEnd) throws { state.auditEnds[end.name] = end }
-        func auditRowSpan() throws -> (first: Int64, last: Int64)? {
-            guard let first = state.audit.first, let last = state.audit.last else { return nil }
-            return (first.id, last.id)
+        func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+            state.auditEnds["\(chain)/\(name)"]
         }
+        func setAuditChainEnd(_ end: AuditChainEnd) throws {
+            let key = "\(end.chain)/\(end.name)"
+            if let stored = state.auditEnds[key], stored.position >= end.position { return }
+            state.auditEnds[key] = end
+        }
+        func auditRowCount() throws -> Int { state.audit.count }
 
         func nodeBeat(_ node: String) throws -> Int64? { state.nodes[node]?.beat }
 

@@ -50,15 +50,20 @@ public struct TestBackendVault: Sendable {
         backend = try Self.open(kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         try backend.migrate()
         keyring = try Keyring.bootstrap(masterKey: masterKey, store: backend, clock: clock)
-        vault = Vault(store: backend, sealer: keyring, clock: clock)
+        vault = Vault(store: backend, sealer: keyring, clock: clock, options: .init(auditChain: Self.chain(kind)))
     }
 
-    /// The same database opened again (another node, or a restarted process).
-    public func open() throws -> (backend: any VaultBackend, vault: Vault) {
+    /// The audit chain of the first vault: "" on SQLite (one writer), a node's on PostgreSQL.
+    static func chain(_ kind: TestBackendKind) -> String { kind == .postgres ? "node-1" : "" }
+
+    /// The same database opened again: a restarted process (the same audit chain), or another
+    /// node (pass its own chain).
+    public func open(auditChain: String? = nil) throws -> (backend: any VaultBackend, vault: Vault) {
         let backend = try Self.open(
             kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         let keyring = try Keyring(masterKey: masterKey, store: backend, clock: clock)
-        return (backend, Vault(store: backend, sealer: keyring, clock: clock))
+        let options = Vault.Options(auditChain: auditChain ?? Self.chain(kind))
+        return (backend, Vault(store: backend, sealer: keyring, clock: clock, options: options))
     }
 
     private static func open(

@@ -9,14 +9,11 @@ final class PostgresCredentialWriter: CredentialWriter {
     let link: PostgresLink
     private(set) var touched: Set<CredentialID> = []
     private var term: UInt32?
-    private var holdsAuditLock = false
+    /// Audit chains whose turn this transaction holds (one round trip the first time only).
+    private var lockedChains: Set<String> = []
     private var savepoints = 0
 
     init(link: PostgresLink) { self.link = link }
-
-    /// Two lock keys of `pg_advisory_xact_lock`'s 64-bit space: one per credential (its id's
-    /// hash) and one for the audit chain (a constant outside `hashtextextended`'s use here).
-    static let auditLockKey: Int64 = 0x746F_6B65_6E61_7564
 
     /// Locks the credential's id for the rest of the transaction (another node's write of it
     /// waits), then reads the row: a read-modify-write of one credential is never interleaved.
@@ -180,7 +177,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         }
         let name = "item\(savepoints)"
         try link.send(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
-        let lockBefore = holdsAuditLock
+        let lockedBefore = lockedChains
         do {
             let result = try body()
             try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
@@ -188,28 +185,35 @@ final class PostgresCredentialWriter: CredentialWriter {
         } catch {
             try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
             // Locks taken inside the savepoint are released with it; rows it touched are not.
-            holdsAuditLock = lockBefore
+            lockedChains = lockedBefore
             throw error
         }
     }
 
     // MARK: Audit trail
 
-    /// The chain links each row to the one before it: appends from several nodes take turns.
-    private func lockAudit() throws {
-        guard !holdsAuditLock else { return }
-        try link.query("SELECT pg_advisory_xact_lock(\(Self.auditLockKey))")
-        holdsAuditLock = true
+    /// A chain's turn: an advisory lock on its name's hash (seeded apart from the credentials'
+    /// locks), so only this node's own audited writes take turns on it.
+    func lockAuditChain(_ chain: String) throws {
+        guard !lockedChains.contains(chain) else { return }
+        try link.query("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
+        lockedChains.insert(chain)
     }
 
     static let auditColumns =
-        "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac"
+        "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac, "
+        + "chain, position"
+    static let chainEndColumns = "chain, name, row_id, position, mac, seal"
 
     static func auditRow(_ row: PostgresRow) throws -> StoredAuditEvent {
-        let (id, at, uid, gid, pid, operation, credential, outcome, detail, count, lastAt, mac) = try row.decode(
-            (Int64, Int64, Int64?, Int64?, Int64?, String, String?, String, String?, Int64, Int64?, ByteBuffer?).self)
+        let (id, at, uid, gid, pid, operation, credential, outcome, detail, count, lastAt, mac, chain, position) =
+            try row.decode(
+                (
+                    Int64, Int64, Int64?, Int64?, Int64?, String, String?, String, String?, Int64, Int64?, ByteBuffer?,
+                    String, Int64
+                ).self)
         return StoredAuditEvent(
-            id: id,
+            id: id, chain: chain, position: position,
             event: AuditEvent(
                 at: Timestamp(milliseconds: at), uid: uid.map { UInt32(truncatingIfNeeded: $0) },
                 gid: gid.map { UInt32(truncatingIfNeeded: $0) }, pid: pid.map { Int32(truncatingIfNeeded: $0) },
@@ -219,25 +223,31 @@ final class PostgresCredentialWriter: CredentialWriter {
             mac: mac.map { Array($0.readableBytesView) })
     }
 
-    func lastAuditRow() throws -> (id: Int64, mac: [UInt8]?)? {
-        try lockAudit()
-        return try link.query("SELECT id, mac FROM audit_events ORDER BY id DESC LIMIT 1").rows.first.map { row in
-            let (id, mac) = try row.decode((Int64, ByteBuffer?).self)
-            return (id, mac.map { Array($0.readableBytesView) })
+    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+        try link.query(
+            "SELECT position, mac FROM audit_events WHERE chain = \(chain) ORDER BY position DESC LIMIT 1"
+        ).rows.first.map { row in
+            let (position, mac) = try row.decode((Int64, ByteBuffer?).self)
+            return (position, mac.map { Array($0.readableBytesView) })
         }
     }
 
+    /// From the sequence: never given twice, whichever node asks.
+    func newAuditIDs(_ count: Int) throws -> [Int64] {
+        try link.query("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
+            .map { try $0.decode(Int64.self) }.sorted()
+    }
+
     func insertAudits(_ rows: [StoredAuditEvent]) throws {
-        try lockAudit()
-        // Multi-row VALUES, 500 rows (6,000 binds) per statement.
+        // Multi-row VALUES, 500 rows (7,000 binds) per statement.
         for start in stride(from: 0, to: rows.count, by: 500) {
             let chunk = rows[start..<min(rows.count, start + 500)]
-            var binds = PostgresBindings(capacity: chunk.count * 12)
+            var binds = PostgresBindings(capacity: chunk.count * 14)
             var tuples: [String] = []
             for row in chunk {
                 let event = row.event
                 let base = binds.count
-                tuples.append("(" + (1...12).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
+                tuples.append("(" + (1...14).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
                 binds.append(row.id)
                 binds.append(event.at.milliseconds)
                 binds.append(event.uid.map(Int64.init))
@@ -250,6 +260,8 @@ final class PostgresCredentialWriter: CredentialWriter {
                 binds.append(Int64(event.count))
                 binds.append(event.lastAt?.milliseconds)
                 binds.append(row.mac.map { ByteBuffer(bytes: $0) })
+                binds.append(row.chain)
+                binds.append(row.position)
             }
             try link.query(
                 PostgresQuery(
@@ -259,14 +271,8 @@ final class PostgresCredentialWriter: CredentialWriter {
         }
     }
 
-    func auditRow(_ id: Int64) throws -> StoredAuditEvent? {
-        try link.query("SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id = \(id)").rows.first
-            .map(Self.auditRow)
-    }
-
-    func deleteAudits(through id: Int64) throws -> Int {
-        try lockAudit()
-        return try link.query("DELETE FROM audit_events WHERE id <= \(id)").metadata.rows ?? 0
+    func deleteAudits(_ ids: [Int64]) throws -> Int {
+        try link.query("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
     }
 
     func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
@@ -275,34 +281,37 @@ final class PostgresCredentialWriter: CredentialWriter {
         ).rows.map(Self.auditRow)
     }
 
-    func auditChainEnd(_ name: AuditChainEnd.Name) throws -> AuditChainEnd? {
-        try lockAudit()
-        return try link.query("SELECT name, row_id, mac, seal FROM audit_chain WHERE name = \(name.rawValue)").rows
-            .first
-            .flatMap(Self.chainEnd)
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+        try link.query(
+            """
+            SELECT \(unescaped: Self.chainEndColumns) FROM audit_chain
+            WHERE chain = \(chain) AND name = \(name.rawValue)
+            """
+        ).rows.first.flatMap(Self.chainEnd)
     }
 
     static func chainEnd(_ row: PostgresRow) throws -> AuditChainEnd? {
-        let (name, rowID, mac, seal) = try row.decode((String, Int64, ByteBuffer, ByteBuffer).self)
+        let (chain, name, rowID, position, mac, seal) = try row.decode(
+            (String, String, Int64, Int64, ByteBuffer, ByteBuffer).self)
         guard let name = AuditChainEnd.Name(rawValue: name) else { return nil }
         return AuditChainEnd(
-            name: name, rowID: rowID, mac: Array(mac.readableBytesView), seal: Array(seal.readableBytesView))
+            chain: chain, name: name, rowID: rowID, position: position, mac: Array(mac.readableBytesView),
+            seal: Array(seal.readableBytesView))
     }
 
     func setAuditChainEnd(_ end: AuditChainEnd) throws {
         try link.query(
             """
-            INSERT INTO audit_chain (name, row_id, mac, seal)
-            VALUES (\(end.name.rawValue), \(end.rowID), \(ByteBuffer(bytes: end.mac)), \(ByteBuffer(bytes: end.seal)))
-            ON CONFLICT (name) DO UPDATE SET row_id = excluded.row_id, mac = excluded.mac, seal = excluded.seal
+            INSERT INTO audit_chain (\(unescaped: Self.chainEndColumns))
+            VALUES (\(end.chain), \(end.name.rawValue), \(end.rowID), \(end.position), \(ByteBuffer(bytes: end.mac)),
+                    \(ByteBuffer(bytes: end.seal)))
+            ON CONFLICT (chain, name) DO UPDATE
+            SET row_id = excluded.row_id, position = excluded.position, mac = excluded.mac, seal = excluded.seal
+            WHERE audit_chain.position < excluded.position
             """)
     }
 
-    func auditRowSpan() throws -> (first: Int64, last: Int64)? {
-        try lockAudit()
-        guard let row = try link.query("SELECT min(id), max(id) FROM audit_events").rows.first else { return nil }
-        let (first, last) = try row.decode((Int64?, Int64?).self)
-        guard let first, let last else { return nil }
-        return (first, last)
+    func auditRowCount() throws -> Int {
+        Int(try link.query("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
     }
 }

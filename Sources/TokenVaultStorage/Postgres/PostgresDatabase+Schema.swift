@@ -228,8 +228,9 @@ extension PostgresDatabase {
 
     public func auditChainEnds() throws -> [AuditChainEnd] {
         try withReader { reader in
-            try reader.query("SELECT name, row_id, mac, seal FROM audit_chain ORDER BY name").rows
-                .compactMap(PostgresCredentialWriter.chainEnd)
+            try reader.query(
+                "SELECT \(unescaped: PostgresCredentialWriter.chainEndColumns) FROM audit_chain ORDER BY chain, name"
+            ).rows.compactMap(PostgresCredentialWriter.chainEnd)
         }
     }
 }

@@ -12,15 +12,14 @@ extension PostgresDatabase: TableStore {
         }
     }
 
-    func rows(of table: VaultTable, after: ColumnValue?, limit: Int) throws -> TableRows {
+    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) throws -> TableRows {
         var binds = PostgresBindings()
         binds.append(Int64(limit))
-        if let after { PostgresCredentialWriter.append(after, to: &binds) }
-        let condition = after == nil ? "" : "WHERE \(table.primaryKey) > $2"
+        for value in after ?? [] { PostgresCredentialWriter.append(value, to: &binds) }
         let result = try withReader { reader in
             try reader.query(
                 PostgresQuery(
-                    unsafeSQL: "SELECT * FROM \(table.rawValue) \(condition) ORDER BY \(table.primaryKey) LIMIT $1",
+                    unsafeSQL: table.pageSQL(after: after != nil, firstParameter: 2, marker: "$") + " LIMIT $1",
                     binds: binds))
         }
         var page = TableRows(columns: result.rows.first.map { $0.map(\.columnName) } ?? [], rows: [])
@@ -59,6 +58,12 @@ extension PostgresDatabase: TableStore {
                     start += slice.count
                 }
             }
+            // Audit ids come from a sequence; the copied rows' must not be given out again.
+            try writer.query(
+                """
+                SELECT setval('audit_event_ids',
+                    GREATEST((SELECT max(id) FROM audit_events), (SELECT max(row_id) FROM audit_chain), 0) + 1, false)
+                """)
         }
         cache.invalidateAll()
     }
