@@ -8,6 +8,8 @@ final class PendingCommits: Sendable {
         var holds: [CredentialID: [Int: PendingCommit]] = [:]
         var nextHold = 0
         var totals = Totals()
+        /// Raised by `callRetriesNow`: every retry loop sleeping on its backoff wakes and tries.
+        var retryCalls = 0
     }
 
     struct Totals: Sendable, Equatable {
@@ -46,6 +48,17 @@ final class PendingCommits: Sendable {
 
     /// The hold's own state (its retries' schedule).
     func hold(_ id: CredentialID, _ hold: Int) -> PendingCommit? { state.withLock { $0.holds[id]?[hold] } }
+
+    /// Asks every hold's retry to happen now (the database is reachable again). Returns each hold
+    /// with its failures so far: it has been tried once its failures rose or it is gone.
+    func callRetriesNow() -> [(id: CredentialID, hold: Int, failures: Int)] {
+        state.withLock { state in
+            state.retryCalls += 1
+            return state.holds.flatMap { id, holds in holds.map { (id, $0.key, $0.value.failures) } }
+        }
+    }
+
+    var retryCalls: Int { state.withLock { $0.retryCalls } }
 
     /// Holds in memory, over every credential.
     var count: Int { held.load(ordering: .acquiring) }

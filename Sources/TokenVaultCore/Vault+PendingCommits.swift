@@ -28,11 +28,19 @@ extension Vault {
         _ id: CredentialID, hold: Int, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
         committed: @escaping @Sendable (Result) -> Void
     ) async {
+        var calls = pending.retryCalls
         while true {
             let retryAt = pending.hold(id, hold)?.nextAttemptAt ?? clock.now
             let wait = max(0, retryAt.seconds - clock.now.seconds)
-            // Never cancelled: the answer is held for as long as the process lives.
-            try? await Task.sleep(for: .seconds(min(wait, options.commitRetryCap)))
+            // Never cancelled: the answer is held for as long as the process lives. Slept in
+            // short steps, so that `commitHeldNow` is heard within a tenth of a second.
+            let until = ContinuousClock.now + .seconds(min(wait, options.commitRetryCap))
+            while pending.retryCalls == calls {
+                let left = until - ContinuousClock.now
+                guard left > .zero else { break }
+                try? await Task.sleep(for: min(left, .milliseconds(100)))
+            }
+            calls = pending.retryCalls
             reloadKeys()
             do {
                 let result = try await writes.write(.full, body)
@@ -45,6 +53,21 @@ extension Vault {
                 recordHeldFailure(id, hold: hold, error)
             }
         }
+    }
+
+    /// Tries every held answer's commit now and waits, up to `seconds`, until each was tried once.
+    /// A node whose leases lapsed (the database was unreachable) stores what it holds before it
+    /// starts anything new. Returns how many answers are still held.
+    @discardableResult
+    public func commitHeldNow(waitingUpTo seconds: Double) async -> Int {
+        let holds = pending.callRetriesNow()
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline,
+            holds.contains(where: { pending.hold($0.id, $0.hold).map(\.failures) == $0.failures })
+        {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return pending.count
     }
 
     /// Counts the failure and schedules the next try: 2^failures x the base, up to the cap.

@@ -49,6 +49,9 @@ final class LeaseKeeper: Sendable {
         var onRenewal: [@Sendable () -> Void] = []
         /// The beat `permit` runs for everyone waiting, if one is running.
         var inlineBeat: Task<Bool, Never>?
+        /// After renewal came back from a lapse or failures: the held answers' commits, which
+        /// every provider call waits for (what the node holds is stored before anything new).
+        var recovery: Task<Void, Never>?
     }
 
     init(owner: LeaseOwner, period: Double, interval: Double, vault: Vault, logger: Logger) {
@@ -70,22 +73,27 @@ final class LeaseKeeper: Sendable {
         let beat = NodeBeat(node: owner.node, incarnation: owner.incarnation, host: host, pid: Int64(getpid()))
         do {
             let reading = try await vault.heartbeat(beat)
-            let (resumed, waiting) = state.withLock { state -> (Int, [@Sendable () -> Void]) in
-                if let last = state.lastRenewal, sentAt - last >= .seconds(fenceAfter) { state.lapses += 1 }
+            let (resumed, lapsed, waiting) = state.withLock { state -> (Int, Bool, [@Sendable () -> Void]) in
+                let lapsed = state.lastRenewal.map { sentAt - $0 >= .seconds(fenceAfter) } ?? false
+                if lapsed { state.lapses += 1 }
                 if state.lastRenewal.map({ $0 < sentAt }) ?? true { state.lastRenewal = sentAt }
                 state.watch.observe(reading)
                 defer {
                     state.failures = 0
                     state.onRenewal = []
                 }
-                return (state.failures, state.onRenewal)
+                return (state.failures, lapsed, state.onRenewal)
             }
             if resumed > 0 {
                 logger.notice(
                     "heartbeat renewed; leases held again",
                     metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.heartbeat.failures": "\(resumed)"])
             }
-            for start in waiting { start() }
+            if resumed > 0 || lapsed {
+                recover(thenStart: waiting)
+            } else {
+                for start in waiting { start() }
+            }
             return true
         } catch {
             let failures = state.withLock { state in
@@ -103,6 +111,22 @@ final class LeaseKeeper: Sendable {
             }
             return false
         }
+    }
+
+    /// Renewed after failures or a lapse: commits what the node holds (answers received while the
+    /// database was unreachable) before any provider call goes out, then starts the refreshes
+    /// that were held back. Waits at most a beat interval for the commits: they stay held and
+    /// retried if the database refuses them still, and the leases stay renewed meanwhile.
+    private func recover(thenStart waiting: [@Sendable () -> Void]) {
+        let task = Task { [vault, interval, logger] in
+            let held = await vault.commitHeldNow(waitingUpTo: max(1, interval))
+            if held > 0 {
+                logger.warning(
+                    "leases renewed, but \(held) received answer(s) are still held; new refreshes start anyway")
+            }
+            for start in waiting { start() }
+        }
+        state.withLock { $0.recovery = task }
     }
 
     /// Beats every `interval` until cancelled.
@@ -135,6 +159,7 @@ final class LeaseKeeper: Sendable {
     /// one that finds its attempt watches it as absent for a whole period from then on.
     func permit(journalled: Int) async -> Permit {
         if !isRenewed { await beatShared() }
+        if let recovery = state.withLock({ $0.recovery }) { await recovery.value }
         return state.withLock { state in
             guard let last = state.lastRenewal else { return .granted }
             guard ContinuousClock.now - last < .seconds(fenceAfter) else { return .fenced }

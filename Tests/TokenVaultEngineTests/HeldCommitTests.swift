@@ -52,6 +52,34 @@ import TokenVaultTesting
         #expect(!fixture.logs.text.contains("rt-"), "no token in the log")
     }
 
+    /// Heartbeats failed (the database unreachable) while an answer was held; the first beat that
+    /// goes through again commits what the node holds before any provider call may go out, not
+    /// when the held commit's backoff (30 s here) would have come round.
+    @Test func aRenewalAfterFailedBeatsCommitsWhatIsHeldBeforeAnyNewCall() async throws {
+        let testVault = try TestVault()
+        let failing = FailingStore(testVault.database)
+        let fixture = try EngineFixture(
+            vaultOptions: Vault.Options(commitRetryBase: 30, commitRetryCap: 30), testVault: testVault,
+            store: { _ in failing })
+        let (id, _) = try await fixture.store("renewed")
+        failing.failNextRowCommits(1)
+        guard case .commitPending = try await fixture.engine.refresh(id, reason: .forced) else {
+            Issue.record("expected the commit to be held")
+            return
+        }
+        let leases = fixture.engine.leases
+        failing.failHeartbeats(true)
+        #expect(await !leases.beat())
+        failing.failHeartbeats(false)
+        let started = ContinuousClock.now
+        #expect(await leases.beat())
+        // A provider call asks for its permit: it waits for the held commit.
+        _ = await leases.permit(journalled: leases.lapses)
+        #expect(fixture.vault.pendingCommit(for: id) == nil, "the answer is still held")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try fixture.metadata(id).generation == 2)
+    }
+
     /// The real thing: a second SQLite connection holds `BEGIN IMMEDIATE` past the busy timeout
     /// while the provider answers, so the refresh's commit gets `SQLITE_BUSY`.
     @Test func aCommitBlockedByAnotherConnectionsLockIsHeldThenCommitted() async throws {

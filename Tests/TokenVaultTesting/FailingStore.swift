@@ -9,11 +9,15 @@ public final class FailingStore: CredentialStore, Sendable {
     private let base: any CredentialStore
     private let remaining = Mutex(0)
     private let failed = Mutex(0)
+    private let heartbeatsFail = Mutex(false)
 
     public init(_ base: any CredentialStore) { self.base = base }
 
     /// The next `count` transactions that save a credential row fail.
     public func failNextRowCommits(_ count: Int) { remaining.withLock { $0 = count } }
+
+    /// While true, every heartbeat fails as the database being unreachable would.
+    public func failHeartbeats(_ fail: Bool) { heartbeatsFail.withLock { $0 = fail } }
 
     /// Row commits failed so far.
     public var failures: Int { failed.withLock { $0 } }
@@ -59,7 +63,10 @@ public final class FailingStore: CredentialStore, Sendable {
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
         try base.pruneFinishedAttempts(before: before, limit: limit)
     }
-    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
+    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
+        if heartbeatsFail.withLock({ $0 }) { throw VaultError.storageUnavailable("injected heartbeat failure") }
+        return try base.heartbeat(beat)
+    }
     public func nodes() throws -> [NodeRecord] { try base.nodes() }
     public func isAnswerStored(_ callKey: String) throws -> Bool { try base.isAnswerStored(callKey) }
     public func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
