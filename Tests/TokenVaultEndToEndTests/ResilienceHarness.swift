@@ -18,6 +18,8 @@ final class ResilienceHarness: Sendable {
     /// How the daemons find a PostgreSQL vault (empty: each node's SQLite file), and the lease
     /// period when a test sets one.
     let storageEnvironment: [String: String]
+    /// The shared PostgreSQL vault, when there is one.
+    let postgres: (server: TestPostgres, database: String)?
     var dataDir: String { dataDir(1) }
     var socket: String { socket(1) }
     var configPath: String { directory.file("config.json") }
@@ -41,6 +43,7 @@ final class ResilienceHarness: Sendable {
         postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1
     ) async throws {
         self.lifetime = lifetime
+        self.postgres = postgres
         var environment =
             postgres.map { ["TOKENVAULT_STORAGE_URL": $0.server.socketURL(database: $0.database)] } ?? [:]
         if let leaseSeconds { environment["TOKENVAULT_LEASE_SECONDS"] = "\(leaseSeconds)" }
@@ -74,13 +77,29 @@ final class ResilienceHarness: Sendable {
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
 
-    /// `launcher` runs the daemon (`faketime`, for a clock that is off).
-    func startDaemon(logLevel: String = "notice", node: Int = 1, launcher: [String] = []) throws -> DaemonProcess {
+    /// `launcher` runs the daemon (`faketime`, for a clock that is off); `environment` adds to or
+    /// replaces the shared one (a node reaching the database another way).
+    func startDaemon(
+        logLevel: String = "notice", node: Int = 1, launcher: [String] = [], environment: [String: String] = [:]
+    ) throws -> DaemonProcess {
         try DaemonProcess(
             launcher: launcher, arguments: ["--data-dir", dataDir(node), "--config", configPath],
             socketPath: socket(node),
             logDirectory: directory.path,
-            environment: storageEnvironment.merging(["TOKENVAULT_LOG_LEVEL": logLevel]) { $1 })
+            environment: storageEnvironment.merging(["TOKENVAULT_LOG_LEVEL": logLevel]) { $1 }
+                .merging(environment) { $1 })
+    }
+
+    /// Refresh attempts `node` has journalled and not finished (PostgreSQL): each has its
+    /// provider call out or about to go out.
+    func openAttempts(node: Int) throws -> Int {
+        guard let postgres else { return 0 }
+        let identity = try String(contentsOfFile: dataDir(node) + "/node.id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let count = try postgres.server.psql(
+            "SELECT count(*) FROM refresh_attempts WHERE state = 'open' AND lease_owner LIKE '\(identity)/%'",
+            database: postgres.database)
+        return Int(count.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
     /// `tokenvault verify` on node 1's view of the vault.

@@ -23,27 +23,62 @@ import TokenVaultTesting
     static func pauseNodeTwo(
         for pause: Double, leaseSeconds: Int?, count: Int = 60
     ) async throws -> (ResilienceHarness, [DaemonProcess]) {
-        let (server, database) = try await TestPostgres.makeDatabase()
+        try await disturbNodeTwo(
+            for: pause, leaseSeconds: leaseSeconds, count: count, postgres: try await TestPostgres.makeDatabase(),
+            interrupt: { $0.process.signal(SIGSTOP) }, resume: { $0.process.signal(SIGCONT) })
+    }
+
+    /// Two nodes; `interrupt` is done to node 2 while it has refreshes in flight and `resume`
+    /// `seconds` later, while node 1 serves tokens; then both go on for a few seconds.
+    static func disturbNodeTwo(
+        for seconds: Double, leaseSeconds: Int?, count: Int = 60, postgres: (TestPostgres, String),
+        nodeTwoEnvironment: [String: String] = [:], interrupt: (DaemonProcess) -> Void,
+        resume: (DaemonProcess) -> Void
+    ) async throws -> (ResilienceHarness, [DaemonProcess]) {
         let harness = try await ResilienceHarness(
             lifetime: 30, limits: limits, refresh: refresh, answerDelay: 1...5, timeoutSeconds: nil,
-            leaseSeconds: leaseSeconds, postgres: (server, database), nodes: 2)
+            leaseSeconds: leaseSeconds, postgres: postgres, nodes: 2)
         let daemons = [
-            try harness.startDaemon(logLevel: "info", node: 1), try harness.startDaemon(logLevel: "info", node: 2),
+            try harness.startDaemon(logLevel: "info", node: 1),
+            try harness.startDaemon(logLevel: "info", node: 2, environment: nodeTwoEnvironment),
         ]
         try harness.seed(count)
-        // Until node 2 has provider calls in flight (its courier answers them while it is stopped).
-        try await Task.sleep(for: .seconds(8))
-        #expect(try await waitUntil(within: 20) { Self.inFlight(harness, node: 2) > 0 })
-        daemons[1].process.signal(SIGSTOP)
-        let resumeAt = Date().addingTimeInterval(pause)
+        // Until node 2 has journalled refreshes whose calls are out (answered meanwhile, and held).
+        try await Task.sleep(for: .seconds(6))
+        #expect(try await waitUntil(within: 20) { try harness.openAttempts(node: 2) >= 2 })
+        interrupt(daemons[1])
+        print("node 2 interrupted with \(try harness.openAttempts(node: 2)) refreshes journalled and out")
+        let resumeAt = Date().addingTimeInterval(seconds)
         let reads = try await offThePool {
             harness.readTokensThroughRestarts(until: resumeAt, count: count, minimumTTL: 0, pause: 0.05, node: 1)
         }
-        daemons[1].process.signal(SIGCONT)
-        #expect(reads.report.served > 100, "node 1 served only \(reads.report.served) tokens while node 2 was stopped")
+        resume(daemons[1])
+        #expect(reads.report.served > 100, "node 1 served only \(reads.report.served) tokens meanwhile")
         // Node 2 renews, commits what its courier holds, and both go on.
         try await Task.sleep(for: .seconds(6))
         return (harness, daemons)
+    }
+
+    /// Node 2 reaches PostgreSQL through a `PartitionProxy` (TCP, with a password, as across a
+    /// network), which `interrupt` cuts and `resume` heals.
+    static func cutNodeTwo(
+        for seconds: Double, leaseSeconds: Int
+    ) async throws -> (ResilienceHarness, [DaemonProcess], PartitionProxy) {
+        let (server, database) = try await TestPostgres.makeDatabase()
+        let proxy = try PartitionProxy(to: server.port)
+        let directory = TemporaryDirectory("tokenvault-partition")
+        let passwordFile = directory.file("pg-password")
+        FileManager.default.createFile(
+            atPath: passwordFile, contents: Data(TestPostgres.password.utf8), attributes: [.posixPermissions: 0o600])
+        let (harness, daemons) = try await disturbNodeTwo(
+            for: seconds, leaseSeconds: leaseSeconds, postgres: (server, database),
+            nodeTwoEnvironment: [
+                "TOKENVAULT_STORAGE_URL": "postgres://postgres@127.0.0.1:\(proxy.port)/\(database)?sslmode=disable",
+                "TOKENVAULT_STORAGE_PASSWORD_FILE": passwordFile,
+            ],
+            interrupt: { _ in proxy.cut() }, resume: { _ in proxy.heal() })
+        withExtendedLifetime(directory) {}
+        return (harness, daemons, proxy)
     }
 
     static func inFlight(_ harness: ResilienceHarness, node: Int) -> Int {
@@ -76,16 +111,27 @@ import TokenVaultTesting
     /// Node 2 reports every answer it could not store: error log, metric, `last_error`.
     @Test func aNodePausedForLongerThanTheLeaseReportsWhatItHeld() async throws {
         let (harness, daemons) = try await Self.pauseNodeTwo(for: 25, leaseSeconds: 12)
+        let (tookOver, lost) = try Self.checkReported(harness, daemons)
+        print(
+            "paused 25 s with a 12 s lease: node 1 took over: \(tookOver), \(harness.server.revokedFamilies) "
+                + "families revoked, \(lost) answers reported lost by node 2")
+    }
+
+    /// After node 2 was away for longer than the lease: every answer it could not store is
+    /// reported (metric and log agree), and every family the provider revoked is a credential that
+    /// shows why. Returns whether node 1 took anything over and how many answers node 2 reported.
+    /// (Whether node 1 took anything over depends on what node 2 had journalled and sent at the
+    /// moment it went away; these properties hold either way.)
+    static func checkReported(
+        _ harness: ResilienceHarness, _ daemons: [DaemonProcess]
+    ) throws -> (tookOver: Bool, lost: Int) {
         let listed = try harness.list()
         let reported = Self.metric("tokenvault_answers_lost_to_takeover_total", harness, node: 2) ?? -1
         let logs = daemons.map(\.log)
         for daemon in daemons { daemon.kill() }
-        // Whether node 1 took anything over depends on what node 2 had journalled and sent at the
-        // moment it stopped; the properties below hold either way.
         let tookOver = logs[0].contains("taking over a refresh attempt")
         let lostLines = logs[1].split(separator: "\n").filter { $0.contains("another node took the refresh over") }
         #expect(Int(reported) == lostLines.count, "metric \(reported), log lines \(lostLines.count)")
-        // Every family the provider revoked is a credential node 2 reported, and shows why.
         let reauth = listed.filter { $0["status"] as? String == "needs_reauth" }
         #expect(reauth.count == harness.server.revokedFamilies, "\(reauth.count) vs \(harness.server.revokedFamilies)")
         for credential in reauth {
@@ -93,9 +139,40 @@ import TokenVaultTesting
             #expect(error?["code"] as? String == "lease_taken_over", "\(credential)")
         }
         #expect(lostLines.count >= reauth.count)
+        #expect(ResilienceHarness.leakedTokens(in: logs.joined()).isEmpty, "tokens in the logs")
+        return (tookOver, lostLines.count)
+    }
+
+    /// Node 2 alone cut off from PostgreSQL (its connections silent, not closed) for most of the
+    /// lease period while node 1 goes on: node 2 stops sending calls once its leases are a third of
+    /// a period old, keeps the answers it received, and commits them when the network is back;
+    /// node 1 watched node 2's counter stand still for less than a period and takes nothing over.
+    @Test func aNodeCutOffForMostOfTheLeaseLosesNothing() async throws {
+        let (harness, daemons, proxy) = try await Self.cutNodeTwo(for: 14, leaseSeconds: 20)
+        defer { proxy.close() }
+        // Long enough after the heal for node 2's held commits and a takeover, were one coming.
+        try await Task.sleep(for: .seconds(8))
+        let listed = try harness.list()
+        let logs = daemons.map(\.log)
+        for daemon in daemons { daemon.kill() }
+        try harness.checkNothingLost(listed: listed, count: 60)
+        #expect(!logs[0].contains("taking over a refresh attempt"), "node 1 took an attempt over")
+        #expect(!logs[1].contains("another node took the refresh over"))
+        #expect(ResilienceHarness.leakedTokens(in: logs.joined()).isEmpty, "tokens in the logs")
+        print("node 2 cut off 14 s with a 20 s lease: \(harness.server.successfulRefreshes) refreshes, none lost")
+    }
+
+    /// Cut off for longer than the lease period: node 1 may take node 2's attempts over, and node
+    /// 2 reports every answer it then cannot store (error log, metric, `last_error`), as for a
+    /// node paused that long.
+    @Test func aNodeCutOffForLongerThanTheLeaseReportsWhatItHeld() async throws {
+        let (harness, daemons, proxy) = try await Self.cutNodeTwo(for: 25, leaseSeconds: 10)
+        defer { proxy.close() }
+        try await Task.sleep(for: .seconds(6))
+        let (tookOver, lost) = try Self.checkReported(harness, daemons)
         print(
-            "paused 25 s with a 12 s lease: node 1 took over: \(tookOver), \(harness.server.revokedFamilies) "
-                + "families revoked, \(lostLines.count) answers reported lost by node 2")
+            "node 2 cut off 25 s with a 10 s lease: node 1 took over: \(tookOver), "
+                + "\(harness.server.revokedFamilies) families revoked, \(lost) answers reported lost by node 2")
     }
 
     /// PostgreSQL stopped for longer than the lease period: every node's beats fail, so nobody

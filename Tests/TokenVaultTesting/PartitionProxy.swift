@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP proxy on 127.0.0.1 in front of one port, which a test can cut off the way a network
+/// partition does: while cut, no byte moves in either direction and nothing is closed (the
+/// connections go silent, and a new connection is accepted but hears nothing); once healed,
+/// whatever is still open carries on where it stopped, as TCP does when a partition ends before
+/// either side gave up. One daemon connecting through it is "one node cut off from the database".
+public final class PartitionProxy: Sendable {
+    public let port: Int
+    private let target: Int
+    private let listener: Int32
+    private let state = Mutex(State())
+
+    private struct State {
+        var cut = false
+        var closed = false
+        var sockets: [Int32] = []
+    }
+
+    public init(to target: Int) throws {
+        self.target = target
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestPostgresError("socket() failed") }
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound, listen(descriptor, 64) == 0 else {
+            Glibc.close(descriptor)
+            throw TestPostgresError("the partition proxy cannot listen")
+        }
+        listener = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// Silences every connection, open and new, until `heal()`.
+    public func cut() { state.withLock { $0.cut = true } }
+
+    public func heal() { state.withLock { $0.cut = false } }
+
+    /// Stops listening and closes every connection.
+    public func close() {
+        let sockets = state.withLock { state -> [Int32] in
+            state.closed = true
+            state.cut = false
+            return state.sockets
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else {
+                if errno == EINTR { continue }
+                return
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: target)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            let open = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.sockets += [client, upstream]
+                return true
+            }
+            guard connected, open else {
+                Glibc.close(client)
+                Glibc.close(upstream)
+                continue
+            }
+            Thread { [self] in pump(from: client, to: upstream) }.start()
+            Thread { [self] in pump(from: upstream, to: client) }.start()
+        }
+    }
+
+    /// Copies bytes until either side closes; while cut, holds them (reads nothing, writes
+    /// nothing), so the kernel's buffers fill and the sender waits, as behind a partition.
+    private func pump(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        defer {
+            shutdown(source, Int32(SHUT_RDWR))
+            shutdown(destination, Int32(SHUT_RDWR))
+        }
+        while true {
+            waitWhileCut()
+            let count = read(source, &buffer, buffer.count)
+            guard count > 0 else { return }
+            waitWhileCut()
+            var sent = 0
+            while sent < count {
+                let written = buffer[sent..<count].withUnsafeBytes { write(destination, $0.baseAddress, $0.count) }
+                guard written > 0 else { return }
+                sent += written
+            }
+        }
+    }
+
+    private func waitWhileCut() {
+        while state.withLock({ $0.cut }) { usleep(10_000) }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return address
+    }
+}
