@@ -65,10 +65,4 @@ public struct SilenceWatch: Sendable {
         }
         return now.seconds - seen.since.seconds >= period ? .silent(beat: seen.beat) : .heard
     }
-
-    /// Seconds the node has been seen standing still, if it is watched (for operators).
-    public func stillFor(_ node: String) -> Double? {
-        guard let now = lastReading, let seen = watched[node] else { return nil }
-        return now.seconds - seen.since.seconds
-    }
 }

@@ -202,7 +202,4 @@ final class LeaseKeeper: Sendable {
 
     /// As a failed beat does (tests that play a database gone away under this node).
     func lostContactForTesting() { state.withLock { $0.watch.lostContact() } }
-
-    /// What `tokenvault nodes` and health show of this node's view.
-    func stillFor(_ node: String) -> Double? { state.withLock { $0.watch.stillFor(node) } }
 }

@@ -173,9 +173,6 @@ public final class RefreshEngine: RefreshService, Sendable {
     /// Keeps this node's leases alive until cancelled (the daemon's `LeaseHeartbeat` service).
     public func keepLeasesAlive() async { await leases.run() }
 
-    /// Seconds another node's heartbeat has been seen standing still from here (nil: not watched).
-    public func silence(of node: String) -> Double? { leases.stillFor(node) }
-
     /// Wakes the scheduler (a sooner credential may have arrived).
     public func wakeScheduler() { wake.signal() }
 

@@ -20,6 +20,15 @@ public enum NodeIdentity {
         }.joined()
     }
 
+    /// The identity `dataDirectory` holds, if it has one (read, never created: for commands that
+    /// only show which node is this one).
+    public static func existing(dataDirectory: String) -> String? {
+        let path = dataDirectory + "/" + fileName
+        guard access(path, F_OK) == 0, let stored = try? PrivateFile.read(path, what: "node identity", maximumSize: 256)
+        else { return nil }
+        return stored.revealString().trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The identity in `dataDirectory`, created there (durably, 0600) on first use. Call with
     /// the vault's lock held: one daemon at a time reads or creates it.
     public static func load(dataDirectory: String) throws(PrivateFile.Problem) -> String {

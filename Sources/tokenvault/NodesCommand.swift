@@ -41,10 +41,7 @@ struct NodesCommand: ParsableCommand {
             try reportingErrors {
                 let database = try OpenedVault.openBackend(options)
                 defer { database.close() }
-                let this = try? String(
-                    contentsOfFile: options.resolvedDataDir + "/" + NodeIdentity.fileName, encoding: .utf8
-                )
-                .trimmingCharacters(in: .whitespacesAndNewlines)
+                let this = NodeIdentity.existing(dataDirectory: options.resolvedDataDir)
                 let nodes = try database.nodes().map {
                     Node(
                         node: $0.node, incarnation: $0.incarnation, beat: $0.beat, lastBeat: "\($0.beatAt)",

@@ -31,7 +31,6 @@ import TokenVaultCore
         #expect(watch.verdict(on: "other") == .heard)
         Self.watch(&watch, from: 1060, to: 1060, other: 7)
         #expect(watch.verdict(on: "other") == .silent(beat: 7))
-        #expect(watch.stillFor("other") == 60)
     }
 
     @Test func aCounterThatMovesIsHeardAndTheWatchStartsOver() {

@@ -54,4 +54,23 @@ extension StorageContractTests {
         #expect(try fixture.backend.forgetNode("no_de") == nil)
         #expect(try fixture.backend.forgetNode("no%de") == 1)
     }
+
+    /// A stored answer's call key is kept for 30 days, so a replay of its spooled copy is
+    /// recognised. On PostgreSQL it is stamped and pruned by the database's clock: a node whose
+    /// clock runs 40 days ahead prunes nothing the others may still need.
+    @Test(arguments: TestBackendKind.allCases)
+    func storedAnswerKeysAreKeptForThirtyDays(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let id = try CredentialID("pay/answered")
+        try fixture.backend.write(durability: .full) {
+            try $0.recordReceivedAnswer("exchange:a1", credentialID: id, at: fixture.clock.now)
+        }
+        #expect(try fixture.backend.isAnswerStored("exchange:a1"))
+        #expect(try !fixture.backend.isAnswerStored("exchange:a2"))
+        _ = try fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
+        #expect(try fixture.backend.isAnswerStored("exchange:a1"))
+        fixture.clock.advance(seconds: 40 * 86_400)
+        _ = try fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
+        #expect(try fixture.backend.isAnswerStored("exchange:a1") == (kind == .postgres))
+    }
 }

@@ -187,10 +187,13 @@ extension PostgresDatabase: RefreshJournal {
     /// claims long over.
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
         try pruneChanges(olderThan: 600)
+        // By the database's clock, which wrote `stored_at` (a node's clock ahead must not prune
+        // keys the others still need).
         try writer.query(
             """
             DELETE FROM received_answers
-            WHERE stored_at < \(clock.now.adding(seconds: -VaultDatabase.receivedAnswerRetention).milliseconds)
+            WHERE stored_at < (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+                              - \(Int64(VaultDatabase.receivedAnswerRetention * 1000))
             """)
         try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
         return try writer.query(

@@ -76,11 +76,13 @@ extension PostgresDatabase {
 }
 
 extension PostgresCredentialWriter {
+    /// Stamped with the database's clock, which the pruning reads too (`at` is this node's).
     func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
         try link.query(
             """
             INSERT INTO received_answers (call_key, credential_id, stored_at)
-            VALUES (\(callKey), \(credentialID.description), \(at.milliseconds)) ON CONFLICT DO NOTHING
+            VALUES (\(callKey), \(credentialID.description), (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT)
+            ON CONFLICT DO NOTHING
             """)
     }
 
