@@ -7,16 +7,13 @@ import TokenVaultTesting
 #endif
 
 /// Leases on a shared PostgreSQL vault (issue 22), against the punishing provider (rotation,
-/// reuse detection, no grace window): a node paused, the database stopped, a node whose clock
-/// is minutes off, a slow provider. A lease lasts while its node's heartbeat goes on, and is taken
-/// over only after another node watched that heartbeat stand still for a lease period.
+/// reuse detection, no grace window): a node paused, a node cut off, the database stopped, a node
+/// whose clock is minutes off (a slow provider: `SlowProviderResilienceTests`). A lease lasts
+/// while its node's heartbeat goes on, and is taken over only after another node watched that
+/// heartbeat stand still for a lease period.
 @Suite(.serialized) struct ScaleOutLeaseTests {
     static let limits = #"{"concurrency": 16, "rate_per_second": 5000, "burst": 1000, "retry_base_seconds": 1}"#
     static let refresh = #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.3}"#
-
-    @Test func aProviderAnsweringAfterThirtySecondsLosesNothingOnPostgreSQL() async throws {
-        try await SlowProviderResilienceTests.run(postgres: try await TestPostgres.makeDatabase(), nodes: 2)
-    }
 
     /// Two nodes; node 2 is SIGSTOPped while it has refreshes in flight, for `pause` seconds, then
     /// continued. Returns the harness, the daemons and their logs.
@@ -44,7 +41,7 @@ import TokenVaultTesting
         ]
         try harness.seed(count)
         // Until node 2 has journalled refreshes whose calls are out (answered meanwhile, and held).
-        try await Task.sleep(for: .seconds(6))
+        try await Task.sleep(for: .seconds(3))
         #expect(try await waitUntil(within: 20) { try harness.openAttempts(node: 2) >= 2 })
         interrupt(daemons[1])
         print("node 2 interrupted with \(try harness.openAttempts(node: 2)) refreshes journalled and out")
@@ -151,7 +148,7 @@ import TokenVaultTesting
         let (harness, daemons, proxy) = try await Self.cutNodeTwo(for: 14, leaseSeconds: 20)
         defer { proxy.close() }
         // Long enough after the heal for node 2's held commits and a takeover, were one coming.
-        try await Task.sleep(for: .seconds(8))
+        try await Task.sleep(for: .seconds(6))
         let listed = try harness.list()
         let logs = daemons.map(\.log)
         for daemon in daemons { daemon.kill() }

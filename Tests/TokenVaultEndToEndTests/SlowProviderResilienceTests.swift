@@ -62,4 +62,10 @@ import TokenVaultTesting
     @Test func aProviderAnsweringAfterThirtySecondsLosesNothingOnSQLite() async throws {
         try await Self.run()
     }
+
+    /// Two nodes on one PostgreSQL vault. (In this suite, not `ScaleOutLeaseTests`: the two suites
+    /// run side by side in `make test`'s PostgreSQL phase.)
+    @Test func aProviderAnsweringAfterThirtySecondsLosesNothingOnPostgreSQL() async throws {
+        try await Self.run(postgres: try await TestPostgres.makeDatabase(), nodes: 2)
+    }
 }
