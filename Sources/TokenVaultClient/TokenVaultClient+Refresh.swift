@@ -5,8 +5,9 @@ import NIOCore
 /// Forced refresh and the watch stream.
 extension TokenVaultClient {
     /// `POST /v1/credentials/{namespace}/{name}/refresh`: refreshes now and returns the new
-    /// metadata. At most once per 10 s per credential (`rate_limited`, 429); a rejected refresh
-    /// token gives `needs_reauth` (409), a provider failure `provider_unavailable` (502).
+    /// metadata. At most once per credential every `limits.on_demand_refresh_seconds` (10 s by
+    /// default; `rate_limited`, 429); a rejected refresh token gives `needs_reauth` (409), a
+    /// provider failure `provider_unavailable` (502).
     @discardableResult
     public func refresh(_ id: String) async throws -> CredentialMetadata {
         try await send(.post, try Self.credentialPath(id, "/refresh"), timeout: .seconds(60))

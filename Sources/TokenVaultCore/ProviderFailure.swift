@@ -65,11 +65,14 @@ extension ProviderFailure {
     public static let courierUnavailable = ProviderFailure(
         kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
 
+    /// The code of `notConfigured`, for those who tell it apart (an API answer names it).
+    public static let notConfiguredCode = "provider_not_configured"
+
     /// A credential names a provider instance the daemon has no configuration for.
     /// `listed` false: no instance of that name is configured (any more: a reload removed it).
     public static func notConfigured(_ provider: String, listed: Bool = true) -> ProviderFailure {
         ProviderFailure(
-            kind: .misconfigured, code: "provider_not_configured",
+            kind: .misconfigured, code: notConfiguredCode,
             message: listed
                 ? "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed"
                 : "provider '\(provider)' is not in the configuration; the credential cannot be refreshed")

@@ -10,6 +10,11 @@ public protocol RefreshService: Sendable {
     /// refreshing cannot meet `minimumTTL` (the outcome is then `.skipped` saying why).
     func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome
 
+    /// `POST …/refresh`: refreshes now, unless the provider was asked about this credential less
+    /// than the configured interval ago (`limits.on_demand_refresh_seconds`, counted from its last
+    /// attempt on any node): then `.tooSoon` says when to come back.
+    func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome
+
     /// Revokes the credential's tokens at the provider (refresh token, then access token) and
     /// deletes it. If revocation cannot be completed the credential stays `revoke_pending` and
     /// is retried in the background, unless `force` deletes it anyway.
@@ -70,6 +75,9 @@ public enum RefreshOutcome: Sendable, Equatable {
     /// The provider answered but the database has not taken the new tokens yet: the ledger holds
     /// them and retries; the stored token is served while it is valid.
     case commitPending(PendingCommit)
+    /// Nothing was sent: the provider was asked about this credential too recently (a forced
+    /// refresh). Come back after `retryAfter` seconds; the text says why.
+    case tooSoon(retryAfter: Int, String)
 }
 
 public enum RemovalOutcome: Sendable, Equatable {

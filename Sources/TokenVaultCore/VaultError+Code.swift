@@ -29,6 +29,7 @@ extension VaultError {
             case unsupportedMediaType = "unsupported_media_type"
             // Providers and code exchange.
             case unknownProvider = "unknown_provider"
+            case providerNotConfigured = "provider_not_configured"
             case providerRejected = "provider_rejected"
             case nonceMismatch = "nonce_mismatch"
             case audienceMismatch = "audience_mismatch"
@@ -96,6 +97,9 @@ extension VaultError {
         public static let payloadTooLarge = Code(.payloadTooLarge)
         public static let unsupportedMediaType = Code(.unsupportedMediaType)
         public static let unknownProvider = Code(.unknownProvider)
+        /// The provider instance exists but cannot do this (a code exchange on an instance without
+        /// a token endpoint).
+        public static let providerNotConfigured = Code(.providerNotConfigured)
         /// The provider refused a code exchange (`invalid_grant` and the like).
         public static let providerRejected = Code(.providerRejected)
         public static let nonceMismatch = Code(.nonceMismatch)
@@ -140,7 +144,8 @@ extension VaultError {
             case .tokenExpired, .minTTLUnreachable, .needsReauth, .revokePending, .notRefreshable, .conflict: 409
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
-            case .unknownProvider, .providerRejected, .nonceMismatch, .audienceMismatch, .idTokenExpired,
+            case .unknownProvider, .providerNotConfigured, .providerRejected, .nonceMismatch, .audienceMismatch,
+                .idTokenExpired,
                 .idTokenInvalid:
                 422
             case .rateLimited, .tooManyStreams: 429
@@ -150,6 +155,57 @@ extension VaultError {
                 .keySourceError, .migrationError:
                 500
             case .vaultNotFound, .alreadyInitialised, .daemonRunning, .lockError, .socketError, .peerUnknown: 500
+            }
+        }
+
+        /// A short summary of the problem, the same for every occurrence (RFC 9457 `title`; the
+        /// `detail` says what happened this time). One exhaustive switch, as for the status.
+        public var title: String {
+            switch value {
+            case .invalidField: "Invalid field"
+            case .invalidPayload: "Invalid payload"
+            case .invalidCredentialID: "Invalid credential id"
+            case .invalidRequest: "Invalid request"
+            case .forbidden: "Forbidden"
+            case .credentialNotFound: "Credential not found"
+            case .notFound: "Not found"
+            case .methodNotAllowed: "Method not allowed"
+            case .tokenExpired: "Token expired"
+            case .minTTLUnreachable: "min_ttl cannot be met"
+            case .needsReauth: "Sign-in needed again"
+            case .revokePending: "Revocation pending"
+            case .notRefreshable: "Not refreshable"
+            case .conflict: "Conflict"
+            case .payloadTooLarge: "Payload too large"
+            case .unsupportedMediaType: "Unsupported media type"
+            case .unknownProvider: "Unknown provider"
+            case .providerNotConfigured: "Provider not configured"
+            case .providerRejected: "Provider rejected the request"
+            case .nonceMismatch: "Nonce mismatch"
+            case .audienceMismatch: "Audience mismatch"
+            case .idTokenExpired: "ID token expired"
+            case .idTokenInvalid: "ID token invalid"
+            case .rateLimited: "Too many requests"
+            case .tooManyStreams: "Too many streams"
+            case .providerUnavailable: "Provider unavailable"
+            case .storageUnavailable: "Storage unavailable"
+            case .commitPending: "Tokens held, commit pending"
+            case .engineUnavailable: "Refresh engine not running"
+            case .tooManyConnections: "Too many connections"
+            case .internalError: "Internal error"
+            case .integrityError: "Integrity error"
+            case .cryptoError: "Cryptographic error"
+            case .unknownKeyTerm: "Unknown key term"
+            case .storageError: "Storage error"
+            case .wrongMasterKey: "Wrong master key"
+            case .keySourceError: "Key source error"
+            case .migrationError: "Migration error"
+            case .vaultNotFound: "No vault"
+            case .alreadyInitialised: "Vault exists already"
+            case .daemonRunning: "Daemon running"
+            case .lockError: "Lock error"
+            case .socketError: "Socket error"
+            case .peerUnknown: "Caller unknown"
             }
         }
 

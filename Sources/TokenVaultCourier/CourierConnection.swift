@@ -138,15 +138,16 @@ final class CourierConnection: Sendable {
         update.reply.resume(returning: reply)
     }
 
-    /// Closes the daemon's end: the courier finishes, spools what is unsettled, and exits.
-    func close() { child.closeConnection() }
+    /// Shuts the daemon's end down: the courier finishes, spools what is unsettled, and exits.
+    func close() { writer.shutDown() }
 
     private func readAnswers() {
         var reader = FrameReader(descriptor: child.descriptor)
         // However the link ends (the courier exited, or it sent a frame this side refuses), this
         // side's end is closed: the courier then sees end of file, spools what it holds for the
-        // next courier and exits, instead of waiting on a link nobody reads any more.
-        defer { child.closeConnection() }
+        // next courier and exits, instead of waiting on a link nobody reads any more. Nothing
+        // reads or writes the descriptor after this.
+        defer { writer.close() }
         while true {
             guard let message = try? reader.receive() else { break }
             switch message {

@@ -9,9 +9,28 @@ import Synchronization
 /// (`FrameWriter`). A few thousand small frames a second need nothing cleverer.
 final class FrameWriter: Sendable {
     let descriptor: Int32
-    private let lock = Mutex(())
+    /// Whether the descriptor is closed. Held while writing, shutting down or closing, so a
+    /// descriptor number is never used after `close` (the kernel hands it to the next `open`).
+    private let closed = Mutex(false)
 
     init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// Shuts the link down both ways: the other side sees end of file. The descriptor stays open
+    /// (the reading thread may still be in `recv`) until `close`.
+    func shutDown() {
+        closed.withLock { closed in if !closed { _ = shutdown(descriptor, Int32(SHUT_RDWR)) } }
+    }
+
+    /// Closes the descriptor for good, once the reading thread is done with it: one per courier,
+    /// not one leaked per restart. Later sends fail as closed.
+    func close() {
+        closed.withLock { closed in
+            guard !closed else { return }
+            closed = true
+            _ = shutdown(descriptor, Int32(SHUT_RDWR))
+            _ = Glibc.close(descriptor)
+        }
+    }
 
     /// Writes one message whole; throws when the other process is gone.
     func send(_ message: CourierMessage) throws {
@@ -20,7 +39,8 @@ final class FrameWriter: Sendable {
         frame.reserveCapacity(payload.count + 4)
         withUnsafeBytes(of: UInt32(payload.count).bigEndian) { frame += $0 }
         frame += payload
-        try lock.withLock { _ in
+        try closed.withLock { closed in
+            guard !closed else { throw FrameError.closed(errno: EBADF) }
             var sent = 0
             while sent < frame.count {
                 let count = frame.withUnsafeBytes {

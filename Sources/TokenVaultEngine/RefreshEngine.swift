@@ -115,8 +115,26 @@ public final class RefreshEngine: RefreshService, Sendable {
         case .failed(let failure, _): onDemand.record(id, produced: nil, outcome: "failed: \(failure.code)")
         case .skipped(let reason, _): onDemand.record(id, produced: nil, outcome: reason)
         case .commitPending: onDemand.record(id, produced: nil, outcome: "new tokens waiting for the database")
+        case .tooSoon(_, let reason): onDemand.record(id, produced: nil, outcome: reason)
         }
         return outcome
+    }
+
+    /// Forced refreshes share the on-demand interval (`limits.on_demand_refresh_seconds`), counted
+    /// from the credential's last attempt as stored (`last_refresh_attempt`), so a node that did
+    /// not make that attempt counts it too.
+    public func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome {
+        let current = try await blocking { [vault] in try vault.metadata(id) }
+        let since = max(0, vault.clock.now.seconds - current.lastRefreshAttempt.seconds)
+        guard since >= options.onDemandInterval else {
+            let wait = max(1, Int((options.onDemandInterval - since).rounded(.up)))
+            statistics.record { $0.skipped += 1 }
+            return .tooSoon(
+                retryAfter: wait,
+                "credential \(id) got its tokens or a provider answer \(Int(since)) s ago; force a refresh again in "
+                    + "\(wait) s (limits.on_demand_refresh_seconds is \(Int(options.onDemandInterval)) s)")
+        }
+        return try await refresh(id, reason: .forced)
     }
 
     /// Joins (or starts) the credential's on-demand refresh and waits for it at most

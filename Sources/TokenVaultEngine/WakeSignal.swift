@@ -11,6 +11,10 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    /// Whether the scheduler is asleep on this signal now (tests wait for it before they change
+    /// something it must wake for).
+    var isWaited: Bool { state.withLock { $0.waiter != nil } }
+
     func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {

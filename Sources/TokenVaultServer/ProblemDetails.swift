@@ -26,7 +26,7 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     ) {
         self.status = HTTPResponse.Status(code: code.httpStatus)
         self.code = code
-        self.title = status.reasonPhrase
+        self.title = code.title
         self.detail = detail
         self.field = field
         self.permission = permission

@@ -38,6 +38,9 @@ extension VaultAPI {
                     audit: auditEvent(peer, "credential.exchange", id, .allowed)))
         } catch let failure as ProviderFailure {
             audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: failure.code))
+            if failure.code == ProviderFailure.notConfiguredCode {
+                throw ProblemDetails(.providerNotConfigured, detail: failure.message)
+            }
             switch failure.kind {
             case .invalidGrant, .misconfigured:
                 throw ProblemDetails(

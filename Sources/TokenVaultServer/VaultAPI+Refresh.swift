@@ -7,9 +7,6 @@ import TokenVaultCore
 /// The routes that involve the refresh engine: token reads that may refresh on demand, forced
 /// refresh and delete with revocation.
 extension VaultAPI {
-    /// Forced refreshes of one credential are at most this frequent.
-    static let forcedRefreshInterval = 10.0
-
     /// `GET .../token?min_ttl=S`: the access token (never the refresh token). When less than S
     /// seconds remain, the credential is refreshed first (joining a refresh already in flight).
     /// A still-valid token is served with its true `expires_at` while refreshes fail; a token
@@ -33,6 +30,7 @@ extension VaultAPI {
             case .skipped(let reason, _): refreshFailure = reason
             case .commitPending(let held):
                 refreshFailure = "new tokens are waiting to be committed (\(held.lastError))"
+            case .tooSoon(_, let reason): refreshFailure = reason
             }
             credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
             verdict = TokenReadVerdict(
@@ -53,32 +51,22 @@ extension VaultAPI {
             body: .init(byteBuffer: body))
     }
 
-    /// `POST .../refresh`: refresh now (at most once per 10 s per credential, counted from the
-    /// last time the provider was asked, successfully or not).
+    /// `POST .../refresh`: refresh now. How often is the engine's rule (`refreshForced`); this
+    /// maps its answer to a status.
     func forceRefresh(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .tokenRead, id: id, operation: "credential.refresh")
         guard let engine else {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
-        let metadata = try await blocking { try vault.metadata(id) }
-        let since = max(0, vault.clock.now.seconds - metadata.lastRefreshAttempt.seconds)
-        if since < Self.forcedRefreshInterval {
-            let wait = Int((Self.forcedRefreshInterval - since).rounded(.up))
-            audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
-            throw ProblemDetails(
-                .rateLimited,
-                detail: "credential \(id) got its tokens or a provider answer \(Int(since)) s ago; force a refresh "
-                    + "again in \(wait) s", retryAfter: wait)
-        }
-        let outcome = try await engine.refresh(id, reason: .forced)
+        let outcome = try await engine.refreshForced(id)
         switch outcome {
         case .refreshed(let refreshed):
             audit.record(auditEvent(peer, "credential.refresh", id, .succeeded))
             return try json(CredentialMetadataDocument(refreshed))
         case .failed(let failure, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code))
-            if failure.code == ProviderFailure.notConfigured("").code {
+            if failure.code == ProviderFailure.notConfiguredCode {
                 throw ProblemDetails(.notRefreshable, detail: failure.message)
             }
             if failure.kind == .invalidGrant {
@@ -93,6 +81,9 @@ extension VaultAPI {
         case .skipped(let reason, _):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "not_refreshable"))
             throw ProblemDetails(.notRefreshable, detail: reason)
+        case .tooSoon(let wait, let reason):
+            audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
+            throw ProblemDetails(.rateLimited, detail: reason, retryAfter: wait)
         case .commitPending(let held):
             audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "commit_pending"))
             throw ProblemDetails(

@@ -64,6 +64,9 @@ public struct VaultAPI: Sendable {
     /// Open connections and streams per caller (`limits.*`).
     let limiter: ConnectionLimiter
     let startedAt = ContinuousClock.now
+    /// What health and metrics read from the database, at most once a second whoever asks.
+    let schemaVersionRead = RecentValue<Int?>(maximumAge: .seconds(1))
+    let countsRead = RecentValue<[CredentialStatus: Int]?>(maximumAge: .seconds(1))
 
     public init(
         vault: Vault, engine: (any RefreshService)? = nil, admin: any AdminStore, rotation: KeyRotation?,
@@ -113,11 +116,12 @@ public struct VaultAPI: Sendable {
     func healthDocument() async throws -> HealthDocument {
         // One indexed read proves the database answers; when it does not, health still answers
         // (degraded): cached tokens may still be served, and the operator needs to see why.
-        let schemaVersion: Int?
-        do {
-            schemaVersion = try await blocking { [admin] in try admin.schemaVersion() }
-        } catch let error as VaultError where error.code == .storageUnavailable {
-            schemaVersion = nil
+        let schemaVersion = try await schemaVersionRead.get { [admin] in
+            do {
+                return try await BlockingWork.run { try admin.schemaVersion() }
+            } catch let error as VaultError where error.code == .storageUnavailable {
+                return nil
+            }
         }
         let providers = engine?.providerStates() ?? []
         let held = vault.pendingCommitCount
@@ -142,7 +146,9 @@ public struct VaultAPI: Sendable {
 
     func scrape() async throws -> Response {
         // Without the database the counts are unknown (NaN), not the rest (its state is what matters then).
-        let counts = try? await blocking { [admin] in try admin.credentialCountsByStatus() }
+        let counts = try await countsRead.get { [admin] in
+            try? await BlockingWork.run { try admin.credentialCountsByStatus() }
+        }
         let commits = vault.commitCounters
         let body = metrics.exposition(
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],

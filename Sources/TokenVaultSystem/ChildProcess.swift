@@ -75,6 +75,4 @@ public final class ChildProcess: Sendable {
 
     public func signal(_ number: Int32) { kill(pid, number) }
 
-    /// Closes our end: the child reads end of file.
-    public func closeConnection() { shutdown(descriptor, Int32(SHUT_RDWR)) }
 }

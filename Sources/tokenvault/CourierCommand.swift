@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import TokenVaultCourier
 import TokenVaultServer
+import TokenVaultSystem
 
 /// `tokenvault courier`: the daemon's courier process, started by `serve` with the socketpair
 /// as descriptor 3. Not for people: it speaks only the daemon's framing.
@@ -24,6 +25,13 @@ struct CourierCommand: AsyncParsableCommand {
             DaemonLogHandler(label: label, format: format, journal: journal, levels: levels)
         }
         let logger = Logger(label: "tokenvault.courier")
+        // As hardened as its daemon: one that turned core dumps off passed RLIMIT_CORE 0 down, but
+        // exec made this process dumpable again (readable through /proc by the same user).
+        if ProcessHygiene.coreLimit == 0 {
+            for problem in ProcessHygiene.disableCoreDumps() {
+                logger.warning("could not disable core dumps", metadata: ["tokenvault.error": "\(problem)"])
+            }
+        }
         let status = await Courier.run(descriptor: 3, spoolDirectory: spool, logger: logger)
         if status != 0 { throw ExitCode(status) }
     }

@@ -4,7 +4,7 @@ import TokenVaultClient
 struct RefreshCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "refresh",
-        abstract: "Refresh ns/name now (at most once per 10 s per credential).")
+        abstract: "Refresh ns/name now (at most once per limits.on_demand_refresh_seconds per credential).")
 
     @OptionGroup var client: ClientOptions
     @Argument(help: "Credential id, namespace/name.") var id: String

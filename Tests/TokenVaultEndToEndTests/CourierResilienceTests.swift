@@ -87,6 +87,7 @@ import TokenVaultTesting
         let daemon = try harness.startDaemon(logLevel: "info")
         try harness.seed(Self.count)
         var killed: Set<Int32> = []
+        let descriptorsBefore = Self.openDescriptors(daemon.process.processIdentifier)
         for _ in 0..<20 {
             try await waitForRefreshesInFlight(harness)
             try await Task.sleep(for: .seconds(Double.random(in: 0.1...1.0)))
@@ -110,6 +111,9 @@ import TokenVaultTesting
         #expect(daemon.process.isRunning, "the daemon must outlive its couriers")
         #expect(courier["state"] as? String == "up")
         #expect((courier["restarts"] as? Int ?? 0) >= killed.count, "\(courier)")
+        // The dead couriers' socketpair ends were closed, not one leaked per restart.
+        let descriptorsAfter = Self.openDescriptors(daemon.process.processIdentifier)
+        #expect(descriptorsAfter < descriptorsBefore + 10, "\(descriptorsBefore) descriptors, then \(descriptorsAfter)")
         #expect(daemon.terminate() == 0)
 
         #expect(listed.count == Self.count)
@@ -215,6 +219,11 @@ import TokenVaultTesting
             })
         let hints = harness.server.requests.filter { $0.path == "/revoke" }.compactMap { $0.form["token_type_hint"] }
         #expect(hints == ["refresh_token", "access_token"], "\(hints)")
+    }
+
+    /// How many descriptors the process has open.
+    static func openDescriptors(_ pid: pid_t) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
     /// The courier's pid, as health reports it.

@@ -19,7 +19,12 @@ import TokenVaultTesting
             arguments: ["watch", ResilienceHarness.name(0), "--socket", harness.socket],
             environment: harness.cli.environment, stdout: outputPath)
         // Lifetime 2 s, refreshed at half-life: generation 3 within about 3 s.
-        try await Task.sleep(for: .seconds(3.5))
+        #expect(
+            try await waitUntil(within: 15) {
+                try harness.list().contains {
+                    $0["id"] as? String == ResilienceHarness.name(0) && ($0["generation"] as? Int ?? 0) >= 3
+                }
+            })
         let removed = try harness.cli.run(["rm", ResilienceHarness.name(0), "--socket", harness.socket])
         #expect(removed.status == 0, "\(removed.stderr)")
         let ended = await waitForExit(watch, seconds: 5)

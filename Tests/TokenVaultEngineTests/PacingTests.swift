@@ -55,7 +55,7 @@ import TokenVaultCore
             name: "acme", kind: "oauth2", limits: ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
         await gate.acquire()
         let waiting = Task { await gate.acquire() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually(within: 5) { gate.queued == 1 }
         gate.update(ProviderLimits(concurrency: 2, ratePerSecond: 1000, burst: 1000))
         await waiting.value
         #expect(gate.limits.concurrency == 2)
@@ -69,11 +69,11 @@ import TokenVaultCore
         await gate.acquire()
         await gate.acquire()
         let waiting = Task { await gate.acquire() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually(within: 5) { gate.queued == 1 }
         gate.update(ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
+        // `release` decides at once whether the freed slot goes to the waiting call.
         gate.release()
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(gate.snapshot.inFlight == 1, "the freed slot was above the new limit")
+        #expect(gate.snapshot.inFlight == 1 && gate.queued == 1, "the freed slot was above the new limit")
         gate.release()
         await waiting.value
         #expect(gate.snapshot.inFlight == 1)

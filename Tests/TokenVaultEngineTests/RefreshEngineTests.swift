@@ -88,6 +88,38 @@ import TokenVaultTesting
         #expect(fixture.provider.calls == 1)
     }
 
+    /// Forced refreshes follow `limits.on_demand_refresh_seconds` (here 30 s, then 2 s), counted
+    /// from the credential's last provider answer or PUT: sooner is `.tooSoon` with the seconds
+    /// left, and nothing is sent. (The server used a fixed 10 s whatever the setting said.)
+    @Test func theOnDemandIntervalGovernsForcedRefreshes() async throws {
+        for interval in [30.0, 2.0] {
+            var options = RefreshEngine.Options()
+            options.onDemandInterval = interval
+            let fixture = try EngineFixture(options: options)
+            let (id, _) = try await fixture.store("forced")
+            guard case .tooSoon(let wait, let reason) = try await fixture.engine.refreshForced(id) else {
+                Issue.record("a forced refresh right after the PUT was not held back")
+                continue
+            }
+            #expect(wait == Int(interval) && reason.contains("limits.on_demand_refresh_seconds"), "\(reason)")
+            fixture.testVault.clock.advance(seconds: interval - 1)
+            guard case .tooSoon(1, _) = try await fixture.engine.refreshForced(id) else {
+                Issue.record("held back for less than \(interval) s")
+                continue
+            }
+            fixture.testVault.clock.advance(seconds: 1)
+            guard case .refreshed = try await fixture.engine.refreshForced(id) else {
+                Issue.record("not refreshed after \(interval) s")
+                continue
+            }
+            guard case .tooSoon = try await fixture.engine.refreshForced(id) else {
+                Issue.record("a second forced refresh at once was not held back")
+                continue
+            }
+            #expect(fixture.provider.calls == 1)
+        }
+    }
+
     /// A call whose answer was lost, then one the courier could not even send (it replaces the
     /// credential's last error), then the provider's rejection of the same token: the reason
     /// still says an earlier answer was lost (the courier resilience test once saw it not).

@@ -38,7 +38,8 @@ import TokenVaultTesting
         try await fixture.store("far", lifetime: 3600)
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await Task.sleep(for: .milliseconds(300))  // now asleep until the far one is due
+        // Asleep until the far one is due.
+        try await eventually(within: 5) { fixture.engine.wake.isWaited }
         let (soon, _) = try await fixture.store("soon", lifetime: 2)
         // Due after about 1 s (half-life); without the wake-up it would wait for the far one.
         try await eventually(within: 4) { try fixture.metadata(soon).generation >= 2 }

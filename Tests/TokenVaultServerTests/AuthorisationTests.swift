@@ -10,27 +10,29 @@ import TokenVaultTesting
     @Test func ruleGrantsOneNamespaceAndEveryDecisionIsAudited() async throws {
         let me = getuid()
         let server = try await TestServer(policy: TestServer.policyAllowingOnlyNamespaceAllowed())
-        defer { Task { await server.stop() } }
-        let body = server.putBody(token: SamplePayloads.tinkoff().json)
-        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
-        let denied = try await server.request("PUT", "/v1/credentials/other/a", body: body)
-        #expect(denied.status == 403)
-        #expect(denied.json()["code"] as? String == "forbidden")
-        #expect(denied.json()["permission"] as? String == "credential:write")
-        #expect(try await server.request("GET", "/v1/credentials/allowed/a/token").status == 200)
-        #expect(try await server.request("GET", "/v1/credentials/allowed/a").status == 403, "no credential:list rule")
-        #expect(try await server.request("GET", "/v1/credentials").status == 403)
-        #expect(try await server.request("POST", "/v1/admin/rotate-key").status == 403)
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body = server.putBody(token: SamplePayloads.tinkoff().json)
+            #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
+            let denied = try await server.request("PUT", "/v1/credentials/other/a", body: body)
+            #expect(denied.status == 403)
+            #expect(denied.json()["code"] as? String == "forbidden")
+            #expect(denied.json()["permission"] as? String == "credential:write")
+            #expect(try await server.request("GET", "/v1/credentials/allowed/a/token").status == 200)
+            #expect(
+                try await server.request("GET", "/v1/credentials/allowed/a").status == 403, "no credential:list rule")
+            #expect(try await server.request("GET", "/v1/credentials").status == 403)
+            #expect(try await server.request("POST", "/v1/admin/rotate-key").status == 403)
 
-        await server.audit.flush()
-        let rows = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
-        let summary = rows.map {
-            "\($0.event.operation) \($0.event.credentialID?.description ?? "-") \($0.event.outcome.rawValue)"
+            await server.audit.flush()
+            let rows = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+            let summary = rows.map {
+                "\($0.event.operation) \($0.event.credentialID?.description ?? "-") \($0.event.outcome.rawValue)"
+            }
+            #expect(summary.contains("credential.put allowed/a allowed"))
+            #expect(summary.contains("credential.put other/a denied"))
+            #expect(summary.contains("token.read allowed/a allowed"))
+            #expect(summary.contains("admin.rotate_key - denied"))
+            #expect(rows.allSatisfy { $0.event.uid == me && $0.event.pid == getpid() })
         }
-        #expect(summary.contains("credential.put allowed/a allowed"))
-        #expect(summary.contains("credential.put other/a denied"))
-        #expect(summary.contains("token.read allowed/a allowed"))
-        #expect(summary.contains("admin.rotate_key - denied"))
-        #expect(rows.allSatisfy { $0.event.uid == me && $0.event.pid == getpid() })
     }
 }

@@ -98,41 +98,42 @@ extension ConfigurationReloadTests {
             }
         }
         let rig = try await ProviderRig("acme", at: first)
-        defer { Task { await rig.stop() } }
-        #expect(try await rig.put("a", provider: "acme", issuer: first) == 201)
-        #expect(try await rig.put("b", provider: "beta", issuer: first) == 422, "beta is not configured yet")
+        try await withStopping(rig, stop: { await $0.stop() }) { rig in
+            #expect(try await rig.put("a", provider: "acme", issuer: first) == 201)
+            #expect(try await rig.put("b", provider: "beta", issuer: first) == 422, "beta is not configured yet")
 
-        // Added: a PUT naming it is accepted and its credential refreshes at its endpoint.
-        try rig.write(rig.instance("acme", first), rig.instance("beta", first))
-        #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
-        #expect(try await rig.put("b", provider: "beta", issuer: first) == 201)
-        let before = first.tokenRequestCount
-        guard case .refreshed = try await rig.refresh("b") else {
-            Issue.record("the added instance's credential did not refresh")
-            return
+            // Added: a PUT naming it is accepted and its credential refreshes at its endpoint.
+            try rig.write(rig.instance("acme", first), rig.instance("beta", first))
+            #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
+            #expect(try await rig.put("b", provider: "beta", issuer: first) == 201)
+            let before = first.tokenRequestCount
+            guard case .refreshed = try await rig.refresh("b") else {
+                Issue.record("the added instance's credential did not refresh")
+                return
+            }
+            #expect(first.tokenRequestCount == before + 1)
+
+            // Re-pointed: the next refresh goes to the new token endpoint.
+            try rig.write(rig.instance("acme", second), rig.instance("beta", first))
+            #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
+            let (firstBefore, secondBefore) = (first.tokenRequestCount, second.tokenRequestCount)
+            _ = try await rig.refresh("a")
+            #expect(second.tokenRequestCount == secondBefore + 1, "the re-pointed instance calls its new endpoint")
+            #expect(first.tokenRequestCount == firstBefore)
+
+            // Removed: a PUT naming it is refused; its credential fails refresh, classified.
+            try rig.write(rig.instance("acme", second))
+            #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
+            #expect(try await rig.put("c", provider: "beta", issuer: first) == 422)
+            guard case .failed(let failure, _) = try await rig.refresh("b") else {
+                Issue.record("a credential of a removed instance did not fail")
+                return
+            }
+            #expect(failure.code == "provider_not_configured" && failure.kind == .misconfigured)
+            #expect(first.tokenRequestCount == firstBefore, "the removed instance is not called")
+            let health = try await rig.server.request("GET", "/v1/health")
+            #expect(health.status == 200 && !health.text.contains("beta"))
         }
-        #expect(first.tokenRequestCount == before + 1)
-
-        // Re-pointed: the next refresh goes to the new token endpoint.
-        try rig.write(rig.instance("acme", second), rig.instance("beta", first))
-        #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
-        let (firstBefore, secondBefore) = (first.tokenRequestCount, second.tokenRequestCount)
-        _ = try await rig.refresh("a")
-        #expect(second.tokenRequestCount == secondBefore + 1, "the re-pointed instance calls its new endpoint")
-        #expect(first.tokenRequestCount == firstBefore)
-
-        // Removed: a PUT naming it is refused; its credential fails refresh, classified.
-        try rig.write(rig.instance("acme", second))
-        #expect(await rig.reload.reload() == .init(refusal: nil, needsRestart: []))
-        #expect(try await rig.put("c", provider: "beta", issuer: first) == 422)
-        guard case .failed(let failure, _) = try await rig.refresh("b") else {
-            Issue.record("a credential of a removed instance did not fail")
-            return
-        }
-        #expect(failure.code == "provider_not_configured" && failure.kind == .misconfigured)
-        #expect(first.tokenRequestCount == firstBefore, "the removed instance is not called")
-        let health = try await rig.server.request("GET", "/v1/health")
-        #expect(health.status == 200 && !health.text.contains("beta"))
     }
 
     @Test func anInstanceThatCannotBeBuiltRefusesTheFileAndTheOldOneKeepsWorking() async throws {
@@ -145,32 +146,33 @@ extension ConfigurationReloadTests {
             }
         }
         let rig = try await ProviderRig("acme", at: provider)
-        defer { Task { await rig.stop() } }
-        #expect(try await rig.put("a", provider: "acme", issuer: provider) == 201)
+        try await withStopping(rig, stop: { await $0.stop() }) { rig in
+            #expect(try await rig.put("a", provider: "acme", issuer: provider) == 201)
 
-        // acme re-pointed and a new instance, but the new one's secret file does not exist.
-        let missing = rig.file + ".missing-secret"
-        try rig.write(rig.instance("acme", elsewhere), rig.instance("gamma", provider, secretFile: missing))
-        let refused = await rig.reload.reload()
-        #expect(refused.refusal?.contains(rig.file) == true, "\(refused)")
-        #expect(refused.refusal?.contains("providers.gamma.client_secret_file") == true, "\(refused)")
-        #expect(try await rig.put("g", provider: "gamma", issuer: provider) == 422)
-        let before = provider.tokenRequestCount
-        guard case .refreshed = try await rig.refresh("a") else {
-            Issue.record("the running instance stopped working")
-            return
-        }
-        #expect(provider.tokenRequestCount == before + 1 && elsewhere.tokenRequestCount == 0)
+            // acme re-pointed and a new instance, but the new one's secret file does not exist.
+            let missing = rig.file + ".missing-secret"
+            try rig.write(rig.instance("acme", elsewhere), rig.instance("gamma", provider, secretFile: missing))
+            let refused = await rig.reload.reload()
+            #expect(refused.refusal?.contains(rig.file) == true, "\(refused)")
+            #expect(refused.refusal?.contains("providers.gamma.client_secret_file") == true, "\(refused)")
+            #expect(try await rig.put("g", provider: "gamma", issuer: provider) == 422)
+            let before = provider.tokenRequestCount
+            guard case .refreshed = try await rig.refresh("a") else {
+                Issue.record("the running instance stopped working")
+                return
+            }
+            #expect(provider.tokenRequestCount == before + 1 && elsewhere.tokenRequestCount == 0)
 
-        // A URL that is not allowed (plain HTTP off loopback) is refused the same way.
-        try Data(
-            #"{"providers": {"acme": {"kind": "oauth2", "token_endpoint": "http://id.example/token", "client_id": "v"}}}"#
-                .utf8
-        ).write(to: URL(fileURLWithPath: rig.file))
-        #expect(await rig.reload.reload().refusal?.contains("providers.acme.token_endpoint") == true)
-        guard case .refreshed = try await rig.refresh("a") else {
-            Issue.record("the running instance stopped working after a second refusal")
-            return
+            // A URL that is not allowed (plain HTTP off loopback) is refused the same way.
+            try Data(
+                #"{"providers": {"acme": {"kind": "oauth2", "token_endpoint": "http://id.example/token", "client_id": "v"}}}"#
+                    .utf8
+            ).write(to: URL(fileURLWithPath: rig.file))
+            #expect(await rig.reload.reload().refusal?.contains("providers.acme.token_endpoint") == true)
+            guard case .refreshed = try await rig.refresh("a") else {
+                Issue.record("the running instance stopped working after a second refusal")
+                return
+            }
         }
     }
 }

@@ -19,61 +19,62 @@ import TokenVaultTesting
             rules: [.init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite])],
             daemonUID: me &+ 12345, rootIsAdmin: false)
         let server = try await TestServer(policy: writeOnly)
-        defer { Task { await server.stop() } }
-        let body = server.putBody(token: SamplePayloads.tinkoff().json)
-        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body = server.putBody(token: SamplePayloads.tinkoff().json)
+            #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
 
-        let file = server.fixture.directory.file("config.json")
-        func writeRules(_ permissions: [String]) throws {
-            let list = permissions.map { "\"\($0)\"" }.joined(separator: ", ")
-            try Data(
-                """
-                {"//": "reload test", "access": [{"user": \(me), "namespaces": ["allowed"], "permissions": [\(list)]}],
-                 "log": {"level": "debug"}}
-                """.utf8
-            ).write(to: URL(fileURLWithPath: file))
-        }
-        try writeRules(["credential:write"])
-        let levels = LogLevelSwitch(.info)
-        let reload = ConfigurationReload(
-            running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
-            load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
-            levels: levels, notifier: SystemdNotifier(address: nil), status: { "test" },
-            logger: Logger(label: "reload-test"))
-
-        // Blocking socket calls run off the concurrency pool, which the in-process server needs.
-        let connection = Connection(try UnixSocketConnection(path: server.socketPath))
-        func read() async throws -> Int {
-            try await offThePool {
-                try connection.value.send("GET /v1/credentials/allowed/a/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                guard let response = try connection.value.readResponse() else {
-                    throw SocketTestError("connection closed")
-                }
-                return response.status
+            let file = server.fixture.directory.file("config.json")
+            func writeRules(_ permissions: [String]) throws {
+                let list = permissions.map { "\"\($0)\"" }.joined(separator: ", ")
+                try Data(
+                    """
+                    {"//": "reload test", "access": [{"user": \(me), "namespaces": ["allowed"], "permissions": [\(list)]}],
+                     "log": {"level": "debug"}}
+                    """.utf8
+                ).write(to: URL(fileURLWithPath: file))
             }
+            try writeRules(["credential:write"])
+            let levels = LogLevelSwitch(.info)
+            let reload = ConfigurationReload(
+                running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
+                load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
+                levels: levels, notifier: SystemdNotifier(address: nil), status: { "test" },
+                logger: Logger(label: "reload-test"))
+
+            // Blocking socket calls run off the concurrency pool, which the in-process server needs.
+            let connection = Connection(try UnixSocketConnection(path: server.socketPath))
+            func read() async throws -> Int {
+                try await offThePool {
+                    try connection.value.send("GET /v1/credentials/allowed/a/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    guard let response = try connection.value.readResponse() else {
+                        throw SocketTestError("connection closed")
+                    }
+                    return response.status
+                }
+            }
+            #expect(try await read() == 403)
+
+            try writeRules(["credential:write", "token:read"])
+            #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
+            #expect(try await read() == 200, "denied before the reload, allowed after, on the same connection")
+            #expect(levels.level == .debug)
+
+            try Data(#"{"access": [{"user": 0, "namespaces": [], "permissions": ["token:read"]}]}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            let refused = await reload.reload()
+            #expect(refused.refusal?.contains("access[0].namespaces") == true, "\(refused)")
+            #expect(refused.refusal?.contains(file) == true)
+            #expect(try await read() == 200, "a file that does not validate leaves the running rules")
+
+            try Data(#"{"access": [{"user": 0, "namespaces": ["x"], "permissions": ["token:read"]}], "#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            #expect(await reload.reload().refusal?.contains("is not valid JSON") == true)
+            #expect(try await read() == 200)
+
+            try writeRules(["credential:write"])
+            #expect(await reload.reload().refusal == nil)
+            #expect(try await read() == 403, "allowed before the reload, denied after, on the same connection")
         }
-        #expect(try await read() == 403)
-
-        try writeRules(["credential:write", "token:read"])
-        #expect(await reload.reload() == .init(refusal: nil, needsRestart: []))
-        #expect(try await read() == 200, "denied before the reload, allowed after, on the same connection")
-        #expect(levels.level == .debug)
-
-        try Data(#"{"access": [{"user": 0, "namespaces": [], "permissions": ["token:read"]}]}"#.utf8)
-            .write(to: URL(fileURLWithPath: file))
-        let refused = await reload.reload()
-        #expect(refused.refusal?.contains("access[0].namespaces") == true, "\(refused)")
-        #expect(refused.refusal?.contains(file) == true)
-        #expect(try await read() == 200, "a file that does not validate leaves the running rules")
-
-        try Data(#"{"access": [{"user": 0, "namespaces": ["x"], "permissions": ["token:read"]}], "#.utf8)
-            .write(to: URL(fileURLWithPath: file))
-        #expect(await reload.reload().refusal?.contains("is not valid JSON") == true)
-        #expect(try await read() == 200)
-
-        try writeRules(["credential:write"])
-        #expect(await reload.reload().refusal == nil)
-        #expect(try await read() == 403, "allowed before the reload, denied after, on the same connection")
     }
 
     /// An open watch stream is judged by the rules in force at each event: a reload that takes
@@ -86,31 +87,32 @@ import TokenVaultTesting
             ],
             daemonUID: me &+ 12345, rootIsAdmin: false)
         let server = try await TestServer(policy: lister)
-        defer { Task { await server.stop() } }
-        let body = server.putBody(token: SamplePayloads.tinkoff().json)
-        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
-        let file = server.fixture.directory.file("config.json")
-        try Data(
-            #"{"access": [{"user": \#(me), "namespaces": ["allowed"], "permissions": ["credential:write"]}]}"#.utf8
-        ).write(to: URL(fileURLWithPath: file))
-        let reload = ConfigurationReload(
-            running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
-            load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
-            levels: LogLevelSwitch(.info), notifier: SystemdNotifier(address: nil), status: { "test" },
-            logger: Logger(label: "reload-test"))
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body = server.putBody(token: SamplePayloads.tinkoff().json)
+            #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: body).status == 201)
+            let file = server.fixture.directory.file("config.json")
+            try Data(
+                #"{"access": [{"user": \#(me), "namespaces": ["allowed"], "permissions": ["credential:write"]}]}"#.utf8
+            ).write(to: URL(fileURLWithPath: file))
+            let reload = ConfigurationReload(
+                running: try DaemonConfiguration.load(path: file, catalog: ProviderKinds()),
+                load: { try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, api: server.api,
+                levels: LogLevelSwitch(.info), notifier: SystemdNotifier(address: nil), status: { "test" },
+                logger: Logger(label: "reload-test"))
 
-        let connection = Connection(try UnixSocketConnection(path: server.socketPath))
-        let first = try await offThePool {
-            try connection.value.send("GET /v1/credentials/allowed/a/watch HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            return try connection.value.readResponse(timeout: 10, firstLine: true)
+            let connection = Connection(try UnixSocketConnection(path: server.socketPath))
+            let first = try await offThePool {
+                try connection.value.send("GET /v1/credentials/allowed/a/watch HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                return try connection.value.readResponse(timeout: 10, firstLine: true)
+            }
+            #expect(first?.status == 200 && first?.text.contains("allowed/a") == true)
+
+            #expect(await reload.reload().refusal == nil)
+            let changed = server.putBody(token: SamplePayloads.tinkoff().json, labels: #"{"v": "2"}"#)
+            #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: changed).status == 200)
+            let ended = try await offThePool { try connection.value.skip(through: "0\r\n\r\n", timeout: 10) }
+            #expect(ended, "the stream ended")
         }
-        #expect(first?.status == 200 && first?.text.contains("allowed/a") == true)
-
-        #expect(await reload.reload().refusal == nil)
-        let changed = server.putBody(token: SamplePayloads.tinkoff().json, labels: #"{"v": "2"}"#)
-        #expect(try await server.request("PUT", "/v1/credentials/allowed/a", body: changed).status == 200)
-        let ended = try await offThePool { try connection.value.skip(through: "0\r\n\r\n", timeout: 10) }
-        #expect(ended, "the stream ended")
     }
 
     /// The instances of the file go to the engine whole (limits, planners and endpoints alike);

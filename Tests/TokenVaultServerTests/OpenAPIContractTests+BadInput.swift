@@ -227,29 +227,31 @@ extension OpenAPIContractTests {
     @Test func badInputGetsADocumentedClientErrorAndWritesNothing() async throws {
         let document = try OpenAPIDocument()
         let server = try await TestServer()
-        defer { Task { await server.stop() } }
-        for name in ["alice", "bob"] {
-            let seeded = try await server.request(
-                "PUT", "/v1/credentials/contract/\(name)", body: server.putBody(token: SamplePayloads.tinkoff().json))
-            try #require(seeded.status == 201, "seeding contract/\(name): \(seeded.text)")
-        }
-        let before = try Self.state(server)
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            for name in ["alice", "bob"] {
+                let seeded = try await server.request(
+                    "PUT", "/v1/credentials/contract/\(name)",
+                    body: server.putBody(token: SamplePayloads.tinkoff().json))
+                try #require(seeded.status == 201, "seeding contract/\(name): \(seeded.text)")
+            }
+            let before = try Self.state(server)
 
-        #expect(Self.badInputs.count > 80)
-        for bad in Self.badInputs {
-            let operation = try #require(document.operations.first { $0.route == bad.route }, "\(bad.route)")
-            let response = try await server.raw(bad.request)
-            #expect(response.status == bad.status, "\(bad) answered \(response.status): \(response.text)")
-            guard (400..<500).contains(response.status) else { continue }
-            check(response, answering: operation, in: document)
-            let code = response.json()["code"] as? String ?? "none"
-            checkProblem(response, code: code, label: "\(bad)", in: document)
-        }
+            #expect(Self.badInputs.count > 80)
+            for bad in Self.badInputs {
+                let operation = try #require(document.operations.first { $0.route == bad.route }, "\(bad.route)")
+                let response = try await server.raw(bad.request)
+                #expect(response.status == bad.status, "\(bad) answered \(response.status): \(response.text)")
+                guard (400..<500).contains(response.status) else { continue }
+                check(response, answering: operation, in: document)
+                let code = response.json()["code"] as? String ?? "none"
+                checkProblem(response, code: code, label: "\(bad)", in: document)
+            }
 
-        #expect(try Self.state(server) == before, "a refused request changed a credential")
-        #expect(try Self.state(server).count == 2)
-        let health = try await server.request("GET", "/v1/health")
-        #expect(health.status == 200, "the server still answers")
+            #expect(try Self.state(server) == before, "a refused request changed a credential")
+            #expect(try Self.state(server).count == 2)
+            let health = try await server.request("GET", "/v1/health")
+            #expect(health.status == 200, "the server still answers")
+        }
     }
 
     /// Every credential row as it is: id, generation, update time.

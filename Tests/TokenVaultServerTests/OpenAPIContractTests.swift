@@ -48,6 +48,26 @@ import Yams
         #expect(documented.count == VaultError.Code.allCases.count)
     }
 
+    /// Every problem the document shows as an example has its code's title, as the server sends it.
+    @Test func documentedProblemExamplesHaveTheirCodesTitles() throws {
+        let text = try String(contentsOfFile: OpenAPIDocument.defaultPath, encoding: .utf8)
+        // Each example's `title: <title>`, then its `code: <code>` a few lines further down.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        var checked = 0
+        for (index, line) in lines.enumerated() where line.hasPrefix("title: ") && index > 0 {
+            let near = lines[(index + 1)...min(lines.count - 1, index + 5)]
+            guard let codeLine = near.first(where: { $0.hasPrefix("code: ") }),
+                let code = VaultError.Code(rawValue: String(codeLine.dropFirst(6)))
+            else { continue }
+            #expect(String(line.dropFirst(7)) == code.title, "example for \(code): \(line)")
+            checked += 1
+        }
+        #expect(checked >= 10, "only \(checked) problem examples found")
+        for code in VaultError.Code.allCases { #expect(!code.title.isEmpty, "\(code) has no title") }
+    }
+
     /// A dangling `$ref` would make `resolve` return an empty node and silently weaken every
     /// other check, so each one must point at something.
     @Test func everyReferenceResolves() throws {
@@ -65,42 +85,44 @@ import Yams
     @Test func everyDocumentedOperationAnswersAsDocumented() async throws {
         let document = try OpenAPIDocument()
         let server = try await TestServer()
-        defer { Task { await server.stop() } }
-        let operations = document.operations
-        // The seeding PUTs are checked too: they are the only requests that create (201).
-        let put = try #require(operations.first { $0.route == "PUT /v1/credentials/{namespace}/{name}" })
-        for name in ["alice", "bob"] {
-            let seeded = try await server.request(
-                "PUT", "/v1/credentials/contract/\(name)", body: server.putBody(token: SamplePayloads.tinkoff().json))
-            try #require(seeded.status == 201, "seeding contract/\(name): \(seeded.text)")
-            check(seeded, answering: put, in: document)
-        }
-
-        #expect(operations.count >= 10, "suspiciously few operations: \(operations.map(\.route))")
-        let ordered = operations.filter { $0.method != "DELETE" } + operations.filter { $0.method == "DELETE" }
-        for operation in ordered {
-            var values = Self.pathValues
-            if operation.method == "DELETE" { values["name"] = "bob" }
-            let target = try fill(operation.path, with: values)
-            // PUT's examples name providers this test server may not have; send a valid body.
-            let body =
-                try operation.method == "PUT"
-                ? server.putBody(token: SamplePayloads.tinkoff().json) : operation.requestExample()
-            let response: RawHTTPResponse
-            if document.isStream(operation) {
-                // Streams never end by themselves: read the head and the first line. The event
-                // stream has no line of its own, so a store causes one.
-                response = try await server.firstLine(operation.method, target) {
-                    _ = try await server.request(
-                        "PUT", "/v1/credentials/contract/carol",
-                        body: server.putBody(token: SamplePayloads.tinkoff().json))
-                }
-                let line = try? JSONSerialization.jsonObject(with: Data(response.body))
-                #expect(line != nil, "\(operation.route): the first line is not JSON: \(response.text)")
-            } else {
-                response = try await server.request(operation.method, target, body: body)
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let operations = document.operations
+            // The seeding PUTs are checked too: they are the only requests that create (201).
+            let put = try #require(operations.first { $0.route == "PUT /v1/credentials/{namespace}/{name}" })
+            for name in ["alice", "bob"] {
+                let seeded = try await server.request(
+                    "PUT", "/v1/credentials/contract/\(name)",
+                    body: server.putBody(token: SamplePayloads.tinkoff().json))
+                try #require(seeded.status == 201, "seeding contract/\(name): \(seeded.text)")
+                check(seeded, answering: put, in: document)
             }
-            check(response, answering: operation, in: document)
+
+            #expect(operations.count >= 10, "suspiciously few operations: \(operations.map(\.route))")
+            let ordered = operations.filter { $0.method != "DELETE" } + operations.filter { $0.method == "DELETE" }
+            for operation in ordered {
+                var values = Self.pathValues
+                if operation.method == "DELETE" { values["name"] = "bob" }
+                let target = try fill(operation.path, with: values)
+                // PUT's examples name providers this test server may not have; send a valid body.
+                let body =
+                    try operation.method == "PUT"
+                    ? server.putBody(token: SamplePayloads.tinkoff().json) : operation.requestExample()
+                let response: RawHTTPResponse
+                if document.isStream(operation) {
+                    // Streams never end by themselves: read the head and the first line. The event
+                    // stream has no line of its own, so a store causes one.
+                    response = try await server.firstLine(operation.method, target) {
+                        _ = try await server.request(
+                            "PUT", "/v1/credentials/contract/carol",
+                            body: server.putBody(token: SamplePayloads.tinkoff().json))
+                    }
+                    let line = try? JSONSerialization.jsonObject(with: Data(response.body))
+                    #expect(line != nil, "\(operation.route): the first line is not JSON: \(response.text)")
+                } else {
+                    response = try await server.request(operation.method, target, body: body)
+                }
+                check(response, answering: operation, in: document)
+            }
         }
     }
 
@@ -120,34 +142,35 @@ import Yams
             policy: AccessPolicy(
                 rules: [.init(subject: .user(me), namespaces: namespaces, permissions: [granted])],
                 daemonUID: me &+ 12345, rootIsAdmin: false))
-        defer { Task { await server.stop() } }
+        try await withStopping(server, stop: { await $0.stop() }) { server in
 
-        for operation in document.operations {
-            let needed = try #require(
-                operation.definition["x-tokenvault-permission"] as? String,
-                "\(operation.route) has no x-tokenvault-permission")
-            let body =
-                try operation.method == "PUT"
-                ? server.putBody(token: SamplePayloads.tinkoff().json) : operation.requestExample()
-            let target = try fill(operation.path, with: Self.pathValues)
-            let response =
-                document.isStream(operation)
-                ? try await server.firstLine(operation.method, target) {
-                    // Stored directly: this peer may lack credential:write.
-                    try await server.fixture.vault.put(
-                        try CredentialID("contract/carol"),
-                        payload: SamplePayloads.decode(SamplePayloads.tinkoff().json),
-                        provider: "tinkoff-id")
+            for operation in document.operations {
+                let needed = try #require(
+                    operation.definition["x-tokenvault-permission"] as? String,
+                    "\(operation.route) has no x-tokenvault-permission")
+                let body =
+                    try operation.method == "PUT"
+                    ? server.putBody(token: SamplePayloads.tinkoff().json) : operation.requestExample()
+                let target = try fill(operation.path, with: Self.pathValues)
+                let response =
+                    document.isStream(operation)
+                    ? try await server.firstLine(operation.method, target) {
+                        // Stored directly: this peer may lack credential:write.
+                        try await server.fixture.vault.put(
+                            try CredentialID("contract/carol"),
+                            payload: SamplePayloads.decode(SamplePayloads.tinkoff().json),
+                            provider: "tinkoff-id")
+                    }
+                    : try await server.request(operation.method, target, body: body)
+                let label = "\(operation.route) (needs \(needed)) with only \(granted.rawValue)"
+                // `admin` implies every permission; `none` needs nothing.
+                if needed == "none" || needed == granted.rawValue || granted == .admin {
+                    #expect(response.status != 403, "\(label) was refused: \(response.text)")
+                } else {
+                    #expect(response.status == 403, "\(label) answered \(response.status): \(response.text)")
+                    #expect(response.json()["permission"] as? String == needed, "\(label): \(response.text)")
+                    #expect(document.responses(of: operation)["403"] != nil, "\(operation.route) does not document 403")
                 }
-                : try await server.request(operation.method, target, body: body)
-            let label = "\(operation.route) (needs \(needed)) with only \(granted.rawValue)"
-            // `admin` implies every permission; `none` needs nothing.
-            if needed == "none" || needed == granted.rawValue || granted == .admin {
-                #expect(response.status != 403, "\(label) was refused: \(response.text)")
-            } else {
-                #expect(response.status == 403, "\(label) answered \(response.status): \(response.text)")
-                #expect(response.json()["permission"] as? String == needed, "\(label): \(response.text)")
-                #expect(document.responses(of: operation)["403"] != nil, "\(operation.route) does not document 403")
             }
         }
     }
@@ -199,25 +222,27 @@ import Yams
     @Test func documentedErrorsHaveProblemShape() async throws {
         let document = try OpenAPIDocument()
         let server = try await TestServer()
-        defer { Task { await server.stop() } }
-        let seeded = try await server.request(
-            "PUT", "/v1/credentials/contract/alice", body: server.putBody(token: SamplePayloads.tinkoff().json))
-        try #require(seeded.status == 201, "seeding contract/alice: \(seeded.text)")
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let seeded = try await server.request(
+                "PUT", "/v1/credentials/contract/alice", body: server.putBody(token: SamplePayloads.tinkoff().json))
+            try #require(seeded.status == 201, "seeding contract/alice: \(seeded.text)")
 
-        for probe in Self.errorProbes {
-            let response = try await server.request(probe.method, probe.target, body: probe.body)
-            #expect(response.status == probe.status, "\(probe): \(response.text)")
-            let responses: [String: [String: Any]]
-            if let route = probe.operation {
-                let operation = try #require(document.operations.first { $0.route == route }, "\(route) not documented")
-                responses = document.responses(of: operation)
-            } else {
-                responses = document.unmatchedRouteResponses
+            for probe in Self.errorProbes {
+                let response = try await server.request(probe.method, probe.target, body: probe.body)
+                #expect(response.status == probe.status, "\(probe): \(response.text)")
+                let responses: [String: [String: Any]]
+                if let route = probe.operation {
+                    let operation = try #require(
+                        document.operations.first { $0.route == route }, "\(route) not documented")
+                    responses = document.responses(of: operation)
+                } else {
+                    responses = document.unmatchedRouteResponses
+                }
+                #expect(
+                    responses[String(response.status)] != nil,
+                    "\(probe): \(response.status) is not documented (documented: \(responses.keys.sorted()))")
+                checkProblem(response, code: probe.code, label: "\(probe)", in: document)
             }
-            #expect(
-                responses[String(response.status)] != nil,
-                "\(probe): \(response.status) is not documented (documented: \(responses.keys.sorted()))")
-            checkProblem(response, code: probe.code, label: "\(probe)", in: document)
         }
     }
 
@@ -229,47 +254,48 @@ import Yams
     @Test func describedConventionsHold() async throws {
         let document = try OpenAPIDocument()
         let server = try await TestServer()
-        defer { Task { await server.stop() } }
-        let seeded = try await server.request(
-            "PUT", "/v1/credentials/contract/alice", body: server.putBody(token: SamplePayloads.tinkoff().json))
-        try #require(seeded.status == 201, "seeding contract/alice: \(seeded.text)")
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let seeded = try await server.request(
+                "PUT", "/v1/credentials/contract/alice", body: server.putBody(token: SamplePayloads.tinkoff().json))
+            try #require(seeded.status == 201, "seeding contract/alice: \(seeded.text)")
 
-        let wrongMethod = try await server.request("POST", "/v1/credentials/contract/alice")
-        #expect(wrongMethod.status == 405, "POST on a path without POST: \(wrongMethod.text)")
-        #expect(document.unmatchedRouteResponses["405"] != nil)
-        if wrongMethod.status == 405 {
-            checkProblem(
-                wrongMethod, code: "method_not_allowed", label: "POST /v1/credentials/contract/alice", in: document)
-            let allowed = Set(
-                (wrongMethod.headers["allow"] ?? "").split(separator: ",").map {
-                    $0.trimmingCharacters(in: .whitespaces).uppercased()
-                })
-            let documented = Set(
-                document.operations.filter { $0.path == "/v1/credentials/{namespace}/{name}" }.map(\.method))
-            #expect(allowed == documented, "Allow lists \(allowed.sorted()); the path has \(documented.sorted())")
-        }
+            let wrongMethod = try await server.request("POST", "/v1/credentials/contract/alice")
+            #expect(wrongMethod.status == 405, "POST on a path without POST: \(wrongMethod.text)")
+            #expect(document.unmatchedRouteResponses["405"] != nil)
+            if wrongMethod.status == 405 {
+                checkProblem(
+                    wrongMethod, code: "method_not_allowed", label: "POST /v1/credentials/contract/alice", in: document)
+                let allowed = Set(
+                    (wrongMethod.headers["allow"] ?? "").split(separator: ",").map {
+                        $0.trimmingCharacters(in: .whitespaces).uppercased()
+                    })
+                let documented = Set(
+                    document.operations.filter { $0.path == "/v1/credentials/{namespace}/{name}" }.map(\.method))
+                #expect(allowed == documented, "Allow lists \(allowed.sorted()); the path has \(documented.sorted())")
+            }
 
-        // A valid body, but declared as text: the media type alone must refuse it.
-        let socketPath = server.socketPath
-        let body = server.putBody(token: SamplePayloads.tinkoff().json)
-        let notJSON = try await offThePool { () -> RawHTTPResponse in
-            let connection = try UnixSocketConnection(path: socketPath)
-            try connection.send(
-                "PUT /v1/credentials/contract/dave HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                    + "Content-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            guard let response = try connection.readResponse() else { throw SocketTestError("connection closed") }
-            return response
-        }
-        #expect(notJSON.status == 415, "PUT with Content-Type text/plain: \(notJSON.status) \(notJSON.text)")
-        if notJSON.status == 415 {
-            checkProblem(notJSON, code: "unsupported_media_type", label: "PUT text/plain", in: document)
-        }
+            // A valid body, but declared as text: the media type alone must refuse it.
+            let socketPath = server.socketPath
+            let body = server.putBody(token: SamplePayloads.tinkoff().json)
+            let notJSON = try await offThePool { () -> RawHTTPResponse in
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(
+                    "PUT /v1/credentials/contract/dave HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                        + "Content-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                guard let response = try connection.readResponse() else { throw SocketTestError("connection closed") }
+                return response
+            }
+            #expect(notJSON.status == 415, "PUT with Content-Type text/plain: \(notJSON.status) \(notJSON.text)")
+            if notJSON.status == 415 {
+                checkProblem(notJSON, code: "unsupported_media_type", label: "PUT text/plain", in: document)
+            }
 
-        for target in ["/v1/health", "/v1/credentials/contract/alice", "/metrics"] {
-            let response = try await server.request("GET", target)
-            #expect(
-                response.headers["x-request-id"] != nil,
-                "GET \(target) answered \(response.status) without X-Request-Id")
+            for target in ["/v1/health", "/v1/credentials/contract/alice", "/metrics"] {
+                let response = try await server.request("GET", target)
+                #expect(
+                    response.headers["x-request-id"] != nil,
+                    "GET \(target) answered \(response.status) without X-Request-Id")
+            }
         }
     }
 
@@ -324,6 +350,10 @@ import Yams
         #expect(problem["status"] as? Int == response.status, "\(label): problem status differs from HTTP status")
         #expect(problem["code"] as? String == code, "\(label): code \(problem["code"] ?? "none"), expected \(code)")
         #expect(problem["type"] as? String == "https://tokenvault.dev/problems/\(code)", "\(label): type")
+        let title = VaultError.Code(rawValue: code)?.title
+        #expect(
+            title?.isEmpty == false && problem["title"] as? String == title,
+            "\(label): title \(problem["title"] ?? "none")")
         #expect(
             document.problemCodes(for: response.status).contains(code),
             "\(label): code \(code) is not in the Problem table for \(response.status)")

@@ -121,6 +121,8 @@ private struct UncheckedBox<Value>: @unchecked Sendable {
 /// is, a removal deletes locally. Engine behaviour is tested in TokenVaultEngineTests.
 struct StubRefreshService: RefreshService {
     let vault: Vault
+    /// What a code exchange fails with.
+    var redeemFailure = ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "the code is unknown")
 
     func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
         .refreshed(try vault.metadata(id))
@@ -130,6 +132,8 @@ struct StubRefreshService: RefreshService {
         try await refresh(id, reason: .onDemand)
     }
 
+    func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome { try await refresh(id, reason: .forced) }
+
     func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
         try await vault.delete(id, audit: audit)
         return .deleted(revoked: false)
@@ -138,9 +142,7 @@ struct StubRefreshService: RefreshService {
     func providerStates() -> [ProviderState] { [ProviderState(name: "oauth2", kind: "oauth2", condition: .ok)] }
 
     /// Answers like a provider whose code is unknown (no provider runs in server tests).
-    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
-        throw ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "the code is unknown")
-    }
+    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode { throw redeemFailure }
 
     var counters: RefreshCounters { RefreshCounters() }
 }

@@ -192,7 +192,19 @@ extension PostgresDatabase: AdminStore {
         )
     }
 
-    public func schemaVersion() throws -> Int { try appliedMigrationRecords().keys.max() ?? 0 }
+    /// The newest migration applied, read on a reader connection (health asks for it; the
+    /// writers are the ledger's).
+    public func schemaVersion() throws -> Int {
+        try withReader { reader in
+            let exists =
+                try reader.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
+                .map { try $0.decode(Bool.self) } ?? false
+            guard exists else { return 0 }
+            return Int(
+                try reader.query("SELECT COALESCE(max(version), 0) FROM schema_migrations").rows.first?
+                    .decode(Int64.self) ?? 0)
+        }
+    }
 
     public func auditRowCount() throws -> Int {
         try withReader { reader in
