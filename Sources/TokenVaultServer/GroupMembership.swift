@@ -17,14 +17,20 @@ final class GroupMembership: Sendable {
 
     private let cache = Mutex<[UInt32: Entry]>([:])
     let refreshAfter: Duration
+    /// The user database read (tests give their own, to take a group away).
+    private let lookUp: @Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32>
 
-    init(refreshAfter: Duration = .seconds(60)) {
+    init(
+        refreshAfter: Duration = .seconds(60),
+        lookUp: @escaping @Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32> = GroupMembership.systemLookUp
+    ) {
         self.refreshAfter = refreshAfter
+        self.lookUp = lookUp
     }
 
     func groups(uid: UInt32, primaryGID: UInt32) async throws -> Set<UInt32> {
         if let cached = cachedGroups(uid: uid, primaryGID: primaryGID) { return cached }
-        let groups = try await BlockingWork.run { Self.lookUp(uid: uid, primaryGID: primaryGID) }
+        let groups = try await BlockingWork.run { [lookUp] in lookUp(uid, primaryGID) }
         cache.withLock { $0[uid] = Entry(groups: groups, readAt: .now) }
         return groups
     }
@@ -38,7 +44,8 @@ final class GroupMembership: Sendable {
         return entry.groups.union([primaryGID])
     }
 
-    private static func lookUp(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {
+    /// `getpwuid_r` and `getgrouplist`.
+    static func systemLookUp(uid: UInt32, primaryGID: UInt32) -> Set<UInt32> {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)

@@ -9,20 +9,23 @@ import TokenVaultCore
 /// also end when the client goes away or the daemon shuts down. A caller may hold at most
 /// `limits.max_streams_per_uid` open (`429 too_many_streams` beyond), and every stream gets an
 /// empty line each `limits.stream_heartbeat_seconds` (a caller that went away is noticed then).
-/// Each event is judged by the access rules in force when it comes: a reload that takes the
-/// permission away ends the stream at the next event.
+/// Each event, and each heartbeat, is judged by the access rules in force and the caller's groups
+/// as they are then (read again once the membership cache's entry is older than
+/// `server.group_refresh_seconds`): a reload that takes the permission away, or a caller removed
+/// from the group that gave it, ends the stream at the next event or heartbeat.
 extension VaultAPI {
     func watch(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let (peer, groups) = try await authorisedCaller(context, .credentialList, id: id, operation: "credential.watch")
+        let (peer, _) = try await authorisedCaller(context, .credentialList, id: id, operation: "credential.watch")
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
         let current = try await blocking { try vault.metadata(id) }
-        return ndjson(events, slot: slot, first: [try Self.line(CredentialMetadataDocument(current))]) {
-            event, last in
-            // The rules in force now (a reload may have taken the permission away).
+        return ndjson(events, peer: peer, slot: slot, first: [try Self.line(CredentialMetadataDocument(current))]) {
+            event, last, groups in
+            // The rules in force now, for the groups the caller is in now.
             guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
+            guard let event else { return .skip }
             if event.kind == .deleted { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
             return .write(try Self.line(CredentialMetadataDocument(metadata)), metadata)
@@ -31,13 +34,14 @@ extension VaultAPI {
 
     /// Events of every credential in the namespaces where the caller holds `credential:list`.
     func eventStream(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let (peer, groups) = try await authoriseEventStream(context)
+        let (peer, _) = try await authoriseEventStream(context)
         let slot = try streamSlot(for: peer)
         let events = vault.events.subscribe()
-        return ndjson(events, slot: slot, first: []) { event, _ in
-            // The rules in force now (a reload may have changed what the caller may list).
+        return ndjson(events, peer: peer, slot: slot, first: []) { event, _, groups in
+            // The rules in force now, for the groups the caller is in now.
             let visible = policy.namespaces(uid: peer.uid, groups: groups, with: .credentialList)
             if visible == [] { return .end }
+            guard let event else { return .skip }
             guard visible?.contains(event.id.namespace) ?? true, let document = EventDocument(event) else {
                 return .skip
             }
@@ -74,10 +78,11 @@ extension VaultAPI {
     }
 
     /// The stream's body: `first` lines, then a line per event `step` chooses, and an empty line
-    /// whenever `streamHeartbeatSeconds` pass without one.
+    /// whenever `streamHeartbeatSeconds` pass without one. `step` is asked at each event and at
+    /// each heartbeat (a nil event), with the caller's groups as they are then, and may end it.
     private func ndjson(
-        _ events: AsyncStream<CredentialEvent>, slot: StreamSlot, first: [ByteBuffer],
-        step: @escaping @Sendable (CredentialEvent, CredentialMetadata?) throws -> StreamStep
+        _ events: AsyncStream<CredentialEvent>, peer: PeerCredentials, slot: StreamSlot, first: [ByteBuffer],
+        step: @escaping @Sendable (CredentialEvent?, CredentialMetadata?, Set<UInt32>) throws -> StreamStep
     ) -> Response {
         let heartbeat = Duration.seconds(options.connections.streamHeartbeatSeconds)
         return Response(
@@ -88,15 +93,13 @@ extension VaultAPI {
                 for line in first { try await writer.write(line) }
                 var last: CredentialMetadata?
                 streaming: for await item in Self.withHeartbeats(events, every: heartbeat) {
-                    guard let event = item else {
-                        try await writer.write(ByteBuffer(string: "\n"))
-                        continue
-                    }
-                    switch try step(event, last) {
+                    let groups = try await groups.groups(uid: peer.uid, primaryGID: peer.gid)
+                    switch try step(item, last, groups) {
                     case .write(let line, let metadata):
                         try await writer.write(line)
                         last = metadata ?? last
-                    case .skip: continue
+                    case .skip:
+                        if item == nil { try await writer.write(ByteBuffer(string: "\n")) }
                     case .end: break streaming
                     }
                 }

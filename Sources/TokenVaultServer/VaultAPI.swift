@@ -27,6 +27,9 @@ public struct VaultAPI: Sendable {
         public var courier: (@Sendable () -> CourierStatus)?
         /// The database's kind and, on PostgreSQL, the change listener's state (nil: SQLite).
         public var storage: (@Sendable () -> StorageStatus)?
+        /// How a uid's groups are read, given its primary gid (nil: the system's user database;
+        /// tests give their own, to take a group away from a caller).
+        public var groupLookUp: (@Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32>)?
 
         public init(
             providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
@@ -81,7 +84,9 @@ public struct VaultAPI: Sendable {
         self.audit = audit
         self.metrics = metrics
         self.options = options
-        groups = GroupMembership(refreshAfter: .seconds(options.groupRefreshSeconds))
+        groups = GroupMembership(
+            refreshAfter: .seconds(options.groupRefreshSeconds),
+            lookUp: options.groupLookUp ?? GroupMembership.systemLookUp)
         limiter = ConnectionLimiter(limits: options.connections)
     }
 

@@ -115,6 +115,50 @@ import TokenVaultTesting
         }
     }
 
+    /// A caller removed from the group that gave it `credential:list` loses its open stream at the
+    /// next heartbeat once its groups are read again (here every 0.2 s), without any change to the
+    /// credential or the rules. (Streams judged every event by the groups read when they opened.)
+    @Test func aCallerRemovedFromTheGroupThatGaveTheRightLosesItsStream() async throws {
+        let me = getuid()
+        let group: UInt32 = 4_000_123
+        let membership = Membership()
+        let policy = AccessPolicy(
+            rules: [
+                .init(subject: .group(group), namespaces: ["team"], permissions: [.credentialWrite, .credentialList])
+            ],
+            daemonUID: me &+ 12345, rootIsAdmin: false)
+        let server = try await TestServer(
+            policy: policy,
+            configure: { options in
+                options.groupRefreshSeconds = 0.2
+                options.connections.streamHeartbeatSeconds = 1
+                options.groupLookUp = { _, primary in membership.isMember ? [primary, group] : [primary] }
+            })
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body = server.putBody(token: SamplePayloads.tinkoff().json)
+            #expect(try await server.request("PUT", "/v1/credentials/team/a", body: body).status == 201)
+            for target in ["/v1/credentials/team/a/watch", "/v1/events"] {
+                membership.set(true)
+                // Until the groups remembered without the group (for 0.2 s) are read again.
+                try await Task.sleep(for: .milliseconds(300))
+                let connection = Connection(try UnixSocketConnection(path: server.socketPath))
+                let first = try await offThePool {
+                    try connection.value.send("GET \(target) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    return try connection.value.readResponse(timeout: 10, firstLine: true)
+                }
+                #expect(first?.status == 200, "\(target): \(first?.text ?? "no answer")")
+                // Still a member: the stream stays open across heartbeats.
+                // (Waiting out the 2.5 s ends as a timeout: nothing more than heartbeats came.)
+                let endedEarly =
+                    (try? await offThePool { try connection.value.skip(through: "0\r\n\r\n", timeout: 2.5) }) ?? false
+                #expect(!endedEarly, "\(target) ended while the caller was still in the group")
+                membership.set(false)
+                let ended = try await offThePool { try connection.value.skip(through: "0\r\n\r\n", timeout: 10) }
+                #expect(ended, "\(target) went on after the caller left the group")
+            }
+        }
+    }
+
     /// The instances of the file go to the engine whole (limits, planners and endpoints alike);
     /// without an engine to take them, a changed instance waits for a restart.
     @Test func providerChangesGoToTheEngineOrWaitWithoutOne() async throws {
@@ -207,4 +251,11 @@ private final class RecordingRouting: ProviderRouting, @unchecked Sendable {
         lock.withLock { calls.append((providers, settings)) }
         return ProviderReplacement()
     }
+}
+
+/// Whether the test's caller is in the group, as the user database would say.
+private final class Membership: Sendable {
+    private let member = Mutex(true)
+    var isMember: Bool { member.withLock { $0 } }
+    func set(_ value: Bool) { member.withLock { $0 = value } }
 }

@@ -16,7 +16,8 @@ final class TestServer: Sendable {
 
     init(
         policy: AccessPolicy? = nil, idleTimeoutSeconds: Int = 30, maximumBodySize: Int = 64 * 1024,
-        engine: (any RefreshService)? = nil, makeEngine: ((TestVault) throws -> any RefreshService)? = nil
+        engine: (any RefreshService)? = nil, makeEngine: ((TestVault) throws -> any RefreshService)? = nil,
+        configure: (inout VaultAPI.Options) -> Void = { _ in }
     ) async throws {
         fixture = try TestVault()
         let engine = try engine ?? makeEngine?(fixture)
@@ -26,13 +27,14 @@ final class TestServer: Sendable {
         var auditOptions = AuditRecorder.Options()
         auditOptions.flushInterval = .milliseconds(50)
         audit = AuditRecorder(vault: fixture.vault, options: auditOptions, logger: logger)
+        var options = VaultAPI.Options(
+            providers: ["oauth2", "tinkoff-id"], maximumBodySize: maximumBodySize, version: "test",
+            backupDirectory: fixture.directory.file("backups"))
+        configure(&options)
         api = VaultAPI(
             vault: fixture.vault, engine: engine ?? StubRefreshService(vault: fixture.vault), admin: fixture.database,
             rotation: KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.database),
-            policy: policy ?? AccessPolicy(rules: [], daemonUID: getuid()), audit: audit,
-            options: .init(
-                providers: ["oauth2", "tinkoff-id"], maximumBodySize: maximumBodySize, version: "test",
-                backupDirectory: fixture.directory.file("backups")))
+            policy: policy ?? AccessPolicy(rules: [], daemonUID: getuid()), audit: audit, options: options)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
         let application = VaultServer.application(
             api: api, listener: .path(socketPath), idleTimeoutSeconds: idleTimeoutSeconds, logger: logger
