@@ -128,7 +128,7 @@ public enum Courier {
         let settings = ProviderSettings(
             name: instance.name, kind: instance.kind, limits: ProviderLimits(concurrency: instance.concurrency),
             options: options)
-        return try ProviderFactory.transportSettings(settings, environment: ProcessInfo.processInfo.environment)
+        return try ProviderFactory.transportSettings(settings)
             .map { DirectTransport(settings: $0) }
     }
 }

@@ -7,8 +7,8 @@ import TokenVaultProviders
 import TokenVaultSystem
 
 /// The daemon's side of the courier: starts it (and starts it again if it dies), sends every
-/// provider call through it (`transport(for:)`), settles answers once they are safe, and hands
-/// out the answers a courier spooled while no daemon was there.
+/// provider call through it (the transports its `transportMaker` makes), settles answers once they
+/// are safe, and hands out the answers a courier spooled while no daemon was there.
 ///
 /// Start-up: the new courier first waits for the spool lock, so a courier of an earlier daemon
 /// that is still finishing its calls gets to spool them; only then does it say `ready`, and only
@@ -51,7 +51,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let instancesTimeout: Double
 
     /// Made before the vault is opened (providers are built with its `transportMaker`), started
-    /// once it is (`start(keyring:instances:)`).
+    /// once it is (`start(keyring:)`).
     /// - Parameters:
     ///   - arguments: how this binary is started as a courier (`["courier", …]`).
     ///   - readyTimeout: how long to wait for a courier of an earlier daemon to finish.
@@ -252,7 +252,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
         }
         let child: ChildProcess
         do {
-            child = try ChildProcess.spawnSelf(arguments: arguments)
+            child = try ChildProcess.spawnSelf(
+                arguments: arguments, environment: Self.courierEnvironment(ProcessInfo.processInfo.environment))
         } catch {
             throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
         }
@@ -269,6 +270,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
         started = connection
         logger.info("courier started", metadata: ["tokenvault.courier.pid": "\(child.pid)"])
         return true
+    }
+
+    /// The courier's environment: what a process needs to run, resolve names, find CA bundles and
+    /// log to the journal, and nothing of the daemon's own (`CREDENTIALS_DIRECTORY`,
+    /// `TOKENVAULT_*`, anything a secret could be passed in). It reads no client secret: its
+    /// transports come from the instances' transport options alone.
+    static func courierEnvironment(_ environment: [String: String]) -> [String] {
+        let kept: Set<String> = [
+            "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "JOURNAL_STREAM", "SSL_CERT_FILE", "SSL_CERT_DIR",
+            "RES_OPTIONS", "LOCALDOMAIN", "HOSTALIASES", "LD_LIBRARY_PATH",
+        ]
+        return environment.filter { kept.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
     }
 
     /// The courier ended: expected when the daemon stops, a failure otherwise (its calls in flight

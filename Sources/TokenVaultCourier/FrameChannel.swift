@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -5,54 +7,121 @@ import Synchronization
 #endif
 
 /// Messages over the daemon-courier socketpair: a 4-byte big-endian length, then the message.
-/// Blocking system calls: one thread reads (`FrameReader`), any thread writes, one at a time
-/// (`FrameWriter`). A few thousand small frames a second need nothing cleverer.
+/// One thread reads (`FrameReader`, blocking). Writing never blocks its caller (issue 23): `send`
+/// queues the frame and one thread of the writer's own writes them in order, so a courier slow
+/// to read holds that thread, never one of the concurrency pool's few.
 final class FrameWriter: Sendable {
     let descriptor: Int32
-    /// Whether the descriptor is closed. Held while writing, shutting down or closing, so a
-    /// descriptor number is never used after `close` (the kernel hands it to the next `open`).
-    private let closed = Mutex(false)
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
-
-    /// Shuts the link down both ways: the other side sees end of file. The descriptor stays open
-    /// (the reading thread may still be in `recv`) until `close`.
-    func shutDown() {
-        closed.withLock { closed in if !closed { _ = shutdown(descriptor, Int32(SHUT_RDWR)) } }
+    private struct State {
+        var frames: [[UInt8]] = []
+        /// A write failed: the link is broken, later sends fail at once.
+        var broken = false
+        /// `close` was asked: the writing thread closes the descriptor once the queue is written.
+        var closing = false
+        /// The writing thread has frames in hand.
+        var writing = false
+        /// `shutDown` was asked while frames were queued: done once they are written.
+        var shutDownAfterQueue = false
+        /// The descriptor is closed. Checked under the lock by everything that uses it, so its
+        /// number is never used after it is closed (the kernel hands it to the next `open`).
+        var closed = false
     }
 
-    /// Closes the descriptor for good, once the reading thread is done with it: one per courier,
-    /// not one leaked per restart. Later sends fail as closed.
-    func close() {
-        closed.withLock { closed in
-            guard !closed else { return }
-            closed = true
-            _ = shutdown(descriptor, Int32(SHUT_RDWR))
-            _ = Glibc.close(descriptor)
-        }
+    private let state = Mutex(State())
+    private let queued = DispatchSemaphore(value: 0)
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        let thread = Thread { [self] in writeFrames() }
+        thread.name = "tokenvault-frame-writer"
+        thread.start()
     }
 
-    /// Writes one message whole; throws when the other process is gone.
+    /// Queues one message; throws when the link is already broken or closed (nothing was sent).
+    /// A write that fails later breaks the link, which the reading side sees as its end.
     func send(_ message: CourierMessage) throws {
         let payload = message.encoded()
         var frame = [UInt8]()
         frame.reserveCapacity(payload.count + 4)
         withUnsafeBytes(of: UInt32(payload.count).bigEndian) { frame += $0 }
         frame += payload
-        try closed.withLock { closed in
-            guard !closed else { throw FrameError.closed(errno: EBADF) }
-            var sent = 0
-            while sent < frame.count {
-                let count = frame.withUnsafeBytes {
-                    Glibc.send(descriptor, $0.baseAddress! + sent, frame.count - sent, Int32(MSG_NOSIGNAL))
-                }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw FrameError.closed(errno: errno)
-                }
-                sent += count
+        try state.withLock { state in
+            guard !state.broken, !state.closing else { throw FrameError.closed(errno: EPIPE) }
+            state.frames.append(frame)
+        }
+        queued.signal()
+    }
+
+    /// Shuts the link down both ways, after what is queued (a `settle` sent just before must
+    /// arrive): the other side sees end of file. The descriptor stays open (the reading thread
+    /// may still be in `recv`) until `close`.
+    func shutDown() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            if state.frames.isEmpty, !state.writing {
+                _ = shutdown(descriptor, Int32(SHUT_RDWR))
+            } else {
+                state.shutDownAfterQueue = true
             }
         }
+    }
+
+    /// Closes the descriptor for good once what is queued is written (or failed), when the reading
+    /// thread is done with it: one descriptor per courier, not one leaked per restart.
+    func close() {
+        state.withLock { $0.closing = true }
+        queued.signal()
+    }
+
+    /// The writing thread: frames in the order they were queued, until `close`.
+    private func writeFrames() {
+        while true {
+            queued.wait()
+            let (frames, closing, broken) = state.withLock { state in
+                defer {
+                    state.frames = []
+                    state.writing = true
+                }
+                return (state.frames, state.closing, state.broken)
+            }
+            var failed = broken
+            for frame in frames where !failed {
+                failed = !write(frame)
+            }
+            state.withLock { state in
+                state.writing = false
+                if failed { state.broken = true }
+                if failed || (state.shutDownAfterQueue && state.frames.isEmpty) {
+                    state.shutDownAfterQueue = false
+                    _ = shutdown(descriptor, Int32(SHUT_RDWR))
+                }
+            }
+            if closing {
+                state.withLock { state in
+                    state.closed = true
+                    _ = shutdown(descriptor, Int32(SHUT_RDWR))
+                    _ = Glibc.close(descriptor)
+                }
+                return
+            }
+        }
+    }
+
+    /// One frame whole; false when the other process is gone.
+    private func write(_ frame: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < frame.count {
+            let count = frame.withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress! + sent, frame.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            sent += count
+        }
+        return true
     }
 }
 

@@ -25,9 +25,11 @@ public struct ESIAConfiguration: Sendable {
     public let scope: String
     /// Sent (and signed) on refresh; an exchange uses the request's own.
     public let redirectURI: String
-    public let timeouts: CallTimeouts
-    public let caFile: String?
-    public let maximumConnections: Int
+    /// Timeouts and CA file (`OptionReader.transportSettings`).
+    let httpSettings: TransportSettings
+    public var timeouts: CallTimeouts { httpSettings.timeouts }
+    public var caFile: String? { httpSettings.caFile }
+    public var maximumConnections: Int { httpSettings.maximumConnections }
 
     /// Nil when `settings.options` is empty: a name-only instance, stored but never refreshed.
     public static func parse(
@@ -41,7 +43,6 @@ public struct ESIAConfiguration: Sendable {
         let reader = OptionReader(settings)
         try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
         providerName = settings.name
-        maximumConnections = max(1, settings.limits.concurrency)
 
         tokenEndpoint = try (reader.endpoint("token_endpoint")?.description) ?? Self.defaultTokenEndpoint
         clientID = try reader.requiredString("client_id")
@@ -69,12 +70,6 @@ public struct ESIAConfiguration: Sendable {
         signerTimeoutSeconds =
             try reader.number("signer_timeout_seconds", in: 0.01...120)
             ?? Self.defaultSignerTimeoutSeconds
-        timeouts = try reader.timeouts()
-        caFile = try reader.caFile()
-    }
-
-    var httpSettings: TransportSettings {
-        TransportSettings(
-            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
+        httpSettings = try reader.transportSettings(settings.limits)
     }
 }

@@ -30,12 +30,14 @@ public struct OAuth2Configuration: Sendable {
     public let clientAuthentication: ClientAuthentication
     /// Extra request headers, in the order given (names as written).
     public let headers: [(name: String, value: String)]
-    public let timeouts: CallTimeouts
-    public let caFile: String?
     public let sendScope: Bool
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
-    public let maximumConnections: Int
+    /// Timeouts and CA file (`OptionReader.transportSettings`).
+    let httpSettings: TransportSettings
+    public var timeouts: CallTimeouts { httpSettings.timeouts }
+    public var caFile: String? { httpSettings.caFile }
+    public var maximumConnections: Int { httpSettings.maximumConnections }
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
@@ -53,7 +55,6 @@ public struct OAuth2Configuration: Sendable {
         let reader = OptionReader(settings)
         let fail = reader.fail
         providerName = settings.name
-        maximumConnections = max(1, settings.limits.concurrency)
         try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
 
         let tokenEndpoint = try reader.endpoint("token_endpoint")
@@ -100,15 +101,8 @@ public struct OAuth2Configuration: Sendable {
         }
 
         headers = try reader.headers("headers")
-        timeouts = try reader.timeouts()
         sendScope = try reader.bool("send_scope") ?? false
-        caFile = try reader.caFile()
-    }
-
-    /// What the shared HTTP client needs.
-    var httpSettings: TransportSettings {
-        TransportSettings(
-            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
+        httpSettings = try reader.transportSettings(settings.limits)
     }
 }
 

@@ -21,11 +21,14 @@ public enum ProviderFactory {
     }
 
     /// What a transport for the instance needs (timeouts, CA file, client certificate), or nil for
-    /// a name-only instance: the courier reads its TLS identities from the configuration this way.
+    /// a name-only or store-only instance. Read from the transport's own options alone: the
+    /// courier builds its transports this way, so it reads no client secret and needs no
+    /// environment (no `CREDENTIALS_DIRECTORY`); the daemon has checked the whole configuration.
     public static func transportSettings(
-        _ settings: ProviderSettings, environment: [String: String]
+        _ settings: ProviderSettings
     ) throws(ProviderConfigurationError) -> TransportSettings? {
-        try parse(settings, environment: environment)?.transportSettings
+        guard !settings.options.isEmpty, !ProviderKinds.storeOnly.contains(settings.kind) else { return nil }
+        return try OptionReader(settings).transportSettings(settings.limits)
     }
 
     /// One instance's configuration, read by its kind.

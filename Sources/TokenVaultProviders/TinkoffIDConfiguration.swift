@@ -19,9 +19,11 @@ public struct TinkoffIDConfiguration: Sendable {
     public var tokenEndpoint: String { host + "/auth/token" }
     public var revocationEndpoint: String { host + "/auth/revoke" }
     public let clientID: String
-    public let timeouts: CallTimeouts
-    public let caFile: String?
-    public let maximumConnections: Int
+    /// Timeouts and CA file (`OptionReader.transportSettings`).
+    let httpSettings: TransportSettings
+    public var timeouts: CallTimeouts { httpSettings.timeouts }
+    public var caFile: String? { httpSettings.caFile }
+    public var maximumConnections: Int { httpSettings.maximumConnections }
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
 
@@ -37,7 +39,6 @@ public struct TinkoffIDConfiguration: Sendable {
         let reader = OptionReader(settings)
         try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
         providerName = settings.name
-        maximumConnections = max(1, settings.limits.concurrency)
 
         let host = try reader.endpoint("host") ?? EndpointURL(url: URL(string: Self.defaultHost)!)
         guard host.url.query == nil else { throw reader.fail("host", "must not have a query") }
@@ -47,12 +48,6 @@ public struct TinkoffIDConfiguration: Sendable {
 
         clientID = try reader.requiredString("client_id")
         clientSecret = try reader.clientSecret(environment: environment)
-        timeouts = try reader.timeouts()
-        caFile = try reader.caFile()
-    }
-
-    var httpSettings: TransportSettings {
-        TransportSettings(
-            timeouts: timeouts, caFile: caFile, maximumConnections: maximumConnections)
+        httpSettings = try reader.transportSettings(settings.limits)
     }
 }

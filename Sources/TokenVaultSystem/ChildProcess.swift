@@ -21,10 +21,11 @@ public final class ChildProcess: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Starts this binary (`/proc/self/exe`) with `arguments`; the child's end of a new
-    /// socketpair is its descriptor 3, and it inherits no other descriptor of ours beyond
-    /// standard output and errors. Standard input is /dev/null.
-    public static func spawnSelf(arguments: [String]) throws(Failure) -> ChildProcess {
+    /// Starts this binary (`/proc/self/exe`) with `arguments` and exactly `environment`
+    /// (`NAME=value` entries); the child's end of a new socketpair is its descriptor 3, and it
+    /// inherits no other descriptor of ours beyond standard output and errors. Standard input is
+    /// /dev/null.
+    public static func spawnSelf(arguments: [String], environment: [String]) throws(Failure) -> ChildProcess {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw Failure(description: "socketpair: \(String(cString: strerror(errno)))")
@@ -53,8 +54,10 @@ public final class ChildProcess: Sendable {
         let executable = "/proc/self/exe"
         let argv = ([CommandLine.arguments.first ?? "tokenvault"] + arguments).map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { for entry in envp { free(entry) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else {
             close(pair[0])
             throw Failure(

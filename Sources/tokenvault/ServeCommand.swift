@@ -91,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "courier", "--spool", options.resolvedDataDir + "/spool", "--log-format", settings.logFormat.rawValue,
                 "--log-level", settings.logLevel.rawValue,
             ],
-            readyTimeout: Self.courierReadyTimeout(settings, environment: options.environment), logger: logger)
+            readyTimeout: Self.courierReadyTimeout(settings), logger: logger)
         // Start-up and every reload build instances here, the same way.
         let instances = ProviderInstances(
             environment: options.environment, transport: courier.transportMaker,
@@ -239,9 +239,9 @@ let tokenVaultVersion = "0.2.0"
 extension ServeCommand {
     /// How long start-up waits for a courier of an earlier daemon to finish its calls: the longest
     /// any call may take, and ten seconds to spare.
-    static func courierReadyTimeout(_ settings: DaemonConfiguration, environment: [String: String]) -> Double {
+    static func courierReadyTimeout(_ settings: DaemonConfiguration) -> Double {
         let longest = settings.providers.values.compactMap {
-            try? ProviderFactory.transportSettings($0, environment: environment)?.callDeadlineSeconds
+            try? ProviderFactory.transportSettings($0)?.callDeadlineSeconds
         }.max()
         return (longest ?? 0) + 10
     }

@@ -28,6 +28,20 @@ import TokenVaultProviders
             request: PreparedRequest(method: "POST", url: "http://127.0.0.1:9/token", headers: [], body: []))
     }
 
+    /// One frame, written whole before returning.
+    static func write(_ message: CourierMessage, to descriptor: Int32) {
+        let payload = message.encoded()
+        var frame = [UInt8]()
+        withUnsafeBytes(of: UInt32(payload.count).bigEndian) { frame += $0 }
+        frame += payload
+        var sent = 0
+        while sent < frame.count {
+            let count = frame.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, frame.count - sent, 0) }
+            guard count > 0 else { return }
+            sent += count
+        }
+    }
+
     /// Two publishes crossing on the way: the older set, arriving last, does not undo the newer.
     @Test func anOlderInstanceSetArrivingLateIsNotApplied() async {
         let state = CourierState()
@@ -50,9 +64,9 @@ import TokenVaultProviders
             close(courierEnd)
             close(daemonEnd)
         }
-        let daemon = FrameWriter(descriptor: daemonEnd)
-        try daemon.send(.call(Self.call(1, route: 1)))
-        try daemon.send(.instances(id: 2, version: 2, []))
+        // Written here and now, before the write side is shut (a `FrameWriter` queues them).
+        Self.write(.call(Self.call(1, route: 1)), to: daemonEnd)
+        Self.write(.instances(id: 2, version: 2, []), to: daemonEnd)
         shutdown(daemonEnd, Int32(SHUT_WR))
 
         let state = CourierState()

@@ -23,6 +23,9 @@ final class ResilienceHarness: Sendable {
     var dataDir: String { dataDir(1) }
     var socket: String { socket(1) }
     var configPath: String { directory.file("config.json") }
+    /// Holds the client secret as `idp-secret` (`clientSecretByCredential`): the daemon's
+    /// `CREDENTIALS_DIRECTORY` then.
+    var credentialsDirectory: String { directory.file("credentials") }
 
     /// Node 1 is the one every single-daemon test uses; more nodes share a PostgreSQL vault.
     func dataDir(_ node: Int) -> String { directory.file(node == 1 ? "data" : "data\(node)") }
@@ -40,7 +43,8 @@ final class ResilienceHarness: Sendable {
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
         answerDelay: ClosedRange<Double>? = nil, lateAnswers: (share: Double, seconds: Double)? = nil,
         timeoutSeconds: Double? = 5, leaseSeconds: Int? = nil, providers: String? = nil, sections: String? = nil,
-        postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1
+        postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1,
+        clientSecretByCredential: Bool = false
     ) async throws {
         self.lifetime = lifetime
         self.postgres = postgres
@@ -68,10 +72,19 @@ final class ResilienceHarness: Sendable {
         let secretFile = directory.file("client.secret")
         FileManager.default.createFile(
             atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        // Or as systemd's LoadCredential= hands it over: a file in $CREDENTIALS_DIRECTORY.
+        try FileManager.default.createDirectory(
+            atPath: credentialsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(
+            atPath: credentialsDirectory + "/idp-secret", contents: Data("vault-secret".utf8),
+            attributes: [.posixPermissions: 0o400])
+        let secret =
+            clientSecretByCredential
+            ? #""client_secret_credential": "idp-secret""# : #""client_secret_file": "\#(secretFile)""#
         let config = """
             {"providers": {"idp": {
                 "kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "revocation_endpoint": "\(server.revocationURL)",
-                "client_id": "vault-client", "client_secret_file": "\(secretFile)",\(timeoutSeconds.map { " \"timeout_seconds\": \($0)," } ?? "")
+                "client_id": "vault-client", \(secret),\(timeoutSeconds.map { " \"timeout_seconds\": \($0)," } ?? "")
                 "refresh": \(refresh), "limits": \(limits)}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
             """
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
