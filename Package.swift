@@ -2,7 +2,9 @@
 import PackageDescription
 
 /// Module boundaries follow docs/architecture.md: implementation targets depend on
-/// TokenVaultCore (domain + protocols) and never on each other; the executable wires them.
+/// TokenVaultCore (domain + protocols) and TokenVaultSystem (the process and file system calls);
+/// besides those, only the courier depends on others (Crypto to seal its spool, Providers for
+/// the transports it runs). The executable wires them.
 let package = Package(
     name: "TokenVault",
     platforms: [.macOS(.v15)],
@@ -16,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -53,6 +56,9 @@ let package = Package(
                 "TokenVaultCore", "CSQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             plugins: ["EmbedMigrations"]),
 
@@ -72,6 +78,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
 
         // OAuth clients per provider kind, over AsyncHTTPClient. Implements Core's TokenProvider.
@@ -184,14 +191,22 @@ let package = Package(
             ],
             path: "Tests/TokenVaultTesting"),
 
-        .testTarget(name: "TokenVaultCoreTests", dependencies: ["TokenVaultCore", "TokenVaultTesting"]),
-        .testTarget(name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultCoreTests", dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultTesting"]),
+        .testTarget(
+            name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultCore", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultStorageTests",
-            dependencies: ["TokenVaultStorage", "TokenVaultCrypto", "TokenVaultTesting", "CSQLite"]),
+            dependencies: ["TokenVaultStorage", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultTesting", "CSQLite"]),
         .testTarget(
             name: "TokenVaultProvidersTests",
-            dependencies: ["TokenVaultProviders", "TokenVaultCore", "TokenVaultTesting"]),
+            dependencies: [
+                "TokenVaultProviders", "TokenVaultCore", "TokenVaultTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .testTarget(
             name: "TokenVaultEngineTests",
             dependencies: [
@@ -204,6 +219,8 @@ let package = Package(
             name: "TokenVaultServerTests",
             dependencies: [
                 "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders", "TokenVaultSystem", "TokenVaultEngine",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -231,7 +248,10 @@ let package = Package(
             exclude: ["Corpus"]),
         .testTarget(
             name: "TokenVaultCourierTests",
-            dependencies: ["TokenVaultCourier", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting"]),
+            dependencies: [
+                "TokenVaultCourier", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: [

@@ -32,8 +32,8 @@ public struct CredentialQuery: Sendable, Equatable {
 }
 
 /// Persistence of sealed credential rows and of the refresh journal. Implemented by
-/// TokenVaultStorage over SQLite; it never sees a plaintext secret. Only `Vault` (the ledger)
-/// holds one: everything else reads and writes rows through the vault's operations.
+/// TokenVaultStorage over SQLite or PostgreSQL; it never sees a plaintext secret. Only `Vault`
+/// (the ledger) holds one: everything else reads and writes rows through the vault's operations.
 public protocol CredentialStore: RefreshJournal, NodeRegistry {
     func record(_ id: CredentialID) throws -> SealedCredentialRecord?
     /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for

@@ -14,6 +14,20 @@ import TokenVaultTesting
     /// Retries every 10-50 ms, so the tests do not wait for the production backoff.
     static let quickRetries = Vault.Options(commitRetryBase: 0.01, commitRetryCap: 0.05)
 
+    /// An engine over a store whose row commits fail on demand, its held commits retried after
+    /// `retry` seconds, and one credential in it.
+    static func refusingStore(
+        retry: Double, credential name: String
+    ) async throws -> (EngineFixture, FailingStore, CredentialID) {
+        let testVault = try TestVault()
+        let failing = FailingStore(testVault.database)
+        let fixture = try EngineFixture(
+            vaultOptions: Vault.Options(commitRetryBase: retry, commitRetryCap: retry), testVault: testVault,
+            store: { _ in failing })
+        let (id, _) = try await fixture.store(name)
+        return (fixture, failing, id)
+    }
+
     @Test func aCommitRefusedByTheStoreIsHeldThenCommitted() async throws {
         let testVault = try TestVault()
         let failing = FailingStore(testVault.database)
@@ -56,12 +70,7 @@ import TokenVaultTesting
     /// goes through again commits what the node holds before any provider call may go out, not
     /// when the held commit's backoff (30 s here) would have come round.
     @Test func aRenewalAfterFailedBeatsCommitsWhatIsHeldBeforeAnyNewCall() async throws {
-        let testVault = try TestVault()
-        let failing = FailingStore(testVault.database)
-        let fixture = try EngineFixture(
-            vaultOptions: Vault.Options(commitRetryBase: 30, commitRetryCap: 30), testVault: testVault,
-            store: { _ in failing })
-        let (id, _) = try await fixture.store("renewed")
+        let (fixture, failing, id) = try await Self.refusingStore(retry: 30, credential: "renewed")
         failing.failNextRowCommits(1)
         guard case .commitPending = try await fixture.engine.refresh(id, reason: .forced) else {
             Issue.record("expected the commit to be held")
@@ -115,12 +124,7 @@ import TokenVaultTesting
     /// A put that replaces the credential while its refresh answer is held wins: the held
     /// commit finds another generation and is dropped as superseded, not written over it.
     @Test func aPutWhileAnAnswerIsHeldWins() async throws {
-        let testVault = try TestVault()
-        let failing = FailingStore(testVault.database)
-        let fixture = try EngineFixture(
-            vaultOptions: Vault.Options(commitRetryBase: 0.3, commitRetryCap: 0.3), testVault: testVault,
-            store: { _ in failing })
-        let (id, _) = try await fixture.store("replaced")
+        let (fixture, failing, id) = try await Self.refusingStore(retry: 0.3, credential: "replaced")
         failing.failNextRowCommits(1)
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .commitPending = outcome else {
