@@ -45,7 +45,7 @@ final class InMemoryProvider: RefreshOnlyProvider, TokenSource {
             return true
         }
         guard accepted else {
-            throw ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "refresh token not live")
+            throw ProviderFailure(kind: .invalidGrant, code: .invalidGrant, message: "refresh token not live")
         }
         let (accessToken, refreshToken) = issue(lifetime: lifetime)
         return TokenPayload(

@@ -28,13 +28,13 @@ final class KeepAliveProvider: RefreshOnlyProvider {
                 basicAuth: (user: "vault-client", password: "vault-secret"))
             if connection.isOpen { idle.withLock { $0.append(connection) } }
             guard response.status == 200 else {
-                throw ProviderFailure(kind: .invalidGrant, code: "status_\(response.status)", message: response.text)
+                throw ProviderFailure(kind: .invalidGrant, code: .http(Int(response.status)), message: response.text)
             }
             return try TokenPayloadDecoder().decode(response.body)
         } catch let failure as ProviderFailure {
             throw failure
         } catch {
-            throw ProviderFailure(kind: .unknownOutcome, code: "connection_dropped", message: "\(error)")
+            throw ProviderFailure(kind: .unknownOutcome, code: .connectionDropped, message: "\(error)")
         }
     }
 

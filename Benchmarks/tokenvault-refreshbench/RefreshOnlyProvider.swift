@@ -13,6 +13,7 @@ extension RefreshOnlyProvider {
 
     func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
         throw ProviderFailure(
-            kind: .misconfigured, code: "not_supported", message: "the benchmark does not exchange codes")
+            kind: .misconfigured, code: .init(rawValue: "not_supported"),
+            message: "the benchmark does not exchange codes")
     }
 }

@@ -18,10 +18,8 @@ public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public var kind: Kind
-    /// Stable, machine-readable: the provider's error code (`invalid_grant`, `limit_exceeded`,
-    /// `ESIA-007011`) or one of ours (`http_503`, `timeout`, `connection_failed`,
-    /// `malformed_response`, `circuit_open`, `provider_not_configured`).
-    public var code: String
+    /// Stable, machine-readable: the provider's error code or one of ours (`Code`).
+    public var code: Code
     /// For people. Never a token; provider texts are truncated.
     public var message: String
     /// Seconds the provider asked us to wait (`Retry-After`), or a provider rule's wait
@@ -30,7 +28,7 @@ public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// The HTTP status, when an answer arrived.
     public var httpStatus: Int?
 
-    public init(kind: Kind, code: String, message: String, retryAfter: Double? = nil, httpStatus: Int? = nil) {
+    public init(kind: Kind, code: Code, message: String, retryAfter: Double? = nil, httpStatus: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -52,27 +50,24 @@ extension ProviderFailure {
     /// Codes of `unknownOutcome` failures: the request went out and the answer was lost, so
     /// the provider may have rotated the refresh token. A later `invalid_grant` is explained
     /// by this.
-    public static let lostAnswerCodes: Set<String> = [
-        "timeout", "connection_dropped", "malformed_response", "state_mismatch", courierLost.code,
+    public static let lostAnswerCodes: Set<Code> = [
+        .timeout, .connectionDropped, .malformedResponse, .stateMismatch, .courierLost,
     ]
 
     /// The courier process ended with the call in flight: it may have been sent and answered.
     public static let courierLost = ProviderFailure(
-        kind: .unknownOutcome, code: "courier_lost",
+        kind: .unknownOutcome, code: .courierLost,
         message: "the courier process ended during the call; the request may have reached the provider")
 
     /// The courier was not there to take the call: nothing was sent.
     public static let courierUnavailable = ProviderFailure(
-        kind: .transient, code: "courier_unavailable", message: "the courier process is not running; nothing was sent")
-
-    /// The code of `notConfigured`, for those who tell it apart (an API answer names it).
-    public static let notConfiguredCode = "provider_not_configured"
+        kind: .transient, code: .courierUnavailable, message: "the courier process is not running; nothing was sent")
 
     /// A credential names a provider instance the daemon has no configuration for.
     /// `listed` false: no instance of that name is configured (any more: a reload removed it).
     public static func notConfigured(_ provider: String, listed: Bool = true) -> ProviderFailure {
         ProviderFailure(
-            kind: .misconfigured, code: notConfiguredCode,
+            kind: .misconfigured, code: .providerNotConfigured,
             message: listed
                 ? "provider '\(provider)' has no token endpoint configured; the credential cannot be refreshed"
                 : "provider '\(provider)' is not in the configuration; the credential cannot be refreshed")
@@ -81,6 +76,6 @@ extension ProviderFailure {
     /// The credential's own tokens do not open (`integrity_error`, `unknown_key_term`): nothing
     /// can be sent. Recorded like a misconfiguration, so it is probed slowly, not in a loop.
     public static func unreadable(_ error: VaultError) -> ProviderFailure {
-        ProviderFailure(kind: .misconfigured, code: "unreadable", message: error.detail)
+        ProviderFailure(kind: .misconfigured, code: .unreadable, message: error.detail)
     }
 }

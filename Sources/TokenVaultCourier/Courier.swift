@@ -215,7 +215,7 @@ final class CourierState: Sendable {
         guard let transport else {
             return .failure(
                 ProviderFailure(
-                    kind: .misconfigured, code: "courier_no_transport",
+                    kind: .misconfigured, code: .courierNoTransport,
                     message: "the courier has no transport for provider instance '\(call.instance)'"))
         }
         defer { leave(call.route) }

@@ -174,7 +174,7 @@ enum CallResult: Sendable, Equatable {
         case .failure(let failure):
             writer.u8(2)
             writer.string(failure.kind.rawValue)
-            writer.string(failure.code)
+            writer.string(failure.code.rawValue)
             writer.string(failure.message)
             writer.optional(failure.retryAfter) { $0.double($1) }
             writer.optional(failure.httpStatus) { $0.u32(UInt32(clamping: $1)) }
@@ -197,7 +197,7 @@ enum CallResult: Sendable, Equatable {
             }
             return .failure(
                 ProviderFailure(
-                    kind: kind, code: try reader.string(), message: try reader.string(),
+                    kind: kind, code: .init(rawValue: try reader.string()), message: try reader.string(),
                     retryAfter: try reader.optional { try $0.double() },
                     httpStatus: try reader.optional { Int(try $0.u32()) }))
         default: throw WireError.malformed("unknown call result")

@@ -25,7 +25,7 @@ struct FailurePolicy: Sendable {
     ) -> Decision {
         var update = ScheduleUpdate(
             id: metadata.id, generation: metadata.generation, status: .failing, refreshAt: nil,
-            lastError: CredentialFailure(code: failure.code, message: failure.message, at: now),
+            lastError: CredentialFailure(code: failure.code.rawValue, message: failure.message, at: now),
             refreshFailures: metadata.refreshFailures + 1, updatedAt: now)
         switch failure.kind {
         case .invalidGrant:
@@ -51,14 +51,14 @@ struct FailurePolicy: Sendable {
                 attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: random)
             update.refreshAt = now.adding(seconds: max(wait, 0.05))
         }
-        let changed = update.status != metadata.status || metadata.lastError?.code != failure.code
+        let changed = update.status != metadata.status || metadata.lastError?.code != failure.code.rawValue
         return Decision(
             update: update, event: changed ? (update.status == .needsReauth ? .needsReauth : .failing) : nil)
     }
 
     /// How the failure bears on the provider's circuit breaker.
     static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
-        if failure.code == ProviderFailure.courierLost.code || failure.code == ProviderFailure.courierUnavailable.code {
+        if failure.code == .courierLost || failure.code == .courierUnavailable {
             return .local
         }
         switch failure.kind {

@@ -92,7 +92,8 @@ extension RefreshEngine {
             let update = ScheduleUpdate(
                 id: metadata.id, generation: metadata.generation, status: .expired, refreshAt: nil,
                 lastError: CredentialFailure(
-                    code: "refresh_token_expired", message: "the refresh token expired at \(refreshTokenExpiry)",
+                    code: ProviderFailure.Code.refreshTokenExpired.rawValue,
+                    message: "the refresh token expired at \(refreshTokenExpiry)",
                     at: now), refreshFailures: metadata.refreshFailures, updatedAt: now)
             let updated = try await vault.updateSchedule(update, event: .expired)
             return .skipped("the refresh token of \(metadata.id) has expired", updated ?? metadata)
@@ -132,7 +133,8 @@ extension RefreshEngine {
         update.status = .expired
         update.refreshAt = nil
         update.lastError = CredentialFailure(
-            code: "expired", message: "the access token expired at \(expiresAt) and there is no refresh token", at: now)
+            code: ProviderFailure.Code.expired.rawValue,
+            message: "the access token expired at \(expiresAt) and there is no refresh token", at: now)
         update.updatedAt = now
         let updated = try await vault.updateSchedule(update, event: .expired)
         return .skipped("credential \(metadata.id) expired without a refresh token", updated ?? metadata)
@@ -210,7 +212,8 @@ extension RefreshEngine {
                 ])
         }
         let resumingLostAnswer =
-            resumed || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains($0.code) } ?? false
+            resumed
+            || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains(.init(rawValue: $0.code)) } ?? false
             || lostAnswers.contains(fingerprint)
 
         // The courier keeps the answer under this key until it is committed, and spools it if
@@ -239,7 +242,7 @@ extension RefreshEngine {
             // The courier ended during the call: it spooled the answer if one came, and the next
             // courier hands it back to a call with the same key. So the attempt stays open (ours)
             // and is resumed, not closed, and the spooled copy is not settled.
-            let courierEnded = error.code == ProviderFailure.courierLost.code
+            let courierEnded = error.code == .courierLost
             let outcome = try await recordFailure(
                 error, metadata: metadata, attempt: courierEnded ? nil : attempt, resumingLostAnswer: resumingLostAnswer
             )
@@ -294,7 +297,7 @@ extension RefreshEngine {
     ) async throws -> RefreshOutcome {
         let failure =
             error as? ProviderFailure
-            ?? ProviderFailure(kind: .unknownOutcome, code: "internal_error", message: "\(error)")
+            ?? ProviderFailure(kind: .unknownOutcome, code: .internalError, message: "\(error)")
         let now = vault.clock.now
         let decision = FailurePolicy(limits: limits(for: metadata.provider)).decide(
             failure, for: metadata, resumingLostAnswer: resumingLostAnswer, now: now,
@@ -307,7 +310,7 @@ extension RefreshEngine {
         // ever more rarely, are not worth a warning each.
         let level: Logger.Level =
             failure.kind == .invalidGrant
-            ? .error : failure.code == ProviderFailure.notConfigured("").code ? .debug : .warning
+            ? .error : failure.code == .providerNotConfigured ? .debug : .warning
         logger.log(
             level: level, "refresh failed",
             metadata: [

@@ -127,7 +127,7 @@ extension RefreshEngine {
         update.status = .revokePending
         update.refreshFailures = record.metadata.refreshFailures + 1
         update.lastError = CredentialFailure(
-            code: failure.code, message: "revocation failed: \(failure.message)", at: now)
+            code: failure.code.rawValue, message: "revocation failed: \(failure.message)", at: now)
         let wait = limits(for: record.metadata.provider).retry.delay(
             attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: Double.random(in: 0..<1))
         update.refreshAt = now.adding(seconds: max(wait, 1))

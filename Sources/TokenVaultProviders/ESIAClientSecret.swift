@@ -42,7 +42,7 @@ struct ESIAClientSecret: Sendable {
             throw failed("the signer \(program) could not be started: \(reason)")
         case .timedOut:
             throw ProviderFailure(
-                kind: .transient, code: "signer_timeout",
+                kind: .transient, code: .signerTimeout,
                 message: "the signer \(program) did not answer within \(signer.timeoutSeconds) s and was killed")
         case .exited(let status, let stdout, let stderr):
             guard status == 0 else {
@@ -64,7 +64,7 @@ struct ESIAClientSecret: Sendable {
     }
 
     private func failed(_ message: String) -> ProviderFailure {
-        ProviderFailure(kind: .misconfigured, code: "signer_failed", message: OperatorText.clean(message))
+        ProviderFailure(kind: .misconfigured, code: .signerFailed, message: OperatorText.clean(message))
     }
 
     /// `A-Z a-z 0-9 - _` and `=` padding.

@@ -113,7 +113,7 @@ public final class ESIAProvider: TokenProvider, ShutdownableProvider {
 
     private static func stateMismatch(_ detail: String) -> ProviderFailure {
         ProviderFailure(
-            kind: .unknownOutcome, code: "state_mismatch",
+            kind: .unknownOutcome, code: .stateMismatch,
             message: "\(detail): the answer is not trusted and nothing from it is used; ESIA may have "
                 + "rotated the refresh token")
     }

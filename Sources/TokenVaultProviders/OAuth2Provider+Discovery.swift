@@ -50,7 +50,7 @@ extension OAuth2Provider {
                 if case .fetching = state { state = .notStarted }
             }
             throw error as? ProviderFailure
-                ?? ProviderFailure(kind: .transient, code: "discovery_failed", message: "discovery was interrupted")
+                ?? ProviderFailure(kind: .transient, code: .discoveryFailed, message: "discovery was interrupted")
         }
     }
 
@@ -59,7 +59,7 @@ extension OAuth2Provider {
     private func fetchDiscoveryDocument(_ url: String) async throws(ProviderFailure) -> ResolvedEndpoints {
         func broken(_ problem: String) -> ProviderFailure {
             ProviderFailure(
-                kind: .misconfigured, code: "discovery_failed",
+                kind: .misconfigured, code: .discoveryFailed,
                 message: OperatorText.clean("discovery document \(url): \(problem)"))
         }
         let answer: HTTPAnswer

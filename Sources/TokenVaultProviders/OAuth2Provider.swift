@@ -104,7 +104,7 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
         let endpoints = try await resolveEndpoints()
         guard let revocation = endpoints.revocation else {
             throw ProviderFailure(
-                kind: .misconfigured, code: "revocation_not_supported",
+                kind: .misconfigured, code: .revocationNotSupported,
                 message: "provider '\(name)' has no revocation endpoint")
         }
         var form = FormBody()

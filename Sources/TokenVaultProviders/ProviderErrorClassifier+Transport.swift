@@ -20,17 +20,17 @@ extension ProviderErrorClassifier {
     public static func transport(_ error: any Error, requestSent: Bool) -> ProviderFailure {
         let phase = TransportError.phase(of: error)
         if !requestSent || phase.isBeforeSending {
-            let code = phase == .tlsHandshake ? "tls_error" : "connection_failed"
+            let code: ProviderFailure.Code = phase == .tlsHandshake ? .tlsError : .connectionFailed
             return ProviderFailure(
                 kind: .transient, code: code, message: OperatorText.clean(TransportError.describe(error)))
         }
-        let code: String =
+        let code: ProviderFailure.Code =
             switch phase {
-            case .timeout: "timeout"
-            case .dropped: "connection_dropped"
-            case .badResponse: "malformed_response"
-            case .cancelled: "cancelled"
-            default: "transport_error"
+            case .timeout: .timeout
+            case .dropped: .connectionDropped
+            case .badResponse: .malformedResponse
+            case .cancelled: .cancelled
+            default: .transportError
             }
         return ProviderFailure(
             kind: .unknownOutcome, code: code,

@@ -29,7 +29,7 @@ public enum ProviderErrorClassifier {
             failure = classify(parsed, status: status, secrets: secrets)
         } else {
             failure = ProviderFailure(
-                kind: kind(forStatus: status), code: "http_\(status)",
+                kind: kind(forStatus: status), code: .http(status),
                 message: "HTTP \(status) with \(describeUnreadableBody(body, headers: headers))")
         }
         failure.httpStatus = status
@@ -41,7 +41,7 @@ public enum ProviderErrorClassifier {
     /// request (and rotated the refresh token), so the outcome is unknown.
     public static func malformedResponse(status: Int, detail: String) -> ProviderFailure {
         ProviderFailure(
-            kind: .unknownOutcome, code: "malformed_response",
+            kind: .unknownOutcome, code: .malformedResponse,
             message: OperatorText.clean("HTTP \(status) but the token response is unusable: \(detail)"),
             httpStatus: status)
     }
@@ -71,7 +71,7 @@ public enum ProviderErrorClassifier {
         switch body.shape {
         case .oauth:
             let error = body.error ?? ""
-            let code = safeCode(error) ?? "http_\(status)"
+            let code = safeCode(error).map(ProviderFailure.Code.init(rawValue:)) ?? .http(status)
             var failure = ProviderFailure(
                 kind: kind(forErrorCode: error) ?? kind(forStatus: status), code: code,
                 message: text ?? "the provider refused the request with \(code) (HTTP \(status))")
@@ -88,25 +88,27 @@ public enum ProviderErrorClassifier {
             let gatewayStatus = httpCode ?? status
             let message = text ?? "the API gateway refused the request (HTTP \(gatewayStatus))"
             if gatewayStatus == 400, let information, information.lowercased().contains("invalid_grant") {
-                return ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: message)
+                return ProviderFailure(kind: .invalidGrant, code: .invalidGrant, message: message)
             }
             let kind: ProviderFailure.Kind =
                 switch gatewayStatus {
                 case 401, 403: .misconfigured
                 default: kind(forStatus: gatewayStatus)
                 }
-            return ProviderFailure(kind: kind, code: "http_\(gatewayStatus)", message: message)
+            return ProviderFailure(kind: kind, code: .http(gatewayStatus), message: message)
 
         case .unrecognised:
             return ProviderFailure(
-                kind: kind(forStatus: status), code: "http_\(status)",
+                kind: kind(forStatus: status), code: .http(status),
                 message: text ?? "HTTP \(status) with a JSON body naming no error")
         }
     }
 
     /// ESIA's numbered errors (providers.md); unknown numbers fall back to the `error` field.
-    private static func esia(code: String, error: String?, status: Int, text: String) -> ProviderFailure {
-        switch code {
+    private static func esia(code number: String, error: String?, status: Int, text: String) -> ProviderFailure {
+        // ESIA's numbers pass through as the provider's own codes.
+        let code = ProviderFailure.Code(rawValue: number)
+        switch number {
         case "ESIA-007011":
             return ProviderFailure(kind: .invalidGrant, code: code, message: text)
         case "ESIA-007007", "ESIA-007008":

@@ -74,7 +74,7 @@ extension ProviderHTTPClient {
 extension ProviderFailure {
     static func revocationNotSupported(_ provider: String, kind: String) -> ProviderFailure {
         ProviderFailure(
-            kind: .misconfigured, code: "revocation_not_supported",
+            kind: .misconfigured, code: .revocationNotSupported,
             message: "provider '\(provider)' (kind \(kind)) has no revocation endpoint")
     }
 }

@@ -37,8 +37,8 @@ extension VaultAPI {
                     nonce: body.nonce, labels: body.labels,
                     audit: auditEvent(peer, "credential.exchange", id, .allowed)))
         } catch let failure as ProviderFailure {
-            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: failure.code))
-            if failure.code == ProviderFailure.notConfiguredCode {
+            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: failure.code.rawValue))
+            if failure.code == .providerNotConfigured {
                 throw ProblemDetails(.providerNotConfigured, detail: failure.message)
             }
             switch failure.kind {

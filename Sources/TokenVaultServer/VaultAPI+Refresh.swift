@@ -65,8 +65,8 @@ extension VaultAPI {
             audit.record(auditEvent(peer, "credential.refresh", id, .succeeded))
             return try json(CredentialMetadataDocument(refreshed))
         case .failed(let failure, _):
-            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code))
-            if failure.code == ProviderFailure.notConfiguredCode {
+            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code.rawValue))
+            if failure.code == .providerNotConfigured {
                 throw ProblemDetails(.notRefreshable, detail: failure.message)
             }
             if failure.kind == .invalidGrant {

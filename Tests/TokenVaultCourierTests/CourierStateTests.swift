@@ -60,8 +60,10 @@ import TokenVaultProviders
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         let (courierEnd, daemonEnd) = (pair[0], pair[1])
+        // The courier's writer closes its end itself, once what it queued is written.
+        let courierWriter = FrameWriter(descriptor: courierEnd)
         defer {
-            close(courierEnd)
+            courierWriter.close()
             close(daemonEnd)
         }
         // Written here and now, before the write side is shut (a `FrameWriter` queues them).
@@ -72,7 +74,7 @@ import TokenVaultProviders
         let state = CourierState()
         _ = state.replaceInstances([Self.instance(1, "acme")], version: 1, logger: Self.logger)
         var reader = FrameReader(descriptor: courierEnd)
-        Courier.serve(&reader, writer: FrameWriter(descriptor: courierEnd), state: state, logger: Self.logger)
+        Courier.serve(&reader, writer: courierWriter, state: state, logger: Self.logger)
 
         var answers = FrameReader(descriptor: daemonEnd)
         var result: CallResult?

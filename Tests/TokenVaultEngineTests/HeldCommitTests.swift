@@ -95,7 +95,10 @@ import TokenVaultTesting
         let testVault = try TestVault(busyTimeoutMilliseconds: 100)
         let fixture = try EngineFixture(vaultOptions: Self.quickRetries, testVault: testVault)
         let (id, _) = try await fixture.store("locked")
-        fixture.provider.script(.delay(0.4), .succeed())
+        // The provider answers only once the other connection holds the lock: the commit meets
+        // it whatever the machine's load (a fixed 0.4 s answer once came before the lock).
+        let locked = Latch()
+        fixture.provider.script(.hold(locked), .succeed())
         let other = try VaultDatabase(
             path: testVault.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
         defer { other.close() }
@@ -104,7 +107,10 @@ import TokenVaultTesting
         // and keep it well past the vault's busy timeout.
         try await eventually(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty }
         let lockHeld = Task.detached {
-            try other.write(durability: .normal) { _ in Thread.sleep(forTimeInterval: 1.0) }
+            try other.write(durability: .normal) { _ in
+                locked.open()
+                Thread.sleep(forTimeInterval: 1.0)
+            }
         }
         let outcome = try await refresh.value
         guard case .commitPending(let held) = outcome else {

@@ -87,9 +87,9 @@ import TokenVaultCore
             #expect(seconds.isFinite && (0...RetryAfter.maximum).contains(seconds), "\(label): retry after \(seconds)")
         }
         #expect((0...86_400).contains(failure.retryAfterWholeSeconds ?? 0))
-        #expect(!failure.message.contains(secret) && !failure.code.contains(secret), "\(label): the secret leaked")
+        #expect(!failure.message.contains(secret) && !failure.code.rawValue.contains(secret), "\(label): the secret leaked")
         #expect(
-            !(failure.message + failure.code).unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
+            !(failure.message + failure.code.rawValue).unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
             "\(label): control characters kept: \(failure.message.debugDescription)")
     }
 }

@@ -252,7 +252,7 @@ import TokenVaultTesting
             fixture.server.script(.error(status: 400, code: error, description: description))
             let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))
             #expect(failure.kind == kind)
-            #expect(failure.code == code)
+            #expect(failure.code.rawValue == code)
         }
     }
 

@@ -226,7 +226,7 @@ import TokenVaultTesting
             fixture.server.script(.error(status: status, code: code))
             let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))
             #expect(failure.kind == kind)
-            #expect(failure.code == code)
+            #expect(failure.code.rawValue == code)
             #expect(failure.httpStatus == status)
         }
     }

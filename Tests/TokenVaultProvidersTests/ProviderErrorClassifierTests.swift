@@ -40,7 +40,7 @@ import TokenVaultCore
     func clientAndRequestErrorsAreMisconfiguration(code: String, status: Int) {
         let failure = classify(status, #"{"error":"\#(code)"}"#)
         #expect(failure.kind == .misconfigured)
-        #expect(failure.code == code)
+        #expect(failure.code.rawValue == code)
         #expect(failure.httpStatus == status)
         #expect(failure.message.contains(code))
     }
@@ -49,7 +49,7 @@ import TokenVaultCore
     func serverErrorsAreTransient(code: String, status: Int) {
         let failure = classify(status, #"{"error":"\#(code)","error_description":"try later"}"#)
         #expect(failure.kind == .transient)
-        #expect(failure.code == code)
+        #expect(failure.code.rawValue == code)
     }
 
     @Test func providerCodeWinsOverStatusAndIsMatchedWithoutCase() {
@@ -78,7 +78,7 @@ import TokenVaultCore
     func retryableStatusesAreTransient(status: Int) {
         let failure = classify(status, "")
         #expect(failure.kind == .transient)
-        #expect(failure.code == "http_\(status)")
+        #expect(failure.code.rawValue == "http_\(status)")
         #expect(failure.httpStatus == status)
     }
 
@@ -86,7 +86,7 @@ import TokenVaultCore
     func otherRefusalsAreMisconfiguration(status: Int) {
         let failure = classify(status, "<html><body>Nope</body></html>", headers: ["content-type": "text/html"])
         #expect(failure.kind == .misconfigured)
-        #expect(failure.code == "http_\(status)")
+        #expect(failure.code.rawValue == "http_\(status)")
     }
 
     @Test func htmlErrorPageIsClassifiedByStatusAndNeverQuoted() {
@@ -144,7 +144,7 @@ import TokenVaultCore
         let body = #"{"httpCode":"\#(httpCode)","httpMessage":"Gateway says no","moreInformation":"details"}"#
         let failure = classify(status, body)
         #expect(failure.kind == kind)
-        #expect(failure.code == "http_\(httpCode)")
+        #expect(failure.code.rawValue == "http_\(httpCode)")
         #expect(failure.message == "Gateway says no: details")
         #expect(failure.httpStatus == status)
     }
@@ -172,7 +172,7 @@ import TokenVaultCore
     func esiaNumberedErrors(code: String, kind: ProviderFailure.Kind) {
         let failure = classify(400, #"{"error":"invalid_request","error_description":"\#(code): something"}"#)
         #expect(failure.kind == kind)
-        #expect(failure.code == code)
+        #expect(failure.code.rawValue == code)
     }
 
     @Test func esiaClockSkewAndSignatureAreNamed() {
@@ -360,7 +360,7 @@ import TokenVaultCore
         for (error, code) in cases {
             let failure = ProviderErrorClassifier.transport(error, requestSent: true)
             #expect(failure.kind == .unknownOutcome, "\(error)")
-            #expect(failure.code == code, "\(error)")
+            #expect(failure.code.rawValue == code, "\(error)")
         }
     }
 
