@@ -170,37 +170,36 @@ struct OptionReader {
     /// The TLS client identity of `client_certificate_file` (PKCS#12), opened with the password in
     /// `client_certificate_password_file`; nil when not given and not `required`.
     func clientIdentity(required: Bool) throws(ProviderConfigurationError) -> TLSClientIdentity? {
-        let reader = self
-        guard let path = try reader.string("client_certificate_file"), !path.isEmpty else {
+        guard let path = try string("client_certificate_file"), !path.isEmpty else {
             guard !required else {
-                throw reader.fail(
+                throw fail(
                     "client_certificate_file",
                     "required: Sber ID needs mutual TLS with the PKCS#12 issued at registration")
             }
             return nil
         }
-        guard let passwordPath = try reader.string("client_certificate_password_file"), !passwordPath.isEmpty else {
-            throw reader.fail(
+        guard let passwordPath = try string("client_certificate_password_file"), !passwordPath.isEmpty else {
+            throw fail(
                 "client_certificate_password_file",
                 "required: a file (mode 0600) holding the password of client_certificate_file")
         }
         let password = try SecretFile.read(passwordPath)
-            .mapError { reader.fail("client_certificate_password_file", $0.problem) }.get()
+            .mapError { fail("client_certificate_password_file", $0.problem) }.get()
         let bundle: NIOSSLPKCS12Bundle
         do {
             bundle = try password.withUnsafeBytes { try NIOSSLPKCS12Bundle(file: path, passphrase: $0) }
         } catch {
-            throw reader.fail(
+            throw fail(
                 "client_certificate_file",
                 "\(path) cannot be opened as PKCS#12 with the password in \(passwordPath) "
                     + "(wrong password, or not a PKCS#12 file): \(error)")
         }
         guard let leaf = bundle.certificateChain.first else {
-            throw reader.fail("client_certificate_file", "\(path) holds no certificate")
+            throw fail("client_certificate_file", "\(path) holds no certificate")
         }
         let notAfter = Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter))
         guard notAfter > Date() else {
-            throw reader.fail(
+            throw fail(
                 "client_certificate_file", "\(path): the certificate expired on \(notAfter); ask Sber for a new one")
         }
         return TLSClientIdentity(certificateChain: bundle.certificateChain, privateKey: bundle.privateKey)

@@ -19,14 +19,7 @@ extension VaultDatabase: AdminStore {
     /// The newest migration applied, read on a reader connection: health asks for it, and the
     /// writer is the ledger's (a caller without rights must not be able to hold it up).
     public func schemaVersion() throws -> Int {
-        try withReader { connection in
-            let table = try connection.statement(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
-            guard try table.exists() else { return 0 }
-            let statement = try connection.statement("SELECT max(version) FROM schema_migrations")
-            defer { statement.reset() }
-            return try statement.step() ? Int(statement.optionalInt64(0) ?? 0) : 0
-        }
+        try withReader { try migrator.applied($0).keys.max() ?? 0 }
     }
 
     public func auditRowCount() throws -> Int {

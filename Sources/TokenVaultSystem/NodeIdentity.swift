@@ -24,9 +24,8 @@ public enum NodeIdentity {
     /// only show which node is this one).
     public static func existing(dataDirectory: String) -> String? {
         let path = dataDirectory + "/" + fileName
-        guard access(path, F_OK) == 0, let stored = try? PrivateFile.read(path, what: "node identity", maximumSize: 256)
-        else { return nil }
-        return stored.revealString().trimmingCharacters(in: .whitespacesAndNewlines)
+        guard access(path, F_OK) == 0 else { return nil }
+        return try? read(path)
     }
 
     /// The identity in `dataDirectory`, created there (durably, 0600) on first use. Call with
@@ -42,6 +41,11 @@ public enum NodeIdentity {
             }
             return text
         }
+        return try read(path)
+    }
+
+    /// A stored identity, checked: 8 to 64 lower-case hex digits.
+    private static func read(_ path: String) throws(PrivateFile.Problem) -> String {
         let stored = try PrivateFile.read(path, what: "node identity", maximumSize: 256)
         let text = stored.revealString().trimmingCharacters(in: .whitespacesAndNewlines)
         guard (8...64).contains(text.count), text.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else {

@@ -8,7 +8,7 @@ extension PostgresDatabase {
     static let migrationLockKey: Int64 = 0x746F_6B65_6E6D_6967
 
     public func pendingMigrations() throws -> [Migration] {
-        try migrator.pending(applied: try appliedMigrationRecords(), database: location)
+        try migrator.pending(applied: try appliedMigrationRecords(on: writer), database: location)
     }
 
     /// Applies pending migrations; returns what was applied.
@@ -16,7 +16,7 @@ extension PostgresDatabase {
     public func migrate() throws -> [Migration] {
         try writer.query("SELECT pg_advisory_lock(\(Self.migrationLockKey))")
         defer { _ = try? writer.query("SELECT pg_advisory_unlock(\(Self.migrationLockKey))") }
-        let pending = try migrator.pending(applied: try appliedMigrationRecords(), database: location)
+        let pending = try migrator.pending(applied: try appliedMigrationRecords(on: writer), database: location)
         guard !pending.isEmpty else { return [] }
         try writer.query(
             """
@@ -48,13 +48,14 @@ extension PostgresDatabase {
         return pending
     }
 
-    func appliedMigrationRecords() throws -> [Int: (name: String, sha256: String)] {
+    /// The migrations recorded, read on `link` (the writer, which applies them; a reader for health).
+    func appliedMigrationRecords(on link: PostgresLink) throws -> [Int: (name: String, sha256: String)] {
         let exists =
-            try writer.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
+            try link.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
             .map { try $0.decode(Bool.self) } ?? false
         guard exists else { return [:] }
         var applied: [Int: (name: String, sha256: String)] = [:]
-        for row in try writer.query("SELECT version, name, sha256 FROM schema_migrations").rows {
+        for row in try link.query("SELECT version, name, sha256 FROM schema_migrations").rows {
             let (version, name, sha256) = try row.decode((Int64, String, String).self)
             applied[Int(version)] = (name, sha256)
         }
@@ -195,15 +196,7 @@ extension PostgresDatabase: AdminStore {
     /// The newest migration applied, read on a reader connection (health asks for it; the
     /// writers are the ledger's).
     public func schemaVersion() throws -> Int {
-        try withReader { reader in
-            let exists =
-                try reader.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
-                .map { try $0.decode(Bool.self) } ?? false
-            guard exists else { return 0 }
-            return Int(
-                try reader.query("SELECT COALESCE(max(version), 0) FROM schema_migrations").rows.first?
-                    .decode(Int64.self) ?? 0)
-        }
+        try withReader { try appliedMigrationRecords(on: $0).keys.max() ?? 0 }
     }
 
     public func auditRowCount() throws -> Int {
