@@ -3,6 +3,7 @@ import Logging
 import Testing
 import TokenVaultCore
 import TokenVaultProviders
+import TokenVaultTesting
 
 @testable import TokenVaultCourier
 
@@ -73,13 +74,17 @@ import TokenVaultProviders
 
         let state = CourierState()
         _ = state.replaceInstances([Self.instance(1, "acme")], version: 1, logger: Self.logger)
-        var reader = FrameReader(descriptor: courierEnd)
-        Courier.serve(&reader, writer: courierWriter, state: state, logger: Self.logger)
-
-        var answers = FrameReader(descriptor: daemonEnd)
-        var result: CallResult?
-        while result == nil, let message = try answers.receive() {
-            if case .answer(1, let answered) = message { result = answered }
+        // Both sides block in their reads: on a thread of their own, not one of the concurrency
+        // pool's (the call itself is sent on the pool; a blocked pool stalled other tests' timers).
+        let result = try await offThePool { () throws -> CallResult? in
+            var reader = FrameReader(descriptor: courierEnd)
+            Courier.serve(&reader, writer: courierWriter, state: state, logger: Self.logger)
+            var answers = FrameReader(descriptor: daemonEnd)
+            var result: CallResult?
+            while result == nil, let message = try answers.receive() {
+                if case .answer(1, let answered) = message { result = answered }
+            }
+            return result
         }
         guard case .failure(let failure)? = result else {
             Issue.record("no failure answered: \(String(describing: result))")

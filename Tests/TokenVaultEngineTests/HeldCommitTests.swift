@@ -106,10 +106,13 @@ import TokenVaultTesting
         // Once the attempt is journalled (the provider is being called), take the write lock
         // and keep it well past the vault's busy timeout.
         try await eventually(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty }
-        let lockHeld = Task.detached {
-            try other.write(durability: .normal) { _ in
-                locked.open()
-                Thread.sleep(forTimeInterval: 1.0)
+        // Held on a thread of its own: a second asleep on the concurrency pool stalls other tests.
+        let lockHeld = Task {
+            try await offThePool {
+                try other.write(durability: .normal) { _ in
+                    locked.open()
+                    Thread.sleep(forTimeInterval: 1.0)
+                }
             }
         }
         let outcome = try await refresh.value
