@@ -6,8 +6,15 @@ import TokenVaultCore
 /// `vault-<time>.db`.
 public enum BackupFile {
     public static func path(in directory: String, at time: Timestamp) -> String {
-        directory + "/vault-" + time.description.replacingOccurrences(of: ":", with: "") + ".db"
+        directory + "/" + name(at: time)
     }
+
+    public static func name(at time: Timestamp) -> String {
+        "vault-" + time.description.replacingOccurrences(of: ":", with: "") + ".db"
+    }
+
+    /// The folder's name inside the data directory.
+    public static let directoryName = "backups"
 
     public static func createDirectory(_ directory: String) throws {
         do {

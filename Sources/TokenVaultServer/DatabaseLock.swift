@@ -61,6 +61,16 @@ public final class DatabaseLock: Sendable {
         _ = pwrite(lock.descriptor, text, text.count, 0)
     }
 
+    /// A lock file a command run as root created in another user's data directory is given to
+    /// that directory's owner (or the daemon could not open it), through the descriptor it holds.
+    public func giveToOwner(of directory: HeldDirectory) throws {
+        guard geteuid() == 0, directory.owner != 0 else { return }
+        guard fchown(lock.descriptor, directory.owner, directory.group) == 0 else {
+            throw VaultError.storage(
+                "cannot give the lock file to uid \(directory.owner): \(String(cString: strerror(errno)))")
+        }
+    }
+
     /// Who holds the lock of `databasePath` right now, or nil if nobody does (the lock is not
     /// taken: a holder found here may let go a moment later).
     public static func holder(databasePath: String) -> Holder? {

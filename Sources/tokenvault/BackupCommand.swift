@@ -3,6 +3,7 @@ import Foundation
 import TokenVaultClient
 import TokenVaultCore
 import TokenVaultServer
+import TokenVaultSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -36,28 +37,30 @@ struct BackupCommand: AsyncParsableCommand {
                     "--storage-url", "tokenvault backup copies SQLite vaults; back up PostgreSQL with pg_dump")
             }
             try OpenedVault.requireVault(options)
+            let dataDir = try held { try HeldDirectory(options.resolvedDataDir) }
             let target = to.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             if let target, FileManager.default.fileExists(atPath: target) {
                 throw VaultError.conflict("\(target) already exists; backup never overwrites a file")
             }
             let written: (path: String, bytes: Int64)
             if let holder = DatabaseLock.holder(databasePath: options.databasePath), let socket = holder.socket {
-                written = try await throughDaemon(socket: socket, holder: holder, target: target)
+                written = try await throughDaemon(socket: socket, holder: holder, dataDir: dataDir, target: target)
             } else {
-                written = try fromFile(target: target)
-            }
-            guard chmod(written.path, 0o600) == 0 else {
-                throw VaultError.storage("cannot chmod 0600 \(written.path): \(String(cString: strerror(errno)))")
+                written = try fromFile(dataDir: dataDir, target: target)
             }
             print(
                 "backup written: \(written.path) (\(written.bytes) bytes). It opens only with this vault's master key.")
         }
     }
 
-    /// The daemon writes into its own backups folder; the copy is then moved where it was asked for.
-    private func throughDaemon(socket: String, holder: DatabaseLock.Holder, target: String?) async throws -> (
-        path: String, bytes: Int64
-    ) {
+    /// The daemon writes into its own backups folder; the copy is then moved where it was asked
+    /// for. Its answer is checked, not trusted (the daemon runs as the service account, and the
+    /// socket was found in a file that account writes): the file must be in the data directory's
+    /// backups folder, and it is opened there by name, without following links.
+    private func throughDaemon(socket: String, holder: DatabaseLock.Holder, dataDir: HeldDirectory, target: String?)
+        async throws -> (path: String, bytes: Int64)
+    {
+        try Self.checkSocket(socket, ownedBy: dataDir)
         let outcome = await callDaemon(at: socket) { try await $0.backup(timeout: .seconds(600)) }
         let result: BackupResult
         switch outcome {
@@ -67,43 +70,70 @@ struct BackupCommand: AsyncParsableCommand {
                 code: .storageUnavailable, message: "the daemon (\(holder)) did not write a backup: \(error)")
         case .failure(let error): throw error
         }
-        guard let target else { return (result.path, result.bytes) }
-        try Self.move(result.path, to: target)
-        return (target, result.bytes)
+        let answered = URL(fileURLWithPath: result.path)
+        let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: false) }
+        guard backups.isSame(asPath: answered.deletingLastPathComponent().path) else {
+            throw VaultError.storage(
+                "the daemon (\(holder)) answered a backup at \(result.path), outside \(backups.path); nothing was moved"
+            )
+        }
+        let name = answered.lastPathComponent
+        let copy = try held { try backups.openFile(name) }
+        guard let target else {
+            try held { try copy.setMode(0o600) }
+            return (copy.path, copy.size)
+        }
+        let bytes = try held { try copy.copy(to: try HeldFile.create(target)) }
+        backups.remove(name)
+        return (target, bytes)
     }
 
-    private func fromFile(target: String?) throws -> (path: String, bytes: Int64) {
-        let dataDir = options.resolvedDataDir
-        let path: String
+    /// Offline: the database file and its WAL are copied (by descriptor, under the vault's lock)
+    /// into a scratch directory of this process's own, and SQLite makes the copy there, so it
+    /// never opens a path in a directory another account controls.
+    private func fromFile(dataDir: HeldDirectory, target: String?) throws -> (path: String, bytes: Int64) {
+        let lock = try DatabaseLock(databasePath: options.databasePath, role: "backup")
+        try lock.giveToOwner(of: dataDir)
+        let scratch = try held { try HeldDirectory.scratch() }
+        defer { scratch.removeScratch() }
+        let database = URL(fileURLWithPath: options.databasePath).lastPathComponent
+        for suffix in ["", "-wal"] where suffix.isEmpty || dataDir.contains(database + suffix) {
+            try held { try dataDir.openFile(database + suffix).copy(to: try scratch.createFile(database + suffix)) }
+        }
+        let backend = try OpenedVault.openBackend(.sqlite(scratch.pathOf(database)), passwordFile: nil)
+        defer { backend.close() }
+        _ = try backend.backup(to: scratch.pathOf("backup.db"))
+        withExtendedLifetime(lock) {}
+        let copy = try held { try scratch.openFile("backup.db") }
+        let destination: HeldFile
         if let target {
-            path = target
+            destination = try held { try HeldFile.create(target) }
         } else {
-            try BackupFile.createDirectory(dataDir + "/backups")
-            try giveToDataDirectoryOwner(dataDir + "/backups", directory: dataDir)
-            path = BackupFile.path(in: dataDir + "/backups", at: SystemClock().now)
+            let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: true) }
+            destination = try held { try backups.createFile(BackupFile.name(at: SystemClock().now)) }
         }
-        let database = try OpenedVault.openBackend(.sqlite(options.databasePath), passwordFile: nil)
-        defer { database.close() }
-        let bytes = try database.backup(to: path)
-        if target == nil { try giveToDataDirectoryOwner(path, directory: dataDir) }
-        return (path, bytes)
+        let bytes = try held { try copy.copy(to: destination) }
+        return (destination.path, bytes)
     }
 
-    /// Never over an existing file: a hard link fails if the target exists (a plain rename would
-    /// replace one created since the check); across file systems, a copy that refuses one too.
-    static func move(_ source: String, to target: String) throws {
-        if link(source, target) == 0 {
-            unlink(source)
-            return
+    /// Run as root, the socket named in the lock file (which the service account writes) must be
+    /// a socket of the data directory's owner, not a link to someone else's.
+    static func checkSocket(_ socket: String, ownedBy dataDir: HeldDirectory) throws {
+        guard geteuid() == 0 else { return }
+        var info = stat()
+        guard lstat(socket, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK, info.st_uid == dataDir.owner else {
+            throw VaultError.storage(
+                "the lock file names \(socket) as the daemon's socket, which is not a socket owned by uid "
+                    + "\(dataDir.owner) (the data directory's owner); nothing was asked of it")
         }
-        guard errno == EXDEV else {
-            throw VaultError.storage("cannot move \(source) to \(target): \(String(cString: strerror(errno)))")
-        }
-        do {
-            try FileManager.default.copyItem(atPath: source, toPath: target)
-            try FileManager.default.removeItem(atPath: source)
-        } catch {
-            throw VaultError.storage("cannot move \(source) to \(target): \(error.localizedDescription)")
-        }
+    }
+}
+
+/// A file-system refusal from `HeldDirectory` or `HeldFile` as the command's error.
+func held<Value>(_ body: () throws -> Value) throws -> Value {
+    do {
+        return try body()
+    } catch let error as HeldDirectory.Failure {
+        throw VaultError.storage(error.description)
     }
 }

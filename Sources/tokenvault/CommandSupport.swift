@@ -86,17 +86,6 @@ func createPrivateDirectory(_ path: String) throws {
     }
 }
 
-/// A file a command run as root creates in the data directory of a daemon with its own user (the
-/// lock, a restored database, the backups folder) is given to the directory's owner, or the
-/// daemon could not open it. Nothing to do for anyone else.
-func giveToDataDirectoryOwner(_ path: String, directory: String) throws {
-    var owner = stat()
-    guard getuid() == 0, stat(directory, &owner) == 0, owner.st_uid != 0 else { return }
-    guard chown(path, owner.st_uid, owner.st_gid) == 0 else {
-        throw VaultError.storage("cannot give \(path) to uid \(owner.st_uid): \(String(cString: strerror(errno)))")
-    }
-}
-
 /// One call on a client of its own, closed before the outcome is looked at (a shutdown left to a
 /// detached task would race the process's exit).
 func callDaemon<Answer: Sendable>(at socket: String, _ body: (TokenVaultClient) async throws -> Answer) async

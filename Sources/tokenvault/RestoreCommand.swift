@@ -31,12 +31,13 @@ struct RestoreCommand: ParsableCommand {
                 throw VaultError.invalidField(
                     "--storage-url", "tokenvault restore replaces SQLite vaults; restore PostgreSQL with pg_restore")
             }
-            let backup = URL(fileURLWithPath: file).standardizedFileURL.path
-            guard FileManager.default.fileExists(atPath: backup) else {
-                throw VaultError(code: .vaultNotFound, message: "no backup at \(backup)")
+            let backupPath = URL(fileURLWithPath: file).standardizedFileURL.path
+            guard FileManager.default.fileExists(atPath: backupPath) else {
+                throw VaultError(code: .vaultNotFound, message: "no backup at \(backupPath)")
             }
-            let directory = options.resolvedDataDir
-            try createPrivateDirectory(directory)
+            let backup = try held { try HeldFile.open(backupPath) }
+            try createPrivateDirectory(options.resolvedDataDir)
+            let dataDir = try held { try HeldDirectory(options.resolvedDataDir) }
             let lock: DatabaseLock
             do {
                 lock = try DatabaseLock(databasePath: options.databasePath, role: "restore")
@@ -47,51 +48,53 @@ struct RestoreCommand: ParsableCommand {
                         + "(systemctl stop tokenvault.socket tokenvault.service); nothing was replaced")
             }
             defer { withExtendedLifetime(lock) {} }
-            try giveToDataDirectoryOwner(options.databasePath + ".lock", directory: directory)
+            try lock.giveToOwner(of: dataDir)
 
+            // Checked in a scratch directory of this process's own, where nobody can swap the
+            // file under the check; what was checked is then copied in by descriptor.
+            let scratch = try held { try HeldDirectory.scratch() }
+            defer { scratch.removeScratch() }
+            try held { try backup.copy(to: try scratch.createFile("vault.db")) }
+            let document = try Self.check(scratch.pathOf("vault.db"), options)
+
+            let database = URL(fileURLWithPath: options.databasePath).lastPathComponent
             let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-            let candidate = options.databasePath + ".restoring-\(stamp)"
+            let candidate = database + ".restoring-\(stamp)-\(UInt32.random(in: 0...UInt32.max))"
             var installed = false
-            defer { if !installed { Self.removeDatabase(candidate) } }
-            do {
-                try FileManager.default.copyItem(atPath: backup, toPath: candidate)
-            } catch {
-                throw VaultError.storage("cannot copy \(backup) to \(candidate): \(error.localizedDescription)")
-            }
-            let document = try Self.check(candidate, options)
-            try giveToDataDirectoryOwner(candidate, directory: directory)
+            defer { if !installed { dataDir.remove(candidate) } }
+            try held { try scratch.openFile("vault.db").copy(to: try dataDir.createFile(candidate)) }
 
             // Whatever is there goes aside, the WAL and shared memory first and the main file last
             // (a WAL left next to the restored file would be replayed into it); undone on failure.
-            let replaced = options.databasePath + ".replaced-\(stamp)"
+            // Renames within the directory move links as links: nothing outside it is touched.
+            let replaced = database + ".replaced-\(stamp)"
             var moved: [String] = []
             func putBack() {
-                for suffix in moved.reversed() { rename(replaced + suffix, options.databasePath + suffix) }
+                for suffix in moved.reversed() { try? dataDir.rename(replaced + suffix, to: database + suffix) }
             }
-            for suffix in ["-wal", "-shm", "-journal", ""]
-            where FileManager.default.fileExists(atPath: options.databasePath + suffix) {
-                guard rename(options.databasePath + suffix, replaced + suffix) == 0 else {
-                    let problem = String(cString: strerror(errno))
+            for suffix in ["-wal", "-shm", "-journal", ""] where dataDir.contains(database + suffix) {
+                do {
+                    try dataDir.rename(database + suffix, to: replaced + suffix)
+                } catch {
                     putBack()
-                    throw VaultError.storage(
-                        "cannot move \(options.databasePath + suffix) aside: \(problem); nothing was replaced")
+                    throw VaultError.storage("cannot move \(database + suffix) aside: \(error); nothing was replaced")
                 }
                 moved.append(suffix)
             }
-            guard rename(candidate, options.databasePath) == 0 else {
-                let problem = String(cString: strerror(errno))
+            do {
+                try dataDir.rename(candidate, to: database)
+            } catch {
                 putBack()
                 throw VaultError.storage(
-                    "cannot put the checked copy in place of \(options.databasePath): \(problem); "
+                    "cannot put the checked copy in place of \(options.databasePath): \(error); "
                         + "the database that was there is back in place")
             }
             installed = true
-            Self.removeDatabase(candidate)
-            try? DurableFile.flushDirectory(directory)
+            try? dataDir.flush()
             print(
-                "restored \(backup): \(document.credentials) credentials, key terms "
+                "restored \(backupPath): \(document.credentials) credentials, key terms "
                     + "\(document.keyTerms.map(String.init).joined(separator: ", ")), \(document.auditRows) audit rows")
-            if moved.contains("") { print("the replaced database is kept at \(replaced)") }
+            if moved.contains("") { print("the replaced database is kept at \(dataDir.pathOf(replaced))") }
         }
     }
 
@@ -118,10 +121,5 @@ struct RestoreCommand: ParsableCommand {
                     + "nothing was replaced")
         }
         return document
-    }
-
-    /// A database file and its WAL and shared-memory files.
-    static func removeDatabase(_ path: String) {
-        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
     }
 }

@@ -147,7 +147,7 @@ struct ServeCommand: AsyncParsableCommand {
                 options: .init(
                     providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
                     version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
-                    backupDirectory: options.resolvedDataDir + "/backups",
+                    backupDirectory: options.resolvedDataDir + "/" + BackupFile.directoryName,
                     groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
                     connections: settings.connections, courier: { courier.status },
                     storage: Self.storageStatus(of: opened.database)))
