@@ -69,6 +69,20 @@ public enum PrivateFile {
         try checkOwnerAndMode(info, path: path, what: what, expectedType: S_IFDIR, typeName: "a directory")
     }
 
+    /// Refuses the file a secret was copied from (systemd's `LoadCredential=` source, which the
+    /// copy in `$CREDENTIALS_DIRECTORY` no longer shows): the copy is private to the service
+    /// whatever the source's mode, so a source readable by a group (the one API callers join)
+    /// or others would go unnoticed. The same owner and mode rules as `read`, checked with `stat`.
+    public static func checkSource(_ path: String, what: String) throws(Problem) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw Problem(
+                message: "\(what) \(path) cannot be examined: \(String(cString: strerror(errno))); it names the "
+                    + "file LoadCredential= reads, so that its mode can be checked: correct it or remove the setting")
+        }
+        try checkOwnerAndMode(info, path: path, what: what, expectedType: S_IFREG, typeName: "a regular file")
+    }
+
     private static func checkOwnerAndMode(
         _ info: stat, path: String, what: String, expectedType: mode_t, typeName: String
     ) throws(Problem) {

@@ -85,7 +85,7 @@ struct InitCommand: ParsableCommand {
             let key = try kdf.deriveKey(from: try MasterKey.read(passphraseFile: passphraseFile))
             return (key, kdf.settings.merging([OpenedVault.keySourceSetting: "passphrase"]) { $1 }, nil)
         }
-        let (path, explicit) = options.resolvedKeyFile
+        let (path, explicit) = try options.checkedKeyFile()
         let settings = [OpenedVault.keySourceSetting: "file"]
         if explicit || FileManager.default.fileExists(atPath: path) {
             return (try MasterKey.read(keyFile: path), settings, nil)

@@ -126,7 +126,7 @@ struct OpenedVault {
             let key = try kdf.deriveKey(from: try MasterKey.read(passphraseFile: passphraseFile))
             return (try keyring(key, database, source: "passphrase file \(passphraseFile)"), "passphrase")
         }
-        let keyFile = options.resolvedKeyFile.path
+        let keyFile = try options.checkedKeyFile().path
         do {
             return (try keyring(try MasterKey.read(keyFile: keyFile), database, source: "key file \(keyFile)"), keyFile)
         } catch let error as VaultError where error.code == .wrongMasterKey {

@@ -3,6 +3,7 @@ import Foundation
 import TokenVaultCore
 import TokenVaultProviders
 import TokenVaultServer
+import TokenVaultSystem
 
 /// Options every command that opens the vault takes.
 struct VaultOptions: ParsableArguments {
@@ -109,5 +110,22 @@ struct VaultOptions: ParsableArguments {
             return (credentials + "/tokenvault.key", true)
         }
         return (defaultKeyFile, false)
+    }
+
+    /// `resolvedKeyFile`, after checking the file systemd copied it from when the key is a
+    /// `LoadCredential=` credential and `TOKENVAULT_KEY_SOURCE` names that file (the packaged
+    /// unit sets both): a source readable by group or others is refused with the fix.
+    func checkedKeyFile() throws -> (path: String, explicit: Bool) {
+        let resolved = resolvedKeyFile
+        if keyFile == nil, environment["TOKENVAULT_KEY_FILE"] == nil, environment["CREDENTIALS_DIRECTORY"] != nil,
+            let source = environment["TOKENVAULT_KEY_SOURCE"], !source.isEmpty
+        {
+            do {
+                try PrivateFile.checkSource(source, what: "the master key's source (TOKENVAULT_KEY_SOURCE)")
+            } catch {
+                throw VaultError.keySource(error.message)
+            }
+        }
+        return resolved
     }
 }

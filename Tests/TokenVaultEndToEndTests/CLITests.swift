@@ -119,6 +119,35 @@ import TokenVaultTesting
         #expect(without.stderr.contains(keyFile))
     }
 
+    /// The copy in `$CREDENTIALS_DIRECTORY` is private whatever its source's mode; the source
+    /// named by `TOKENVAULT_KEY_SOURCE` is checked as a key file is.
+    @Test func aKeySourceReadableByItsGroupIsRefusedWithTheFix() throws {
+        let credentials = directory.file("credentials")
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: false)
+        let key = String(repeating: "0f", count: 32)
+        writePrivate(credentials + "/tokenvault.key", key)
+        let source = directory.file("source.key")
+        writePrivate(source, key)
+        chmod(source, 0o640)
+        let environment = ["CREDENTIALS_DIRECTORY": credentials, "TOKENVAULT_KEY_SOURCE": source]
+        func expectRefused(_ command: [String]) throws {
+            let refused = try run(command, environment: environment)
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("\(source) can be read by group or others"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("Fix: chmod 600 \(source)"), "\(refused.stderr)")
+        }
+        try expectRefused(["init"])
+        #expect(!FileManager.default.fileExists(atPath: databaseFile), "nothing was created")
+        chmod(source, 0o600)
+        #expect(try run(["init"], environment: environment).status == 0)
+        chmod(source, 0o604)
+        try expectRefused(["serve"])
+        chmod(source, 0o600)
+        #expect(try run(["verify"], environment: environment).status == 0)
+        unlink(source)
+        #expect(try run(["verify"], environment: environment).stderr.contains("cannot be examined"))
+    }
+
     @Test func passphraseProtectedVault() throws {
         let passphrase = directory.file("passphrase")
         writePrivate(passphrase, "a long and correct passphrase\n")

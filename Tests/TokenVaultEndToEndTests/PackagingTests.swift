@@ -159,6 +159,18 @@ import Yams
             #expect(data[.posixPermissions] as? Int == 0o700)
             let configuration = try FileManager.default.attributesOfItem(atPath: root + "/etc/tokenvault")
             #expect(configuration[.posixPermissions] as? Int == 0o750)
+            // API callers join a group of their own, never the one that may enter /etc/tokenvault.
+            let groups = try String(contentsOfFile: root + "/etc/group", encoding: .utf8).split(separator: "\n")
+            let gid = { (name: String) in
+                groups.first { $0.hasPrefix(name + ":") }.map {
+                    Int($0.split(separator: ":", omittingEmptySubsequences: false)[2])
+                }
+            }
+            let callers = try #require(gid("tokenvault-clients"), "\(groups)")
+            #expect((configuration[.groupOwnerAccountID] as? NSNumber)?.intValue == gid("tokenvault") ?? -1)
+            #expect(callers != gid("tokenvault") ?? -1)
+            let socketUnit = try String(contentsOfFile: root + "/lib/systemd/system/tokenvault.socket", encoding: .utf8)
+            #expect(socketUnit.contains("\nSocketGroup=tokenvault-clients\n"))
         }
         for link in [
             "etc/systemd/system/multi-user.target.wants/tokenvault.service",
