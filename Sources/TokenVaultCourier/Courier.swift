@@ -66,7 +66,8 @@ public enum Courier {
         while state.inFlight > 0 { try? await Task.sleep(for: .milliseconds(10)) }
         let unsettled = state.takeRetained()
         var spooled = 0
-        for entry in unsettled {
+        for var entry in unsettled {
+            defer { entry.result.wipe() }
             do {
                 try spool.write(entry, publicKey: hello.spoolPublicKey)
                 spooled += 1
@@ -103,11 +104,13 @@ public enum Courier {
                 let route = state.take(call)
                 Task {
                     let sentAt = Timestamp.now()
-                    let result = await state.send(call, on: route)
+                    var result = await state.send(call, on: route)
                     if let key = call.key {
                         state.retain(Spool.Entry(key: key, context: call.context, sentAt: sentAt, result: result))
                     }
                     try? writer.send(.answer(id: call.id, result))
+                    // Copied into the frame; a kept (keyed) answer is wiped when settled or spooled.
+                    result.wipe()
                     state.finished()
                 }
             case .settle(let key)?: state.settle(key)
@@ -244,7 +247,10 @@ final class CourierState: Sendable {
 
     /// Keeps the latest answer of a key until the daemon settles it.
     func retain(_ entry: Spool.Entry) { retained.withLock { $0[entry.key] = entry } }
-    func settle(_ key: String) { _ = retained.withLock { $0.removeValue(forKey: key) } }
+    func settle(_ key: String) {
+        var settled = retained.withLock { $0.removeValue(forKey: key) }
+        settled?.result.wipe()
+    }
     func takeRetained() -> [Spool.Entry] {
         retained.withLock { retained in
             defer { retained = [:] }

@@ -159,6 +159,14 @@ enum CallResult: Sendable, Equatable {
     case answer(HTTPAnswer)
     case failure(ProviderFailure)
 
+    /// Wipes the answer's body once nobody needs it (it may hold tokens); this value keeps its
+    /// status and headers. A copy kept elsewhere is not touched (`Array.wipe`).
+    mutating func wipe() {
+        guard case .answer(var answer) = self else { return }
+        self = .answer(HTTPAnswer(status: answer.status, headers: answer.headers, body: []))
+        answer.body.wipe()
+    }
+
     func write(to writer: inout WireWriter) {
         switch self {
         case .answer(let answer):

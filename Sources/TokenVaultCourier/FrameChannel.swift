@@ -41,11 +41,12 @@ final class FrameWriter: Sendable {
     /// Queues one message; throws when the link is already broken or closed (nothing was sent).
     /// A write that fails later breaks the link, which the reading side sees as its end.
     func send(_ message: CourierMessage) throws {
-        let payload = message.encoded()
+        var payload = message.encoded()
         var frame = [UInt8]()
         frame.reserveCapacity(payload.count + 4)
         withUnsafeBytes(of: UInt32(payload.count).bigEndian) { frame += $0 }
         frame += payload
+        payload.wipe()
         try state.withLock { state in
             guard !state.broken, !state.closing else { throw FrameError.closed(errno: EPIPE) }
             state.frames.append(frame)
@@ -78,7 +79,7 @@ final class FrameWriter: Sendable {
     private func writeFrames() {
         while true {
             queued.wait()
-            let (frames, closing, broken) = state.withLock { state in
+            var (frames, closing, broken) = state.withLock { state in
                 defer {
                     state.frames = []
                     state.writing = true
@@ -86,8 +87,10 @@ final class FrameWriter: Sendable {
                 return (state.frames, state.closing, state.broken)
             }
             var failed = broken
-            for frame in frames where !failed {
-                failed = !write(frame)
+            // Frames carry refresh tokens and answers: each is wiped once written (or dropped).
+            for index in frames.indices {
+                if !failed { failed = !write(frames[index]) }
+                frames[index].wipe()
             }
             state.withLock { state in
                 state.writing = false
@@ -136,7 +139,8 @@ struct FrameReader {
         guard let header = try read(count: 4) else { return nil }
         let length = Int(header.reduce(0) { $0 << 8 | UInt32($1) })
         guard length <= Self.maximumFrame else { throw FrameError.tooLarge(length) }
-        guard let payload = try read(count: length) else { throw FrameError.truncated }
+        guard var payload = try read(count: length) else { throw FrameError.truncated }
+        defer { payload.wipe() }
         return try CourierMessage.decode(payload)
     }
 

@@ -49,6 +49,7 @@ public struct Spool: Sendable {
         writer.i64(entry.sentAt.milliseconds)
         entry.result.write(to: &writer)
         let plaintext = SecretBytes(writer.bytes)
+        writer.wipe()
         let sealed = SealedBox.seal(plaintext, to: publicKey)
         var file = Self.magic
         withUnsafeBytes(of: UInt32(sealed.count).bigEndian) { file += $0 }

@@ -6,6 +6,9 @@ import TokenVaultCore
 struct WireWriter {
     private(set) var bytes: [UInt8] = []
 
+    /// Zeroes what was written, once it has been copied where it goes (a sealed spool file).
+    mutating func wipe() { bytes.wipe() }
+
     mutating func u8(_ value: UInt8) { bytes.append(value) }
 
     mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.bigEndian) { bytes += $0 } }

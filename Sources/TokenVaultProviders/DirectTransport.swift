@@ -67,8 +67,9 @@ public final class DirectTransport: ProviderTransport {
         var answer = HTTPAnswer(status: Int(response.status.code), headers: [:], body: [])
         for (name, value) in response.headers { answer.addHeader(name: name, value: value) }
         do {
-            let buffer = try await response.body.collect(upTo: HTTPAnswer.maximumBodySize)
+            var buffer = try await response.body.collect(upTo: HTTPAnswer.maximumBodySize)
             answer.body = Array(buffer.readableBytesView)
+            buffer.withUnsafeMutableReadableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
         } catch is NIOTooManyBytesError {
             answer.bodyTooLarge = true
         } catch {

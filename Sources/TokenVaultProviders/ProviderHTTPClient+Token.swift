@@ -23,7 +23,8 @@ extension ProviderHTTPClient {
     /// POSTs a token request and reads the token response, every failure classified.
     func token(_ call: TokenCall) async throws(ProviderFailure) -> TokenPayload {
         do throws(ProviderFailure) {
-            let answer = try await post(call.url, form: call.form, headers: call.headers)
+            var answer = try await post(call.url, form: call.form, headers: call.headers)
+            defer { answer.body.wipe() }
             guard (200..<300).contains(answer.status) else {
                 throw ProviderErrorClassifier.classify(
                     status: answer.status, headers: answer.headers, body: answer.body, now: Date(),
