@@ -177,11 +177,12 @@ let package = Package(
         .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport"),
 
         // Shared test helpers: fake clock, temporary vaults, byte search, the loopback OAuth
-        // test provider.
+        // test provider, the in-process test server.
         .target(
             name: "TokenVaultTesting",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem",
+                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem", "TokenVaultServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

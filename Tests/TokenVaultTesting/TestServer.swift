@@ -5,17 +5,21 @@ import TokenVaultCore
 import TokenVaultServer
 import TokenVaultTesting
 
-/// A real server on a real Unix socket over a real SQLite vault, run in-process.
-final class TestServer: Sendable {
-    let fixture: TestVault
-    let socketPath: String
-    let audit: AuditRecorder
-    let api: VaultAPI
+/// A real server on a real Unix socket over a real SQLite vault, run in-process: the one the
+/// server tests talk raw HTTP to and the client tests drive through `TokenVaultClient`.
+public final class TestServer: Sendable {
+    public let fixture: TestVault
+    public let socketPath: String
+    public let audit: AuditRecorder
+    public let api: VaultAPI
     private let task: Task<Void, any Error>
     private let group: ServiceGroup
 
-    init(
+    /// `providers`: the instance names credentials may name; `engine` (or `makeEngine`, given
+    /// the vault): the refresh engine, a `StubRefreshService` when neither is given.
+    public init(
         policy: AccessPolicy? = nil, idleTimeoutSeconds: Int = 30, maximumBodySize: Int = 64 * 1024,
+        providers: Set<String> = ["oauth2", "tinkoff-id"],
         engine: (any RefreshService)? = nil, makeEngine: ((TestVault) throws -> any RefreshService)? = nil,
         configure: (inout VaultAPI.Options) -> Void = { _ in }
     ) async throws {
@@ -28,7 +32,7 @@ final class TestServer: Sendable {
         auditOptions.flushInterval = .milliseconds(50)
         audit = AuditRecorder(vault: fixture.vault, options: auditOptions, logger: logger)
         var options = VaultAPI.Options(
-            providers: ["oauth2", "tinkoff-id"], maximumBodySize: maximumBodySize, version: "test",
+            providers: providers, maximumBodySize: maximumBodySize, version: "test",
             backupDirectory: fixture.directory.file("backups"))
         configure(&options)
         api = VaultAPI(
@@ -49,20 +53,20 @@ final class TestServer: Sendable {
         for await _ in ready { break }
     }
 
-    func stop() async {
+    public func stop() async {
         fixture.vault.events.close()
         await group.triggerGracefulShutdown()
         _ = await task.result
     }
 
-    func request(_ method: String, _ target: String, body: String? = nil) async throws -> RawHTTPResponse {
+    public func request(_ method: String, _ target: String, body: String? = nil) async throws -> RawHTTPResponse {
         let socketPath = socketPath
         return try await offThePool { try UnixSocketHTTP.request(socketPath, method, target, body: body) }
     }
 
     /// Sends `bytes` as they are (a request the client library would not write) and reads one
     /// response.
-    func raw(_ bytes: [UInt8]) async throws -> RawHTTPResponse {
+    public func raw(_ bytes: [UInt8]) async throws -> RawHTTPResponse {
         let socketPath = socketPath
         return try await offThePool {
             let connection = try UnixSocketConnection(path: socketPath)
@@ -75,7 +79,7 @@ final class TestServer: Sendable {
     /// Sends a request and reads the head and the first line of an NDJSON stream, then hangs
     /// up. `whileOpen` runs once the request is sent (to cause an event on a stream that has
     /// no first line of its own).
-    func firstLine(
+    public func firstLine(
         _ method: String, _ target: String, whileOpen: (@Sendable () async throws -> Void)? = nil
     ) async throws -> RawHTTPResponse {
         let socketPath = socketPath
@@ -101,14 +105,14 @@ final class TestServer: Sendable {
 
     /// Our own uid may write and read tokens in namespace "allowed" only: root's admin rights
     /// are off and the daemon uid is someone else (the tests run as root).
-    static func policyAllowingOnlyNamespaceAllowed() -> AccessPolicy {
+    public static func policyAllowingOnlyNamespaceAllowed() -> AccessPolicy {
         let me = getuid()
         return AccessPolicy(
             rules: [.init(subject: .user(me), namespaces: ["allowed"], permissions: [.credentialWrite, .tokenRead])],
             daemonUID: me &+ 12345, rootIsAdmin: false)
     }
 
-    func putBody(provider: String = "tinkoff-id", token: String, labels: String = "{}") -> String {
+    public func putBody(provider: String = "tinkoff-id", token: String, labels: String = "{}") -> String {
         "{\"provider\": \"\(provider)\", \"labels\": \(labels), \"token\": \(token)}"
     }
 }
@@ -121,30 +125,37 @@ private struct UncheckedBox<Value>: @unchecked Sendable {
 
 /// Stands in for the refresh engine in server tests: a refresh returns the credential as it
 /// is, a removal deletes locally. Engine behaviour is tested in TokenVaultEngineTests.
-struct StubRefreshService: RefreshService {
-    let vault: Vault
+public struct StubRefreshService: RefreshService {
+    public let vault: Vault
     /// What a code exchange fails with.
-    var redeemFailure = ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "the code is unknown")
+    public var redeemFailure = ProviderFailure(
+        kind: .invalidGrant, code: "invalid_grant", message: "the code is unknown")
 
-    func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
+    public init(vault: Vault) { self.vault = vault }
+
+    public func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
         .refreshed(try vault.metadata(id))
     }
 
-    func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
+    public func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
         try await refresh(id, reason: .onDemand)
     }
 
-    func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome { try await refresh(id, reason: .forced) }
+    public func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome {
+        try await refresh(id, reason: .forced)
+    }
 
-    func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
+    public func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
         try await vault.delete(id, audit: audit)
         return .deleted(revoked: false)
     }
 
-    func providerStates() -> [ProviderState] { [ProviderState(name: "oauth2", kind: "oauth2", condition: .ok)] }
+    public func providerStates() -> [TokenVaultCore.ProviderState] {
+        [TokenVaultCore.ProviderState(name: "oauth2", kind: "oauth2", condition: .ok)]
+    }
 
     /// Answers like a provider whose code is unknown (no provider runs in server tests).
-    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode { throw redeemFailure }
+    public func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode { throw redeemFailure }
 
-    var counters: RefreshCounters { RefreshCounters() }
+    public var counters: RefreshCounters { RefreshCounters() }
 }
