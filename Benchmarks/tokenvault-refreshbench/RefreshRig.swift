@@ -72,7 +72,7 @@ final class RefreshRig: Sendable {
         keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: database)
         store = InstrumentedStore(database, durability: settings.durability)
         let planner = RefreshPlanner()
-        vault = Vault(store: store, sealer: keyring, planners: [Self.providerName: planner], executor: BlockingWork())
+        vault = Vault(store: store, sealer: keyring, executor: BlockingWork())
 
         var logger = Logger(label: "refreshbench") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .warning

@@ -26,7 +26,12 @@ struct Seeder {
         let keyring = try Keyring(masterKey: try MasterKey.read(keyFile: dataDir + "/master.key"), store: database)
         try database.migrate()
         let vault = Vault(
-            store: database, sealer: keyring, planners: [provider: RefreshPlanner(jitterFraction: 0)])
+            store: database, sealer: keyring,
+            providers: ProviderTable(
+                settings: [
+                    provider: ProviderSettings(
+                        name: provider, kind: "oauth2", planner: RefreshPlanner(jitterFraction: 0))
+                ]))
         var generator = SplitMix64(seed: UInt64(start) &+ 0x5EED)
         let started = monotonicSeconds()
         let now = Timestamp.now()

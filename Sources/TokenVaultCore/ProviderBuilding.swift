@@ -2,20 +2,24 @@
 /// place (TokenVaultProviders' `ProviderInstances`), so the server's reload does not repeat the
 /// kinds' rules and start-up and reload build instances the same way.
 public protocol ProviderBuilding: Sendable {
-    /// A provider for every instance of `settings` that has endpoints: the running object of an
-    /// instance whose endpoints, secrets and transport did not change, a new one otherwise. If
-    /// one instance cannot be built, nothing built here stays and the error names its key.
-    func build(_ settings: [String: ProviderSettings]) async throws(ProviderCatalogError) -> [String: any TokenProvider]
+    /// The table for `settings`, the one after `previous`: a provider for every instance that has
+    /// endpoints, `previous`'s object of an instance whose endpoints, secrets and transport did
+    /// not change, a new one otherwise. If one instance cannot be built, nothing built here stays
+    /// and the error names its key.
+    func build(_ settings: [String: ProviderSettings], after previous: ProviderTable) async throws(ProviderCatalogError)
+        -> ProviderTable
     /// Releases providers nobody calls any more (their HTTP clients, the courier's transports).
     func release(_ providers: [any TokenProvider]) async
 }
 
-/// Where provider objects are put in force (the refresh engine): its providers and their gates.
+/// Where provider tables are put in force (the refresh engine): its providers and their gates,
+/// and the vault's table, in one step.
 public protocol ProviderRouting: Sendable {
-    /// Puts `providers` (by instance name) and `settings` (every instance credentials may name) in
-    /// force for the next call. Calls already running finish on the objects they started with.
-    func replaceProviders(_ providers: [String: any TokenProvider], settings: [String: ProviderSettings])
-        -> ProviderReplacement
+    /// The table in force (what the next build starts from).
+    var providerTable: ProviderTable { get }
+    /// Puts `table` in force for the next call and request. Calls already running finish on the
+    /// objects (and planners) they started with.
+    func install(_ table: ProviderTable) -> ProviderReplacement
 }
 
 /// What a replacement changed, and the provider objects it took out of use.

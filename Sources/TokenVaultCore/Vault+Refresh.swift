@@ -108,16 +108,22 @@ extension Vault {
         /// Called once the answer's fate is durable (committed, or found superseded), whether at
         /// once or after the commit was held: the courier may forget its copy then.
         public var whenDurable: (@Sendable () -> Void)?
+        /// The planner of the provider table the refresh took its provider from (the engine's
+        /// slot), so that the answer is planned by the instance that gave it even if a reload put
+        /// another table in force meanwhile; nil: the table in force.
+        public var planner: RefreshPlanner?
 
         public init(
             attempt: RefreshAttempt, previous: CredentialMetadata, previousSecrets: CredentialSecrets,
-            payload: TokenPayload, sentAt: Timestamp, whenDurable: (@Sendable () -> Void)? = nil
+            payload: TokenPayload, sentAt: Timestamp, planner: RefreshPlanner? = nil,
+            whenDurable: (@Sendable () -> Void)? = nil
         ) {
             self.attempt = attempt
             self.previous = previous
             self.previousSecrets = previousSecrets
             self.payload = payload
             self.sentAt = sentAt
+            self.planner = planner
             self.whenDurable = whenDurable
         }
     }
@@ -145,7 +151,7 @@ extension Vault {
     /// open under its owner. The term is read inside the transaction. If the database refuses
     /// the write, the answer is held and committed later (`.held`); it is never dropped.
     public func commitRefresh(_ received: ReceivedRefresh) async -> HeldOrCommitted<RefreshCommit> {
-        let planner = planner(for: received.previous.provider)
+        let planner = received.planner ?? planner(for: received.previous.provider)
         let jitter = Double.random(in: 0..<1)
         let id = received.previous.id
         let body: @Sendable (any CredentialWriter) throws -> RefreshCommit = { [self] writer in

@@ -14,10 +14,14 @@ extension Vault {
         /// The courier's key of the call whose answer this is (received tokens only): recorded
         /// with the write, so a replay of the same answer is recognised (`isAnswerStored`).
         public var answerKey: String?
+        /// The planner of the provider table the caller took (a request's, an exchange's slot);
+        /// nil: the table in force.
+        public var planner: RefreshPlanner?
 
         public init(
             id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
-            audit: AuditEvent? = nil, issuedAt: Timestamp? = nil, answerKey: String? = nil
+            audit: AuditEvent? = nil, issuedAt: Timestamp? = nil, answerKey: String? = nil,
+            planner: RefreshPlanner? = nil
         ) {
             self.id = id
             self.payload = payload
@@ -26,6 +30,7 @@ extension Vault {
             self.audit = audit
             self.issuedAt = issuedAt
             self.answerKey = answerKey
+            self.planner = planner
         }
     }
 
@@ -35,9 +40,10 @@ extension Vault {
     @discardableResult
     public func put(
         _ id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
-        audit: AuditEvent? = nil
+        audit: AuditEvent? = nil, planner: RefreshPlanner? = nil
     ) async throws -> CredentialMetadata {
-        let credential = NewCredential(id: id, payload: payload, provider: provider, labels: labels, audit: audit)
+        let credential = NewCredential(
+            id: id, payload: payload, provider: provider, labels: labels, audit: audit, planner: planner)
         try Self.validate(labels: labels)
         let metadata = try await writes.write(.full, insertion(of: credential, now: clock.now))
         publish(.stored, id, metadata)
@@ -119,7 +125,7 @@ extension Vault {
         -> @Sendable (any CredentialWriter) throws
         -> CredentialMetadata
     {
-        let planner = planner(for: credential.provider)
+        let planner = credential.planner ?? planner(for: credential.provider)
         let jitter = Double.random(in: 0..<1)
         let appendAudit = auditAppender
         return { [self] writer in

@@ -50,9 +50,9 @@ public final class Vault: Sendable {
     public let clock: any VaultClock
     /// The planner for providers without settings of their own.
     private let defaultPlanner: RefreshPlanner
-    /// Per provider instance (lifetime share, margin, jitter, default lifetime); a reload
-    /// replaces them.
-    private let planners: Mutex<[String: RefreshPlanner]>
+    /// The provider instances in force (their planners: lifetime share, margin, jitter, default
+    /// lifetime), replaced whole by a reload through the engine (`ProviderRouting.install`).
+    private let table: Mutex<ProviderTable>
     /// Every committed change is published here, for the watch and event streams.
     public let events: ChangeFeed
     let executor: any BlockingExecutor
@@ -63,7 +63,7 @@ public final class Vault: Sendable {
 
     public init(
         store: any CredentialStore, sealer: any Sealer, clock: any VaultClock = SystemClock(),
-        planner: RefreshPlanner = RefreshPlanner(), planners: [String: RefreshPlanner] = [:],
+        planner: RefreshPlanner = RefreshPlanner(), providers: ProviderTable = .empty,
         events: ChangeFeed = ChangeFeed(), executor: any BlockingExecutor = DispatchExecutor(),
         options: Options = Options()
     ) {
@@ -71,7 +71,7 @@ public final class Vault: Sendable {
         self.sealer = sealer
         self.clock = clock
         self.defaultPlanner = planner
-        self.planners = Mutex(planners)
+        self.table = Mutex(providers)
         self.events = events
         self.executor = executor
         self.options = options
@@ -85,12 +85,18 @@ public final class Vault: Sendable {
 
     var observer: (any LedgerObserver)? { observerBox.withLock { $0 } }
 
-    public func planner(for provider: String) -> RefreshPlanner {
-        planners.withLock { $0[provider] } ?? defaultPlanner
+    /// The provider table in force: take it once per request and use what was taken.
+    public var providers: ProviderTable { table.withLock { $0 } }
+
+    /// The planner of `provider` in `table` (the one a request or refresh took), or in the table
+    /// in force; the default planner for a name without settings.
+    public func planner(for provider: String, in table: ProviderTable? = nil) -> RefreshPlanner {
+        (table ?? providers).planner(for: provider) ?? defaultPlanner
     }
 
-    /// Puts the planners of a reloaded configuration in force for the next write.
-    public func replacePlanners(_ planners: [String: RefreshPlanner]) { self.planners.withLock { $0 = planners } }
+    /// Puts a table in force for the next request. Only the engine's `install` calls this (in
+    /// the same step as its own slots); a vault without an engine (tools, tests) directly.
+    public func install(_ providers: ProviderTable) { table.withLock { $0 = providers } }
 
     /// Runs blocking work (reads) on the vault's executor.
     public func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {

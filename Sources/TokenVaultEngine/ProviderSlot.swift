@@ -7,13 +7,21 @@ import TokenVaultCore
 final class ProviderSlot: Sendable {
     let settings: ProviderSettings
     let provider: (any TokenProvider)?
+    /// The planner of the table this slot was made from (nil for a name without settings: the
+    /// vault's default). What the call's answer is planned with, whatever table is in force by
+    /// the time it commits.
+    let planner: RefreshPlanner?
     let gate: ProviderGate
     /// The calls on `provider`, counted across every slot that holds it.
     let use: ProviderUse
 
-    init(settings: ProviderSettings, provider: (any TokenProvider)?, gate: ProviderGate, use: ProviderUse) {
+    init(
+        settings: ProviderSettings, provider: (any TokenProvider)?, planner: RefreshPlanner?, gate: ProviderGate,
+        use: ProviderUse
+    ) {
         self.settings = settings
         self.provider = provider
+        self.planner = planner
         self.gate = gate
         self.use = use
     }

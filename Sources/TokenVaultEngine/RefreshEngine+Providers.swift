@@ -1,15 +1,18 @@
 import TokenVaultCore
 
-/// A reload's provider instances put in force: new instances get a gate, removed ones stop being
+/// A reload's provider table put in force: new instances get a gate, removed ones stop being
 /// called (their credentials then fail as `provider_not_configured`), re-pointed ones get their new
 /// provider object and a fresh gate, and one whose limits alone changed keeps its gate, retuned.
+/// The engine's slots and the vault's table (which requests read) change in one step, under the
+/// lock every call takes its slot under.
 extension RefreshEngine: ProviderRouting {
-    public func replaceProviders(_ providers: [String: any TokenProvider], settings: [String: ProviderSettings])
-        -> ProviderReplacement
-    {
+    public var providerTable: ProviderTable { vault.providers }
+
+    public func install(_ table: ProviderTable) -> ProviderReplacement {
         let made = slots.withLock { current in
-            let made = Self.slots(providers, settings: settings, replacing: current)
+            let made = Self.slots(for: table, replacing: current)
             current = made.slots
+            vault.install(table)
             return made
         }
         for (gate, limits) in made.retunes { gate.update(limits) }
@@ -44,28 +47,26 @@ extension RefreshEngine: ProviderRouting {
         var retunes: [(ProviderGate, ProviderLimits)] = []
     }
 
-    /// The slots for `providers` and `settings`, reusing what `current` has where it can. A
-    /// name-only instance (settings without a provider) gets a slot too, so health lists it; a
-    /// provider without settings gets the default limits.
-    static func slots(
-        _ providers: [String: any TokenProvider], settings: [String: ProviderSettings],
-        replacing current: [String: ProviderSlot]
-    ) -> Slots {
+    /// The slots for `table`, reusing what `current` has where it can. A name-only instance
+    /// (settings without a provider) gets a slot too, so health lists it; a provider without
+    /// settings gets the default limits.
+    static func slots(for table: ProviderTable, replacing current: [String: ProviderSlot]) -> Slots {
         var made = Slots()
-        for name in Set(settings.keys).union(providers.keys).sorted() {
-            let setting = settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
-            let provider = providers[name]
+        for name in table.names.sorted() {
+            let setting = table.settings[name] ?? ProviderSettings(name: name, kind: "oauth2")
+            let provider = table.providers[name]
+            let planner = table.planner(for: name)
             guard let old = current[name] else {
                 made.added.append(name)
                 made.slots[name] = ProviderSlot(
-                    settings: setting, provider: provider,
+                    settings: setting, provider: provider, planner: planner,
                     gate: ProviderGate(name: name, kind: setting.kind, limits: setting.limits), use: ProviderUse())
                 continue
             }
             // The slot around the same object shares its count of calls.
             let use = old.holdsSameProvider(as: provider) ? old.use : ProviderUse()
             let change = old.settings.change(to: setting)
-            if change == .unchanged, use === old.use {
+            if change == .unchanged, use === old.use, old.planner == planner {
                 made.slots[name] = old
                 continue
             }
@@ -77,7 +78,8 @@ extension RefreshEngine: ProviderRouting {
                 gate = ProviderGate(name: name, kind: setting.kind, limits: setting.limits)
                 made.repointed.append(name)
             }
-            made.slots[name] = ProviderSlot(settings: setting, provider: provider, gate: gate, use: use)
+            made.slots[name] = ProviderSlot(
+                settings: setting, provider: provider, planner: planner, gate: gate, use: use)
             made.retired.append(old)
         }
         for (name, old) in current where made.slots[name] == nil {

@@ -42,7 +42,7 @@ extension RefreshEngine {
         let stored = try await vault.storeReceived(
             Vault.NewCredential(
                 id: redemption.request.credentialID, payload: payload, provider: redemption.provider,
-                labels: redemption.labels, audit: redemption.audit, answerKey: call.key),
+                labels: redemption.labels, audit: redemption.audit, answerKey: call.key, planner: slot.planner),
             whenDurable: { [settlement] in settlement.settle(call.key) })
         return RedeemedCode(payload: payload, stored: stored)
     }

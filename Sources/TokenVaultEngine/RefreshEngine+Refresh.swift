@@ -68,7 +68,7 @@ extension RefreshEngine {
             // A reload removed or re-pointed the instance while this call waited for the gate:
             // nothing was sent yet, so it goes to the instance in force now (or fails as removed).
             guard isCurrent(slot, metadata.provider) else { continue }
-            return try await refresh(credential, reason: reason, provider: provider, gate: gate)
+            return try await refresh(credential, reason: reason, provider: provider, gate: gate, planner: slot.planner)
         }
     }
 
@@ -155,8 +155,10 @@ extension RefreshEngine {
         return .skipped("provider \(metadata.provider) is paused until \(until)", metadata)
     }
 
+    /// `provider`, `gate` and `planner` come from one slot (one provider table).
     private func refresh(
-        _ credential: Credential, reason: RefreshReason, provider: any TokenProvider, gate: ProviderGate
+        _ credential: Credential, reason: RefreshReason, provider: any TokenProvider, gate: ProviderGate,
+        planner: RefreshPlanner?
     ) async throws -> RefreshOutcome {
         let metadata = credential.metadata
         let id = metadata.id
@@ -257,7 +259,7 @@ extension RefreshEngine {
         let commit = await vault.commitRefresh(
             Vault.ReceivedRefresh(
                 attempt: attempt, previous: metadata, previousSecrets: credential.secrets, payload: payload,
-                sentAt: sentAt, whenDurable: { [settlement] in settlement.settle(call.key) }))
+                sentAt: sentAt, planner: planner, whenDurable: { [settlement] in settlement.settle(call.key) }))
         timings.commit = clock.now - commitStart
         switch commit {
         case .committed(.committed(let refreshed)):

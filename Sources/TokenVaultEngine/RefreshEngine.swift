@@ -59,7 +59,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     let vault: Vault
-    /// Every instance credentials may name, by name; a reload replaces it (`replaceProviders`).
+    /// Every instance credentials may name, by name, made from the table in force; a reload
+    /// replaces it with the vault's table (`install`).
     let slots: Mutex<[String: ProviderSlot]>
     let options: Options
     let logger: Logger
@@ -76,9 +77,19 @@ public final class RefreshEngine: RefreshService, Sendable {
 
     /// `providers` holds a `TokenProvider` for every configured instance that has endpoints;
     /// `settings` every instance credentials may name (their planner and limits).
-    public init(
+    public convenience init(
         vault: Vault, providers: [String: any TokenProvider], settings: [String: ProviderSettings],
         options: Options = Options(), settlement: any AnswerSettlement = NoSettlement(), logger: Logger
+    ) {
+        self.init(
+            vault: vault, table: ProviderTable(settings: settings, providers: providers), options: options,
+            settlement: settlement, logger: logger)
+    }
+
+    /// `table`: the provider instances, put in force in the vault too (`install`).
+    public init(
+        vault: Vault, table: ProviderTable, options: Options = Options(),
+        settlement: any AnswerSettlement = NoSettlement(), logger: Logger
     ) {
         self.vault = vault
         self.settlement = settlement
@@ -89,7 +100,8 @@ public final class RefreshEngine: RefreshService, Sendable {
             interval: options.heartbeatInterval ?? LeaseKeeper.interval(for: options.leasePeriod), vault: vault,
             logger: logger)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
-        slots = Mutex(Self.slots(providers, settings: settings, replacing: [:]).slots)
+        slots = Mutex(Self.slots(for: table, replacing: [:]).slots)
+        vault.install(table)
         remoteWake = CoalescedWake(interval: .milliseconds(100)) { [wake] in wake.signal() }
         vault.observe(HeldCommitLog(logger: logger, wake: wake, statistics: statistics))
     }

@@ -97,15 +97,14 @@ public final class ConfigurationReload: Service, Sendable {
         // it is in force.
         var replacement: ProviderReplacement?
         if let providers, fresh.providers != previous.providers {
-            let built: [String: any TokenProvider]
+            let built: ProviderTable
             do throws(ProviderCatalogError) {
-                built = try await providers.builder.build(fresh.providers)
+                built = try await providers.builder.build(fresh.providers, after: providers.routing.providerTable)
             } catch {
                 return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)
             }
-            let replaced = providers.routing.replaceProviders(built, settings: fresh.providers)
-            api.vault.replacePlanners(fresh.providers.mapValues(\.planner))
-            api.liveProviders.replace(fresh.providers)
+            // One table, put in force whole: the engine's slots and what requests read.
+            let replaced = providers.routing.install(built)
             // The replaced objects are released once the calls that started on them have ended.
             release(replaced, through: providers.builder)
             replacement = replaced

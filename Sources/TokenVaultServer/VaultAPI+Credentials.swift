@@ -9,9 +9,10 @@ extension VaultAPI {
         let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.put")
         try requireJSON(request)
         let body = try await collectBody(request)
-        let (payload, provider, labels) = try decodePut(body)
+        let (payload, provider, labels, planner) = try decodePut(body)
         let event = auditEvent(peer, "credential.put", id, .allowed)
-        let metadata = try await vault.put(id, payload: payload, provider: provider, labels: labels, audit: event)
+        let metadata = try await vault.put(
+            id, payload: payload, provider: provider, labels: labels, audit: event, planner: planner)
         context.logger.info(
             "credential stored",
             metadata: [

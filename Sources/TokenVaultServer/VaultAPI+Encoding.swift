@@ -53,12 +53,13 @@ extension VaultAPI {
         return fields
     }
 
-    /// The `provider` member: a configured provider's name.
-    func provider(_ value: JSONValue?) throws -> String {
+    /// The `provider` member: the name of an instance of `table` (the provider table the request
+    /// took: `vault.providers`, read once).
+    func provider(_ value: JSONValue?, in table: ProviderTable) throws -> String {
         guard case .string(let provider)? = value else {
             throw VaultError.invalidField("provider", "is required and must be a string")
         }
-        let known = liveProviders.names
+        let known = table.names
         guard known.contains(provider) else {
             throw VaultError(
                 code: .unknownProvider,
@@ -67,17 +68,18 @@ extension VaultAPI {
         return provider
     }
 
-    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String]) {
+    /// The payload, provider name, labels and planner of a `PUT`, all from one provider table.
+    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String], RefreshPlanner?) {
         let fields = try bodyMembers(body, known: ["provider", "labels", "token"])
-        let provider = try provider(fields["provider"])
+        let table = vault.providers
+        let provider = try provider(fields["provider"], in: table)
         let labels = try decodeLabels(fields["labels"])
         guard case .object(let token)? = fields["token"] else {
             throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
         }
         do {
-            let decoder = TokenPayloadDecoder(
-                expiredUnit: liveProviders.expiredUnit(provider), sizes: options.tokenSizes)
-            return (try decoder.decode(token), provider, labels)
+            let decoder = TokenPayloadDecoder(expiredUnit: table.expiredUnit(for: provider), sizes: options.tokenSizes)
+            return (try decoder.decode(token), provider, labels, table.planner(for: provider))
         } catch let error as VaultError where error.code == .invalidField {
             // Name the field by its path in the request body.
             throw error.nested(under: "token")

@@ -132,7 +132,7 @@ extension VaultAPI {
                 throw VaultError.invalidField(name, "expected a string, got \(other.typeName)")
             }
         }
-        let provider = try provider(fields["provider"])
+        let provider = try provider(fields["provider"], in: vault.providers)
         let code = try string("code", required: true, maximum: 4096)!
         let verifier = try string("code_verifier", required: true, maximum: 128)!
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

@@ -8,15 +8,10 @@ import TokenVaultCore
 /// exception lives outside the router: `TokenFastPath` answers plain token reads on the loop.)
 public struct VaultAPI: Sendable {
     public struct Options: Sendable {
-        /// Provider instances credentials may name at start; anything else is 422 (a reload
-        /// replaces them: `liveProviders`).
-        public var providers: Set<String>
         public var maximumBodySize: Int
         public var version: String
         /// Where `POST /v1/admin/backup` writes its copies.
         public var backupDirectory: String
-        /// How each provider instance's EBS `expired` values are read (default `.seconds`).
-        public var expiredUnits: [String: ExpiredUnit] = [:]
         /// How long a uid's groups are remembered before the user database is read again.
         public var groupRefreshSeconds: Double
         /// The largest tokens a `PUT` may store.
@@ -32,17 +27,15 @@ public struct VaultAPI: Sendable {
         public var groupLookUp: (@Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32>)?
 
         public init(
-            providers: Set<String>, maximumBodySize: Int = 64 * 1024, version: String,
-            expiredUnits: [String: ExpiredUnit] = [:], backupDirectory: String, groupRefreshSeconds: Double = 60,
+            maximumBodySize: Int = 64 * 1024, version: String, backupDirectory: String,
+            groupRefreshSeconds: Double = 60,
             tokenSizes: TokenSizeLimits = TokenSizeLimits(), connections: ConnectionLimits = ConnectionLimits(),
             courier: (@Sendable () -> CourierStatus)? = nil, storage: (@Sendable () -> StorageStatus)? = nil
         ) {
             self.courier = courier
             self.storage = storage
-            self.providers = providers
             self.maximumBodySize = maximumBodySize
             self.version = version
-            self.expiredUnits = expiredUnits
             self.backupDirectory = backupDirectory
             self.groupRefreshSeconds = groupRefreshSeconds
             self.tokenSizes = tokenSizes
@@ -57,8 +50,6 @@ public struct VaultAPI: Sendable {
     let rotation: KeyRotation?
     /// Who may do what; a reload replaces its rules.
     public let livePolicy: LivePolicy
-    /// The provider instances credentials may name; a reload replaces them.
-    public let liveProviders: LiveProviders
     var policy: AccessPolicy { livePolicy.policy }
     let audit: AuditRecorder
     let metrics: APIMetrics
@@ -80,7 +71,6 @@ public struct VaultAPI: Sendable {
         self.admin = admin
         self.rotation = rotation
         livePolicy = LivePolicy(policy)
-        liveProviders = LiveProviders(names: options.providers, expiredUnits: options.expiredUnits)
         self.audit = audit
         self.metrics = metrics
         self.options = options

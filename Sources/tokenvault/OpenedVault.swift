@@ -19,11 +19,10 @@ struct OpenedVault {
     let vault: Vault
     let keyDescription: String
 
-    /// `planners`: each provider instance's refresh settings (the daemon's configuration);
-    /// `executor`: where the vault's blocking work runs (the daemon passes NIO's pool).
+    /// `executor`: where the vault's blocking work runs (the daemon passes NIO's pool). The
+    /// daemon's provider table is put in force by its engine.
     static func open(
-        _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
-        executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
+        _ options: VaultOptions, executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
     ) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
@@ -34,7 +33,7 @@ struct OpenedVault {
                 code: .vaultNotFound,
                 message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
         }
-        return try open(database, options, planners: planners, executor: executor, commitRetryCap: commitRetryCap)
+        return try open(database, options, executor: executor, commitRetryCap: commitRetryCap)
     }
 
     /// A database already opened (the vault's own, or a copy of a backup that `restore` checks):
@@ -42,8 +41,8 @@ struct OpenedVault {
     /// between tries of a held commit (the daemon keeps it well under the lease period, so an
     /// answer held through an outage is committed before anyone could take its attempt over).
     static func open(
-        _ database: any VaultBackend, _ options: VaultOptions, planners: [String: RefreshPlanner] = [:],
-        executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
+        _ database: any VaultBackend, _ options: VaultOptions, executor: any BlockingExecutor = DispatchExecutor(),
+        commitRetryCap: Double = 30
     ) throws -> OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
@@ -51,7 +50,7 @@ struct OpenedVault {
         return OpenedVault(
             database: database, keyring: keyring,
             vault: Vault(
-                store: database, sealer: keyring, planners: planners, executor: executor,
+                store: database, sealer: keyring, executor: executor,
                 options: Vault.Options(
                     commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
                     concurrentTransactions: database.concurrentWriteTransactions,

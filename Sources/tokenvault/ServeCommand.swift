@@ -96,9 +96,9 @@ struct ServeCommand: AsyncParsableCommand {
         let instances = ProviderInstances(
             environment: options.environment, transport: courier.transportMaker,
             ready: { await Self.courierLearnsInstances(courier) })
-        let providers: [String: any TokenProvider]
+        let table: ProviderTable
         do {
-            providers = try await instances.build(settings.providers)
+            table = try await instances.build(settings.providers, after: .empty)
         } catch {
             printError("error: config \(configPath ?? "(defaults)"): \(error.key): \(error.problem)")
             throw ExitCode(1)
@@ -113,8 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
             try OpenedVault.requireVault(options)
             let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
             let opened = try OpenedVault.open(
-                options, planners: settings.providers.mapValues(\.planner), executor: BlockingWork(),
-                commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
+                options, executor: BlockingWork(), commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
             // A socket systemd passed is the socket unit's: its mode, group and file are left alone.
             if activation == nil { try SocketGuard.prepare(path: socketPath) }
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
@@ -125,9 +124,9 @@ struct ServeCommand: AsyncParsableCommand {
             var engineOptions = RefreshEngine.Options(leasePeriod: Double(settings.leaseSeconds))
             engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
             engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
+            // The provider table goes in force here, in the engine and the vault at once.
             let engine = RefreshEngine(
-                vault: opened.vault, providers: providers, settings: settings.providers, options: engineOptions,
-                settlement: courier, logger: logger)
+                vault: opened.vault, table: table, options: engineOptions, settlement: courier, logger: logger)
             // Several nodes on one PostgreSQL vault: what the others change wakes this node's
             // scheduler, leaves its cache and reaches its watch and events streams.
             let changeListener = (opened.database as? PostgresDatabase).map { database in
@@ -145,8 +144,7 @@ struct ServeCommand: AsyncParsableCommand {
                 rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
                 policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
                 options: .init(
-                    providers: settings.providerNames, maximumBodySize: settings.maximumBodySize,
-                    version: tokenVaultVersion, expiredUnits: settings.providers.mapValues(\.expiredUnit),
+                    maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion,
                     backupDirectory: options.resolvedDataDir + "/" + BackupFile.directoryName,
                     groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
                     connections: settings.connections, courier: { courier.status },
@@ -208,7 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
             try? await eventLoops.shutdownGracefully()
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()
-            await instances.set.shutdown()
+            await instances.release(Array(engine.providerTable.providers.values))
             logger.info("stopped")
         }
     }

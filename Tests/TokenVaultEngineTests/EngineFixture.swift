@@ -28,7 +28,7 @@ struct EngineFixture {
         let clock: any VaultClock = realTime ? SystemClock() : testVault.clock
         vault = Vault(
             store: store?(testVault.database) ?? testVault.database, sealer: testVault.keyring, clock: clock,
-            planners: [provider.name: planner], options: vaultOptions)
+            options: vaultOptions)
         self.provider = provider
         logs = CapturedLogs()
         engine = RefreshEngine(

@@ -6,7 +6,7 @@ import TokenVaultTesting
 
 @testable import TokenVaultEngine
 
-/// A reload's provider instances, put in force in the engine (`replaceProviders`): added, removed,
+/// A reload's provider instances, put in force in the engine (`install`): added, removed,
 /// re-pointed, retuned; calls in flight finish on the object they started with.
 @Suite struct ProviderReplacementTests {
     /// A forced refresh of `id`, held inside the provider (the call is in flight) until the latch
@@ -28,7 +28,8 @@ import TokenVaultTesting
     @Test func limitsAloneKeepTheGateARepointedInstanceGetsANewOneARemovedOneFailsClassified() async throws {
         let fixture = try EngineFixture(limits: Self.settings.limits)
         let engine = fixture.engine
-        _ = engine.replaceProviders([fixture.provider.name: fixture.provider], settings: ["scripted": Self.settings])
+        _ = engine.install(
+            ProviderTable(settings: ["scripted": Self.settings], providers: [fixture.provider.name: fixture.provider]))
         let (id, _) = try await fixture.store("a")
         fixture.provider.script(.fail(ProviderFailure.testUnavailable))
         _ = try await engine.refresh(id, reason: .forced)
@@ -37,7 +38,8 @@ import TokenVaultTesting
         // Limits alone: same gate (the breaker stays open), new limits in force.
         var retuned = Self.settings
         retuned.limits.concurrency = 2
-        let first = engine.replaceProviders([fixture.provider.name: fixture.provider], settings: ["scripted": retuned])
+        let first = engine.install(
+            ProviderTable(settings: ["scripted": retuned], providers: [fixture.provider.name: fixture.provider]))
         #expect(first.retuned == ["scripted"] && first.repointed.isEmpty && first.added.isEmpty)
         #expect(engine.providerStates().first?.condition == .circuitOpen)
         #expect(engine.limits(for: "scripted").concurrency == 2)
@@ -47,7 +49,7 @@ import TokenVaultTesting
         var repointed = retuned
         repointed.options = ["token_endpoint": .string("https://b.example/token")]
         let newer = ScriptedProvider(name: "scripted")
-        let second = engine.replaceProviders(["scripted": newer], settings: ["scripted": repointed])
+        let second = engine.install(ProviderTable(settings: ["scripted": repointed], providers: ["scripted": newer]))
         #expect(second.repointed == ["scripted"] && second.retuned.isEmpty)
         #expect(engine.providerStates().first?.condition == .ok)
         let before = fixture.provider.calls
@@ -60,7 +62,7 @@ import TokenVaultTesting
         #expect(released.count == 1 && released.first?.isSameObject(as: fixture.provider) == true)
 
         // Removed: its credentials fail as not configured, classified, and nothing crashes.
-        let third = engine.replaceProviders([:], settings: [:])
+        let third = engine.install(ProviderTable(settings: [:], providers: [:]))
         #expect(third.removed == ["scripted"])
         guard case .failed(let failure, let metadata) = try await engine.refresh(id, reason: .forced) else {
             Issue.record("a credential of a removed instance did not fail")
@@ -73,12 +75,56 @@ import TokenVaultTesting
         #expect(newer.calls == 1)
 
         // Added back: a new gate, and its credentials refresh again.
-        let fourth = engine.replaceProviders(["scripted": newer], settings: ["scripted": repointed])
+        let fourth = engine.install(ProviderTable(settings: ["scripted": repointed], providers: ["scripted": newer]))
         #expect(fourth.added == ["scripted"])
         guard case .refreshed = try await engine.refresh(id, reason: .forced) else {
             Issue.record("the added instance did not refresh")
             return
         }
+    }
+
+    /// A reload under refreshes in flight puts one table in force whole: every refresh commits
+    /// with the planner of the table it took its provider from. The calls held inside the old
+    /// provider are planned by the old planner; those still waiting for the gate go to the new
+    /// provider and are planned by the new one; none is answered by one and planned by the other.
+    @Test func aReloadUnderConcurrentRefreshesGivesEachTheTableItTookItsProviderFrom() async throws {
+        // Far apart, no jitter: the stored refresh_at tells which planner planned.
+        let old = RefreshPlanner(lifetimeShare: 0.5, margin: 0, jitterFraction: 0)
+        let new = RefreshPlanner(lifetimeShare: 0.9, margin: 0, jitterFraction: 0)
+        let limits = ProviderLimits(concurrency: 4, ratePerSecond: 1000, burst: 1000)
+        let fixture = try EngineFixture(limits: limits, planner: old)
+        let engine = fixture.engine
+        var ids: [CredentialID] = []
+        for index in 0..<12 { ids.append(try await fixture.store("c\(index)").0) }
+        let latch = Latch()
+        fixture.provider.script(.hold(latch), .hold(latch), .hold(latch), .hold(latch))
+        let refreshes = ids.map { id in Task { try await engine.refresh(id, reason: .forced) } }
+        #expect(try await waitUntil(within: 10) { latch.arrived == 4 }, "four calls held in the old provider")
+
+        let newer = ScriptedProvider(name: "scripted")
+        var repointed = ProviderSettings(name: "scripted", kind: "oauth2", planner: new, limits: limits)
+        repointed.options = ["token_endpoint": .string("https://b.example/token")]
+        let replacement = engine.install(
+            ProviderTable(version: 2, settings: ["scripted": repointed], providers: ["scripted": newer]))
+        #expect(replacement.repointed == ["scripted"])
+        #expect(fixture.vault.providers.version == 2, "the vault's table changed with the engine's slots")
+        latch.open()
+
+        var offsets: [Double] = []
+        for refresh in refreshes {
+            guard case .refreshed(let metadata) = try await refresh.value, let refreshAt = metadata.refreshAt else {
+                Issue.record("a refresh did not commit")
+                continue
+            }
+            offsets.append(refreshAt.seconds - metadata.issuedAt.seconds)
+        }
+        #expect(fixture.provider.calls == 4 && newer.calls == 8)
+        #expect(
+            offsets.filter { abs($0 - 1800) < 1 }.count == 4,
+            "the old provider's answers, planned by the old planner: \(offsets)")
+        #expect(
+            offsets.filter { abs($0 - 3240) < 1 }.count == 8,
+            "the new provider's answers, planned by the new planner: \(offsets)")
     }
 
     @Test func aCallInFlightFinishesOnTheOldProviderWhichIsReleasedAfterIt() async throws {
@@ -90,7 +136,7 @@ import TokenVaultTesting
         let newer = ScriptedProvider(name: "scripted")
         var moved = ProviderSettings(name: "scripted", kind: "oauth2")
         moved.options = ["token_endpoint": .string("https://b.example/token")]
-        let replacement = engine.replaceProviders(["scripted": newer], settings: ["scripted": moved])
+        let replacement = engine.install(ProviderTable(settings: ["scripted": moved], providers: ["scripted": newer]))
         let release = ReleaseWatch(replacement)
         // Released too early, it would show within this wait; held, it never does.
         #expect(try await !waitUntil(within: 0.5) { release.isDone }, "released while a call uses it")
@@ -115,11 +161,12 @@ import TokenVaultTesting
 
         var planned = ProviderSettings(name: "scripted", kind: "oauth2")
         planned.planner.lifetimeShare = 0.5
-        let first = engine.replaceProviders(["scripted": fixture.provider], settings: ["scripted": planned])
+        let first = engine.install(
+            ProviderTable(settings: ["scripted": planned], providers: ["scripted": fixture.provider]))
         #expect(first.added.isEmpty && first.removed.isEmpty && first.repointed.isEmpty)
         let firstRelease = ReleaseWatch(first)
 
-        let second = engine.replaceProviders([:], settings: [:])
+        let second = engine.install(ProviderTable(settings: [:], providers: [:]))
         #expect(second.removed == ["scripted"])
         let release = ReleaseWatch(second)
         #expect(try await !waitUntil(within: 0.5) { release.isDone }, "released while a call uses it")
@@ -148,7 +195,7 @@ import TokenVaultTesting
         let newer = ScriptedProvider(name: "scripted")
         var moved = ProviderSettings(name: "scripted", kind: "oauth2", limits: ProviderLimits(concurrency: 1))
         moved.options = ["token_endpoint": .string("https://b.example/token")]
-        let replacement = engine.replaceProviders(["scripted": newer], settings: ["scripted": moved])
+        let replacement = engine.install(ProviderTable(settings: ["scripted": moved], providers: ["scripted": newer]))
         latch.open()
         guard case .refreshed = try await running.value, case .refreshed = try await queued.value else {
             Issue.record("a refresh did not succeed")

@@ -205,7 +205,8 @@ import TokenVaultTesting
             let elapsed = ContinuousClock.now - started
             #expect(failure.kind == .transient)
             #expect(failure.code == "signer_timeout")
-            #expect(elapsed < .seconds(2), "\(elapsed)")
+            // Killed at 0.5 s, not after the signer's 10 s; the margin is for a loaded machine.
+            #expect(elapsed < .seconds(6), "\(elapsed)")
             #expect(fixture.server.requests.isEmpty)
 
             // What the script started went with it (the signer runs in its own process group).

@@ -11,7 +11,7 @@ import TokenVaultProviders
         let provider = try #require(try ProviderFactory.make(settings, environment: [:]))
         #expect(provider.name == "acme")
         #expect(provider.supportsRevocation == false)
-        await ProviderSet(["acme": provider]).shutdown()
+        await ProviderTable.shutdown([provider])
     }
 
     @Test func nameOnlyProvidersHaveNoClient() throws {
@@ -27,7 +27,7 @@ import TokenVaultProviders
         #expect(provider is TinkoffIDProvider)
         #expect(provider.name == "tid")
         #expect(provider.supportsRevocation)
-        await ProviderSet(["tid": provider]).shutdown()
+        await ProviderTable.shutdown([provider])
     }
 
     /// `expired_unit` is read once, by `ProviderKinds`, with the other settings every kind
@@ -64,8 +64,8 @@ import TokenVaultProviders
         }
     }
 
-    @Test func setLooksUpByNameAndShutsDownTwiceSafely() async throws {
-        let made = try await ProviderSet.make(
+    @Test func aTableLooksUpByNameAndShutsDownTwiceSafely() async throws {
+        let made = try await ProviderTable.make(
             [
                 ProviderTestSupport.settings(
                     ["token_endpoint": "https://a.example.com/t", "client_id": "a"], name: "a"),
@@ -76,17 +76,17 @@ import TokenVaultProviders
                         "client_id": "c",
                     ], name: "c"),
             ], environment: [:])
-        #expect(made.names == ["a", "c"])
-        #expect(made["a"]?.name == "a")
-        #expect(made["b"] == nil)
-        #expect(made["c"]?.supportsRevocation == true)
-        await made.shutdown()
-        await made.shutdown()
+        #expect(made.names == ["a", "b", "c"], "every instance credentials may name")
+        #expect(made.providers.keys.sorted() == ["a", "c"], "objects for those with endpoints")
+        #expect(made.providers["a"]?.name == "a")
+        #expect(made.providers["c"]?.supportsRevocation == true)
+        await ProviderTable.shutdown(Array(made.providers.values))
+        await ProviderTable.shutdown(Array(made.providers.values))
     }
 
     @Test func setStopsAtTheFirstBadInstance() async {
         do {
-            _ = try await ProviderSet.make(
+            _ = try await ProviderTable.make(
                 [
                     ProviderTestSupport.settings(
                         ["token_endpoint": "https://a.example.com/t", "client_id": "a"], name: "a"),

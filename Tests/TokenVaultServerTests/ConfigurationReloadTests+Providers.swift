@@ -32,18 +32,14 @@ extension ConfigurationReloadTests {
             let settings = try DaemonConfiguration.load(path: file, catalog: ProviderKinds())
             let instances = ProviderInstances(environment: [:])
             self.instances = instances
-            let providers = try await instances.build(settings.providers)
+            let table = try await instances.build(settings.providers, after: .empty)
             let engineBox = EngineBox()
             server = try await TestServer(makeEngine: { fixture in
-                let engine = RefreshEngine(
-                    vault: fixture.vault, providers: providers, settings: settings.providers,
-                    logger: Logger(label: "reload-test"))
+                let engine = RefreshEngine(vault: fixture.vault, table: table, logger: Logger(label: "reload-test"))
                 engineBox.engine = engine
                 return engine
             })
             engine = engineBox.engine!
-            // What start-up gives the API: the configured instances.
-            server.api.liveProviders.replace(settings.providers)
             reload = ConfigurationReload(
                 running: settings,
                 load: { [file] in try DaemonConfiguration.load(path: file, catalog: ProviderKinds()) }, file: file,
@@ -80,7 +76,7 @@ extension ConfigurationReloadTests {
         /// Stops the server and closes the instances' HTTP clients (as the daemon does on its way out).
         func stop() async {
             await server.stop()
-            await instances.set.shutdown()
+            await instances.release(Array(engine.providerTable.providers.values))
         }
 
         func refresh(_ name: String) async throws -> RefreshOutcome {

@@ -198,7 +198,7 @@ import TokenVaultTesting
             running: server, load: load, api: try makeAPI(directory), levels: LogLevelSwitch(.info),
             notifier: SystemdNotifier(address: nil), status: { "test" }, logger: Logger(label: "reload-test"))
         #expect(await unwired.reload() == .init(refusal: nil, needsRestart: ["providers"]))
-        await ProviderSet.shutdown(routing.all)
+        await ProviderTable.shutdown(routing.all)
     }
 
     func makeAPI(_ directory: TemporaryDirectory) throws -> VaultAPI {
@@ -207,7 +207,7 @@ import TokenVaultTesting
             vault: fixture.vault, admin: fixture.database, rotation: nil,
             policy: AccessPolicy(rules: [], daemonUID: getuid()),
             audit: AuditRecorder(vault: fixture.vault, logger: Logger(label: "test")),
-            options: .init(providers: [], version: "test", backupDirectory: directory.file("backups")))
+            options: .init(version: "test", backupDirectory: directory.file("backups")))
     }
 
     @Test func settingsOnlyARestartAppliesAreNamed() throws {
@@ -233,22 +233,22 @@ private final class Connection: @unchecked Sendable {
     init(_ value: UnixSocketConnection) { self.value = value }
 }
 
-/// Records what a reload hands the engine.
+/// Records the tables a reload puts in force.
 private final class RecordingRouting: ProviderRouting, @unchecked Sendable {
     private let lock = NSLock()
-    private var calls: [(providers: [String: any TokenProvider], settings: [String: ProviderSettings])] = []
+    private var tables: [ProviderTable] = []
 
     var last: (providers: [String: any TokenProvider], settings: [String: ProviderSettings])? {
-        lock.withLock { calls.last }
+        lock.withLock { tables.last.map { ($0.providers, $0.settings) } }
     }
-    var count: Int { lock.withLock { calls.count } }
+    var count: Int { lock.withLock { tables.count } }
     /// Every provider object it was given.
-    var all: [any TokenProvider] { lock.withLock { calls.flatMap { $0.providers.values } } }
+    var all: [any TokenProvider] { lock.withLock { tables.flatMap { $0.providers.values } } }
 
-    func replaceProviders(_ providers: [String: any TokenProvider], settings: [String: ProviderSettings])
-        -> ProviderReplacement
-    {
-        lock.withLock { calls.append((providers, settings)) }
+    var providerTable: ProviderTable { lock.withLock { tables.last ?? .empty } }
+
+    func install(_ table: ProviderTable) -> ProviderReplacement {
+        lock.withLock { tables.append(table) }
         return ProviderReplacement()
     }
 }

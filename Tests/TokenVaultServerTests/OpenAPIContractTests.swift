@@ -373,7 +373,7 @@ import Yams
             vault: fixture.vault, admin: fixture.database, rotation: nil,
             policy: AccessPolicy(rules: [], daemonUID: getuid()),
             audit: AuditRecorder(vault: fixture.vault, logger: Logger(label: "openapi-contract")),
-            options: .init(providers: [], version: "test", backupDirectory: fixture.directory.file("backups")))
+            options: .init(version: "test", backupDirectory: fixture.directory.file("backups")))
         let router = Router(context: VaultRequestContext.self)
         api.register(on: router)
         return router.routes.map { "\($0.method.rawValue) \(normalisedPath("\($0.path)"))" }

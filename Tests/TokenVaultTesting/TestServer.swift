@@ -24,6 +24,12 @@ public final class TestServer: Sendable {
         configure: (inout VaultAPI.Options) -> Void = { _ in }
     ) async throws {
         fixture = try TestVault()
+        // Name-only instances (each named after its kind), unless the engine puts its own table
+        // in force.
+        fixture.vault.install(
+            ProviderTable(
+                settings: Dictionary(uniqueKeysWithValues: providers.map { ($0, ProviderSettings(name: $0, kind: $0)) })
+            ))
         let engine = try engine ?? makeEngine?(fixture)
         socketPath = fixture.directory.file("run/tokenvault.sock")
         try SocketGuard.prepare(path: socketPath)
@@ -32,7 +38,7 @@ public final class TestServer: Sendable {
         auditOptions.flushInterval = .milliseconds(50)
         audit = AuditRecorder(vault: fixture.vault, options: auditOptions, logger: logger)
         var options = VaultAPI.Options(
-            providers: providers, maximumBodySize: maximumBodySize, version: "test",
+            maximumBodySize: maximumBodySize, version: "test",
             backupDirectory: fixture.directory.file("backups"))
         configure(&options)
         api = VaultAPI(
