@@ -7,7 +7,7 @@ protocol RefreshOnlyProvider: TokenProvider {}
 extension RefreshOnlyProvider {
     var supportsRevocation: Bool { false }
 
-    func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {}
+    func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {}
 
     var clientID: String? { nil }
 

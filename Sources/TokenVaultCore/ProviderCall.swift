@@ -1,9 +1,9 @@
-import Synchronization
-
-/// Names a provider call whose answer must outlive the daemon, for the task that makes it: the
-/// courier keeps the answer until the daemon settles it (`AnswerSettlement`), and seals it to the
-/// spool if the daemon dies first. A daemon that starts again and makes the call with the same
-/// key gets the spooled answer instead of sending the request twice.
+/// Names a provider call whose answer must outlive the daemon: the courier keeps the answer until
+/// the daemon settles it (`AnswerSettlement`), and seals it to the spool if the daemon dies
+/// first. A daemon that starts again and makes the call with the same key gets the spooled answer
+/// instead of sending the request twice. Passed explicitly, in the request
+/// (`RefreshRequest.call`, `CodeExchangeRequest.call`) or as `revoke`'s argument, down to the
+/// transport; a recovered answer says when its request was sent (`TokenPayload.sentAt`).
 ///
 /// Keys are stable across restarts: `refresh:<attempt id>` (the journal resumes the attempt),
 /// `revoke:<credential>:<generation>:<hint>`, `exchange:<id>` (recovered from its context).
@@ -12,23 +12,10 @@ public struct ProviderCall: Sendable {
     /// What recovery needs besides the answer (an exchange's credential, labels and checks),
     /// sealed with it; never logged.
     public var context: SecretBytes?
-    /// Filled by the transport when the answer came from the spool.
-    public let recovery = Recovery()
 
     public init(key: String, context: SecretBytes? = nil) {
         self.key = key
         self.context = context
-    }
-
-    @TaskLocal public static var current: ProviderCall?
-
-    /// When the answer was recovered from the spool: the time its request was sent (relative
-    /// lifetimes in the answer count from then, not from the restart).
-    public final class Recovery: Sendable {
-        private let sent = Mutex<Timestamp?>(nil)
-
-        public var sentAt: Timestamp? { sent.withLock { $0 } }
-        public func recovered(sentAt: Timestamp) { sent.withLock { $0 = sentAt } }
     }
 }
 

@@ -30,6 +30,10 @@ public struct TokenPayload: Sendable {
     public var refreshIn: Double?
     /// The id token's `sub` claim, read (not verified) for display and lookup.
     public var subject: String?
+    /// When the request this payload answers was sent, if not by this call: an answer the courier
+    /// kept through a restart and handed back to the call with the same key. Relative lifetimes
+    /// count from it. Nil: the caller's own send time.
+    public var sentAt: Timestamp?
 
     public init(
         kind: CredentialKind, secrets: CredentialSecrets, tokenType: String? = nil, scopes: [String] = [],

@@ -16,8 +16,9 @@ public protocol TokenProvider: Sendable {
     /// credential only removes it locally.
     var supportsRevocation: Bool { get }
 
-    /// Revokes one token (RFC 7009). Succeeds for tokens the provider does not know.
-    func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure)
+    /// Revokes one token (RFC 7009). Succeeds for tokens the provider does not know. `call`: the
+    /// key its answer is kept under until settled (nil: none).
+    func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure)
 
     /// The client id requests are made with: an id token's `aud` must contain it.
     var clientID: String? { get }
@@ -38,16 +39,19 @@ public struct CodeExchangeRequest: Sendable {
     public var state: String?
     /// The credential the result will be stored as (for logs and signers; never sent).
     public var credentialID: CredentialID
+    /// The key the answer is kept under until the engine settles it (nil: none).
+    public var call: ProviderCall?
 
     public init(
         code: SecretBytes, codeVerifier: SecretBytes?, redirectURI: String, state: String? = nil,
-        credentialID: CredentialID
+        credentialID: CredentialID, call: ProviderCall? = nil
     ) {
         self.code = code
         self.codeVerifier = codeVerifier
         self.redirectURI = redirectURI
         self.state = state
         self.credentialID = credentialID
+        self.call = call
     }
 }
 
@@ -56,11 +60,15 @@ public struct RefreshRequest: Sendable {
     public var credentialID: CredentialID
     public var refreshToken: SecretBytes
     public var scopes: [String]
+    /// The key the answer is kept under until the engine settles it (nil: none).
+    public var call: ProviderCall?
 
-    public init(credentialID: CredentialID, refreshToken: SecretBytes, scopes: [String] = []) {
+    public init(credentialID: CredentialID, refreshToken: SecretBytes, scopes: [String] = [], call: ProviderCall? = nil)
+    {
         self.credentialID = credentialID
         self.refreshToken = refreshToken
         self.scopes = scopes
+        self.call = call
     }
 }
 

@@ -223,7 +223,8 @@ final class CourierState: Sendable {
         }
         defer { leave(call.route) }
         do {
-            return .answer(try await transport.send(call.request))
+            // The key is the daemon's: the courier keeps the answer itself (`retain`).
+            return .answer(try await transport.send(call.request, call: nil))
         } catch {
             return .failure(error)
         }

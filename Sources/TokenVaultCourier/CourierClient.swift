@@ -208,14 +208,18 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     // MARK: Calls
 
-    func send(route: UInt32, instance: String, request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
-        let call = ProviderCall.current
+    /// Sends `request` on `route`; a keyed `call` whose answer the spool holds gets that answer
+    /// (with the time its request was sent) instead of sending again.
+    func send(route: UInt32, instance: String, request: PreparedRequest, call: ProviderCall?)
+        async throws(ProviderFailure) -> HTTPAnswer
+    {
         if let call, let entry = state.withLock({ $0.spooled[call.key] }) {
             state.withLock { $0.recovered += 1 }
-            call.recovery.recovered(sentAt: entry.sentAt)
             logger.notice(
                 "answer recovered from the spool", metadata: ["tokenvault.call.key": "\(call.key)"])
-            return try entry.result.get()
+            var answer = try entry.result.get()
+            answer.sentAt = entry.sentAt
+            return answer
         }
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
@@ -360,8 +364,8 @@ struct CourierTransport: ProviderTransport {
     let instance: String
     let route: UInt32
 
-    func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
-        try await client.send(route: route, instance: instance, request: request)
+    func send(_ request: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer {
+        try await client.send(route: route, instance: instance, request: request, call: call)
     }
 
     /// The provider object is gone (a reload replaced it): the courier retires its route. The

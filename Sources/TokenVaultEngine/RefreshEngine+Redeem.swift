@@ -20,12 +20,13 @@ extension RefreshEngine {
         }
         let gate = slot.gate
         await gate.acquire()
-        let answer = await ProviderCall.$current.withValue(call) { () async -> Result<TokenPayload, ProviderFailure> in
-            do throws(ProviderFailure) {
-                return .success(try await provider.exchange(redemption.request))
-            } catch {
-                return .failure(error)
-            }
+        var request = redemption.request
+        request.call = call
+        let answer: Result<TokenPayload, ProviderFailure>
+        do throws(ProviderFailure) {
+            answer = .success(try await provider.exchange(request))
+        } catch {
+            answer = .failure(error)
         }
         gate.release()
         let payload: TokenPayload
@@ -42,7 +43,9 @@ extension RefreshEngine {
         let stored = try await vault.storeReceived(
             Vault.NewCredential(
                 id: redemption.request.credentialID, payload: payload, provider: redemption.provider,
-                labels: redemption.labels, audit: redemption.audit, answerKey: call.key, planner: slot.planner),
+                labels: redemption.labels, audit: redemption.audit,
+                // An answer recovered from the spool: its lifetimes count from its own request.
+                issuedAt: payload.sentAt, answerKey: call.key, planner: slot.planner),
             whenDurable: { [settlement] in settlement.settle(call.key) })
         return RedeemedCode(payload: payload, stored: stored)
     }

@@ -223,14 +223,13 @@ extension RefreshEngine {
         let call = ProviderCall(key: Self.refreshCallKey(attempt.attemptID))
         var sentAt = vault.clock.now
         let httpStart = clock.now
-        let answer = await ProviderCall.$current.withValue(call) { () async -> Result<TokenPayload, ProviderFailure> in
-            do throws(ProviderFailure) {
-                return .success(
-                    try await provider.refresh(
-                        RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes)))
-            } catch {
-                return .failure(error)
-            }
+        let answer: Result<TokenPayload, ProviderFailure>
+        do throws(ProviderFailure) {
+            answer = .success(
+                try await provider.refresh(
+                    RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes, call: call)))
+        } catch {
+            answer = .failure(error)
         }
         let payload: TokenPayload
         switch answer {
@@ -253,7 +252,8 @@ extension RefreshEngine {
         }
         gate.recordSuccess()
         lostAnswers.remove(fingerprint)
-        if let original = call.recovery.sentAt { sentAt = original }
+        // An answer the courier kept through a restart: its lifetimes count from its own request.
+        if let original = payload.sentAt { sentAt = original }
         timings.http = clock.now - httpStart
         let commitStart = clock.now
         let commit = await vault.commitRefresh(

@@ -95,13 +95,12 @@ extension RefreshEngine {
                 // instead of a second request; revocation is idempotent, so it is settled at once.
                 let call = ProviderCall(
                     key: "revoke:\(record.metadata.id):\(record.metadata.generation):\(hint.rawValue)")
-                let result = await ProviderCall.$current.withValue(call) { () async -> ProviderFailure? in
-                    do throws(ProviderFailure) {
-                        try await provider.revoke(token, hint: hint)
-                        return nil
-                    } catch {
-                        return error
-                    }
+                let result: ProviderFailure?
+                do throws(ProviderFailure) {
+                    try await provider.revoke(token, hint: hint, call: call)
+                    result = nil
+                } catch {
+                    result = error
                 }
                 settlement.settle(call.key)
                 gate.release()

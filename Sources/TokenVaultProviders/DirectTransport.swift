@@ -52,7 +52,8 @@ public final class DirectTransport: ProviderTransport {
 
     /// Connect and read timeouts as the instance says (`CallTimeouts`); the overall deadline is a
     /// backstop against a server trickling bytes.
-    public func send(_ prepared: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer {
+    /// `call` is the courier's business: a direct transport keeps nothing.
+    public func send(_ prepared: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer {
         var request = HTTPClientRequest(url: prepared.url)
         request.method = HTTPMethod(rawValue: prepared.method)
         for field in prepared.headers { request.headers.add(name: field.name, value: field.value) }

@@ -48,7 +48,7 @@ public final class ESIAProvider: TokenProvider, ShutdownableProvider {
                 form.append("grant_type", "refresh_token")
                 form.append("refresh_token", secret: request.refreshToken)
             }, state: Self.newState(), redirectURI: configuration.redirectURI, secrets: [request.refreshToken],
-            operation: "refresh", credential: request.credentialID)
+            operation: "refresh", credential: request.credentialID, call: request.call)
     }
 
     /// `client_id, grant_type=authorization_code, code, code_verifier, state, timestamp,
@@ -62,17 +62,17 @@ public final class ESIAProvider: TokenProvider, ShutdownableProvider {
                 if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
             }, state: request.state ?? Self.newState(), redirectURI: request.redirectURI,
             secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
-            credential: request.credentialID)
+            credential: request.credentialID, call: request.call)
     }
 
-    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         throw .revocationNotSupported(name, kind: "esia")
     }
 
     /// Signs first (a failed signature sends nothing), then POSTs the form in ESIA's order.
     private func token(
         grant: (inout FormBody) -> Void, state: String, redirectURI: String, secrets: [SecretBytes],
-        operation: String, credential: CredentialID
+        operation: String, credential: CredentialID, call: ProviderCall?
     ) async throws(ProviderFailure) -> TokenPayload {
         let timestamp = ESIAClientSecret.timestamp(Date())
         let signature: SecretBytes
@@ -99,8 +99,8 @@ public final class ESIAProvider: TokenProvider, ShutdownableProvider {
             TokenCall(
                 url: configuration.tokenEndpoint, form: form, secrets: secrets + [signature], operation: operation,
                 credential: credential,
-                check: { fields throws(ProviderFailure) in try Self.checkState(fields, sent: state) }
-            ))
+                check: { fields throws(ProviderFailure) in try Self.checkState(fields, sent: state) },
+                providerCall: call))
     }
 
     /// The answer's `state` must be the one this request sent.

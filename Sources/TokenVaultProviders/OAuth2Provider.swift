@@ -70,7 +70,8 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
             form.append("scope", request.scopes.joined(separator: " "))
         }
         return try await tokenRequest(
-            form, secrets: [request.refreshToken], operation: "refresh", credential: request.credentialID)
+            form, secrets: [request.refreshToken], operation: "refresh", credential: request.credentialID,
+            call: request.call)
     }
 
     /// RFC 6749 section 4.1.3 with PKCE: `grant_type=authorization_code`, `code`, `redirect_uri`,
@@ -84,23 +85,24 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
         if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
         return try await tokenRequest(
             form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
-            credential: request.credentialID)
+            credential: request.credentialID, call: request.call)
     }
 
     /// POSTs a token request (configured headers and client authentication added) and reads the
     /// token response.
     private func tokenRequest(
-        _ form: FormBody, secrets sent: [SecretBytes], operation: String, credential: CredentialID
+        _ form: FormBody, secrets sent: [SecretBytes], operation: String, credential: CredentialID,
+        call providerCall: ProviderCall?
     ) async throws(ProviderFailure) -> TokenPayload {
         let endpoints = try await resolveEndpoints()
         var call = TokenCall(
             url: endpoints.token, form: form, secrets: sent + (configuration.clientSecret.map { [$0] } ?? []),
-            operation: operation, credential: credential)
+            operation: operation, credential: credential, providerCall: providerCall)
         authenticate(&call.headers, &call.form)
         return try await http.token(call)
     }
 
-    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         let endpoints = try await resolveEndpoints()
         guard let revocation = endpoints.revocation else {
             throw ProviderFailure(
@@ -113,8 +115,9 @@ public final class OAuth2Provider: TokenProvider, ShutdownableProvider {
         var headers = HTTPHeaders()
         authenticate(&headers, &form)
         try await http.revoke(
-            revocation, form: form, headers: headers, secrets: [token] + (configuration.clientSecret.map { [$0] } ?? [])
-        )
+            revocation, form: form, headers: headers,
+            secrets: [token] + (configuration.clientSecret.map { [$0] } ?? []),
+            call: call)
     }
 
     /// The configured extra headers, then the client's credentials (RFC 6749 section 2.3.1).

@@ -17,13 +17,16 @@ struct TokenCall {
     var credential: CredentialID?
     /// A kind's own check of a usable token response before it is returned (ESIA's `state`).
     var check: (([String: JSONValue]) throws(ProviderFailure) -> Void)?
+    /// The key the courier keeps the answer under (`RefreshRequest.call`, `CodeExchangeRequest.call`).
+    var providerCall: ProviderCall?
 }
 
 extension ProviderHTTPClient {
-    /// POSTs a token request and reads the token response, every failure classified.
+    /// POSTs a token request and reads the token response, every failure classified; a payload
+    /// recovered from the courier's spool says when its request was sent.
     func token(_ call: TokenCall) async throws(ProviderFailure) -> TokenPayload {
         do throws(ProviderFailure) {
-            var answer = try await post(call.url, form: call.form, headers: call.headers)
+            var answer = try await post(call.url, form: call.form, headers: call.headers, call: call.providerCall)
             defer { answer.body.wipe() }
             guard (200..<300).contains(answer.status) else {
                 throw ProviderErrorClassifier.classify(
@@ -34,9 +37,11 @@ extension ProviderHTTPClient {
                 throw ProviderErrorClassifier.malformedResponse(
                     status: answer.status, detail: "the body is larger than \(HTTPAnswer.maximumBodySize) bytes")
             }
-            return try TokenResponseReader.read(
+            var payload = try TokenResponseReader.read(
                 status: answer.status, headers: answer.headers, body: answer.body, now: Date(),
                 redacting: call.secrets, check: call.check)
+            payload.sentAt = answer.sentAt
+            return payload
         } catch {
             log(error, operation: call.operation, credential: call.credential)
             throw error
@@ -45,11 +50,11 @@ extension ProviderHTTPClient {
 
     /// POSTs an RFC 7009 revocation. Any 2xx is success, whatever the body (`{}`, `OK`,
     /// nothing): RFC 7009 section 2.2, and T-ID answers either.
-    func revoke(_ url: String, form: FormBody, headers: HTTPHeaders, secrets: [SecretBytes])
+    func revoke(_ url: String, form: FormBody, headers: HTTPHeaders, secrets: [SecretBytes], call: ProviderCall?)
         async throws(ProviderFailure)
     {
         do throws(ProviderFailure) {
-            let answer = try await post(url, form: form, headers: headers)
+            let answer = try await post(url, form: form, headers: headers, call: call)
             guard (200..<300).contains(answer.status) else {
                 throw ProviderErrorClassifier.classify(
                     status: answer.status, headers: answer.headers, body: answer.body, now: Date(), redacting: secrets)

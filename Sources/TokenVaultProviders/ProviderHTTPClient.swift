@@ -23,14 +23,16 @@ final class ProviderHTTPClient: Sendable {
 
     /// POSTs a form (RFC 6749 and RFC 7009 requests are forms). `headers` come after the
     /// standard ones and replace them by name.
-    func post(_ url: String, form: FormBody, headers: HTTPHeaders) async throws(ProviderFailure) -> HTTPAnswer {
+    func post(_ url: String, form: FormBody, headers: HTTPHeaders, call: ProviderCall?) async throws(ProviderFailure)
+        -> HTTPAnswer
+    {
         var all = Self.standardHeaders
         for (name, value) in headers { all.replaceOrAdd(name: name, value: value) }
         all.replaceOrAdd(name: "Content-Type", value: "application/x-www-form-urlencoded")
         return try await transport.send(
             PreparedRequest(
                 method: "POST", url: url, headers: all.map { HeaderField(name: $0.name, value: $0.value) },
-                body: form.bytes))
+                body: form.bytes), call: call)
     }
 
     func get(_ url: String) async throws(ProviderFailure) -> HTTPAnswer {
@@ -38,7 +40,7 @@ final class ProviderHTTPClient: Sendable {
             PreparedRequest(
                 method: "GET", url: url,
                 headers: Self.standardHeaders.map { HeaderField(name: $0.name, value: $0.value) },
-                body: []))
+                body: []), call: nil)
     }
 
     /// A fresh connection per call. On a kept-alive connection the server has just closed, a

@@ -6,8 +6,10 @@ import TokenVaultCore
 /// the provider kinds build the same `PreparedRequest` and read the same `HTTPAnswer`.
 public protocol ProviderTransport: Sendable {
     /// Sends `request` and reads the whole answer; a failure to get one is thrown classified
-    /// (`ProviderErrorClassifier.transport`: not sent, or an unknown outcome).
-    func send(_ request: PreparedRequest) async throws(ProviderFailure) -> HTTPAnswer
+    /// (`ProviderErrorClassifier.transport`: not sent, or an unknown outcome). `call`: the key
+    /// the courier keeps the answer under until it is settled (nil: a call nobody recovers, such
+    /// as a discovery document); an answer recovered under it carries its `sentAt`.
+    func send(_ request: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer
     /// Releases what the transport holds. Safe to call more than once.
     func shutdown() async throws
 }
@@ -45,6 +47,9 @@ public struct HTTPAnswer: Sendable, Equatable {
     public var headers: [String: String]
     public var body: [UInt8]
     public var bodyTooLarge = false
+    /// When the request was sent, for an answer the courier kept through a restart and handed
+    /// back (nil: this call's own). Never on the wire between daemon and courier.
+    public var sentAt: Timestamp?
 
     public init(status: Int, headers: [String: String], body: [UInt8], bodyTooLarge: Bool = false) {
         self.status = status

@@ -46,7 +46,8 @@ public final class SberIDProvider: TokenProvider, ShutdownableProvider {
         var form = FormBody()
         form.append("grant_type", configuration.refreshGrantType)
         form.append("refresh_token", secret: request.refreshToken)
-        return try await token(form, secrets: [request.refreshToken], operation: "refresh", request.credentialID)
+        return try await token(
+            form, secrets: [request.refreshToken], operation: "refresh", request.credentialID, call: request.call)
     }
 
     /// `grant_type=authorization_code`, `code`, `redirect_uri`, `code_verifier`, `client_id`,
@@ -59,16 +60,16 @@ public final class SberIDProvider: TokenProvider, ShutdownableProvider {
         if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
         return try await token(
             form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
-            request.credentialID)
+            request.credentialID, call: request.call)
     }
 
-    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         throw .revocationNotSupported(name, kind: "sber-id")
     }
 
-    private func token(_ form: FormBody, secrets: [SecretBytes], operation: String, _ credential: CredentialID)
-        async throws(ProviderFailure) -> TokenPayload
-    {
+    private func token(
+        _ form: FormBody, secrets: [SecretBytes], operation: String, _ credential: CredentialID, call: ProviderCall?
+    ) async throws(ProviderFailure) -> TokenPayload {
         var form = form
         var headers = HTTPHeaders()
         headers.add(name: "rquid", value: Self.newRequestID())
@@ -79,7 +80,8 @@ public final class SberIDProvider: TokenProvider, ShutdownableProvider {
         return try await http.token(
             TokenCall(
                 url: configuration.tokenEndpoint, form: form, headers: headers,
-                secrets: secrets + [configuration.clientSecret], operation: operation, credential: credential))
+                secrets: secrets + [configuration.clientSecret], operation: operation, credential: credential,
+                providerCall: call))
     }
 
     /// 16 random bytes as 32 lower-case hex characters: the gateway's `RqUID`.

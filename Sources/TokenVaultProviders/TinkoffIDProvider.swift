@@ -42,7 +42,9 @@ public final class TinkoffIDProvider: TokenProvider, ShutdownableProvider {
         form.append("refresh_token", secret: request.refreshToken)
         form.append("client_id", configuration.clientID)
         return try await http.token(
-            call(form, secrets: [request.refreshToken], operation: "refresh", credential: request.credentialID))
+            call(
+                form, secrets: [request.refreshToken], operation: "refresh", credential: request.credentialID,
+                providerCall: request.call))
     }
 
     /// `grant_type=authorization_code, code, code_verifier, redirect_uri, client_id`.
@@ -56,26 +58,27 @@ public final class TinkoffIDProvider: TokenProvider, ShutdownableProvider {
         return try await http.token(
             call(
                 form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
-                credential: request.credentialID))
+                credential: request.credentialID, providerCall: request.call))
     }
 
     /// `token, token_type_hint` to `/auth/revoke`; `{}` and `OK` are both success.
-    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         var form = FormBody()
         form.append("token", secret: token)
         form.append("token_type_hint", hint.rawValue)
         try await http.revoke(
             configuration.revocationEndpoint, form: form, headers: headers(),
-            secrets: [token] + (configuration.clientSecret.map { [$0] } ?? []))
+            secrets: [token] + (configuration.clientSecret.map { [$0] } ?? []), call: call)
     }
 
-    private func call(_ form: FormBody, secrets: [SecretBytes], operation: String, credential: CredentialID)
-        -> TokenCall
-    {
+    private func call(
+        _ form: FormBody, secrets: [SecretBytes], operation: String, credential: CredentialID,
+        providerCall: ProviderCall?
+    ) -> TokenCall {
         TokenCall(
             url: configuration.tokenEndpoint, form: form, headers: headers(),
             secrets: secrets + (configuration.clientSecret.map { [$0] } ?? []), operation: operation,
-            credential: credential)
+            credential: credential, providerCall: providerCall)
     }
 
     /// `Authorization: Basic` (`client_id:` with an empty password for a mobile client),

@@ -30,6 +30,24 @@ import TokenVaultTesting
         #expect(event?.kind == .refreshed && event?.metadata?.generation == after.generation)
     }
 
+    /// The call key goes to the provider in the request, and the send time of an answer the
+    /// courier kept through a restart comes back in the payload: the new tokens' lifetimes count
+    /// from that request, not from the restart.
+    @Test func theCallKeyGoesInTheRequestAndARecoveredSendTimeComesBackInThePayload() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try await fixture.store("a")
+        let sentEarlier = fixture.vault.clock.now.adding(seconds: -600)
+        fixture.provider.script(.recovered(sentAt: sentEarlier, lifetime: 3600))
+        guard case .refreshed(let after) = try await fixture.engine.refresh(id, reason: .forced) else {
+            Issue.record("not refreshed")
+            return
+        }
+        #expect(after.issuedAt == sentEarlier)
+        #expect(after.expiresAt == sentEarlier.adding(seconds: 3600))
+        let keys = fixture.provider.refreshCallKeys
+        #expect(keys.count == 1 && keys[0]?.hasPrefix("refresh:") == true, "\(keys)")
+    }
+
     @Test func aResponseWithoutARefreshTokenKeepsTheOldOne() async throws {
         let fixture = try EngineFixture()
         let (id, _) = try await fixture.store("keep", refreshToken: "rt-kept")

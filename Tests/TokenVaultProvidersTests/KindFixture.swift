@@ -83,7 +83,7 @@ struct KindFixture<Provider: ShutdownableProvider>: Sendable {
 
     func revokeFailure(_ token: String, hint: TokenHint = .refreshToken) async -> ProviderFailure? {
         do {
-            try await provider.revoke(SecretBytes(utf8: token), hint: hint)
+            try await provider.revoke(SecretBytes(utf8: token), hint: hint, call: nil)
             return nil
         } catch {
             return error

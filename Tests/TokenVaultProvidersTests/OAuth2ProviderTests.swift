@@ -425,7 +425,7 @@ import TokenVaultTesting
         try await Fixture.run(server: { $0.revocationAnswer = answer }) { fixture in
             #expect(fixture.provider.supportsRevocation)
             let issued = fixture.server.issue()
-            try await fixture.provider.revoke(SecretBytes(utf8: issued.refreshToken), hint: .refreshToken)
+            try await fixture.provider.revoke(SecretBytes(utf8: issued.refreshToken), hint: .refreshToken, call: nil)
             let request = try #require(fixture.server.requests.last)
             #expect(request.method == "POST")
             #expect(request.path == "/revoke")
@@ -438,7 +438,7 @@ import TokenVaultTesting
     @Test func revokingAnAccessToken() async throws {
         try await Fixture.run { fixture in
             let issued = fixture.server.issue()
-            try await fixture.provider.revoke(SecretBytes(utf8: issued.accessToken), hint: .accessToken)
+            try await fixture.provider.revoke(SecretBytes(utf8: issued.accessToken), hint: .accessToken, call: nil)
             #expect(fixture.server.requests.last?.form["token_type_hint"] == "access_token")
             #expect(fixture.server.accessTokenState(issued.accessToken) == .revoked)
         }
@@ -477,7 +477,7 @@ import TokenVaultTesting
             let issued = fixture.server.issue()
             let first = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             _ = try await fixture.provider.refresh(Fixture.refreshRequest(first.secrets.refreshToken!.revealString()))
-            try await fixture.provider.revoke(first.secrets.accessToken, hint: .accessToken)
+            try await fixture.provider.revoke(first.secrets.accessToken, hint: .accessToken, call: nil)
             let requests = fixture.server.requests
             #expect(requests.map(\.path) == [path, "/token", "/token", "/revoke"])
             #expect(requests.first?.method == "GET")

@@ -14,6 +14,9 @@ public final class ScriptedProvider: TokenProvider {
         case delay(Double)
         /// Wait until the test opens the latch, then take the next step.
         case hold(Latch)
+        /// Answer as the courier does with an answer it kept through a restart: minted as by
+        /// `succeed`, with the time its request was sent.
+        case recovered(sentAt: Timestamp, lifetime: Double = 3600)
     }
 
     private struct State {
@@ -24,6 +27,7 @@ public final class ScriptedProvider: TokenProvider {
         var calls = 0
         var minted = 0
         var exchangeCalls: [ProviderCall] = []
+        var refreshCallKeys: [String?] = []
     }
 
     public let name: String
@@ -44,6 +48,8 @@ public final class ScriptedProvider: TokenProvider {
     public func failRevocations(_ failures: ProviderFailure...) { state.withLock { $0.revocationFailures += failures } }
 
     public var calls: Int { state.withLock { $0.calls } }
+    /// The key each refresh was made under (`RefreshRequest.call`), in order.
+    public var refreshCallKeys: [String?] { state.withLock { $0.refreshCallKeys } }
     public var presentedTwice: [String] { state.withLock { $0.presented.filter { $0.value > 1 }.map(\.key) } }
     public var revocations: [(token: String, hint: TokenHint)] { state.withLock { $0.revoked.map { ($0.0, $0.1) } } }
 
@@ -52,6 +58,7 @@ public final class ScriptedProvider: TokenProvider {
         state.withLock {
             $0.calls += 1
             $0.presented[presented, default: 0] += 1
+            $0.refreshCallKeys.append(request.call?.key)
         }
         while true {
             let step = state.withLock { $0.script.isEmpty ? nil : $0.script.removeFirst() }
@@ -62,34 +69,42 @@ public final class ScriptedProvider: TokenProvider {
                 await latch.wait()
             case .fail(let failure):
                 throw failure
+            case .recovered(let sentAt, let lifetime):
+                var payload = mint(lifetime: lifetime, rotate: true)
+                payload.sentAt = sentAt
+                return payload
             case .succeed(let lifetime, let rotate):
-                let serial = state.withLock { state -> Int in
-                    state.minted += 1
-                    return state.minted
-                }
-                return TokenPayload(
-                    kind: .oauth2,
-                    secrets: CredentialSecrets(
-                        accessToken: SecretBytes(utf8: "at-\(name)-\(serial)-\(UUID().uuidString)"),
-                        refreshToken: rotate ? SecretBytes(utf8: "rt-\(name)-\(serial)-\(UUID().uuidString)") : nil),
-                    tokenType: "Bearer", expiry: .after(seconds: lifetime))
+                return mint(lifetime: lifetime, rotate: rotate)
             }
         }
     }
 
+    private func mint(lifetime: Double, rotate: Bool) -> TokenPayload {
+        let serial = state.withLock { state -> Int in
+            state.minted += 1
+            return state.minted
+        }
+        return TokenPayload(
+            kind: .oauth2,
+            secrets: CredentialSecrets(
+                accessToken: SecretBytes(utf8: "at-\(name)-\(serial)-\(UUID().uuidString)"),
+                refreshToken: rotate ? SecretBytes(utf8: "rt-\(name)-\(serial)-\(UUID().uuidString)") : nil),
+            tokenType: "Bearer", expiry: .after(seconds: lifetime))
+    }
+
     public var clientID: String? { "scripted-client" }
 
-    /// The keyed calls exchanges were made under (`ProviderCall.current`), as the courier saw them.
+    /// The keyed calls exchanges were made under (`CodeExchangeRequest.call`), as the courier saw them.
     public var exchangeCalls: [ProviderCall] { state.withLock { $0.exchangeCalls } }
 
     /// Exchanges take the next scripted step, like refreshes.
     public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
-        if let call = ProviderCall.current { state.withLock { $0.exchangeCalls.append(call) } }
+        if let call = request.call { state.withLock { $0.exchangeCalls.append(call) } }
         return try await refresh(
             RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "code-exchange")))
     }
 
-    public func revoke(_ token: SecretBytes, hint: TokenHint) async throws(ProviderFailure) {
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         if let failure = state.withLock({ $0.revocationFailures.isEmpty ? nil : $0.revocationFailures.removeFirst() }) {
             throw failure
         }
