@@ -6,7 +6,8 @@ public protocol ProviderBuilding: Sendable {
     /// endpoints, `previous`'s object of an instance whose endpoints, secrets and transport did
     /// not change, a new one otherwise. If one instance cannot be built, nothing built here stays
     /// and the error names its key.
-    func build(_ settings: [String: ProviderSettings], after previous: ProviderTable) async throws(ProviderCatalogError)
+    func build(_ settings: [String: ProviderSettings], after previous: ProviderTable)
+        async throws(ProviderConfigurationError)
         -> ProviderTable
     /// Releases providers nobody calls any more (their HTTP clients, the courier's transports).
     func release(_ providers: [any TokenProvider]) async

@@ -6,18 +6,7 @@ public protocol ProviderCatalog: Sendable {
     /// The instances a daemon without a `providers` section knows: one name-only instance per kind.
     var defaultInstances: [String: ProviderSettings] { get }
     /// Reads a `providers` section (an object of instances, or the older list of names).
-    func parse(_ section: JSONValue) throws(ProviderCatalogError) -> [String: ProviderSettings]
+    func parse(_ section: JSONValue) throws(ProviderConfigurationError) -> [String: ProviderSettings]
     /// An instance declared by name only (`TOKENVAULT_PROVIDERS`); `key` names where it came from.
-    func nameOnly(_ name: String, key: String) throws(ProviderCatalogError) -> ProviderSettings
-}
-
-/// A `providers` problem, naming the key (`providers.acme.limits.burst`) and what is wrong.
-public struct ProviderCatalogError: Error, Sendable, Equatable {
-    public let key: String
-    public let problem: String
-
-    public init(key: String, problem: String) {
-        self.key = key
-        self.problem = problem
-    }
+    func nameOnly(_ name: String, key: String) throws(ProviderConfigurationError) -> ProviderSettings
 }

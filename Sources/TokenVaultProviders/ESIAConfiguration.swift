@@ -5,7 +5,7 @@ import TokenVaultCore
 /// ESIA signs nothing for us: `client_secret` is a GOST signature made per request by an
 /// operator-configured signer program, so the program is checked now (absolute path, executable)
 /// and `scope` and `redirect_uri`, which are part of what is signed, are required.
-public struct ESIAConfiguration: Sendable {
+public struct ESIAConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_certificate_hash", "signer_command", "signer_timeout_seconds",
         "scope", "redirect_uri", "ca_file",
@@ -26,22 +26,11 @@ public struct ESIAConfiguration: Sendable {
     /// Sent (and signed) on refresh; an exchange uses the request's own.
     public let redirectURI: String
     /// Timeouts and CA file (`OptionReader.transportSettings`).
-    let httpSettings: TransportSettings
-    public var timeouts: CallTimeouts { httpSettings.timeouts }
-    public var caFile: String? { httpSettings.caFile }
-    public var maximumConnections: Int { httpSettings.maximumConnections }
+    public let httpSettings: TransportSettings
 
-    /// Nil when `settings.options` is empty: a name-only instance, stored but never refreshed.
-    public static func parse(
-        _ settings: ProviderSettings, environment: [String: String]
-    ) throws(ProviderConfigurationError) -> ESIAConfiguration? {
-        guard !settings.options.isEmpty else { return nil }
-        return try ESIAConfiguration(settings)
-    }
-
-    init(_ settings: ProviderSettings) throws(ProviderConfigurationError) {
-        let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
+    /// ESIA reads no secret (the signer holds the key): `environment` is unused.
+    public init(_ settings: ProviderSettings, environment: [String: String] = [:]) throws(ProviderConfigurationError) {
+        let reader = try OptionReader.checked(settings, for: Self.self)
         providerName = settings.name
 
         tokenEndpoint = try (reader.endpoint("token_endpoint")?.description) ?? Self.defaultTokenEndpoint

@@ -2,7 +2,7 @@ import TokenVaultCore
 
 /// `application/x-www-form-urlencoded` (RFC 6749 Appendix B), written byte by byte so a refresh
 /// token goes from locked memory into the request body without becoming a `String` on the way.
-struct FormBody {
+public struct FormBody: Sendable {
     private(set) var bytes: [UInt8] = []
 
     mutating func append(_ name: String, _ value: String) {

@@ -6,7 +6,7 @@ import TokenVaultCore
 /// Secrets never come from the configuration text: a config file is read by people, copied
 /// into tickets and committed to repositories. The client secret comes from a private file or
 /// a systemd credential.
-public struct OAuth2Configuration: Sendable {
+public struct OAuth2Configuration: KindConfiguration {
     /// Where the endpoints come from.
     public enum Endpoints: Sendable, Equatable {
         case fixed(token: String, revocation: String?)
@@ -34,28 +34,15 @@ public struct OAuth2Configuration: Sendable {
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
     /// Timeouts and CA file (`OptionReader.transportSettings`).
-    let httpSettings: TransportSettings
-    public var timeouts: CallTimeouts { httpSettings.timeouts }
-    public var caFile: String? { httpSettings.caFile }
-    public var maximumConnections: Int { httpSettings.maximumConnections }
+    public let httpSettings: TransportSettings
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
 
-    /// Nil when `settings.options` is empty: a name-only provider whose credentials are stored
-    /// but never refreshed.
-    public static func parse(
-        _ settings: ProviderSettings, environment: [String: String]
-    ) throws(ProviderConfigurationError) -> OAuth2Configuration? {
-        guard !settings.options.isEmpty else { return nil }
-        return try OAuth2Configuration(settings, environment: environment)
-    }
-
-    init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
-        let reader = OptionReader(settings)
+    public init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
+        let reader = try OptionReader.checked(settings, for: Self.self)
         let fail = reader.fail
         providerName = settings.name
-        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
 
         let tokenEndpoint = try reader.endpoint("token_endpoint")
         let revocationEndpoint = try reader.endpoint("revocation_endpoint")

@@ -10,13 +10,19 @@ public enum ProviderFactory {
         _ settings: ProviderSettings, environment: [String: String],
         transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
-        guard let configuration = try parse(settings, environment: environment) else { return nil }
-        let made = transport(settings, configuration.transportSettings)
-        switch configuration {
-        case .oauth2(let configuration): return try OAuth2Provider(configuration: configuration, transport: made)
-        case .tinkoffID(let configuration): return TinkoffIDProvider(configuration: configuration, transport: made)
-        case .sberID(let configuration): return SberIDProvider(configuration: configuration, transport: made)
-        case .esia(let configuration): return ESIAProvider(configuration: configuration, transport: made)
+        switch settings.kind {
+        case OAuth2Wire.kind: return try build(OAuth2Wire.self, settings, environment, transport)
+        case TinkoffIDWire.kind: return try build(TinkoffIDWire.self, settings, environment, transport)
+        case SberIDWire.kind: return try build(SberIDWire.self, settings, environment, transport)
+        case ESIAWire.kind: return try build(ESIAWire.self, settings, environment, transport)
+        case let kind where ProviderKinds.storeOnly.contains(kind):
+            try checkStoreOnly(settings)
+            return nil
+        default:
+            let known = ProviderKinds.all.sorted().joined(separator: ", ")
+            throw ProviderConfigurationError(
+                key: "providers.\(settings.name).kind",
+                problem: "unknown provider kind '\(settings.kind.prefix(64))' (known: \(known))")
         }
     }
 
@@ -31,41 +37,13 @@ public enum ProviderFactory {
         return try OptionReader(settings).transportSettings(settings.limits)
     }
 
-    /// One instance's configuration, read by its kind.
-    enum Configuration {
-        case oauth2(OAuth2Configuration)
-        case tinkoffID(TinkoffIDConfiguration)
-        case sberID(SberIDConfiguration)
-        case esia(ESIAConfiguration)
-
-        var transportSettings: TransportSettings {
-            switch self {
-            case .oauth2(let configuration): configuration.httpSettings
-            case .tinkoffID(let configuration): configuration.httpSettings
-            case .sberID(let configuration): configuration.httpSettings
-            case .esia(let configuration): configuration.httpSettings
-            }
-        }
-    }
-
-    static func parse(
-        _ settings: ProviderSettings, environment: [String: String]
-    ) throws(ProviderConfigurationError) -> Configuration? {
-        switch settings.kind {
-        case "oauth2": return try OAuth2Configuration.parse(settings, environment: environment).map { .oauth2($0) }
-        case "tinkoff-id":
-            return try TinkoffIDConfiguration.parse(settings, environment: environment).map { .tinkoffID($0) }
-        case "sber-id": return try SberIDConfiguration.parse(settings, environment: environment).map { .sberID($0) }
-        case "esia": return try ESIAConfiguration.parse(settings, environment: environment).map { .esia($0) }
-        case let kind where ProviderKinds.storeOnly.contains(kind):
-            try checkStoreOnly(settings)
-            return nil
-        default:
-            let known = ProviderKinds.all.sorted().joined(separator: ", ")
-            throw ProviderConfigurationError(
-                key: "providers.\(settings.name).kind",
-                problem: "unknown provider kind '\(settings.kind.prefix(64))' (known: \(known))")
-        }
+    /// One kind's provider over the transport `transport` makes for it; nil for a name-only instance.
+    private static func build<Wire: ProviderWire>(
+        _ wire: Wire.Type, _ settings: ProviderSettings, _ environment: [String: String], _ transport: TransportMaker
+    ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
+        guard let configuration = try Wire.Configuration.parse(settings, environment: environment) else { return nil }
+        return KindProvider<Wire>(
+            configuration: configuration, transport: transport(settings, configuration.httpSettings))
     }
 
     /// `ebs` has no options of its own: its only setting, `expired_unit`, is the engine's and was

@@ -3,17 +3,17 @@ import Logging
 import NIOHTTP1
 import TokenVaultCore
 
-/// A token endpoint request as a kind builds it: the form complete (grant fields and client
-/// authentication), the headers the kind sends, and what must never show in a message.
-struct TokenCall {
+/// A token endpoint request as a kind builds it (`ProviderWire`): the form complete (grant fields
+/// and client authentication), the headers the kind sends, and what must never show in a message.
+public struct TokenCall {
     var url: String
     var form: FormBody
     var headers = HTTPHeaders()
     /// Everything secret the request carried (refresh token, code, verifier, client secret),
     /// removed from the provider's text in case it echoes them.
     var secrets: [SecretBytes]
-    /// `refresh` or `exchange`, for the log.
-    var operation: String
+    /// `refresh` or `exchange`, for the log (set by `KindProvider`).
+    var operation = ""
     var credential: CredentialID?
     /// A kind's own check of a usable token response before it is returned (ESIA's `state`).
     var check: (([String: JSONValue]) throws(ProviderFailure) -> Void)?

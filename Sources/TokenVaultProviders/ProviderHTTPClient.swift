@@ -7,7 +7,7 @@ import TokenVaultCore
 /// written once: a kind only says where to POST, which headers and form fields to send and
 /// how to check the answer (`ProviderHTTPClient+Token.swift`). The request leaves through the
 /// instance's `ProviderTransport` (the courier in the daemon).
-final class ProviderHTTPClient: Sendable {
+public final class ProviderHTTPClient: Sendable {
     let providerName: String
     let transport: any ProviderTransport
     let logger: Logger

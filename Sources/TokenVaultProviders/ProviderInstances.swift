@@ -24,21 +24,17 @@ public final class ProviderInstances: ProviderBuilding {
     }
 
     public func build(_ settings: [String: ProviderSettings], after previous: ProviderTable)
-        async throws(ProviderCatalogError) -> ProviderTable
+        async throws(ProviderConfigurationError) -> ProviderTable
     {
-        do throws(ProviderConfigurationError) {
-            let next = try await previous.rebuilt(settings, environment: environment, transport: transport)
-            let fresh = next.providers.filter { name, provider in
-                !(previous.providers[name]?.isSameObject(as: provider) ?? false)
-            }
-            if let problem = await ready() {
-                await ProviderTable.shutdown(Array(fresh.values))
-                throw problem
-            }
-            return next
-        } catch {
-            throw ProviderCatalogError(key: error.key, problem: error.problem)
+        let next = try await previous.rebuilt(settings, environment: environment, transport: transport)
+        let fresh = next.providers.filter { name, provider in
+            !(previous.providers[name]?.isSameObject(as: provider) ?? false)
         }
+        if let problem = await ready() {
+            await ProviderTable.shutdown(Array(fresh.values))
+            throw problem
+        }
+        return next
     }
 
     public func release(_ providers: [any TokenProvider]) async { await ProviderTable.shutdown(providers) }

@@ -20,8 +20,6 @@ import TokenVaultCore
 /// The older form, a list of names (`["tinkoff-id", "oauth2"]`), declares name-only instances:
 /// credentials may name them, nothing refreshes them.
 public struct ProviderKinds: ProviderCatalog {
-    typealias Failure = ProviderCatalogError
-
     /// Kinds with a token endpoint. An instance of one of these without options is a name-only
     /// provider (its credentials are stored, never refreshed).
     public static let refreshable: Set<String> = ["oauth2", "tinkoff-id", "sber-id", "esia"]
@@ -36,22 +34,22 @@ public struct ProviderKinds: ProviderCatalog {
         Dictionary(uniqueKeysWithValues: Self.all.map { ($0, ProviderSettings(name: $0, kind: $0)) })
     }
 
-    public func parse(_ section: JSONValue) throws(ProviderCatalogError) -> [String: ProviderSettings] {
+    public func parse(_ section: JSONValue) throws(ProviderConfigurationError) -> [String: ProviderSettings] {
         try Self.parse(section)
     }
 
-    public func nameOnly(_ name: String, key: String) throws(ProviderCatalogError) -> ProviderSettings {
+    public func nameOnly(_ name: String, key: String) throws(ProviderConfigurationError) -> ProviderSettings {
         try Self.validateName(name, key: key)
         return Self.nameOnly(name)
     }
 
-    static func parse(_ value: JSONValue) throws(Failure) -> [String: ProviderSettings] {
+    static func parse(_ value: JSONValue) throws(ProviderConfigurationError) -> [String: ProviderSettings] {
         switch value {
         case .array(let names):
             var result: [String: ProviderSettings] = [:]
             for (index, name) in names.enumerated() {
                 guard case .string(let name) = name else {
-                    throw Failure(key: "providers[\(index)]", problem: "expected a name")
+                    throw ProviderConfigurationError(key: "providers[\(index)]", problem: "expected a name")
                 }
                 try validateName(name, key: "providers[\(index)]")
                 result[name] = nameOnly(name)
@@ -64,7 +62,8 @@ public struct ProviderKinds: ProviderCatalog {
             }
             return result
         default:
-            throw Failure(key: "providers", problem: "expected an object of provider instances (or a list of names)")
+            throw ProviderConfigurationError(
+                key: "providers", problem: "expected an object of provider instances (or a list of names)")
         }
     }
 
@@ -74,34 +73,39 @@ public struct ProviderKinds: ProviderCatalog {
     }
 
     /// The instance-name rule: what credentials may name as `provider` (1-64 of a-z, 0-9, `-_.`).
-    public static func validateName(_ name: String, key: String) throws(ProviderCatalogError) {
+    public static func validateName(_ name: String, key: String) throws(ProviderConfigurationError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
-            throw Failure(key: key, problem: "'\(name)' is not a provider name (1-64 of a-z, 0-9, '-', '_', '.')")
+            throw ProviderConfigurationError(
+                key: key, problem: "'\(name)' is not a provider name (1-64 of a-z, 0-9, '-', '_', '.')")
         }
     }
 
-    private static func instance(_ name: String, _ body: JSONValue) throws(Failure) -> ProviderSettings {
+    private static func instance(_ name: String, _ body: JSONValue) throws(ProviderConfigurationError)
+        -> ProviderSettings
+    {
         let key = "providers.\(name)"
         try validateName(name, key: key)
-        guard case .object(var options) = body else { throw Failure(key: key, problem: "expected an object") }
+        guard case .object(var options) = body else {
+            throw ProviderConfigurationError(key: key, problem: "expected an object")
+        }
         let kind: String
         switch options.removeValue(forKey: "kind") {
         case .string(let value)?:
             guard Self.all.contains(value) else {
-                throw Failure(
+                throw ProviderConfigurationError(
                     key: key + ".kind", problem: "'\(value)' is not one of \(Self.all.sorted().joined(separator: ", "))"
                 )
             }
             kind = value
         case nil:
             guard Self.all.contains(name) else {
-                throw Failure(
+                throw ProviderConfigurationError(
                     key: key + ".kind", problem: "is required (one of \(Self.all.sorted().joined(separator: ", ")))")
             }
             kind = name
         default:
-            throw Failure(key: key + ".kind", problem: "expected a string")
+            throw ProviderConfigurationError(key: key + ".kind", problem: "expected a string")
         }
         var settings = ProviderSettings(name: name, kind: kind)
         if let refresh = options.removeValue(forKey: "refresh") {
@@ -141,7 +145,7 @@ public struct ProviderKinds: ProviderCatalog {
         case .string(let text)? where ExpiredUnit(rawValue: text) != nil:
             settings.expiredUnit = ExpiredUnit(rawValue: text)!
         default:
-            throw Failure(
+            throw ProviderConfigurationError(
                 key: key + ".expired_unit",
                 problem: "must be one of \(ExpiredUnit.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -155,31 +159,35 @@ public struct ProviderKinds: ProviderCatalog {
         let key: String
         var read: Set<String> = []
 
-        init(_ value: JSONValue, key: String) throws(Failure) {
-            guard case .object(let values) = value else { throw Failure(key: key, problem: "expected an object") }
+        init(_ value: JSONValue, key: String) throws(ProviderConfigurationError) {
+            guard case .object(let values) = value else {
+                throw ProviderConfigurationError(key: key, problem: "expected an object")
+            }
             self.values = values
             self.key = key
         }
 
-        func number(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws(Failure) -> Double {
+        func number(_ name: String, default fallback: Double, in range: ClosedRange<Double>)
+            throws(ProviderConfigurationError) -> Double
+        {
             read.insert(name)
             let number: Double
             switch values[name] {
             case nil: return fallback
             case .integer(let value)?: number = Double(value)
             case .number(let value)?: number = value
-            default: throw Failure(key: "\(key).\(name)", problem: "expected a number")
+            default: throw ProviderConfigurationError(key: "\(key).\(name)", problem: "expected a number")
             }
             guard range.contains(number) else {
-                throw Failure(
+                throw ProviderConfigurationError(
                     key: "\(key).\(name)", problem: "must be between \(range.lowerBound) and \(range.upperBound)")
             }
             return number
         }
 
-        func rejectUnknown() throws(Failure) {
+        func rejectUnknown() throws(ProviderConfigurationError) {
             if let unknown = Set(values.keys).subtracting(read).sorted().first {
-                throw Failure(key: "\(key).\(unknown)", problem: "is not a known setting")
+                throw ProviderConfigurationError(key: "\(key).\(unknown)", problem: "is not a known setting")
             }
         }
     }

@@ -7,7 +7,7 @@ import TokenVaultCore
 /// Sber ID wants mutual TLS with the PKCS#12 certificate issued at registration, so the
 /// certificate and its password are required and are opened now: a wrong password or an
 /// expired certificate is a start-up error naming the key, not a TLS failure at 3 a.m.
-public struct SberIDConfiguration: Sendable {
+public struct SberIDConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_secret_file", "client_secret_credential", "client_certificate_file",
         "client_certificate_password_file", "ca_file", "refresh_grant_type",
@@ -22,22 +22,10 @@ public struct SberIDConfiguration: Sendable {
     public let refreshGrantType: String
     let clientSecret: SecretBytes
     /// Timeouts, CA file and the mutual-TLS identity (`OptionReader.transportSettings`).
-    let httpSettings: TransportSettings
-    public var timeouts: CallTimeouts { httpSettings.timeouts }
-    public var caFile: String? { httpSettings.caFile }
-    public var maximumConnections: Int { httpSettings.maximumConnections }
+    public let httpSettings: TransportSettings
 
-    /// Nil when `settings.options` is empty: a name-only instance, stored but never refreshed.
-    public static func parse(
-        _ settings: ProviderSettings, environment: [String: String]
-    ) throws(ProviderConfigurationError) -> SberIDConfiguration? {
-        guard !settings.options.isEmpty else { return nil }
-        return try SberIDConfiguration(settings, environment: environment)
-    }
-
-    init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
-        let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
+    public init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
+        let reader = try OptionReader.checked(settings, for: Self.self)
         providerName = settings.name
 
         tokenEndpoint = try (reader.endpoint("token_endpoint")?.description) ?? Self.defaultTokenEndpoint

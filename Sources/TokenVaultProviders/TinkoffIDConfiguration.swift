@@ -7,7 +7,7 @@ import TokenVaultCore
 /// T-ID's endpoints sit at fixed paths under one host, so only the host is configurable (older
 /// SDKs used `https://id.tinkoff.ru`). Without a client secret the instance is a public mobile
 /// client: it still sends HTTP Basic, as `client_id:` with an empty password, as the SDK does.
-public struct TinkoffIDConfiguration: Sendable {
+public struct TinkoffIDConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "host", "client_id", "client_secret_file", "client_secret_credential", "ca_file",
     ]
@@ -20,24 +20,12 @@ public struct TinkoffIDConfiguration: Sendable {
     public var revocationEndpoint: String { host + "/auth/revoke" }
     public let clientID: String
     /// Timeouts and CA file (`OptionReader.transportSettings`).
-    let httpSettings: TransportSettings
-    public var timeouts: CallTimeouts { httpSettings.timeouts }
-    public var caFile: String? { httpSettings.caFile }
-    public var maximumConnections: Int { httpSettings.maximumConnections }
+    public let httpSettings: TransportSettings
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
 
-    /// Nil when `settings.options` is empty: a name-only instance, stored but never refreshed.
-    public static func parse(
-        _ settings: ProviderSettings, environment: [String: String]
-    ) throws(ProviderConfigurationError) -> TinkoffIDConfiguration? {
-        guard !settings.options.isEmpty else { return nil }
-        return try TinkoffIDConfiguration(settings, environment: environment)
-    }
-
-    init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
-        let reader = OptionReader(settings)
-        try reader.checkKeys(known: Self.knownOptions.union(OptionReader.timeoutKeys))
+    public init(_ settings: ProviderSettings, environment: [String: String]) throws(ProviderConfigurationError) {
+        let reader = try OptionReader.checked(settings, for: Self.self)
         providerName = settings.name
 
         let host = try reader.endpoint("host") ?? EndpointURL(url: URL(string: Self.defaultHost)!)

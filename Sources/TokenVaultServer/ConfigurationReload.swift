@@ -98,7 +98,7 @@ public final class ConfigurationReload: Service, Sendable {
         var replacement: ProviderReplacement?
         if let providers, fresh.providers != previous.providers {
             let built: ProviderTable
-            do throws(ProviderCatalogError) {
+            do throws(ProviderConfigurationError) {
                 built = try await providers.builder.build(fresh.providers, after: providers.routing.providerTable)
             } catch {
                 return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)

@@ -243,7 +243,7 @@ public struct DaemonConfiguration: Sendable {
                     selected[name] = configured
                     continue
                 }
-                do throws(ProviderCatalogError) {
+                do throws(ProviderConfigurationError) {
                     selected[name] = try catalog.nameOnly(name, key: "TOKENVAULT_PROVIDERS")
                 } catch {
                     throw fail("TOKENVAULT_PROVIDERS", error.problem)

@@ -130,6 +130,7 @@ struct BackupCommand: AsyncParsableCommand {
 }
 
 /// A file-system refusal from `HeldDirectory` or `HeldFile` as the command's error.
+@discardableResult
 func held<Value>(_ body: () throws -> Value) throws -> Value {
     do {
         return try body()

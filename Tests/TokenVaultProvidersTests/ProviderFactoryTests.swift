@@ -43,7 +43,7 @@ import TokenVaultProviders
         #expect {
             _ = try ProviderKinds().parse(["acme": ["kind": "ebs", "expired_unit": "minutes"]])
         } throws: { error in
-            (error as? ProviderCatalogError)?.key == "providers.acme.expired_unit"
+            (error as? ProviderConfigurationError)?.key == "providers.acme.expired_unit"
         }
         #expect {
             _ = try ProviderFactory.make(

@@ -1,8 +1,10 @@
-import Logging
 import NIOHTTP1
 import TokenVaultCore
 
-/// A provider instance of kind `sber-id` (Sber ID). What differs from plain RFC 6749:
+/// A provider instance of kind `sber-id` (Sber ID).
+public typealias SberIDProvider = KindProvider<SberIDWire>
+
+/// The requests of kind `sber-id`. What differs from plain RFC 6749:
 /// - mutual TLS with the registration's PKCS#12 certificate (a refused certificate comes out as
 ///   a transient `tls_error` whose message says so: see `TLSFailure`);
 /// - Sber's API gateway wants `rquid` (32 lower-case hex characters, new for every request, its
@@ -12,64 +14,40 @@ import TokenVaultCore
 ///   not decoded: its signature (GOST) cannot be checked here, and an unchecked token response
 ///   must not be trusted;
 /// - no revocation endpoint is documented, so deleting only removes the credential locally.
-public final class SberIDProvider: TokenProvider, ShutdownableProvider {
-    public let name: String
+public struct SberIDWire: ProviderWire {
+    public static let kind = "sber-id"
     public let configuration: SberIDConfiguration
-    let http: ProviderHTTPClient
 
-    public convenience init(
-        settings: ProviderSettings, environment: [String: String], logger: Logger = OAuth2Provider.silentLogger
-    ) throws(ProviderConfigurationError) {
-        self.init(configuration: try SberIDConfiguration(settings, environment: environment), logger: logger)
-    }
-
-    public init(
-        configuration: SberIDConfiguration, transport: (any ProviderTransport)? = nil,
-        logger: Logger = OAuth2Provider.silentLogger
-    ) {
-        self.name = configuration.providerName
-        self.configuration = configuration
-        self.http = ProviderHTTPClient(
-            providerName: configuration.providerName,
-            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
-    }
-
-    public func shutdown() async throws { try await http.shutdown() }
+    public init(configuration: SberIDConfiguration) { self.configuration = configuration }
 
     public var supportsRevocation: Bool { false }
-    public var clientID: String? { configuration.clientID }
 
     /// `grant_type` (`refresh_grant_type`, default `refresh_token`), `refresh_token`,
     /// `client_id`, `client_secret`. The format is not documented by Sber; this is the RFC 6749
     /// request on the same endpoint.
-    public func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
+    public func refreshCall(_ request: RefreshRequest, over http: ProviderHTTPClient) -> TokenCall {
         var form = FormBody()
         form.append("grant_type", configuration.refreshGrantType)
         form.append("refresh_token", secret: request.refreshToken)
-        return try await token(
-            form, secrets: [request.refreshToken], operation: "refresh", request.credentialID, call: request.call)
+        return call(form, secrets: [request.refreshToken])
     }
 
     /// `grant_type=authorization_code`, `code`, `redirect_uri`, `code_verifier`, `client_id`,
     /// `client_secret`. The id token's `nonce` and `aud` are the caller's to check.
-    public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+    public func exchangeCall(_ request: CodeExchangeRequest, over http: ProviderHTTPClient) -> TokenCall {
         var form = FormBody()
         form.append("grant_type", "authorization_code")
         form.append("code", secret: request.code)
         form.append("redirect_uri", request.redirectURI)
         if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
-        return try await token(
-            form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), operation: "exchange",
-            request.credentialID, call: request.call)
+        return call(form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []))
     }
 
-    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
-        throw .revocationNotSupported(name, kind: "sber-id")
-    }
+    public func revocationCall(_ token: SecretBytes, hint: TokenHint, over http: ProviderHTTPClient)
+        -> RevocationCall?
+    { nil }
 
-    private func token(
-        _ form: FormBody, secrets: [SecretBytes], operation: String, _ credential: CredentialID, call: ProviderCall?
-    ) async throws(ProviderFailure) -> TokenPayload {
+    private func call(_ form: FormBody, secrets: [SecretBytes]) -> TokenCall {
         var form = form
         var headers = HTTPHeaders()
         headers.add(name: "rquid", value: Self.newRequestID())
@@ -77,11 +55,9 @@ public final class SberIDProvider: TokenProvider, ShutdownableProvider {
         headers.add(name: "Accept", value: "application/json")
         ClientAuthentication.clientSecretPost.apply(
             clientID: configuration.clientID, secret: configuration.clientSecret, headers: &headers, form: &form)
-        return try await http.token(
-            TokenCall(
-                url: configuration.tokenEndpoint, form: form, headers: headers,
-                secrets: secrets + [configuration.clientSecret], operation: operation, credential: credential,
-                providerCall: call))
+        return TokenCall(
+            url: configuration.tokenEndpoint, form: form, headers: headers,
+            secrets: secrets + [configuration.clientSecret])
     }
 
     /// 16 random bytes as 32 lower-case hex characters: the gateway's `RqUID`.

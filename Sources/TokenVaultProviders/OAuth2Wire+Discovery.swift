@@ -14,16 +14,8 @@ enum DiscoveryState: Sendable {
     case discovered(ResolvedEndpoints)
 }
 
-extension OAuth2Provider {
-    /// Fetches the discovery document now (it is otherwise fetched on first use), so a daemon
-    /// can report a broken `discovery_url` at start-up. Returns the endpoints in use.
-    @discardableResult
-    public func discover() async throws(ProviderFailure) -> (tokenEndpoint: String, revocationEndpoint: String?) {
-        let endpoints = try await resolveEndpoints()
-        return (endpoints.token, endpoints.revocation)
-    }
-
-    func resolveEndpoints() async throws(ProviderFailure) -> ResolvedEndpoints {
+extension OAuth2Wire {
+    func resolveEndpoints(over http: ProviderHTTPClient) async throws(ProviderFailure) -> ResolvedEndpoints {
         let url: String
         switch configuration.endpoints {
         case .fixed(let token, let revocation): return ResolvedEndpoints(token: token, revocation: revocation)
@@ -31,7 +23,7 @@ extension OAuth2Provider {
         }
         let next = discovery.withLock { state -> DiscoveryState in
             if case .notStarted = state {
-                state = .fetching(Task { try await self.fetchDiscoveryDocument(url) })
+                state = .fetching(Task { try await self.fetchDiscoveryDocument(url, over: http) })
             }
             return state
         }
@@ -56,7 +48,9 @@ extension OAuth2Provider {
 
     /// Reads `token_endpoint` and `revocation_endpoint` from an RFC 8414 / OIDC discovery
     /// document. Fetching it spends nothing, so every transport failure is merely transient.
-    private func fetchDiscoveryDocument(_ url: String) async throws(ProviderFailure) -> ResolvedEndpoints {
+    private func fetchDiscoveryDocument(_ url: String, over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> ResolvedEndpoints
+    {
         func broken(_ problem: String) -> ProviderFailure {
             ProviderFailure(
                 kind: .misconfigured, code: .discoveryFailed,

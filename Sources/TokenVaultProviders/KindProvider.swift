@@ -1,0 +1,92 @@
+import Logging
+import TokenVaultCore
+
+/// A provider instance of any kind: the one shell every kind shares (the instance name, the HTTP
+/// client over the instance's transport, sending, failure logging and shutdown) over the kind's
+/// own requests (`ProviderWire`). `OAuth2Provider`, `TinkoffIDProvider`, `SberIDProvider` and
+/// `ESIAProvider` are this over their wires. No secret reaches a log, an error message or a
+/// `description`. Call `shutdown()` before dropping it.
+public final class KindProvider<Wire: ProviderWire>: TokenProvider, ShutdownableProvider {
+    public let name: String
+    public let wire: Wire
+    let http: ProviderHTTPClient
+
+    public var configuration: Wire.Configuration { wire.configuration }
+
+    /// `transport`: how requests leave (the courier's in the daemon); direct by default.
+    public init(
+        configuration: Wire.Configuration, transport: (any ProviderTransport)? = nil,
+        logger: Logger = ProviderLog.silent
+    ) {
+        name = configuration.providerName
+        wire = Wire(configuration: configuration)
+        http = ProviderHTTPClient(
+            providerName: configuration.providerName,
+            transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
+    }
+
+    public convenience init(
+        settings: ProviderSettings, environment: [String: String], transport: (any ProviderTransport)? = nil,
+        logger: Logger = ProviderLog.silent
+    ) throws(ProviderConfigurationError) {
+        self.init(
+            configuration: try Wire.Configuration(settings, environment: environment), transport: transport,
+            logger: logger)
+    }
+
+    /// Closes the HTTP client. Safe to call more than once.
+    public func shutdown() async throws { try await http.shutdown() }
+
+    public var supportsRevocation: Bool { wire.supportsRevocation }
+    public var clientID: String? { configuration.clientID }
+
+    public func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
+        try await token(operation: "refresh", credential: request.credentialID, call: request.call) {
+            () async throws(ProviderFailure) -> TokenCall in try await wire.refreshCall(request, over: http)
+        }
+    }
+
+    public func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+        try await token(operation: "exchange", credential: request.credentialID, call: request.call) {
+            () async throws(ProviderFailure) -> TokenCall in try await wire.exchangeCall(request, over: http)
+        }
+    }
+
+    public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
+        let revocation: RevocationCall?
+        do throws(ProviderFailure) {
+            revocation = try await wire.revocationCall(token, hint: hint, over: http)
+        } catch {
+            http.log(error, operation: "revoke", credential: nil)
+            throw error
+        }
+        guard let revocation else { throw .revocationNotSupported(name, kind: Wire.kind) }
+        try await http.revoke(
+            revocation.url, form: revocation.form, headers: revocation.headers, secrets: revocation.secrets, call: call)
+    }
+
+    /// Builds the kind's request (a failure to build it, a signer's or a discovery's, is logged
+    /// like a failed call, and nothing is sent), then sends it under `call` and reads the answer.
+    private func token(
+        operation: String, credential: CredentialID, call: ProviderCall?,
+        _ build: () async throws(ProviderFailure) -> TokenCall
+    ) async throws(ProviderFailure) -> TokenPayload {
+        var tokenCall: TokenCall
+        do throws(ProviderFailure) {
+            tokenCall = try await build()
+        } catch {
+            http.log(error, operation: operation, credential: credential)
+            throw error
+        }
+        tokenCall.operation = operation
+        tokenCall.credential = credential
+        tokenCall.providerCall = call
+        return try await http.token(tokenCall)
+    }
+}
+
+/// The providers' logging defaults.
+public enum ProviderLog {
+    /// A logger that drops everything, the default for callers that pass none.
+    public static let silent = Logger(label: "tokenvault.providers", factory: { _ in SwiftLogNoOpLogHandler() })
+}

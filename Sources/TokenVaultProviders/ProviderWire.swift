@@ -1,0 +1,38 @@
+import NIOHTTP1
+import TokenVaultCore
+
+/// What one provider kind writes: the token requests (refresh, code exchange) and revocation
+/// request it sends, from its configuration. Everything else is written once, in `KindProvider`:
+/// the instance name, the HTTP client over the instance's transport, sending and reading
+/// (`ProviderHTTPClient`), the failure log, shutdown.
+public protocol ProviderWire: Sendable {
+    associatedtype Configuration: KindConfiguration
+
+    /// The kind's name (`tinkoff-id`), for messages.
+    static var kind: String { get }
+
+    var configuration: Configuration { get }
+    init(configuration: Configuration)
+
+    var supportsRevocation: Bool { get }
+
+    /// The token request of a refresh. `http` is the instance's client, for a kind that must ask
+    /// something first (OAuth2's discovery document).
+    func refreshCall(_ request: RefreshRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> TokenCall
+    /// The token request of a code exchange.
+    func exchangeCall(_ request: CodeExchangeRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> TokenCall
+    /// The RFC 7009 request revoking `token`; nil for a kind without a revocation endpoint.
+    func revocationCall(_ token: SecretBytes, hint: TokenHint, over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> RevocationCall?
+}
+
+/// An RFC 7009 revocation request as a kind builds it.
+public struct RevocationCall: Sendable {
+    var url: String
+    var form: FormBody
+    var headers: HTTPHeaders
+    /// What must never show in a message (the token, the client secret).
+    var secrets: [SecretBytes]
+}
