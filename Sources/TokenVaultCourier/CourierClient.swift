@@ -6,9 +6,10 @@ import TokenVaultCrypto
 import TokenVaultProviders
 import TokenVaultSystem
 
-/// The daemon's side of the courier: starts it (and starts it again if it dies), sends every
-/// provider call through it (the transports its `transportMaker` makes), settles answers once they
-/// are safe, and hands out the answers a courier spooled while no daemon was there.
+/// The daemon's side of the courier: starts it (and starts it again if it dies) and sends every
+/// provider call through it (the transports its `transportMaker` makes). What it keeps apart:
+/// the routes those transports are (`CourierRoutes`) and the spool's books (`SpooledAnswers`:
+/// the answers a courier spooled while no daemon was there, settled once safe).
 ///
 /// Start-up: the new courier first waits for the spool lock, so a courier of an earlier daemon
 /// that is still finishing its calls gets to spool them; only then does it say `ready`, and only
@@ -19,26 +20,13 @@ public final class CourierClient: AnswerSettlement, Sendable {
         var connection: CourierConnection?
         var stopping = false
         var restarts = 0
-        var spooled: [String: Spool.Entry] = [:]
-        var spooledAtStart = 0
-        var recovered = 0
-        var refused = 0
         var unsettled: Set<String> = []
         /// Set while a courier is being started: who waits to publish instances to it.
         var launching: [CheckedContinuation<CourierConnection?, Never>]?
     }
 
-    /// Every transport handed out and not shut down, by route, and the version of that set
-    /// (raised by every change): what a courier is told in its hello and at each reload.
-    private struct Routes {
-        var next: UInt32 = 1
-        var version: UInt64 = 0
-        var instances: [UInt32: CourierMessage.Instance] = [:]
-
-        var list: [CourierMessage.Instance] { instances.values.sorted { $0.route < $1.route } }
-    }
-
-    private let spool: Spool
+    private let spooled: SpooledAnswers
+    private let routes = CourierRoutes()
     private let arguments: [String]
     private let logger: Logger
     private let readyTimeout: Double
@@ -46,7 +34,6 @@ public final class CourierClient: AnswerSettlement, Sendable {
     private let spoolPublicKey = Mutex<[UInt8]?>(nil)
     /// Opens the spool again after a courier was restarted (what the ended one spooled).
     private let keyring = Mutex<Keyring?>(nil)
-    private let routes = Mutex(Routes())
     /// How long a running courier may take to confirm an instance set (`publishInstances`).
     private let instancesTimeout: Double
 
@@ -58,7 +45,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     public init(
         spool: Spool, arguments: [String], readyTimeout: Double, instancesTimeout: Double = 10, logger: Logger
     ) {
-        self.spool = spool
+        spooled = SpooledAnswers(spool: spool, logger: logger)
         self.instancesTimeout = instancesTimeout
         self.arguments = arguments
         self.readyTimeout = readyTimeout
@@ -79,9 +66,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
             throw VaultError(
                 code: .internalError,
                 message: "the courier did not start within \(Int(readyTimeout)) s (is a courier of an earlier "
-                    + "daemon still finishing? see \(spool.directory)/courier.lock)")
+                    + "daemon still finishing? see \(spooled.directory)/courier.lock)")
         }
-        loadSpool(keyring)
+        spooled.load(keyring)
     }
 
     /// Tells the running courier the instances from now on (a reload: transports made since the
@@ -93,7 +80,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     /// the courier out of order: each carries its version, and the courier keeps the newest.
     public func publishInstances() async -> [ProviderConfigurationError] {
         guard let connection = await connectionToPublishTo() else { return [] }
-        let (version, instances) = routes.withLock { ($0.version, $0.list) }
+        let (version, instances) = routes.current
         switch await connection.replaceInstances(version: version, instances, timeout: instancesTimeout) {
         case .ready(let unavailable):
             return unavailable.map { .init(key: $0.key, problem: "the courier cannot use it: \($0.problem)") }
@@ -124,33 +111,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
         }
     }
 
-    /// A new route for `settings`: the transport a provider object of that instance sends through.
-    private func register(_ settings: ProviderSettings) -> UInt32 {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding a JSON value does not fail; an empty object would leave the instance without
-        // TLS settings, which the courier reports.
-        let options = (try? encoder.encode(settings.options)).map(Array.init) ?? Array("{}".utf8)
-        return routes.withLock { routes in
-            defer {
-                routes.next += 1
-                routes.version += 1
-            }
-            routes.instances[routes.next] = CourierMessage.Instance(
-                route: routes.next, name: settings.name, kind: settings.kind,
-                concurrency: settings.limits.concurrency, options: options)
-            return routes.next
-        }
-    }
-
     /// A provider object was shut down: the courier drops its transport (after its calls finish).
-    fileprivate func retire(_ route: UInt32) async {
-        let removed = routes.withLock { routes -> Bool in
-            guard routes.instances.removeValue(forKey: route) != nil else { return false }
-            routes.version += 1
-            return true
-        }
-        guard removed else { return }
+    func retire(_ route: UInt32) async {
+        guard routes.retire(route) else { return }
         _ = await publishInstances()
     }
 
@@ -168,43 +131,34 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     /// How requests to `instance` leave: through the courier.
     public var transportMaker: TransportMaker {
-        { [self] settings, _ in CourierTransport(client: self, instance: settings.name, route: register(settings)) }
+        { [self] settings, _ in
+            CourierTransport(client: self, instance: settings.name, route: routes.register(settings))
+        }
     }
 
     public var status: CourierStatus {
-        state.withLock { state in
+        let counts = spooled.counts
+        return state.withLock { state in
             CourierStatus(
                 isUp: state.connection != nil, pid: state.connection?.child.pid,
                 callsInFlight: state.connection?.calls ?? 0, unsettled: state.unsettled.count,
-                restarts: state.restarts, spooledAtStart: state.spooledAtStart, recovered: state.recovered,
-                refusedSpoolFiles: state.refused)
+                restarts: state.restarts, spooledAtStart: counts.atStart, recovered: counts.recovered,
+                refusedSpoolFiles: counts.refused)
         }
     }
 
     // MARK: AnswerSettlement
 
     public func settle(_ key: String) {
-        let (connection, wasSpooled) = state.withLock { state in
+        let connection = state.withLock { state in
             state.unsettled.remove(key)
-            return (state.connection, state.spooled.removeValue(forKey: key) != nil)
+            return state.connection
         }
-        if wasSpooled {
-            do {
-                try spool.remove(key)
-            } catch {
-                logger.error("a committed spooled answer could not be removed: \(error)")
-            }
-        }
+        spooled.settle(key)
         connection?.settle(key)
     }
 
-    public func spooled(prefix: String) -> [(key: String, context: SecretBytes?)] {
-        state.withLock { state in
-            state.spooled.values.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map {
-                ($0.key, $0.context)
-            }
-        }
-    }
+    public func spooled(prefix: String) -> [(key: String, context: SecretBytes?)] { spooled.keys(prefix: prefix) }
 
     // MARK: Calls
 
@@ -213,14 +167,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     func send(route: UInt32, instance: String, request: PreparedRequest, call: ProviderCall?)
         async throws(ProviderFailure) -> HTTPAnswer
     {
-        if let call, let entry = state.withLock({ $0.spooled[call.key] }) {
-            state.withLock { $0.recovered += 1 }
-            logger.notice(
-                "answer recovered from the spool", metadata: ["tokenvault.call.key": "\(call.key)"])
-            var answer = try entry.result.get()
-            answer.sentAt = entry.sentAt
-            return answer
-        }
+        if let call, let answer = try spooled.answer(for: call.key) { return answer }
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
         return try await connection.call(
@@ -263,7 +210,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
         }
         let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
         let hello = spoolPublicKey.withLock { $0 }.map { key in
-            routes.withLock { CourierMessage.Hello(spoolPublicKey: key, version: $0.version, instances: $0.list) }
+            let (version, instances) = routes.current
+            return CourierMessage.Hello(spoolPublicKey: key, version: version, instances: instances)
         }
         guard let hello, await connection.handshake(hello, timeout: readyTimeout) else {
             connection.close()
@@ -314,37 +262,12 @@ public final class CourierClient: AnswerSettlement, Sendable {
                 if (try? await launch()) == true {
                     // The new courier said ready only once the ended one had spooled what it held
                     // and released the spool: those answers are substituted when their calls resume.
-                    if let keyring = keyring.withLock({ $0 }) { loadSpool(keyring) }
+                    if let keyring = keyring.withLock({ $0 }) { spooled.load(keyring) }
                     return
                 }
                 try? await Task.sleep(for: .seconds(delay))
                 delay = min(delay * 2, 5)
             }
-        }
-    }
-
-    /// Reads every spool file; those that do not open are counted and left for the operator.
-    private func loadSpool(_ keyring: Keyring) {
-        var entries: [String: Spool.Entry] = [:]
-        var refused = 0
-        for file in spool.files() {
-            do throws(Spool.Refusal) {
-                let entry = try spool.read(file) { try keyring.openSpooled($0) }
-                entries[entry.key] = entry
-            } catch {
-                refused += 1
-                logger.error(
-                    "\(error); it is left in place, unused", metadata: ["tokenvault.spool": "\(spool.directory)"])
-            }
-        }
-        if !entries.isEmpty {
-            logger.notice(
-                "\(entries.count) provider answer(s) found in the spool; they are committed as their calls resume")
-        }
-        state.withLock { state in
-            state.spooled = entries
-            state.spooledAtStart = entries.count
-            state.refused = refused
         }
     }
 }
@@ -356,19 +279,4 @@ extension CallResult {
         case .failure(let failure): throw failure
         }
     }
-}
-
-/// A provider instance's requests, sent through the courier on the route made for it.
-struct CourierTransport: ProviderTransport {
-    let client: CourierClient
-    let instance: String
-    let route: UInt32
-
-    func send(_ request: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer {
-        try await client.send(route: route, instance: instance, request: request, call: call)
-    }
-
-    /// The provider object is gone (a reload replaced it): the courier retires its route. The
-    /// courier itself is the client's to stop.
-    func shutdown() async throws { await client.retire(route) }
 }

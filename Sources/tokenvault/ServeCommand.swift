@@ -30,157 +30,46 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "path"))
     var socket: String?
 
+    /// The daemon's wiring, in the order the parts depend on each other; each step is one of
+    /// `ServeCommand+Parts.swift`.
     func run() async throws {
-        let settings: DaemonConfiguration
-        let configPath = options.configPath
-        do {
-            settings = try Self.loadSettings(options)
-        } catch let error as ConfigurationError {
-            printError("error: \(error)")
-            throw ExitCode(1)
-        }
-        // On PostgreSQL every statement waits on a blocking thread: one per connection.
-        if let url = try? options.resolvedStorageURL(),
-            let storage = try? PostgresDatabase.Configuration(url: url, password: nil)
-        {
-            BlockingWork.reserve(waitingThreads: PostgresDatabase.blockingThreads(for: storage))
-        }
-        // SIGHUP reloads once the daemon serves; until then it must not end the process (its
-        // default action), so it is ignored from the start.
-        signal(SIGHUP, SIG_IGN)
-        let levels = LogLevelSwitch(settings.logLevel)
-        let journal = DaemonLogHandler.stderrIsJournal(options.environment)
-        LoggingSystem.bootstrap { label in
-            DaemonLogHandler(label: label, format: settings.logFormat, journal: journal, levels: levels)
-        }
-        let logger = Logger(label: "tokenvault")
-        // Taken before the courier is spawned, so that it inherits neither.
-        let notifier = SystemdNotifier.take(from: options.environment)
-        let activation: SocketActivation?
-        do {
-            activation = try SocketActivation.take(from: options.environment)
-        } catch {
-            printError("error: \(error)")
-            throw ExitCode(1)
-        }
-        // Before any secret is read: no core file, and no other process of this user attaching.
-        if settings.coreDumps {
-            logger.warning("core dumps are allowed (server.core_dumps): a crash may write tokens to disk")
-        } else {
-            for problem in ProcessHygiene.disableCoreDumps() {
-                logger.warning("could not disable core dumps", metadata: ["tokenvault.error": "\(problem)"])
-            }
-        }
-        if !SecretBytes.isMemoryLocked {
-            logger.warning(
-                "secrets memory could not be locked (mlock): tokens may be written to swap; raise RLIMIT_MEMLOCK (LimitMEMLOCK= in the unit)"
-            )
-        }
-        do {
-            try PrivateFile.checkDirectory(options.resolvedDataDir, what: "data directory")
-        } catch {
-            printError("error: \(error.message)")
-            throw ExitCode(1)
-        }
-        // Endpoints, client secrets and TLS of each provider instance, checked before anything
-        // is opened: a misconfigured instance stops start-up naming the key. Their requests go
-        // through the courier, started once the vault is open.
-        let courier = CourierClient(
-            spool: Spool(directory: options.resolvedDataDir + "/spool"),
-            arguments: [
-                "courier", "--spool", options.resolvedDataDir + "/spool", "--log-format", settings.logFormat.rawValue,
-                "--log-level", settings.logLevel.rawValue,
-            ],
-            readyTimeout: Self.courierReadyTimeout(settings), logger: logger)
-        // Start-up and every reload build instances here, the same way.
+        let settings = try Self.settingsOrExit(options)
+        let process = try Self.prepareProcess(options, settings)
+        let logger = process.logger
+        // Checked before anything is opened: a misconfigured provider instance stops start-up
+        // naming its key. Requests go through the courier, started once the vault is open.
+        let courier = Self.makeCourier(options, settings, logger: logger)
         let instances = ProviderInstances(
             environment: options.environment, transport: courier.transportMaker,
             ready: { await Self.courierLearnsInstances(courier) })
-        let table: ProviderTable
-        do {
-            table = try await instances.build(settings.providers, after: .empty)
-        } catch {
-            printError("error: config \(configPath ?? "(defaults)"): \(error.key): \(error.problem)")
-            throw ExitCode(1)
-        }
+        let table = try await Self.buildProviders(instances, settings, configPath: options.configPath)
         raiseOpenFileLimit()
         try await reportingErrorsAsync {
             let socketPath =
-                activation?.path ?? socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
+                process.activation?.path ?? socket ?? options.environment["TOKENVAULT_SOCKET"] ?? settings.socketPath
                 ?? options.resolvedDataDir + "/run/tokenvault.sock"
             // The lock first: nothing is opened, migrated or keyed under another holder.
-            TokenVaultCommand.restrictFileCreation()
-            try OpenedVault.requireVault(options)
-            let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
-            let opened = try OpenedVault.open(
-                options, executor: BlockingWork(), commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
+            let (lock, opened) = try Self.lockAndOpen(options, settings, socketPath: socketPath)
             // A socket systemd passed is the socket unit's: its mode, group and file are left alone.
-            if activation == nil { try SocketGuard.prepare(path: socketPath) }
+            if process.activation == nil { try SocketGuard.prepare(path: socketPath) }
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
             // spooled are read before any attempt is resumed.
             try await courier.start(keyring: opened.keyring)
-
+            let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
+            let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
-            var engineOptions = RefreshEngine.Options(leasePeriod: Double(settings.leaseSeconds))
-            engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
-            engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
-            // The provider table goes in force here, in the engine and the vault at once.
-            let engine = RefreshEngine(
-                vault: opened.vault, table: table, options: engineOptions, settlement: courier, logger: logger)
-            // Several nodes on one PostgreSQL vault: what the others change wakes this node's
-            // scheduler, leaves its cache and reaches its watch and events streams.
-            let changeListener = (opened.database as? PostgresDatabase).map { database in
-                database.onChange { [vault = opened.vault] change in
-                    guard !change.isOwn else { return }
-                    engine.wakeSchedulerSoon()
-                    if let kind = change.eventKind {
-                        Task { await vault.publishChangeMadeElsewhere(kind, change.id) }
-                    }
-                }
-                return Task { await database.listenForChanges() }
-            }
-            let api = VaultAPI(
-                vault: opened.vault, engine: engine, admin: opened.database,
-                rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
-                policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
-                options: .init(
-                    maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion,
-                    backupDirectory: options.resolvedDataDir + "/" + BackupFile.directoryName,
-                    groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
-                    connections: settings.connections, courier: { courier.status },
-                    storage: Self.storageStatus(of: opened.database)))
+            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
-            // Off the concurrency pool: on PostgreSQL the count may wait for a connection.
-            let status: @Sendable () async -> String = { [vault = opened.vault, database = opened.database] in
-                let counts = try? await vault.blocking { try database.credentialCountsByStatus() }
-                let instances = engine.providerStates()
-                let refreshing = instances.filter { $0.condition != .notConfigured }.count
-                return "serving \(counts.map { String($0.values.reduce(0, +)) } ?? "?") credentials, "
-                    + "\(refreshing) of \(instances.count) provider instances refreshing"
-            }
-            let watchdog = Mutex<EventLoopWatchdog?>(nil)
-            let application = VaultServer.application(
-                api: api, listener: activation.map { .inherited(descriptor: $0.descriptor) } ?? .path(socketPath),
-                idleTimeoutSeconds: settings.idleTimeoutSeconds, eventLoopGroup: eventLoops, logger: logger
-            ) {
-                do {
-                    if activation == nil {
-                        try SocketGuard.applyPermissions(
-                            path: socketPath, mode: settings.socketMode, group: settings.socketGroup)
-                    }
-                    FileHandle.standardOutput.write(Data("tokenvault: listening on \(socketPath)\n".utf8))
-                } catch {
-                    logger.critical("cannot set socket permissions", metadata: ["error": "\(error)"])
-                    SocketGuard.remove(path: socketPath)
-                    Foundation.exit(1)
-                }
-                notifier.send("READY=1\nSTATUS=\(await status())")
-                watchdog.withLock { $0 = EventLoopWatchdog.start(notifier: notifier, group: eventLoops) }
-            }
+            let status = Self.statusLine(opened, engine)
+            let watchdog = WatchdogSlot()
+            let application = Self.makeApplication(
+                api, process, settings, socketPath: socketPath, eventLoops: eventLoops, status: status,
+                watchdog: watchdog)
             let reload = ConfigurationReload(
                 running: settings, load: { [options] in try Self.loadSettings(options) },
-                file: configPath ?? "(defaults)", api: api, levels: levels, notifier: notifier, status: status,
-                providers: .init(builder: instances, routing: engine), logger: logger)
+                file: options.configPath ?? "(defaults)", api: api, levels: process.levels,
+                notifier: process.notifier, status: status, providers: .init(builder: instances, routing: engine),
+                logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(
@@ -190,19 +79,18 @@ struct ServeCommand: AsyncParsableCommand {
                         .init(service: LeaseHeartbeat(engine: engine)),
                         .init(service: RefreshScheduler(engine: engine)),
                         .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
-                        .init(service: reload), .init(service: StoppingNotice(notifier: notifier)),
+                        .init(service: reload), .init(service: StoppingNotice(notifier: process.notifier)),
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             defer {
-                watchdog.withLock { $0?.stop() }
-                if activation == nil { SocketGuard.remove(path: socketPath) }
+                watchdog.stop()
+                if process.activation == nil { SocketGuard.remove(path: socketPath) }
                 changeListener?.cancel()
                 opened.database.close()
                 withExtendedLifetime(lock) {}
             }
             try await group.run()
-            // Before the loops it runs on are gone.
-            watchdog.withLock { $0?.stop() }
+            watchdog.stop()
             try? await eventLoops.shutdownGracefully()
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()
