@@ -7,12 +7,15 @@ import TokenVaultCore
 extension RefreshEngine {
     public func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
         let context = try SpooledExchange(redemption).encoded()
-        return try await redeem(redemption, call: ProviderCall(key: "exchange:" + UUID().uuidString, context: context))
+        return try await redeem(
+            redemption, call: ProviderCall(key: "exchange:" + UUID().uuidString, context: context), recovering: false)
     }
 
-    /// Redeems through `call` (a new key, or a spooled one being recovered) and settles it once
+    /// Redeems through `call` (a new key, or a spooled one being `recovering`) and settles it once
     /// the outcome is durable.
-    private func redeem(_ redemption: CodeRedemption, call: ProviderCall) async throws -> RedeemedCode {
+    private func redeem(_ redemption: CodeRedemption, call: ProviderCall, recovering: Bool) async throws
+        -> RedeemedCode
+    {
         let slot = enterSlot(redemption.provider)
         defer { slot?.leave() }
         guard let slot, let provider = slot.provider else {
@@ -36,7 +39,11 @@ extension RefreshEngine {
                 idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
                 now: vault.clock.now)
         } catch {
-            settlement.settle(call.key)
+            // Recovering a spooled answer, a failure before any answer was read (the request
+            // could not be built: a signer, a discovery document; the courier) keeps the spooled
+            // copy for the next start: it is the only copy of those tokens.
+            let answered = (error as? ProviderFailure).map { $0.httpStatus != nil } ?? true
+            if !recovering || answered { settlement.settle(call.key) }
             throw error
         }
         // The code is spent: these tokens exist nowhere else, so the ledger never drops them.
@@ -72,7 +79,8 @@ extension RefreshEngine {
                 continue
             }
             do {
-                let redeemed = try await redeem(redemption, call: ProviderCall(key: key, context: context))
+                let redeemed = try await redeem(
+                    redemption, call: ProviderCall(key: key, context: context), recovering: true)
                 logger.notice(
                     "credential stored from a code exchange answered while the daemon was down",
                     metadata: [

@@ -76,9 +76,10 @@ public final class DatabaseLock: Sendable {
     public static func holder(databasePath: String) -> Holder? {
         let path = databasePath + ".lock"
         guard FileLock.isHeld(path) else { return nil }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
+        guard FileLock.isPlainFile(descriptor) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = pread(descriptor, &buffer, buffer.count, 0)
         return Holder(fileContents: count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : "")

@@ -16,11 +16,18 @@ public final class FileLock: Sendable {
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
     /// Takes the lock on `path` (created 0600 if missing); nil when another process holds it and
-    /// `wait` is false. With `wait`, blocks until the holder lets go.
+    /// `wait` is false. With `wait`, blocks until the holder lets go. The file must be a regular
+    /// file with one link: a lock file is written and may be given away (`DatabaseLock`), so a
+    /// link to another file planted in its place (a directory another account controls) is
+    /// refused, and so is a FIFO, which could hang the opener.
     public static func exclusive(_ path: String, wait: Bool) throws(Failure) -> FileLock? {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard descriptor >= 0 else {
             throw Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard isPlainFile(descriptor) else {
+            close(descriptor)
+            throw Failure(description: "\(path) is not a regular file with a single link; remove it")
         }
         while flock(descriptor, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
@@ -34,14 +41,21 @@ public final class FileLock: Sendable {
 
     /// Whether another process holds the lock on `path` right now (false if the file is missing).
     public static func isHeld(_ path: String) -> Bool {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
+        guard isPlainFile(descriptor) else { return false }
         guard flock(descriptor, LOCK_SH | LOCK_NB) != 0 else {
             flock(descriptor, LOCK_UN)
             return false
         }
         return true
+    }
+
+    /// A regular file with one link (checked on the descriptor that is used).
+    public static func isPlainFile(_ descriptor: Int32) -> Bool {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink == 1
     }
 
     deinit { close(descriptor) }

@@ -32,6 +32,28 @@ public final class HeldDirectory: Sendable {
         try self.init(descriptor: descriptor, path: path)
     }
 
+    /// The operator's directory `path` with the links along it resolved first (`realpath`: a
+    /// data directory configured as a link to where it lives), then held as above.
+    public convenience init(resolving path: String) throws(Failure) {
+        let resolved = realpath(path, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        }
+        try self.init(resolved ?? path)
+    }
+
+    /// Whether `other` (a path, its links resolved as far as they exist) lies inside this
+    /// directory.
+    public func contains(path other: String) -> Bool {
+        var candidate = other
+        while !candidate.isEmpty, candidate != "/" {
+            if isSame(asPath: candidate) { return true }
+            guard let slash = candidate.lastIndex(of: "/") else { return false }
+            candidate = String(candidate[..<slash])
+        }
+        return false
+    }
+
     /// Takes over `descriptor` (closed on failure too).
     private init(descriptor: Int32, path: String) throws(Failure) {
         var info = stat()
@@ -62,7 +84,12 @@ public final class HeldDirectory: Sendable {
 
     /// Removes a scratch directory made by `scratch()` with the files in it (one level deep).
     public func removeScratch() {
-        guard let listing = fdopendir(dup(descriptor)) else { return }
+        let copy = dup(descriptor)
+        guard copy >= 0 else { return }
+        guard let listing = fdopendir(copy) else {
+            close(copy)
+            return
+        }
         defer { closedir(listing) }
         while let entry = readdir(listing) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) {
@@ -130,6 +157,16 @@ public final class HeldDirectory: Sendable {
             throw Failure(description: "\(pathOf(name)) belongs to uid \(info.st_uid), not to the directory's owner")
         }
         return file
+    }
+
+    /// Whether `name` here is `file` itself (same device and inode), not something put in its
+    /// place since.
+    public func names(_ name: String, file: HeldFile) -> Bool {
+        var here = stat()
+        guard fstatat(descriptor, name, &here, AT_SYMLINK_NOFOLLOW) == 0, let info = try? file.status() else {
+            return false
+        }
+        return here.st_dev == info.st_dev && here.st_ino == info.st_ino
     }
 
     /// Whether anything (a symbolic link included) is called `name` here.

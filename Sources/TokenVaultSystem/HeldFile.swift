@@ -50,7 +50,7 @@ public final class HeldFile: Sendable {
         return info
     }
 
-    public var size: Int64 { (try? status()).map { Int64($0.st_size) } ?? 0 }
+    public func size() throws(HeldDirectory.Failure) -> Int64 { Int64(try status().st_size) }
 
     /// Copies this file's bytes from its start into `target` (written from its current offset)
     /// and flushes `target` to disk; returns the number of bytes copied.
@@ -69,6 +69,9 @@ public final class HeldFile: Sendable {
                     write(target.descriptor, $0.baseAddress! + written, count - written)
                 }
                 if step < 0, errno == EINTR { continue }
+                guard step != 0 else {
+                    throw HeldDirectory.Failure(description: "cannot write \(target.path): a short write (disk full?)")
+                }
                 guard step > 0 else { throw HeldDirectory.failure("write", target.path) }
                 written += step
             }

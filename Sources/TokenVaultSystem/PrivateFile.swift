@@ -33,6 +33,10 @@ public enum PrivateFile {
             throw Problem(message: "\(what) \(path) cannot be examined: \(String(cString: strerror(errno)))")
         }
         try checkOwnerAndMode(info, path: path, what: what, expectedType: S_IFREG, typeName: "a regular file")
+        // A second name would be a second way to the secret, or a link planted to another file.
+        guard info.st_nlink == 1 else {
+            throw Problem(message: "\(what) \(path) has \(info.st_nlink) links; give a file with one name")
+        }
         guard Int(info.st_size) <= maximumSize else {
             throw Problem(message: "\(what) \(path) is \(info.st_size) bytes; expected at most \(maximumSize)")
         }
@@ -93,7 +97,8 @@ public enum PrivateFile {
         guard info.st_uid == user || info.st_uid == 0 else {
             throw Problem(
                 message: "\(what) \(path) belongs to uid \(info.st_uid), not to this process's user (uid \(user)) "
-                    + "or root; refusing to use it. Fix: chown \(user) \(path)")
+                    + "or root; refusing to use it. Run this command as uid \(info.st_uid), or fix: chown \(user) \(path)"
+            )
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {

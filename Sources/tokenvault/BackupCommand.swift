@@ -37,10 +37,16 @@ struct BackupCommand: AsyncParsableCommand {
                     "--storage-url", "tokenvault backup copies SQLite vaults; back up PostgreSQL with pg_dump")
             }
             try OpenedVault.requireVault(options)
-            let dataDir = try held { try HeldDirectory(options.resolvedDataDir) }
+            let dataDir = try held { try HeldDirectory(resolving: options.resolvedDataDir) }
             let target = to.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
             if let target, FileManager.default.fileExists(atPath: target) {
                 throw VaultError.conflict("\(target) already exists; backup never overwrites a file")
+            }
+            // Inside the data directory, a path may run through links its owner planted; the
+            // default destination (its backups folder) is written without following any.
+            if let target, dataDir.contains(path: target) {
+                throw VaultError.invalidField(
+                    "--to", "\(target) is inside the data directory; leave --to out to write to its backups folder")
             }
             let written: (path: String, bytes: Int64)
             if let holder = DatabaseLock.holder(databasePath: options.databasePath), let socket = holder.socket {
@@ -81,39 +87,58 @@ struct BackupCommand: AsyncParsableCommand {
         let copy = try held { try backups.openFile(name) }
         guard let target else {
             try held { try copy.setMode(0o600) }
-            return (copy.path, copy.size)
+            return (copy.path, try held { try copy.size() })
         }
-        let bytes = try held { try copy.copy(to: try HeldFile.create(target)) }
+        let destination = try held { try HeldFile.create(target) }
+        let bytes: Int64
+        do {
+            bytes = try held { try copy.copy(to: destination) }
+        } catch {
+            unlink(target)
+            throw VaultError.storage("\(error); the daemon's copy stays at \(copy.path)")
+        }
         backups.remove(name)
         return (target, bytes)
     }
 
-    /// Offline: the database file and its WAL are copied (by descriptor, under the vault's lock)
-    /// into a scratch directory of this process's own, and SQLite makes the copy there, so it
-    /// never opens a path in a directory another account controls.
+    /// Offline: the database file and its WAL are copied (by descriptor, under the vault's lock,
+    /// held for the copies only) into a scratch directory of this process's own, and SQLite makes
+    /// the copy there, so it never opens a path in a directory another account controls. The
+    /// scratch directory needs room for the database twice.
     private func fromFile(dataDir: HeldDirectory, target: String?) throws -> (path: String, bytes: Int64) {
-        let lock = try DatabaseLock(databasePath: options.databasePath, role: "backup")
-        try lock.giveToOwner(of: dataDir)
         let scratch = try held { try HeldDirectory.scratch() }
         defer { scratch.removeScratch() }
         let database = URL(fileURLWithPath: options.databasePath).lastPathComponent
-        for suffix in ["", "-wal"] where suffix.isEmpty || dataDir.contains(database + suffix) {
-            try held { try dataDir.openFile(database + suffix).copy(to: try scratch.createFile(database + suffix)) }
+        let lock = try DatabaseLock(databasePath: options.databasePath, role: "backup")
+        try withExtendedLifetime(lock) {
+            try lock.giveToOwner(of: dataDir)
+            for suffix in ["", "-wal"] where suffix.isEmpty || dataDir.contains(database + suffix) {
+                try held { try dataDir.openFile(database + suffix).copy(to: try scratch.createFile(database + suffix)) }
+            }
         }
         let backend = try OpenedVault.openBackend(.sqlite(scratch.pathOf(database)), passwordFile: nil)
         defer { backend.close() }
         _ = try backend.backup(to: scratch.pathOf("backup.db"))
-        withExtendedLifetime(lock) {}
         let copy = try held { try scratch.openFile("backup.db") }
-        let destination: HeldFile
+        // Never a half-written copy under a backup's name: removed when the copy fails.
         if let target {
-            destination = try held { try HeldFile.create(target) }
-        } else {
-            let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: true) }
-            destination = try held { try backups.createFile(BackupFile.name(at: SystemClock().now)) }
+            let destination = try held { try HeldFile.create(target) }
+            do {
+                return (target, try held { try copy.copy(to: destination) })
+            } catch {
+                unlink(target)
+                throw error
+            }
         }
-        let bytes = try held { try copy.copy(to: destination) }
-        return (destination.path, bytes)
+        let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: true) }
+        let name = BackupFile.name(at: SystemClock().now)
+        let destination = try held { try backups.createFile(name) }
+        do {
+            return (backups.pathOf(name), try held { try copy.copy(to: destination) })
+        } catch {
+            backups.remove(name)
+            throw error
+        }
     }
 
     /// Run as root, the socket named in the lock file (which the service account writes) must be

@@ -35,9 +35,9 @@ struct RestoreCommand: ParsableCommand {
             guard FileManager.default.fileExists(atPath: backupPath) else {
                 throw VaultError(code: .vaultNotFound, message: "no backup at \(backupPath)")
             }
-            let backup = try held { try HeldFile.open(backupPath) }
             try createPrivateDirectory(options.resolvedDataDir)
-            let dataDir = try held { try HeldDirectory(options.resolvedDataDir) }
+            let dataDir = try held { try HeldDirectory(resolving: options.resolvedDataDir) }
+            let backup = try Self.openBackup(backupPath, in: dataDir)
             let lock: DatabaseLock
             do {
                 lock = try DatabaseLock(databasePath: options.databasePath, role: "restore")
@@ -62,7 +62,8 @@ struct RestoreCommand: ParsableCommand {
             let candidate = database + ".restoring-\(stamp)-\(UInt32.random(in: 0...UInt32.max))"
             var installed = false
             defer { if !installed { dataDir.remove(candidate) } }
-            try held { try scratch.openFile("vault.db").copy(to: try dataDir.createFile(candidate)) }
+            let copy = try held { try dataDir.createFile(candidate) }
+            try held { try scratch.openFile("vault.db").copy(to: copy) }
 
             // Whatever is there goes aside, the WAL and shared memory first and the main file last
             // (a WAL left next to the restored file would be replayed into it); undone on failure.
@@ -89,6 +90,15 @@ struct RestoreCommand: ParsableCommand {
                     "cannot put the checked copy in place of \(options.databasePath): \(error); "
                         + "the database that was there is back in place")
             }
+            // The name may have been swapped since it was created (the directory is another
+            // account's): what is installed must be the file written, or nothing is replaced.
+            guard dataDir.names(database, file: copy) else {
+                dataDir.remove(database)
+                putBack()
+                throw VaultError.storage(
+                    "the checked copy was replaced under \(candidate) while it was being installed (by a process of "
+                        + "the data directory's owner); the database that was there is back in place")
+            }
             installed = true
             try? dataDir.flush()
             print(
@@ -96,6 +106,20 @@ struct RestoreCommand: ParsableCommand {
                     + "\(document.keyTerms.map(String.init).joined(separator: ", ")), \(document.auditRows) audit rows")
             if moved.contains("") { print("the replaced database is kept at \(dataDir.pathOf(replaced))") }
         }
+    }
+
+    /// The backup to restore, opened once: in the data directory only from its backups folder,
+    /// by name and without following links (the directory is the service account's); elsewhere
+    /// the operator's path as given, refusing a link as its last component.
+    static func openBackup(_ path: String, in dataDir: HeldDirectory) throws -> HeldFile {
+        guard dataDir.contains(path: path) else { return try held { try HeldFile.open(path) } }
+        let url = URL(fileURLWithPath: path)
+        let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: false) }
+        guard backups.isSame(asPath: url.deletingLastPathComponent().path) else {
+            throw VaultError.invalidField(
+                "file", "\(path) is inside the data directory but not in its backups folder; copy it out first")
+        }
+        return try held { try backups.openFile(url.lastPathComponent) }
     }
 
     /// Opens the copy with the key as the daemon would (migrating it if the backup is older) and

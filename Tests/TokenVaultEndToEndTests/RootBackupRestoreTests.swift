@@ -104,9 +104,47 @@ struct RootBackupRestoreTests {
         swapper.start()
         defer { stop.open() }
         for _ in 0..<5 {
-            _ = try run(["restore", good])
+            let restored = try run(["restore", good])
             #expect(try outsideState() == before)
+            // Either refused, or what is installed is the checked copy, never the planted link.
+            var info = stat()
+            #expect(
+                restored.status != 0
+                    || (lstat(dataDir + "/vault.db", &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG),
+                "\(restored.stdout)")
         }
+    }
+
+    @Test func aLockFileLinkedToAnotherFileIsRefusedUntouched() throws {
+        unlink(dataDir + "/vault.db.lock")
+        link(outside + "/victim", dataDir + "/vault.db.lock")
+        let before = try outsideState()
+        let result = try run(["backup"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("not a regular file with a single link"), "\(result.stderr)")
+        #expect(try outsideState() == before)
+    }
+
+    @Test func pathsIntoTheDataDirectoryGoOnlyThroughItsBackupsFolder() throws {
+        let inside = try run(["backup", "--to", dataDir + "/elsewhere.db"])
+        #expect(inside.status != 0 && inside.stderr.contains("inside the data directory"), "\(inside.stderr)")
+        // A backups folder that is a link elsewhere is not read from by a restore either.
+        let good = directory.file("good.db")
+        #expect(try run(["backup", "--to", good]).status == 0)
+        try FileManager.default.copyItem(atPath: good, toPath: outside + "/vault-planted.db")
+        symlink(outside, dataDir + "/backups")
+        let before = try outsideState()
+        let restored = try run(["restore", dataDir + "/backups/vault-planted.db"])
+        #expect(restored.status != 0 && restored.stderr.contains("backups is not a directory"), "\(restored.stderr)")
+        #expect(try outsideState() == before)
+    }
+
+    @Test func aDataDirectoryGivenAsALinkIsFollowedOnce() throws {
+        let linked = directory.file("linked-data")
+        symlink(dataDir, linked)
+        let result = try cli.run(["backup", "--data-dir", linked])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dataDir + "/backups").count == 1)
     }
 
     @Test func aForgedDaemonAnswerIsNotFollowedOutOfTheBackupsFolder() throws {

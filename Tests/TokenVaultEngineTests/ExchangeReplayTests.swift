@@ -64,4 +64,39 @@ import TokenVaultTesting
         #expect(spool.spooled(prefix: "exchange:").isEmpty)
         #expect(fixture.provider.calls == calls)
     }
+
+    /// Recovering a spooled exchange, a failure before any answer was read (the request could
+    /// not be built: a signer down, a discovery document unreachable) keeps the spooled answer,
+    /// the tokens' only copy, for the next start; a provider's answer (a refused code) settles it.
+    @Test func aRecoveryThatFailsBeforeAnyAnswerKeepsTheSpooledExchange() async throws {
+        let fixture = try EngineFixture()
+        let id = try CredentialID("tests/recovered")
+        let spool = KeptAnswers()
+        func engine() -> RefreshEngine {
+            RefreshEngine(
+                vault: fixture.vault, providers: [fixture.provider.name: fixture.provider],
+                settings: [fixture.provider.name: ProviderSettings(name: fixture.provider.name, kind: "oauth2")],
+                settlement: spool, logger: fixture.logs.logger)
+        }
+        let redemption = CodeRedemption(
+            provider: fixture.provider.name,
+            request: CodeExchangeRequest(
+                code: SecretBytes(utf8: "code"), codeVerifier: nil, redirectURI: "https://app.example/cb", state: nil,
+                credentialID: id),
+            nonce: nil, labels: [:],
+            audit: AuditEvent(
+                at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: "credential.exchange",
+                credentialID: id, outcome: .allowed, detail: nil))
+        spool.keep(ProviderCall(key: "exchange:spooled", context: try SpooledExchange(redemption).encoded()))
+
+        fixture.provider.script(
+            .fail(ProviderFailure(kind: .transient, code: "signer_failed", message: "the signer is not running")))
+        await engine().recoverSpool()
+        #expect(spool.spooled(prefix: "exchange:").count == 1, "kept for the next start")
+
+        fixture.provider.script(
+            .fail(ProviderFailure(kind: .invalidGrant, code: "invalid_grant", message: "spent", httpStatus: 400)))
+        await engine().recoverSpool()
+        #expect(spool.spooled(prefix: "exchange:").isEmpty, "the provider answered: settled")
+    }
 }
