@@ -2,7 +2,7 @@
 # Idle wake-ups per second of a daemon on an empty vault (docs/benchmarks.md): context switches of
 # every thread of the daemon and its courier over 30 s, after 5 s of settling. Usage:
 #   bash scripts/idle-wakeups.sh [path/to/tokenvault]
-BIN=${1:-/work/main/.build/debug/tokenvault}
+BIN=${1:-.build/debug/tokenvault}
 D=$(mktemp -d)
 $BIN init --data-dir $D/data >/dev/null 2>&1
 $BIN serve --data-dir $D/data --socket $D/s.sock >$D/log 2>&1 &
