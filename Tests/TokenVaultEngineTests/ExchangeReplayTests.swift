@@ -21,18 +21,17 @@ import TokenVaultTesting
         }
     }
 
-    @Test func aSpooledExchangeStoredBeforeTheCrashDoesNotRollANewerRefreshBack() async throws {
-        let fixture = try EngineFixture()
-        let id = try CredentialID("tests/exchanged")
-        let spool = KeptAnswers()
-        func engine() -> RefreshEngine {
-            RefreshEngine(
-                vault: fixture.vault, providers: [fixture.provider.name: fixture.provider],
-                settings: [fixture.provider.name: ProviderSettings(name: fixture.provider.name, kind: "oauth2")],
-                settlement: spool, logger: fixture.logs.logger)
-        }
-        let first = engine()
-        let redemption = CodeRedemption(
+    /// A daemon's engine over the fixture's vault and provider, with `spool` as its courier.
+    static func engine(_ fixture: EngineFixture, _ spool: KeptAnswers) -> RefreshEngine {
+        RefreshEngine(
+            vault: fixture.vault, providers: [fixture.provider.name: fixture.provider],
+            settings: [fixture.provider.name: ProviderSettings(name: fixture.provider.name, kind: "oauth2")],
+            settlement: spool, logger: fixture.logs.logger)
+    }
+
+    /// A code exchange for credential `id` of the fixture's provider.
+    static func redemption(_ id: CredentialID, _ fixture: EngineFixture) -> CodeRedemption {
+        CodeRedemption(
             provider: fixture.provider.name,
             request: CodeExchangeRequest(
                 code: SecretBytes(utf8: "code"), codeVerifier: nil, redirectURI: "https://app.example/cb", state: nil,
@@ -41,6 +40,15 @@ import TokenVaultTesting
             audit: AuditEvent(
                 at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: "credential.exchange",
                 credentialID: id, outcome: .allowed, detail: nil))
+    }
+
+    @Test func aSpooledExchangeStoredBeforeTheCrashDoesNotRollANewerRefreshBack() async throws {
+        let fixture = try EngineFixture()
+        let id = try CredentialID("tests/exchanged")
+        let spool = KeptAnswers()
+        func engine() -> RefreshEngine { Self.engine(fixture, spool) }
+        let first = engine()
+        let redemption = Self.redemption(id, fixture)
         guard case .committed(let stored) = try await first.redeem(redemption).stored else {
             Issue.record("the exchange was not stored")
             return
@@ -72,21 +80,8 @@ import TokenVaultTesting
         let fixture = try EngineFixture()
         let id = try CredentialID("tests/recovered")
         let spool = KeptAnswers()
-        func engine() -> RefreshEngine {
-            RefreshEngine(
-                vault: fixture.vault, providers: [fixture.provider.name: fixture.provider],
-                settings: [fixture.provider.name: ProviderSettings(name: fixture.provider.name, kind: "oauth2")],
-                settlement: spool, logger: fixture.logs.logger)
-        }
-        let redemption = CodeRedemption(
-            provider: fixture.provider.name,
-            request: CodeExchangeRequest(
-                code: SecretBytes(utf8: "code"), codeVerifier: nil, redirectURI: "https://app.example/cb", state: nil,
-                credentialID: id),
-            nonce: nil, labels: [:],
-            audit: AuditEvent(
-                at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: "credential.exchange",
-                credentialID: id, outcome: .allowed, detail: nil))
+        func engine() -> RefreshEngine { Self.engine(fixture, spool) }
+        let redemption = Self.redemption(id, fixture)
         spool.keep(ProviderCall(key: "exchange:spooled", context: try SpooledExchange(redemption).encoded()))
 
         fixture.provider.script(
