@@ -102,10 +102,15 @@ final class ProviderGate: Sendable {
 
     /// A failed call, for the breaker; `credential` names whose call it was (nil: not about one
     /// credential, a revocation or an exchange), so a misconfiguration of one credential alone
-    /// does not pause the instance.
-    func record(_ failure: ProviderFailure, credential: CredentialID?, now: Timestamp) {
-        state.withLock {
-            $0.breaker.recordFailure(FailurePolicy.providerClass(failure), credential: credential, now: now.seconds)
+    /// does not pause the instance. Returns when the instance reopens if this failure paused it
+    /// (a change the operator must hear of: every credential of the instance waits).
+    @discardableResult
+    func record(_ failure: ProviderFailure, credential: CredentialID?, now: Timestamp) -> Timestamp? {
+        state.withLock { state in
+            let wasOpen = if case .open = state.breaker.state { true } else { false }
+            state.breaker.recordFailure(FailurePolicy.providerClass(failure), credential: credential, now: now.seconds)
+            guard !wasOpen, case .open(let until, _) = state.breaker.state else { return nil }
+            return Timestamp(seconds: until)
         }
     }
 

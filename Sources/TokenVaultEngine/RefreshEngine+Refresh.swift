@@ -239,7 +239,14 @@ extension RefreshEngine {
             case .unknownOutcome: lostAnswers.insert(fingerprint)
             default: if error.httpStatus != nil { lostAnswers.remove(fingerprint) }  // the provider answered
             }
-            gate.record(error, credential: id, now: vault.clock.now)
+            if let reopening = gate.record(error, credential: id, now: vault.clock.now) {
+                logger.warning(
+                    "provider instance paused: its calls keep failing",
+                    metadata: [
+                        "tokenvault.provider": "\(metadata.provider)", "tokenvault.error.code": "\(error.code)",
+                        "tokenvault.provider.next_probe": "\(reopening)",
+                    ])
+            }
             // The courier ended during the call: it spooled the answer if one came, and the next
             // courier hands it back to a call with the same key. So the attempt stays open (ours)
             // and is resumed, not closed, and the spooled copy is not settled.

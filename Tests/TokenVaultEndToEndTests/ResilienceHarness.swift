@@ -129,6 +129,8 @@ final class ResilienceHarness: Sendable {
 
     /// When each seeded token family was issued (its first token's lifetime starts then).
     private let issued = Mutex<[String: Date]>([:])
+    /// The credential each seeded token family belongs to (for a failure's diagnosis).
+    private let families = Mutex<[String: String]>([:])
 
     /// Stores `count` credentials, each a fresh token family at the provider.
     func seed(_ count: Int) throws {
@@ -137,6 +139,7 @@ final class ResilienceHarness: Sendable {
             let issuedAt = Date()
             let tokens = server.issue(lifetime: lifetime)
             issued.withLock { $0[tokens.familyID] = issuedAt }
+            families.withLock { $0[tokens.familyID] = Self.name(index) }
             // The vault dates `expires_in` from when the PUT arrives, milliseconds after the
             // provider minted the token; a read in those last milliseconds would get a token the
             // provider has already expired. A backend that knows when its token was minted says
@@ -262,6 +265,28 @@ final class ResilienceHarness: Sendable {
         }
         for (family, at) in last { longest[family] = max(longest[family] ?? 0, end.timeIntervalSince(at)) }
         return longest
+    }
+
+    /// What a failure report needs about a token family: its credential, when the provider saw
+    /// it issued and each refresh (seconds from the first issue), and the daemon log lines that
+    /// name the credential.
+    func history(of family: String, logs: String) -> String {
+        let issued = issued.withLock { $0 }
+        let start = issued.values.min() ?? Date()
+        let name = families.withLock { $0[family] } ?? "?"
+        let presented = server.requests.filter { request in
+            request.path.hasSuffix("/token") && request.form["refresh_token"].flatMap(server.familyID(of:)) == family
+        }
+        let times = ([issued[family]].compactMap { $0 } + presented.map(\.receivedAt)).map {
+            String(format: "%.1f", $0.timeIntervalSince(start))
+        }
+        let lines = logs.split(separator: "\n").filter { line in
+            line.ranges(of: name).contains { range in
+                range.upperBound == line.endIndex || !line[range.upperBound].isNumber
+            }
+        }
+        return "\(name): issued and refreshed at \(times) s; its log lines:\n"
+            + lines.suffix(20).joined(separator: "\n")
     }
 }
 

@@ -20,9 +20,15 @@ import TokenVaultTesting
     /// SIGKILLed and restarted every few seconds.
     @Test func aRandomNodeOfThreeKilledAgainAndAgainRefreshesEachCredentialOnce() async throws {
         let (server, database) = try await TestPostgres.makeDatabase()
+        // A breaker pause (timeouts in a row while a loaded machine starves the test's provider)
+        // lasts seconds here, as leases do in tests, not the default 30 s. On a slow CI run one
+        // credential was late by 2 s of its 36 s lifetime (the pause, if it was one, went unlogged).
         let harness = try await ResilienceHarness(
             lifetime: Self.lifetime, graceWindow: 0,
-            limits: #"{"concurrency": 16, "rate_per_second": 5000, "burst": 1000, "retry_base_seconds": 1}"#,
+            limits: #"""
+                {"concurrency": 16, "rate_per_second": 5000, "burst": 1000, "retry_base_seconds": 1,
+                 "breaker_cooldown_seconds": 4}
+                """#,
             refresh: #"{"lifetime_share": 0.5, "margin_seconds": 1, "jitter": 0.1}"#, answerDelay: 0.2...1,
             postgres: (server, database), nodes: 3)
         var daemons = [1: try harness.startDaemon(node: 1)]
@@ -71,9 +77,8 @@ import TokenVaultTesting
         let gaps = harness.longestGaps(to: end)
         #expect(gaps.count == Self.count, "only \(gaps.count) families were ever refreshed")
         let late = gaps.filter { $0.value >= Self.lifetime }
-        #expect(
-            late.count == 0,
-            "\(late.count) credentials went unrefreshed past their expiry, e.g. \(late.first.map { "\($0)" } ?? "")")
+        let example = late.first.map { "\($0), " + harness.history(of: $0.key, logs: logs) } ?? ""
+        #expect(late.count == 0, "\(late.count) credentials went unrefreshed past their expiry, e.g. \(example)")
         #expect(ResilienceHarness.leakedTokens(in: logs).isEmpty, "tokens in the logs")
         // One write per transaction on PostgreSQL: no two nodes' groups lock credentials in
         // different orders (before, each deadlock stalled writes and reads behind them).
@@ -82,7 +87,8 @@ import TokenVaultTesting
             "scale-out: kills per node \(kills.sorted { $0.key < $1.key }.map(\.value)), "
                 + "\(harness.server.tokenRequestCount) refreshes, tokens served per node "
                 + "\(reports.map(\.report.served)), reader reconnects \(reports.map(\.interruptions)), "
-                + "longest gap \(gaps.values.max() ?? 0) s")
+                + "longest gap \(gaps.values.max() ?? 0) s, provider pauses "
+                + "\(logs.components(separatedBy: "provider instance paused").count - 1)")
     }
 
     /// Two nodes refreshing under load while every database connection they hold is killed
@@ -164,9 +170,8 @@ import TokenVaultTesting
         // Refreshes went on after the server was back, and nothing expired unrefreshed.
         #expect(harness.server.tokenRequestCount > refreshesBeforeOutage)
         let late = harness.longestGaps(to: end).filter { $0.value >= lifetime }
-        #expect(
-            late.count == 0,
-            "\(late.count) credentials went unrefreshed past their expiry, e.g. \(late.first.map { "\($0)" } ?? "")")
+        let example = late.first.map { "\($0), " + harness.history(of: $0.key, logs: logs) } ?? ""
+        #expect(late.count == 0, "\(late.count) credentials went unrefreshed past their expiry, e.g. \(example)")
         let recovered = try UnixSocketHTTP.request(harness.socket(1), "GET", "/v1/health").json()
         #expect(recovered["status"] as? String == "ok", "\(recovered)")
         #expect(ResilienceHarness.leakedTokens(in: logs).isEmpty, "tokens in the logs")

@@ -79,6 +79,20 @@ import TokenVaultCore
         #expect(gate.snapshot.inFlight == 1)
     }
 
+    /// The gate says when a failure pauses the instance (the engine logs it), once per pause.
+    @Test func theGateReportsTheFailureThatPausesTheInstance() {
+        let gate = ProviderGate(
+            name: "acme", kind: "oauth2",
+            limits: ProviderLimits(ratePerSecond: 1000, burst: 1000, breakerThreshold: 2, breakerCooldown: 30))
+        let failure = ProviderFailure(kind: .transient, code: .timeout, message: "no answer")
+        let id = try! CredentialID("ns/name")
+        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 100)) == nil)
+        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 101)) == Timestamp(seconds: 131))
+        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 102)) == nil, "already paused")
+        #expect(gate.admit(now: Timestamp(seconds: 131)) == nil)  // the probe
+        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 132)) == Timestamp(seconds: 192))
+    }
+
     @Test func invalidGrantDoesNotCountAgainstTheProvider() {
         var breaker = CircuitBreaker(threshold: 1, cooldown: 30, probeInterval: 300)
         breaker.recordFailure(.credential, now: 0)
