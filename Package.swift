@@ -66,7 +66,8 @@ let package = Package(
         .target(
             name: "TokenVaultServer",
             dependencies: [
-                "TokenVaultCore", "TokenVaultSystem",
+                "TokenVaultCore", "TokenVaultSystem", "TokenVaultProviders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -182,6 +183,8 @@ let package = Package(
             name: "TokenVaultTesting",
             dependencies: [
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem", "TokenVaultServer",
+                "TokenVaultProviders",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -12,6 +12,9 @@ public struct ProviderSettings: Sendable, Equatable {
     public var expiredUnit: ExpiredUnit = .seconds
     /// Kind-specific options (endpoints, client, TLS), as written in the config file.
     public var options: [String: JSONValue]
+    /// Where the proxy may send this instance's credentials' tokens (`api_base_urls`); none:
+    /// nowhere (the proxy refuses every call through them).
+    public var apiBases: [APIBase] = []
 
     public init(
         name: String, kind: String, planner: RefreshPlanner = RefreshPlanner(),

@@ -38,6 +38,12 @@ extension VaultError {
             case rateLimited = "rate_limited"
             case tooManyStreams = "too_many_streams"
             case providerUnavailable = "provider_unavailable"
+            // The proxy.
+            case upstreamNotAllowed = "upstream_not_allowed"
+            case tooManyProxyCalls = "too_many_proxy_calls"
+            case upstreamUnavailable = "upstream_unavailable"
+            case upstreamTooLarge = "upstream_too_large"
+            case upstreamTimeout = "upstream_timeout"
             // Storage and keys.
             case storageUnavailable = "storage_unavailable"
             case commitPending = "commit_pending"
@@ -112,6 +118,17 @@ extension VaultError {
         /// The daemon (or this caller) has as many connections open as it allows.
         public static let tooManyConnections = Code(.tooManyConnections)
         public static let providerUnavailable = Code(.providerUnavailable)
+        /// A proxied call to a URL outside the credential's instance's `api_base_urls` (422, not
+        /// 403: a 403 always means a permission the caller lacks, and names it).
+        public static let upstreamNotAllowed = Code(.upstreamNotAllowed)
+        /// The caller has `limits.max_proxy_calls_per_uid` proxied calls in flight already.
+        public static let tooManyProxyCalls = Code(.tooManyProxyCalls)
+        /// The upstream of a proxied call could not be reached, or failed before its answer began.
+        public static let upstreamUnavailable = Code(.upstreamUnavailable)
+        /// The upstream's answer declared a body larger than `proxy.max_response_bytes`.
+        public static let upstreamTooLarge = Code(.upstreamTooLarge)
+        /// The upstream did not begin its answer within `proxy.deadline_seconds`.
+        public static let upstreamTimeout = Code(.upstreamTimeout)
         /// The database did not take a write now; the same request may succeed later.
         public static let storageUnavailable = Code(.storageUnavailable)
         /// The provider answered (a code was redeemed) but the database has not taken the new
@@ -145,11 +162,11 @@ extension VaultError {
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
             case .unknownProvider, .providerNotConfigured, .providerRejected, .nonceMismatch, .audienceMismatch,
-                .idTokenExpired,
-                .idTokenInvalid:
+                .idTokenExpired, .idTokenInvalid, .upstreamNotAllowed:
                 422
-            case .rateLimited, .tooManyStreams: 429
-            case .providerUnavailable: 502
+            case .rateLimited, .tooManyStreams, .tooManyProxyCalls: 429
+            case .providerUnavailable, .upstreamUnavailable, .upstreamTooLarge: 502
+            case .upstreamTimeout: 504
             case .storageUnavailable, .commitPending, .engineUnavailable, .tooManyConnections: 503
             case .internalError, .integrityError, .cryptoError, .unknownKeyTerm, .storageError, .wrongMasterKey,
                 .keySourceError, .migrationError:
@@ -188,6 +205,11 @@ extension VaultError {
             case .rateLimited: "Too many requests"
             case .tooManyStreams: "Too many streams"
             case .providerUnavailable: "Provider unavailable"
+            case .upstreamNotAllowed: "Upstream not allowed"
+            case .tooManyProxyCalls: "Too many proxied calls"
+            case .upstreamUnavailable: "Upstream unavailable"
+            case .upstreamTooLarge: "Upstream answer too large"
+            case .upstreamTimeout: "Upstream timeout"
             case .storageUnavailable: "Storage unavailable"
             case .commitPending: "Tokens held, commit pending"
             case .engineUnavailable: "Refresh engine not running"

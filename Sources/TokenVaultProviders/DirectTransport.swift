@@ -16,27 +16,10 @@ public final class DirectTransport: ProviderTransport {
     private let isShutDown = Mutex(false)
 
     public init(settings: TransportSettings) {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile = settings.caFile {
-            tls.additionalTrustRoots = [.file(caFile)]
-        }
-        if let identity = settings.clientIdentity {
-            tls.certificateChain = identity.certificateChain.map { .certificate($0) }
-            tls.privateKey = .privateKey(identity.privateKey)
-        }
-        func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            // A redirect would carry the refresh token to wherever the answer points.
-            redirectConfiguration: .disallow,
-            timeout: .init(
-                connect: amount(settings.timeouts.connectSeconds), read: amount(settings.timeouts.readSeconds)),
-            decompression: .disabled)
+        var configuration = settings.clientConfiguration()
         // Fail at once when the provider is unreachable: the engine owns retries and backoff.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maximumConnections
-        // One transport error model (HTTP/1.1) to classify.
-        configuration.httpVersion = .http1Only
         self.settings = settings
         self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
@@ -77,6 +60,27 @@ public final class DirectTransport: ProviderTransport {
             throw ProviderErrorClassifier.transport(error, requestSent: true)
         }
         return answer
+    }
+}
+
+extension TransportSettings {
+    /// An HTTP client's configuration for these settings: TLS (`ca_file`, the client certificate),
+    /// connect and read timeouts, HTTP/1.1 only (one transport error model to classify), no
+    /// decompression and no redirects (a redirect would carry the token to wherever it points).
+    func clientConfiguration() -> HTTPClient.Configuration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        if let clientIdentity {
+            tls.certificateChain = clientIdentity.certificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(clientIdentity.privateKey)
+        }
+        func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: amount(timeouts.connectSeconds), read: amount(timeouts.readSeconds)),
+            decompression: .disabled)
+        configuration.httpVersion = .http1Only
+        return configuration
     }
 }
 

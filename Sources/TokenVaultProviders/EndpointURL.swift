@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultCore
 
 /// A provider endpoint that passed the transport rule: HTTPS, or plain HTTP to this machine
 /// only (a refresh token sent in clear text over a network is a leaked refresh token).
@@ -35,19 +36,8 @@ struct EndpointURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// `localhost`, `127.0.0.0/8` and `::1`, written any way `URL.host` may give them.
-    static func isLoopback(_ host: String) -> Bool {
-        var host = host.lowercased()
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4 else { return false }
-        let values = octets.compactMap { octet -> Int? in
-            guard (1...3).contains(octet.count), octet.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-            return Int(octet).flatMap { $0 <= 255 ? $0 : nil }
-        }
-        return values.count == 4 && values[0] == 127
-    }
+    /// `localhost`, `127.0.0.0/8` and `::1` (one rule with the proxy's, `UpstreamURL`).
+    static func isLoopback(_ host: String) -> Bool { UpstreamURL.isLoopback(host) }
 }
 
 /// Why an option's value was refused, as a sentence; the caller adds the key.

@@ -149,6 +149,24 @@ public struct ProviderKinds: ProviderCatalog {
                 key: key + ".expired_unit",
                 problem: "must be one of \(ExpiredUnit.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        switch options.removeValue(forKey: "api_base_urls") {
+        case nil: break
+        case .array(let values)?:
+            for (index, value) in values.enumerated() {
+                guard case .string(let text) = value else {
+                    throw ProviderConfigurationError(
+                        key: key + ".api_base_urls[\(index)]", problem: "expected a string")
+                }
+                do {
+                    settings.apiBases.append(try APIBase(parsing: text))
+                } catch {
+                    throw ProviderConfigurationError(key: key + ".api_base_urls[\(index)]", problem: error.problem)
+                }
+            }
+        default:
+            throw ProviderConfigurationError(
+                key: key + ".api_base_urls", problem: "expected a list of base URLs (https://host[:port]/prefix)")
+        }
         settings.options = options
         return settings
     }

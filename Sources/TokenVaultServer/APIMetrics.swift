@@ -54,6 +54,28 @@ public final class APIMetrics: Sendable {
         return (count, duration)
     }
 
+    private static let proxyBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+        .seconds(10), .seconds(30),
+    ]
+
+    /// A proxied call, by provider instance and the upstream's status class (`refused`: the vault
+    /// did not send it or got no answer); `duration`: until the upstream's answer began.
+    func recordProxyCall(provider: String, status: Int?, duration: Duration?) {
+        registry.makeCounter(
+            name: "tokenvault_proxy_calls_total",
+            labels: [("provider", provider), ("status_class", status.map { "\($0 / 100)xx" } ?? "refused")],
+            help: "Calls made through the proxy, by provider instance and upstream status class."
+        ).increment()
+        if let duration {
+            registry.makeDurationHistogram(
+                name: "tokenvault_proxy_call_duration_seconds", labels: [("provider", provider)],
+                buckets: Self.proxyBuckets, help: "Time from a proxied call's arrival to the upstream's answer."
+            ).record(duration)
+        }
+    }
+
     /// Token reads the event-loop fast path answered itself, or passed on to the router.
     func recordFastPath(answered: Bool) {
         (answered ? fastPathAnswered : fastPathRouted).increment()

@@ -1,9 +1,21 @@
 /// A permission a peer needs for an operation, scoped to a namespace.
 public enum Permission: String, Sendable, Codable, CaseIterable {
     case tokenRead = "token:read"
+    /// Have the daemon make API calls with the credential's token (the proxy) without ever
+    /// seeing it. `token:read` gives it too: a caller that may read the token could make the
+    /// call itself.
+    case credentialUse = "credential:use"
     case credentialWrite = "credential:write"
     case credentialList = "credential:list"
     case admin
+}
+
+extension Permission {
+    /// Whether a rule granting `granted` gives this permission: `admin` gives every one, and
+    /// `token:read` gives `credential:use`.
+    public func isGranted(by granted: Set<Permission>) -> Bool {
+        granted.contains(self) || granted.contains(.admin) || (self == .credentialUse && granted.contains(.tokenRead))
+    }
 }
 
 /// Decides who may do what, from the peer's uid and groups. Pure: no I/O, easy to test.
@@ -49,7 +61,7 @@ public struct AccessPolicy: Sendable, Equatable {
                 case .user(let ruleUID): ruleUID == uid
                 case .group(let gid): groups.contains(gid)
                 }
-            guard matches, rule.permissions.contains(permission) || rule.permissions.contains(.admin) else {
+            guard matches, permission.isGranted(by: rule.permissions) else {
                 return false
             }
             if rule.namespaces.contains("*") { return true }
@@ -74,7 +86,7 @@ public struct AccessPolicy: Sendable, Equatable {
     public func namespaces(uid: UInt32, groups: Set<UInt32>, with permission: Permission) -> Set<String>? {
         if allows(uid: uid, groups: groups, permission, in: nil) { return nil }
         var result: Set<String> = []
-        for rule in rules where rule.permissions.contains(permission) || rule.permissions.contains(.admin) {
+        for rule in rules where permission.isGranted(by: rule.permissions) {
             switch rule.subject {
             case .user(let ruleUID) where ruleUID == uid: result.formUnion(rule.namespaces)
             case .group(let gid) where groups.contains(gid): result.formUnion(rule.namespaces)

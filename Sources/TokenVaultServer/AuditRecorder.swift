@@ -7,8 +7,8 @@ import TokenVaultCore
 /// transaction per flush), so that auditing every token read does not cost a commit per
 /// request and cannot fill the disk:
 ///
-/// - Token reads that were served or refused (not denials) are aggregated: one row per caller
-///   (uid, gid, pid), credential, outcome and detail per `readInterval`, with a count and the
+/// - Token reads and proxied calls that were served or refused (not denials) are aggregated: one
+///   row per operation, caller (uid, gid, pid), credential, outcome and detail per `readInterval`, with a count and the
 ///   time of the last read it covers. At 40,000 reads/s that is a handful of rows a minute, not
 ///   3.5 billion a day. At most `maximumReadCounts` are kept in memory; more are written early.
 ///   Every other event (writes, exchanges, deletes, key operations, denials)
@@ -56,8 +56,13 @@ public final class AuditRecorder: Service, Sendable {
         public var pending = 0
     }
 
-    /// What aggregates one token-read row.
+    /// Operations counted rather than written a row each: token reads and proxied calls (whose
+    /// detail names the method, upstream origin and status class).
+    static let aggregatedOperations: Set<String> = ["token.read", "credential.proxy"]
+
+    /// What aggregates one token-read (or proxied-call) row.
     private struct ReadKey: Hashable {
+        let operation: String
         let uid: UInt32?
         let gid: UInt32?
         let pid: Int32?
@@ -101,12 +106,13 @@ public final class AuditRecorder: Service, Sendable {
         // The loop sleeps while nothing is pending: the first row after a quiet spell wakes it.
         let wasIdle = state.withLock { state -> Bool in
             let wasIdle = state.events.isEmpty && state.reads.isEmpty
-            guard event.operation == "token.read", event.outcome != .denied else {
+            guard Self.aggregatedOperations.contains(event.operation), event.outcome != .denied else {
                 state.events.append(event)
                 return wasIdle
             }
             let key = ReadKey(
-                uid: event.uid, gid: event.gid, pid: event.pid, credentialID: event.credentialID,
+                operation: event.operation, uid: event.uid, gid: event.gid, pid: event.pid,
+                credentialID: event.credentialID,
                 outcome: event.outcome, detail: event.detail)
             // One hash lookup per read, the row updated in place.
             if let index = state.reads.index(forKey: key) {
@@ -198,7 +204,7 @@ public final class AuditRecorder: Service, Sendable {
                 for (key, read) in state.reads {
                     batch.append(
                         AuditEvent(
-                            at: read.first, uid: key.uid, gid: key.gid, pid: key.pid, operation: "token.read",
+                            at: read.first, uid: key.uid, gid: key.gid, pid: key.pid, operation: key.operation,
                             credentialID: key.credentialID, outcome: key.outcome, detail: key.detail,
                             count: read.count, lastAt: read.count > 1 ? read.last : nil))
                 }

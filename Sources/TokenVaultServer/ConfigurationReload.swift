@@ -184,6 +184,7 @@ public final class ConfigurationReload: Service, Sendable {
             sections.append("server")
         }
         if old.audit != new.audit { sections.append("audit") }
+        if old.proxy != new.proxy { sections.append("proxy") }
         if old.logFormat != new.logFormat { sections.append("log.format") }
         return sections
     }

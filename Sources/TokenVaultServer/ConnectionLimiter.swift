@@ -9,6 +9,7 @@ final class ConnectionLimiter: Sendable {
         var connections = 0
         var connectionsByUID: [UInt32: Int] = [:]
         var streamsByUID: [UInt32: Int] = [:]
+        var proxyCallsByUID: [UInt32: Int] = [:]
     }
 
     private let limits: ConnectionLimits
@@ -44,6 +45,17 @@ final class ConnectionLimiter: Sendable {
     }
 
     func releaseStream(uid: UInt32) { counts.withLock { Self.decrement(&$0.streamsByUID, uid) } }
+
+    /// Takes a proxied-call slot for `uid`; false when the uid has `maximumProxyCallsPerUID` in flight.
+    func admitProxyCall(uid: UInt32) -> Bool {
+        counts.withLock { counts in
+            guard counts.proxyCallsByUID[uid, default: 0] < limits.maximumProxyCallsPerUID else { return false }
+            counts.proxyCallsByUID[uid, default: 0] += 1
+            return true
+        }
+    }
+
+    func releaseProxyCall(uid: UInt32) { counts.withLock { Self.decrement(&$0.proxyCallsByUID, uid) } }
 
     /// Open connections and streams (metrics).
     var snapshot: (connections: Int, streams: Int) {

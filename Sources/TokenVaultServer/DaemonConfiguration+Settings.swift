@@ -42,6 +42,9 @@ extension DaemonConfiguration {
                 key: "limits.max_streams_per_uid", environment: nil, range: 1...100_000,
                 field: \.connections.maximumStreamsPerUID),
             .init(
+                key: "limits.max_proxy_calls_per_uid", environment: nil, range: 1...100_000,
+                field: \.connections.maximumProxyCallsPerUID),
+            .init(
                 key: "limits.stream_heartbeat_seconds", environment: nil, range: 1...3600,
                 field: \.connections.streamHeartbeatSeconds),
             .init(
@@ -69,6 +72,17 @@ extension DaemonConfiguration {
                 field: \.audit.readIntervalSeconds),
             .init(key: "audit.retention_days", environment: nil, range: 1...36_500, field: \.audit.retentionDays),
             .init(key: "audit.max_rows", environment: nil, range: 1000...1_000_000_000, field: \.audit.maximumRows),
+            .init(
+                key: "proxy.max_request_bytes", environment: nil, range: 0...(1 << 40),
+                field: \.proxy.maximumRequestBytes),
+            .init(
+                key: "proxy.max_response_bytes", environment: nil, range: 0...(1 << 40),
+                field: \.proxy.maximumResponseBytes),
+            .init(
+                key: "proxy.replay_body_bytes", environment: nil, range: 0...(64 << 20),
+                field: \.proxy.replayBodyBytes),
+            .init(key: "proxy.deadline_seconds", environment: nil, range: 1...86_400, field: \.proxy.deadlineSeconds),
+            .init(key: "proxy.min_ttl_seconds", environment: nil, range: 0...86_400, field: \.proxy.minimumTTLSeconds),
         ]
     }
 
@@ -77,7 +91,7 @@ extension DaemonConfiguration {
     }
 
     /// Sections whose keys all come from the tables above.
-    static let tabledSections: Set<String> = ["limits", "server", "audit"]
+    static let tabledSections: Set<String> = ["limits", "server", "audit", "proxy"]
     static let topLevelKeys: Set<String> = [
         "socket", "limits", "server", "audit", "storage", "providers", "access", "log",
     ]
@@ -164,9 +178,29 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var minimumBodyBytesPerSecond = 1024
     /// `watch` and `events` streams open at once from one uid.
     public var maximumStreamsPerUID = 16
+    /// Proxied calls in flight at once from one uid (their answers may still be streaming).
+    public var maximumProxyCallsPerUID = 16
     /// An empty line on every open stream this often: it keeps proxies from timing the stream
     /// out and finds callers that went away.
     public var streamHeartbeatSeconds = 15
+
+    public init() {}
+}
+
+/// What the proxy lets through and how long it waits (`proxy.*`).
+public struct ProxySettings: Sendable, Equatable {
+    /// A request body larger than this is refused (413) or, streaming, cut off.
+    public var maximumRequestBytes = 64 << 20
+    /// An answer declaring a larger body is refused (502); one streaming past it is cut off.
+    public var maximumResponseBytes = 256 << 20
+    /// A request body up to this size is kept, so the call can be replayed once after a 401
+    /// and a refresh; a larger one streams through and a 401 is returned as it came.
+    public var replayBodyBytes = 1 << 20
+    /// The whole call, answer streamed back included.
+    public var deadlineSeconds = 120
+    /// The token attached has at least this many seconds left (refreshed first otherwise), so
+    /// it does not expire on the way.
+    public var minimumTTLSeconds = 10
 
     public init() {}
 }

@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Sendable {
     public var leaseSeconds = 300
     /// How token reads are aggregated in the audit trail and how long rows are kept.
     public var audit = AuditSettings()
+    /// What the proxy lets through and how long it waits.
+    public var proxy = ProxySettings()
     /// Core dumps stay off unless this is set (a core file holds whatever tokens were in memory).
     public var coreDumps = false
     /// Provider instances credentials may name (the catalog reads the section). By default one

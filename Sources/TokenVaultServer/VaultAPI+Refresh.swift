@@ -19,6 +19,27 @@ extension VaultAPI {
                 return seconds
             } ?? 0
         let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
+        let credential: Credential
+        switch try await usableCredential(id, minimumTTL: minimumTTL) {
+        case .success(let usable): credential = usable
+        case .failure(let refusal):
+            audit.record(auditEvent(peer, "token.read", id, .failed, detail: refusal.code.rawValue))
+            throw refusal
+        }
+        audit.record(auditEvent(peer, "token.read", id, .allowed))
+        let metadata = credential.metadata
+        let body = TokenJSON.body(
+            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
+            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: ByteBufferAllocator())
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: body))
+    }
+
+    /// The credential with its access token open, refreshed first when less than `minimumTTL`
+    /// seconds remain (joining a refresh in flight): the one rule of a token read and a proxied
+    /// call. A token that cannot satisfy `minimumTTL` is never given: the refusal says why.
+    func usableCredential(_ id: CredentialID, minimumTTL: Double) async throws -> Result<Credential, ProblemDetails> {
         var credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
         var verdict = TokenReadVerdict(
             credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
@@ -37,18 +58,8 @@ extension VaultAPI {
                 credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: false,
                 refreshTried: true, refreshFailure: refreshFailure)
         }
-        if case .refuse(let code, let detail) = verdict {
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: code.rawValue))
-            throw ProblemDetails(code, detail: detail)
-        }
-        audit.record(auditEvent(peer, "token.read", id, .allowed))
-        let metadata = credential.metadata
-        let body = TokenJSON.body(
-            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
-            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: ByteBufferAllocator())
-        return Response(
-            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: .init(byteBuffer: body))
+        if case .refuse(let code, let detail) = verdict { return .failure(ProblemDetails(code, detail: detail)) }
+        return .success(credential)
     }
 
     /// `POST .../refresh`: refresh now. How often is the engine's rule (`refreshForced`); this

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import TokenVaultCore
+import TokenVaultProviders
 
 /// The local API: authorisation by peer credentials, JSON in, JSON or problem+json out.
 /// Every vault call here hops to the blocking pool; nothing here blocks an event loop. (The one
@@ -25,6 +26,10 @@ public struct VaultAPI: Sendable {
         /// How a uid's groups are read, given its primary gid (nil: the system's user database;
         /// tests give their own, to take a group away from a caller).
         public var groupLookUp: (@Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32>)?
+        /// What the proxy lets through and how long it waits.
+        public var proxy = ProxySettings()
+        /// The clients the proxy calls upstreams with (nil: no proxy; its route answers 503).
+        public var upstream: UpstreamClients?
 
         public init(
             maximumBodySize: Int = 64 * 1024, version: String, backupDirectory: String,
@@ -94,6 +99,14 @@ public struct VaultAPI: Sendable {
         credentials.get(":namespace/:name/watch") { request, context in try await watch(request, context) }
         router.get("/v1/events") { request, context in try await eventStream(request, context) }
         credentials.post(":namespace/:name/exchange") { request, context in try await exchange(request, context) }
+        for method in Self.proxyMethods {
+            credentials.on(":namespace/:name/proxy", method: method) { request, context in
+                try await proxy(request, context)
+            }
+            credentials.on(":namespace/:name/proxy/**", method: method) { request, context in
+                try await proxy(request, context)
+            }
+        }
 
         let admin = router.group("/v1/admin")
         admin.post("rotate-key") { _, context in try await rotateKey(context) }

@@ -149,18 +149,20 @@ extension ServeCommand {
 
     static func makeAPI(
         _ opened: OpenedVault, _ engine: RefreshEngine, _ audit: AuditRecorder, _ settings: DaemonConfiguration,
-        _ options: VaultOptions, courier: CourierClient
+        _ options: VaultOptions, courier: CourierClient, upstream: UpstreamClients
     ) -> VaultAPI {
-        VaultAPI(
+        var apiOptions = VaultAPI.Options(
+            maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion,
+            backupDirectory: options.resolvedDataDir + "/" + BackupFile.directoryName,
+            groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
+            connections: settings.connections, courier: { courier.status },
+            storage: storageStatus(of: opened.database))
+        apiOptions.proxy = settings.proxy
+        apiOptions.upstream = upstream
+        return VaultAPI(
             vault: opened.vault, engine: engine, admin: opened.database,
             rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),
-            policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit,
-            options: .init(
-                maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion,
-                backupDirectory: options.resolvedDataDir + "/" + BackupFile.directoryName,
-                groupRefreshSeconds: Double(settings.groupRefreshSeconds), tokenSizes: settings.tokenSizes,
-                connections: settings.connections, courier: { courier.status },
-                storage: storageStatus(of: opened.database)))
+            policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit, options: apiOptions)
     }
 
     /// The `STATUS=` line systemd shows. Off the concurrency pool: on PostgreSQL the count may

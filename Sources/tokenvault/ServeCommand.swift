@@ -58,7 +58,8 @@ struct ServeCommand: AsyncParsableCommand {
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
-            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier)
+            let upstream = UpstreamClients()
+            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let status = Self.statusLine(opened, engine)
             let watchdog = WatchdogSlot()
@@ -92,6 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
             try await group.run()
             watchdog.stop()
             try? await eventLoops.shutdownGracefully()
+            await upstream.shutdown()
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()
             await instances.release(Array(engine.providerTable.providers.values))

@@ -88,9 +88,9 @@ import TokenVaultCore
         let id = try! CredentialID("ns/name")
         #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 100)) == nil)
         #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 101)) == Timestamp(seconds: 131))
-        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 102)) == nil, "already paused")
         #expect(gate.admit(now: Timestamp(seconds: 131)) == nil)  // the probe
         #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 132)) == Timestamp(seconds: 192))
+        #expect(gate.record(failure, credential: id, now: Timestamp(seconds: 133)) == nil, "already paused")
     }
 
     @Test func invalidGrantDoesNotCountAgainstTheProvider() {

@@ -49,6 +49,26 @@ import TokenVaultTesting
         #expect(config.providerNames == ["acme", "tinkoff-id"])
     }
 
+    /// `api_base_urls`: where the proxy may send the instance's tokens, each entry checked.
+    @Test func apiBaseURLsAreReadAndChecked() throws {
+        let config = try load(
+            #"{"bank": {"kind": "oauth2", "api_base_urls": ["https://api.bank.example/v1/", "http://127.0.0.1:8080"]}}"#
+        )
+        let bases = try #require(config.providers["bank"]).apiBases
+        #expect(bases.map(\.description) == ["https://api.bank.example/v1", "http://127.0.0.1:8080"])
+        #expect(config.providers["bank"]?.options.isEmpty == true, "not one of the kind's options")
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": ["http://api.bank.example"]}}"#).contains(
+                "api_base_urls[0]: "))
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": ["https://a.example", 3]}}"#).contains(
+                "api_base_urls[1]: expected a string"))
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": "https://a.example"}}"#).contains("expected a list"))
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": ["https://a.example/x?q=1"]}}"#).contains("no ?query"))
+    }
+
     @Test func theListFormDeclaresNameOnlyInstances() throws {
         let config = try load(#"["tinkoff-id", "corp"]"#)
         #expect(config.providers["tinkoff-id"]?.kind == "tinkoff-id")

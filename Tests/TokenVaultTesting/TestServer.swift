@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TokenVaultCore
+import TokenVaultProviders
 import TokenVaultServer
 import TokenVaultTesting
 
@@ -12,6 +13,8 @@ public final class TestServer: Sendable {
     public let socketPath: String
     public let audit: AuditRecorder
     public let api: VaultAPI
+    /// The proxy's upstream clients (shut down by `stop`).
+    public let upstream = UpstreamClients()
     private let task: Task<Void, any Error>
     private let group: ServiceGroup
 
@@ -40,6 +43,7 @@ public final class TestServer: Sendable {
         var options = VaultAPI.Options(
             maximumBodySize: maximumBodySize, version: "test",
             backupDirectory: fixture.directory.file("backups"))
+        options.upstream = upstream
         configure(&options)
         api = VaultAPI(
             vault: fixture.vault, engine: engine ?? StubRefreshService(vault: fixture.vault), admin: fixture.database,
@@ -63,11 +67,16 @@ public final class TestServer: Sendable {
         fixture.vault.events.close()
         await group.triggerGracefulShutdown()
         _ = await task.result
+        await upstream.shutdown()
     }
 
-    public func request(_ method: String, _ target: String, body: String? = nil) async throws -> RawHTTPResponse {
+    public func request(_ method: String, _ target: String, body: String? = nil, headers: [String: String] = [:])
+        async throws -> RawHTTPResponse
+    {
         let socketPath = socketPath
-        return try await offThePool { try UnixSocketHTTP.request(socketPath, method, target, body: body) }
+        return try await offThePool {
+            try UnixSocketHTTP.request(socketPath, method, target, body: body, headers: headers)
+        }
     }
 
     /// Sends `bytes` as they are (a request the client library would not write) and reads one

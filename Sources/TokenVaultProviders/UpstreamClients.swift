@@ -1,0 +1,67 @@
+import AsyncHTTPClient
+import NIOPosix
+import Synchronization
+import TokenVaultCore
+
+/// The HTTP clients the proxy sends credentials' API calls with: one per provider instance, so
+/// each has its own pool of kept-alive connections and the instance's TLS settings (`ca_file`,
+/// the client certificate of mutual TLS), read by the same code as its token calls
+/// (`ProviderFactory.transportSettings`). Made on first use; a reload that changes the instance
+/// gets a new client, and the old one is shut down with the others at the end (calls may still
+/// be streaming through it). Redirects are never followed: the caller gets the 3xx and may
+/// proxy again to the new location, which is checked against the list like any other.
+public final class UpstreamClients: Sendable {
+    private struct Entry {
+        let settings: ProviderSettings
+        let client: HTTPClient
+    }
+
+    private struct State {
+        var clients: [String: Entry] = [:]
+        var retired: [HTTPClient] = []
+        var isShutDown = false
+    }
+
+    private let state = Mutex(State())
+    /// Connections kept per upstream host.
+    private let connectionsPerHost: Int
+
+    public init(connectionsPerHost: Int = 64) {
+        self.connectionsPerHost = connectionsPerHost
+    }
+
+    /// The client for the instance `settings` describes.
+    public func client(for settings: ProviderSettings) throws(ProviderConfigurationError) -> HTTPClient {
+        if let entry = state.withLock({ $0.clients[settings.name] }), entry.settings == settings { return entry.client }
+        let transport =
+            try ProviderFactory.transportSettings(settings)
+            ?? TransportSettings(maximumConnections: connectionsPerHost)
+        let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost)
+        let (client, unused) = state.withLock { state -> (HTTPClient, HTTPClient?) in
+            if let entry = state.clients[settings.name], entry.settings == settings { return (entry.client, made) }
+            if let old = state.clients[settings.name] { state.retired.append(old.client) }
+            state.clients[settings.name] = Entry(settings: settings, client: made)
+            return (made, nil)
+        }
+        if let unused { unused.shutdown { _ in } }
+        return client
+    }
+
+    public func shutdown() async {
+        let clients = state.withLock { state -> [HTTPClient] in
+            defer {
+                state.clients = [:]
+                state.retired = []
+                state.isShutDown = true
+            }
+            return state.clients.values.map(\.client) + state.retired
+        }
+        for client in clients { try? await client.shutdown() }
+    }
+
+    private static func makeClient(_ settings: TransportSettings, connectionsPerHost: Int) -> HTTPClient {
+        var configuration = settings.clientConfiguration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
+        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+}

@@ -1,0 +1,62 @@
+import NIOCore
+import Synchronization
+
+/// A body passed through a piece at a time, never collected: more than `limit` bytes end it with
+/// `CappedBody.TooLarge`. `slot` is released when the body ends, fails or is dropped unread (a
+/// proxied call holds its caller's slot until its answer has streamed back).
+struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+
+    struct TooLarge: Error {
+        let limit: Int
+    }
+
+    let base: Base
+    let limit: Int
+    var slot: ProxyCallSlot?
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        var remaining: Int
+        let limit: Int
+        let slot: ProxyCallSlot?
+
+        mutating func next() async throws -> ByteBuffer? {
+            do {
+                guard let buffer = try await base.next() else {
+                    slot?.release()
+                    return nil
+                }
+                remaining -= buffer.readableBytes
+                guard remaining >= 0 else { throw TooLarge(limit: limit) }
+                return buffer
+            } catch {
+                slot?.release()
+                throw error
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), remaining: limit, limit: limit, slot: slot)
+    }
+}
+
+/// One of a caller's proxied calls in flight (`limits.max_proxy_calls_per_uid`): released once,
+/// when its answer has been streamed back, when the call fails, or when nothing holds it any more.
+final class ProxyCallSlot: Sendable {
+    private let onRelease: @Sendable () -> Void
+    private let released = Mutex(false)
+
+    init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+
+    func release() {
+        let first = released.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        if first { onRelease() }
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,237 @@
+import AsyncHTTPClient
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOHTTP1
+import TokenVaultCore
+import TokenVaultProviders
+
+/// The proxy: `<METHOD> /v1/credentials/{ns}/{name}/proxy/<path>` sends `<METHOD> <base><path>`
+/// upstream with the credential's access token attached, and streams the answer back. The
+/// caller's method, headers and body pass as they are (so `curl -X … -H … -d …` works unchanged),
+/// the route stays under the credential (authorised like every route of it: here
+/// `credential:use`, which `token:read` also gives), and the token never reaches the caller.
+extension VaultAPI {
+    /// The methods APIs are called with. (`HEAD` and `OPTIONS` are left out: a `HEAD` answer's
+    /// length describes a body that is not there, which a streaming proxy cannot check, and
+    /// `OPTIONS` is a browser's preflight, not a server's call.)
+    static let proxyMethods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete]
+
+    func proxy(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .credentialUse, id: id, operation: "credential.proxy")
+        guard let upstream = options.upstream else {
+            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without the proxy")
+        }
+        let metadata = try await blocking { try vault.metadata(id) }
+        guard let settings = vault.providers.settings[metadata.provider], !settings.apiBases.isEmpty else {
+            throw ProblemDetails(
+                .upstreamNotAllowed,
+                detail: "provider instance \(metadata.provider) lists no api_base_urls: its credentials cannot be "
+                    + "used through the proxy")
+        }
+        let target = try proxyTarget(request, id: id, bases: settings.apiBases, provider: metadata.provider)
+        let method = request.method.rawValue
+        func refuse(_ problem: ProblemDetails) -> ProblemDetails {
+            audit.record(
+                auditEvent(
+                    peer, "credential.proxy", id, .failed, detail: "\(method) \(target.origin) \(problem.code.rawValue)"
+                ))
+            metrics.recordProxyCall(provider: metadata.provider, status: nil, duration: nil)
+            return problem
+        }
+        guard limiter.admitProxyCall(uid: peer.uid) else {
+            throw refuse(
+                ProblemDetails(
+                    .tooManyProxyCalls,
+                    detail: "uid \(peer.uid) has \(options.connections.maximumProxyCallsPerUID) proxied calls in "
+                        + "flight (limits.max_proxy_calls_per_uid)", retryAfter: 1))
+        }
+        let slot = ProxyCallSlot { [limiter] in limiter.releaseProxyCall(uid: peer.uid) }
+        let client: HTTPClient
+        do {
+            client = try upstream.client(for: settings)
+        } catch {
+            throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
+        }
+        let body = try await proxiedBody(request)
+        var credential: Credential
+        switch try await usableCredential(id, minimumTTL: Double(options.proxy.minimumTTLSeconds)) {
+        case .success(let usable): credential = usable
+        case .failure(let refusal): throw refuse(refusal)
+        }
+        let forwarded = ProxyHeaders.forward(request.headers)
+        let started = ContinuousClock.now
+        let deadline = NIODeadline.now() + .seconds(Int64(options.proxy.deadlineSeconds))
+        var response = try await send(
+            client, method: method, target: target, headers: forwarded, body: body, credential: credential,
+            deadline: deadline, refuse: refuse)
+        var refreshed = false
+        if response.status == .unauthorized, body.isReplayable, let engine, Self.refusesToken(response.headers) {
+            let used = credential.metadata.generation
+            _ = try? await engine.refreshForced(id)
+            if case .success(let renewed) = try await usableCredential(id, minimumTTL: 0),
+                renewed.metadata.generation != used
+            {
+                credential = renewed
+                refreshed = true
+                response = try await send(
+                    client, method: method, target: target, headers: forwarded, body: body, credential: credential,
+                    deadline: deadline, refuse: refuse)
+            }
+        }
+        let status = Int(response.status.code)
+        if let declared = response.headers.first(name: "content-length").flatMap(Int.init),
+            declared > options.proxy.maximumResponseBytes
+        {
+            throw refuse(
+                ProblemDetails(
+                    .upstreamTooLarge,
+                    detail: "\(target.origin) answered \(status) with \(declared) bytes; proxy.max_response_bytes is "
+                        + "\(options.proxy.maximumResponseBytes)"))
+        }
+        audit.record(
+            auditEvent(peer, "credential.proxy", id, .allowed, detail: "\(method) \(target.origin) \(status / 100)xx"))
+        metrics.recordProxyCall(provider: metadata.provider, status: status, duration: .now - started)
+        var headers = ProxyHeaders.returned(
+            response.headers.map { ($0.name, $0.value) }, token: credential.secrets.accessToken)
+        headers[.tokenVaultProxy] = refreshed ? "upstream; refreshed" : "upstream"
+        return Response(
+            status: HTTPResponse.Status(code: status), headers: headers,
+            body: ResponseBody(
+                asyncSequence: CappedBody(base: response.body, limit: options.proxy.maximumResponseBytes, slot: slot)))
+    }
+
+    /// What the caller's body becomes upstream: kept whole when it is small enough to send twice
+    /// (`proxy.replay_body_bytes`, known from `Content-Length`), streamed otherwise.
+    private func proxiedBody(_ request: Request) async throws -> ProxiedBody {
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        if let declared, declared > options.proxy.maximumRequestBytes {
+            throw ProblemDetails(
+                .payloadTooLarge,
+                detail:
+                    "the request body is \(declared) bytes; proxy.max_request_bytes is \(options.proxy.maximumRequestBytes)"
+            )
+        }
+        let chunked = request.headers[.transferEncoding] != nil
+        if !chunked, (declared ?? 0) <= options.proxy.replayBodyBytes {
+            guard let declared, declared > 0 else { return .kept(nil) }
+            return .kept(try await request.body.collect(upTo: declared))
+        }
+        return .streamed(
+            CappedBody(base: request.body, limit: options.proxy.maximumRequestBytes, slot: nil), length: declared)
+    }
+
+    private func send(
+        _ client: HTTPClient, method: String, target: UpstreamURL, headers: [(name: String, value: String)],
+        body: ProxiedBody, credential: Credential, deadline: NIODeadline,
+        refuse: (ProblemDetails) -> ProblemDetails
+    ) async throws -> HTTPClientResponse {
+        var outgoing = HTTPClientRequest(url: target.description)
+        outgoing.method = NIOHTTP1.HTTPMethod(rawValue: method)
+        for (name, value) in headers { outgoing.headers.add(name: name, value: value) }
+        let scheme = credential.metadata.tokenType ?? "Bearer"
+        outgoing.headers.replaceOrAdd(
+            name: "Authorization",
+            value: scheme + " " + credential.secrets.accessToken.revealString())
+        switch body {
+        case .kept(let buffer?): outgoing.body = .bytes(buffer)
+        case .kept(nil): break
+        case .streamed(let stream, let length):
+            outgoing.body = .stream(stream, length: length.map { .known(Int64($0)) } ?? .unknown)
+        }
+        do {
+            return try await client.execute(outgoing, deadline: deadline)
+        } catch let error as CappedBody<RequestBody>.TooLarge {
+            throw refuse(
+                ProblemDetails(
+                    .payloadTooLarge, detail: "the request body is larger than proxy.max_request_bytes (\(error.limit))"
+                ))
+        } catch let error as HTTPClientError
+            where [.deadlineExceeded, .readTimeout, .connectTimeout].contains(error)
+        {
+            throw refuse(
+                ProblemDetails(.upstreamTimeout, detail: "\(target.origin) did not answer in time (\(error))"))
+        } catch {
+            throw refuse(
+                ProblemDetails(.upstreamUnavailable, detail: "\(target.origin) could not be reached: \(error)"))
+        }
+    }
+
+    /// Where a proxied call goes: `TokenVault-Upstream-URL` (absolute), or the path and query after
+    /// `/proxy` under the instance's first base, or under `TokenVault-Upstream-Base` (one of the
+    /// list). Either way the URL must lie inside one of the instance's `api_base_urls`.
+    func proxyTarget(_ request: Request, id: CredentialID, bases: [APIBase], provider: String) throws -> UpstreamURL {
+        let prefix = "/v1/credentials/\(id.namespace)/\(id.name)/proxy"
+        let requested = request.head.path ?? ""
+        let rest = requested.hasPrefix(prefix) ? String(requested.dropFirst(prefix.count)) : ""
+        let listed = bases.map(\.description).joined(separator: ", ")
+        let target: UpstreamURL
+        do {
+            if let absolute = request.headers[.tokenVaultUpstreamURL] {
+                guard rest.isEmpty else {
+                    throw ProblemDetails(
+                        .invalidRequest,
+                        detail:
+                            "give the upstream either as the path after /proxy or in TokenVault-Upstream-URL, not both")
+                }
+                target = try UpstreamURL(parsing: absolute)
+            } else {
+                var base = bases[0]
+                if let chosen = request.headers[.tokenVaultUpstreamBase] {
+                    guard
+                        let listedBase = bases.first(where: {
+                            $0.description == (try? APIBase(parsing: chosen))?.description
+                        })
+                    else {
+                        throw ProblemDetails(
+                            .upstreamNotAllowed,
+                            detail:
+                                "TokenVault-Upstream-Base \(chosen.prefix(200)) is not one of \(provider)'s api_base_urls (\(listed))"
+                        )
+                    }
+                    base = listedBase
+                }
+                target = try base.resolve(rest)
+            }
+        } catch let problem as UpstreamURLProblem {
+            throw ProblemDetails(.upstreamNotAllowed, detail: problem.problem)
+        }
+        guard bases.base(holding: target) != nil else {
+            throw ProblemDetails(
+                .upstreamNotAllowed,
+                detail: "\(target.origin)\(target.path) is outside \(provider)'s api_base_urls (\(listed))")
+        }
+        return target
+    }
+
+    /// A 401 that says the token is no good: `WWW-Authenticate` names `invalid_token`, or names
+    /// no error at all (many APIs answer a bare 401). Another error (`insufficient_scope`) is the
+    /// caller's to read: a new token would not change it.
+    static func refusesToken(_ headers: HTTPHeaders) -> Bool {
+        let challenge = headers["www-authenticate"].joined(separator: ", ").lowercased()
+        guard challenge.contains("error=") else { return true }
+        return challenge.contains("invalid_token")
+    }
+}
+
+/// A proxied call's request body: kept (it can be sent again after a refresh) or streamed.
+enum ProxiedBody: Sendable {
+    case kept(ByteBuffer?)
+    case streamed(CappedBody<RequestBody>, length: Int?)
+
+    var isReplayable: Bool {
+        if case .kept = self { return true }
+        return false
+    }
+}
+
+extension HTTPField.Name {
+    /// On a proxied call: the upstream URL, absolute (instead of a path after `/proxy`).
+    static let tokenVaultUpstreamURL = HTTPField.Name("TokenVault-Upstream-URL")!
+    /// On a proxied call: which of the instance's `api_base_urls` the path after `/proxy` is under.
+    static let tokenVaultUpstreamBase = HTTPField.Name("TokenVault-Upstream-Base")!
+    /// On a proxied call's answer: `upstream` (the upstream's answer, not the vault's), with
+    /// `; refreshed` when the token was refused, refreshed and the call sent again.
+    static let tokenVaultProxy = HTTPField.Name("TokenVault-Proxy")!
+}

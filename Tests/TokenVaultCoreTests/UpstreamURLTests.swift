@@ -1,0 +1,57 @@
+import Testing
+import TokenVaultCore
+
+/// The proxy's reading of URLs and bases: one strict parse, prefixes matched by whole segments,
+/// nothing a server could read as leaving the prefix.
+@Suite struct UpstreamURLTests {
+    @Test func aURLIsReadIntoItsParts() throws {
+        let url = try UpstreamURL(parsing: "HTTPS://API.Bank.example:8443/v1/accounts?limit=5")
+        #expect(url.scheme == "https" && url.host == "api.bank.example" && url.port == 8443)
+        #expect(url.path == "/v1/accounts" && url.query == "limit=5")
+        #expect(url.description == "https://api.bank.example:8443/v1/accounts?limit=5")
+        #expect(try UpstreamURL(parsing: "https://a.example").path == "/")
+        #expect(try UpstreamURL(parsing: "https://a.example:443/x").origin == "https://a.example")
+        #expect(try UpstreamURL(parsing: "http://[::1]:9000/x").host == "[::1]")
+    }
+
+    @Test(arguments: [
+        ("http://bank.example/x", "https is required"),
+        ("ftp://bank.example/x", "expected https"),
+        ("https://user:pw@bank.example/x", "user information"),
+        ("https://bank.example/x#frag", "fragment"),
+        ("https://bank.example/a/../b", "'..' segment"),
+        ("https://bank.example/a/./b", "'.' or '..'"),
+        ("https://bank.example/a/%2E%2E/b", "encoded"),
+        ("https://bank.example/a%2fb", "encoded"),
+        ("https://bank.example/a\\b", "backslash"),
+        ("https://bank.example/a b", "spaces"),
+        ("https://bank.example:0/x", "invalid port"),
+        ("https://bank_example/x", "invalid host"),
+        ("/relative", "not an absolute URL"),
+    ])
+    func whatIsRefused(_ text: String, _ why: String) {
+        #expect(throws: UpstreamURLProblem.self) { try UpstreamURL(parsing: text) }
+        do {
+            _ = try UpstreamURL(parsing: text)
+        } catch {
+            #expect(error.problem.contains(why), "\(text): \(error.problem)")
+        }
+    }
+
+    @Test func aBaseHoldsItsPrefixByWholeSegments() throws {
+        let base = try APIBase(parsing: "https://api.bank.example/v1/")
+        #expect(base.contains(try UpstreamURL(parsing: "https://api.bank.example/v1")))
+        #expect(base.contains(try UpstreamURL(parsing: "https://api.bank.example/v1/accounts?x=1")))
+        #expect(!base.contains(try UpstreamURL(parsing: "https://api.bank.example/v10/accounts")))
+        #expect(!base.contains(try UpstreamURL(parsing: "https://api.bank.example/")))
+        #expect(!base.contains(try UpstreamURL(parsing: "https://api.bank.example:8443/v1/x")))
+        #expect(!base.contains(try UpstreamURL(parsing: "https://evil.example/v1/x")))
+        #expect(!base.contains(try UpstreamURL(parsing: "https://api.bank.example.evil.example/v1/x")))
+        #expect(try base.resolve("accounts?x=1").description == "https://api.bank.example/v1/accounts?x=1")
+        #expect(try base.resolve("/accounts").description == "https://api.bank.example/v1/accounts")
+        #expect(throws: UpstreamURLProblem.self) { try base.resolve("/../admin") }
+        let root = try APIBase(parsing: "http://127.0.0.1:8080")
+        #expect(root.contains(try UpstreamURL(parsing: "http://127.0.0.1:8080/anything")))
+        #expect([base, root].base(holding: try UpstreamURL(parsing: "http://127.0.0.1:8080/x")) == root)
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultServer
+import TokenVaultTesting
+
+/// The proxy against a loopback upstream: the token attached and never returned, the caller's
+/// credentials stripped, the base list enforced, redirects returned, a refused token refreshed
+/// and the call replayed once, bodies streamed both ways, the per-caller cap.
+@Suite struct ProxyTests {
+    /// A server with one `oauth2` credential `ns/a` whose instance lists the upstream's base,
+    /// the upstream, the credential's access token, and the proxy's clients.
+    private struct Fixture {
+        let server: TestServer
+        let upstream: TestUpstream
+        let token: String
+
+        func stop() async {
+            await server.stop()
+            await upstream.stop()
+        }
+    }
+
+    private static func fixture(
+        policy: AccessPolicy? = nil, engine: ((TestVault) -> any RefreshService)? = nil,
+        accepts: @escaping @Sendable (String) -> Bool = { _ in true },
+        configure: @escaping (inout VaultAPI.Options) -> Void = { _ in }
+    ) async throws -> Fixture {
+        let upstream = try await TestUpstream(accepts: accepts)
+        let server = try await TestServer(policy: policy, makeEngine: engine, configure: configure)
+        var settings = ProviderSettings(name: "oauth2", kind: "oauth2")
+        settings.apiBases = [try APIBase(parsing: upstream.base + "/")]
+        server.fixture.vault.install(
+            ProviderTable(settings: ["oauth2": settings, "bare": .init(name: "bare", kind: "oauth2")]))
+        let payload = SamplePayloads.oauth()
+        _ = try await server.fixture.vault.put(
+            try CredentialID("ns/a"), payload: try SamplePayloads.decode(payload.json), provider: "oauth2")
+        return Fixture(server: server, upstream: upstream, token: payload.tokens[0])
+    }
+
+    @Test func theTokenIsAttachedAndWhatTheCallerSentForItselfIsNot() async throws {
+        let fixture = try await Self.fixture()
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let response = try await server.request(
+                "GET", "/v1/credentials/ns/a/proxy/echo?x=1",
+                headers: [
+                    "Authorization": "Basic c2VjcmV0", "Cookie": "session=1", "Proxy-Authorization": "x",
+                    "Connection": "keep-alive, X-Hop", "X-Hop": "1", "X-Keep": "kept", "TokenVault-Other": "no",
+                ])
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.headers["tokenvault-proxy"] == "upstream")
+            #expect(response.headers["x-upstream"] == "yes")
+            let echoed = response.json()
+            #expect(echoed["path"] as? String == "/echo?x=1")
+            let headers = echoed["headers"] as? [String: String] ?? [:]
+            #expect(headers["authorization"] == "(present)")
+            #expect(headers["x-keep"] == "kept")
+            for stripped in ["cookie", "proxy-authorization", "x-hop", "tokenvault-other"] {
+                #expect(headers[stripped] == nil, "\(stripped) went upstream")
+            }
+            #expect(upstream.authorizations == ["Bearer \(token)"])
+
+            // The absolute form, and the audit row (aggregated like token reads).
+            let absolute = try await server.request(
+                "POST", "/v1/credentials/ns/a/proxy", body: "{}",
+                headers: ["TokenVault-Upstream-URL": upstream.base + "/echo"])
+            #expect(absolute.status == 200 && absolute.json()["method"] as? String == "POST", "\(absolute.text)")
+            let audit = try await server.request("GET", "/v1/admin/audit?credential=ns/a").json()
+            let details = (audit["items"] as? [[String: Any]] ?? []).filter {
+                $0["operation"] as? String == "credential.proxy"
+            }
+            .compactMap { $0["detail"] as? String }
+            #expect(details.sorted() == ["GET \(upstream.base) 2xx", "POST \(upstream.base) 2xx"], "\(details)")
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(
+                metrics.contains(#"tokenvault_proxy_calls_total{provider="oauth2",status_class="2xx"} 2"#), "\(metrics)"
+            )
+            for answer in [response, absolute] {
+                #expect(!answer.text.contains(token) && !"\(answer.headers)".contains(token))
+            }
+        }
+    }
+
+    @Test func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned() async throws {
+        let fixture = try await Self.fixture()
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let elsewhere = try await server.request(
+                "GET", "/v1/credentials/ns/a/proxy",
+                headers: ["TokenVault-Upstream-URL": "http://127.0.0.2:\(upstream.port)/echo"])
+            #expect(elsewhere.status == 422 && elsewhere.json()["code"] as? String == "upstream_not_allowed")
+            let plain = try await server.request(
+                "GET", "/v1/credentials/ns/a/proxy", headers: ["TokenVault-Upstream-URL": "http://bank.example/echo"])
+            #expect(plain.status == 422 && plain.text.contains("https is required"), "\(plain.text)")
+            let dotted = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo/%2e%2e/admin")
+            #expect(
+                dotted.status == 422 && dotted.json()["code"] as? String == "upstream_not_allowed", "\(dotted.text)")
+            // An instance that lists no base: nothing goes anywhere.
+            _ = try await server.fixture.vault.put(
+                try CredentialID("ns/b"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+                provider: "bare")
+            let bare = try await server.request("GET", "/v1/credentials/ns/b/proxy/echo")
+            #expect(bare.status == 422 && bare.text.contains("lists no api_base_urls"), "\(bare.text)")
+
+            let redirected = try await server.request(
+                "GET", "/v1/credentials/ns/a/proxy/redirect?to=http://127.0.0.2:\(upstream.port)/echo")
+            #expect(redirected.status == 302, "\(redirected.text)")
+            #expect(redirected.headers["location"] == "http://127.0.0.2:\(upstream.port)/echo")
+            #expect(upstream.received.count == 1, "only the redirect itself: \(upstream.received)")
+        }
+    }
+
+    /// A 401 `invalid_token` refreshes once (the engine's forced refresh) and sends the call once
+    /// more with the new token; a refresh that changes nothing returns the 401 as it came.
+    @Test func aRefusedTokenIsRefreshedOnceAndTheCallReplayedOnce() async throws {
+        let script = RotationScript()
+        let fixture = try await Self.fixture(
+            engine: { fixture in RotatingRefreshService(vault: fixture.vault, script: script) },
+            accepts: { token in script.accepted.withLock { $0 } == token })
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let response = try await server.request(
+                "GET", "/v1/credentials/ns/a/proxy/protected", headers: ["X-Keep": "1"])
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.headers["tokenvault-proxy"] == "upstream; refreshed")
+            #expect(script.refreshes.withLock { $0 } == 1)
+            let sent = upstream.authorizations
+            #expect(sent.count == 2 && sent[0] == "Bearer \(token)" && sent[1] != sent[0], "\(sent)")
+            #expect(!response.text.contains(script.accepted.withLock { $0 } ?? "-"))
+
+            // The provider now refuses every token: one refresh, no replay, the 401 as it came.
+            script.accepted.withLock { $0 = "nothing" }
+            script.changesToken.withLock { $0 = false }
+            let refused = try await server.request("GET", "/v1/credentials/ns/a/proxy/protected")
+            #expect(refused.status == 401 && refused.headers["www-authenticate"]?.contains("invalid_token") == true)
+            #expect(refused.headers["tokenvault-proxy"] == "upstream")
+            #expect(script.refreshes.withLock { $0 } == 2)
+            #expect(upstream.authorizations.count == 3)
+        }
+    }
+
+    @Test func bodiesOfSeveralMebibytesStreamBothWays() async throws {
+        let fixture = try await Self.fixture()
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let size = 4 << 20
+            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let socketPath = server.socketPath
+            let uploaded = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(
+                    "POST /v1/credentials/ns/a/proxy/upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(size)\r\n\r\n"
+                )
+                try connection.send(body)
+                return try connection.readResponse(timeout: 60)
+            }
+            let upload = try #require(uploaded)
+            #expect(upload.status == 200, "\(upload.text)")
+            #expect(upload.json()["length"] as? Int == size)
+            #expect(upload.json()["checksum"] as? String == "\(TestUpstream.checksum(body))")
+
+            let download = try await server.request("GET", "/v1/credentials/ns/a/proxy/stream?bytes=\(size)")
+            #expect(download.status == 200 && download.body.count == size)
+        }
+    }
+
+    @Test func bodiesOverTheLimitsAreRefusedOrCutOff() async throws {
+        let fixture = try await Self.fixture(configure: { options in
+            options.proxy.maximumRequestBytes = 100_000
+            options.proxy.maximumResponseBytes = 100_000
+        })
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let big = String(repeating: "x", count: 200_000)
+            let upload = try await server.request("POST", "/v1/credentials/ns/a/proxy/upload", body: big)
+            #expect(upload.status == 413 && upload.json()["code"] as? String == "payload_too_large", "\(upload.text)")
+            // A streamed answer longer than the limit ends early (its head was already sent).
+            let download = try? await server.request("GET", "/v1/credentials/ns/a/proxy/stream?bytes=300000")
+            #expect((download?.body.count ?? 0) < 300_000)
+        }
+    }
+
+    @Test func eachCallerHasItsCapOfCallsInFlight() async throws {
+        let fixture = try await Self.fixture(configure: { options in
+            options.connections.maximumProxyCallsPerUID = 2
+        })
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            async let first = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=2")
+            async let second = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=2")
+            #expect(try await waitUntil(within: 10) { upstream.received.count == 2 })
+            let third = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
+            #expect(third.status == 429 && third.json()["code"] as? String == "too_many_proxy_calls", "\(third.text)")
+            #expect(try await [first.status, second.status] == [200, 200])
+            let after = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
+            #expect(after.status == 200)
+        }
+    }
+
+    /// `credential:use` alone: calls go through, and no route shows the token.
+    @Test func aCallerAllowedOnlyToUseNeverSeesTheToken() async throws {
+        let me = getuid()
+        let policy = AccessPolicy(
+            rules: [.init(subject: .user(me), namespaces: ["ns"], permissions: [.credentialUse])],
+            daemonUID: me &+ 12345, rootIsAdmin: false)
+        let fixture = try await Self.fixture(policy: policy)
+        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let call = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
+            #expect(call.status == 200, "\(call.text)")
+            var answers = [call]
+            for (method, target) in [
+                ("GET", "/v1/credentials/ns/a/token"), ("POST", "/v1/credentials/ns/a/refresh"),
+                ("GET", "/v1/credentials/ns/a/watch"), ("GET", "/v1/events"), ("GET", "/v1/credentials/ns/a"),
+                ("GET", "/v1/credentials"), ("GET", "/v1/admin/audit"),
+            ] {
+                let answer = try await server.request(method, target)
+                #expect(answer.status == 403, "\(method) \(target): \(answer.status)")
+                answers.append(answer)
+            }
+            let other = try await server.request("GET", "/v1/credentials/other/a/proxy/echo")
+            #expect(other.status == 403)
+            for answer in answers + [other] {
+                #expect(!answer.text.contains(token) && !"\(answer.headers)".contains(token))
+            }
+        }
+    }
+}
+
+/// What the rotating engine did and what the upstream accepts.
+private final class RotationScript: Sendable {
+    let refreshes = Mutex(0)
+    let accepted = Mutex<String?>(nil)
+    let changesToken = Mutex(true)
+}
+
+/// A refresh engine whose forced refresh stores a new access token (and tells the upstream to
+/// accept it), or leaves the credential as it is when `changesToken` is off.
+private struct RotatingRefreshService: RefreshService {
+    let vault: Vault
+    let script: RotationScript
+
+    func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
+        .refreshed(try vault.metadata(id))
+    }
+
+    func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
+        try await refresh(id, reason: .onDemand)
+    }
+
+    func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome {
+        script.refreshes.withLock { $0 += 1 }
+        guard script.changesToken.withLock({ $0 }) else { return .refreshed(try vault.metadata(id)) }
+        let payload = SamplePayloads.oauth()
+        script.accepted.withLock { $0 = payload.tokens[0] }
+        return .refreshed(
+            try await vault.put(id, payload: try SamplePayloads.decode(payload.json), provider: "oauth2"))
+    }
+
+    func remove(_ id: CredentialID, force: Bool, audit: AuditEvent?) async throws -> RemovalOutcome {
+        .deleted(revoked: false)
+    }
+
+    func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
+        throw ProviderFailure.notConfigured("oauth2")
+    }
+
+    func providerStates() -> [ProviderState] { [] }
+    var counters: RefreshCounters { RefreshCounters() }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// A loopback HTTP API for the proxy's tests (Hummingbird on 127.0.0.1, a port of its own):
+///
+/// - `/echo…`: what it received, as JSON (method, path with query, headers but `Authorization`'s value).
+/// - `/protected`: 401 `invalid_token` unless `accepts` the bearer token, else as `/echo`.
+/// - `/redirect?to=URL`: 302 to URL.
+/// - `/stream?bytes=N`: N bytes, generated while they are sent (never held whole).
+/// - `/upload`: reads the body as it arrives, answers its length and a checksum.
+/// - `/hold?seconds=S`: answers after S seconds.
+public final class TestUpstream: Sendable {
+    public let port: Int
+    public var base: String { "http://127.0.0.1:\(port)" }
+    /// Every request's method and path (with query), in order.
+    public var received: [String] { recording.requests.withLock { $0 } }
+    /// The `Authorization` headers received, in order.
+    public var authorizations: [String] { recording.authorizations.withLock { $0 } }
+
+    private final class Recording: Sendable {
+        let requests = Mutex<[String]>([])
+        let authorizations = Mutex<[String]>([])
+    }
+
+    private let recording = Recording()
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    public init(accepts: @escaping @Sendable (String) -> Bool = { _ in true }) async throws {
+        let recording = recording
+        let router = Router()
+        router.middlewares.add(
+            RecordingMiddleware { method, path, authorization in
+                recording.requests.withLock { $0.append("\(method) \(path)") }
+                recording.authorizations.withLock { $0.append(authorization ?? "") }
+            })
+        router.on("/echo/**", method: .get) { request, _ in try Self.echo(request) }
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete, .head, .options] {
+            router.on("/echo", method: method) { request, _ in try Self.echo(request) }
+        }
+        router.get("/protected") { request, _ -> Response in
+            let token = request.headers[.authorization].map { String($0.split(separator: " ").last ?? "") } ?? ""
+            guard accepts(token) else {
+                return Response(
+                    status: .unauthorized,
+                    headers: [.wwwAuthenticate: #"Bearer error="invalid_token", error_description="expired""#])
+            }
+            return try Self.echo(request)
+        }
+        router.get("/redirect") { request, _ -> Response in
+            Response(status: .found, headers: [.location: request.uri.queryParameters.get("to") ?? "/"])
+        }
+        router.get("/stream") { request, _ -> Response in
+            let total = request.uri.queryParameters.get("bytes").flatMap(Int.init) ?? 0
+            return Response(
+                status: .ok, headers: [.contentType: "application/octet-stream"],
+                body: ResponseBody { writer in
+                    var sent = 0
+                    while sent < total {
+                        let count = min(64 * 1024, total - sent)
+                        try await writer.write(
+                            ByteBuffer(repeating: UInt8(truncatingIfNeeded: sent / 65_536), count: count))
+                        sent += count
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        router.on("/upload", method: .post) { request, _ -> Response in
+            var length = 0
+            var checksum: UInt64 = 0
+            for try await buffer in request.body {
+                length += buffer.readableBytes
+                for byte in buffer.readableBytesView { checksum = checksum &* 31 &+ UInt64(byte) }
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"length": \#(length), "checksum": "\#(checksum)"}"#)))
+        }
+        router.get("/hold") { request, _ -> Response in
+            let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 1
+            try await Task.sleep(for: .seconds(seconds))
+            return Response(status: .ok)
+        }
+        let (ready, readyContinuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test-upstream")
+        logger.logLevel = .error
+        let application = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in readyContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        task = Task { [group] in try await group.run() }
+        var port = 0
+        for await bound in ready {
+            port = bound
+            break
+        }
+        self.port = port
+    }
+
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// The checksum `/upload` answers for `bytes`.
+    public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        bytes.reduce(0) { $0 &* 31 &+ UInt64($1) }
+    }
+
+    private static func echo(_ request: Request) throws -> Response {
+        var headers: [String: String] = [:]
+        // The token a proxied call carries is not written back (`authorizations` has it).
+        for field in request.headers {
+            headers[field.name.canonicalName, default: ""] += field.name == .authorization ? "(present)" : field.value
+        }
+        let document: [String: Any] = [
+            "method": request.method.rawValue, "path": request.head.path ?? "", "headers": headers,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .init("X-Upstream")!: "yes"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// Records each request's method, path and `Authorization` as it arrives.
+private struct RecordingMiddleware<Context: RequestContext>: RouterMiddleware {
+    let record: @Sendable (String, String, String?) -> Void
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        record(request.method.rawValue, request.head.path ?? "", request.headers[.authorization])
+        return try await next(request, context)
+    }
+}
