@@ -36,23 +36,13 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// Takes a stream slot for `uid`; false when the uid has `maximumStreamsPerUID` open.
-    func admitStream(uid: UInt32) -> Bool {
-        counts.withLock { counts in
-            guard counts.streamsByUID[uid, default: 0] < limits.maximumStreamsPerUID else { return false }
-            counts.streamsByUID[uid, default: 0] += 1
-            return true
-        }
-    }
+    func admitStream(uid: UInt32) -> Bool { admit(\.streamsByUID, uid: uid, limit: limits.maximumStreamsPerUID) }
 
     func releaseStream(uid: UInt32) { counts.withLock { Self.decrement(&$0.streamsByUID, uid) } }
 
     /// Takes a proxied-call slot for `uid`; false when the uid has `maximumProxyCallsPerUID` in flight.
     func admitProxyCall(uid: UInt32) -> Bool {
-        counts.withLock { counts in
-            guard counts.proxyCallsByUID[uid, default: 0] < limits.maximumProxyCallsPerUID else { return false }
-            counts.proxyCallsByUID[uid, default: 0] += 1
-            return true
-        }
+        admit(\.proxyCallsByUID, uid: uid, limit: limits.maximumProxyCallsPerUID)
     }
 
     func releaseProxyCall(uid: UInt32) { counts.withLock { Self.decrement(&$0.proxyCallsByUID, uid) } }
@@ -60,6 +50,15 @@ final class ConnectionLimiter: Sendable {
     /// Open connections and streams (metrics).
     var snapshot: (connections: Int, streams: Int) {
         counts.withLock { ($0.connections, $0.streamsByUID.values.reduce(0, +)) }
+    }
+
+    /// Takes one of `uid`'s `limit` slots counted in `table`; false (nothing taken) when all are taken.
+    private func admit(_ table: WritableKeyPath<Counts, [UInt32: Int]>, uid: UInt32, limit: Int) -> Bool {
+        counts.withLock { counts in
+            guard counts[keyPath: table][uid, default: 0] < limit else { return false }
+            counts[keyPath: table][uid, default: 0] += 1
+            return true
+        }
     }
 
     private static func decrement(_ counts: inout [UInt32: Int], _ uid: UInt32) {
