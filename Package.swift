@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", exact: "0.12.1"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -68,6 +69,7 @@ let package = Package(
             dependencies: [
                 "TokenVaultCore", "TokenVaultSystem", "TokenVaultProviders",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -138,9 +140,11 @@ let package = Package(
                 "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
                 "TokenVaultProviders", "TokenVaultEngine", "TokenVaultSystem", "TokenVaultCourier",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MCP", package: "swift-sdk"),
             ]),
 
         // Measurements recorded in docs/benchmarks.md. Imports the C libraries directly

@@ -21,18 +21,31 @@ for pkg in "${packages[@]}"; do
         missing+=("$pkg")
     fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "error: missing system packages (${missing[*]}) and apt-get is not available; install them by hand" >&2
-    exit 1
-fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-    sudo="sudo"
-fi
-echo "installing system packages: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# `--test`: the `mcp` package from PyPI (a real MCP client for the tests of `tokenvault mcp`), in
+# a virtual environment of the build directory, so the system's Python is left as it is.
+install_mcp_client() {
+    local venv=".build/mcp-venv"
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import mcp" 2>/dev/null; then return 0; fi
+    echo "installing the mcp Python package into $venv"
+    mkdir -p .build
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
+}
+install_system_packages() {
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "error: missing system packages (${missing[*]}) and apt-get is not available; install them by hand" >&2
+        exit 1
+    fi
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+        sudo="sudo"
+    fi
+    echo "installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+install_system_packages
+if [ "${1:-}" = "--test" ]; then install_mcp_client; fi

@@ -23,7 +23,7 @@ let usage = """
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --credentials COUNT
                                   [--warmup SECONDS] [--order random|sequential] [--namespace NS]
                                   [--requests TOTAL] [--client auto|events|threads] [--writes]
-           tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --path /fixed/path
+           tokenvault-loadgen run --socket PATH|tcp:IP:PORT --connections N --duration SECONDS --path /fixed/path
                                   [--expect STATUS] [--warmup SECONDS]
            tokenvault-loadgen hold --socket PATH --seconds SECONDS [--idle N] [--watches M]
                                   [--credentials COUNT] [--namespace NS]
@@ -44,6 +44,8 @@ let usage = """
           for more.
           With --path, every request is GET of that path instead, and responses with status
           STATUS (default 200) count as successes: a baseline for the HTTP layer alone.
+          --socket tcp:IP:PORT connects over TCP instead (an upstream called directly, the
+          proxy's baseline).
           With --writes, every request stores c<k> again (PUT with a fixed T-ID token payload,
           expect 200): each write is a durable commit, so this measures group commit.
     hold  opens N idle connections (sending nothing) and M `watch` streams over COUNT

@@ -97,17 +97,18 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         return host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
-    /// A path a server reads the same way this type does: no dot segments, no encoded separator
-    /// or dot (`%2f`, `%5c`, `%2e`), no backslash, no empty segment that could hide one.
+    /// A path a server reads the same way this type does: no dot segments (also as `..;x`, which
+    /// Java servers read as `..`), no encoded separator or dot (`%2f`, `%5c`, `%2e`), nothing a
+    /// server might decode twice or the IIS way (`%25`, `%u`), no backslash.
     private static func checkPath(_ path: String, shown: String) throws(UpstreamURLProblem) {
         guard path.hasPrefix("/") else { throw UpstreamURLProblem("'\(shown)' has no path") }
         let lowered = path.lowercased()
-        for encoded in ["%2f", "%5c", "%2e", "%00"] where lowered.contains(encoded) {
-            throw UpstreamURLProblem("'\(shown)' has an encoded '/', '\\', '.' or NUL in its path")
+        for encoded in ["%2f", "%5c", "%2e", "%00", "%25", "%u"] where lowered.contains(encoded) {
+            throw UpstreamURLProblem("'\(shown)' has an encoded '/', '\\', '.', '%' or NUL in its path")
         }
         guard !path.contains("\\") else { throw UpstreamURLProblem("'\(shown)' has a backslash in its path") }
         for segment in path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        where segment == "." || segment == ".." {
+        where [".", ".."].contains(segment.split(separator: ";", omittingEmptySubsequences: false)[0]) {
             throw UpstreamURLProblem("'\(shown)' has a '.' or '..' segment in its path")
         }
     }

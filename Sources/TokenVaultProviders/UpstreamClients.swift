@@ -30,20 +30,28 @@ public final class UpstreamClients: Sendable {
         self.connectionsPerHost = connectionsPerHost
     }
 
-    /// The client for the instance `settings` describes.
+    /// The client for the instance `settings` describes (after `shutdown`, an error: a call
+    /// arriving while the daemon stops gets no client that nobody would shut down).
     public func client(for settings: ProviderSettings) throws(ProviderConfigurationError) -> HTTPClient {
+        guard !state.withLock({ $0.isShutDown }) else {
+            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
+        }
         if let entry = state.withLock({ $0.clients[settings.name] }), entry.settings == settings { return entry.client }
         let transport =
             try ProviderFactory.transportSettings(settings)
             ?? TransportSettings(maximumConnections: connectionsPerHost)
         let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost)
-        let (client, unused) = state.withLock { state -> (HTTPClient, HTTPClient?) in
+        let (client, unused) = state.withLock { state -> (HTTPClient?, HTTPClient?) in
+            if state.isShutDown { return (nil, made) }
             if let entry = state.clients[settings.name], entry.settings == settings { return (entry.client, made) }
             if let old = state.clients[settings.name] { state.retired.append(old.client) }
             state.clients[settings.name] = Entry(settings: settings, client: made)
             return (made, nil)
         }
         if let unused { unused.shutdown { _ in } }
+        guard let client else {
+            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
+        }
         return client
     }
 

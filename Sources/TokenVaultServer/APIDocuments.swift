@@ -127,6 +127,15 @@ struct PageDocument<Item: Encodable>: Encodable {
     }
 }
 
+/// One item of `GET /v1/proxy/credentials`.
+struct UsableCredentialDocument: Encodable {
+    let id: String
+    let provider: String
+    let status: String
+    let apiBaseURLs: [String]
+    enum CodingKeys: String, CodingKey { case id, provider, status, apiBaseURLs = "api_base_urls" }
+}
+
 struct RotateKeyDocument: Encodable {
     let newTerm: UInt32
     let resealed: Int

@@ -5,7 +5,9 @@ import TokenVaultCore
 ///
 /// Upstream: everything the caller sent except its own credentials (`Authorization`, `Cookie`,
 /// `DPoP`, `Proxy-*`), the hop-by-hop headers (RFC 9110 §7.6.1, and any the `Connection` header
-/// names), the ones the HTTP client sets itself (`Host`, `Content-Length`, `Expect`) and the
+/// names), the ones the HTTP client sets itself (`Host`, `Content-Length`, `Expect`), the ones
+/// some servers let rewrite the path or method behind the base's prefix (`X-Original-URL`,
+/// `X-Rewrite-URL`, `Forwarded`, `X-Forwarded-*`, `X-HTTP-Method-Override` and kin) and the
 /// vault's own `TokenVault-*`. Back: everything the upstream sent except hop-by-hop headers,
 /// `Set-Cookie` (a session cookie is a credential the caller is not meant to hold) and any header
 /// whose value contains the access token.
@@ -13,7 +15,8 @@ enum ProxyHeaders {
     /// Lower-cased names never forwarded upstream.
     static let notForwarded: Set<String> = [
         "authorization", "cookie", "dpop", "host", "content-length", "expect", "connection", "keep-alive", "te",
-        "trailer", "trailers", "transfer-encoding", "upgrade",
+        "trailer", "trailers", "transfer-encoding", "upgrade", "x-original-url", "x-rewrite-url", "forwarded",
+        "x-http-method-override", "x-http-method", "x-method-override",
     ]
     /// Lower-cased names never returned to the caller.
     static let notReturned: Set<String> = [
@@ -27,7 +30,7 @@ enum ProxyHeaders {
         return fields.compactMap { field in
             let name = field.name.canonicalName
             guard !notForwarded.contains(name), !named.contains(name), !name.hasPrefix("proxy-"),
-                !name.hasPrefix("tokenvault-")
+                !name.hasPrefix("tokenvault-"), !name.hasPrefix("x-forwarded-")
             else { return nil }
             return (field.name.rawName, field.value)
         }

@@ -32,6 +32,32 @@ extension VaultAPI {
     }
 
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let (rows, nextCursor) = try await page(
+            request, context, permission: .credentialList, operation: "credential.list")
+        return try json(PageDocument(items: rows.map(CredentialMetadataDocument.init), nextCursor: nextCursor))
+    }
+
+    /// `GET /v1/proxy/credentials`: the credentials the caller may use through the proxy (in the
+    /// namespaces where it holds `credential:use`), each with where it may be used. What an agent
+    /// needs to choose one, and nothing more: no token, no labels, no times.
+    func usable(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let (rows, nextCursor) = try await page(request, context, permission: .credentialUse, operation: "proxy.list")
+        let table = vault.providers
+        return try json(
+            PageDocument(
+                items: rows.map { metadata in
+                    UsableCredentialDocument(
+                        id: metadata.id.description, provider: metadata.provider, status: metadata.status.rawValue,
+                        apiBaseURLs: table.settings[metadata.provider]?.apiBases.map(\.description) ?? [])
+                }, nextCursor: nextCursor))
+    }
+
+    /// One page of the credentials in the namespaces where the caller holds `permission`, by the
+    /// listing's query parameters (`namespace`, `status`, `limit`, `cursor`); 403 when it holds it
+    /// nowhere, or not in the namespace asked for.
+    private func page(
+        _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: String
+    ) async throws -> (rows: [CredentialMetadata], nextCursor: String?) {
         let parameters = request.uri.queryParameters
         var query = CredentialQuery()
         if let namespace = parameters.get("namespace") {
@@ -54,22 +80,19 @@ extension VaultAPI {
             query.after = after
         }
         let (peer, memberOf) = try await caller(context)
-        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
+        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: permission)
         if let namespace = query.namespace, let visible, !visible.contains(namespace) {
             throw await deny(
-                peer, groups: memberOf, context, operation: "credential.list", namespace: namespace,
-                permission: .credentialList)
+                peer, groups: memberOf, context, operation: operation, namespace: namespace, permission: permission)
         }
         if visible?.isEmpty == true {
             throw await deny(
-                peer, groups: memberOf, context, operation: "credential.list", namespace: nil,
-                permission: .credentialList)
+                peer, groups: memberOf, context, operation: operation, namespace: nil, permission: permission)
         }
         // A peer allowed some namespaces gets a query over those only (the namespace index).
         query.namespaces = visible
         let rows = try await blocking { [query] in try vault.list(query) }
-        let nextCursor = rows.count == query.limit ? rows.last?.id.description : nil
-        return try json(PageDocument(items: rows.map(CredentialMetadataDocument.init), nextCursor: nextCursor))
+        return (rows, rows.count == query.limit ? rows.last?.id.description : nil)
     }
 
 }

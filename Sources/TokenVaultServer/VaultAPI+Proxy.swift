@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import TokenVaultCore
 import TokenVaultProviders
 
@@ -24,22 +25,30 @@ extension VaultAPI {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without the proxy")
         }
         let metadata = try await blocking { try vault.metadata(id) }
-        guard let settings = vault.providers.settings[metadata.provider], !settings.apiBases.isEmpty else {
-            throw ProblemDetails(
-                .upstreamNotAllowed,
-                detail: "provider instance \(metadata.provider) lists no api_base_urls: its credentials cannot be "
-                    + "used through the proxy")
-        }
-        let target = try proxyTarget(request, id: id, bases: settings.apiBases, provider: metadata.provider)
         let method = request.method.rawValue
+        var origin = "-"
+        // Every refusal past this point is audited and counted, like the calls that went out.
         func refuse(_ problem: ProblemDetails) -> ProblemDetails {
             audit.record(
                 auditEvent(
-                    peer, "credential.proxy", id, .failed, detail: "\(method) \(target.origin) \(problem.code.rawValue)"
-                ))
+                    peer, "credential.proxy", id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
             metrics.recordProxyCall(provider: metadata.provider, status: nil, duration: nil)
             return problem
         }
+        guard let settings = vault.providers.settings[metadata.provider], !settings.apiBases.isEmpty else {
+            throw refuse(
+                ProblemDetails(
+                    .upstreamNotAllowed,
+                    detail: "provider instance \(metadata.provider) lists no api_base_urls: its credentials cannot be "
+                        + "used through the proxy"))
+        }
+        let target: UpstreamURL
+        do {
+            target = try proxyTarget(request, id: id, bases: settings.apiBases, provider: metadata.provider)
+        } catch let problem as ProblemDetails {
+            throw refuse(problem)
+        }
+        origin = target.origin
         guard limiter.admitProxyCall(uid: peer.uid) else {
             throw refuse(
                 ProblemDetails(
@@ -54,7 +63,12 @@ extension VaultAPI {
         } catch {
             throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
         }
-        let body = try await proxiedBody(request)
+        let body: ProxiedBody
+        do {
+            body = try await proxiedBody(request)
+        } catch let problem as ProblemDetails {
+            throw refuse(problem)
+        }
         var credential: Credential
         switch try await usableCredential(id, minimumTTL: Double(options.proxy.minimumTTLSeconds)) {
         case .success(let usable): credential = usable
@@ -67,7 +81,9 @@ extension VaultAPI {
             client, method: method, target: target, headers: forwarded, body: body, credential: credential,
             deadline: deadline, refuse: refuse)
         var refreshed = false
-        if response.status == .unauthorized, body.isReplayable, let engine, Self.refusesToken(response.headers) {
+        if response.status == .unauthorized, body.isReplayable, let engine,
+            Self.refusesToken(response.headers, method: request.method)
+        {
             let used = credential.metadata.generation
             _ = try? await engine.refreshForced(id)
             if case .success(let renewed) = try await usableCredential(id, minimumTTL: 0),
@@ -130,10 +146,9 @@ extension VaultAPI {
         var outgoing = HTTPClientRequest(url: target.description)
         outgoing.method = NIOHTTP1.HTTPMethod(rawValue: method)
         for (name, value) in headers { outgoing.headers.add(name: name, value: value) }
-        let scheme = credential.metadata.tokenType ?? "Bearer"
         outgoing.headers.replaceOrAdd(
             name: "Authorization",
-            value: scheme + " " + credential.secrets.accessToken.revealString())
+            value: Self.scheme(credential.metadata.tokenType) + " " + credential.secrets.accessToken.revealString())
         switch body {
         case .kept(let buffer?): outgoing.body = .bytes(buffer)
         case .kept(nil): break
@@ -151,10 +166,12 @@ extension VaultAPI {
             where [.deadlineExceeded, .readTimeout, .connectTimeout].contains(error)
         {
             throw refuse(
-                ProblemDetails(.upstreamTimeout, detail: "\(target.origin) did not answer in time (\(error))"))
+                ProblemDetails(
+                    .upstreamTimeout, detail: "\(target.origin) did not answer in time: \(Self.reason(error))"))
         } catch {
             throw refuse(
-                ProblemDetails(.upstreamUnavailable, detail: "\(target.origin) could not be reached: \(error)"))
+                ProblemDetails(
+                    .upstreamUnavailable, detail: "\(target.origin) could not be reached: \(Self.reason(error))"))
         }
     }
 
@@ -164,7 +181,17 @@ extension VaultAPI {
     func proxyTarget(_ request: Request, id: CredentialID, bases: [APIBase], provider: String) throws -> UpstreamURL {
         let prefix = "/v1/credentials/\(id.namespace)/\(id.name)/proxy"
         let requested = request.head.path ?? ""
-        let rest = requested.hasPrefix(prefix) ? String(requested.dropFirst(prefix.count)) : ""
+        // The router matched a path written another way (`//`, an encoded segment): where it
+        // was meant to go is not certain, so it goes nowhere.
+        guard requested.hasPrefix(prefix),
+            requested.count == prefix.count
+                || ["/", "?"].contains(requested[requested.index(requested.startIndex, offsetBy: prefix.count)])
+        else {
+            throw ProblemDetails(
+                .invalidRequest,
+                detail: "write the proxy's path as \(prefix)/<upstream path>, without empty or encoded segments")
+        }
+        let rest = String(requested.dropFirst(prefix.count))
         let listed = bases.map(\.description).joined(separator: ", ")
         let target: UpstreamURL
         do {
@@ -205,13 +232,50 @@ extension VaultAPI {
         return target
     }
 
-    /// A 401 that says the token is no good: `WWW-Authenticate` names `invalid_token`, or names
-    /// no error at all (many APIs answer a bare 401). Another error (`insufficient_scope`) is the
-    /// caller's to read: a new token would not change it.
-    static func refusesToken(_ headers: HTTPHeaders) -> Bool {
+    /// A 401 that says the token is no good, so a refresh and one more try may help:
+    /// `WWW-Authenticate` names `invalid_token`; or it names no error at all (many APIs answer a
+    /// bare 401) and the method is one a second try cannot do twice (`GET`, `PUT`, `DELETE`): a
+    /// bare 401 to a `POST` may come from the application after it acted. Another error
+    /// (`insufficient_scope`) is the caller's to read: a new token would not change it.
+    static func refusesToken(_ headers: HTTPHeaders, method: HTTPRequest.Method) -> Bool {
         let challenge = headers["www-authenticate"].joined(separator: ", ").lowercased()
-        guard challenge.contains("error=") else { return true }
+        guard challenge.contains("error=") else { return [.get, .put, .delete].contains(method) }
         return challenge.contains("invalid_token")
+    }
+
+    /// The `Authorization` scheme: the token's type when it is an HTTP token (RFC 9110 `token`
+    /// characters), `Bearer` otherwise (a stored type with a control character would make the
+    /// header invalid, and the HTTP client's error would quote it, token included).
+    static func scheme(_ tokenType: String?) -> String {
+        guard let tokenType, !tokenType.isEmpty, tokenType.utf8.count <= 64,
+            tokenType.unicodeScalars.allSatisfy({
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                        || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
+            })
+        else { return "Bearer" }
+        return tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
+    }
+
+    /// Why a call got no answer, in words that never quote the request (the HTTP client's own
+    /// descriptions can include header values, the token's among them).
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case let error as HTTPClientError:
+            switch error {
+            case .connectTimeout: "the connection timed out"
+            case .readTimeout: "a read timed out"
+            case .deadlineExceeded: "proxy.deadline_seconds passed"
+            case .remoteConnectionClosed: "the upstream closed the connection"
+            case .cancelled: "the call was cancelled"
+            case .bodyLengthMismatch: "the request body's length did not match Content-Length"
+            default: "the HTTP client failed (\(type(of: error)))"
+            }
+        case let error as IOError: "a system call failed (errno \(error.errnoCode))"
+        case is NIOSSLError: "the TLS handshake failed"
+        case is ChannelError: "the connection failed"
+        default: "\(type(of: error))"
+        }
     }
 }
 

@@ -98,6 +98,7 @@ public struct VaultAPI: Sendable {
         credentials.post(":namespace/:name/refresh") { request, context in try await forceRefresh(request, context) }
         credentials.get(":namespace/:name/watch") { request, context in try await watch(request, context) }
         router.get("/v1/events") { request, context in try await eventStream(request, context) }
+        router.get("/v1/proxy/credentials") { request, context in try await usable(request, context) }
         credentials.post(":namespace/:name/exchange") { request, context in try await exchange(request, context) }
         for method in Self.proxyMethods {
             credentials.on(":namespace/:name/proxy", method: method) { request, context in

@@ -18,7 +18,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
         version: tokenVaultVersion,
         subcommands: [
             ServeCommand.self, InitCommand.self, StatusCommand.self, PutCommand.self, TokenCommand.self,
-            ShowCommand.self, ListCommand.self,
+            ShowCommand.self, ListCommand.self, CallCommand.self, MCPCommand.self,
             AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
             RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self,

@@ -211,7 +211,13 @@ import TokenVaultTesting
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let call = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
             #expect(call.status == 200, "\(call.text)")
-            var answers = [call]
+            let usable = try await server.request("GET", "/v1/proxy/credentials")
+            let items = usable.json()["items"] as? [[String: Any]] ?? []
+            #expect(items.count == 1 && items.first?["id"] as? String == "ns/a", "\(usable.text)")
+            #expect(items.first?["api_base_urls"] as? [String] == [upstream.base], "\(usable.text)")
+            let elsewhere = try await server.request("GET", "/v1/proxy/credentials?namespace=other")
+            #expect(elsewhere.status == 403)
+            var answers = [call, usable]
             for (method, target) in [
                 ("GET", "/v1/credentials/ns/a/token"), ("POST", "/v1/credentials/ns/a/refresh"),
                 ("GET", "/v1/credentials/ns/a/watch"), ("GET", "/v1/events"), ("GET", "/v1/credentials/ns/a"),
@@ -235,6 +241,48 @@ private final class RotationScript: Sendable {
     let refreshes = Mutex(0)
     let accepted = Mutex<String?>(nil)
     let changesToken = Mutex(true)
+}
+
+extension ProxyTests {
+    /// An instance with a TLS client certificate (Sber ID's APIs use mutual TLS) presents it to
+    /// an upstream that requires one, from the same options its token calls read; an instance
+    /// without one is refused at the handshake (502, nothing answered).
+    @Test func theInstancesClientCertificateIsPresented() async throws {
+        let pki = try await TestPKI.shared()
+        var serverOptions = TestOAuthServer.Options()
+        serverOptions.tls = pki.serverTLS()
+        let upstream = try await TestOAuthServer.start(serverOptions)
+        let server = try await TestServer(providers: ["sber", "plain"])
+        try await withStopping(
+            server,
+            stop: { server in
+                await server.stop()
+                await upstream.shutdown()
+            }
+        ) { server in
+            let base = try APIBase(parsing: upstream.baseURL)
+            var sber = ProviderSettings(
+                name: "sber", kind: "sber-id",
+                options: [
+                    "client_certificate_file": .string(pki.clientPKCS12Path),
+                    "client_certificate_password_file": .string(pki.passwordPath), "ca_file": .string(pki.caPath),
+                ])
+            sber.apiBases = [base]
+            var plain = ProviderSettings(name: "plain", kind: "oauth2", options: ["ca_file": .string(pki.caPath)])
+            plain.apiBases = [base]
+            server.fixture.vault.install(ProviderTable(settings: ["sber": sber, "plain": plain]))
+            for name in ["sber", "plain"] {
+                _ = try await server.fixture.vault.put(
+                    try CredentialID("ns/\(name)"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+                    provider: name)
+            }
+            let presented = try await server.request("GET", "/v1/credentials/ns/sber/proxy/anything")
+            #expect(presented.headers["tokenvault-proxy"] == "upstream", "\(presented.status) \(presented.text)")
+            let refused = try await server.request("GET", "/v1/credentials/ns/plain/proxy/anything")
+            #expect(
+                refused.status == 502 && refused.json()["code"] as? String == "upstream_unavailable", "\(refused.text)")
+        }
+    }
 }
 
 /// A refresh engine whose forced refresh stores a new access token (and tells the upstream to

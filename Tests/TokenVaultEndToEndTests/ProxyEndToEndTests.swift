@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+import TokenVaultTesting
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The proxy through the built daemon and `tokenvault call`: a call made with a credential's
+/// token whose value never reaches the caller, and bodies streamed without the daemon holding
+/// them.
+@Suite struct ProxyEndToEndTests {
+    /// The CLI, off the cooperative pool: the loopback upstream answers on that pool, in this
+    /// process, and a blocked pool thread would starve it.
+    private func cli(_ harness: ResilienceHarness, _ arguments: [String]) async throws -> CommandRunner.Result {
+        let runner = harness.cli
+        return try await offThePool { try runner.run(arguments + ["--socket", harness.socket]) }
+    }
+
+    /// A daemon whose instance `bank` lists the loopback upstream, with credential `bank/alice`.
+    private func start() async throws -> (ResilienceHarness, TestUpstream, DaemonProcess, String) {
+        let upstream = try await TestUpstream(accepts: { $0 == "never" })
+        let harness = try await ResilienceHarness(
+            lifetime: 3600, limits: "{}", refresh: "{}",
+            providers: #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"]}"#)
+        let daemon = try await offThePool { try harness.startDaemon(logLevel: "debug") }
+        let token = "at-proxy-\(UUID().uuidString)"
+        let socket = harness.socket
+        let put = try await offThePool {
+            try UnixSocketHTTP.request(
+                socket, "PUT", "/v1/credentials/bank/alice",
+                body: #"{"provider": "bank", "token": {"access_token": "\#(token)", "expires_in": 3600}}"#)
+        }
+        try #require(put.status == 201, "\(put.text)")
+        return (harness, upstream, daemon, token)
+    }
+
+    @Test func tokenvaultCallMakesTheCallAndShowsNoToken() async throws {
+        let (harness, upstream, daemon, token) = try await start()
+        defer { daemon.terminate() }
+        let echo = try await cli(
+            harness,
+            [
+                "call", "bank/alice", "GET", "/echo?x=1", "-H", "X-Keep: kept", "--include",
+            ])
+        #expect(echo.status == 0, "\(echo.stderr)")
+        #expect(echo.stdout.hasPrefix("HTTP 200\r\n") && echo.stdout.contains("\"x-keep\":\"kept\""), "\(echo.stdout)")
+        #expect(upstream.authorizations.last == "Bearer \(token)")
+
+        let file = harness.directory.file("body.bin")
+        let body = Data((0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        FileManager.default.createFile(atPath: file, contents: body)
+        let upload = try await cli(
+            harness,
+            [
+                "call", "bank/alice", "POST", upstream.base + "/upload", "-d", "@" + file,
+            ])
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(
+            upload.stdout.contains("\"length\": \(2 << 20)") && upload.stdout.contains("\(TestUpstream.checksum(body))")
+        )
+
+        // The upstream refuses the token; `bank` cannot refresh: the 401 comes back, exit 4.
+        let refused = try await cli(harness, ["call", "bank/alice", "GET", "/protected"])
+        #expect(refused.status == 4, "\(refused.status) \(refused.stderr)")
+        // Outside the bases: the daemon's refusal, exit 1, nothing sent.
+        let sent = upstream.received.count
+        let outside = try await cli(
+            harness,
+            [
+                "call", "bank/alice", "GET", "https://elsewhere.example/x",
+            ])
+        #expect(outside.status == 1 && outside.stderr.contains("upstream_not_allowed"), "\(outside.stderr)")
+        #expect(upstream.received.count == sent)
+
+        daemon.terminate()
+        for output in [echo, upload, refused, outside] {
+            #expect(!output.stdout.contains(token) && !output.stderr.contains(token))
+        }
+        #expect(!daemon.log.contains(token), "the token in a debug-level daemon log")
+        await upstream.stop()
+    }
+
+    /// Eight answers of 16 MiB streamed at once: the daemon's peak memory grows by far less
+    /// than the 128 MiB it passed on (it holds a few buffers per call, never a body).
+    @Test func bodiesStreamThroughWithoutBeingHeld() async throws {
+        let (harness, upstream, daemon, _) = try await start()
+        defer { daemon.terminate() }
+        let pid = daemon.process.processIdentifier
+        // One call first, so the upstream client and its pool exist before the baseline.
+        let first = harness.socket
+        _ = try await offThePool {
+            try UnixSocketHTTP.request(first, "GET", "/v1/credentials/bank/alice/proxy/stream?bytes=65536")
+        }
+        let before = try #require(Self.peakKilobytes(pid))
+        let size = 16 << 20
+        let socket = harness.socket
+        let received = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await offThePool {
+                        try Self.download(socket, "/v1/credentials/bank/alice/proxy/stream?bytes=\(size)")
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(received.allSatisfy { $0 >= size }, "\(received)")
+        let after = try #require(Self.peakKilobytes(pid))
+        let grown = (after - before) / 1024
+        print("proxy streaming: 8 x 16 MiB answers, daemon peak memory \(before / 1024) -> \(after / 1024) MiB")
+        #expect(grown < 64, "the daemon's peak memory grew by \(grown) MiB")
+        await upstream.stop()
+    }
+
+    /// A real MCP client (the `mcp` package from PyPI, installed by `make test`) starts
+    /// `tokenvault mcp`, lists its tools, lists the credentials and calls an API through one.
+    @Test func anMCPClientCallsAnAPIThroughACredential() async throws {
+        let (harness, upstream, daemon, token) = try await start()
+        defer { daemon.terminate() }
+        let python = Self.packageRoot + "/.build/mcp-venv/bin/python"
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python),
+            "no \(python): run make test (or scripts/install-deps.sh --test)")
+        let script = harness.directory.file("client.py")
+        FileManager.default.createFile(atPath: script, contents: Data(Self.mcpClient.utf8))
+        let arguments = [script, CommandRunner.locateBinary(), harness.socket, upstream.base]
+        let run = try await offThePool { try CommandRunner(executable: python).run(arguments) }
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        let result = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(result["tools"] as? [String] == ["http_request", "list_credentials"], "\(result)")
+        #expect(
+            (result["listed"] as? String)?.contains("bank/alice (bank, active): \(upstream.base)") == true, "\(result)")
+        #expect(result["call_error"] as? Bool == false)
+        #expect((result["called"] as? String)?.hasPrefix("HTTP 200") == true, "\(result)")
+        #expect((result["called"] as? String)?.contains("\"x-mcp\":\"yes\"") == true, "\(result)")
+        #expect(result["outside_error"] as? Bool == true)
+        #expect((result["outside"] as? String)?.contains("upstream_not_allowed") == true, "\(result)")
+        #expect(upstream.authorizations.last == "Bearer \(token)", "the call carried the token")
+        #expect(!run.stdout.contains(token) && !run.stderr.contains(token), "a token in an MCP result")
+        await upstream.stop()
+    }
+
+    /// The MCP client: argv = tokenvault binary, socket, upstream base; prints what it saw as JSON.
+    static let mcpClient = """
+        import asyncio, json, sys
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        def failed(result):
+            return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+        def text(result):
+            return "\\n".join(part.text for part in result.content if getattr(part, "text", None) is not None)
+
+        async def main():
+            binary, socket, base = sys.argv[1:4]
+            server = StdioServerParameters(command=binary, args=["mcp", "--socket", socket])
+            async with stdio_client(server) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    tools = await session.list_tools()
+                    listed = await session.call_tool("list_credentials", {})
+                    called = await session.call_tool(
+                        "http_request",
+                        {"credential": "bank/alice", "method": "GET", "url": "/echo?from=mcp", "headers": {"X-MCP": "yes"}})
+                    outside = await session.call_tool(
+                        "http_request", {"credential": "bank/alice", "method": "GET", "url": "https://elsewhere.example/"})
+                    print(json.dumps({
+                        "tools": sorted(tool.name for tool in tools.tools),
+                        "listed": text(listed),
+                        "called": text(called), "call_error": failed(called),
+                        "outside": text(outside), "outside_error": failed(outside),
+                    }))
+
+        asyncio.run(main())
+        """
+
+    /// The package's checkout (where `make test` put the MCP client's environment).
+    static var packageRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }
+
+    /// The body bytes of one answer, read and dropped as they arrive (so the test holds nothing).
+    private static func download(_ socketPath: String, _ target: String) throws -> Int {
+        let connection = try UnixSocketConnection(path: socketPath)
+        try connection.send("GET \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(connection.descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            total += count
+        }
+        return total
+    }
+
+    /// `VmHWM` of a process, in KiB.
+    private static func peakKilobytes(_ pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+}
