@@ -55,8 +55,11 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$WORK/www" "$WORK/nginx"
+# nginx's worker runs as another user: it must reach the files (the vault's own directory stays 0700).
+chmod 755 "$WORK" "$WORK/www"
 printf 'hello, proxy\n' >"$WORK/www/hello"
 head -c $((10 << 20)) /dev/zero >"$WORK/www/big"
+chmod 644 "$WORK/www/hello" "$WORK/www/big"
 cat >"$WORK/nginx.conf" <<EOF
 worker_processes 1;
 daemon off;
@@ -77,7 +80,8 @@ for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/hello" >/dev/null && bre
 
 "$TOKENVAULT" init --data-dir "$DATA" >/dev/null 2>&1
 cat >"$DATA/config.json" <<EOF
-{"providers": {"bench-api": {"kind": "oauth2", "api_base_urls": ["http://127.0.0.1:$PORT"]}}}
+{"providers": {"bench-api": {"kind": "oauth2", "api_base_urls": ["http://127.0.0.1:$PORT"]}},
+ "limits": {"max_proxy_calls_per_uid": $((STREAMS + 16))}}
 EOF
 TOKENVAULT_CONFIG="$DATA/config.json" start_daemon
 echo '{"access_token":"bench-token","expires_in":86400}' |
