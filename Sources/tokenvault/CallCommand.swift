@@ -61,12 +61,19 @@ struct CallCommand: AsyncParsableCommand {
                         refreshed: answer.refreshed, body: String(decoding: bytes.readableBytesView, as: UTF8.self)))
                 return
             }
-            if include {
-                var head = "HTTP \(answer.status)\r\n"
-                for header in answer.headers { head += "\(header.name): \(header.value)\r\n" }
-                output.write(Data((head + "\r\n").utf8))
+            // A reader that goes away (`| head`) ends the output, not the process.
+            do {
+                if include {
+                    var head = "HTTP \(answer.status)\r\n"
+                    for header in answer.headers { head += "\(header.name): \(header.value)\r\n" }
+                    try output.write(contentsOf: Data((head + "\r\n").utf8))
+                }
+                for try await buffer in answer.body { try output.write(contentsOf: Data(buffer.readableBytesView)) }
+            } catch let error as CocoaError
+                where error.code == .fileWriteUnknown || error.code == .fileWriteNoPermission
+            {
+                return
             }
-            for try await buffer in answer.body { output.write(Data(buffer.readableBytesView)) }
         }
         if upstreamStatus >= 400 { throw ExitCode(4) }
     }

@@ -60,6 +60,15 @@ import TokenVaultTesting
             upload.stdout.contains("\"length\": \(2 << 20)") && upload.stdout.contains("\(TestUpstream.checksum(body))")
         )
 
+        // A reader that stops early (`| head`) ends the output, not with a crash.
+        let pipeline =
+            "\(CommandRunner.locateBinary()) call bank/alice GET '/stream?bytes=4194304' --socket \(harness.socket) "
+            + "| head -c 100 >/dev/null"
+        let piped = try await offThePool {
+            try CommandRunner(executable: "/bin/bash").run(["-o", "pipefail", "-c", pipeline])
+        }
+        #expect(piped.status == 0, "\(piped.status) \(piped.stderr.prefix(500))")
+
         // The upstream refuses the token; `bank` cannot refresh: the 401 comes back, exit 4.
         let refused = try await cli(harness, ["call", "bank/alice", "GET", "/protected"])
         #expect(refused.status == 4, "\(refused.status) \(refused.stderr)")
