@@ -103,64 +103,49 @@ private func firstLine(_ fd: Int32) -> Bool {
     }
 }
 
-/// A connected Unix stream socket.
 /// A connection to `target`: a Unix socket's path, or `tcp:IPV4:PORT` (the same loopback API
 /// called directly, as the proxy's baseline in docs/benchmarks.md).
 func connectUnix(_ target: String) throws -> Int32 {
-    guard target.hasPrefix("tcp:") else { return try connectUnixPath(target) }
+    guard target.hasPrefix("tcp:") else {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(target.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return try connectSocket(family: AF_UNIX, to: address, named: target)
+    }
     let parts = target.dropFirst(4).split(separator: ":")
-    guard parts.count == 2, let port = UInt16(parts[1]) else { throw ConnectionError.system("parse \(target)", EINVAL) }
-    #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-    #endif
-    guard fd >= 0 else { throw ConnectionError.system("socket", errno) }
-    var noDelay: Int32 = 1
-    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
+    guard parts.count == 2, let port = UInt16(parts[1]), inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1
+    else { throw ConnectionError.system("parse \(target)", EINVAL) }
     address.sin_port = port.bigEndian
-    guard inet_pton(AF_INET, String(parts[0]), &address.sin_addr) == 1 else {
-        close(fd)
-        throw ConnectionError.system("address \(parts[0])", EINVAL)
+    return try connectSocket(family: AF_INET, to: address, named: target)
+}
+
+/// A stream socket of `family` connected to `address` (TCP without Nagle's delay); closed again
+/// when the connection fails.
+private func connectSocket<Address>(family: Int32, to address: Address, named target: String) throws -> Int32 {
+    #if canImport(Glibc)
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+    #else
+        let fd = socket(family, SOCK_STREAM, 0)
+    #endif
+    guard fd >= 0 else { throw ConnectionError.system("socket", errno) }
+    if family == AF_INET {
+        var noDelay: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
     }
+    var address = address
     let result = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
     }
     guard result == 0 else {
         let code = errno
         close(fd)
         throw ConnectionError.system("connect \(target)", code)
-    }
-    return fd
-}
-
-private func connectUnixPath(_ path: String) throws -> Int32 {
-    #if canImport(Glibc)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    #else
-        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
-    #endif
-    guard fd >= 0 else { throw ConnectionError.system("socket", errno) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        let bytes = Array(path.utf8.prefix(raw.count - 1))
-        raw.copyBytes(from: bytes)
-        raw[bytes.count] = 0
-    }
-    let result = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard result == 0 else {
-        let code = errno
-        close(fd)
-        throw ConnectionError.system("connect \(path)", code)
     }
     return fd
 }
