@@ -49,20 +49,12 @@ extension TokenVaultClient {
     /// Every credential this process may use through the proxy (in `namespace`, if given),
     /// following cursors page by page.
     public func usableCredentials(namespace: String? = nil) async throws -> [UsableCredential] {
-        var items: [UsableCredential] = []
-        var cursor: String?
-        repeat {
+        try await allPages { cursor in
             let page = try await send(
                 .get, "/v1/proxy/credentials", query: [("namespace", namespace), ("cursor", cursor), ("limit", "500")]
             ).decode(UsablePage.self)
-            items += page.items
-            if let next = page.nextCursor, next == cursor {
-                throw TokenVaultClientError.unexpectedResponse(
-                    status: 200, detail: "the daemon returned the same list cursor twice")
-            }
-            cursor = page.nextCursor
-        } while cursor != nil
-        return items
+            return (page.items, page.nextCursor)
+        }
     }
 
     /// What to send: the whole body in memory, or a stream of it (with its length when known).

@@ -65,15 +65,25 @@ extension TokenVaultClient {
 
     /// Every matching credential, following cursors page by page (500 per request).
     public func listAll(namespace: String? = nil, status: String? = nil) async throws -> [CredentialMetadata] {
-        var items: [CredentialMetadata] = []
+        try await allPages { cursor in
+            let page = try await list(namespace: namespace, status: status, cursor: cursor, limit: 500)
+            return (page.items, page.nextCursor)
+        }
+    }
+
+    /// Every item of a paged listing: `page` is asked for the page after each cursor (nil: the
+    /// first) until there is none. A daemon repeating a cursor would otherwise keep us here for ever.
+    func allPages<Item>(_ page: (_ cursor: String?) async throws -> (items: [Item], next: String?)) async throws
+        -> [Item]
+    {
+        var items: [Item] = []
         var cursor: String?
         var seen: Set<String> = []
         repeat {
-            let page = try await list(namespace: namespace, status: status, cursor: cursor, limit: 500)
-            items += page.items
-            cursor = page.nextCursor
-            // A daemon repeating a cursor would otherwise keep us here forever.
-            if let next = cursor, !seen.insert(next).inserted {
+            let (pageItems, next) = try await page(cursor)
+            items += pageItems
+            cursor = next
+            if let next, !seen.insert(next).inserted {
                 throw TokenVaultClientError.unexpectedResponse(
                     status: 200, detail: "the daemon returned the same list cursor twice")
             }

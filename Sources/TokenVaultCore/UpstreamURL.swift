@@ -14,10 +14,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
     /// Without the `?`; nil when there is none.
     public let query: String?
 
-    public var description: String {
-        let defaultPort = scheme == "https" ? 443 : 80
-        return "\(scheme)://\(host)\(port == defaultPort ? "" : ":\(port)")\(path)\(query.map { "?" + $0 } ?? "")"
-    }
+    public var description: String { origin + path + (query.map { "?" + $0 } ?? "") }
 
     /// Scheme, host and port: what a connection is made to (and what the audit trail names).
     public var origin: String {

@@ -57,11 +57,6 @@ enum ProxyHeaders {
 
     private static func contains(_ value: String, _ token: SecretBytes) -> Bool {
         guard token.count > 0, value.utf8.count >= token.count else { return false }
-        return token.withUnsafeBytes { secret in
-            let bytes = Array(value.utf8)
-            return (0...(bytes.count - secret.count)).contains { start in
-                bytes[start..<(start + secret.count)].elementsEqual(secret)
-            }
-        }
+        return token.withUnsafeBytes { secret in Array(value.utf8).firstRange(of: secret) != nil }
     }
 }

@@ -24,7 +24,9 @@ extension VaultAPI {
         guard let upstream = options.upstream else {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without the proxy")
         }
-        let metadata = try await blocking { try vault.metadata(id) }
+        // Read once: its provider decides where the call may go, its token is attached below.
+        let stored = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        let metadata = stored.metadata
         let method = request.method.rawValue
         var origin = "-"
         // Every refusal past this point is audited and counted, like the calls that went out.
@@ -70,7 +72,7 @@ extension VaultAPI {
             throw refuse(problem)
         }
         var credential: Credential
-        switch try await usableCredential(id, minimumTTL: Double(options.proxy.minimumTTLSeconds)) {
+        switch try await usableCredential(id, minimumTTL: Double(options.proxy.minimumTTLSeconds), read: stored) {
         case .success(let usable): credential = usable
         case .failure(let refusal): throw refuse(refusal)
         }
@@ -206,11 +208,8 @@ extension VaultAPI {
             } else {
                 var base = bases[0]
                 if let chosen = request.headers[.tokenVaultUpstreamBase] {
-                    guard
-                        let listedBase = bases.first(where: {
-                            $0.description == (try? APIBase(parsing: chosen))?.description
-                        })
-                    else {
+                    let wanted = (try? APIBase(parsing: chosen))?.description
+                    guard let listedBase = bases.first(where: { $0.description == wanted }) else {
                         throw ProblemDetails(
                             .upstreamNotAllowed,
                             detail:

@@ -39,8 +39,16 @@ extension VaultAPI {
     /// The credential with its access token open, refreshed first when less than `minimumTTL`
     /// seconds remain (joining a refresh in flight): the one rule of a token read and a proxied
     /// call. A token that cannot satisfy `minimumTTL` is never given: the refusal says why.
-    func usableCredential(_ id: CredentialID, minimumTTL: Double) async throws -> Result<Credential, ProblemDetails> {
-        var credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+    /// `read`: the credential as the caller has just read it (saves reading it again).
+    func usableCredential(_ id: CredentialID, minimumTTL: Double, read: Credential? = nil) async throws
+        -> Result<Credential, ProblemDetails>
+    {
+        var credential: Credential
+        if let read {
+            credential = read
+        } else {
+            credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        }
         var verdict = TokenReadVerdict(
             credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
         if let engine, verdict == .refreshFirst {
