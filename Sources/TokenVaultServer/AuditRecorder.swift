@@ -171,8 +171,7 @@ public final class AuditRecorder: Service, Sendable {
         }
         guard !eventsWaiting else { return 0 }
         let next = min(lastPrune + options.pruneInterval, readsDue ?? lastPrune + options.pruneInterval)
-        let wait = (next - ContinuousClock.now).components
-        return max(0, Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
+        return max(0, (next - ContinuousClock.now) / .seconds(1))
     }
 
     /// Writes every pending row now, aggregated reads included (shutdown, `GET /v1/admin/audit`).

@@ -23,8 +23,7 @@ public final class EventLoopWatchdog: Sendable {
         let watchdog = EventLoopWatchdog(notifier: notifier, loops: loops.count)
         // A quarter of the interval: the first loop may have to wait one more round for the others,
         // and a ping still comes within half the interval.
-        let quarter = (interval / 4).components
-        let period = TimeAmount.nanoseconds(quarter.seconds * 1_000_000_000 + quarter.attoseconds / 1_000_000_000)
+        let period = TimeAmount(interval / 4)
         let scheduled = loops.enumerated().map { index, loop in
             loop.scheduleRepeatedTask(initialDelay: .zero, delay: period) { _ in watchdog.beat(index) }
         }

@@ -55,8 +55,15 @@ public final class FileLock: Sendable {
     /// A regular file with one link (checked on the descriptor that is used).
     public static func isPlainFile(_ descriptor: Int32) -> Bool {
         var info = stat()
-        return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink == 1
+        return fstat(descriptor, &info) == 0 && info.isPlainFile
     }
 
     deinit { close(descriptor) }
+}
+
+extension stat {
+    /// A regular file with one link: not a FIFO or device that could hang its opener, and no
+    /// second name (a hard link planted to another file). What a lock file, a held file and a
+    /// backup must be.
+    public var isPlainFile: Bool { (st_mode & S_IFMT) == S_IFREG && st_nlink == 1 }
 }

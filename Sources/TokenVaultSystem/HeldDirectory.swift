@@ -150,7 +150,7 @@ public final class HeldDirectory: Sendable {
         }
         let file = HeldFile(descriptor: opened, path: pathOf(name))
         let info = try file.status()
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
+        guard info.isPlainFile else {
             throw Failure(description: "\(pathOf(name)) is not a regular file with a single link; refused")
         }
         guard info.st_uid == owner || info.st_uid == 0 else {

@@ -89,12 +89,10 @@ struct BackupCommand: AsyncParsableCommand {
             try held { try copy.setMode(0o600) }
             return (copy.path, try held { try copy.size() })
         }
-        let destination = try held { try HeldFile.create(target) }
         let bytes: Int64
         do {
-            bytes = try held { try copy.copy(to: destination) }
+            bytes = try Self.copy(copy, toNew: { try HeldFile.create(target) }, removing: { unlink(target) })
         } catch {
-            unlink(target)
             throw VaultError.storage("\(error); the daemon's copy stays at \(copy.path)")
         }
         backups.remove(name)
@@ -120,23 +118,25 @@ struct BackupCommand: AsyncParsableCommand {
         defer { backend.close() }
         _ = try backend.backup(to: scratch.pathOf("backup.db"))
         let copy = try held { try scratch.openFile("backup.db") }
-        // Never a half-written copy under a backup's name: removed when the copy fails.
         if let target {
-            let destination = try held { try HeldFile.create(target) }
-            do {
-                return (target, try held { try copy.copy(to: destination) })
-            } catch {
-                unlink(target)
-                throw error
-            }
+            return (target, try Self.copy(copy, toNew: { try HeldFile.create(target) }, removing: { unlink(target) }))
         }
         let backups = try held { try dataDir.subdirectory(BackupFile.directoryName, create: true) }
         let name = BackupFile.name(at: SystemClock().now)
-        let destination = try held { try backups.createFile(name) }
+        let bytes = try Self.copy(copy, toNew: { try backups.createFile(name) }, removing: { backups.remove(name) })
+        return (backups.pathOf(name), bytes)
+    }
+
+    /// Copies `source` into the file `create` makes, which `remove` takes away again when the copy
+    /// fails: never a half-written copy under a backup's name.
+    private static func copy(
+        _ source: HeldFile, toNew create: () throws -> HeldFile, removing remove: () -> Void
+    ) throws -> Int64 {
+        let destination = try held { try create() }
         do {
-            return (backups.pathOf(name), try held { try copy.copy(to: destination) })
+            return try held { try source.copy(to: destination) }
         } catch {
-            backups.remove(name)
+            remove()
             throw error
         }
     }
