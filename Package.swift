@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk", exact: "0.12.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // System libraries, reached through pkg-config.
@@ -47,8 +48,13 @@ let package = Package(
         // private files opened and checked one way, core dumps off. A platform layer, like the
         // C targets: it depends on Core only (for SecretBytes), and nothing here is domain logic.
         .target(name: "TokenVaultSystem", dependencies: ["TokenVaultCore", "CProcess"]),
-        // The only importer of libsodium: envelope, keyring, KDF.
-        .target(name: "TokenVaultCrypto", dependencies: ["TokenVaultCore", "TokenVaultSystem", "CSodium"]),
+        // The only importer of libsodium: envelope, keyring, KDF; and of swift-crypto, for the
+        // one thing libsodium lacks: ES256 (P-256) signatures for DPoP proofs.
+        .target(
+            name: "TokenVaultCrypto",
+            dependencies: [
+                "TokenVaultCore", "TokenVaultSystem", "CSodium", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // The only importer of the database drivers (SQLite, PostgreSQL): connections, migrations,
         // queries, the change feed between nodes. Sees ciphertext only.
         .target(
@@ -196,6 +202,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/TokenVaultTesting"),
 

@@ -44,6 +44,8 @@ extension ProviderFailure {
         /// ESIA's GOST signer did not answer in time, or failed.
         public static let signerTimeout = Code(rawValue: "signer_timeout")
         public static let signerFailed = Code(rawValue: "signer_failed")
+        /// No DPoP proof could be made (the vault's DPoP key is unavailable): nothing was sent.
+        public static let dpopProofFailed = Code(rawValue: "dpop_proof_failed")
         /// OpenID discovery of the token endpoint failed.
         public static let discoveryFailed = Code(rawValue: "discovery_failed")
         /// The instance cannot revoke (no revocation endpoint).

@@ -15,6 +15,9 @@ public struct ProviderSettings: Sendable, Equatable {
     /// Where the proxy may send this instance's credentials' tokens (`api_base_urls`); none:
     /// nowhere (the proxy refuses every call through them).
     public var apiBases: [APIBase] = []
+    /// Sender-constrained tokens (`dpop: true`, RFC 9449): token requests and proxied calls carry
+    /// proofs made with the instance's key (`DPoPSession`), so the provider binds its tokens to it.
+    public var dpop = false
 
     public init(
         name: String, kind: String, planner: RefreshPlanner = RefreshPlanner(),
@@ -72,7 +75,7 @@ public enum ProviderChange: Int, Sendable, Comparable {
     case unchanged
     /// Planner, `expired_unit` or limits other than concurrency: the engine and the vault's.
     case retuned
-    /// Same endpoints, another concurrency: a new object (its transport's connection pool
+    /// Same endpoints, another concurrency or `dpop`: a new object (its transport's connection pool
     /// follows it), the same gate, retuned (the breaker judged these very endpoints).
     case rebuilt
     /// Another kind or options (endpoints, client, secret files, TLS): a new object and a new
@@ -86,7 +89,7 @@ extension ProviderSettings {
     /// How `new` differs from these settings (the same instance, before and after a reload).
     public func change(to new: ProviderSettings) -> ProviderChange {
         if kind != new.kind || options != new.options { return .repointed }
-        if limits.concurrency != new.limits.concurrency { return .rebuilt }
+        if limits.concurrency != new.limits.concurrency || dpop != new.dpop { return .rebuilt }
         return self == new ? .unchanged : .retuned
     }
 }

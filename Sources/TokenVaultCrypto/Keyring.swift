@@ -16,12 +16,12 @@ public final class Keyring: RotatingSealer {
 
     private let masterKey: SecretBytes
     private let store: any KeyTermStore
-    private let clock: any VaultClock
+    let clock: any VaultClock
     private let state: Mutex<State>
     /// The master key's check value (`KeyedHash.keyCheckValue`), compared with the stored one
     /// before a term is wrapped.
     public let keyCheck: String
-    /// The audit key and the spool key (`WrappedSecret`): random, wrapped by the master key in the
+    /// The audit key, the spool key and the DPoP seed (`WrappedSecret`): random, wrapped by the master key in the
     /// vault's settings, so a rekey re-wraps them and what they protect stays readable.
     private let secrets: Mutex<[WrappedSecret: SecretBytes]>
 
@@ -61,7 +61,7 @@ public final class Keyring: RotatingSealer {
         }
     }
 
-    private func secret(_ secret: WrappedSecret) -> SecretBytes? { secrets.withLock { $0[secret] } }
+    func secret(_ secret: WrappedSecret) -> SecretBytes? { secrets.withLock { $0[secret] } }
 
     public func auditMAC(_ bytes: [UInt8]) -> [UInt8]? {
         secret(.auditKey).map { KeyedHash.mac(key: $0, bytes) }

@@ -1,7 +1,7 @@
 import TokenVaultCore
 
 /// A random secret of the vault kept in its settings table, sealed by the master key: the audit
-/// trail's MAC key and the spool's secret key. Each has its own associated data, so one cannot be
+/// trail's MAC key, the spool's secret key and the DPoP seed. Each has its own associated data, so one cannot be
 /// moved into the other's place; a rekey re-wraps them with the terms.
 public struct WrappedSecret: Sendable, Hashable {
     /// The setting's key in `vault_meta`.
@@ -15,7 +15,11 @@ public struct WrappedSecret: Sendable, Hashable {
     public static let spoolKey = WrappedSecret(
         setting: "spool.key", label: "tokenvault.spool-key.v1", size: SealedBox.secretKeySize)
 
-    static let all: [WrappedSecret] = [.auditKey, .spoolKey]
+    /// What each DPoP provider instance's key is derived from (`Keyring.signer(for:)`): one
+    /// random seed, so every node of a shared vault holds the same keys without a table of them.
+    public static let dpopSeed = WrappedSecret(setting: "dpop.seed", label: "tokenvault.dpop-seed.v1", size: 32)
+
+    static let all: [WrappedSecret] = [.auditKey, .spoolKey, .dpopSeed]
 
     private init(setting: String, label: String, size: Int) {
         self.setting = setting

@@ -5,11 +5,28 @@ import TokenVaultCore
 public enum ProviderFactory {
     /// The provider, or nil for a name-only instance (no endpoint at all). Every configuration
     /// problem is thrown with its key. `transport` makes how its requests leave (direct by default;
-    /// the daemon's go through the courier).
+    /// the daemon's go through the courier). `dpop`: the keys of instances marked `dpop` (the
+    /// daemon's keyring); without it such an instance is refused.
     public static func make(
         _ settings: ProviderSettings, environment: [String: String],
-        transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }
+        transport: TransportMaker = { _, settings in DirectTransport(settings: settings) }, dpop: DPoPSessions? = nil
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
+        var transport = transport
+        if settings.dpop {
+            guard !ProviderKinds.storeOnly.contains(settings.kind) else {
+                throw ProviderConfigurationError(
+                    key: "providers.\(settings.name).dpop",
+                    problem: "kind '\(settings.kind)' has no token endpoint: there is nothing to bind with DPoP")
+            }
+            guard let dpop else {
+                throw ProviderConfigurationError(
+                    key: "providers.\(settings.name).dpop", problem: "DPoP needs the daemon's keys (tokenvault serve)")
+            }
+            let plain = transport
+            transport = { settings, http in
+                DPoPTransport(base: plain(settings, http), sessions: dpop, instance: settings.name)
+            }
+        }
         switch settings.kind {
         case OAuth2Wire.kind: return try build(OAuth2Wire.self, settings, environment, transport)
         case TinkoffIDWire.kind: return try build(TinkoffIDWire.self, settings, environment, transport)

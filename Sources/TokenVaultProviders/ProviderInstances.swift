@@ -7,26 +7,31 @@ import TokenVaultCore
 public final class ProviderInstances: ProviderBuilding {
     private let environment: [String: String]
     private let transport: TransportMaker
+    private let dpop: DPoPSessions?
     private let ready: @Sendable () async -> ProviderConfigurationError?
 
     /// - Parameters:
     ///   - transport: how requests leave (the courier's transports in the daemon).
+    ///   - dpop: the keys of instances marked `dpop` (the keyring's).
     ///   - ready: called once new instances are built, before they are handed out: the courier
     ///     learns them here. A problem it returns refuses the whole table, as a build error does.
     public init(
         environment: [String: String],
         transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
+        dpop: DPoPSessions? = nil,
         ready: @escaping @Sendable () async -> ProviderConfigurationError? = { nil }
     ) {
         self.environment = environment
         self.transport = transport
+        self.dpop = dpop
         self.ready = ready
     }
 
     public func build(_ settings: [String: ProviderSettings], after previous: ProviderTable)
         async throws(ProviderConfigurationError) -> ProviderTable
     {
-        let next = try await previous.rebuilt(settings, environment: environment, transport: transport)
+        let next = try await previous.rebuilt(
+            settings, environment: environment, transport: transport, dpop: dpop)
         let fresh = next.providers.filter { name, provider in
             !(previous.providers[name]?.isSameObject(as: provider) ?? false)
         }

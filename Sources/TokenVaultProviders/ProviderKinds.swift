@@ -167,6 +167,11 @@ public struct ProviderKinds: ProviderCatalog {
             throw ProviderConfigurationError(
                 key: key + ".api_base_urls", problem: "expected a list of base URLs (https://host[:port]/prefix)")
         }
+        switch options.removeValue(forKey: "dpop") {
+        case nil: break
+        case .bool(let value)?: settings.dpop = value
+        default: throw ProviderConfigurationError(key: key + ".dpop", problem: "expected true or false")
+        }
         settings.options = options
         return settings
     }

@@ -7,10 +7,12 @@ extension ProviderTable {
     /// misconfigured, those already built are shut down before the error is thrown.
     public static func make(
         _ settings: [ProviderSettings], environment: [String: String],
-        transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) }
+        transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
+        dpop: DPoPSessions? = nil
     ) async throws(ProviderConfigurationError) -> ProviderTable {
         try await ProviderTable.empty.rebuilt(
-            Dictionary(settings.map { ($0.name, $0) }) { $1 }, environment: environment, transport: transport)
+            Dictionary(settings.map { ($0.name, $0) }) { $1 }, environment: environment, transport: transport,
+            dpop: dpop)
     }
 
     /// The next table, for `settings`: this table's object of every instance whose provider would
@@ -19,7 +21,8 @@ extension ProviderTable {
     /// down before the error is thrown.
     public func rebuilt(
         _ settings: [String: ProviderSettings], environment: [String: String],
-        transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) }
+        transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
+        dpop: DPoPSessions? = nil
     ) async throws(ProviderConfigurationError) -> ProviderTable {
         var next: [String: any TokenProvider] = [:]
         var built: [any TokenProvider] = []
@@ -30,7 +33,9 @@ extension ProviderTable {
                 continue
             }
             do throws(ProviderConfigurationError) {
-                if let provider = try ProviderFactory.make(instance, environment: environment, transport: transport) {
+                if let provider = try ProviderFactory.make(
+                    instance, environment: environment, transport: transport, dpop: dpop)
+                {
                     next[name] = provider
                     built.append(provider)
                 }

@@ -25,9 +25,23 @@ public final class UpstreamClients: Sendable {
     private let state = Mutex(State())
     /// Connections kept per upstream host.
     private let connectionsPerHost: Int
+    /// The DPoP keys and nonces of instances marked `dpop`, shared with their token calls.
+    private let dpop: DPoPSessions?
 
-    public init(connectionsPerHost: Int = 64) {
+    public init(connectionsPerHost: Int = 64, dpop: DPoPSessions? = nil) {
         self.connectionsPerHost = connectionsPerHost
+        self.dpop = dpop
+    }
+
+    /// The DPoP session proxied calls through `settings`' instance sign with; nil when the instance
+    /// is not marked `dpop`.
+    public func dpopSession(for settings: ProviderSettings) throws -> DPoPSession? {
+        guard settings.dpop else { return nil }
+        guard let dpop else {
+            throw ProviderConfigurationError(
+                key: "providers.\(settings.name).dpop", problem: "this daemon holds no DPoP keys")
+        }
+        return try dpop.session(for: settings.name)
     }
 
     /// The client for the instance `settings` describes (after `shutdown`, an error: a call

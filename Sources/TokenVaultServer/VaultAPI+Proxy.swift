@@ -60,10 +60,16 @@ extension VaultAPI {
         }
         let slot = ProxyCallSlot { [limiter] in limiter.releaseProxyCall(uid: peer.uid) }
         let client: HTTPClient
+        let dpop: DPoPSession?
         do {
             client = try upstream.client(for: settings)
-        } catch {
+            dpop = try upstream.dpopSession(for: settings)
+        } catch let error as ProviderConfigurationError {
             throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
+        } catch {
+            throw refuse(
+                ProblemDetails(
+                    .providerNotConfigured, detail: "\(metadata.provider)'s DPoP key is unavailable: \(error)"))
         }
         let body: ProxiedBody
         do {
@@ -81,7 +87,16 @@ extension VaultAPI {
         let deadline = NIODeadline.now() + .seconds(Int64(options.proxy.deadlineSeconds))
         var response = try await send(
             client, method: method, target: target, headers: forwarded, body: body, credential: credential,
-            deadline: deadline, refuse: refuse)
+            dpop: dpop, deadline: deadline, refuse: refuse)
+        // RFC 9449 section 9: a resource server that wants a nonce (or refused the proof) gets one
+        // new proof, with its nonce; the token is not in question, so nothing is refreshed.
+        if response.status == .unauthorized, dpop != nil, body.isReplayable,
+            DPoPSession.asksForNewProof(error: Self.challengeError(response.headers))
+        {
+            response = try await send(
+                client, method: method, target: target, headers: forwarded, body: body, credential: credential,
+                dpop: dpop, deadline: deadline, refuse: refuse)
+        }
         var refreshed = false
         if response.status == .unauthorized, body.isReplayable, let engine,
             Self.refusesToken(response.headers, method: request.method)
@@ -95,7 +110,7 @@ extension VaultAPI {
                 refreshed = true
                 response = try await send(
                     client, method: method, target: target, headers: forwarded, body: body, credential: credential,
-                    deadline: deadline, refuse: refuse)
+                    dpop: dpop, deadline: deadline, refuse: refuse)
             }
         }
         let status = Int(response.status.code)
@@ -142,15 +157,25 @@ extension VaultAPI {
 
     private func send(
         _ client: HTTPClient, method: String, target: UpstreamURL, headers: [(name: String, value: String)],
-        body: ProxiedBody, credential: Credential, deadline: NIODeadline,
+        body: ProxiedBody, credential: Credential, dpop: DPoPSession?, deadline: NIODeadline,
         refuse: (ProblemDetails) -> ProblemDetails
     ) async throws -> HTTPClientResponse {
         var outgoing = HTTPClientRequest(url: target.description)
         outgoing.method = NIOHTTP1.HTTPMethod(rawValue: method)
         for (name, value) in headers { outgoing.headers.add(name: name, value: value) }
+        let token = credential.secrets.accessToken
         outgoing.headers.replaceOrAdd(
             name: "Authorization",
-            value: Self.scheme(credential.metadata.tokenType) + " " + credential.secrets.accessToken.revealString())
+            value: Self.scheme(credential.metadata.tokenType, dpop: dpop != nil) + " " + token.revealString())
+        if let dpop {
+            do {
+                outgoing.headers.replaceOrAdd(
+                    name: "DPoP", value: try dpop.proof(method: method, url: target.description, accessToken: token))
+            } catch {
+                throw refuse(ProblemDetails(.providerNotConfigured, detail: "no DPoP proof could be made: \(error)"))
+            }
+        }
+
         switch body {
         case .kept(let buffer?): outgoing.body = .bytes(buffer)
         case .kept(nil): break
@@ -158,7 +183,9 @@ extension VaultAPI {
             outgoing.body = .stream(stream, length: length.map { .known(Int64($0)) } ?? .unknown)
         }
         do {
-            return try await client.execute(outgoing, deadline: deadline)
+            let response = try await client.execute(outgoing, deadline: deadline)
+            dpop?.remember(nonce: response.headers.first(name: "dpop-nonce"), from: target.description)
+            return response
         } catch let error as CappedBody<RequestBody>.TooLarge {
             throw refuse(
                 ProblemDetails(
@@ -237,22 +264,39 @@ extension VaultAPI {
     /// bare 401 to a `POST` may come from the application after it acted. Another error
     /// (`insufficient_scope`) is the caller's to read: a new token would not change it.
     static func refusesToken(_ headers: HTTPHeaders, method: HTTPRequest.Method) -> Bool {
+        guard let error = challengeError(headers) else { return [.get, .put, .delete].contains(method) }
+        return error == "invalid_token"
+    }
+
+    /// The first `error` parameter of the `WWW-Authenticate` challenges (RFC 6750 section 3, RFC
+    /// 9449 section 7.1), lower-cased, quoted or not; nil when none names one.
+    static func challengeError(_ headers: HTTPHeaders) -> String? {
         let challenge = headers["www-authenticate"].joined(separator: ", ").lowercased()
-        guard challenge.contains("error=") else { return [.get, .put, .delete].contains(method) }
-        return challenge.contains("invalid_token")
+        var rest = Substring(challenge)
+        while let found = rest.range(of: "error=") {
+            let before = rest[..<found.lowerBound].last
+            rest = rest[found.upperBound...]
+            // `error_description=` and `error_uri=` do not match "error="; a name ending in
+            // "error" (`x_error=`) is another parameter.
+            guard before == nil || before == " " || before == "," else { continue }
+            let value =
+                rest.first == "\"" ? rest.dropFirst().prefix { $0 != "\"" } : rest.prefix { $0 != "," && $0 != " " }
+            return String(value)
+        }
+        return nil
     }
 
     /// The `Authorization` scheme: the token's type when it is an HTTP token (RFC 9110 `token`
-    /// characters), `Bearer` otherwise (a stored type with a control character would make the
+    /// characters), `DPoP` for a DPoP instance's token of no stated type, `Bearer` otherwise (a stored type with a control character would make the
     /// header invalid, and the HTTP client's error would quote it, token included).
-    static func scheme(_ tokenType: String?) -> String {
+    static func scheme(_ tokenType: String?, dpop: Bool = false) -> String {
         guard let tokenType, !tokenType.isEmpty, tokenType.utf8.count <= 64,
             tokenType.unicodeScalars.allSatisfy({
                 $0.isASCII
                     && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
                         || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
             })
-        else { return "Bearer" }
+        else { return dpop ? "DPoP" : "Bearer" }
         return tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
     }
 

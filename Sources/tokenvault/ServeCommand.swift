@@ -39,8 +39,10 @@ struct ServeCommand: AsyncParsableCommand {
         // Checked before anything is opened: a misconfigured provider instance stops start-up
         // naming its key. Requests go through the courier, started once the vault is open.
         let courier = Self.makeCourier(options, settings, logger: logger)
+        // DPoP instances' keys come from the keyring, handed over once the vault is open.
+        let dpop = DPoPSessions()
         let instances = ProviderInstances(
-            environment: options.environment, transport: courier.transportMaker,
+            environment: options.environment, transport: courier.transportMaker, dpop: dpop,
             ready: { await Self.courierLearnsInstances(courier) })
         let table = try await Self.buildProviders(instances, settings, configPath: options.configPath)
         raiseOpenFileLimit()
@@ -55,10 +57,11 @@ struct ServeCommand: AsyncParsableCommand {
             // Before the engine: a courier of an earlier daemon finishes first, and the answers it
             // spooled are read before any attempt is resumed.
             try await courier.start(keyring: opened.keyring)
+            dpop.use(opened.keyring)
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
-            let upstream = UpstreamClients()
+            let upstream = UpstreamClients(dpop: dpop)
             let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let status = Self.statusLine(opened, engine)

@@ -39,12 +39,14 @@ final class ResilienceHarness: Sendable {
     /// directory, socket and copy of the master key). `lateAnswers`: that share of refreshes is
     /// done at once and answered so many seconds later. `timeoutSeconds`: the instance's read
     /// timeout (nil: the default). `leaseSeconds`: `limits.lease_seconds` (nil: the default).
+    /// `dpop`: the provider requires DPoP proofs, checked by it; `idpOptions`: more members of the
+    /// `idp` instance (`"dpop": true, …`).
     init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
         answerDelay: ClosedRange<Double>? = nil, lateAnswers: (share: Double, seconds: Double)? = nil,
         timeoutSeconds: Double? = 5, leaseSeconds: Int? = nil, providers: String? = nil, sections: String? = nil,
         postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1,
-        clientSecretByCredential: Bool = false
+        clientSecretByCredential: Bool = false, dpop: DPoPVerifier? = nil, idpOptions: String? = nil
     ) async throws {
         self.lifetime = lifetime
         self.postgres = postgres
@@ -58,6 +60,7 @@ final class ResilienceHarness: Sendable {
         options.includeIDToken = includeIDToken
         options.tokenAnswerDelay = answerDelay
         options.lateAnswers = lateAnswers
+        options.dpop = dpop
         server = try await TestOAuthServer.start(options)
         _ = try cli.run(["init", "--data-dir", dataDir], environment: storageEnvironment)
         if nodes > 1 {
@@ -85,7 +88,7 @@ final class ResilienceHarness: Sendable {
             {"providers": {"idp": {
                 "kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "revocation_endpoint": "\(server.revocationURL)",
                 "client_id": "vault-client", \(secret),\(timeoutSeconds.map { " \"timeout_seconds\": \($0)," } ?? "")
-                "refresh": \(refresh), "limits": \(limits)}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
+                "refresh": \(refresh), "limits": \(limits)\(idpOptions.map { ", " + $0 } ?? "")}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
             """
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }

@@ -21,6 +21,20 @@ import TokenVaultProviders
         }
     }
 
+    @Test func dpopNeedsATokenEndpointAndTheDaemonsKeys() throws {
+        var ebs = ProviderTestSupport.settings([:], kind: "ebs")
+        ebs.dpop = true
+        #expect(throws: ProviderConfigurationError.self) { _ = try ProviderFactory.make(ebs, environment: [:]) }
+        var oauth = ProviderTestSupport.settings(["token_endpoint": "https://id.example.com/token", "client_id": "a"])
+        oauth.dpop = true
+        do {
+            _ = try ProviderFactory.make(oauth, environment: [:])
+            Issue.record("built without keys")
+        } catch {
+            #expect(error.description.contains("providers.acme.dpop: DPoP needs the daemon's keys"), "\(error)")
+        }
+    }
+
     @Test func tinkoffIDWithOptionsBuildsItsProvider() async throws {
         let settings = ProviderTestSupport.settings(["client_id": "app"], name: "tid", kind: "tinkoff-id")
         let provider = try #require(try ProviderFactory.make(settings, environment: [:]))

@@ -69,6 +69,20 @@ import TokenVaultTesting
             error(#"{"bank": {"kind": "oauth2", "api_base_urls": ["https://a.example/x?q=1"]}}"#).contains("no ?query"))
     }
 
+    /// `dpop`: a flag of the instance, not a kind option; a change of it rebuilds the instance.
+    @Test func dpopIsAFlagOfTheInstance() throws {
+        let config = try load(#"{"bank": {"kind": "oauth2", "dpop": true}}"#)
+        let bank = try #require(config.providers["bank"])
+        #expect(bank.dpop && bank.options.isEmpty)
+        #expect(try load(#"{"bank": {"kind": "oauth2"}}"#).providers["bank"]?.dpop == false)
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "dpop": "yes"}}"#).contains(
+                "providers.bank.dpop: expected true or false"))
+        var plain = bank
+        plain.dpop = false
+        #expect(plain.change(to: bank) == .rebuilt)
+    }
+
     @Test func theListFormDeclaresNameOnlyInstances() throws {
         let config = try load(#"["tinkoff-id", "corp"]"#)
         #expect(config.providers["tinkoff-id"]?.kind == "tinkoff-id")

@@ -13,6 +13,9 @@ import Synchronization
 /// - `/stream?bytes=N`: N bytes, generated while they are sent (never held whole).
 /// - `/upload`: reads the body as it arrives, answers its length and a checksum.
 /// - `/hold?seconds=S`: answers after S seconds.
+/// - `/dpop` (GET, POST): a DPoP resource (RFC 9449 section 7): `Authorization: DPoP <token>` and a
+///   proof `dpop`'s verifier accepts, made with the key the token is bound to; else 401 with a
+///   `WWW-Authenticate: DPoP` challenge (and `DPoP-Nonce` when it wants a nonce). As `/echo` then.
 public final class TestUpstream: Sendable {
     public let port: Int
     public var base: String { "http://127.0.0.1:\(port)" }
@@ -30,7 +33,12 @@ public final class TestUpstream: Sendable {
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    public init(accepts: @escaping @Sendable (String) -> Bool = { _ in true }) async throws {
+    /// `dpop`: how `/dpop` checks proofs, and which key a token is bound to (the token endpoint's
+    /// record, `TestOAuthServer.boundKey(of:)`).
+    public init(
+        accepts: @escaping @Sendable (String) -> Bool = { _ in true },
+        dpop: (verifier: DPoPVerifier, boundKey: @Sendable (String) -> String?)? = nil
+    ) async throws {
         let recording = recording
         let router = Router()
         router.middlewares.add(
@@ -50,6 +58,12 @@ public final class TestUpstream: Sendable {
                     headers: [.wwwAuthenticate: #"Bearer error="invalid_token", error_description="expired""#])
             }
             return try Self.echo(request)
+        }
+        for method in [HTTPRequest.Method.get, .post] {
+            router.on("/dpop", method: method) { request, _ -> Response in
+                guard let dpop else { return Response(status: .notFound) }
+                return try Self.dpopResource(request, dpop.verifier, dpop.boundKey)
+            }
         }
         router.get("/redirect") { request, _ -> Response in
             Response(status: .found, headers: [.location: request.uri.queryParameters.get("to") ?? "/"])
@@ -110,6 +124,30 @@ public final class TestUpstream: Sendable {
     /// The checksum `/upload` answers for `bytes`.
     public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt64 {
         bytes.reduce(0) { $0 &* 31 &+ UInt64($1) }
+    }
+
+    private static func dpopResource(
+        _ request: Request, _ verifier: DPoPVerifier, _ boundKey: (String) -> String?
+    ) throws -> Response {
+        func challenge(_ error: String, nonce: String? = nil) -> Response {
+            var headers: HTTPFields = [.wwwAuthenticate: #"DPoP algs="ES256", error="\#(error)""#]
+            if let nonce { headers[.init("DPoP-Nonce")!] = nonce }
+            return Response(status: .unauthorized, headers: headers)
+        }
+        let authorization = request.headers[.authorization] ?? ""
+        guard authorization.hasPrefix("DPoP ") else { return challenge("invalid_token") }
+        let token = String(authorization.dropFirst(5))
+        let proofs = request.headers[values: .init("DPoP")!]
+        let url = "http://" + (request.head.authority ?? "") + (request.head.path ?? "")
+        switch verifier.check(
+            proof: proofs.count == 1 ? proofs[0] : nil, method: request.method.rawValue, url: url, accessToken: token)
+        {
+        case .nonceRequired(let nonce): return challenge("use_dpop_nonce", nonce: nonce)
+        case .refused: return challenge("invalid_dpop_proof")
+        case .accepted(let thumbprint):
+            guard boundKey(token) == thumbprint else { return challenge("invalid_token") }
+            return try echo(request)
+        }
     }
 
     private static func echo(_ request: Request) throws -> Response {

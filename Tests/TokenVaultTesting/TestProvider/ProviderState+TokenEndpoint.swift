@@ -5,17 +5,33 @@ import Foundation
 extension ProviderState {
     mutating func tokenEndpoint(_ request: RecordedRequest) -> HTTPReply {
         if let refusal = precheck(request) { return refusal }
+        var key: String?
+        if let verifier = options.dpop {
+            switch verifier.check(
+                proof: request.headers["dpop"], method: "POST", url: issuer + options.tokenPath, accessToken: nil)
+            {
+            case .nonceRequired(let nonce):
+                return error(400, "use_dpop_nonce", "a DPoP nonce is required", headers: [("DPoP-Nonce", nonce)])
+            case .refused(let reason): return error(400, "invalid_dpop_proof", reason)
+            case .accepted(let thumbprint): key = thumbprint
+            }
+        }
         switch request.form["grant_type"] {
-        case "refresh_token": return refreshGrant(request)
-        case "authorization_code": return codeGrant(request)
+        case "refresh_token": return refreshGrant(request, key: key)
+        case "authorization_code": return codeGrant(request, key: key)
         case nil, "": return error(400, "invalid_request", "grant_type is required")
         case let other?: return error(400, "unsupported_grant_type", "grant_type \(other) is not supported")
         }
     }
 
-    private mutating func refreshGrant(_ request: RecordedRequest) -> HTTPReply {
+    /// `key`: the DPoP key the request proved (RFC 9449 section 5): the tokens issued are bound to
+    /// it, and a refresh token bound to one key is refused with another (before it is spent).
+    private mutating func refreshGrant(_ request: RecordedRequest, key: String?) -> HTTPReply {
         guard let token = request.form["refresh_token"], !token.isEmpty else {
             return error(400, "invalid_request", "refresh_token is required")
+        }
+        if let bound = dpopBindings[token], bound != key {
+            return error(400, "invalid_grant", "the refresh token is bound to another DPoP key")
         }
         let policy = TokenLedger.Policy(
             accessLifetime: options.accessTokenLifetime, refreshLifetime: options.refreshTokenLifetime,
@@ -26,7 +42,8 @@ extension ProviderState {
             counters.successfulRefreshes += 1
             let returned = minted.rotated || !options.omitRefreshTokenInResponse ? minted.refreshToken : nil
             return tokenResponse(
-                accessToken: minted.accessToken, refreshToken: returned, familyID: minted.familyID, request: request)
+                accessToken: minted.accessToken, refreshToken: returned, familyID: minted.familyID, request: request,
+                key: key)
         case .unknown:
             return error(400, "invalid_grant", "unknown refresh token")
         case .expired:
@@ -39,7 +56,7 @@ extension ProviderState {
         }
     }
 
-    private mutating func codeGrant(_ request: RecordedRequest) -> HTTPReply {
+    private mutating func codeGrant(_ request: RecordedRequest, key: String?) -> HTTPReply {
         guard let code = request.form["code"], !code.isEmpty else {
             return error(400, "invalid_request", "code is required")
         }
@@ -52,7 +69,7 @@ extension ProviderState {
             counters.successfulCodeExchanges += 1
             return tokenResponse(
                 accessToken: issued.accessToken, refreshToken: issued.refreshToken, familyID: issued.familyID,
-                request: request)
+                request: request, key: key)
         case .rejected(let reason):
             return error(400, "invalid_grant", reason)
         case .replayed(let revokedFamily):
@@ -61,12 +78,18 @@ extension ProviderState {
         }
     }
 
-    /// A successful answer, spelled as the options say.
-    private func tokenResponse(
-        accessToken: String, refreshToken: String?, familyID: String, request: RecordedRequest
+    /// A successful answer, spelled as the options say; its tokens bound to `key` when given.
+    private mutating func tokenResponse(
+        accessToken: String, refreshToken: String?, familyID: String, request: RecordedRequest, key: String?
     ) -> HTTPReply {
         let lifetime = options.accessTokenLifetime
-        var fields: [(String, JSONText)] = [("access_token", .string(accessToken)), ("token_type", .string("Bearer"))]
+        if let key {
+            dpopBindings[accessToken] = key
+            if let refreshToken { dpopBindings[refreshToken] = key }
+        }
+        var fields: [(String, JSONText)] = [
+            ("access_token", .string(accessToken)), ("token_type", .string(key == nil ? "Bearer" : "DPoP")),
+        ]
         switch options.expiresInFormat {
         case .integer: fields.append(("expires_in", .integer(Int(lifetime.rounded(.down)))))
         case .string: fields.append(("expires_in", .string(String(Int(lifetime.rounded(.down))))))

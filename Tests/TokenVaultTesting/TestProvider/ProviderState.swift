@@ -11,6 +11,8 @@ struct ProviderState {
     var tokenScript: [ScriptedResponse] = []
     var revocationScript: [ScriptedResponse] = []
     var counters = Counters()
+    /// Token -> the thumbprint of the DPoP key it is bound to (`Options.dpop`).
+    var dpopBindings: [String: String] = [:]
 
     struct Counters {
         var tokenRequests = 0

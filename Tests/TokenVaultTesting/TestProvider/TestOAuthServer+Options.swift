@@ -51,6 +51,9 @@ extension TestOAuthServer {
         /// Extra header fields (`X-Pad-1: p` …) on every unscripted token answer: a provider (or
         /// a proxy in front of it) that sends thousands.
         public var answerHeaderPadding = 0
+        /// Require DPoP proofs (RFC 9449) at the token endpoint, checked by this verifier (its
+        /// nonce required); issued tokens are bound to the proving key (`token_type` `DPoP`).
+        public var dpop: DPoPVerifier? = nil
         /// Serve HTTPS (and ask for client certificates) instead of plain HTTP. Read at `start`.
         public var tls: TestServerTLS? = nil
 

@@ -147,5 +147,8 @@ public final class TestOAuthServer: Sendable {
     }
 
     /// Zeroes the counters and forgets the recorded requests; tokens, options and scripts stay.
+    /// The thumbprint of the DPoP key `token` is bound to; nil when it is a bearer token.
+    public func boundKey(of token: String) -> String? { core.state.withLock { $0.dpopBindings[token] } }
+
     public func resetCounters() { core.state.withLock { $0.counters = ProviderState.Counters() } }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultCrypto
+
+/// The vault's DPoP keys: proofs an independent verifier accepts, one key per provider instance
+/// that stays the same across restarts, `rotate-key` and rekey, and never written unsealed.
+@Suite struct DPoPKeyTests {
+    @Test func proofsCarryWhatRFC9449AsksAndVerify() throws {
+        let vault = try TestVault()
+        let signer = try vault.keyring.signer(for: "bank")
+        let verifier = DPoPVerifier(requiresNonce: false)
+        let token = SecretBytes(utf8: "at-\(UUID().uuidString)")
+        let url = "https://api.bank.example/v1/accounts"
+        let proof = try signer.proof(method: "POST", url: url + "?page=2#x", accessToken: token, nonce: "n-1")
+        #expect(
+            verifier.check(proof: proof, method: "POST", url: url, accessToken: token.revealString())
+                == .accepted(thumbprint: signer.thumbprint))
+        let claims = DPoPVerifier.claims(of: proof)
+        #expect(claims["htu"] as? String == url && claims["nonce"] as? String == "n-1")
+        #expect(claims["iat"] as? Int == Int(vault.clock.now.milliseconds / 1000))
+        // The same proof a second time is a replay; a new one has a new jti.
+        #expect(
+            verifier.check(proof: proof, method: "POST", url: url, accessToken: token.revealString())
+                != .accepted(thumbprint: signer.thumbprint))
+        let next = try signer.proof(method: "POST", url: url, accessToken: token, nonce: nil)
+        #expect(DPoPVerifier.claims(of: next)["jti"] as? String != claims["jti"] as? String)
+        #expect(DPoPVerifier.claims(of: next)["nonce"] == nil)
+        // Another method, URL or token does not pass with this proof.
+        let strict = DPoPVerifier(requiresNonce: false)
+        #expect(
+            strict.check(proof: proof, method: "GET", url: url, accessToken: token.revealString())
+                != .accepted(thumbprint: signer.thumbprint))
+        #expect(
+            strict.check(proof: proof, method: "POST", url: url + "/x", accessToken: token.revealString())
+                != .accepted(thumbprint: signer.thumbprint))
+        #expect(
+            strict.check(proof: proof, method: "POST", url: url, accessToken: "other")
+                != .accepted(thumbprint: signer.thumbprint))
+        // A token request's proof has no ath.
+        #expect(
+            DPoPVerifier.claims(of: try signer.proof(method: "POST", url: url, accessToken: nil, nonce: nil))["ath"]
+                == nil)
+    }
+
+    @Test func eachInstanceHasOneKeyThatOutlivesRestartsRotationAndRekey() throws {
+        let vault = try TestVault()
+        let bank = try vault.keyring.signer(for: "bank").thumbprint
+        #expect(try vault.keyring.signer(for: "bank").thumbprint == bank)
+        #expect(try vault.keyring.signer(for: "other").thumbprint != bank)
+        #expect(try TestVault().keyring.signer(for: "bank").thumbprint != bank, "another vault, another seed")
+
+        // rotate-key: a new data key term, rows re-sealed; the seed is the master key's.
+        _ = try vault.keyring.addTerm()
+        let (_, restarted) = try vault.reopen(masterKey: vault.masterKey)
+        #expect(try restarted.signer(for: "bank").thumbprint == bank)
+        // rekey: the seed is re-wrapped with the vault's other secrets.
+        let newMaster = SodiumRandom.secret(count: 32)
+        try restarted.rekey(to: newMaster, settings: [:])
+        let (_, rekeyed) = try vault.reopen(masterKey: newMaster)
+        #expect(try rekeyed.signer(for: "bank").thumbprint == bank)
+    }
+
+    @Test func neitherTheSeedNorAKeyIsWrittenUnsealed() throws {
+        let vault = try TestVault()
+        let signer = try vault.keyring.signer(for: "bank")
+        _ = try signer.proof(method: "POST", url: "https://bank.example/token", accessToken: nil, nonce: nil)
+        let seed = try #require(vault.keyring.secret(.dpopSeed))
+        var scalar = Keyring.dpopScalar(seed: seed, instance: "bank", counter: 0)
+        defer { scalar.wipe() }
+        #expect(try DPoPKey(scalar: scalar, clock: vault.clock).thumbprint == signer.thumbprint)
+        let seedBytes = seed.withUnsafeBytes { Array($0) }
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        let base64URL = Data(scalar).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let needles: [[UInt8]] = [
+            seedBytes, scalar, Array(hex(seedBytes).utf8), Array(hex(scalar).utf8), Array(base64URL.utf8),
+        ]
+        var searched = 0
+        for path in [vault.databasePath, vault.databasePath + "-wal"] {
+            let bytes = RawBytes.read(path)
+            guard !bytes.isEmpty else { continue }
+            searched += 1
+            for needle in needles { #expect(!RawBytes.contains(bytes, needle), "\(path)") }
+        }
+        #expect(searched > 0)
+        #expect(try vault.database.setting(WrappedSecret.dpopSeed.setting) != nil, "the seed is stored, sealed")
+    }
+}

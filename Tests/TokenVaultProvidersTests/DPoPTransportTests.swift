@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultTesting
+
+/// DPoP token requests (RFC 9449 section 5): a provider instance marked `dpop` sends proofs the
+/// loopback token endpoint checks, answers its nonce challenge once, and gets tokens bound to
+/// the vault's key; a challenge answered from the courier's spool is sent again, not re-read.
+@Suite struct DPoPTransportTests {
+    private static func provider(
+        _ server: TestOAuthServer, _ directory: TemporaryDirectory, name: String = "acme", sessions: DPoPSessions
+    ) throws -> any TokenProvider {
+        let secret = directory.file("secret")
+        FileManager.default.createFile(
+            atPath: secret, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        var settings = ProviderTestSupport.settings(
+            [
+                "token_endpoint": .string(server.tokenURL), "client_id": "vault-client",
+                "client_secret_file": .string(secret),
+            ], name: name)
+        settings.dpop = true
+        return try #require(try ProviderFactory.make(settings, environment: [:], dpop: sessions))
+    }
+
+    @Test func aRefreshAnswersTheNonceChallengeAndIsBoundToTheInstancesKey() async throws {
+        let verifier = DPoPVerifier()
+        var options = TestOAuthServer.Options()
+        options.dpop = verifier
+        let server = try await TestOAuthServer.start(options)
+        let directory = TemporaryDirectory("tokenvault-dpop")
+        let vault = try TestVault()
+        let sessions = DPoPSessions(keys: vault.keyring)
+        let provider = try Self.provider(server, directory, sessions: sessions)
+        let other = try Self.provider(server, directory, name: "other", sessions: sessions)
+        defer {
+            Task {
+                await ProviderTable.shutdown([provider, other])
+                await server.shutdown()
+            }
+        }
+        let key = try vault.keyring.signer(for: "acme").thumbprint
+        let issued = server.issue()
+        let first = try await provider.refresh(OAuth2ProviderFixture.refreshRequest(issued.refreshToken))
+        #expect(verifier.nonceChallenges == 1 && verifier.acceptedKeys == [key])
+        #expect(first.tokenType == "DPoP")
+        let access = first.secrets.accessToken.revealString()
+        #expect(server.boundKey(of: access) == key)
+        // The nonce is remembered: the next refresh is not challenged.
+        let refreshToken = try #require(first.secrets.refreshToken).revealString()
+        let second = try await provider.refresh(OAuth2ProviderFixture.refreshRequest(refreshToken))
+        #expect(verifier.nonceChallenges == 1 && verifier.acceptedKeys == [key, key])
+        // A refresh token bound to this instance's key is refused with another instance's key
+        // (checked before it is spent), and a proof the server refuses is answered with a new one.
+        let bound = try #require(second.secrets.refreshToken).revealString()
+        await #expect(throws: ProviderFailure.self) {
+            _ = try await other.refresh(OAuth2ProviderFixture.refreshRequest(bound))
+        }
+        #expect(!server.isSpent(bound))
+        verifier.refuseNextAsReplayed()
+        _ = try await provider.refresh(OAuth2ProviderFixture.refreshRequest(bound))
+        #expect(verifier.acceptedKeys.last == key)
+    }
+
+    /// What the courier is asked: the challenge answered under the same key, marked to be sent
+    /// (a spooled answer under that key is the challenge itself).
+    @Test func theSecondProofIsSentUnderTheSameKeyAsAResend() async throws {
+        let base = RecordingTransport()
+        let vault = try TestVault()
+        var settings = ProviderTestSupport.settings(
+            ["token_endpoint": "http://127.0.0.1:9/token", "client_id": "c", "client_authentication": "none"])
+        settings.dpop = true
+        let provider = try #require(
+            try ProviderFactory.make(
+                settings, environment: [:], transport: { _, _ in base }, dpop: DPoPSessions(keys: vault.keyring)))
+        defer { Task { await ProviderTable.shutdown([provider]) } }
+        var request = OAuth2ProviderFixture.refreshRequest("rt-1")
+        request.call = ProviderCall(key: "refresh:7")
+        _ = try? await provider.refresh(request)
+        let sent = base.sent
+        #expect(sent.count == 2)
+        #expect(sent.map(\.key) == ["refresh:7", "refresh:7"] && sent.map(\.resend) == [false, true])
+        #expect(sent.map(\.nonce) == [nil, "n-42"])
+    }
+}
+
+/// Answers the first request with a nonce challenge and the second with a token response,
+/// recording each request's call key, resend flag and proof nonce.
+private final class RecordingTransport: ProviderTransport {
+    struct Sent: Sendable {
+        var key: String?
+        var resend: Bool
+        var nonce: String?
+    }
+
+    private let log = Mutex<[Sent]>([])
+    var sent: [Sent] { log.withLock { $0 } }
+
+    func send(_ request: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer {
+        let proof = request.headers.first { $0.name == "DPoP" }?.value ?? ""
+        let count = log.withLock { log in
+            log.append(
+                Sent(
+                    key: call?.key, resend: call?.resend ?? false,
+                    nonce: DPoPVerifier.claims(of: proof)["nonce"] as? String))
+            return log.count
+        }
+        if count == 1 {
+            return HTTPAnswer(
+                status: 400, headers: ["dpop-nonce": "n-42", "content-type": "application/json"],
+                body: Array(#"{"error":"use_dpop_nonce"}"#.utf8))
+        }
+        return HTTPAnswer(
+            status: 200, headers: ["content-type": "application/json"],
+            body: Array(#"{"access_token":"at-x","token_type":"DPoP","expires_in":60}"#.utf8))
+    }
+
+    func shutdown() async throws {}
+}
