@@ -1,7 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenVaultCore
+import TokenVaultStorage
 import TokenVaultTesting
+
+@testable import TokenVaultCrypto
 
 /// DPoP (RFC 9449) through the built daemon, against a loopback token endpoint and resource
 /// server that check every proof (`DPoPVerifier`): a refresh binds the new tokens to the vault's
@@ -88,5 +92,40 @@ import TokenVaultTesting
         #expect(harness.server.revokedFamilies == 0)
         #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty)
         #expect(try await offThePool { try harness.verify() }.status == 0)
+
+        // The key, derived as the daemon derives it, is in no file the test left: not the
+        // database or its WAL, not the spool, not the daemons' logs.
+        #expect(daemon.terminate() == 0)
+        try Self.expectKeyNowhere(harness, thumbprint: key)
+    }
+
+    private static func expectKeyNowhere(_ harness: ResilienceHarness, thumbprint: String) throws {
+        let database = try VaultDatabase(
+            path: harness.dataDir + "/vault.db", checksum: TokenVaultCrypto.SHA256.hex, clock: SystemClock())
+        let keyring = try Keyring(
+            masterKey: try MasterKey.read(keyFile: harness.dataDir + "/master.key"), store: database)
+        let seed = try #require(keyring.secret(.dpopSeed))
+        var scalar = Keyring.dpopScalar(seed: seed, instance: "idp", counter: 0)
+        defer { scalar.wipe() }
+        #expect(try DPoPKey(scalar: scalar, clock: SystemClock()).thumbprint == thumbprint)
+        var needles: [[UInt8]] = []
+        for secret in [seed.withUnsafeBytes { Array($0) }, scalar] {
+            let base64 = Data(secret).base64EncodedString()
+            let base64URL = base64.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            needles += [
+                secret, Array(secret.map { String(format: "%02x", $0) }.joined().utf8), Array(base64.utf8),
+                Array(base64URL.utf8),
+            ]
+        }
+        let files = FileManager.default.enumerator(atPath: harness.directory.path)?.allObjects as? [String] ?? []
+        var searched: [String] = []
+        for file in files {
+            let bytes = RawBytes.read(harness.directory.file(file))
+            guard !bytes.isEmpty else { continue }
+            searched.append(file)
+            for needle in needles { #expect(!RawBytes.contains(bytes, needle), "the DPoP key is in \(file)") }
+        }
+        #expect(searched.contains("data/vault.db") && searched.contains { $0.hasSuffix(".log") }, "\(searched)")
     }
 }
