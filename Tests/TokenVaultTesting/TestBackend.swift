@@ -50,7 +50,18 @@ public struct TestBackendVault: Sendable {
         backend = try Self.open(kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         try backend.migrate()
         keyring = try Keyring.bootstrap(masterKey: masterKey, store: backend, clock: clock)
-        vault = Vault(store: backend, sealer: keyring, clock: clock, options: .init(auditChain: Self.chain(kind)))
+        vault = Vault(
+            store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind),
+            options: .init(auditChain: Self.chain(kind)))
+    }
+
+    /// Where a vault's database calls run. On PostgreSQL, threads of their own (`ThreadExecutor`):
+    /// tests there hold row and advisory locks across nodes on purpose, and a write waiting 10 s
+    /// for one on Dispatch's global queue (two threads on a two-core machine, shared with the
+    /// concurrency pool) stalled every other test in the process for as long (a CI run saw three
+    /// frozen-node tests time out together).
+    static func executor(_ kind: TestBackendKind) -> any BlockingExecutor {
+        kind == .postgres ? ThreadExecutor() : DispatchExecutor()
     }
 
     /// The audit chain of the first vault: "" on SQLite (one writer), a node's on PostgreSQL.
@@ -63,7 +74,10 @@ public struct TestBackendVault: Sendable {
             kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
         let keyring = try Keyring(masterKey: masterKey, store: backend, clock: clock)
         let options = Vault.Options(auditChain: auditChain ?? Self.chain(kind))
-        return (backend, Vault(store: backend, sealer: keyring, clock: clock, options: options))
+        return (
+            backend,
+            Vault(store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind), options: options)
+        )
     }
 
     private static func open(
