@@ -11,14 +11,17 @@
 # 3. a fresh vault whose instance `bench-api` lists that upstream in `api_base_urls`, with the
 #    credential bench/api, and `tokenvault serve`;
 # 4. PAIRS times (default 3), alternately: GET /hello directly over TCP, then through the proxy
-#    (GET /v1/credentials/bench/api/proxy/hello on the socket), at 1 and at 16 keep-alive
-#    connections (tokenvault-loadgen; the goals take the median pair);
+#    (GET /v1/credentials/bench/api/proxy/hello on the socket), then the routed baseline
+#    GET /v1/health, at 1 and at 16 keep-alive connections (tokenvault-loadgen; the goals take the
+#    median pair);
 # 5. restarts the daemon, makes one proxied call, reads its resident memory, starts 100 curl
 #    downloads of /big through the proxy at once, and reads its peak (VmHWM) when they are done;
 # 6. prints the pairs, the median pair and the goals.
 #
 # Knobs (environment): SCRATCH (default .build), DURATION and WARMUP (seconds, default 10 and 2),
-# PAIRS (3), PORT (18098), STREAMS (100), RESULTS (also write the summary to this file).
+# PAIRS (3), PORT (18098), STREAMS (100), RESULTS (also write the summary to this file), BUILD (0:
+# use the release binaries already in SCRATCH), DAEMON_ENV (extra environment for the daemon, e.g.
+# MALLOC_ARENA_MAX=2).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,8 +32,10 @@ PAIRS=${PAIRS:-3}
 PORT=${PORT:-18098}
 STREAMS=${STREAMS:-100}
 
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault >&2
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen >&2
+if [ "${BUILD:-1}" != 0 ]; then
+    swift build -c release --scratch-path "$SCRATCH" --product tokenvault >&2
+    swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen >&2
+fi
 TOKENVAULT="$SCRATCH/release/tokenvault"
 LOADGEN="$SCRATCH/release/tokenvault-loadgen"
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
@@ -83,7 +88,7 @@ cat >"$DATA/config.json" <<EOF
 {"providers": {"bench-api": {"kind": "oauth2", "api_base_urls": ["http://127.0.0.1:$PORT"]}},
  "limits": {"max_proxy_calls_per_uid": $((STREAMS + 16))}}
 EOF
-TOKENVAULT_CONFIG="$DATA/config.json" start_daemon
+TOKENVAULT_CONFIG="$DATA/config.json" start_daemon ${DAEMON_ENV:-}
 echo '{"access_token":"bench-token","expires_in":86400}' |
     "$TOKENVAULT" put bench/api --provider bench-api --socket "$SOCKET" >/dev/null
 
@@ -95,13 +100,16 @@ for pair in $(seq "$PAIRS"); do
     for connections in 1 16; do
         run "direct-$connections-$pair" "tcp:127.0.0.1:$PORT" /hello "$connections"
         run "proxy-$connections-$pair" "$SOCKET" /v1/credentials/bench/api/proxy/hello "$connections"
+        # The floor of any routed request (NIO's decoder, the router, the handler task): the proxy
+        # cannot be faster than this on the router's path.
+        run "health-$connections-$pair" "$SOCKET" /v1/health "$connections"
     done
 done
 
 # Memory: a fresh daemon, one call (the upstream client and its pool exist), then STREAMS
 # downloads of 10 MiB at once.
 stop_daemon
-TOKENVAULT_CONFIG="$DATA/config.json" start_daemon
+TOKENVAULT_CONFIG="$DATA/config.json" start_daemon ${DAEMON_ENV:-}
 curl -s --unix-socket "$SOCKET" -o /dev/null http://localhost/v1/credentials/bench/api/proxy/hello
 IDLE_KB=$(status_kb "$DAEMON_PID" VmRSS)
 started=$(date +%s.%N)
@@ -119,7 +127,7 @@ COMPLETE=$(grep -c "^$((10 << 20))$" "$WORK/sizes" || true)
     printf '%-8s %5s %4s %10s %8s %8s %8s %12s %12s\n' target conns pair "req/s" "p50 us" "p99 us" "srv cores" "srv us/req" "machine cores"
     for pair in $(seq "$PAIRS"); do
         for connections in 1 16; do
-            for target in direct proxy; do
+            for target in direct proxy health; do
                 key="$target-$connections-$pair"
                 line=${RESULT[$key]}
                 rps=$(field "$line" rps)

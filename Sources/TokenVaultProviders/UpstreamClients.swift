@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import NIOCore
 import NIOPosix
 import Synchronization
 import TokenVaultCore
@@ -27,10 +28,17 @@ public final class UpstreamClients: Sendable {
     private let connectionsPerHost: Int
     /// The DPoP keys and nonces of instances marked `dpop`, shared with their token calls.
     private let dpop: DPoPSessions?
+    /// Where the clients' connections live: the daemon's own event loops, so a proxied call's
+    /// upstream I/O does not wake a second group's threads (shut the clients down first).
+    private let eventLoopGroup: any EventLoopGroup
 
-    public init(connectionsPerHost: Int = 64, dpop: DPoPSessions? = nil) {
+    public init(
+        connectionsPerHost: Int = 64, dpop: DPoPSessions? = nil,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
         self.connectionsPerHost = connectionsPerHost
         self.dpop = dpop
+        self.eventLoopGroup = eventLoopGroup
     }
 
     /// The DPoP session proxied calls through `settings`' instance sign with; nil when the instance
@@ -54,7 +62,7 @@ public final class UpstreamClients: Sendable {
         let transport =
             try ProviderFactory.transportSettings(settings)
             ?? TransportSettings(maximumConnections: connectionsPerHost)
-        let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost)
+        let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost, on: eventLoopGroup)
         let (client, unused) = state.withLock { state -> (HTTPClient?, HTTPClient?) in
             if state.isShutDown { return (nil, made) }
             if let entry = state.clients[settings.name], entry.settings == settings { return (entry.client, made) }
@@ -81,9 +89,11 @@ public final class UpstreamClients: Sendable {
         for client in clients { try? await client.shutdown() }
     }
 
-    private static func makeClient(_ settings: TransportSettings, connectionsPerHost: Int) -> HTTPClient {
+    private static func makeClient(
+        _ settings: TransportSettings, connectionsPerHost: Int, on group: any EventLoopGroup
+    ) -> HTTPClient {
         var configuration = settings.clientConfiguration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
-        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        return HTTPClient(eventLoopGroup: group, configuration: configuration)
     }
 }

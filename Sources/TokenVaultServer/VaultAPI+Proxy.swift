@@ -25,7 +25,7 @@ extension VaultAPI {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without the proxy")
         }
         // Read once: its provider decides where the call may go, its token is attached below.
-        let stored = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        let stored = try await readCredential(id)
         let metadata = stored.metadata
         let method = request.method.rawValue
         var origin = "-"

@@ -36,6 +36,20 @@ extension VaultAPI {
             body: .init(byteBuffer: body))
     }
 
+    /// The credential with its access and ID tokens open, read where the caller runs when the
+    /// store answers at once (SQLite's page cache, PostgreSQL's record cache: what the token fast
+    /// path reads on its event loop), through the blocking pool when it would wait. Saves a call
+    /// two thread hops; a credential that does not exist is not looked for twice.
+    func readCredential(_ id: CredentialID) async throws -> Credential {
+        do {
+            return try vault.credentialWithoutWaiting(id, opening: [.accessToken, .idToken])
+        } catch let error as VaultError where error.code == .credentialNotFound {
+            throw error
+        } catch {
+            return try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+        }
+    }
+
     /// The credential with its access token open, refreshed first when less than `minimumTTL`
     /// seconds remain (joining a refresh in flight): the one rule of a token read and a proxied
     /// call. A token that cannot satisfy `minimumTTL` is never given: the refusal says why.
@@ -47,7 +61,7 @@ extension VaultAPI {
         if let read {
             credential = read
         } else {
-            credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+            credential = try await readCredential(id)
         }
         var verdict = TokenReadVerdict(
             credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
@@ -61,7 +75,7 @@ extension VaultAPI {
                 refreshFailure = "new tokens are waiting to be committed (\(held.lastError))"
             case .tooSoon(_, let reason): refreshFailure = reason
             }
-            credential = try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+            credential = try await readCredential(id)
             verdict = TokenReadVerdict(
                 credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: false,
                 refreshTried: true, refreshFailure: refreshFailure)

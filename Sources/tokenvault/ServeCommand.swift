@@ -61,9 +61,9 @@ struct ServeCommand: AsyncParsableCommand {
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
-            let upstream = UpstreamClients(dpop: dpop)
-            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
+            let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
+            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
             let status = Self.statusLine(opened, engine)
             let watchdog = WatchdogSlot()
             let application = Self.makeApplication(
@@ -95,8 +95,9 @@ struct ServeCommand: AsyncParsableCommand {
             }
             try await group.run()
             watchdog.stop()
-            try? await eventLoops.shutdownGracefully()
+            // The proxy's clients live on the event loops: closed before them.
             await upstream.shutdown()
+            try? await eventLoops.shutdownGracefully()
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()
             await instances.release(Array(engine.providerTable.providers.values))
