@@ -1,3 +1,4 @@
+#include <malloc.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -21,4 +22,9 @@ extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *
 
 static inline int tokenvault_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+/// `mallopt(M_ARENA_MAX, count)`: how many malloc arenas glibc may create (default 8 per core).
+static inline int tokenvault_limit_malloc_arenas(int count) {
+    return mallopt(M_ARENA_MAX, count);
 }

@@ -59,6 +59,11 @@ extension ServeCommand {
             printError("error: \(error)")
             throw ExitCode(1)
         }
+        // Before the event loops and pools start their threads: few malloc arenas, so memory a
+        // burst of streams freed is used again rather than kept per thread.
+        if let problem = ProcessHygiene.limitMallocArenas(to: 2, environment: options.environment) {
+            logger.warning("could not limit malloc arenas", metadata: ["tokenvault.error": "\(problem)"])
+        }
         // Before any secret is read: no core file, and no other process of this user attaching.
         if settings.coreDumps {
             logger.warning("core dumps are allowed (server.core_dumps): a crash may write tokens to disk")
