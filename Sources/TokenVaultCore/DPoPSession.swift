@@ -17,52 +17,71 @@ public protocol DPoPKeySource: Sendable {
     func signer(for instance: String) throws -> any DPoPSigner
 }
 
-/// One provider instance's DPoP state: its key and the latest nonce each server gave (RFC 9449
-/// section 8 for the authorization server, 9 for resource servers), shared by the token calls
-/// (refresh, code exchange) and the proxy, so a nonce learnt by one is used by the other.
+/// Which kind of server a DPoP nonce came from: RFC 9449 keeps the authorization server's
+/// (section 8) and a resource server's (section 9) apart, even on one origin (an API gateway).
+public enum DPoPServer: Sendable {
+    /// The token endpoint: proofs without `ath`.
+    case authorization
+    /// An API the proxy calls: proofs with `ath`.
+    case resource
+}
+
+/// One provider instance's DPoP state: its key and the latest nonce each server gave, shared by
+/// the token calls (refresh, code exchange) and the proxy.
 public final class DPoPSession: Sendable {
     public let signer: any DPoPSigner
     private let nonces = Mutex<[String: String]>([:])
-    /// Servers remembered at most; past it the oldest half is forgotten (a nonce is only an
-    /// optimisation: a server that wants one asks again).
+    /// Servers remembered at most; past it all are forgotten (a nonce only saves a round trip: a
+    /// server that wants one asks again).
     static let maximumServers = 256
 
     public init(signer: any DPoPSigner) { self.signer = signer }
 
-    /// A proof for `method` `url`, with the nonce last heard from `url`'s server.
-    public func proof(method: String, url: String, accessToken: SecretBytes? = nil) throws -> String {
-        let origin = Self.origin(of: url)
-        return try signer.proof(
-            method: method, url: url, accessToken: accessToken, nonce: nonces.withLock { $0[origin] })
+    /// A proof for `method` `url`, with the nonce last heard from that server; `accessToken` for
+    /// a resource server's proof (its hash is `ath`).
+    public func proof(for server: DPoPServer, method: String, url: String, accessToken: SecretBytes? = nil)
+        throws -> String
+    {
+        let key = Self.key(server, url)
+        return try signer.proof(method: method, url: url, accessToken: accessToken, nonce: nonces.withLock { $0[key] })
     }
 
     /// Keeps the `DPoP-Nonce` a server sent with any answer (success or challenge).
-    public func remember(nonce: String?, from url: String) {
+    public func remember(nonce: String?, from server: DPoPServer, url: String) {
         guard let nonce, !nonce.isEmpty, nonce.utf8.count <= 1024 else { return }
-        let origin = Self.origin(of: url)
+        let key = Self.key(server, url)
         nonces.withLock { nonces in
-            if nonces[origin] == nil, nonces.count >= Self.maximumServers {
-                for key in nonces.keys.prefix(Self.maximumServers / 2) { nonces[key] = nil }
-            }
-            nonces[origin] = nonce
+            if nonces[key] == nil, nonces.count >= Self.maximumServers { nonces.removeAll() }
+            nonces[key] = nonce
         }
     }
 
-    /// `scheme://authority` of a URL: a server's nonce is the server's, whatever the path.
+    static func key(_ server: DPoPServer, _ url: String) -> String {
+        (server == .authorization ? "as " : "rs ") + origin(of: url)
+    }
+
+    /// `scheme://host[:port]` of a URL, lower-cased, without the scheme's default port: a
+    /// server's nonce is the server's, whatever the path.
     static func origin(of url: String) -> String {
         guard let separator = url.range(of: "://") else { return url }
         let rest = url[separator.upperBound...]
         let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        return url[..<end].lowercased()
+        let origin = url[..<end].lowercased()
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
+        where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
+            return String(origin.dropLast(port.count))
+        }
+        return origin
     }
 
-    /// Whether an answer is the server asking for another proof: RFC 9449's `use_dpop_nonce`
-    /// (section 8) or `invalid_dpop_proof` (a proof refused, e.g. as a replay). Read from the token
-    /// endpoint's error body (`error`) or a resource server's `WWW-Authenticate` challenge.
-    public static func asksForNewProof(error: String?) -> Bool {
-        guard let error = error?.lowercased() else { return false }
-        return error == "use_dpop_nonce" || error == "invalid_dpop_proof"
-    }
+    /// Whether an answer is RFC 9449's nonce challenge (`use_dpop_nonce`): the server refused the
+    /// request before acting on it, and wants the nonce it sent in `DPoP-Nonce`.
+    public static func isNonceChallenge(error: String?) -> Bool { error?.lowercased() == "use_dpop_nonce" }
+
+    /// Whether a resource server refused the proof itself (`invalid_dpop_proof`: a `jti` it has
+    /// seen, a stale `iat`). The request may have reached it before, so only a call that may be
+    /// made twice is sent again.
+    public static func isRefusedProof(error: String?) -> Bool { error?.lowercased() == "invalid_dpop_proof" }
 }
 
 /// The sessions of the daemon's DPoP instances, one per instance name, made on first use. The

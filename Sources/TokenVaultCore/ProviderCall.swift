@@ -12,10 +12,6 @@ public struct ProviderCall: Sendable {
     /// What recovery needs besides the answer (an exchange's credential, labels and checks),
     /// sealed with it; never logged.
     public var context: SecretBytes?
-    /// Send the request even if the spool holds an answer under `key`: that answer asked for
-    /// this new request (a DPoP nonce challenge, `DPoPTransport`), which the provider has not
-    /// acted on. Its answer replaces the held one.
-    public var resend = false
 
     public init(key: String, context: SecretBytes? = nil) {
         self.key = key

@@ -167,7 +167,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     func send(route: UInt32, instance: String, request: PreparedRequest, call: ProviderCall?)
         async throws(ProviderFailure) -> HTTPAnswer
     {
-        if let call, !call.resend, let answer = try spooled.answer(for: call.key) { return answer }
+        if let call, let answer = try spooled.answer(for: call.key) { return answer }
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
         return try await connection.call(

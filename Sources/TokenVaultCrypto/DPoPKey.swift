@@ -27,9 +27,14 @@ public struct DPoPKey: DPoPSigner {
         key = try P256.Signing.PrivateKey(rawRepresentation: scalar)
         let point = Array(key.publicKey.x963Representation)  // 0x04 || x || y
         jwk = JWK(x: Base64URL.encode(point[1...32]), y: Base64URL.encode(point[33...64]))
-        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(jwk.x)","y":"\#(jwk.y)"}"#
-        thumbprint = Base64URL.encode(Crypto.SHA256.hash(data: Array(canonical.utf8)))
+        thumbprint = Self.thumbprint(x: jwk.x, y: jwk.y)
         self.clock = clock
+    }
+
+    /// RFC 7638: SHA-256 over the required members in lexicographic order, no whitespace.
+    static func thumbprint(x: String, y: String) -> String {
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        return Base64URL.encode(Crypto.SHA256.hash(data: Array(canonical.utf8)))
     }
 
     private struct Header: Encodable {

@@ -2,10 +2,13 @@ import TokenVaultCore
 
 /// The transport of a DPoP instance (`dpop: true`, RFC 9449): every request it posts (token
 /// requests and revocations) carries a fresh proof made with the instance's key, so the provider
-/// binds the tokens it issues to that key. An answer that asks for another proof (section 8's
-/// `use_dpop_nonce` challenge, or `invalid_dpop_proof`) is answered once with a new proof, with
-/// the nonce the server gave: the server refused such a request before looking at its grant, so
-/// sending it again cannot spend a refresh token twice. Discovery documents (`GET`) go as they are.
+/// binds the tokens it issues to that key. A nonce challenge (section 8: `use_dpop_nonce` with a
+/// `DPoP-Nonce`) is answered once, with a new proof carrying that nonce: the server refused the
+/// request before looking at its grant, so sending it again cannot spend a refresh token twice.
+/// Nothing else is sent again: an `invalid_dpop_proof` may mean the same bytes reached the server
+/// twice (a retrying intermediary), and a challenge recovered from the courier's spool belongs
+/// to a request made before a restart (a recovered code exchange has no code left to send); the
+/// engine's own retry, with a new attempt, answers those. Discovery documents (`GET`) go as they are.
 struct DPoPTransport: ProviderTransport {
     let base: any ProviderTransport
     let sessions: DPoPSessions
@@ -22,14 +25,16 @@ struct DPoPTransport: ProviderTransport {
                 message: "no DPoP proof could be made for the request: \(error)")
         }
         let answer = try await base.send(try signed(request, session), call: call)
-        session.remember(nonce: answer.headers["dpop-nonce"], from: request.url)
-        guard answer.status == 400 || answer.status == 401,
-            DPoPSession.asksForNewProof(error: ProviderErrorBody.parse(answer.body)?.error)
+        // A recovered answer's nonce is older than any this session may have heard since.
+        guard answer.sentAt == nil else { return answer }
+        let nonce = answer.headers["dpop-nonce"]
+        session.remember(nonce: nonce, from: .authorization, url: request.url)
+        guard answer.status == 400 || answer.status == 401, nonce != nil,
+            DPoPSession.isNonceChallenge(error: ProviderErrorBody.parse(answer.body)?.error)
         else { return answer }
-        var again = call
-        again?.resend = true
-        let second = try await base.send(try signed(request, session), call: again)
-        session.remember(nonce: second.headers["dpop-nonce"], from: request.url)
+        // Under the same courier key: the second answer replaces the challenge the courier keeps.
+        let second = try await base.send(try signed(request, session), call: call)
+        session.remember(nonce: second.headers["dpop-nonce"], from: .authorization, url: request.url)
         return second
     }
 
@@ -42,7 +47,9 @@ struct DPoPTransport: ProviderTransport {
         do {
             signed.headers.removeAll { $0.name.lowercased() == "dpop" }
             signed.headers.append(
-                HeaderField(name: "DPoP", value: try session.proof(method: request.method, url: request.url)))
+                HeaderField(
+                    name: "DPoP",
+                    value: try session.proof(for: .authorization, method: request.method, url: request.url)))
         } catch {
             throw ProviderFailure(
                 kind: .misconfigured, code: .dpopProofFailed,

@@ -56,9 +56,9 @@ public enum ProviderErrorClassifier {
         // Our request is wrong: retrying the same request cannot succeed.
         case "invalid_request", "invalid_scope": .misconfigured
         case "server_error", "temporarily_unavailable", "limit_exceeded": .transient
-        // RFC 9449: a nonce challenge left after the one new proof `DPoPTransport` sends (the
-        // server's nonces are changing under us: try later), and proofs the server will not take
-        // (its clock or its algorithms disagree with ours). Neither request was acted on.
+        // RFC 9449: a nonce challenge left after the one new proof `DPoPTransport` sends (or one
+        // recovered from the spool): try later; a proof the server will not take (its clock or its
+        // algorithms disagree with ours, or it saw the proof before): not retried on its own.
         case "use_dpop_nonce": .transient
         case "invalid_dpop_proof": .misconfigured
         default: nil

@@ -88,10 +88,13 @@ extension VaultAPI {
         var response = try await send(
             client, method: method, target: target, headers: forwarded, body: body, credential: credential,
             dpop: dpop, deadline: deadline, refuse: refuse)
-        // RFC 9449 section 9: a resource server that wants a nonce (or refused the proof) gets one
-        // new proof, with its nonce; the token is not in question, so nothing is refreshed.
+        // RFC 9449 section 9: a resource server that wants a nonce gets one new proof with it (it
+        // did not act on the call); one that refused the proof (a jti it has seen) gets one too
+        // when the call may be made twice. The token is not in question: nothing is refreshed.
         if response.status == .unauthorized, dpop != nil, body.isReplayable,
-            DPoPSession.asksForNewProof(error: Self.challengeError(response.headers))
+            DPoPSession.isNonceChallenge(error: Self.challengeError(response.headers))
+                || (DPoPSession.isRefusedProof(error: Self.challengeError(response.headers))
+                    && Self.repeatableMethods.contains(request.method))
         {
             response = try await send(
                 client, method: method, target: target, headers: forwarded, body: body, credential: credential,
@@ -170,7 +173,8 @@ extension VaultAPI {
         if let dpop {
             do {
                 outgoing.headers.replaceOrAdd(
-                    name: "DPoP", value: try dpop.proof(method: method, url: target.description, accessToken: token))
+                    name: "DPoP",
+                    value: try dpop.proof(for: .resource, method: method, url: target.description, accessToken: token))
             } catch {
                 throw refuse(ProblemDetails(.providerNotConfigured, detail: "no DPoP proof could be made: \(error)"))
             }
@@ -184,7 +188,7 @@ extension VaultAPI {
         }
         do {
             let response = try await client.execute(outgoing, deadline: deadline)
-            dpop?.remember(nonce: response.headers.first(name: "dpop-nonce"), from: target.description)
+            dpop?.remember(nonce: response.headers.first(name: "dpop-nonce"), from: .resource, url: target.description)
             return response
         } catch let error as CappedBody<RequestBody>.TooLarge {
             throw refuse(
@@ -264,9 +268,12 @@ extension VaultAPI {
     /// bare 401 to a `POST` may come from the application after it acted. Another error
     /// (`insufficient_scope`) is the caller's to read: a new token would not change it.
     static func refusesToken(_ headers: HTTPHeaders, method: HTTPRequest.Method) -> Bool {
-        guard let error = challengeError(headers) else { return [.get, .put, .delete].contains(method) }
+        guard let error = challengeError(headers) else { return repeatableMethods.contains(method) }
         return error == "invalid_token"
     }
+
+    /// Methods a second try cannot do twice (RFC 9110 idempotent methods among the proxy's).
+    static let repeatableMethods: Set<HTTPRequest.Method> = [.get, .put, .delete]
 
     /// The first `error` parameter of the `WWW-Authenticate` challenges (RFC 6750 section 3, RFC
     /// 9449 section 7.1), lower-cased, quoted or not; nil when none names one.

@@ -93,7 +93,9 @@ struct ServeCommand: AsyncParsableCommand {
                 opened.database.close()
                 withExtendedLifetime(lock) {}
             }
-            try await group.run()
+            // Whatever ended the group, what it leaves is closed before the error goes on.
+            var failure: (any Error)?
+            do { try await group.run() } catch { failure = error }
             watchdog.stop()
             // The proxy's clients live on the event loops: closed before them.
             await upstream.shutdown()
@@ -101,6 +103,7 @@ struct ServeCommand: AsyncParsableCommand {
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()
             await instances.release(Array(engine.providerTable.providers.values))
+            if let failure { throw failure }
             logger.info("stopped")
         }
     }

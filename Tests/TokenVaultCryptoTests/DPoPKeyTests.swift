@@ -45,6 +45,16 @@ import TokenVaultTesting
                 == nil)
     }
 
+    /// RFC 9449's own example key (section 4.2, figure 3) and the `jkt` it gives for it (section
+    /// 6.1): the thumbprint is computed as the RFC computes it, by the signer and by the test
+    /// servers' verifier alike.
+    @Test func theThumbprintOfRFC9449sExampleKey() {
+        let x = "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs"
+        let y = "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA"
+        #expect(DPoPKey.thumbprint(x: x, y: y) == "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")
+        #expect(DPoPVerifier.thumbprint(x: x, y: y) == "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")
+    }
+
     @Test func eachInstanceHasOneKeyThatOutlivesRestartsRotationAndRekey() throws {
         let vault = try TestVault()
         let bank = try vault.keyring.signer(for: "bank").thumbprint

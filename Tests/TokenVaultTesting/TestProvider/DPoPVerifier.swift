@@ -90,12 +90,17 @@ public final class DPoPVerifier: Sendable {
                 return .refused("jti was used before")
             }
             guard state.seen.insert(jti).inserted else { return .refused("jti was used before") }
-            let thumbprintInput = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
-            let thumbprint = Self.encode(Data(Crypto.SHA256.hash(data: Data(thumbprintInput.utf8))))
+            let thumbprint = Self.thumbprint(x: x, y: y)
             state.accepted.append(proof)
             state.keys.append(thumbprint)
             return .accepted(thumbprint: thumbprint)
         }
+    }
+
+    /// RFC 7638's thumbprint of a P-256 key.
+    public static func thumbprint(x: String, y: String) -> String {
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        return encode(Data(Crypto.SHA256.hash(data: Data(canonical.utf8))))
     }
 
     /// The claims of a proof, for tests that look inside one.
