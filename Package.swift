@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultProvidersTests",
             dependencies: [
-                "TokenVaultProviders", "TokenVaultCore", "TokenVaultTesting",
+                "TokenVaultProviders", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -8,9 +8,18 @@ import TokenVaultTesting
 /// The vault's DPoP keys: proofs an independent verifier accepts, one key per provider instance
 /// that stays the same across restarts, `rotate-key` and rekey, and never written unsealed.
 @Suite struct DPoPKeyTests {
+    /// A keyring over memory: these tests run on the concurrency pool, and a vault file's
+    /// migrations would hold a pool thread for every fsync (only the byte search needs a file).
+    private static func keyring(
+        _ store: InMemoryStore = InMemoryStore(), masterKey: SecretBytes = SodiumRandom.secret(count: 32),
+        clock: FakeClock = FakeClock(Timestamp.now())
+    ) throws -> Keyring {
+        try Keyring.bootstrap(masterKey: masterKey, store: store, clock: clock)
+    }
+
     @Test func proofsCarryWhatRFC9449AsksAndVerify() throws {
-        let vault = try TestVault()
-        let signer = try vault.keyring.signer(for: "bank")
+        let clock = FakeClock(Timestamp.now())
+        let signer = try Self.keyring(clock: clock).signer(for: "bank")
         let verifier = DPoPVerifier(requiresNonce: false)
         let token = SecretBytes(utf8: "at-\(UUID().uuidString)")
         let url = "https://api.bank.example/v1/accounts"
@@ -20,7 +29,7 @@ import TokenVaultTesting
                 == .accepted(thumbprint: signer.thumbprint))
         let claims = DPoPVerifier.claims(of: proof)
         #expect(claims["htu"] as? String == url && claims["nonce"] as? String == "n-1")
-        #expect(claims["iat"] as? Int == Int(vault.clock.now.milliseconds / 1000))
+        #expect(claims["iat"] as? Int == Int(clock.now.milliseconds / 1000))
         // The same proof a second time is a replay; a new one has a new jti.
         #expect(
             verifier.check(proof: proof, method: "POST", url: url, accessToken: token.revealString())
@@ -56,25 +65,26 @@ import TokenVaultTesting
     }
 
     @Test func eachInstanceHasOneKeyThatOutlivesRestartsRotationAndRekey() throws {
-        let vault = try TestVault()
-        let bank = try vault.keyring.signer(for: "bank").thumbprint
-        #expect(try vault.keyring.signer(for: "bank").thumbprint == bank)
-        #expect(try vault.keyring.signer(for: "other").thumbprint != bank)
-        #expect(try TestVault().keyring.signer(for: "bank").thumbprint != bank, "another vault, another seed")
+        let store = InMemoryStore()
+        let master = SodiumRandom.secret(count: 32)
+        let keyring = try Self.keyring(store, masterKey: master)
+        let bank = try keyring.signer(for: "bank").thumbprint
+        #expect(try keyring.signer(for: "bank").thumbprint == bank)
+        #expect(try keyring.signer(for: "other").thumbprint != bank)
+        #expect(try Self.keyring().signer(for: "bank").thumbprint != bank, "another vault, another seed")
 
-        // rotate-key: a new data key term, rows re-sealed; the seed is the master key's.
-        _ = try vault.keyring.addTerm()
-        let (_, restarted) = try vault.reopen(masterKey: vault.masterKey)
+        // rotate-key: a new data key term; the seed is the master key's.
+        _ = try keyring.addTerm()
+        let restarted = try Keyring(masterKey: master, store: store)
         #expect(try restarted.signer(for: "bank").thumbprint == bank)
         // rekey: the seed is re-wrapped with the vault's other secrets.
         let newMaster = SodiumRandom.secret(count: 32)
         try restarted.rekey(to: newMaster, settings: [:])
-        let (_, rekeyed) = try vault.reopen(masterKey: newMaster)
-        #expect(try rekeyed.signer(for: "bank").thumbprint == bank)
+        #expect(try Keyring(masterKey: newMaster, store: store).signer(for: "bank").thumbprint == bank)
     }
 
-    @Test func neitherTheSeedNorAKeyIsWrittenUnsealed() throws {
-        let vault = try TestVault()
+    @Test func neitherTheSeedNorAKeyIsWrittenUnsealed() async throws {
+        let vault = try await offThePool { try TestVault() }
         let signer = try vault.keyring.signer(for: "bank")
         _ = try signer.proof(method: "POST", url: "https://bank.example/token", accessToken: nil, nonce: nil)
         let seed = try #require(vault.keyring.secret(.dpopSeed))

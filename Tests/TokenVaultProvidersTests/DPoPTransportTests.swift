@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TokenVaultCore
+import TokenVaultCrypto
 import TokenVaultProviders
 import TokenVaultTesting
 
@@ -31,8 +32,8 @@ import TokenVaultTesting
         options.dpop = verifier
         let server = try await TestOAuthServer.start(options)
         let directory = TemporaryDirectory("tokenvault-dpop")
-        let vault = try TestVault()
-        let sessions = DPoPSessions(keys: vault.keyring)
+        let keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: InMemoryStore())
+        let sessions = DPoPSessions(keys: keyring)
         let provider = try Self.provider(server, directory, sessions: sessions)
         let other = try Self.provider(server, directory, name: "other", sessions: sessions)
         defer {
@@ -41,7 +42,7 @@ import TokenVaultTesting
                 await server.shutdown()
             }
         }
-        let key = try vault.keyring.signer(for: "acme").thumbprint
+        let key = try keyring.signer(for: "acme").thumbprint
         let issued = server.issue()
         let first = try await provider.refresh(OAuth2ProviderFixture.refreshRequest(issued.refreshToken))
         #expect(verifier.nonceChallenges == 1 && verifier.acceptedKeys == [key])
@@ -82,7 +83,8 @@ import TokenVaultTesting
         let provider = try #require(
             try ProviderFactory.make(
                 settings, environment: [:], transport: { _, _ in base },
-                dpop: DPoPSessions(keys: try TestVault().keyring)))
+                dpop: DPoPSessions(
+                    keys: try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: InMemoryStore()))))
         return (provider, base)
     }
 
