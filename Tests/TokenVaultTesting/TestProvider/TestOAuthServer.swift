@@ -130,6 +130,12 @@ public final class TestOAuthServer: Sendable {
         core.state.withLock { $0.ledger.accessState(token, now: $0.now) }
     }
 
+    /// What the server thought of `token` at `date` (by its clock, `clockOffset` included): a
+    /// client judged for a token it was handed at `date`, whatever has happened since.
+    public func accessTokenState(_ token: String, at date: Date) -> TokenState {
+        core.state.withLock { $0.ledger.accessState(token, now: date.addingTimeInterval($0.options.clockOffset)) }
+    }
+
     /// A spent (rotated) token reads `.valid` within the grace window and `.revoked` after it.
     public func refreshTokenState(_ token: String) -> TokenState {
         core.state.withLock { $0.ledger.refreshState(token, graceWindow: $0.options.graceWindow, now: $0.now) }
