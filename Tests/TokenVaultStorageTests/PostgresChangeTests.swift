@@ -50,6 +50,44 @@ import TokenVaultTesting
         try (writer as! PostgresCredentialWriter).link.query("SET LOCAL idle_in_transaction_session_timeout = '60s'")
     }
 
+    /// A writer connection killed after its transaction's last statement and before its COMMIT
+    /// (`pg_terminate_backend`, as an administrator or a failover does): the server rolled the
+    /// transaction back, so the write fails as retryable and nothing of it is stored. (The link
+    /// used to connect again for the COMMIT, which then succeeded outside any transaction: a
+    /// refresh's new tokens reported stored and its answer let go, then its spent refresh token
+    /// presented again. A CI run of the two-node kill test lost a credential that way.)
+    @Test func aConnectionKilledBeforeItsCommitFailsTheWriteAndStoresNothing() async throws {
+        let fixture = try await TestBackendVault.make(.postgres)
+        let id = try CredentialID("pay/killed")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let server = try #require(fixture.server)
+        let database = try #require(fixture.postgresDatabase)
+        let backend = fixture.backend
+        let metadata = try fixture.vault.metadata(id)
+        var update = ScheduleUpdate(metadata)
+        update.lastError = CredentialFailure(
+            code: "marker", message: "written by the killed transaction", at: metadata.updatedAt)
+        let written = update
+        let outcome = try await offThePool {
+            Result {
+                try backend.write(durability: .full) { writer in
+                    _ = try writer.updateSchedule(written)
+                    // This connection now sits idle in its transaction: end it from outside.
+                    let ended = try server.psql(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            + "WHERE datname = '\(database)' AND state = 'idle in transaction'")
+                    #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(ended)")
+                }
+            }
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("the write reported success after its connection was killed")
+            return
+        }
+        #expect((error as? VaultError)?.code == .storageUnavailable, "\(error)")
+        #expect(try fixture.vault.metadata(id).lastError == nil, "the killed transaction's write is stored")
+    }
+
     /// A node frozen inside a transaction that holds a credential's lock (it sends nothing more):
     /// the server ends its session after 10 s of idleness, so another node's write of that
     /// credential goes through within seconds of that, not when the frozen node wakes or its

@@ -9,8 +9,9 @@ import TokenVaultCore
 /// One PostgreSQL connection, used from blocking threads (NIO's blocking pool, never an event
 /// loop): every statement waits for its result with a deadline of its own, because a query on a
 /// connection the server has dropped may never complete (postgres-nio 1.33.2). A connection that
-/// failed is closed and a new one is made for the next statement; the failure is reported as
-/// `storage_unavailable`, which callers (the ledger's held commits, the engine) retry.
+/// failed is closed and a new one is made for the next statement, but never inside a
+/// transaction (`pinned`); the failure is reported as `storage_unavailable`, which callers (the
+/// ledger's held commits, the engine) retry.
 final class PostgresLink: Sendable {
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
@@ -36,6 +37,11 @@ final class PostgresLink: Sendable {
     /// statement that waits checks them, so their failure surfaces there.
     private let unsettled = Mutex<(connection: PostgresConnection, results: [EventLoopFuture<PostgresQueryResult>])?>(
         nil)
+    /// The connection the running transaction began on: every statement of it must go there. A
+    /// connection lost mid-transaction took the transaction with it (the server rolled it back),
+    /// so a statement that connected again would run outside it, and a COMMIT there would report
+    /// a commit that never happened (a refresh's new tokens "stored", its answer let go).
+    private let pinned = Mutex<PostgresConnection?>(nil)
 
     init(
         configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
@@ -106,13 +112,19 @@ final class PostgresLink: Sendable {
     ) throws -> Result {
         turn.lock()
         defer { turn.unlock() }
+        let connection = try current()
+        let outer = pinned.withLock { pinned in
+            defer { pinned = connection }
+            return pinned
+        }
+        defer { pinned.withLock { $0 = outer } }
         do {
             for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
             let result = try body()
             try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
-            if self.connection.withLock({ $0 }) != nil { _ = try? query("ROLLBACK") }
+            if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? query("ROLLBACK") }
             throw error
         }
     }
@@ -139,8 +151,14 @@ final class PostgresLink: Sendable {
         _ = try? open.close().wait()
     }
 
-    /// The open connection, or a new one.
+    /// The open connection, or a new one; inside a transaction, its own connection or an error.
     private func current() throws -> PostgresConnection {
+        if let pinned = pinned.withLock({ $0 }) {
+            guard !pinned.isClosed, connection.withLock({ $0 }) === pinned else {
+                throw VaultError.storageUnavailable("the PostgreSQL connection (\(name)) was lost mid-transaction")
+            }
+            return pinned
+        }
         if let open = connection.withLock({ $0 }), !open.isClosed { return open }
         if let refusal = lastRefusal.withLock({ $0 }), ContinuousClock.now - refusal.at < Self.refusalMemory {
             throw VaultError.storageUnavailable("cannot connect to PostgreSQL (\(name)): \(refusal.reason)")
