@@ -20,9 +20,7 @@ struct DPoPTransport: ProviderTransport {
         do {
             session = try sessions.session(for: instance)
         } catch {
-            throw ProviderFailure(
-                kind: .misconfigured, code: .dpopProofFailed,
-                message: "no DPoP proof could be made for the request: \(error)")
+            throw .dpopProofFailed(error)
         }
         let answer = try await base.send(try signed(request, session), call: call)
         // A recovered answer's nonce is older than any this session may have heard since.
@@ -51,10 +49,19 @@ struct DPoPTransport: ProviderTransport {
                     name: "DPoP",
                     value: try session.proof(for: .authorization, method: request.method, url: request.url)))
         } catch {
-            throw ProviderFailure(
-                kind: .misconfigured, code: .dpopProofFailed,
-                message: "no DPoP proof could be made for the request: \(type(of: error))")
+            throw .dpopProofFailed(error)
         }
         return signed
+    }
+}
+
+extension ProviderFailure {
+    /// Nothing was sent: the instance's key is not to be had (the vault's keys not open yet), or
+    /// signing failed. The vault's own errors are named; anything else (the signer's) by its type.
+    static func dpopProofFailed(_ error: any Error) -> ProviderFailure {
+        let cause = (error as? VaultError).map { "\($0)" } ?? "\(type(of: error))"
+        return ProviderFailure(
+            kind: .misconfigured, code: .dpopProofFailed,
+            message: "no DPoP proof could be made for the request: \(cause)")
     }
 }

@@ -92,9 +92,9 @@ extension VaultAPI {
         // did not act on the call); one that refused the proof (a jti it has seen) gets one too
         // when the call may be made twice. The token is not in question: nothing is refreshed.
         if response.status == .unauthorized, dpop != nil, body.isReplayable,
-            DPoPSession.isNonceChallenge(error: Self.challengeError(response.headers))
-                || (DPoPSession.isRefusedProof(error: Self.challengeError(response.headers))
-                    && Self.repeatableMethods.contains(request.method))
+            case let challenge = Self.challengeError(response.headers),
+            DPoPSession.isNonceChallenge(error: challenge)
+                || (DPoPSession.isRefusedProof(error: challenge) && Self.repeatableMethods.contains(request.method))
         {
             response = try await send(
                 client, method: method, target: target, headers: forwarded, body: body, credential: credential,

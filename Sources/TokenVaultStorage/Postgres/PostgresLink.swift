@@ -113,11 +113,8 @@ final class PostgresLink: Sendable {
         turn.lock()
         defer { turn.unlock() }
         let connection = try current()
-        let outer = pinned.withLock { pinned in
-            defer { pinned = connection }
-            return pinned
-        }
-        defer { pinned.withLock { $0 = outer } }
+        pinned.withLock { $0 = connection }
+        defer { pinned.withLock { $0 = nil } }
         do {
             for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
             let result = try body()
