@@ -17,59 +17,77 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
     public var description: String { origin + path + (query.map { "?" + $0 } ?? "") }
 
     /// Scheme, host and port: what a connection is made to (and what the audit trail names).
-    public var origin: String {
-        let defaultPort = scheme == "https" ? 443 : 80
-        return "\(scheme)://\(host)\(port == defaultPort ? "" : ":\(port)")"
-    }
+    public let origin: String
+    /// Host, and the port unless it is the scheme's default: the `Host` header's value.
+    public let authority: String
 
+    /// Reads the URL's bytes (ASCII only, checked first), so a proxied call pays no Unicode or
+    /// Foundation string search for it.
     public init(parsing text: String) throws(UpstreamURLProblem) {
-        let shown = String(text.prefix(200))
+        func shown() -> String { String(text.prefix(200)) }
         guard text.utf8.count <= 8192 else { throw UpstreamURLProblem("the URL is longer than 8192 bytes") }
-        guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
-            throw UpstreamURLProblem("'\(shown)' has spaces, control or non-ASCII characters; percent-encode them")
+        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw UpstreamURLProblem("'\(shown())' has spaces, control or non-ASCII characters; percent-encode them")
         }
-        guard let schemeEnd = text.range(of: "://") else {
-            throw UpstreamURLProblem("'\(shown)' is not an absolute URL")
+        let bytes = Array(text.utf8)
+        func string(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+        guard let schemeEnd = Self.firstRange(of: Self.schemeSeparator, in: bytes[...]) else {
+            throw UpstreamURLProblem("'\(shown())' is not an absolute URL")
         }
-        let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        var rest = text[schemeEnd.upperBound...]
-        guard !rest.contains("#") else { throw UpstreamURLProblem("'\(shown)' must not have a #fragment") }
+        let scheme = string(0..<schemeEnd.lowerBound).lowercased()
+        var rest = schemeEnd.upperBound..<bytes.count
+        guard !bytes[rest].contains(UInt8(ascii: "#")) else {
+            throw UpstreamURLProblem("'\(shown())' must not have a #fragment")
+        }
         var query: String?
-        if let mark = rest.firstIndex(of: "?") {
-            query = String(rest[rest.index(after: mark)...])
-            rest = rest[..<mark]
+        if let mark = bytes[rest].firstIndex(of: UInt8(ascii: "?")) {
+            query = string((mark + 1)..<rest.upperBound)
+            rest = rest.lowerBound..<mark
         }
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        let path = authorityEnd == rest.endIndex ? "/" : String(rest[authorityEnd...])
-        guard !authority.contains("@") else { throw UpstreamURLProblem("'\(shown)' must not carry user information") }
-        var host = Substring(authority)
+        let authorityEnd = bytes[rest].firstIndex(of: UInt8(ascii: "/")) ?? rest.upperBound
+        let authority = rest.lowerBound..<authorityEnd
+        let path = authorityEnd == rest.upperBound ? "/" : string(authorityEnd..<rest.upperBound)
+        guard !bytes[authority].contains(UInt8(ascii: "@")) else {
+            throw UpstreamURLProblem("'\(shown())' must not carry user information")
+        }
+        var host = authority
         var port: Int?
-        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
-            host = authority[..<colon]
-            let digits = authority[authority.index(after: colon)...]
-            guard let value = Int(digits), digits.allSatisfy(\.isNumber), (1...65_535).contains(value) else {
-                throw UpstreamURLProblem("'\(shown)' has an invalid port")
+        if let colon = bytes[authority].lastIndex(of: UInt8(ascii: ":")),
+            !bytes[colon..<authority.upperBound].contains(UInt8(ascii: "]"))
+        {
+            host = authority.lowerBound..<colon
+            let digits = bytes[(colon + 1)..<authority.upperBound]
+            guard (1...5).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }),
+                case let value = digits.reduce(0, { $0 * 10 + Int($1 - 0x30) }), (1...65_535).contains(value)
+            else {
+                throw UpstreamURLProblem("'\(shown())' has an invalid port")
             }
             port = value
         }
-        guard !host.isEmpty, Self.isHostText(host) else { throw UpstreamURLProblem("'\(shown)' has an invalid host") }
-        let lowered = host.lowercased()
+        guard !host.isEmpty, Self.isHostText(bytes[host]) else {
+            throw UpstreamURLProblem("'\(shown())' has an invalid host")
+        }
+        let lowered = string(host).lowercased()
         switch scheme {
         case "https": break
         case "http" where Self.isLoopback(lowered): break
         case "http":
             throw UpstreamURLProblem(
-                "'\(shown)' uses plain http to \(lowered); https is required except for loopback "
+                "'\(shown())' uses plain http to \(lowered); https is required except for loopback "
                     + "(127.0.0.0/8, ::1, localhost)")
-        default: throw UpstreamURLProblem("'\(shown)' has scheme '\(scheme)'; expected https")
+        default: throw UpstreamURLProblem("'\(shown())' has scheme '\(scheme)'; expected https")
         }
-        try Self.checkPath(path, shown: shown)
+        try Self.checkPath(
+            authorityEnd == rest.upperBound ? [UInt8(ascii: "/")][...] : bytes[authorityEnd..<rest.upperBound],
+            shown: shown)
         self.scheme = scheme
         self.host = lowered
         self.port = port ?? (scheme == "https" ? 443 : 80)
         self.path = path
         self.query = query
+        let defaultPort = scheme == "https" ? 443 : 80
+        self.authority = self.port == defaultPort ? lowered : "\(lowered):\(self.port)"
+        self.origin = "\(scheme)://\(self.authority)"
     }
 
     /// `localhost`, `127.0.0.0/8` and `::1`, written any way a URL may give them.
@@ -86,28 +104,51 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         return values.count == 4 && values[0] == 127
     }
 
-    private static func isHostText(_ host: Substring) -> Bool {
-        if host.hasPrefix("[") {
-            return host.hasSuffix("]")
-                && host.dropFirst().dropLast().allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+    private static func isHostText(_ host: ArraySlice<UInt8>) -> Bool {
+        func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+        func isLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+        if host.first == UInt8(ascii: "[") {
+            return host.count >= 2 && host.last == UInt8(ascii: "]")
+                && host.dropFirst().dropLast().allSatisfy {
+                    isDigit($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) || $0 == UInt8(ascii: ":")
+                        || $0 == UInt8(ascii: ".")
+                }
         }
-        return host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
+        return host.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
+
+    private static let schemeSeparator = Array("://".utf8)
+    private static let refusedEncodings = ["%2f", "%5c", "%2e", "%00", "%25", "%u"].map { Array($0.utf8) }
 
     /// A path a server reads the same way this type does: no dot segments (also as `..;x`, which
     /// Java servers read as `..`), no encoded separator or dot (`%2f`, `%5c`, `%2e`), nothing a
     /// server might decode twice or the IIS way (`%25`, `%u`), no backslash.
-    private static func checkPath(_ path: String, shown: String) throws(UpstreamURLProblem) {
-        guard path.hasPrefix("/") else { throw UpstreamURLProblem("'\(shown)' has no path") }
-        let lowered = path.lowercased()
-        for encoded in ["%2f", "%5c", "%2e", "%00", "%25", "%u"] where lowered.contains(encoded) {
-            throw UpstreamURLProblem("'\(shown)' has an encoded '/', '\\', '.', '%' or NUL in its path")
+    private static func checkPath(_ path: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
+        guard path.first == UInt8(ascii: "/") else { throw UpstreamURLProblem("'\(shown())' has no path") }
+        let lowered = path.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        for encoded in refusedEncodings where firstRange(of: encoded, in: lowered[...]) != nil {
+            throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
         }
-        guard !path.contains("\\") else { throw UpstreamURLProblem("'\(shown)' has a backslash in its path") }
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        where [".", ".."].contains(segment.split(separator: ";", omittingEmptySubsequences: false)[0]) {
-            throw UpstreamURLProblem("'\(shown)' has a '.' or '..' segment in its path")
+        guard !path.contains(UInt8(ascii: "\\")) else {
+            throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
         }
+        for segment in path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst() {
+            let name = segment.prefix { $0 != UInt8(ascii: ";") }
+            if name.elementsEqual([UInt8(ascii: ".")]) || name.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+                throw UpstreamURLProblem("'\(shown())' has a '.' or '..' segment in its path")
+            }
+        }
+    }
+
+    /// Where `needle` first occurs in `bytes` (indices of `bytes`' base).
+    private static func firstRange(of needle: [UInt8], in bytes: ArraySlice<UInt8>) -> Range<Int>? {
+        guard needle.count <= bytes.count else { return nil }
+        var start = bytes.startIndex
+        while start + needle.count <= bytes.endIndex {
+            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return start..<(start + needle.count) }
+            start += 1
+        }
+        return nil
     }
 }
 

@@ -68,12 +68,7 @@ extension TransportSettings {
     /// connect and read timeouts, HTTP/1.1 only (one transport error model to classify), no
     /// decompression and no redirects (a redirect would carry the token to wherever it points).
     func clientConfiguration() -> HTTPClient.Configuration {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        if let clientIdentity {
-            tls.certificateChain = clientIdentity.certificateChain.map { .certificate($0) }
-            tls.privateKey = .privateKey(clientIdentity.privateKey)
-        }
+        let tls = tlsConfiguration()
         func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(seconds * 1e9)) }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
@@ -81,6 +76,19 @@ extension TransportSettings {
             decompression: .disabled)
         configuration.httpVersion = .http1Only
         return configuration
+    }
+
+    /// Whom to trust (the system roots and `ca_file`) and which client certificate to present:
+    /// the one TLS configuration of an instance, for its HTTP clients and the proxy's own
+    /// connections alike.
+    func tlsConfiguration() -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        if let clientIdentity {
+            tls.certificateChain = clientIdentity.certificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(clientIdentity.privateKey)
+        }
+        return tls
     }
 }
 

@@ -19,6 +19,7 @@ public final class UpstreamClients: Sendable {
 
     private struct State {
         var clients: [String: Entry] = [:]
+        var transports: [String: (settings: ProviderSettings, transport: UpstreamTransport)] = [:]
         var retired: [HTTPClient] = []
         var isShutDown = false
     }
@@ -77,10 +78,41 @@ public final class UpstreamClients: Sendable {
         return client
     }
 
+    /// The TLS context and timeouts the daemon's own proxy connections use for the instance
+    /// `settings` describes, made on first use (loading the trust roots once) and kept until its
+    /// settings change.
+    public func transport(for settings: ProviderSettings) throws(ProviderConfigurationError) -> UpstreamTransport {
+        let kept = state.withLock { state -> (stopping: Bool, UpstreamTransport?) in
+            guard !state.isShutDown else { return (true, nil) }
+            guard let entry = state.transports[settings.name], entry.settings == settings else { return (false, nil) }
+            return (false, entry.transport)
+        }
+        guard !kept.stopping else {
+            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
+        }
+        if let transport = kept.1 { return transport }
+        let transportSettings =
+            try ProviderFactory.transportSettings(settings)
+            ?? TransportSettings(maximumConnections: connectionsPerHost)
+        let made: UpstreamTransport
+        do {
+            made = try UpstreamTransport(transportSettings)
+        } catch {
+            throw ProviderConfigurationError(
+                key: "providers.\(settings.name)", problem: "its TLS settings cannot be used: \(type(of: error))")
+        }
+        return state.withLock { state in
+            if let entry = state.transports[settings.name], entry.settings == settings { return entry.transport }
+            state.transports[settings.name] = (settings, made)
+            return made
+        }
+    }
+
     public func shutdown() async {
         let clients = state.withLock { state -> [HTTPClient] in
             defer {
                 state.clients = [:]
+                state.transports = [:]
                 state.retired = []
                 state.isShutDown = true
             }

@@ -8,6 +8,8 @@ public final class APIMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let fastPathAnswered: Counter
     private let fastPathRouted: Counter
+    private let proxyFastPathAnswered: Counter
+    private let proxyFastPathRouted: Counter
     /// The series of a served token read, looked up once: the fast path records one per request.
     private let tokenServed: (count: Counter, duration: DurationHistogram)
     private static let buckets: [Duration] = [
@@ -26,6 +28,14 @@ public final class APIMetrics: Sendable {
         }
         fastPathAnswered = fastPathCounter("answered")
         fastPathRouted = fastPathCounter("routed")
+        func proxyFastPathCounter(_ outcome: String) -> Counter {
+            registry.makeCounter(
+                name: "tokenvault_http_proxy_fast_path_total", labels: [("outcome", outcome)],
+                help: "Proxied calls made on the event loop, or routed (a refusal, a refresh first, a streamed body, "
+                    + "DPoP, groups not yet known).")
+        }
+        proxyFastPathAnswered = proxyFastPathCounter("answered")
+        proxyFastPathRouted = proxyFastPathCounter("routed")
         tokenServed = Self.series(registry, route: TokenFastPath.route, method: "GET", status: 200)
     }
 
@@ -63,22 +73,43 @@ public final class APIMetrics: Sendable {
     /// A proxied call, by provider instance and the upstream's status class (`refused`: the vault
     /// did not send it or got no answer); `duration`: until the upstream's answer began.
     func recordProxyCall(provider: String, status: Int?, duration: Duration?) {
-        registry.makeCounter(
-            name: "tokenvault_proxy_calls_total",
-            labels: [("provider", provider), ("status_class", status.map { "\($0 / 100)xx" } ?? "refused")],
-            help: "Calls made through the proxy, by provider instance and upstream status class."
-        ).increment()
-        if let duration {
-            registry.makeDurationHistogram(
-                name: "tokenvault_proxy_call_duration_seconds", labels: [("provider", provider)],
-                buckets: Self.proxyBuckets, help: "Time from a proxied call's arrival to the upstream's answer."
-            ).record(duration)
+        let statusClass = status.map { "\($0 / 100)xx" } ?? "refused"
+        let series = proxySeries.withLock { series -> (Counter, DurationHistogram) in
+            let key = ProxySeriesKey(provider: provider, statusClass: statusClass)
+            if let found = series[key] { return found }
+            let made = (
+                registry.makeCounter(
+                    name: "tokenvault_proxy_calls_total",
+                    labels: [("provider", provider), ("status_class", statusClass)],
+                    help: "Calls made through the proxy, by provider instance and upstream status class."),
+                registry.makeDurationHistogram(
+                    name: "tokenvault_proxy_call_duration_seconds", labels: [("provider", provider)],
+                    buckets: Self.proxyBuckets, help: "Time from a proxied call's arrival to the upstream's answer.")
+            )
+            // Instances come and go with reloads: the table stays small.
+            if series.count >= 1024 { series.removeAll() }
+            series[key] = made
+            return made
         }
+        series.0.increment()
+        if let duration { series.1.record(duration) }
     }
+
+    private struct ProxySeriesKey: Hashable {
+        let provider: String
+        let statusClass: String
+    }
+
+    /// The proxy's series, looked up in the registry once (its lookup formats the help text each time).
+    private let proxySeries = Mutex<[ProxySeriesKey: (Counter, DurationHistogram)]>([:])
 
     /// Token reads the event-loop fast path answered itself, or passed on to the router.
     func recordFastPath(answered: Bool) {
         (answered ? fastPathAnswered : fastPathRouted).increment()
+    }
+
+    func recordProxyFastPath(answered: Bool) {
+        (answered ? proxyFastPathAnswered : proxyFastPathRouted).increment()
     }
 
     /// What each counter fed from the engine's running totals was last advanced to.

@@ -62,11 +62,18 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let (headers, body) = try document(requestID: (context as? VaultRequestContext)?.requestID)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+
+    /// The answer's headers and body, with `instance` and `X-Request-Id` when the request has an
+    /// id: the one rendering, for the router and the proxy's fast path alike.
+    func document(requestID: String?) throws -> (HTTPFields, ByteBuffer) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var document = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
         var headers: HTTPFields = [.contentType: "application/problem+json"]
-        if let requestID = (context as? VaultRequestContext)?.requestID {
+        if let requestID {
             document["instance"] = "urn:tokenvault:request:\(requestID)"
             headers[.requestID] = requestID
         }
@@ -75,6 +82,6 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         if closesConnection { headers[.connection] = "close" }
         let body = try JSONSerialization.data(
             withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return (headers, ByteBuffer(bytes: body))
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import TokenVaultCore
 
@@ -36,27 +37,60 @@ enum ProxyHeaders {
         }
     }
 
-    /// The upstream's headers that go back to the caller.
-    static func returned(_ headers: [(name: String, value: String)], token: SecretBytes) -> HTTPFields {
-        let named = connectionNames(headers.filter { $0.name.lowercased() == "connection" }.map(\.value))
+    /// The upstream's headers that go back to the caller, with `TokenVault-Proxy` saying the answer
+    /// is the upstream's (and whether the token was refreshed and the call sent again).
+    static func returned(_ headers: [(name: String, value: String)], token: SecretBytes, refreshed: Bool) -> HTTPFields
+    {
+        let named = connectionNames(
+            headers.lazy.filter { $0.name.utf8.count == 10 }.compactMap { header in
+                HTTPField.Name(header.name) == .connection ? header.value : nil
+            })
         var fields = HTTPFields()
+        fields.reserveCapacity(headers.count + 4)
         for (name, value) in headers {
-            let lowered = name.lowercased()
-            guard !notReturned.contains(lowered), !named.contains(lowered), !lowered.hasPrefix("tokenvault-"),
-                !contains(value, token), let fieldName = HTTPField.Name(name)
+            guard let fieldName = HTTPField.Name(name) else { continue }
+            let lowered = fieldName.canonicalName
+            guard !notReturned.contains(lowered), named.isEmpty || !named.contains(lowered),
+                !lowered.hasPrefix("tokenvault-"), !contains(value, token)
             else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }
+        fields[.tokenVaultProxy] = refreshed ? "upstream; refreshed" : "upstream"
         return fields
     }
 
-    /// The header names a `Connection` header lists (hop-by-hop for this connection only).
-    private static func connectionNames(_ values: [String]) -> Set<String> {
-        Set(values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+    /// The header names a `Connection` header lists (hop-by-hop for this connection only),
+    /// lower-cased; `keep-alive` and `close`, which every answer carries, name nothing.
+    private static func connectionNames(_ values: some Sequence<String>) -> Set<String> {
+        var names: Set<String> = []
+        for value in values {
+            for item in value.utf8.split(separator: UInt8(ascii: ",")) {
+                let trimmed = item.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                    .reversed()
+                let name = String(decoding: trimmed, as: UTF8.self).lowercased()
+                if name != "keep-alive", name != "close" { names.insert(name) }
+            }
+        }
+        return names
     }
 
+    /// Whether `value` contains the token's bytes (every header of every answer is searched, so
+    /// it compares bytes in place rather than copying the value).
     private static func contains(_ value: String, _ token: SecretBytes) -> Bool {
         guard token.count > 0, value.utf8.count >= token.count else { return false }
-        return token.withUnsafeBytes { secret in Array(value.utf8).firstRange(of: secret) != nil }
+        var value = value
+        return value.withUTF8 { text in
+            token.withUnsafeBytes { secret in
+                let (length, first) = (secret.count, secret[0])
+                var start = 0
+                while start + length <= text.count {
+                    if text[start] == first, memcmp(text.baseAddress! + start, secret.baseAddress!, length) == 0 {
+                        return true
+                    }
+                    start += 1
+                }
+                return false
+            }
+        }
     }
 }

@@ -31,11 +31,7 @@ extension VaultAPI {
         var origin = "-"
         // Every refusal past this point is audited and counted, like the calls that went out.
         func refuse(_ problem: ProblemDetails) -> ProblemDetails {
-            audit.record(
-                auditEvent(
-                    peer, "credential.proxy", id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
-            metrics.recordProxyCall(provider: metadata.provider, status: nil, duration: nil)
-            return problem
+            proxyRefused(peer, id, method: method, origin: origin, provider: metadata.provider, problem)
         }
         guard let settings = vault.providers.settings[metadata.provider], !settings.apiBases.isEmpty else {
             throw refuse(
@@ -46,7 +42,10 @@ extension VaultAPI {
         }
         let target: UpstreamURL
         do {
-            target = try proxyTarget(request, id: id, bases: settings.apiBases, provider: metadata.provider)
+            target = try proxyTarget(
+                path: request.head.path ?? "", absoluteURL: request.headers[.tokenVaultUpstreamURL],
+                chosenBase: request.headers[.tokenVaultUpstreamBase], id: id, bases: settings.apiBases,
+                provider: metadata.provider)
         } catch let problem as ProblemDetails {
             throw refuse(problem)
         }
@@ -101,14 +100,10 @@ extension VaultAPI {
                 dpop: dpop, deadline: deadline, refuse: refuse)
         }
         var refreshed = false
-        if response.status == .unauthorized, body.isReplayable, let engine,
+        if response.status == .unauthorized, body.isReplayable, engine != nil,
             Self.refusesToken(response.headers, method: request.method)
         {
-            let used = credential.metadata.generation
-            _ = try? await engine.refreshForced(id)
-            if case .success(let renewed) = try await usableCredential(id, minimumTTL: 0),
-                renewed.metadata.generation != used
-            {
+            if let renewed = await renewedAfterRefusal(id, used: credential) {
                 credential = renewed
                 refreshed = true
                 response = try await send(
@@ -120,18 +115,13 @@ extension VaultAPI {
         if let declared = response.headers.first(name: "content-length").flatMap(Int.init),
             declared > options.proxy.maximumResponseBytes
         {
-            throw refuse(
-                ProblemDetails(
-                    .upstreamTooLarge,
-                    detail: "\(target.origin) answered \(status) with \(declared) bytes; proxy.max_response_bytes is "
-                        + "\(options.proxy.maximumResponseBytes)"))
+            throw refuse(upstreamTooLarge(origin: target.origin, status: status, declared: declared))
         }
-        audit.record(
-            auditEvent(peer, "credential.proxy", id, .allowed, detail: "\(method) \(target.origin) \(status / 100)xx"))
-        metrics.recordProxyCall(provider: metadata.provider, status: status, duration: .now - started)
-        var headers = ProxyHeaders.returned(
-            response.headers.map { ($0.name, $0.value) }, token: credential.secrets.accessToken)
-        headers[.tokenVaultProxy] = refreshed ? "upstream; refreshed" : "upstream"
+        proxyAnswered(
+            peer, id, method: method, origin: target.origin, provider: metadata.provider, status: status, since: started
+        )
+        let headers = ProxyHeaders.returned(
+            response.headers.map { ($0.name, $0.value) }, token: credential.secrets.accessToken, refreshed: refreshed)
         return Response(
             status: HTTPResponse.Status(code: status), headers: headers,
             body: ResponseBody(
@@ -140,6 +130,47 @@ extension VaultAPI {
 
     /// What the caller's body becomes upstream: kept whole when it is small enough to send twice
     /// (`proxy.replay_body_bytes`, known from `Content-Length`), streamed otherwise.
+    /// A proxied call refused once authorised: audited and counted like the calls that went out.
+    func proxyRefused(
+        _ peer: PeerCredentials, _ id: CredentialID, method: String, origin: String, provider: String,
+        _ problem: ProblemDetails
+    ) -> ProblemDetails {
+        audit.record(
+            auditEvent(peer, "credential.proxy", id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
+        metrics.recordProxyCall(provider: provider, status: nil, duration: nil)
+        return problem
+    }
+
+    /// A proxied call the upstream answered: its audit row (aggregated by method, origin and status
+    /// class) and its metrics.
+    func proxyAnswered(
+        _ peer: PeerCredentials, _ id: CredentialID, method: String, origin: String, provider: String, status: Int,
+        since started: ContinuousClock.Instant
+    ) {
+        audit.record(
+            auditEvent(peer, "credential.proxy", id, .allowed, detail: "\(method) \(origin) \(status / 100)xx"))
+        metrics.recordProxyCall(provider: provider, status: status, duration: .now - started)
+    }
+
+    /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
+    /// limits apply) and the new token, or nil when none came (the caller gets the 401 as it came).
+    func renewedAfterRefusal(_ id: CredentialID, used: Credential) async -> Credential? {
+        guard let engine else { return nil }
+        _ = try? await engine.refreshForced(id)
+        guard case .success(let renewed)? = try? await usableCredential(id, minimumTTL: 0),
+            renewed.metadata.generation != used.metadata.generation
+        else { return nil }
+        return renewed
+    }
+
+    /// An answer declaring more bytes than `proxy.max_response_bytes`.
+    func upstreamTooLarge(origin: String, status: Int, declared: Int) -> ProblemDetails {
+        ProblemDetails(
+            .upstreamTooLarge,
+            detail: "\(origin) answered \(status) with \(declared) bytes; proxy.max_response_bytes is "
+                + "\(options.proxy.maximumResponseBytes)")
+    }
+
     private func proxiedBody(_ request: Request) async throws -> ProxiedBody {
         let declared = request.headers[.contentLength].flatMap(Int.init)
         if let declared, declared > options.proxy.maximumRequestBytes {
@@ -167,9 +198,7 @@ extension VaultAPI {
         outgoing.method = NIOHTTP1.HTTPMethod(rawValue: method)
         for (name, value) in headers { outgoing.headers.add(name: name, value: value) }
         let token = credential.secrets.accessToken
-        outgoing.headers.replaceOrAdd(
-            name: "Authorization",
-            value: Self.scheme(credential.metadata.tokenType, dpop: dpop != nil) + " " + token.revealString())
+        outgoing.headers.replaceOrAdd(name: "Authorization", value: Self.authorization(credential, dpop: dpop != nil))
         if let dpop {
             do {
                 outgoing.headers.replaceOrAdd(
@@ -211,9 +240,13 @@ extension VaultAPI {
     /// Where a proxied call goes: `TokenVault-Upstream-URL` (absolute), or the path and query after
     /// `/proxy` under the instance's first base, or under `TokenVault-Upstream-Base` (one of the
     /// list). Either way the URL must lie inside one of the instance's `api_base_urls`.
-    func proxyTarget(_ request: Request, id: CredentialID, bases: [APIBase], provider: String) throws -> UpstreamURL {
+    /// `path`: the request target as received; `absoluteURL` and `chosenBase`: the caller's
+    /// `TokenVault-Upstream-URL` and `TokenVault-Upstream-Base`.
+    func proxyTarget(
+        path requested: String, absoluteURL: String?, chosenBase: String?, id: CredentialID, bases: [APIBase],
+        provider: String
+    ) throws -> UpstreamURL {
         let prefix = "/v1/credentials/\(id.namespace)/\(id.name)/proxy"
-        let requested = request.head.path ?? ""
         // The router matched a path written another way (`//`, an encoded segment): where it
         // was meant to go is not certain, so it goes nowhere.
         guard requested.hasPrefix(prefix),
@@ -225,10 +258,10 @@ extension VaultAPI {
                 detail: "write the proxy's path as \(prefix)/<upstream path>, without empty or encoded segments")
         }
         let rest = String(requested.dropFirst(prefix.count))
-        let listed = bases.map(\.description).joined(separator: ", ")
+        func listed() -> String { bases.map(\.description).joined(separator: ", ") }
         let target: UpstreamURL
         do {
-            if let absolute = request.headers[.tokenVaultUpstreamURL] {
+            if let absolute = absoluteURL {
                 guard rest.isEmpty else {
                     throw ProblemDetails(
                         .invalidRequest,
@@ -238,13 +271,13 @@ extension VaultAPI {
                 target = try UpstreamURL(parsing: absolute)
             } else {
                 var base = bases[0]
-                if let chosen = request.headers[.tokenVaultUpstreamBase] {
+                if let chosen = chosenBase {
                     let wanted = (try? APIBase(parsing: chosen))?.description
                     guard let listedBase = bases.first(where: { $0.description == wanted }) else {
                         throw ProblemDetails(
                             .upstreamNotAllowed,
                             detail:
-                                "TokenVault-Upstream-Base \(chosen.prefix(200)) is not one of \(provider)'s api_base_urls (\(listed))"
+                                "TokenVault-Upstream-Base \(chosen.prefix(200)) is not one of \(provider)'s api_base_urls (\(listed()))"
                         )
                     }
                     base = listedBase
@@ -257,7 +290,7 @@ extension VaultAPI {
         guard bases.base(holding: target) != nil else {
             throw ProblemDetails(
                 .upstreamNotAllowed,
-                detail: "\(target.origin)\(target.path) is outside \(provider)'s api_base_urls (\(listed))")
+                detail: "\(target.origin)\(target.path) is outside \(provider)'s api_base_urls (\(listed()))")
         }
         return target
     }
@@ -291,6 +324,11 @@ extension VaultAPI {
             return String(value)
         }
         return nil
+    }
+
+    /// The `Authorization` header's value for `credential`'s access token.
+    static func authorization(_ credential: Credential, dpop: Bool) -> String {
+        scheme(credential.metadata.tokenType, dpop: dpop) + " " + credential.secrets.accessToken.revealString()
     }
 
     /// The `Authorization` scheme: the token's type when it is an HTTP token (RFC 9110 `token`

@@ -90,36 +90,51 @@ import TokenVaultTesting
         await upstream.stop()
     }
 
-    /// Eight answers of 16 MiB streamed at once: the daemon's peak memory grows by far less
-    /// than the 128 MiB it passed on (it holds a few buffers per call, never a body).
-    @Test func bodiesStreamThroughWithoutBeingHeld() async throws {
+    /// Answers stream through without being held. Callers slow to take theirs hold the upstream
+    /// back instead of the daemon holding the bytes: four 16 MiB answers whose callers wait 2 s
+    /// before reading leave the daemon's peak memory far below the 64 MiB the upstream could have
+    /// sent meanwhile (without the backpressure it grew by all of it). Then eight answers of
+    /// 16 MiB taken at once grow it by far less than the 128 MiB passed on (a few buffers per
+    /// call, never a body). One daemon for both, the slow callers first: the peak only rises.
+    @Test func answersStreamThroughWithoutBeingHeld() async throws {
         let (harness, upstream, daemon, _) = try await start()
         defer { daemon.terminate() }
         let pid = daemon.process.processIdentifier
-        // One call first, so the upstream client and its pool exist before the baseline.
-        let first = harness.socket
-        _ = try await offThePool {
-            try UnixSocketHTTP.request(first, "GET", "/v1/credentials/bank/alice/proxy/stream?bytes=65536")
-        }
-        let before = try #require(Self.peakKilobytes(pid))
-        let size = 16 << 20
         let socket = harness.socket
+        // One call first: the caller's groups are learnt (so the calls below are made on the
+        // event loop) and the upstream connections exist before the baseline.
+        _ = try await offThePool {
+            try UnixSocketHTTP.request(socket, "GET", "/v1/credentials/bank/alice/proxy/stream?bytes=65536")
+        }
+        let slow = try await Self.peakGrowth(pid, socket, downloads: 4, of: 16 << 20, readingAfter: 2)
+        #expect(slow < 32, "slow callers: the daemon's peak memory grew by \(slow) MiB")
+        let fast = try await Self.peakGrowth(pid, socket, downloads: 8, of: 16 << 20, readingAfter: 0)
+        #expect(fast < 64, "the daemon's peak memory grew by \(fast) MiB")
+        await upstream.stop()
+    }
+
+    /// How much the daemon's peak memory (MiB) grows while `count` callers download `size` bytes
+    /// each through the proxy at once, each starting to read `delay` seconds after its request.
+    private static func peakGrowth(
+        _ pid: Int32, _ socket: String, downloads count: Int, of size: Int, readingAfter delay: Double
+    ) async throws -> Int {
+        let before = try #require(peakKilobytes(pid))
         let received = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<8 {
+            for _ in 0..<count {
                 group.addTask {
                     try await offThePool {
-                        try Self.download(socket, "/v1/credentials/bank/alice/proxy/stream?bytes=\(size)")
+                        try download(socket, "/v1/credentials/bank/alice/proxy/stream?bytes=\(size)", after: delay)
                     }
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(received.allSatisfy { $0 >= size }, "\(received)")
-        let after = try #require(Self.peakKilobytes(pid))
-        let grown = (after - before) / 1024
-        print("proxy streaming: 8 x 16 MiB answers, daemon peak memory \(before / 1024) -> \(after / 1024) MiB")
-        #expect(grown < 64, "the daemon's peak memory grew by \(grown) MiB")
-        await upstream.stop()
+        let after = try #require(peakKilobytes(pid))
+        print(
+            "proxy streaming: \(count) x \(size >> 20) MiB answers read after \(delay) s, daemon peak memory "
+                + "\(before / 1024) -> \(after / 1024) MiB")
+        return (after - before) / 1024
     }
 
     /// A real MCP client (the `mcp` package from PyPI, installed by `make test`) starts
@@ -192,9 +207,11 @@ import TokenVaultTesting
     }
 
     /// The body bytes of one answer, read and dropped as they arrive (so the test holds nothing).
-    private static func download(_ socketPath: String, _ target: String) throws -> Int {
+    /// Reads the whole answer to `target`, starting `after` seconds after sending the request.
+    private static func download(_ socketPath: String, _ target: String, after delay: Double = 0) throws -> Int {
         let connection = try UnixSocketConnection(path: socketPath)
         try connection.send("GET \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         var total = 0
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {

@@ -8,14 +8,37 @@ import TokenVaultTesting
 
 /// The proxy against a loopback upstream: the token attached and never returned, the caller's
 /// credentials stripped, the base list enforced, redirects returned, a refused token refreshed
-/// and the call replayed once, bodies streamed both ways, the per-caller cap.
+/// and the call replayed once, bodies streamed both ways, the per-caller cap. Each test runs on
+/// both paths a call can take: the router's, and the event loop's (`ProxyFastPath`), which makes
+/// plain calls once the caller's groups are known (the first request of the fixture learns them).
 @Suite struct ProxyTests {
+    enum ProxyPath: CaseIterable, CustomStringConvertible {
+        case router, eventLoop
+        var description: String { self == .router ? "router" : "event loop" }
+    }
+
     /// A server with one `oauth2` credential `ns/a` whose instance lists the upstream's base,
     /// the upstream, the credential's access token, and the proxy's clients.
     private struct Fixture {
         let server: TestServer
         let upstream: TestUpstream
         let token: String
+        let path: ProxyPath
+
+        /// The calls were made on the path under test: some on the event loop, or none.
+        func expectPathTaken(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let metrics = try await server.request("GET", "/metrics").text
+            let answered =
+                metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"}"#)
+                && !metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 0"#)
+            #expect(answered == (path == .eventLoop), "\(path)", sourceLocation: sourceLocation)
+        }
+
+        /// Stops, having checked the calls took the path under test.
+        func checkPathAndStop() async {
+            try? await expectPathTaken()
+            await stop()
+        }
 
         func stop() async {
             await server.stop()
@@ -24,12 +47,17 @@ import TokenVaultTesting
     }
 
     private static func fixture(
-        policy: AccessPolicy? = nil, engine: ((TestVault) -> any RefreshService)? = nil,
+        path: ProxyPath, policy: AccessPolicy? = nil, engine: ((TestVault) -> any RefreshService)? = nil,
         accepts: @escaping @Sendable (String) -> Bool = { _ in true },
         configure: @escaping (inout VaultAPI.Options) -> Void = { _ in }
     ) async throws -> Fixture {
         let upstream = try await TestUpstream(accepts: accepts)
-        let server = try await TestServer(policy: policy, makeEngine: engine, configure: configure)
+        let server = try await TestServer(
+            policy: policy, makeEngine: engine,
+            configure: { options in
+                options.proxyFastPath = path == .eventLoop
+                configure(&options)
+            })
         var settings = ProviderSettings(name: "oauth2", kind: "oauth2")
         settings.apiBases = [try APIBase(parsing: upstream.base + "/")]
         server.fixture.vault.install(
@@ -37,12 +65,16 @@ import TokenVaultTesting
         let payload = SamplePayloads.oauth()
         _ = try await server.fixture.vault.put(
             try CredentialID("ns/a"), payload: try SamplePayloads.decode(payload.json), provider: "oauth2")
-        return Fixture(server: server, upstream: upstream, token: payload.tokens[0])
+        // Learns the caller's groups (the event loop's path never looks them up).
+        _ = try await server.request("GET", "/v1/proxy/credentials")
+        return Fixture(server: server, upstream: upstream, token: payload.tokens[0], path: path)
     }
 
-    @Test func theTokenIsAttachedAndWhatTheCallerSentForItselfIsNot() async throws {
-        let fixture = try await Self.fixture()
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+    @Test(arguments: ProxyPath.allCases) func theTokenIsAttachedAndWhatTheCallerSentForItselfIsNot(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let response = try await server.request(
                 "GET", "/v1/credentials/ns/a/proxy/echo?x=1",
@@ -84,9 +116,11 @@ import TokenVaultTesting
         }
     }
 
-    @Test func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned() async throws {
-        let fixture = try await Self.fixture()
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+    @Test(arguments: ProxyPath.allCases) func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let elsewhere = try await server.request(
                 "GET", "/v1/credentials/ns/a/proxy",
@@ -115,12 +149,14 @@ import TokenVaultTesting
 
     /// A 401 `invalid_token` refreshes once (the engine's forced refresh) and sends the call once
     /// more with the new token; a refresh that changes nothing returns the 401 as it came.
-    @Test func aRefusedTokenIsRefreshedOnceAndTheCallReplayedOnce() async throws {
+    @Test(arguments: ProxyPath.allCases) func aRefusedTokenIsRefreshedOnceAndTheCallReplayedOnce(path: ProxyPath)
+        async throws
+    {
         let script = RotationScript()
         let fixture = try await Self.fixture(
-            engine: { fixture in RotatingRefreshService(vault: fixture.vault, script: script) },
+            path: path, engine: { fixture in RotatingRefreshService(vault: fixture.vault, script: script) },
             accepts: { token in script.accepted.withLock { $0 } == token })
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let response = try await server.request(
                 "GET", "/v1/credentials/ns/a/proxy/protected", headers: ["X-Keep": "1"])
@@ -142,37 +178,46 @@ import TokenVaultTesting
         }
     }
 
-    @Test func bodiesOfSeveralMebibytesStreamBothWays() async throws {
-        let fixture = try await Self.fixture()
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+    @Test(arguments: ProxyPath.allCases) func bodiesOfSeveralMebibytesStreamBothWays(path: ProxyPath) async throws {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let size = 4 << 20
-            let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            // A body over proxy.replay_body_bytes streams through the router; on the event loop's
+            // path, one under it is kept and sent whole. Made off the concurrency pool (a debug
+            // build takes a while over 4 MiB, and the suite's timers share the pool).
+            let uploadSize = path == .router ? size : 768 << 10
+            let (body, checksum) = try await offThePool {
+                let body = (0..<uploadSize).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+                return (body, TestUpstream.checksum(body))
+            }
             let socketPath = server.socketPath
             let uploaded = try await offThePool {
                 let connection = try UnixSocketConnection(path: socketPath)
                 try connection.send(
-                    "POST /v1/credentials/ns/a/proxy/upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(size)\r\n\r\n"
+                    "POST /v1/credentials/ns/a/proxy/upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(uploadSize)\r\n\r\n"
                 )
                 try connection.send(body)
                 return try connection.readResponse(timeout: 60)
             }
             let upload = try #require(uploaded)
             #expect(upload.status == 200, "\(upload.text)")
-            #expect(upload.json()["length"] as? Int == size)
-            #expect(upload.json()["checksum"] as? String == "\(TestUpstream.checksum(body))")
+            #expect(upload.json()["length"] as? Int == uploadSize)
+            #expect(upload.json()["checksum"] as? String == "\(checksum)")
 
             let download = try await server.request("GET", "/v1/credentials/ns/a/proxy/stream?bytes=\(size)")
             #expect(download.status == 200 && download.body.count == size)
         }
     }
 
-    @Test func bodiesOverTheLimitsAreRefusedOrCutOff() async throws {
-        let fixture = try await Self.fixture(configure: { options in
-            options.proxy.maximumRequestBytes = 100_000
-            options.proxy.maximumResponseBytes = 100_000
-        })
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+    @Test(arguments: ProxyPath.allCases) func bodiesOverTheLimitsAreRefusedOrCutOff(path: ProxyPath) async throws {
+        let fixture = try await Self.fixture(
+            path: path,
+            configure: { options in
+                options.proxy.maximumRequestBytes = 100_000
+                options.proxy.maximumResponseBytes = 100_000
+            })
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let big = String(repeating: "x", count: 200_000)
             let upload = try await server.request("POST", "/v1/credentials/ns/a/proxy/upload", body: big)
@@ -183,14 +228,16 @@ import TokenVaultTesting
         }
     }
 
-    @Test func eachCallerHasItsCapOfCallsInFlight() async throws {
-        let fixture = try await Self.fixture(configure: { options in
-            options.connections.maximumProxyCallsPerUID = 2
-        })
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+    @Test(arguments: ProxyPath.allCases) func eachCallerHasItsCapOfCallsInFlight(path: ProxyPath) async throws {
+        let fixture = try await Self.fixture(
+            path: path,
+            configure: { options in
+                options.connections.maximumProxyCallsPerUID = 2
+            })
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
-            async let first = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=2")
-            async let second = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=2")
+            async let first = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=5")
+            async let second = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=5")
             #expect(try await waitUntil(within: 10) { upstream.received.count == 2 })
             let third = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
             #expect(third.status == 429 && third.json()["code"] as? String == "too_many_proxy_calls", "\(third.text)")
@@ -200,14 +247,61 @@ import TokenVaultTesting
         }
     }
 
+    /// An upstream slower than `proxy.deadline_seconds` gets 504, one that cannot be reached 502;
+    /// both are audited as failed calls.
+    @Test(arguments: ProxyPath.allCases) func slowAndUnreachableUpstreamsGetTheirProblems(path: ProxyPath) async throws
+    {
+        let fixture = try await Self.fixture(path: path, configure: { $0.proxy.deadlineSeconds = 1 })
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let server = fixture.server
+            let slow = try await server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=3")
+            #expect(slow.status == 504 && slow.json()["code"] as? String == "upstream_timeout", "\(slow.text)")
+
+            let closedPort = try Self.closedPort()
+            var settings = ProviderSettings(name: "gone", kind: "oauth2")
+            settings.apiBases = [try APIBase(parsing: "http://127.0.0.1:\(closedPort)/")]
+            var table = server.fixture.vault.providers.settings
+            table["gone"] = settings
+            server.fixture.vault.install(ProviderTable(settings: table))
+            _ = try await server.fixture.vault.put(
+                try CredentialID("ns/gone"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+                provider: "gone")
+            let gone = try await server.request("GET", "/v1/credentials/ns/gone/proxy/echo")
+            #expect(gone.status == 502 && gone.json()["code"] as? String == "upstream_unavailable", "\(gone.text)")
+
+            let audit = try await server.request("GET", "/v1/admin/audit").json()
+            let failed = (audit["items"] as? [[String: Any]] ?? []).filter {
+                $0["operation"] as? String == "credential.proxy" && $0["outcome"] as? String == "failed"
+            }
+            #expect(failed.count == 2, "\(failed)")
+        }
+    }
+
+    /// A loopback port nothing listens on (bound, then closed).
+    private static func closedPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw SocketTestError("cannot bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// `credential:use` alone: calls go through, and no route shows the token.
-    @Test func aCallerAllowedOnlyToUseNeverSeesTheToken() async throws {
+    @Test(arguments: ProxyPath.allCases) func aCallerAllowedOnlyToUseNeverSeesTheToken(path: ProxyPath) async throws {
         let me = getuid()
         let policy = AccessPolicy(
             rules: [.init(subject: .user(me), namespaces: ["ns"], permissions: [.credentialUse])],
             daemonUID: me &+ 12345, rootIsAdmin: false)
-        let fixture = try await Self.fixture(policy: policy)
-        try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
+        let fixture = try await Self.fixture(path: path, policy: policy)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
             let call = try await server.request("GET", "/v1/credentials/ns/a/proxy/echo")
             #expect(call.status == 200, "\(call.text)")
@@ -247,12 +341,13 @@ extension ProxyTests {
     /// An instance with a TLS client certificate (Sber ID's APIs use mutual TLS) presents it to
     /// an upstream that requires one, from the same options its token calls read; an instance
     /// without one is refused at the handshake (502, nothing answered).
-    @Test func theInstancesClientCertificateIsPresented() async throws {
+    @Test(arguments: ProxyPath.allCases) func theInstancesClientCertificateIsPresented(path: ProxyPath) async throws {
         let pki = try await TestPKI.shared()
         var serverOptions = TestOAuthServer.Options()
         serverOptions.tls = pki.serverTLS()
         let upstream = try await TestOAuthServer.start(serverOptions)
-        let server = try await TestServer(providers: ["sber", "plain"])
+        let server = try await TestServer(
+            providers: ["sber", "plain"], configure: { $0.proxyFastPath = path == .eventLoop })
         try await withStopping(
             server,
             stop: { server in
@@ -276,11 +371,17 @@ extension ProxyTests {
                     try CredentialID("ns/\(name)"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
                     provider: name)
             }
+            _ = try await server.request("GET", "/v1/proxy/credentials")
             let presented = try await server.request("GET", "/v1/credentials/ns/sber/proxy/anything")
             #expect(presented.headers["tokenvault-proxy"] == "upstream", "\(presented.status) \(presented.text)")
             let refused = try await server.request("GET", "/v1/credentials/ns/plain/proxy/anything")
             #expect(
                 refused.status == 502 && refused.json()["code"] as? String == "upstream_unavailable", "\(refused.text)")
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(
+                metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 2"#)
+                    == (path == .eventLoop),
+                "\(metrics)")
         }
     }
 }

@@ -26,7 +26,9 @@ public final class TestServer: Sendable {
         engine: (any RefreshService)? = nil, makeEngine: ((TestVault) throws -> any RefreshService)? = nil,
         configure: (inout VaultAPI.Options) -> Void = { _ in }
     ) async throws {
-        fixture = try TestVault()
+        // Off the concurrency pool: a vault's creation writes and syncs files, and a suite that
+        // starts many servers at once would stall every test's timers on a two-core machine.
+        fixture = try await offThePool { UncheckedBox(try TestVault()) }.value
         // Name-only instances (each named after its kind), unless the engine puts its own table
         // in force.
         fixture.vault.install(

@@ -1,0 +1,365 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import TokenVaultCore
+import TokenVaultProviders
+
+/// One proxied call `ProxyFastPath` makes on the event loop: the same call the router's proxy
+/// route makes (`VaultAPI.proxy`), with the same rules, audit rows, metrics and answers, minus
+/// the router's hand-offs between threads. The request body is kept whole (it is at most
+/// `proxy.replay_body_bytes`), so a 401 that refuses the token gets one refresh through the
+/// engine and one replay. The answer streams back as it arrives, and the upstream is read no
+/// faster than the caller takes it.
+final class ProxyFastCall {
+    /// What was decided before the call, all of it by the rules the router applies.
+    struct Plan {
+        let peer: PeerCredentials
+        let id: CredentialID
+        let provider: String
+        let method: HTTPRequest.Method
+        let target: UpstreamURL
+        let transport: UpstreamTransport
+        /// The caller's headers that go upstream (`ProxyHeaders.forward`).
+        let forwarded: [(name: String, value: String)]
+        /// The caller sent `Connection: close`: the connection ends with the answer.
+        let closesConnection: Bool
+        var credential: Credential
+    }
+
+    private enum Phase {
+        /// The request's body is still arriving.
+        case collecting
+        /// Sent, or connecting to send; no answer yet.
+        case waiting
+        /// The upstream refused the token: its 401 is kept while the token is renewed.
+        case refused
+        case renewing
+        /// The answer's head went to the caller; its body follows.
+        case streaming
+        case done
+    }
+
+    /// A refused token's 401 kept beyond this is returned as it came, without a refresh.
+    static let maximumKeptRefusal = 64 << 10
+
+    private let api: VaultAPI
+    private let context: ChannelHandlerContext
+    private let pool: UpstreamConnectionPool
+    private let key: UpstreamConnectionPool.Key
+    private var plan: Plan
+    private var body: ByteBuffer?
+    private var phase = Phase.collecting
+    private var link: UpstreamLink?
+    /// The answer the link brings keeps the connection open for the next call.
+    private var linkStaysOpen = false
+    private var refusal: (head: HTTPResponseHead, body: ByteBuffer)?
+    /// An informational answer (1xx, such as 103 Early Hints) is under way: not the call's answer.
+    private var informational = false
+    private var refreshed = false
+    private var retried = false
+    private var bodyBytes = 0
+    private var deadline: Scheduled<Void>?
+    private let started = ContinuousClock.now
+    private let requestID = RequestIDs.next()
+    private let ended: () -> Void
+
+    init(
+        _ plan: Plan, api: VaultAPI, context: ChannelHandlerContext, pool: UpstreamConnectionPool,
+        ended: @escaping () -> Void
+    ) {
+        self.plan = plan
+        self.api = api
+        self.context = context
+        self.pool = pool
+        self.key = .init(transport: ObjectIdentifier(plan.transport), origin: plan.target.origin)
+        self.ended = ended
+    }
+
+    /// A part of the request's body.
+    func append(_ part: ByteBuffer) {
+        var part = part
+        if body == nil { body = context.channel.allocator.buffer(capacity: part.readableBytes) }
+        body!.writeBuffer(&part)
+    }
+
+    /// The request has been read whole: the call starts, under `proxy.deadline_seconds`.
+    func start() {
+        phase = .waiting
+        let seconds = Int64(api.options.proxy.deadlineSeconds)
+        deadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .seconds(seconds)) {
+            self.deadlinePassed()
+        }
+        send()
+    }
+
+    /// The caller's connection closed: the call ends without an answer.
+    func callerGone() {
+        guard phase != .done else { return }
+        finish(keepingLink: false)
+    }
+
+    /// The caller's socket takes bytes again: read on from the upstream.
+    func callerWritable() {
+        if context.channel.isWritable { link?.handler.resume() }
+    }
+
+    // MARK: Upstream
+
+    private func send() {
+        if let link = pool.take(key) {
+            return transmit(on: link)
+        }
+        let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
+        pool.connect(to: plan.target, with: plan.transport).whenComplete { result in
+            let call = loop.value
+            switch result {
+            case .success(let link):
+                guard call.phase == .waiting else { return link.channel.close(promise: nil) }
+                call.transmit(on: link)
+            case .failure(let error):
+                guard call.phase == .waiting else { return }
+                let origin = call.plan.target.origin
+                let timedOut = (error as? ChannelError).map { if case .connectTimeout = $0 { true } else { false } }
+                call.fail(
+                    timedOut == true
+                        ? ProblemDetails(
+                            .upstreamTimeout, detail: "\(origin) did not answer in time: the connection timed out")
+                        : ProblemDetails(
+                            .upstreamUnavailable, detail: "\(origin) could not be reached: \(VaultAPI.reason(error))"))
+            }
+        }
+    }
+
+    private func transmit(on link: UpstreamLink) {
+        self.link = link
+        link.handler.receiver = { [self] event in upstream(event) }
+        let target = plan.target
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: target.authority)
+        for (name, value) in plan.forwarded { headers.add(name: name, value: value) }
+        headers.replaceOrAdd(name: "Authorization", value: VaultAPI.authorization(plan.credential, dpop: false))
+        let length = body?.readableBytes ?? 0
+        if length > 0 || [.post, .put, .patch].contains(plan.method) {
+            headers.add(name: "Content-Length", value: String(length))
+        }
+        let uri = target.path + (target.query.map { "?" + $0 } ?? "")
+        let head = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: plan.method.rawValue), uri: uri, headers: headers)
+        let channel = link.channel
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if let body, length > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        link.handler.resume()
+    }
+
+    private func upstream(_ event: UpstreamEvent) {
+        switch (event, phase) {
+        case (.head(let head), .waiting) where head.status.code < 200:
+            informational = true
+        case (.end, .waiting) where informational:
+            informational = false
+        case (.head(let head), .waiting):
+            linkStaysOpen = head.isKeepAlive
+            if head.status == .unauthorized, !refreshed, api.engine != nil,
+                VaultAPI.refusesToken(head.headers, method: plan.method)
+            {
+                phase = .refused
+                refusal = (head, context.channel.allocator.buffer(capacity: 0))
+            } else {
+                answer(head)
+            }
+        case (.body(var part), .refused):
+            refusal!.body.writeBuffer(&part)
+            if refusal!.body.readableBytes > Self.maximumKeptRefusal { returnRefusal(ended: false) }
+        case (.body(let part), .streaming):
+            bodyBytes += part.readableBytes
+            guard bodyBytes <= api.options.proxy.maximumResponseBytes else {
+                // Cut off, as the router's path does: the caller sees the answer end early.
+                return abortCaller()
+            }
+            context.write(NIOAny(HTTPResponsePart.body(part)), promise: nil)
+        case (.end, .refused):
+            releaseLink()
+            renew()
+        case (.end, .streaming):
+            endAnswer()
+            finish(keepingLink: linkStaysOpen)
+        case (.readComplete, .streaming):
+            context.flush()
+            if !context.channel.isWritable { link?.handler.pause() }
+        case (.closed, .waiting):
+            let wasIdle = link?.reused ?? false
+            link = nil
+            // A kept connection the upstream closed as the request went out: once more on a new
+            // one, when a second try cannot do the call twice.
+            if wasIdle, !retried, VaultAPI.repeatableMethods.contains(plan.method) {
+                retried = true
+                return send()
+            }
+            fail(
+                ProblemDetails(
+                    .upstreamUnavailable,
+                    detail: "\(plan.target.origin) could not be reached: the upstream closed the connection"))
+        case (.closed, .refused):
+            link = nil
+            returnRefusal(ended: true)
+        case (.closed, .streaming):
+            link = nil
+            abortCaller()
+        default:
+            break
+        }
+    }
+
+    /// The upstream's answer goes to the caller: its head now, its body as it arrives. One that
+    /// declares more than `proxy.max_response_bytes` is refused instead.
+    private func answer(_ head: HTTPResponseHead) {
+        let status = Int(head.status.code)
+        let origin = plan.target.origin
+        if let declared = head.headers.first(name: "content-length").flatMap(Int.init),
+            declared > api.options.proxy.maximumResponseBytes
+        {
+            linkStaysOpen = false
+            return fail(api.upstreamTooLarge(origin: origin, status: status, declared: declared))
+        }
+        api.proxyAnswered(
+            plan.peer, plan.id, method: plan.method.rawValue, origin: origin, provider: plan.provider, status: status,
+            since: started)
+        var fields = ProxyHeaders.returned(
+            head.headers.map { ($0.name, $0.value) }, token: plan.credential.secrets.accessToken, refreshed: refreshed)
+        stamp(&fields)
+        phase = .streaming
+        context.write(
+            NIOAny(HTTPResponsePart.head(HTTPResponse(status: .init(code: status), headerFields: fields))), promise: nil
+        )
+    }
+
+    /// The kept 401 goes to the caller as it came (no new token came, or it was too long to keep).
+    private func returnRefusal(ended: Bool) {
+        guard let refusal else { return }
+        self.refusal = nil
+        answer(refusal.head)
+        guard phase == .streaming else { return }
+        bodyBytes = refusal.body.readableBytes
+        context.write(NIOAny(HTTPResponsePart.body(refusal.body)), promise: nil)
+        if ended {
+            endAnswer()
+            finish(keepingLink: false)
+        } else {
+            context.flush()
+        }
+    }
+
+    /// One forced refresh through the engine (off the loop), then the call once more with the new
+    /// token, or the kept 401.
+    private func renew() {
+        phase = .renewing
+        let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let (api, id, used) = (api, plan.id, plan.credential)
+        Task {
+            let renewed = await api.renewedAfterRefusal(id, used: used)
+            loop.eventLoop.execute { loop.value.renewed(renewed) }
+        }
+    }
+
+    private func renewed(_ credential: Credential?) {
+        guard phase == .renewing else { return }
+        guard let credential else {
+            phase = .refused
+            return returnRefusal(ended: true)
+        }
+        plan.credential = credential
+        refreshed = true
+        refusal = nil
+        phase = .waiting
+        send()
+    }
+
+    // MARK: Endings
+
+    /// A problem instead of an answer: audited and counted as the router does.
+    private func fail(_ problem: ProblemDetails) {
+        guard phase != .done, phase != .streaming else { return abortCaller() }
+        _ = api.proxyRefused(
+            plan.peer, plan.id, method: plan.method.rawValue, origin: plan.target.origin, provider: plan.provider,
+            problem)
+        if let (headers, body) = try? problem.document(requestID: requestID) {
+            var fields = headers
+            fields[.contentLength] = String(body.readableBytes)
+            stamp(&fields)
+            context.write(
+                NIOAny(HTTPResponsePart.head(HTTPResponse(status: problem.status, headerFields: fields))), promise: nil)
+            context.write(NIOAny(HTTPResponsePart.body(body)), promise: nil)
+            endAnswer()
+            finish(keepingLink: false)
+        } else {
+            abortCaller()
+        }
+    }
+
+    /// The answer's end, and then the connection's when the caller asked for that
+    /// (`Connection: close`, which Hummingbird's request loop honours on the router's path).
+    private func endAnswer() {
+        guard plan.closesConnection else {
+            return context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: written)
+        written.futureResult.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+    }
+
+    /// The answer cannot be completed: the caller's connection closes, which it sees as an answer
+    /// cut short (a length not reached, a chunked body without its end).
+    private func abortCaller() {
+        finish(keepingLink: false)
+        context.close(promise: nil)
+    }
+
+    private func deadlinePassed() {
+        deadline = nil
+        switch phase {
+        case .waiting, .refused, .renewing:
+            fail(
+                ProblemDetails(
+                    .upstreamTimeout,
+                    detail: "\(plan.target.origin) did not answer in time: proxy.deadline_seconds passed"))
+        case .streaming:
+            abortCaller()
+        case .collecting, .done:
+            break
+        }
+    }
+
+    private func releaseLink() {
+        guard let link else { return }
+        self.link = nil
+        if linkStaysOpen {
+            pool.giveBack(link, key)
+        } else {
+            link.handler.receiver = nil
+            link.channel.close(promise: nil)
+        }
+    }
+
+    private func finish(keepingLink: Bool) {
+        guard phase != .done else { return }
+        phase = .done
+        deadline?.cancel()
+        deadline = nil
+        linkStaysOpen = linkStaysOpen && keepingLink
+        releaseLink()
+        api.limiter.releaseProxyCall(uid: plan.peer.uid)
+        ended()
+    }
+
+    /// The headers every answer of the daemon carries.
+    private func stamp(_ fields: inout HTTPFields) {
+        fields[.requestID] = requestID
+        fields[.date] = HTTPDateHeader.now
+        fields[.server] = VaultServer.serverName
+    }
+}
+
+@available(*, unavailable)
+extension ProxyFastCall: Sendable {}

@@ -1,0 +1,208 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+import TokenVaultCore
+import TokenVaultProviders
+
+/// Kept-alive HTTP/1.1 connections to upstream origins for the proxied calls `ProxyFastPath`
+/// makes on one event loop. The connections live on that same loop, so a call never leaves it:
+/// no thread hop between the caller's socket and the upstream's. Not thread-safe: used on its
+/// loop only (`UpstreamConnectionPools` hands each loop its own).
+final class UpstreamConnectionPool {
+    /// Connections are shared by calls to the same origin through the same instance settings
+    /// (`UpstreamTransport`: its TLS identity and trust): a reload that changes them starts anew.
+    struct Key: Hashable {
+        let transport: ObjectIdentifier
+        let origin: String
+    }
+
+    /// Idle connections kept per key; more are closed when their call ends.
+    static let maximumIdlePerKey = 64
+
+    let eventLoop: any EventLoop
+    private var idle: [Key: [UpstreamLink]] = [:]
+
+    init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    /// An idle connection for `key`, if one is still open.
+    func take(_ key: Key) -> UpstreamLink? {
+        while let link = idle[key]?.popLast() {
+            if link.channel.isActive { return link }
+        }
+        return nil
+    }
+
+    /// Keeps `link` for the next call once its answer has ended (and the upstream did not say
+    /// `Connection: close`); closes it when the pool holds enough.
+    func giveBack(_ link: UpstreamLink, _ key: Key) {
+        link.handler.receiver = nil
+        link.handler.resume()
+        guard link.channel.isActive, idle[key, default: []].count < Self.maximumIdlePerKey else {
+            return link.channel.close(promise: nil)
+        }
+        link.reused = true
+        idle[key, default: []].removeAll { !$0.channel.isActive }
+        idle[key, default: []].append(link)
+    }
+
+    /// A new connection to `target`'s origin: TCP (with the instance's connect timeout), TLS for
+    /// `https` with the instance's context, then NIO's HTTP/1.1 client codec.
+    func connect(to target: UpstreamURL, with transport: UpstreamTransport) -> EventLoopFuture<UpstreamLink> {
+        let host = target.host.hasPrefix("[") ? String(target.host.dropFirst().dropLast()) : target.host
+        let secure = target.scheme == "https"
+        let connectTimeout = TimeAmount.nanoseconds(Int64(transport.timeouts.connectSeconds * 1e9))
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if secure {
+                        // As AsyncHTTPClient does: SNI and name checks for a name; an address is
+                        // checked against the certificate's IP entries.
+                        let name = host.isIPAddress ? nil : host
+                        try pipeline.addHandler(NIOSSLClientHandler(context: transport.tls, serverHostname: name))
+                    }
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(UpstreamLinkHandler())
+                }
+            }
+            .connect(host: host, port: target.port)
+            .flatMapThrowing { channel in
+                UpstreamLink(
+                    channel: channel,
+                    handler: try channel.pipeline.syncOperations.handler(type: UpstreamLinkHandler.self))
+            }
+    }
+
+    /// Closes every idle connection (the server is stopping).
+    func closeAll() {
+        for link in idle.values.joined() { link.channel.close(promise: nil) }
+        idle = [:]
+    }
+}
+
+/// One connection to an upstream origin, owned by one call at a time.
+final class UpstreamLink {
+    let channel: any Channel
+    let handler: UpstreamLinkHandler
+    /// It carried an answer before: an upstream may have closed it while it sat idle, so a call
+    /// that finds it closed before any answer may try once more on a new one.
+    var reused = false
+
+    init(channel: any Channel, handler: UpstreamLinkHandler) {
+        self.channel = channel
+        self.handler = handler
+    }
+}
+
+/// What an upstream connection reports to the call that owns it.
+enum UpstreamEvent {
+    case head(HTTPResponseHead)
+    case body(ByteBuffer)
+    case end
+    /// A batch of reads is over: time to flush what was written to the caller.
+    case readComplete
+    /// The connection closed, or failed, before the answer's end.
+    case closed
+}
+
+/// The last handler of an upstream connection: hands the decoded answer to the call that owns
+/// the connection, and holds back reads while that call's caller is slow to take the answer
+/// (backpressure: the upstream waits instead of the daemon buffering). An idle connection that
+/// receives anything is closed: an upstream has nothing to say unasked.
+final class UpstreamLinkHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    var receiver: ((UpstreamEvent) -> Void)?
+    private var context: ChannelHandlerContext?
+    private var paused = false
+    private var readWithheld = false
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Stops reading from the upstream until `resume`.
+    func pause() { paused = true }
+
+    func resume() {
+        paused = false
+        if readWithheld, let context {
+            readWithheld = false
+            context.read()
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let receiver else { return context.close(promise: nil) }
+        switch unwrapInboundIn(data) {
+        case .head(let head): receiver(.head(head))
+        case .body(let body): receiver(.body(body))
+        case .end: receiver(.end)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        receiver?(.readComplete)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let receiver = self.receiver
+        self.receiver = nil
+        receiver?(.closed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if paused {
+            readWithheld = true
+        } else {
+            context.read()
+        }
+    }
+}
+
+/// One `UpstreamConnectionPool` per event loop of the server.
+final class UpstreamConnectionPools: Sendable {
+    private let pools = Mutex<[ObjectIdentifier: NIOLoopBound<UpstreamConnectionPool>]>([:])
+
+    /// The pool of `eventLoop`; call on that loop.
+    func pool(on eventLoop: any EventLoop) -> UpstreamConnectionPool {
+        let key = ObjectIdentifier(eventLoop)
+        if let bound = pools.withLock({ $0[key] }) { return bound.value }
+        let pool = UpstreamConnectionPool(eventLoop: eventLoop)
+        pools.withLock { $0[key] = NIOLoopBound(pool, eventLoop: eventLoop) }
+        return pool
+    }
+
+    /// Closes every pool's idle connections, each on its loop.
+    func closeAll() {
+        for bound in pools.withLock({ Array($0.values) }) {
+            bound.eventLoop.execute { bound.value.closeAll() }
+        }
+    }
+}
+
+extension String {
+    /// An IPv4 or IPv6 address rather than a name.
+    fileprivate var isIPAddress: Bool {
+        (try? SocketAddress(ipAddress: self, port: 0)) != nil
+    }
+}
+
+@available(*, unavailable)
+extension UpstreamConnectionPool: Sendable {}
+@available(*, unavailable)
+extension UpstreamLink: Sendable {}
+@available(*, unavailable)
+extension UpstreamLinkHandler: Sendable {}

@@ -1,0 +1,206 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultServer
+import TokenVaultTesting
+
+/// What only the event loop's proxy path (`ProxyFastPath`) has to get right: answers in the
+/// requests' order when calls, token reads and routed requests are pipelined on one connection,
+/// and kept upstream connections the upstream has dropped. (`ProxyTests` runs every proxy
+/// behaviour on both paths.)
+@Suite struct ProxyFastPathTests {
+    /// A server whose `oauth2` instance lists `bases`, with the credential `ns/a`, and the
+    /// caller's groups learnt (so plain calls take the event loop's path).
+    private static func server(bases: [String]) async throws -> TestServer {
+        let server = try await TestServer()
+        var settings = ProviderSettings(name: "oauth2", kind: "oauth2")
+        settings.apiBases = try bases.map { try APIBase(parsing: $0 + "/") }
+        server.fixture.vault.install(ProviderTable(settings: ["oauth2": settings]))
+        _ = try await server.fixture.vault.put(
+            try CredentialID("ns/a"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+            provider: "oauth2")
+        _ = try await server.request("GET", "/v1/proxy/credentials")
+        return server
+    }
+
+    private static func get(_ target: String) -> String { "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n" }
+
+    @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
+        let upstream = try await TestUpstream()
+        let server = try await Self.server(bases: [upstream.base])
+        try await withStopping(
+            server,
+            stop: {
+                await $0.stop()
+                await upstream.stop()
+            }
+        ) { server in
+            let socketPath = server.socketPath
+            // One write: a token read (answered before the decoder), a call held upstream for a
+            // second, a routed request behind it, and another call behind that.
+            let answers = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(
+                    Self.get("/v1/credentials/ns/a/token") + Self.get("/v1/credentials/ns/a/proxy/hold?seconds=1")
+                        + Self.get("/v1/health") + Self.get("/v1/credentials/ns/a/proxy/echo?n=2"))
+                return try (0..<4).map { _ -> String in
+                    guard let response = try connection.readResponse(timeout: 30) else {
+                        throw SocketTestError("closed early")
+                    }
+                    let json = response.json()
+                    let what =
+                        json["access_token"] != nil
+                        ? "token" : (json["path"] as? String ?? json["status"] as? String ?? response.text)
+                    return "\(response.status) \(what)"
+                }
+            }
+            #expect(answers[0] == "200 token", "\(answers)")
+            #expect(answers[1].hasPrefix("200"), "\(answers)")
+            #expect(answers[2] == "200 ok", "\(answers)")
+            #expect(answers[3] == "200 /echo?n=2", "\(answers)")
+            #expect(upstream.received == ["GET /hold?seconds=1", "GET /echo?n=2"])
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 1"#), "\(metrics)")
+        }
+    }
+
+    /// `Connection: close` ends the connection with the answer, as on the router's path (the
+    /// caller reading to the end would otherwise wait for the idle timeout).
+    @Test func aCallerThatAsksForCloseHasItsConnectionClosedAfterTheAnswer() async throws {
+        let upstream = try await TestUpstream()
+        let server = try await Self.server(bases: [upstream.base])
+        try await withStopping(
+            server,
+            stop: {
+                await $0.stop()
+                await upstream.stop()
+            }
+        ) { server in
+            let socketPath = server.socketPath
+            let (status, closed) = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(
+                    "GET /v1/credentials/ns/a/proxy/echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                let answer = try connection.readResponse(timeout: 10)
+                return (answer?.status, connection.waitForClose(timeout: 5))
+            }
+            #expect(status == 200)
+            #expect(closed, "the connection stayed open")
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 1"#), "\(metrics)")
+        }
+    }
+
+    /// An upstream that drops a kept connection when the next request arrives on it (as one
+    /// whose idle timeout fires just then): a `GET` is sent once more on a new connection, a
+    /// `POST` is not (the upstream may have acted on it) and gets 502.
+    @Test func aKeptConnectionTheUpstreamDroppedIsReplacedOnceForARepeatableCall() async throws {
+        let upstream = try DroppingUpstream()
+        defer { upstream.stop() }
+        let server = try await Self.server(bases: [upstream.base])
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            // One connection to the daemon: its calls share its event loop's upstream connections.
+            let socketPath = server.socketPath
+            let (answers, counts) = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                var answers: [RawHTTPResponse] = []
+                var counts: [(connections: Int, requests: Int)] = []
+                for request in [
+                    Self.get("/v1/credentials/ns/a/proxy/one"), Self.get("/v1/credentials/ns/a/proxy/two"),
+                    "POST /v1/credentials/ns/a/proxy/three HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+                ] {
+                    try connection.send(request)
+                    guard let answer = try connection.readResponse(timeout: 30) else {
+                        throw SocketTestError("closed early")
+                    }
+                    answers.append(answer)
+                    counts.append(upstream.counts)
+                }
+                return (answers, counts)
+            }
+            #expect(answers[0].status == 200 && answers[0].text == "ok", "\(answers[0].text)")
+            #expect(answers[1].status == 200 && answers[1].text == "ok", "\(answers[1].text)")
+            #expect(counts[1] == (connections: 2, requests: 3), "\(counts)")
+            #expect(
+                answers[2].status == 502 && answers[2].json()["code"] as? String == "upstream_unavailable",
+                "\(answers[2].text)")
+            #expect(counts[2] == (connections: 2, requests: 4), "\(counts)")
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 3"#), "\(metrics)")
+        }
+    }
+}
+
+/// A loopback HTTP/1.1 server that answers the first request on each connection with `200 ok`
+/// (kept alive) and closes the connection, unanswered, when a second request arrives on it.
+private final class DroppingUpstream: Sendable {
+    let port: Int
+    var base: String { "http://127.0.0.1:\(port)" }
+    var counts: (connections: Int, requests: Int) { state.lock.withLock { ($0.connections, $0.requests) } }
+
+    private final class Shared: Sendable {
+        struct State {
+            var connections = 0
+            var requests = 0
+            var stopped = false
+        }
+        let lock = Mutex(State())
+    }
+
+    private let listener: Int32
+    private let state = Shared()
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(listener, address, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, address, &length) == 0
+            }
+        }
+        guard bound else { throw SocketTestError("cannot listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let state = state
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0, !state.lock.withLock({ $0.stopped }) else { return }
+                state.lock.withLock { $0.connections += 1 }
+                Thread.detachNewThread { Self.serve(connection, state) }
+            }
+        }
+    }
+
+    private static func serve(_ connection: Int32, _ state: Shared) {
+        defer { close(connection) }
+        var received: [UInt8] = []
+        var answered = false
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            received += buffer[..<count]
+            // Heads only (the calls carry no body beyond `{}`, read with the head or ignored).
+            while let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                received.removeSubrange(..<end.upperBound)
+                state.lock.withLock { $0.requests += 1 }
+                if answered { return }
+                answered = true
+                let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+                _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+    }
+
+    func stop() {
+        state.lock.withLock { $0.stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+}
