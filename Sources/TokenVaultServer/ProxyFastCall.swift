@@ -24,6 +24,8 @@ final class ProxyFastCall {
         let forwarded: [(name: String, value: String)]
         /// The caller sent `Connection: close`: the connection ends with the answer.
         let closesConnection: Bool
+        /// The route template the router would record the call under (`RequestMetricsMiddleware`).
+        let route: String
         var credential: Credential
     }
 
@@ -62,17 +64,23 @@ final class ProxyFastCall {
     private var deadline: Scheduled<Void>?
     private let started = ContinuousClock.now
     private let requestID = RequestIDs.next()
-    private let ended: () -> Void
+    /// Told when the call is over, and whether the caller's connection ends with it (then no
+    /// request behind it is taken).
+    private let ended: (_ connectionEnds: Bool) -> Void
+    /// The caller's connection is closed, or closes once the answer is written.
+    private var connectionEnds = false
+    /// `timeout_seconds` between the upstream's reads, as on the router's path.
+    private var readTimer: Scheduled<Void>?
 
     init(
         _ plan: Plan, api: VaultAPI, context: ChannelHandlerContext, pool: UpstreamConnectionPool,
-        ended: @escaping () -> Void
+        ended: @escaping (_ connectionEnds: Bool) -> Void
     ) {
         self.plan = plan
         self.api = api
         self.context = context
         self.pool = pool
-        self.key = .init(transport: ObjectIdentifier(plan.transport), origin: plan.target.origin)
+        self.key = .init(transport: plan.transport, origin: plan.target.origin)
         self.ended = ended
     }
 
@@ -106,8 +114,9 @@ final class ProxyFastCall {
 
     // MARK: Upstream
 
-    private func send() {
-        if let link = pool.take(key) {
+    /// On a kept connection, or a new one (`fresh`: after a kept one failed).
+    private func send(fresh: Bool = false) {
+        if !fresh, let link = pool.take(key) {
             return transmit(on: link)
         }
         let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -151,9 +160,41 @@ final class ProxyFastCall {
         if let body, length > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         link.handler.resume()
+        armReadTimer()
+    }
+
+    /// (Re)starts the wait for the upstream's next bytes.
+    private func armReadTimer() {
+        readTimer?.cancel()
+        let nanoseconds = Int64(plan.transport.timeouts.readSeconds * 1e9)
+        readTimer = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .nanoseconds(nanoseconds)) {
+            self.readTimedOut()
+        }
+    }
+
+    private func readTimedOut() {
+        readTimer = nil
+        guard link != nil else { return }
+        // Held back for a slow caller: the upstream is not the one waiting.
+        if link?.handler.isPaused == true { return armReadTimer() }
+        switch phase {
+        case .waiting, .refused:
+            fail(
+                ProblemDetails(
+                    .upstreamTimeout, detail: "\(plan.target.origin) did not answer in time: a read timed out"))
+        case .streaming:
+            abortCaller()
+        case .collecting, .renewing, .done:
+            break
+        }
     }
 
     private func upstream(_ event: UpstreamEvent) {
+        switch event {
+        case .head, .body: armReadTimer()
+        case .end, .closed: readTimer?.cancel()
+        case .readComplete: break
+        }
         switch (event, phase) {
         case (.head(let head), .waiting) where head.status.code < 200:
             informational = true
@@ -195,15 +236,18 @@ final class ProxyFastCall {
             // one, when a second try cannot do the call twice.
             if wasIdle, !retried, VaultAPI.repeatableMethods.contains(plan.method) {
                 retried = true
-                return send()
+                return send(fresh: true)
             }
             fail(
                 ProblemDetails(
                     .upstreamUnavailable,
                     detail: "\(plan.target.origin) could not be reached: the upstream closed the connection"))
         case (.closed, .refused):
+            // Cut off: what came goes to the caller, whose connection then ends (its framing is
+            // not complete).
             link = nil
-            returnRefusal(ended: true)
+            returnRefusal(ended: false)
+            abortCaller()
         case (.closed, .streaming):
             link = nil
             abortCaller()
@@ -226,6 +270,7 @@ final class ProxyFastCall {
         api.proxyAnswered(
             plan.peer, plan.id, method: plan.method.rawValue, origin: origin, provider: plan.provider, status: status,
             since: started)
+        api.metrics.record(route: plan.route, method: plan.method.rawValue, status: status, duration: .now - started)
         var fields = ProxyHeaders.returned(
             head.headers.map { ($0.name, $0.value) }, token: plan.credential.secrets.accessToken, refreshed: refreshed)
         stamp(&fields)
@@ -258,7 +303,8 @@ final class ProxyFastCall {
         let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
         let (api, id, used) = (api, plan.id, plan.credential)
         Task {
-            let renewed = await api.renewedAfterRefusal(id, used: used)
+            // A credential gone or a store that fails meanwhile: the 401 as it came.
+            let renewed = (try? await api.renewedAfterRefusal(id, used: used)) ?? nil
             loop.eventLoop.execute { loop.value.renewed(renewed) }
         }
     }
@@ -284,6 +330,9 @@ final class ProxyFastCall {
         _ = api.proxyRefused(
             plan.peer, plan.id, method: plan.method.rawValue, origin: plan.target.origin, provider: plan.provider,
             problem)
+        api.metrics.record(
+            route: plan.route, method: plan.method.rawValue, status: Int(problem.status.code),
+            duration: .now - started)
         if let (headers, body) = try? problem.document(requestID: requestID) {
             var fields = headers
             fields[.contentLength] = String(body.readableBytes)
@@ -304,6 +353,7 @@ final class ProxyFastCall {
         guard plan.closesConnection else {
             return context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: nil)
         }
+        connectionEnds = true
         let written = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil)), promise: written)
         written.futureResult.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
@@ -312,8 +362,9 @@ final class ProxyFastCall {
     /// The answer cannot be completed: the caller's connection closes, which it sees as an answer
     /// cut short (a length not reached, a chunked body without its end).
     private func abortCaller() {
-        finish(keepingLink: false)
+        connectionEnds = true
         context.close(promise: nil)
+        finish(keepingLink: false)
     }
 
     private func deadlinePassed() {
@@ -347,10 +398,12 @@ final class ProxyFastCall {
         phase = .done
         deadline?.cancel()
         deadline = nil
+        readTimer?.cancel()
+        readTimer = nil
         linkStaysOpen = linkStaysOpen && keepingLink
         releaseLink()
         api.limiter.releaseProxyCall(uid: plan.peer.uid)
-        ended()
+        ended(connectionEnds)
     }
 
     /// The headers every answer of the daemon carries.

@@ -31,8 +31,9 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private let pools: UpstreamConnectionPools
     /// Requests passed to the router whose answer has not ended.
     private var routed = 0
-    /// The parts arriving belong to a request passed to the router.
-    private var passing = false
+    /// The caller closed its side while a call was made or requests waited: passed on (it ends
+    /// Hummingbird's request loop, which closes the connection) once they are answered.
+    private var inputClosedHeld = false
     /// The call made here now, and whether its request's body is still arriving.
     private var call: ProxyFastCall?
     private var receiving = false
@@ -69,25 +70,23 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             if routed == 0, let id = head.path.flatMap(Self.credentialID(inProxyPath:)), let plan = plan(head, id) {
                 let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
                 call = ProxyFastCall(plan, api: api, context: context, pool: pools.pool(on: context.eventLoop)) {
-                    loop.value.callEnded(context)
+                    loop.value.callEnded(context, connectionEnds: $0)
                 }
                 receiving = true
                 return
             }
             routed += 1
-            passing = true
-        case .body:
+        case .body, .end:
             break
-        case .end:
-            passing = false
         }
         context.fireChannelRead(wrapInboundOut(part))
     }
 
-    private func callEnded(_ context: ChannelHandlerContext) {
+    private func callEnded(_ context: ChannelHandlerContext, connectionEnds: Bool) {
         call = nil
         receiving = false
-        guard context.channel.isActive else { return held.removeAll() }
+        // The caller asked to close, or the answer was cut short: nothing behind it is taken.
+        guard context.channel.isActive, !connectionEnds else { return held.removeAll() }
         var passed = false
         while call == nil, !receiving, let part = held.popFirst() {
             passed = true
@@ -98,10 +97,23 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         if passed { context.fireChannelReadComplete() }
-        if call == nil, readWithheld {
+        // Reading resumes for a call whose body is still to come, too.
+        if call == nil || receiving, readWithheld {
             readWithheld = false
             context.read()
         }
+        if call == nil, held.isEmpty, inputClosedHeld {
+            inputClosedHeld = false
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed, call != nil || !held.isEmpty {
+            inputClosedHeld = true
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func read(context: ChannelHandlerContext) {
@@ -164,7 +176,15 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             closesConnection: fields[values: .connection].contains {
                 $0.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
             },
-            credential: credential)
+            route: Self.route(of: path), credential: credential)
+    }
+
+    /// The route template the router records a proxied call under: `…/proxy`, or `…/proxy/**`
+    /// with a path after it.
+    static func route(of path: String) -> String {
+        let base = "/v1/credentials/{namespace}/{name}/proxy"
+        let segments = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/", maxSplits: 5)
+        return segments.count > 5 ? base + "/**" : base
     }
 
     /// The credential a proxy path names: `/v1/credentials/{ns}/{name}/proxy`, then nothing, `/…`

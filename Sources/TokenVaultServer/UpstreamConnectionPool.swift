@@ -14,8 +14,17 @@ final class UpstreamConnectionPool {
     /// Connections are shared by calls to the same origin through the same instance settings
     /// (`UpstreamTransport`: its TLS identity and trust): a reload that changes them starts anew.
     struct Key: Hashable {
-        let transport: ObjectIdentifier
+        /// Held, not only named: an identifier alone could be taken by a new transport at the
+        /// same address after a reload freed the old one, and its connections reused.
+        let transport: UpstreamTransport
         let origin: String
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.transport === rhs.transport && lhs.origin == rhs.origin }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(ObjectIdentifier(transport))
+            hasher.combine(origin)
+        }
     }
 
     /// Idle connections kept per key; more are closed when their call ends.
@@ -130,6 +139,9 @@ final class UpstreamLinkHandler: ChannelDuplexHandler {
 
     /// Stops reading from the upstream until `resume`.
     func pause() { paused = true }
+
+    /// Reads are held back for a slow caller (a read timeout does not run meanwhile).
+    var isPaused: Bool { paused }
 
     func resume() {
         paused = false

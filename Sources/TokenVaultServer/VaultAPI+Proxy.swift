@@ -103,7 +103,7 @@ extension VaultAPI {
         if response.status == .unauthorized, body.isReplayable, engine != nil,
             Self.refusesToken(response.headers, method: request.method)
         {
-            if let renewed = await renewedAfterRefusal(id, used: credential) {
+            if let renewed = try await renewedAfterRefusal(id, used: credential) {
                 credential = renewed
                 refreshed = true
                 response = try await send(
@@ -154,10 +154,10 @@ extension VaultAPI {
 
     /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
     /// limits apply) and the new token, or nil when none came (the caller gets the 401 as it came).
-    func renewedAfterRefusal(_ id: CredentialID, used: Credential) async -> Credential? {
+    func renewedAfterRefusal(_ id: CredentialID, used: Credential) async throws -> Credential? {
         guard let engine else { return nil }
         _ = try? await engine.refreshForced(id)
-        guard case .success(let renewed)? = try? await usableCredential(id, minimumTTL: 0),
+        guard case .success(let renewed) = try await usableCredential(id, minimumTTL: 0),
             renewed.metadata.generation != used.metadata.generation
         else { return nil }
         return renewed

@@ -24,18 +24,23 @@ import TokenVaultTesting
         return server
     }
 
-    private static func get(_ target: String) -> String { "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n" }
-
-    @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
+    /// A `TestUpstream` and a server whose instance lists it, stopped after `body`.
+    private static func withServerAndUpstream(_ body: (TestServer, TestUpstream) async throws -> Void) async throws {
         let upstream = try await TestUpstream()
-        let server = try await Self.server(bases: [upstream.base])
+        let server = try await server(bases: [upstream.base])
         try await withStopping(
             server,
             stop: {
                 await $0.stop()
                 await upstream.stop()
             }
-        ) { server in
+        ) { server in try await body(server, upstream) }
+    }
+
+    private static func get(_ target: String) -> String { "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n" }
+
+    @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
+        try await Self.withServerAndUpstream { server, upstream in
             let socketPath = server.socketPath
             // One write: a token read (answered before the decoder), a call held upstream for a
             // second, a routed request behind it, and another call behind that.
@@ -68,15 +73,7 @@ import TokenVaultTesting
     /// `Connection: close` ends the connection with the answer, as on the router's path (the
     /// caller reading to the end would otherwise wait for the idle timeout).
     @Test func aCallerThatAsksForCloseHasItsConnectionClosedAfterTheAnswer() async throws {
-        let upstream = try await TestUpstream()
-        let server = try await Self.server(bases: [upstream.base])
-        try await withStopping(
-            server,
-            stop: {
-                await $0.stop()
-                await upstream.stop()
-            }
-        ) { server in
+        try await Self.withServerAndUpstream { server, upstream in
             let socketPath = server.socketPath
             let (status, closed) = try await offThePool {
                 let connection = try UnixSocketConnection(path: socketPath)
@@ -89,6 +86,26 @@ import TokenVaultTesting
             #expect(closed, "the connection stayed open")
             let metrics = try await server.request("GET", "/metrics").text
             #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 1"#), "\(metrics)")
+        }
+    }
+
+    /// A caller that sends its request and closes its side (half-close) still gets the answer.
+    @Test func aCallerThatHalfClosesGetsItsAnswer() async throws {
+        try await Self.withServerAndUpstream { server, upstream in
+            let socketPath = server.socketPath
+            let status = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(Self.get("/v1/credentials/ns/a/proxy/hold?seconds=1"))
+                shutdown(connection.descriptor, Int32(SHUT_WR))
+                return try connection.readResponse(timeout: 10)?.status
+            }
+            #expect(status == 200)
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 1"#), "\(metrics)")
+            #expect(
+                metrics.contains(
+                    #"tokenvault_http_requests_total{route="/v1/credentials/{namespace}/{name}/proxy/**",method="GET",code="200"} 1"#
+                ), "\(metrics)")
         }
     }
 
