@@ -31,7 +31,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         }
         let bytes = Array(text.utf8)
         func string(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
-        guard let schemeEnd = Self.firstRange(of: Self.schemeSeparator, in: bytes[...]) else {
+        guard let schemeEnd = bytes.firstRange(of: Self.schemeSeparator) else {
             throw UpstreamURLProblem("'\(shown())' is not an absolute URL")
         }
         let scheme = string(0..<schemeEnd.lowerBound).lowercased()
@@ -126,7 +126,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
     private static func checkPath(_ path: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
         guard path.first == UInt8(ascii: "/") else { throw UpstreamURLProblem("'\(shown())' has no path") }
         let lowered = path.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        for encoded in refusedEncodings where firstRange(of: encoded, in: lowered[...]) != nil {
+        for encoded in refusedEncodings where lowered.firstRange(of: encoded) != nil {
             throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
         }
         guard !path.contains(UInt8(ascii: "\\")) else {
@@ -138,17 +138,6 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
                 throw UpstreamURLProblem("'\(shown())' has a '.' or '..' segment in its path")
             }
         }
-    }
-
-    /// Where `needle` first occurs in `bytes` (indices of `bytes`' base).
-    private static func firstRange(of needle: [UInt8], in bytes: ArraySlice<UInt8>) -> Range<Int>? {
-        guard needle.count <= bytes.count else { return nil }
-        var start = bytes.startIndex
-        while start + needle.count <= bytes.endIndex {
-            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return start..<(start + needle.count) }
-            start += 1
-        }
-        return nil
     }
 }
 

@@ -56,14 +56,10 @@ public final class UpstreamClients: Sendable {
     /// The client for the instance `settings` describes (after `shutdown`, an error: a call
     /// arriving while the daemon stops gets no client that nobody would shut down).
     public func client(for settings: ProviderSettings) throws(ProviderConfigurationError) -> HTTPClient {
-        guard !state.withLock({ $0.isShutDown }) else {
-            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
-        }
+        guard !state.withLock({ $0.isShutDown }) else { throw Self.stopping(settings) }
         if let entry = state.withLock({ $0.clients[settings.name] }), entry.settings == settings { return entry.client }
-        let transport =
-            try ProviderFactory.transportSettings(settings)
-            ?? TransportSettings(maximumConnections: connectionsPerHost)
-        let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost, on: eventLoopGroup)
+        let made = Self.makeClient(
+            try transportSettings(settings), connectionsPerHost: connectionsPerHost, on: eventLoopGroup)
         let (client, unused) = state.withLock { state -> (HTTPClient?, HTTPClient?) in
             if state.isShutDown { return (nil, made) }
             if let entry = state.clients[settings.name], entry.settings == settings { return (entry.client, made) }
@@ -72,10 +68,21 @@ public final class UpstreamClients: Sendable {
             return (made, nil)
         }
         if let unused { unused.shutdown { _ in } }
-        guard let client else {
-            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
-        }
+        guard let client else { throw Self.stopping(settings) }
         return client
+    }
+
+    /// The instance's transport settings, as its token calls read them, or the defaults with
+    /// this pool's size when it has no options.
+    private func transportSettings(_ settings: ProviderSettings) throws(ProviderConfigurationError)
+        -> TransportSettings
+    {
+        try ProviderFactory.transportSettings(settings) ?? TransportSettings(maximumConnections: connectionsPerHost)
+    }
+
+    /// A call arriving while the daemon stops gets no client or transport that nobody would shut down.
+    private static func stopping(_ settings: ProviderSettings) -> ProviderConfigurationError {
+        ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
     }
 
     /// The TLS context and timeouts the daemon's own proxy connections use for the instance
@@ -87,16 +94,11 @@ public final class UpstreamClients: Sendable {
             guard let entry = state.transports[settings.name], entry.settings == settings else { return (false, nil) }
             return (false, entry.transport)
         }
-        guard !kept.stopping else {
-            throw ProviderConfigurationError(key: "providers.\(settings.name)", problem: "the daemon is stopping")
-        }
+        guard !kept.stopping else { throw Self.stopping(settings) }
         if let transport = kept.1 { return transport }
-        let transportSettings =
-            try ProviderFactory.transportSettings(settings)
-            ?? TransportSettings(maximumConnections: connectionsPerHost)
         let made: UpstreamTransport
         do {
-            made = try UpstreamTransport(transportSettings)
+            made = try UpstreamTransport(try transportSettings(settings))
         } catch {
             throw ProviderConfigurationError(
                 key: "providers.\(settings.name)", problem: "its TLS settings cannot be used: \(type(of: error))")

@@ -261,16 +261,14 @@ final class ProxyFastCall {
     private func answer(_ head: HTTPResponseHead) {
         let status = Int(head.status.code)
         let origin = plan.target.origin
-        if let declared = head.headers.first(name: "content-length").flatMap(Int.init),
-            declared > api.options.proxy.maximumResponseBytes
-        {
+        if let tooLarge = api.upstreamTooLarge(origin: origin, status: status, headers: head.headers) {
             linkStaysOpen = false
-            return fail(api.upstreamTooLarge(origin: origin, status: status, declared: declared))
+            return fail(tooLarge)
         }
         api.proxyAnswered(
             plan.peer, plan.id, method: plan.method.rawValue, origin: origin, provider: plan.provider, status: status,
             since: started)
-        api.metrics.record(route: plan.route, method: plan.method.rawValue, status: status, duration: .now - started)
+        recordRoute(status: status)
         var fields = ProxyHeaders.returned(
             head.headers.map { ($0.name, $0.value) }, token: plan.credential.secrets.accessToken, refreshed: refreshed)
         stamp(&fields)
@@ -330,9 +328,7 @@ final class ProxyFastCall {
         _ = api.proxyRefused(
             plan.peer, plan.id, method: plan.method.rawValue, origin: plan.target.origin, provider: plan.provider,
             problem)
-        api.metrics.record(
-            route: plan.route, method: plan.method.rawValue, status: Int(problem.status.code),
-            duration: .now - started)
+        recordRoute(status: Int(problem.status.code))
         if let (headers, body) = try? problem.document(requestID: requestID) {
             var fields = headers
             fields[.contentLength] = String(body.readableBytes)
@@ -404,6 +400,11 @@ final class ProxyFastCall {
         releaseLink()
         api.limiter.releaseProxyCall(uid: plan.peer.uid)
         ended(connectionEnds)
+    }
+
+    /// The series the router's `RequestMetricsMiddleware` records its answers in.
+    private func recordRoute(status: Int) {
+        api.metrics.record(route: plan.route, method: plan.method.rawValue, status: status, duration: .now - started)
     }
 
     /// The headers every answer of the daemon carries.

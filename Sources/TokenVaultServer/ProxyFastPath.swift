@@ -29,6 +29,8 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// Who is calling: read once by the handler at the front of the pipeline, on the same loop.
     private let peers: PeerCredentialsHandler
     private let pools: UpstreamConnectionPools
+    /// This connection's loop's pool, looked up at its first call.
+    private var pool: UpstreamConnectionPool?
     /// Requests passed to the router whose answer has not ended.
     private var routed = 0
     /// The caller closed its side while a call was made or requests waited: passed on (it ends
@@ -49,6 +51,14 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
+        // Behind a call being made, or behind parts already waiting: it waits too.
+        guard held.isEmpty, call == nil || receiving else { return held.append(part) }
+        take(part, context)
+    }
+
+    /// A request part that is not waiting: the body of the call being made, or a request to make
+    /// here or to pass to the router.
+    private func take(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
         if receiving, let call {
             switch part {
             case .body(let bytes): call.append(bytes)
@@ -59,17 +69,13 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             }
             return
         }
-        guard call == nil, held.isEmpty else { return held.append(part) }
-        take(part, context)
-    }
-
-    /// A request part, while no call is made here.
-    private func take(_ part: HTTPRequestPart, _ context: ChannelHandlerContext) {
         switch part {
         case .head(let head):
             if routed == 0, let id = head.path.flatMap(Self.credentialID(inProxyPath:)), let plan = plan(head, id) {
                 let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
-                call = ProxyFastCall(plan, api: api, context: context, pool: pools.pool(on: context.eventLoop)) {
+                let pool = self.pool ?? pools.pool(on: context.eventLoop)
+                self.pool = pool
+                call = ProxyFastCall(plan, api: api, context: context, pool: pool) {
                     loop.value.callEnded(context, connectionEnds: $0)
                 }
                 receiving = true
@@ -88,13 +94,9 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         // The caller asked to close, or the answer was cut short: nothing behind it is taken.
         guard context.channel.isActive, !connectionEnds else { return held.removeAll() }
         var passed = false
-        while call == nil, !receiving, let part = held.popFirst() {
+        while call == nil || receiving, let part = held.popFirst() {
             passed = true
             take(part, context)
-            if call != nil, receiving {
-                // The next call's own parts: its body and end, already here.
-                while receiving, let own = held.popFirst() { channelRead(context: context, data: wrapInboundOut(own)) }
-            }
         }
         if passed { context.fireChannelReadComplete() }
         // Reading resumes for a call whose body is still to come, too.

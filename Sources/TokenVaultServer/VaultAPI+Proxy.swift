@@ -112,10 +112,8 @@ extension VaultAPI {
             }
         }
         let status = Int(response.status.code)
-        if let declared = response.headers.first(name: "content-length").flatMap(Int.init),
-            declared > options.proxy.maximumResponseBytes
-        {
-            throw refuse(upstreamTooLarge(origin: target.origin, status: status, declared: declared))
+        if let tooLarge = upstreamTooLarge(origin: target.origin, status: status, headers: response.headers) {
+            throw refuse(tooLarge)
         }
         proxyAnswered(
             peer, id, method: method, origin: target.origin, provider: metadata.provider, status: status, since: started
@@ -128,8 +126,6 @@ extension VaultAPI {
                 asyncSequence: CappedBody(base: response.body, limit: options.proxy.maximumResponseBytes, slot: slot)))
     }
 
-    /// What the caller's body becomes upstream: kept whole when it is small enough to send twice
-    /// (`proxy.replay_body_bytes`, known from `Content-Length`), streamed otherwise.
     /// A proxied call refused once authorised: audited and counted like the calls that went out.
     func proxyRefused(
         _ peer: PeerCredentials, _ id: CredentialID, method: String, origin: String, provider: String,
@@ -163,14 +159,20 @@ extension VaultAPI {
         return renewed
     }
 
-    /// An answer declaring more bytes than `proxy.max_response_bytes`.
-    func upstreamTooLarge(origin: String, status: Int, declared: Int) -> ProblemDetails {
-        ProblemDetails(
+    /// The refusal of an answer whose `Content-Length` is over `proxy.max_response_bytes`; nil
+    /// for one within it or of no declared length (then cut off while it streams, if it must be).
+    func upstreamTooLarge(origin: String, status: Int, headers: HTTPHeaders) -> ProblemDetails? {
+        guard let declared = headers.first(name: "content-length").flatMap(Int.init),
+            declared > options.proxy.maximumResponseBytes
+        else { return nil }
+        return ProblemDetails(
             .upstreamTooLarge,
             detail: "\(origin) answered \(status) with \(declared) bytes; proxy.max_response_bytes is "
                 + "\(options.proxy.maximumResponseBytes)")
     }
 
+    /// What the caller's body becomes upstream: kept whole when it is small enough to send twice
+    /// (`proxy.replay_body_bytes`, known from `Content-Length`), streamed otherwise.
     private func proxiedBody(_ request: Request) async throws -> ProxiedBody {
         let declared = request.headers[.contentLength].flatMap(Int.init)
         if let declared, declared > options.proxy.maximumRequestBytes {

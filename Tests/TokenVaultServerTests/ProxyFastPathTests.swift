@@ -49,10 +49,7 @@ import TokenVaultTesting
                 try connection.send(
                     Self.get("/v1/credentials/ns/a/token") + Self.get("/v1/credentials/ns/a/proxy/hold?seconds=1")
                         + Self.get("/v1/health") + Self.get("/v1/credentials/ns/a/proxy/echo?n=2"))
-                return try (0..<4).map { _ -> String in
-                    guard let response = try connection.readResponse(timeout: 30) else {
-                        throw SocketTestError("closed early")
-                    }
+                return try connection.readResponses(4, timeout: 30).map { response -> String in
                     let json = response.json()
                     let what =
                         json["access_token"] != nil

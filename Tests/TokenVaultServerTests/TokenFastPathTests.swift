@@ -162,10 +162,8 @@ import TokenVaultTesting
                 try connection.send(
                     Self.get("/v1/health") + Self.get("/v1/credentials/pay/alice/token?min_ttl=3600")
                         + Self.get("/v1/credentials/pay/alice/token") + Self.get("/v1/credentials/pay/alice/token"))
-                return try (0..<4).map { _ -> String in
-                    guard let response = try connection.readResponse() else { throw SocketTestError("closed early") }
-                    return
-                        "\(response.status) \(response.json()["status"] as? String ?? response.json()["code"] as? String ?? (response.json()["access_token"] != nil ? "token" : "?"))"
+                return try connection.readResponses(4).map { response -> String in
+                    "\(response.status) \(response.json()["status"] as? String ?? response.json()["code"] as? String ?? (response.json()["access_token"] != nil ? "token" : "?"))"
                 }
             }
             #expect(statuses == ["200 ok", "409 min_ttl_unreachable", "200 token", "200 token"])

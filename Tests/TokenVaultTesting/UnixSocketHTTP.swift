@@ -49,6 +49,15 @@ public final class UnixSocketConnection {
 
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
+    /// Reads `count` responses, in order (pipelined requests' answers); throws if the peer closes
+    /// before the last.
+    public func readResponses(_ count: Int, timeout: Double = 10) throws -> [RawHTTPResponse] {
+        try (0..<count).map { _ in
+            guard let response = try readResponse(timeout: timeout) else { throw SocketTestError("closed early") }
+            return response
+        }
+    }
+
     /// Reads one response (Content-Length or chunked body); nil if the peer closed first. With
     /// `firstLine`, a chunked body is read only up to its first newline (for NDJSON streams
     /// that never end by themselves).
