@@ -191,6 +191,13 @@ log "tokenvault baseline GET .../token with $LOOPS_ALL event loops: 1 s warm-up 
 measure token-loops-n "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" \
     --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT"
 stop_daemon
+# The daemon without its cache of sealed rows (storage.cache_bytes: 0): every read from SQLite.
+echo '{"storage": {"cache_bytes": 0}}' >"$WORK/no-cache.json"
+start_daemon TOKENVAULT_CONFIG="$WORK/no-cache.json"
+log "tokenvault baseline GET .../token without the cache of rows: 1 s warm-up + $BASELINE_DURATION s"
+measure token-nocache-n "$DAEMON_PID" "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" \
+    --duration "$BASELINE_DURATION" --warmup 1 --credentials "$SEED_COUNT"
+stop_daemon
 
 if [ "$POSTGRES" = 1 ]; then
     start_pg_node 2 "$WORK/tv-pg2.sock"
@@ -214,12 +221,15 @@ log "growing the vault to $RSS_COUNT credentials"
 "$LOADGEN" seed --data-dir "$DATA" --start "$SEED_COUNT" --count $((RSS_COUNT - SEED_COUNT)) >&2
 start_daemon
 RSS_IDLE=$(status_kb "$DAEMON_PID" VmRSS)
+RSS_ANON_IDLE=$(status_kb "$DAEMON_PID" RssAnon)
 log "tokenvault: reading every one of the $RSS_COUNT tokens, then VmRSS"
 "$LOADGEN" run --socket "$SOCKET" --connections "$CONNECTIONS" --duration 120 --warmup 0 \
     --credentials "$RSS_COUNT" --order sequential --requests "$RSS_COUNT" | tee "$WORK/ours-rss.txt" >&2
 OURS_RSS_SWEEP=$(grep '^RESULT ' "$WORK/ours-rss.txt")
 RSS_AFTER=$(status_kb "$DAEMON_PID" VmRSS)
 RSS_PEAK=$(status_kb "$DAEMON_PID" VmHWM)
+# What the process allocated, apart from the pages of its binary and libraries (RssFile).
+RSS_ANON_IDLE_AFTER=$(status_kb "$DAEMON_PID" RssAnon)
 stop_daemon
 
 # --- summary ---------------------------------------------------------------------------------
@@ -319,6 +329,7 @@ summary() {
     ours_row "baseline: tokenvault GET .../token, a client thread per connection" token-threads-n
     ours_row "baseline: tokenvault GET .../token, polling client" token-events-1
     ours_row "baseline: tokenvault GET .../token, $LOOPS_ALL event loops" token-loops-n
+    ours_row "baseline: tokenvault GET .../token, no cache of rows (storage.cache_bytes 0)" token-nocache-n
     echo
     echo "Load generator CPU: $(field "${RESULT[token-1]}" client_cores) cores at 1 connection," \
         "$(field "${RESULT[token-$N]}" client_cores) at $N."
@@ -326,7 +337,9 @@ summary() {
     echo "Daemon VmRSS: $((OURS_RSS_10K / 1024)) MB after the $SEED_COUNT-credential runs;" \
         "with $RSS_COUNT credentials $((RSS_IDLE / 1024)) MB at start, $((RSS_AFTER / 1024)) MB after reading all" \
         "$RSS_COUNT tokens once ($(field "$OURS_RSS_SWEEP" requests) requests," \
-        "$(field "$OURS_RSS_SWEEP" rps) req/s), peak (VmHWM) $((RSS_PEAK / 1024)) MB." \
+        "$(field "$OURS_RSS_SWEEP" rps) req/s), peak (VmHWM) $((RSS_PEAK / 1024)) MB;" \
+        "of which anonymous (RssAnon, not the binary's and libraries' pages) $((RSS_ANON_IDLE / 1024)) MB at start" \
+        "and $((RSS_ANON_IDLE_AFTER / 1024)) MB after." \
         "redis-server with $SEED_COUNT keys: $((REDIS_RSS / 1024)) MB."
     if [ "$POSTGRES" = 1 ]; then
         echo
@@ -354,9 +367,21 @@ summary() {
     echo "| p50 at 1 connection (median of $PAIRS) | < 100 us | ${ours_p50_1} us | $(verdict "$ours_p50_1 < 100") |"
     echo "| daemon RSS, $RSS_COUNT credentials | < 64 MB | ${rss_mb} MB | $(verdict "$rss_mb < 64") |"
     echo "| errors | 0 | $errors | $(verdict "$errors == 0") |"
+    local cpu_ratio
+    cpu_ratio=$(awk -v a="${SERVER_CPU_US[token-$N]}" -v b="${SERVER_CPU_US[redis-$N]}" \
+        'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
+    echo "| issue 25: throughput at $N connections vs redis GET (median pair) | >= 60% | ${share}% |" \
+        "$(verdict "$share >= 60") |"
+    echo "| issue 25: server CPU per read at $N connections vs redis's | <= 2.5x | ${cpu_ratio}x" \
+        "(${SERVER_CPU_US[token-$N]} against ${SERVER_CPU_US[redis-$N]} us) | $(verdict "$cpu_ratio <= 2.5") |"
     if [ "$POSTGRES" = 1 ]; then
         echo "| PostgreSQL node vs SQLite node, $N connections (median pair) | >= 0.8x | ${pg_ratio}x |" \
             "$(verdict "$pg_ratio >= 0.8") |"
+        local pg_share
+        pg_share=$(awk -v a="$(field "${RESULT[pg-$N-$PAIR_N]}" rps)" \
+            -v b="$(cut -d, -f2 <<<"${RESULT[redis-$N-$PAIR_N]}")" 'BEGIN { printf "%.1f", 100 * a / b }')
+        echo "| issue 25: PostgreSQL node vs redis GET, $N connections (the median pair) | >= 80% | ${pg_share}% |" \
+            "$(verdict "$pg_share >= 80") |"
         local stale_p99
         stale_p99=$(field "$STALENESS" p99_ms)
         echo "| staleness p99 after a change on another node | < 50 ms | ${stale_p99} ms |" \

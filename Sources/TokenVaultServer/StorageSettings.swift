@@ -15,10 +15,13 @@ public struct StorageSettings: Sendable, Equatable {
     public var url: String?
     /// A file holding the PostgreSQL password (`postgres` only).
     public var passwordFile: String?
+    /// How many bytes of sealed rows the daemon keeps in memory for token reads (0: none); nil
+    /// is the backend's default (SQLite 16 MiB, PostgreSQL 100,000 rows).
+    public var cacheBytes: Int?
 
     public init() {}
 
-    static let keys: Set<String> = ["backend", "url", "password_file"]
+    static let keys: Set<String> = ["backend", "url", "password_file", "cache_bytes"]
 
     /// Reads the `storage` section; errors name the key.
     init(_ value: JSONValue, path: String) throws {
@@ -45,6 +48,12 @@ public struct StorageSettings: Sendable, Equatable {
         }
         url = try string("url")
         passwordFile = try string("password_file")
+        if let member = members["cache_bytes"] {
+            guard case .integer(let bytes) = member, (0...(Int64(1) << 40)).contains(bytes) else {
+                throw fail("cache_bytes", "expected a whole number of bytes from 0 to \(Int64(1) << 40)")
+            }
+            cacheBytes = Int(bytes)
+        }
         switch backend {
         case .sqlite:
             if url != nil || passwordFile != nil {

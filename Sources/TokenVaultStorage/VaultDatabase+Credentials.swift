@@ -5,17 +5,33 @@ extension VaultDatabase: CredentialStore {
     static let metadataColumns = CredentialColumn.metadataSelectList
     static let recordColumns = CredentialColumn.recordSelectList
 
+    /// From the cache when it holds the row, else from a reader (and then cached).
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try withReader { try Self.record(id, on: $0) }
+        try cachedRecord(id) { try withReader { try Self.record(id, on: $0) } }
     }
 
-    /// No busy handler for this read: SQLITE_BUSY comes back at once (as a storage error).
+    /// The same, with no busy handler for the read: SQLITE_BUSY comes back at once (as a
+    /// storage error).
     public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try withReader { connection in
-            connection.setBusyTimeout(milliseconds: 0)
-            defer { connection.setBusyTimeout(milliseconds: SQLiteConnection.defaultBusyTimeoutMilliseconds) }
-            return try Self.record(id, on: connection)
+        try cachedRecord(id) {
+            try withReader { connection in
+                connection.setBusyTimeout(milliseconds: 0)
+                defer { connection.setBusyTimeout(milliseconds: SQLiteConnection.defaultBusyTimeoutMilliseconds) }
+                return try Self.record(id, on: connection)
+            }
         }
+    }
+
+    /// The ticket is taken before the read, so a write committed while it runs keeps its older
+    /// row out of the cache.
+    private func cachedRecord(_ id: CredentialID, read: () throws -> SealedCredentialRecord?) throws
+        -> SealedCredentialRecord?
+    {
+        if let cached = cache.record(id) { return cached }
+        let ticket = cache.ticket(for: id)
+        let record = try read()
+        if let record { cache.insert(record, ticket: ticket) }
+        return record
     }
 
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
@@ -55,10 +71,16 @@ extension VaultDatabase: CredentialStore {
         }
     }
 
+    /// Rows the transaction changed leave the cache once it has committed, or failed (a commit
+    /// whose outcome is unknown may have happened).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
-        try writeTransaction(durability: durability) { connection in
-            try body(SQLiteCredentialWriter(connection: connection))
+        var touched: Set<CredentialID> = []
+        defer { for id in touched { cache.invalidate(id) } }
+        return try writeTransaction(durability: durability) { connection in
+            let writer = SQLiteCredentialWriter(connection: connection)
+            defer { touched = writer.touched }
+            return try body(writer)
         }
     }
 
@@ -83,24 +105,29 @@ extension VaultDatabase: CredentialStore {
     }
 }
 
-/// Writes inside one transaction on the writer connection.
-struct SQLiteCredentialWriter: CredentialWriter {
+/// Writes inside one transaction on the writer connection. It notes the credentials it touched,
+/// for the cache.
+final class SQLiteCredentialWriter: CredentialWriter {
     let connection: SQLiteConnection
+    private(set) var touched: Set<CredentialID> = []
     /// The active term, read once per transaction (a writer lives for one): nothing inside a
     /// credential transaction changes `key_terms`, and a group commit seals hundreds of rows.
-    private let term = ActiveTermOfTransaction()
+    private var term: UInt32?
 
     init(connection: SQLiteConnection) { self.connection = connection }
+
+    /// Every statement that changes a credential row says so here first.
+    func touch(_ id: CredentialID) { touched.insert(id) }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         try VaultDatabase.record(id, on: connection)
     }
 
     func activeTerm() throws -> UInt32 {
-        if let known = term.value { return known }
+        if let term { return term }
         guard let read = try connection.statement("SELECT term FROM key_terms WHERE state = 'active'").firstInt64()
         else { throw VaultError.storage("this vault has no active data key term") }
-        term.value = UInt32(truncatingIfNeeded: read)
+        term = UInt32(truncatingIfNeeded: read)
         return UInt32(truncatingIfNeeded: read)
     }
 
@@ -110,6 +137,7 @@ struct SQLiteCredentialWriter: CredentialWriter {
         """
 
     func save(_ record: SealedCredentialRecord) throws {
+        touch(record.metadata.id)
         let statement = try connection.statement(Self.upsert)
         for (column, value) in zip(CredentialColumn.allCases, CredentialColumn.values(of: record)) {
             try statement.bind(at: column.rawValue + 1, value)
@@ -118,12 +146,8 @@ struct SQLiteCredentialWriter: CredentialWriter {
     }
 
     func delete(_ id: CredentialID) throws -> Bool {
+        touch(id)
         try connection.statement("DELETE FROM credentials WHERE id = ?1").bind(id.description).run()
         return connection.changes > 0
     }
-}
-
-/// `SQLiteCredentialWriter.activeTerm`'s memo for one transaction.
-private final class ActiveTermOfTransaction {
-    var value: UInt32?
 }

@@ -129,6 +129,7 @@ extension SQLiteCredentialWriter {
     }
 
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+        touch(update.id)
         try connection.statement(
             """
             UPDATE credentials SET status = ?3, refresh_at = ?4, last_error_code = ?5, last_error_message = ?6,

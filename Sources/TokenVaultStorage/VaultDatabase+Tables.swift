@@ -21,6 +21,7 @@ extension VaultDatabase: TableStore {
     }
 
     func replaceAllRows(_ fill: ((VaultTable, TableRows) throws -> Void) throws -> Void) throws {
+        defer { cache.invalidateAll() }
         try writeTransaction(durability: .full) { connection in
             for table in VaultTable.allCases.reversed() { try connection.execute("DELETE FROM \(table.rawValue)") }
             try fill { table, page in

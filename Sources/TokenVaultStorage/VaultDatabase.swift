@@ -6,8 +6,12 @@ import TokenVaultCore
 /// returns envelopes without ever seeing a plaintext secret.
 ///
 /// Every method blocks on SQLite. Callers on an event loop hop to another thread first (the
-/// server's routes do, through its blocking-work pool), except the server's token fast path,
-/// which makes one indexed point read on the loop, on purpose.
+/// server's routes do, through its blocking-work pool), except the server's fast paths, which
+/// read one row without waiting, on purpose.
+///
+/// Rows read are kept sealed in a `RecordCache`: this process is the file's only writer while it
+/// serves (`DatabaseLock`), so its own writes are every change, and each drops what it touched
+/// from the cache once committed (or once its outcome is unknown).
 public final class VaultDatabase: @unchecked Sendable {
     public let path: String
     let migrator: Migrator
@@ -17,18 +21,25 @@ public final class VaultDatabase: @unchecked Sendable {
     private let readersLock = NSLock()
     private let maximumIdleReaders: Int
     let clock: any VaultClock
+    let cache: RecordCache
+
+    /// The cache's default bound: about 16,000 rows of T-ID's size (a row costs about 1 KB),
+    /// the working set of a busy node, for 16 MiB of memory.
+    public static let defaultCacheBytes = 16 << 20
 
     /// Opens (creating if needed) the database at `path` and checks its schema against the
     /// embedded migrations without writing anything; call `migrate()` to apply pending ones.
     /// `checksum` is SHA-256 in hex (TokenVaultCrypto's), injected so Storage stays free of crypto.
     /// `busyTimeoutMilliseconds`: how long a write waits for another connection's lock.
+    /// `cacheBytes`: how much the cache of sealed rows may hold.
     public init(
         path: String, migrations: [Migration]? = nil, checksum: @escaping @Sendable ([UInt8]) -> String,
         clock: any VaultClock = SystemClock(), maximumIdleReaders: Int = 4,
-        busyTimeoutMilliseconds: Int32 = 5000
+        busyTimeoutMilliseconds: Int32 = 5000, cacheBytes: Int = defaultCacheBytes
     ) throws {
         self.path = path
         self.clock = clock
+        cache = RecordCache(capacity: .max, bytes: cacheBytes)
         self.maximumIdleReaders = maximumIdleReaders
         migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
         writer = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -86,14 +97,20 @@ public final class VaultDatabase: @unchecked Sendable {
 
     // MARK: Connections
 
+    /// The writer connection for anything (migrations, tests): `body` may change any row, so the
+    /// cache forgets every row afterwards.
     func withWriter<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
-        try writerLock.withLock { try body(writer) }
+        defer { cache.invalidateAll() }
+        return try writerLock.withLock { try body(writer) }
     }
 
-    /// Runs `body` in a write transaction at the given durability.
+    /// Runs `body` in a write transaction at the given durability. Only two callers change
+    /// credential rows in one, and each tells the cache: `write(durability:)` (its writer notes
+    /// what it touched) and `replaceAllRows`.
     func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result
     {
-        try withWriter { connection in
+        try writerLock.withLock {
+            let connection = writer
             if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
             defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
             return try connection.transaction { try body(connection) }

@@ -72,13 +72,21 @@ struct OpenedVault {
     /// data directory. Checks the schema against this binary; writes nothing.
     static func openBackend(_ options: VaultOptions) throws -> any VaultBackend {
         let location = try options.resolvedStorageURL().map(StorageLocation.postgres) ?? .sqlite(options.databasePath)
-        return try openBackend(location, passwordFile: try options.resolvedStoragePasswordFile())
+        return try openBackend(
+            location, passwordFile: try options.resolvedStoragePasswordFile(),
+            cacheBytes: try options.configuredStorage().cacheBytes)
     }
 
-    static func openBackend(_ location: StorageLocation, passwordFile: String?) throws -> any VaultBackend {
+    /// `cacheBytes`: the bound of the cache of sealed rows (`storage.cache_bytes`; nil: the
+    /// backend's default).
+    static func openBackend(_ location: StorageLocation, passwordFile: String?, cacheBytes: Int? = nil) throws
+        -> any VaultBackend
+    {
         let url: String
         switch location {
-        case .sqlite(let path): return try VaultDatabase(path: path, checksum: SHA256.hex)
+        case .sqlite(let path):
+            return try VaultDatabase(
+                path: path, checksum: SHA256.hex, cacheBytes: cacheBytes ?? VaultDatabase.defaultCacheBytes)
         case .postgres(let given): url = given
         }
         var password: String?
@@ -90,7 +98,8 @@ struct OpenedVault {
                 throw VaultError.keySource("\(error)")
             }
         }
-        let configuration = try PostgresDatabase.Configuration(url: url, password: password)
+        var configuration = try PostgresDatabase.Configuration(url: url, password: password)
+        if let cacheBytes { configuration.cacheBytes = cacheBytes }
         var logger = Logger(label: "tokenvault.postgres")
         logger.logLevel = .warning
         let database = try PostgresDatabase(configuration: configuration, checksum: SHA256.hex, logger: logger)

@@ -82,7 +82,7 @@ struct VaultOptions: ParsableArguments {
         return nil
     }
 
-    private func configuredStorage() throws -> StorageSettings {
+    func configuredStorage() throws -> StorageSettings {
         guard let configPath else { return StorageSettings() }
         do {
             return try DaemonConfiguration.loadStorage(path: configPath)

@@ -87,6 +87,14 @@ import TokenVaultTesting
                 "storage.path: is not a known setting"))
         let withPassword = error(#"{"storage": {"backend": "postgres", "url": "postgres://tv:hunter2@db/tv"}}"#)
         #expect(withPassword.contains("storage.url: holds a password") && !withPassword.contains("hunter2"))
+        #expect(try load("{}").storage.cacheBytes == nil, "the backend's default")
+        #expect(try load(#"{"storage": {"cache_bytes": 0}}"#).storage.cacheBytes == 0)
+        #expect(try load(#"{"storage": {"cache_bytes": 67108864}}"#).storage.cacheBytes == 64 << 20)
+        for wrong in ["-1", "\"16M\"", "1.5"] {
+            #expect(
+                error(#"{"storage": {"cache_bytes": \#(wrong)}}"#).contains(
+                    "storage.cache_bytes: expected a whole number of bytes"))
+        }
     }
 
     @Test func emptyFileMeansDefaults() throws {

@@ -50,6 +50,8 @@ public final class PostgresDatabase: Sendable {
         public var statementTimeoutSeconds = 30.0
         /// Sealed rows kept for token reads.
         public var cacheCapacity = 100_000
+        /// Bytes those rows may hold (none by default: the row count bounds them).
+        public var cacheBytes = Int.max
 
         public init(endpoint: Endpoint, username: String, password: String?, database: String?, tls: TLS) {
             self.endpoint = endpoint
@@ -150,7 +152,7 @@ public final class PostgresDatabase: Sendable {
             })
         heartbeatLink = PostgresLink(
             configuration: connection, name: "heartbeat", setup: session, statementTimeout: timeout, logger: logger)
-        cache = RecordCache(capacity: configuration.cacheCapacity)
+        cache = RecordCache(capacity: configuration.cacheCapacity, bytes: configuration.cacheBytes)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
         case .tcp(let host, let port): location = "postgres://\(configuration.username)@\(host):\(port)/\(database)"

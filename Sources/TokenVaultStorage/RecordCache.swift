@@ -1,0 +1,138 @@
+import Synchronization
+import TokenVaultCore
+
+/// The sealed rows token reads are served from without a database read: on SQLite, rows this
+/// process read (it is the file's only writer, so its own writes are every change); on
+/// PostgreSQL, rows this node read, dropped as every node's changes reach it. Rows stay sealed:
+/// a read opens what it needs and keeps nothing opened.
+///
+/// Bounded twice, by rows and by bytes (least recently used rows go first), and never holding a
+/// row older than a change it was told about. A row read from the database is only cached if
+/// nothing invalidated its id while it was being read (each of 256 shards counts its
+/// invalidations): a change committed during the read would otherwise be overwritten by the
+/// older row for good.
+final class RecordCache: Sendable {
+    /// A class, so that the dictionary holds a pointer per row rather than the whole record
+    /// (several hundred bytes, times the table's spare capacity), and a hit updates `used` in
+    /// place. Only touched under the lock.
+    private final class Entry {
+        let record: SealedCredentialRecord
+        let bytes: Int
+        var used: UInt64
+
+        init(record: SealedCredentialRecord, bytes: Int, used: UInt64) {
+            self.record = record
+            self.bytes = bytes
+            self.used = used
+        }
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var bytes = 0
+        var clock: UInt64 = 0
+        var invalidations = [UInt64](repeating: 0, count: 256)
+        var hits = 0
+        var misses = 0
+    }
+
+    let capacity: Int
+    let byteLimit: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int, bytes: Int = .max) {
+        self.capacity = max(1, capacity)
+        byteLimit = max(0, bytes)
+    }
+
+    /// A ticket taken before reading `id` from the database, handed back to `insert`.
+    struct Ticket { let shard: Int, count: UInt64 }
+
+    func ticket(for id: CredentialID) -> Ticket {
+        let shard = Self.shard(id.description)
+        return state.withLock { Ticket(shard: shard, count: $0.invalidations[shard]) }
+    }
+
+    func record(_ id: CredentialID) -> SealedCredentialRecord? {
+        state.withLock { state in
+            state.clock += 1
+            guard let entry = state.entries[id.description] else {
+                state.misses += 1
+                return nil
+            }
+            state.hits += 1
+            entry.used = state.clock
+            return entry.record
+        }
+    }
+
+    /// Caches a row read with `ticket`, unless its id was invalidated since the ticket was taken.
+    func insert(_ record: SealedCredentialRecord, ticket: Ticket) {
+        let key = record.metadata.id.description
+        let bytes = record.approximateBytes
+        state.withLock { state in
+            guard state.invalidations[ticket.shard] == ticket.count, bytes <= byteLimit else { return }
+            state.clock += 1
+            let replaced = state.entries.updateValue(
+                Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
+            state.bytes += bytes - (replaced?.bytes ?? 0)
+            if state.entries.count > capacity || state.bytes > byteLimit {
+                Self.evict(&state, keeping: capacity - capacity / 10, bytes: byteLimit - byteLimit / 10)
+            }
+        }
+    }
+
+    func invalidate(_ id: CredentialID) {
+        let key = id.description
+        let shard = Self.shard(key)
+        state.withLock { state in
+            state.invalidations[shard] &+= 1
+            if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
+        }
+    }
+
+    /// Forgets everything (after a lost notification connection, or a write that may have
+    /// changed any row).
+    func invalidateAll() {
+        state.withLock { state in
+            for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
+            state.entries = [:]
+            state.bytes = 0
+        }
+    }
+
+    var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) {
+        state.withLock { ($0.entries.count, $0.bytes, $0.hits, $0.misses) }
+    }
+
+    /// Drops the least recently used entries until at most `keeping` rows of at most `bytes` are
+    /// left (a batch at a time: one sort per tenth of the bound, not per insert).
+    private static func evict(_ state: inout State, keeping: Int, bytes: Int) {
+        for (key, entry) in state.entries.sorted(by: { $0.value.used < $1.value.used }) {
+            guard state.entries.count > keeping || state.bytes > bytes else { break }
+            state.entries.removeValue(forKey: key)
+            state.bytes -= entry.bytes
+        }
+    }
+
+    private static func shard(_ key: String) -> Int {
+        var hash: UInt32 = 2_166_136_261
+        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return Int(hash & 255)
+    }
+}
+
+extension SealedCredentialRecord {
+    /// About what a cached copy holds on the heap: its envelopes and text, plus an allowance for
+    /// the structures around them (docs/benchmarks.md, "The SQLite node's cache").
+    var approximateBytes: Int {
+        let metadata = self.metadata
+        var bytes = 640 + accessToken.count + (refreshToken?.count ?? 0) + (idToken?.count ?? 0) + (extras?.count ?? 0)
+        bytes += 2 * metadata.id.description.utf8.count + metadata.provider.utf8.count
+        bytes += (metadata.subject?.utf8.count ?? 0) + (metadata.tokenType?.utf8.count ?? 0)
+        for scope in metadata.scopes { bytes += 16 + scope.utf8.count }
+        for (key, value) in metadata.labels { bytes += 32 + key.utf8.count + value.utf8.count }
+        if let failure = metadata.lastError { bytes += failure.code.utf8.count + failure.message.utf8.count }
+        return bytes
+    }
+}

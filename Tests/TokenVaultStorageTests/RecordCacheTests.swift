@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+/// The cache of sealed rows on its own: its bounds, its order of eviction, and its tickets.
+@Suite struct RecordCacheTests {
+    static func record(_ name: String, tokenBytes: Int = 100, generation: Int64 = 1) throws -> SealedCredentialRecord {
+        let now = Timestamp(milliseconds: 1_000)
+        return SealedCredentialRecord(
+            metadata: CredentialMetadata(
+                id: try CredentialID("cache/\(name)"), provider: "p", kind: .oauth2, generation: generation,
+                issuedAt: now, createdAt: now, updatedAt: now, hasRefreshToken: true, hasIDToken: false),
+            sealTerm: 1, accessToken: [UInt8](repeating: 1, count: tokenBytes),
+            refreshToken: [UInt8](repeating: 2, count: tokenBytes), idToken: nil, extras: nil)
+    }
+
+    @Test func aRowReadBeforeAnInvalidationIsNotKept() throws {
+        let cache = RecordCache(capacity: 10)
+        let old = try Self.record("a")
+        let ticket = cache.ticket(for: old.metadata.id)
+        cache.invalidate(old.metadata.id)  // a write committed while the row was being read
+        cache.insert(old, ticket: ticket)
+        #expect(cache.record(old.metadata.id) == nil)
+        cache.insert(old, ticket: cache.ticket(for: old.metadata.id))
+        #expect(cache.record(old.metadata.id) == old)
+        let other = cache.ticket(for: old.metadata.id)
+        cache.invalidateAll()
+        cache.insert(old, ticket: other)
+        #expect(cache.statistics.entries == 0)
+    }
+
+    @Test func theByteBoundDropsTheLeastRecentlyUsedRows() throws {
+        // Names of one length: every row counts the same bytes.
+        func name(_ index: Int) -> String { index < 10 ? "0\(index)" : "\(index)" }
+        let one = try Self.record("00").approximateBytes
+        let cache = RecordCache(capacity: .max, bytes: one * 20)
+        for index in 0..<20 {
+            let row = try Self.record(name(index))
+            cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        }
+        #expect(cache.statistics.entries == 20 && cache.statistics.bytes == one * 20)
+        // Row 0 is used again; rows 1... are older now.
+        #expect(cache.record(try CredentialID("cache/00")) != nil)
+        let next = try Self.record("20")
+        cache.insert(next, ticket: cache.ticket(for: next.metadata.id))
+        let statistics = cache.statistics
+        #expect(statistics.bytes <= one * 18 && statistics.entries == statistics.bytes / one)
+        #expect(cache.record(try CredentialID("cache/00")) != nil, "the recently used row stays")
+        #expect(cache.record(next.metadata.id) != nil)
+        #expect(cache.record(try CredentialID("cache/01")) == nil, "the least recently used row went first")
+    }
+
+    @Test func replacingARowCountsItsBytesOnce() throws {
+        let cache = RecordCache(capacity: .max)
+        let small = try Self.record("a", tokenBytes: 10)
+        let large = try Self.record("a", tokenBytes: 1_000, generation: 2)
+        cache.insert(small, ticket: cache.ticket(for: small.metadata.id))
+        cache.insert(large, ticket: cache.ticket(for: large.metadata.id))
+        #expect(cache.statistics.bytes == large.approximateBytes)
+        cache.invalidate(large.metadata.id)
+        #expect(cache.statistics.bytes == 0 && cache.statistics.entries == 0)
+    }
+
+    @Test func theRowBoundStillHolds() throws {
+        let cache = RecordCache(capacity: 10)
+        for index in 0..<25 {
+            let row = try Self.record("\(index)")
+            cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        }
+        #expect(cache.statistics.entries <= 10)
+        #expect(cache.record(try CredentialID("cache/24")) != nil)
+    }
+
+    @Test func aRowLargerThanTheBoundIsNotKept() throws {
+        let cache = RecordCache(capacity: .max, bytes: 0)
+        let row = try Self.record("a")
+        cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        #expect(cache.record(row.metadata.id) == nil && cache.statistics.bytes == 0)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenVaultCore
+import TokenVaultCrypto
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+/// The SQLite node's cache of sealed rows: reads come from memory, and never a row older than
+/// the last commit.
+@Suite struct SQLiteRecordCacheTests {
+    @Test func readsAreServedFromTheCacheAndEveryWriteReachesThem() async throws {
+        let fixture = try TestVault()
+        let id = try CredentialID("cache/a")
+        let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
+        try await fixture.vault.put(id, payload: payload, provider: "p")
+        let first = try fixture.vault.credential(id, opening: [.accessToken])
+        let before = fixture.database.cache.statistics
+        #expect(try fixture.vault.credentialWithoutWaiting(id, opening: [.accessToken]).metadata == first.metadata)
+        #expect(try fixture.vault.credential(id, opening: [.accessToken]).metadata == first.metadata)
+        #expect(fixture.database.cache.statistics.hits == before.hits + 2, "both reads came from memory")
+
+        // A put of new tokens, read at once: the new generation, not the cached one.
+        let replacement = SamplePayloads.oauth()
+        try await fixture.vault.put(id, payload: try SamplePayloads.decode(replacement.json), provider: "p")
+        let second = try fixture.vault.credential(id, opening: [.accessToken])
+        #expect(second.metadata.generation > first.metadata.generation)
+        #expect(second.secrets.accessToken.revealString() == replacement.tokens[0])
+
+        // A deletion, read at once: gone.
+        try await fixture.vault.delete(id)
+        #expect(throws: VaultError.self) { try fixture.vault.credentialWithoutWaiting(id, opening: [.accessToken]) }
+        #expect(fixture.database.cache.statistics.entries == 0)
+    }
+
+    /// Readers keep filling the cache while a writer commits generation after generation; right
+    /// after each commit, a read must see it. A row read before a commit and cached after it
+    /// (no ticket check, or no invalidation after the commit) fails this.
+    @Test func aReadAfterACommitNeverSeesAnOlderRow() async throws {
+        let fixture = try TestVault()
+        let database = fixture.database
+        let id = try CredentialID("cache/race")
+        try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        let stop = StopFlag()
+        let readers = (0..<2).map { _ in
+            Task {
+                try await offThePool {
+                    while !stop.raised.load(ordering: .relaxed) { _ = try database.record(id) }
+                }
+            }
+        }
+        let stale = try await offThePool { () throws -> Int in
+            var stale = 0
+            for _ in 0..<2_000 {
+                guard var row = try database.record(id) else { return -1 }
+                row.metadata.generation += 1
+                let written = row.metadata.generation
+                try database.write(durability: .normal) { try $0.save(row) }
+                if try database.record(id)?.metadata.generation != written { stale += 1 }
+            }
+            return stale
+        }
+        stop.raised.store(true, ordering: .relaxed)
+        for reader in readers { try await reader.value }
+        #expect(stale == 0)
+        #expect(database.cache.statistics.hits > 0)
+    }
+
+    @Test func writesThatChangeAnyRowEmptyTheCache() async throws {
+        let fixture = try TestVault()
+        let id = try CredentialID("cache/raw")
+        try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        _ = try fixture.database.record(id)
+        #expect(fixture.database.cache.statistics.entries == 1)
+        try fixture.database.withWriter { try $0.execute("UPDATE credentials SET subject = 'changed'") }
+        #expect(try fixture.database.record(id)?.metadata.subject == "changed")
+    }
+
+    @Test func aCacheOfNoBytesReadsTheDatabaseEachTime() async throws {
+        let fixture = try TestVault()
+        let database = try VaultDatabase(path: fixture.databasePath, checksum: SHA256.hex, cacheBytes: 0)
+        defer { database.close() }
+        let id = try CredentialID("cache/none")
+        try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        #expect(try database.record(id) != nil && database.record(id) != nil)
+        #expect(database.cache.statistics.entries == 0 && database.cache.statistics.hits == 0)
+    }
+}
+
+private final class StopFlag: Sendable {
+    let raised = Atomic<Bool>(false)
+}
