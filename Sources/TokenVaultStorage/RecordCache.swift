@@ -10,7 +10,9 @@ import TokenVaultCore
 /// row older than a change it was told about. A row read from the database is only cached if
 /// nothing invalidated its id while it was being read (each of 256 shards counts its
 /// invalidations): a change committed during the read would otherwise be overwritten by the
-/// older row for good.
+/// older row for good. A row this process is writing is neither served nor kept until its
+/// transaction has ended (`beginWrite`, `endWrites`), so the moment between a commit and the
+/// invalidation that follows it never serves the row from before the commit.
 final class RecordCache: Sendable {
     /// A class, so that the dictionary holds a pointer per row rather than the whole record
     /// (several hundred bytes, times the table's spare capacity), and a hit updates `used` in
@@ -32,6 +34,8 @@ final class RecordCache: Sendable {
         var bytes = 0
         var clock: UInt64 = 0
         var invalidations = [UInt64](repeating: 0, count: 256)
+        /// Rows a transaction of this process is writing (how many at once), until it ends.
+        var writing: [String: Int] = [:]
         var hits = 0
         var misses = 0
     }
@@ -56,7 +60,9 @@ final class RecordCache: Sendable {
     func record(_ id: CredentialID) -> SealedCredentialRecord? {
         state.withLock { state in
             state.clock += 1
-            guard let entry = state.entries[id.description] else {
+            guard let entry = state.entries[id.description],
+                state.writing.isEmpty || state.writing[id.description] == nil
+            else {
                 state.misses += 1
                 return nil
             }
@@ -71,13 +77,38 @@ final class RecordCache: Sendable {
         let key = record.metadata.id.description
         let bytes = record.approximateBytes
         state.withLock { state in
-            guard state.invalidations[ticket.shard] == ticket.count, bytes <= byteLimit else { return }
+            guard state.invalidations[ticket.shard] == ticket.count, bytes <= byteLimit,
+                state.writing.isEmpty || state.writing[key] == nil
+            else { return }
             state.clock += 1
             let replaced = state.entries.updateValue(
                 Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
             state.bytes += bytes - (replaced?.bytes ?? 0)
             if state.entries.count > capacity || state.bytes > byteLimit {
                 Self.evict(&state, keeping: capacity - capacity / 10, bytes: byteLimit - byteLimit / 10)
+            }
+        }
+    }
+
+    /// Called by a transaction's writer before it changes `id`'s row (before its commit).
+    func beginWrite(_ id: CredentialID) {
+        let key = id.description
+        state.withLock { state in
+            state.writing[key, default: 0] += 1
+            if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
+        }
+    }
+
+    /// Called once the transaction that began writing `ids` has committed, rolled back or failed
+    /// (a commit whose outcome is unknown may have happened): reads of them go to the database
+    /// again, and a row read before now is not kept.
+    func endWrites(_ ids: some Sequence<CredentialID>) {
+        state.withLock { state in
+            for id in ids {
+                let key = id.description
+                state.invalidations[Self.shard(key)] &+= 1
+                if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
+                if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
             }
         }
     }

@@ -71,14 +71,14 @@ extension VaultDatabase: CredentialStore {
         }
     }
 
-    /// Rows the transaction changed leave the cache once it has committed, or failed (a commit
-    /// whose outcome is unknown may have happened).
+    /// Rows the transaction changes are kept out of the cache from the first change until it has
+    /// committed or failed (a commit whose outcome is unknown may have happened).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
         var touched: Set<CredentialID> = []
-        defer { for id in touched { cache.invalidate(id) } }
+        defer { cache.endWrites(touched) }
         return try writeTransaction(durability: durability) { connection in
-            let writer = SQLiteCredentialWriter(connection: connection)
+            let writer = SQLiteCredentialWriter(connection: connection, cache: cache)
             defer { touched = writer.touched }
             return try body(writer)
         }
@@ -109,15 +109,21 @@ extension VaultDatabase: CredentialStore {
 /// for the cache.
 final class SQLiteCredentialWriter: CredentialWriter {
     let connection: SQLiteConnection
+    private let cache: RecordCache
     private(set) var touched: Set<CredentialID> = []
     /// The active term, read once per transaction (a writer lives for one): nothing inside a
     /// credential transaction changes `key_terms`, and a group commit seals hundreds of rows.
     private var term: UInt32?
 
-    init(connection: SQLiteConnection) { self.connection = connection }
+    init(connection: SQLiteConnection, cache: RecordCache) {
+        self.connection = connection
+        self.cache = cache
+    }
 
     /// Every statement that changes a credential row says so here first.
-    func touch(_ id: CredentialID) { touched.insert(id) }
+    func touch(_ id: CredentialID) {
+        if touched.insert(id).inserted { cache.beginWrite(id) }
+    }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         try VaultDatabase.record(id, on: connection)

@@ -125,11 +125,20 @@ public final class VaultDatabase: @unchecked Sendable {
                 try reader.execute("PRAGMA query_only = ON")
                 return reader
             }()
+        // A read that failed part-way may have left a statement on a row, and with it a read
+        // transaction open: pooled, that reader would serve (and the cache keep) an old snapshot.
+        var failed = true
         defer {
             readersLock.withLock {
-                if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) } else { connection.close() }
+                if !failed && idleReaders.count < maximumIdleReaders {
+                    idleReaders.append(connection)
+                } else {
+                    connection.close()
+                }
             }
         }
-        return try body(connection)
+        let result = try body(connection)
+        failed = false
+        return result
     }
 }

@@ -403,7 +403,11 @@ import TokenVaultTesting
         let refreshed = outcomes.filter { if case .refreshed = $0 { true } else { false } }
         let kept = outcomes.filter { if case .skipped(let reason, _) = $0 { reason.contains("lease") } else { false } }
         #expect(refreshed.count == 1 && kept.count == 1, "\(outcomes)")
-        #expect(try first.metadata(id).generation == 2)
+        // Read from the file: each "process" caches rows and sees its own writes only (a daemon
+        // holds the file's lock, so no second writer exists outside this test).
+        let (check, _) = try first.testVault.reopen(masterKey: first.testVault.masterKey)
+        defer { check.close() }
+        #expect(try check.record(id)?.metadata.generation == 2)
     }
 
     static func options(_ node: String) -> RefreshEngine.Options {

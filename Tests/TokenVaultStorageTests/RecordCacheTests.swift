@@ -32,6 +32,22 @@ import TokenVaultTesting
         #expect(cache.statistics.entries == 0)
     }
 
+    @Test func aRowBeingWrittenIsNeitherServedNorKept() throws {
+        let cache = RecordCache(capacity: 10)
+        let row = try Self.record("a")
+        cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        cache.beginWrite(row.metadata.id)
+        #expect(cache.record(row.metadata.id) == nil, "the row from before the write is not served")
+        cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        #expect(cache.record(row.metadata.id) == nil, "nor kept while the write is in flight")
+        let before = cache.ticket(for: row.metadata.id)
+        cache.endWrites([row.metadata.id])
+        cache.insert(row, ticket: before)
+        #expect(cache.record(row.metadata.id) == nil, "a row read during the write is not kept after it")
+        cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        #expect(cache.record(row.metadata.id) == row)
+    }
+
     @Test func theByteBoundDropsTheLeastRecentlyUsedRows() throws {
         // Names of one length: every row counts the same bytes.
         func name(_ index: Int) -> String { index < 10 ? "0\(index)" : "\(index)" }

@@ -68,6 +68,62 @@ import TokenVaultTesting
         #expect(database.cache.statistics.hits > 0)
     }
 
+    /// A checker reads the row from the database (`list`), then through the cache: once the
+    /// database shows a generation, the cache must not serve an older one. Without the writer's
+    /// `beginWrite`, the moment between a commit and its invalidation served the older row.
+    @Test func theCacheIsNeverBehindTheDatabase() async throws {
+        let fixture = try TestVault()
+        let database = fixture.database
+        let id = try CredentialID("cache/window")
+        try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        let stop = StopFlag()
+        let writer = Task {
+            try await offThePool {
+                while !stop.raised.load(ordering: .relaxed) {
+                    guard var row = try database.record(id) else { return }
+                    row.metadata.generation += 1
+                    try database.write(durability: .normal) { try $0.save(row) }
+                }
+            }
+        }
+        let behind = try await offThePool { () throws -> Int in
+            var behind = 0
+            for _ in 0..<3_000 {
+                let committed = try database.list(CredentialQuery(namespace: "cache", limit: 1)).first?.generation ?? 0
+                if (try database.record(id)?.metadata.generation ?? 0) < committed { behind += 1 }
+            }
+            return behind
+        }
+        stop.raised.store(true, ordering: .relaxed)
+        try await writer.value
+        #expect(behind == 0)
+    }
+
+    /// A read that fails part-way leaves its statement on a row (a read transaction open); the
+    /// reader is closed rather than pooled, so later reads (and the cache) see later commits.
+    @Test func aReaderThatFailedPartWayIsNotReused() async throws {
+        struct Failure: Error {}
+        let fixture = try TestVault()
+        let database = fixture.database
+        let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
+        let a = try CredentialID("cache/a")
+        try await fixture.vault.put(a, payload: payload, provider: "p")
+        try await fixture.vault.put(try CredentialID("cache/b"), payload: payload, provider: "p")
+        #expect(throws: Failure.self) {
+            try database.withReader { connection in
+                _ = try connection.statement("SELECT id FROM credentials ORDER BY id").step()
+                throw Failure()
+            }
+        }
+        guard var row = try database.withReader({ try VaultDatabase.record(a, on: $0) }) else { return }
+        row.metadata.generation += 1
+        let written = row.metadata.generation
+        try database.write(durability: .normal) { try $0.save(row) }
+        #expect(try database.withReader { try VaultDatabase.record(a, on: $0) }?.metadata.generation == written)
+        #expect(try database.record(a)?.metadata.generation == written)
+    }
+
     @Test func writesThatChangeAnyRowEmptyTheCache() async throws {
         let fixture = try TestVault()
         let id = try CredentialID("cache/raw")

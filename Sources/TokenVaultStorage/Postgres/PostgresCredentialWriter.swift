@@ -7,13 +7,23 @@ import TokenVaultCore
 /// one statement (one round trip). It notes the credentials it touched, for the cache.
 final class PostgresCredentialWriter: CredentialWriter {
     let link: PostgresLink
+    private let cache: RecordCache
     private(set) var touched: Set<CredentialID> = []
     private var term: UInt32?
     /// Audit chains whose turn this transaction holds (one round trip the first time only).
     private var lockedChains: Set<String> = []
     private var savepoints = 0
 
-    init(link: PostgresLink) { self.link = link }
+    init(link: PostgresLink, cache: RecordCache) {
+        self.link = link
+        self.cache = cache
+    }
+
+    /// Every statement that changes a credential row says so here first: the cache keeps the
+    /// row out until the transaction has ended.
+    private func touch(_ id: CredentialID) {
+        if touched.insert(id).inserted { cache.beginWrite(id) }
+    }
 
     /// Locks the credential's id for the rest of the transaction (another node's write of it
     /// waits), then reads the row: a read-modify-write of one credential is never interleaved.
@@ -56,12 +66,12 @@ final class PostgresCredentialWriter: CredentialWriter {
     func save(_ record: SealedCredentialRecord) throws {
         var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
         for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
-        touched.insert(record.metadata.id)
+        touch(record.metadata.id)
         try link.query(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
     }
 
     func delete(_ id: CredentialID) throws -> Bool {
-        touched.insert(id)
+        touch(id)
         return try link.query("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
     }
 
@@ -143,7 +153,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
-        touched.insert(update.id)
+        touch(update.id)
         return try link.query(
             """
             UPDATE credentials SET status = \(update.status.rawValue), refresh_at = \(update.refreshAt?.milliseconds),

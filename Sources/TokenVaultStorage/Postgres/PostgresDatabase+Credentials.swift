@@ -98,24 +98,18 @@ extension PostgresDatabase: CredentialStore {
 
     /// One transaction on a writer connection. `.normal` commits without waiting for the
     /// server's flush (`synchronous_commit = off`); `.full` waits for it (and for its standbys'
-    /// as the server is configured). Rows the transaction changed leave this node's cache when
-    /// it commits (other nodes hear of it through the change trigger).
+    /// as the server is configured). Rows the transaction changes stay out of this node's cache
+    /// until it has ended (other nodes hear of it through the change trigger).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
         try writers.withLink { link in
-            let transaction = PostgresCredentialWriter(link: link)
-            do {
-                let result = try link.transaction(
-                    begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
-                    rollbackOnly: { transaction.rollbackOnly }
-                ) { try body(transaction) }
-                for id in transaction.touched { cache.invalidate(id) }
-                return result
-            } catch {
-                // A commit whose outcome is unknown may have happened: forget what it touched.
-                for id in transaction.touched { cache.invalidate(id) }
-                throw error
-            }
+            let transaction = PostgresCredentialWriter(link: link, cache: cache)
+            // Also after a failure: a commit whose outcome is unknown may have happened.
+            defer { cache.endWrites(transaction.touched) }
+            return try link.transaction(
+                begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
+                rollbackOnly: { transaction.rollbackOnly }
+            ) { try body(transaction) }
         }
     }
 }
