@@ -14,26 +14,21 @@ fi
 $BIN serve --data-dir $D/data --socket $D/s.sock >$D/log 2>&1 &
 PID=$!
 sleep 5
-count() {
-  local total=0
-  for p in $PID $(pgrep -P $PID); do
-    for t in /proc/$p/task/*; do
-      v=$(awk '/^voluntary_ctxt_switches/ {print $2}' $t/status 2>/dev/null); n=$(awk '/^nonvoluntary_ctxt_switches/ {print $2}' $t/status 2>/dev/null)
-      total=$((total + ${v:-0} + ${n:-0}))
-    done
-  done
-  echo $total
-}
+# One line per thread: pid/tid, name, context switches so far.
 perthread() {
   for p in $PID $(pgrep -P $PID); do
     for t in /proc/$p/task/*; do
-      echo "$(cat $t/comm) $(awk '/^voluntary_ctxt_switches/ {print $2}' $t/status)"
+      echo "$p/${t##*/} $(tr ' ' '_' <$t/comm) $(awk '/ctxt_switches/ {s += $2} END {print s}' $t/status 2>/dev/null)"
     done
   done
 }
 perthread > $D/a
-A=$(count); sleep 30; B=$(count)
+sleep 30
 perthread > $D/b
-echo "wake-ups/s: $(( (B - A) / 30 ))"
-paste $D/a $D/b | awk '{d=$4-$2; if (d>0) print d/30, $1}' | sort -rn | head -8
+# By thread, matched by id (a thread that started during the 30 s counts from zero; the
+# switches of one that ended in them are missed), then the sum.
+awk 'NR == FNR { before[$1] = $3; next } { d = $3 - before[$1]; if (d > 0) printf "%.2f %s\n", d / 30, $2 }' \
+  $D/a $D/b | sort -rn >$D/threads
+echo "wake-ups/s: $(awk '{ s += $1 } END { printf "%.1f", s }' $D/threads)"
+head -8 $D/threads
 kill $PID; sleep 1; rm -rf $D  # the link only, never DATA itself

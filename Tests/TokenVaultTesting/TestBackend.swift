@@ -69,9 +69,16 @@ public struct TestBackendVault: Sendable {
 
     /// The same database opened again: a restarted process (the same audit chain), or another
     /// node (pass its own chain).
-    public func open(auditChain: String? = nil) throws -> (backend: any VaultBackend, vault: Vault) {
+    /// `cacheBytes`: the bound of the opening's cache of rows (nil: the default). A second
+    /// opening of a SQLite file stands for another process, which a daemon's lock keeps out
+    /// while it serves; with a cache it would see other openings' writes only on rows it has not
+    /// cached, so tests of that give it none.
+    public func open(auditChain: String? = nil, cacheBytes: Int? = nil) throws -> (
+        backend: any VaultBackend, vault: Vault
+    ) {
         let backend = try Self.open(
-            kind, directory: directory, server: server, database: postgresDatabase, clock: clock)
+            kind, directory: directory, server: server, database: postgresDatabase, clock: clock,
+            cacheBytes: cacheBytes)
         let keyring = try Keyring(masterKey: masterKey, store: backend, clock: clock)
         let options = Vault.Options(auditChain: auditChain ?? Self.chain(kind))
         return (
@@ -82,14 +89,17 @@ public struct TestBackendVault: Sendable {
 
     private static func open(
         _ kind: TestBackendKind, directory: TemporaryDirectory, server: TestPostgres?, database: String?,
-        clock: FakeClock
+        clock: FakeClock, cacheBytes: Int? = nil
     ) throws -> any VaultBackend {
         switch (kind, server) {
         case (.sqlite, _), (.postgres, nil):
-            return try VaultDatabase(path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock)
+            return try VaultDatabase(
+                path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock,
+                cacheBytes: cacheBytes ?? VaultDatabase.defaultCacheBytes)
         case (.postgres, let server?):
-            let configuration = try PostgresDatabase.Configuration(
+            var configuration = try PostgresDatabase.Configuration(
                 url: server.socketURL(database: database ?? "postgres"), password: nil)
+            if let cacheBytes { configuration.cacheBytes = cacheBytes }
             return try PostgresDatabase(
                 configuration: configuration, checksum: SHA256.hex, clock: clock,
                 logger: Logger(label: "test-postgres"))
