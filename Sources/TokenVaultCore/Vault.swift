@@ -111,6 +111,13 @@ public final class Vault: Sendable {
         return withPending(record.metadata)
     }
 
+    /// `metadata(_:)`, failing at once instead of waiting when the store is busy (for a caller
+    /// on an event loop, which then hands the request to a blocking thread).
+    public func metadataWithoutWaiting(_ id: CredentialID) throws -> CredentialMetadata {
+        guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
+        return withPending(record.metadata)
+    }
+
     /// The credential with its secrets opened: all of them, or only `fields` (the access token
     /// is always opened). Serving a token opens just what it returns, so the refresh token is
     /// not decrypted into memory on every read.

@@ -40,10 +40,46 @@ public final class APIMetrics: Sendable {
     }
 
     func record(route: String, method: String, status: Int, duration: Duration) {
-        let series = Self.series(registry, route: route, method: method, status: status)
+        let series = routeSeries.withLock { known -> (count: Counter, duration: DurationHistogram) in
+            let key = RouteSeriesKey(route: route, method: method, status: status)
+            if let found = known[key] { return found }
+            let made = Self.series(registry, route: route, method: method, status: status)
+            // Methods are the caller's to choose: the table stays bounded.
+            if known.count >= 1024 { known.removeAll() }
+            known[key] = made
+            return made
+        }
         series.count.increment()
         series.duration.record(duration)
     }
+
+    private struct RouteSeriesKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+
+    /// The routes' series, looked up in the registry once each (its lookup formats the help text
+    /// every time).
+    private let routeSeries = Mutex<[RouteSeriesKey: (count: Counter, duration: DurationHistogram)]>([:])
+
+    /// A GET other than a token read answered on the event loop: the router's series for it, and
+    /// the fast path's own count by route.
+    func recordFastAnswer(route: String, status: Int, duration: Duration) {
+        record(route: route, method: "GET", status: status, duration: duration)
+        let counter = fastAnswers.withLock { counters in
+            if let found = counters[route] { return found }
+            let made = registry.makeCounter(
+                name: "tokenvault_http_fast_path_answers_total", labels: [("route", route)],
+                help: "GET requests other than token reads answered on the event loop (health, metadata, 404).")
+            counters[route] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// One counter per route template the fast path answers (a handful).
+    private let fastAnswers = Mutex<[String: Counter]>([:])
 
     /// A token read answered with 200 by the fast path (same series as the router's).
     func recordServedToken(duration: Duration) {

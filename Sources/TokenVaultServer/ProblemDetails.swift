@@ -18,6 +18,8 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     /// Sent with `Connection: close`, and the connection is closed after it (a caller that holds
     /// no permission at all keeps no connection open).
     public var closesConnection = false
+    /// `urn:tokenvault:request:ID`, set by `document(requestID:)` for the one encoding.
+    private var instance: String?
 
     /// The status always comes from the code (`VaultError.Code.httpStatus`, one exhaustive switch).
     public init(
@@ -52,13 +54,12 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
         try container.encode(code.rawValue, forKey: .code)
         try container.encodeIfPresent(field, forKey: .field)
         try container.encodeIfPresent(permission, forKey: .permission)
+        try container.encodeIfPresent(instance, forKey: .instance)
     }
 
     /// The document without `instance`, for answers written before any request was read.
     func compactJSON() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? VaultAPI.jsonBody(self)).map { String(buffer: $0) } ?? "{}"
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -67,21 +68,17 @@ public struct ProblemDetails: HTTPResponseError, Encodable, Sendable {
     }
 
     /// The answer's headers and body, with `instance` and `X-Request-Id` when the request has an
-    /// id: the one rendering, for the router and the proxy's fast path alike.
+    /// id: the one rendering (one JSON encoding), for the router and the fast paths alike.
     func document(requestID: String?) throws -> (HTTPFields, ByteBuffer) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var document = try JSONSerialization.jsonObject(with: encoder.encode(self)) as? [String: Any] ?? [:]
+        var document = self
         var headers: HTTPFields = [.contentType: "application/problem+json"]
         if let requestID {
-            document["instance"] = "urn:tokenvault:request:\(requestID)"
+            document.instance = "urn:tokenvault:request:\(requestID)"
             headers[.requestID] = requestID
         }
         if !allowedMethods.isEmpty { headers[.allow] = allowedMethods.joined(separator: ", ") }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         if closesConnection { headers[.connection] = "close" }
-        let body = try JSONSerialization.data(
-            withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-        return (headers, ByteBuffer(bytes: body))
+        return (headers, try VaultAPI.jsonBody(document))
     }
 }

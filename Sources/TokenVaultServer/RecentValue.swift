@@ -20,6 +20,15 @@ final class RecentValue<Value: Sendable>: Sendable {
 
     init(maximumAge: Duration) { self.maximumAge = maximumAge }
 
+    /// The last value if it is younger than `maximumAge`, without waiting or computing (for an
+    /// event loop; nil: ask `get`).
+    var recent: Value? {
+        state.withLock { state in
+            guard let latest = state.latest, ContinuousClock.now - latest.at < maximumAge else { return nil }
+            return latest.value
+        }
+    }
+
     /// The value, computed by `compute` when the last one is older than `maximumAge`. A failure
     /// is not kept: the next caller computes again.
     func get(_ compute: @escaping @Sendable () async throws -> Value) async throws -> Value {

@@ -2,7 +2,9 @@ import NIOCore
 import TokenVaultCore
 
 /// Answers the hot request, `GET /v1/credentials/{ns}/{name}/token`, straight from the bytes
-/// the socket delivered, when the answer is a plain 200: the peer may read tokens in the
+/// the socket delivered, when the answer is a plain 200 (and, the same way, a credential's
+/// metadata, the health check while the database's last answer is recent, and the 404 of a path
+/// no route has: `FastTarget`): the peer may read tokens in the
 /// namespace (its groups already known), the credential exists, and its token is valid for
 /// `min_ttl` with no refresh due. That costs one point read from SQLite's page cache and one
 /// decryption (about 12 µs). The HTTP decoder, the header conversions and the router's hand-offs
@@ -86,15 +88,22 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         if answered { context.flush() }
     }
 
-    /// Answers the request if it is a token read the fast path can serve.
+    /// Answers the request if it is one the fast path can serve.
     private func handle(_ context: ChannelHandlerContext, _ request: HTTPRequestFraming, in input: ByteBuffer) -> Bool {
         guard request.isGet,
             let target = input.withUnsafeReadableBytes({
-                TokenReadTarget(bytes: UnsafeRawBufferPointer(rebasing: $0[request.target]))
+                FastTarget(bytes: UnsafeRawBufferPointer(rebasing: $0[request.target]), routes: api.routes)
             })
         else { return false }
         let arrived = ContinuousClock.now
-        guard request.isPlain, tracker.routedInProgress == 0, answer(context, target) else {
+        let answerable = request.isPlain && tracker.routedInProgress == 0
+        guard case .token(let read) = target else {
+            guard answerable, let status = answer(context, target) else { return false }
+            tracker.noteAnswered(at: arrived)
+            api.metrics.recordFastAnswer(route: target.route, status: status, duration: .now - arrived)
+            return true
+        }
+        guard answerable, answer(context, read) else {
             api.metrics.recordFastPath(answered: false)
             return false
         }
@@ -102,6 +111,47 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         api.metrics.recordFastPath(answered: true)
         api.metrics.recordServedToken(duration: .now - arrived)
         return true
+    }
+
+    /// Writes the router's answer to a health check, a credential's metadata or a path no route
+    /// has, and returns its status; nil (nothing written) when the router must answer: the
+    /// database's last answer for health is older than a second, the caller's groups are not
+    /// known or do not allow the read, the row is not at hand.
+    private func answer(_ context: ChannelHandlerContext, _ target: FastTarget) -> Int? {
+        let body: ByteBuffer
+        let status: Int
+        switch target {
+        case .token:
+            return nil
+        case .health:
+            guard let schemaVersion = api.schemaVersionRead.recent,
+                let document = try? VaultAPI.jsonBody(api.healthDocument(schemaVersion: schemaVersion))
+            else { return nil }
+            (body, status) = (document, 200)
+        case .show(let id):
+            guard let peer = peers.peer,
+                let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+                api.policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace),
+                let metadata = try? api.vault.metadataWithoutWaiting(id),
+                let document = try? VaultAPI.jsonBody(CredentialMetadataDocument(metadata))
+            else { return nil }
+            api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
+            (body, status) = (document, 200)
+        case .unmatched:
+            let requestID = RequestIDs.next()
+            guard let (_, document) = try? ProblemDetails(.notFound, detail: "Not Found").document(requestID: requestID)
+            else { return nil }
+            let response = FastResponse.make(
+                status: "404 Not Found", contentType: "application/problem+json", body: document,
+                requestID: requestID, serverName: serverName, allocator: context.channel.allocator)
+            context.write(wrapOutboundOut(response), promise: nil)
+            return 404
+        }
+        let response = FastResponse.make(
+            status: "200 OK", contentType: "application/json", body: body, requestID: RequestIDs.next(),
+            serverName: serverName, allocator: context.channel.allocator)
+        context.write(wrapOutboundOut(response), promise: nil)
+        return status
     }
 
     /// Writes the 200 if the read qualifies; false (nothing written) otherwise.
@@ -121,17 +171,9 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         let body = TokenJSON.body(
             accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
             expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: context.channel.allocator)
-        var response = context.channel.allocator.buffer(capacity: 256 + body.readableBytes)
-        response.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ")
-        response.writeString(String(body.readableBytes))
-        response.writeStaticString("\r\nCache-Control: no-store\r\nX-Request-Id: ")
-        response.writeString(RequestIDs.next())
-        response.writeStaticString("\r\nDate: ")
-        response.writeString(HTTPDateHeader.now)
-        response.writeStaticString("\r\nServer: ")
-        response.writeString(serverName)
-        response.writeStaticString("\r\n\r\n")
-        response.writeImmutableBuffer(body)
+        let response = FastResponse.make(
+            status: "200 OK", contentType: "application/json", headers: "Cache-Control: no-store\r\n", body: body,
+            requestID: RequestIDs.next(), serverName: serverName, allocator: context.channel.allocator)
         context.write(wrapOutboundOut(response), promise: nil)
         return true
     }

@@ -110,10 +110,15 @@ extension VaultAPI {
     }
 
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: try Self.jsonBody(value)))
+    }
+
+    /// The one JSON encoding of response documents, for the router and the event loop alike.
+    static func jsonBody(_ value: some Encodable) throws -> ByteBuffer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+        return ByteBuffer(bytes: try encoder.encode(value))
     }
 }

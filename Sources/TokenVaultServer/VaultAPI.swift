@@ -66,6 +66,8 @@ public struct VaultAPI: Sendable {
     /// Open connections and streams per caller (`limits.*`).
     let limiter: ConnectionLimiter
     let startedAt = ContinuousClock.now
+    /// The router's routes, for telling 404 from 405 and, on the event loop, a path no route has.
+    let routes = RouteTable()
     /// What health and metrics read from the database, at most once a second whoever asks.
     let schemaVersionRead = RecentValue<Int?>(maximumAge: .seconds(1))
     let countsRead = RecentValue<[CredentialStatus: Int]?>(maximumAge: .seconds(1))
@@ -135,6 +137,12 @@ public struct VaultAPI: Sendable {
                 return nil
             }
         }
+        return healthDocument(schemaVersion: schemaVersion)
+    }
+
+    /// The document, given the database's answer (read at most once a second: the event loop
+    /// builds it itself while that answer is recent).
+    func healthDocument(schemaVersion: Int?) -> HealthDocument {
         let providers = engine?.providerStates() ?? []
         let held = vault.pendingCommitCount
         let courier = options.courier?()

@@ -29,11 +29,10 @@ public enum VaultServer {
         onRunning: @escaping @Sendable () async -> Void
     ) -> some ServiceLifecycle.Service {
         let router = Router(context: VaultRequestContext.self)
-        let routeTable = RouteTable()
         router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
-        router.add(middleware: ProblemMiddleware(routes: routeTable))
+        router.add(middleware: ProblemMiddleware(routes: api.routes))
         api.register(on: router)
-        routeTable.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
+        api.routes.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
         return Service(
             responder: router.buildResponder(), api: api, listener: listener,
             idleTimeout: .seconds(idleTimeoutSeconds), eventLoopGroup: eventLoopGroup, logger: logger,

@@ -49,6 +49,35 @@ import TokenVaultTesting
             updatedAt: now, hasRefreshToken: refreshable, hasIDToken: false)
     }
 
+    /// Which other GETs the loop takes: health, a credential's metadata, and a path no route's
+    /// template matches; never one a route might take (`**` included) or an unusual one.
+    @Test func recognisesHealthMetadataAndPathsNoRouteHas() throws {
+        let routes = RouteTable()
+        #expect(Self.target("/v1/anything", routes) == nil, "nothing is unmatched before the routes are known")
+        routes.set([
+            ("GET", "/v1/health"), ("GET", "/v1/credentials/{namespace}/{name}"),
+            ("POST", "/v1/admin/rotate-key"), ("GET", "/v1/credentials/{namespace}/{name}/proxy/**"),
+        ])
+        #expect(Self.target("/v1/health", routes) == .health)
+        #expect(Self.target("/v1/credentials/pay/alice", routes) == .show(try CredentialID("pay/alice")))
+        #expect(Self.target("/v1/nothing/here", routes) == .unmatched(path: "/v1/nothing/here"))
+        #expect(
+            Self.target("/v1/credentials/pay/alice/proxy", routes)
+                == .unmatched(path: "/v1/credentials/pay/alice/proxy"))
+        for routed in [
+            "/v1/admin/rotate-key", "/v1/credentials/pay/alice/proxy/x", "/v1/credentials/pay/alice/proxy/x/y",
+            "/v1/health?verbose=1", "/v1/%68ealth", "/v1//health", "/v1/./health", "/v1/../x", "v1/health",
+            "/v1/credentials/pay/al%20ice",
+        ] {
+            #expect(Self.target(routed, routes) == nil, "\(routed)")
+        }
+    }
+
+    static func target(_ text: String, _ routes: RouteTable) -> FastTarget? {
+        var text = text
+        return text.withUTF8 { FastTarget(bytes: UnsafeRawBufferPointer($0), routes: routes) }
+    }
+
     @Test func servesATokenThatLastsLongEnough() throws {
         #expect(TokenReadVerdict(try Self.metadata(), minimumTTL: 60, now: Self.now, canRefresh: true) == .serve)
         #expect(

@@ -1,0 +1,61 @@
+import TokenVaultCore
+
+/// A GET target the event loop may answer itself, parsed from the bytes received: a token read,
+/// a credential's metadata, the health check, or a path no route has. Anything unusual (a query
+/// where none is read, percent-encoding, an empty or dot segment, an invalid id) is not
+/// recognised, and the router answers it with its own precise answer.
+enum FastTarget: Equatable {
+    case token(TokenReadTarget)
+    /// `/v1/credentials/{namespace}/{name}`.
+    case show(CredentialID)
+    /// `/v1/health`.
+    case health
+    /// A path of plain segments that no route's template matches (the router's 404).
+    case unmatched(path: String)
+
+    /// The route template the router records each under.
+    var route: String {
+        switch self {
+        case .token: TokenFastPath.route
+        case .show: "/v1/credentials/{namespace}/{name}"
+        case .health: "/v1/health"
+        // Hummingbird's not-found responder's endpoint path.
+        case .unmatched: "NotFound"
+        }
+    }
+
+    private static let healthPath = Array("/v1/health".utf8)
+    private static let credentials = Array("/v1/credentials/".utf8)
+
+    init?(bytes target: UnsafeRawBufferPointer, routes: RouteTable) {
+        if let token = TokenReadTarget(bytes: target) {
+            self = .token(token)
+            return
+        }
+        guard target.first == UInt8(ascii: "/"),
+            !target.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") })
+        else { return nil }
+        if target.elementsEqual(Self.healthPath) {
+            self = .health
+            return
+        }
+        let segments = target.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard
+            segments.allSatisfy({ segment in
+                !segment.isEmpty && !segment.elementsEqual([UInt8(ascii: ".")])
+                    && !segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+            })
+        else { return nil }
+        if target.starts(with: Self.credentials), segments.count == 4,
+            let id = try? CredentialID(
+                namespace: String(decoding: segments[2], as: UTF8.self),
+                name: String(decoding: segments[3], as: UTF8.self))
+        {
+            self = .show(id)
+            return
+        }
+        let path = String(decoding: target, as: UTF8.self)
+        guard routes.matchesNothing(path) else { return nil }
+        self = .unmatched(path: path)
+    }
+}
