@@ -132,11 +132,10 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             guard let peer = peers.peer,
                 let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
                 api.policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace),
-                let metadata = try? api.vault.metadataWithoutWaiting(id),
-                let document = try? VaultAPI.jsonBody(CredentialMetadataDocument(metadata))
+                let metadata = try? api.vault.metadataWithoutWaiting(id)
             else { return nil }
             api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
-            (body, status) = (document, 200)
+            (body, status) = (MetadataJSON.document(metadata, allocator: context.channel.allocator), 200)
         case .unmatched:
             let requestID = RequestIDs.next()
             guard let (_, document) = try? ProblemDetails(.notFound, detail: "Not Found").document(requestID: requestID)

@@ -29,8 +29,9 @@ enum TokenJSON {
         return buffer
     }
 
-    /// A JSON string of UTF-8 `bytes`: quote and backslash escaped, control characters as
-    /// `\u00XX`; runs of plain bytes are copied in one go.
+    /// A JSON string of UTF-8 `bytes` as `JSONEncoder` writes it: quote and backslash escaped,
+    /// backspace, form feed, newline, return and tab as `\b \f \n \r \t`, other control
+    /// characters as `\u00XX`; runs of plain bytes are copied in one go.
     static func writeString(_ bytes: UnsafeRawBufferPointer, to buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(ascii: "\""))
         var plainStart = 0
@@ -41,6 +42,11 @@ enum TokenJSON {
             switch byte {
             case UInt8(ascii: "\""): buffer.writeStaticString("\\\"")
             case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
+            case 0x08: buffer.writeStaticString("\\b")
+            case 0x0c: buffer.writeStaticString("\\f")
+            case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
+            case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
+            case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
             default:
                 let hex: StaticString = "0123456789abcdef"
                 buffer.writeStaticString("\\u00")

@@ -28,13 +28,13 @@ extension VaultAPI {
         let peer = try await authorise(context, .credentialList, id: id, operation: "credential.show")
         let metadata = try await blocking { try vault.metadata(id) }
         audit.record(auditEvent(peer, "credential.show", id, .allowed))
-        return try json(CredentialMetadataDocument(metadata))
+        return json(body: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
     }
 
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let (rows, nextCursor) = try await page(
             request, context, permission: .credentialList, operation: "credential.list")
-        return try json(PageDocument(items: rows.map(CredentialMetadataDocument.init), nextCursor: nextCursor))
+        return json(body: MetadataJSON.page(rows, nextCursor: nextCursor, allocator: ByteBufferAllocator()))
     }
 
     /// `GET /v1/proxy/credentials`: the credentials the caller may use through the proxy (in the

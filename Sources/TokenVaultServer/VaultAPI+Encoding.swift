@@ -115,6 +115,11 @@ extension VaultAPI {
             body: .init(byteBuffer: try Self.jsonBody(value)))
     }
 
+    /// A 200 with a JSON body written elsewhere (`MetadataJSON`).
+    func json(body: ByteBuffer) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    }
+
     /// The one JSON encoding of response documents, for the router and the event loop alike.
     static func jsonBody(_ value: some Encodable) throws -> ByteBuffer {
         let encoder = JSONEncoder()
