@@ -137,9 +137,12 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
             (body, status) = (MetadataJSON.document(metadata, allocator: context.channel.allocator), 200)
         case .unmatched:
+            guard let notFound = Self.notFound else { return nil }
             let requestID = RequestIDs.next()
-            guard let (_, document) = try? ProblemDetails(.notFound, detail: "Not Found").document(requestID: requestID)
-            else { return nil }
+            var document = context.channel.allocator.buffer(capacity: notFound.prefix.count + 96)
+            document.writeBytes(notFound.prefix)
+            document.writeString(requestID)
+            document.writeBytes(notFound.suffix)
             let response = FastResponse.make(
                 status: "404 Not Found", contentType: "application/problem+json", body: document,
                 requestID: requestID, serverName: serverName, allocator: context.channel.allocator)
@@ -176,6 +179,19 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(response), promise: nil)
         return true
     }
+
+    /// The router's 404 document (`ProblemDetails.document`, rendered once with a marker for the
+    /// request id), as the bytes before and after the id: only the id differs between requests.
+    private static let notFound: (prefix: [UInt8], suffix: [UInt8])? = {
+        let marker = Array("tokenvault-request-id-marker".utf8)
+        guard
+            let (_, document) = try? ProblemDetails(.notFound, detail: "Not Found").document(
+                requestID: String(decoding: marker, as: UTF8.self))
+        else { return nil }
+        let bytes = Array(buffer: document)
+        guard let start = bytes.indices.first(where: { bytes[$0...].starts(with: marker) }) else { return nil }
+        return (Array(bytes[..<start]), Array(bytes[(start + marker.count)...]))
+    }()
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
