@@ -196,6 +196,21 @@ public final class APIMetrics: Sendable {
                 help: "PostgreSQL: times the change listener reconnected and replayed what it missed."
             ).set(Double(storage?.changeFeedReconnects ?? 0))
         }
+        if let cache = storage?.rowCache {
+            registry.makeGauge(
+                name: "tokenvault_row_cache_rows",
+                help: "Sealed rows held for token reads (storage.cache_bytes bounds them)."
+            ).set(Double(cache.rows))
+            registry.makeGauge(
+                name: "tokenvault_row_cache_bytes", help: "What the cached sealed rows hold, as the cache estimates it."
+            ).set(Double(cache.bytes))
+            advance(
+                "tokenvault_row_cache_hits_total", labels: [], to: cache.hits,
+                help: "Row reads answered from the cache since start-up.")
+            advance(
+                "tokenvault_row_cache_misses_total", labels: [], to: cache.misses,
+                help: "Row reads the cache did not hold (read from the database) since start-up.")
+        }
         if let refresh {
             var outcomes: [(String, Int)] = [("succeeded", refresh.refreshed), ("skipped", refresh.skipped)]
             for kind in ProviderFailure.Kind.allCases {

@@ -119,7 +119,6 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     /// known or do not allow the read, the row is not at hand.
     private func answer(_ context: ChannelHandlerContext, _ target: FastTarget) -> Int? {
         let body: ByteBuffer
-        let status: Int
         switch target {
         case .token:
             return nil
@@ -127,7 +126,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             guard let schemaVersion = api.schemaVersionRead.recent,
                 let document = try? VaultAPI.jsonBody(api.healthDocument(schemaVersion: schemaVersion))
             else { return nil }
-            (body, status) = (document, 200)
+            body = document
         case .show(let id):
             guard let peer = peers.peer,
                 let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
@@ -135,7 +134,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
                 let metadata = try? api.vault.metadataWithoutWaiting(id)
             else { return nil }
             api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
-            (body, status) = (MetadataJSON.document(metadata, allocator: context.channel.allocator), 200)
+            body = MetadataJSON.document(metadata, allocator: context.channel.allocator)
         case .unmatched:
             guard let notFound = Self.notFound else { return nil }
             let requestID = RequestIDs.next()
@@ -153,7 +152,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             status: "200 OK", contentType: "application/json", body: body, requestID: RequestIDs.next(),
             serverName: serverName, allocator: context.channel.allocator)
         context.write(wrapOutboundOut(response), promise: nil)
-        return status
+        return 200
     }
 
     /// Writes the 200 if the read qualifies; false (nothing written) otherwise.

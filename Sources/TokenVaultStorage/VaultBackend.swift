@@ -23,10 +23,21 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     /// How many of those transactions may be committed at once: SQLite has one writer; on
     /// PostgreSQL each writer connection carries one, so their flushes overlap.
     var concurrentWriteTransactions: Int { get }
+    /// The cache of sealed rows token reads are served from.
+    var rowCacheStatistics: RowCacheStatistics { get }
+}
+
+extension VaultBackend {
+    /// `RecordCache.statistics`, as Core's type.
+    static func statistics(of cache: RecordCache) -> RowCacheStatistics {
+        let (rows, bytes, hits, misses) = cache.statistics
+        return RowCacheStatistics(rows: rows, bytes: bytes, hits: hits, misses: misses)
+    }
 }
 
 extension VaultDatabase: VaultBackend {
     public var location: String { path }
     public var writesPerTransaction: Int { 256 }
     public var concurrentWriteTransactions: Int { 1 }
+    public var rowCacheStatistics: RowCacheStatistics { Self.statistics(of: cache) }
 }

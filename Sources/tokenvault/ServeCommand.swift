@@ -118,13 +118,17 @@ extension ServeCommand {
         return loaded
     }
 
-    /// What health reports of the database: on PostgreSQL, the change listener's state.
+    /// What health and metrics report of the database: its cache of rows and, on PostgreSQL, the
+    /// change listener's state.
     static func storageStatus(of database: any VaultBackend) -> (@Sendable () -> StorageStatus)? {
-        guard let database = database as? PostgresDatabase else { return nil }
+        guard let shared = database as? PostgresDatabase else {
+            return { StorageStatus(backend: "sqlite", rowCache: database.rowCacheStatistics) }
+        }
         return {
-            let listener = database.listenerStatus
+            let listener = shared.listenerStatus
             return StorageStatus(
-                backend: "postgres", changeFeedConnected: listener.connected, changeFeedReconnects: listener.reconnects)
+                backend: "postgres", changeFeedConnected: listener.connected, changeFeedReconnects: listener.reconnects,
+                rowCache: shared.rowCacheStatistics)
         }
     }
 }

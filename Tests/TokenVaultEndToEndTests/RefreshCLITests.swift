@@ -56,8 +56,18 @@ import TokenVaultTesting
         let health = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/health").json()
         let providers = health["providers"] as? [[String: Any]] ?? []
         #expect(providers.contains { $0["name"] as? String == "idp" && $0["condition"] as? String == "ok" })
+        // Two reads of one credential: the second from the daemon's cache of rows.
+        for _ in 0..<2 {
+            #expect(
+                try UnixSocketHTTP.request(
+                    harness.socket, "GET", "/v1/credentials/\(ResilienceHarness.name(0))/token"
+                ).status == 200)
+        }
         let metrics = try UnixSocketHTTP.request(harness.socket, "GET", "/metrics").text
         #expect(metrics.contains("tokenvault_provider_condition{provider=\"idp\",condition=\"ok\"} 1"), "\(metrics)")
+        let hits = metrics.split(separator: "\n").first { $0.hasPrefix("tokenvault_row_cache_hits_total ") }
+        #expect(hits.flatMap { Double($0.split(separator: " ")[1]) }.map { $0 >= 1 } == true, "\(metrics)")
+        #expect(metrics.contains("\ntokenvault_row_cache_rows "))
     }
 
     private func waitForExit(_ process: SpawnedProcess, seconds: Double) async -> Bool {

@@ -10,6 +10,28 @@ import TokenVaultCore
         String(decoding: metrics.exposition(credentialsByStatus: [:], refresh: counters), as: UTF8.self)
     }
 
+    /// The cache of rows, for sizing `storage.cache_bytes`: what it holds (gauges) and how often
+    /// it answered (counters that follow the cache's totals).
+    @Test func theRowCacheIsExported() {
+        let metrics = APIMetrics()
+        func scrape(_ cache: RowCacheStatistics) -> String {
+            String(
+                decoding: metrics.exposition(
+                    credentialsByStatus: [:], storage: StorageStatus(backend: "sqlite", rowCache: cache)),
+                as: UTF8.self)
+        }
+        let first = scrape(RowCacheStatistics(rows: 3, bytes: 3_000, hits: 10, misses: 4))
+        #expect(first.contains("\ntokenvault_row_cache_rows 3"))
+        #expect(first.contains("\ntokenvault_row_cache_bytes 3000"))
+        #expect(first.contains("\ntokenvault_row_cache_hits_total 10"))
+        #expect(first.contains("\ntokenvault_row_cache_misses_total 4"))
+        #expect(first.contains("# TYPE tokenvault_row_cache_hits_total counter"))
+        let second = scrape(RowCacheStatistics(rows: 2, bytes: 2_000, hits: 25, misses: 4))
+        #expect(
+            second.contains("\ntokenvault_row_cache_rows 2") && second.contains("\ntokenvault_row_cache_hits_total 25"))
+        #expect(!String(decoding: metrics.exposition(credentialsByStatus: [:]), as: UTF8.self).isEmpty)
+    }
+
     @Test func refreshTotalsAreCountersThatFollowTheEngine() {
         let metrics = APIMetrics()
         var counters = RefreshCounters()

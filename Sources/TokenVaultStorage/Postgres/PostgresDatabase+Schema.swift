@@ -243,6 +243,7 @@ extension PostgresDatabase {
 extension PostgresDatabase: VaultBackend {
     public var writesPerTransaction: Int { 1 }
     public var concurrentWriteTransactions: Int { writers.links.count }
+    public var rowCacheStatistics: RowCacheStatistics { Self.statistics(of: cache) }
 
     /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index
     /// left invalid or a constraint left unvalidated (by hand, or an interrupted operation).
