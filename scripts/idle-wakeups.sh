@@ -19,7 +19,7 @@ perthread() {
   for p in $PID $(pgrep -P $PID); do
     for t in /proc/$p/task/*; do
       # A thread may end while it is read: its line is then left out.
-      comm=$(tr ' ' '_' <$t/comm 2>/dev/null) || continue
+      comm=$( (tr ' ' '_' <$t/comm) 2>/dev/null) || continue
       echo "$p/${t##*/} $comm $(awk '/ctxt_switches/ {s += $2} END {print s}' $t/status 2>/dev/null)"
     done
   done

@@ -206,10 +206,10 @@ public final class APIMetrics: Sendable {
             ).set(Double(cache.bytes))
             advance(
                 "tokenvault_row_cache_hits_total", labels: [], to: cache.hits,
-                help: "Row reads answered from the cache since start-up.")
+                help: "Row lookups answered from the cache since start-up.")
             advance(
                 "tokenvault_row_cache_misses_total", labels: [], to: cache.misses,
-                help: "Row reads the cache did not hold (read from the database) since start-up.")
+                help: "Rows read from the database because the cache did not hold them, since start-up.")
         }
         if let refresh {
             var outcomes: [(String, Int)] = [("succeeded", refresh.refreshed), ("skipped", refresh.skipped)]

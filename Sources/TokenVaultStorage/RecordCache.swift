@@ -62,14 +62,17 @@ final class RecordCache: Sendable {
             state.clock += 1
             guard let entry = state.entries[id.description],
                 state.writing.isEmpty || state.writing[id.description] == nil
-            else {
-                state.misses += 1
-                return nil
-            }
+            else { return nil }
             state.hits += 1
             entry.used = state.clock
             return entry.record
         }
+    }
+
+    /// Counts a row read from the database because the cache did not hold it (lookups that
+    /// find nothing and read nothing, such as the event loop's, are not misses).
+    func countMiss() {
+        state.withLock { $0.misses += 1 }
     }
 
     /// Caches a row read with `ticket`, unless its id was invalidated since the ticket was taken.

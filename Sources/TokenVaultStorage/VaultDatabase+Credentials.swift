@@ -29,6 +29,7 @@ extension VaultDatabase: CredentialStore {
     {
         if let cached = cache.record(id) { return cached }
         let ticket = cache.ticket(for: id)
+        cache.countMiss()
         let record = try read()
         if let record { cache.insert(record, ticket: ticket) }
         return record

@@ -124,6 +124,20 @@ import TokenVaultTesting
         #expect(try database.record(a)?.metadata.generation == written)
     }
 
+    /// Misses count database reads, not lookups: the metric an operator sizes the cache by.
+    @Test func aMissIsARowReadFromTheDatabase() async throws {
+        let fixture = try TestVault()
+        let id = try CredentialID("cache/count")
+        try await fixture.vault.put(
+            id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        let before = fixture.database.cache.statistics
+        _ = try fixture.database.record(id)
+        _ = try fixture.database.record(id)
+        _ = try fixture.database.recordWithoutWaiting(id)
+        let after = fixture.database.cache.statistics
+        #expect(after.misses - before.misses == 1 && after.hits - before.hits == 2)
+    }
+
     @Test func writesThatChangeAnyRowEmptyTheCache() async throws {
         let fixture = try TestVault()
         let id = try CredentialID("cache/raw")

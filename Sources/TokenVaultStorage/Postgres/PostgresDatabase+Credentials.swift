@@ -15,6 +15,7 @@ extension PostgresDatabase: CredentialStore {
         let trusted = cacheTrusted.load(ordering: .acquiring)
         if trusted, let cached = cache.record(id) { return cached }
         let ticket = cache.ticket(for: id)
+        cache.countMiss()
         let record: SealedCredentialRecord?
         var unreachable = false
         do {
