@@ -22,6 +22,8 @@ extension PostgresDatabase {
     /// Seconds between pings of the listening connection; a ping unanswered this long means the
     /// connection is lost (a server or network that went silent sends no error).
     static let listenerPing = 5.0
+    /// The listening connection's `application_name`.
+    static let listenerApplicationName = "tokenvault change listener"
 
     /// Listens until the task is cancelled, reconnecting (with a growing pause, up to 5 s) when
     /// the connection is lost or stops answering its pings.
@@ -35,7 +37,13 @@ extension PostgresDatabase {
                     id: Int.random(in: 0..<Int.max), logger: logger)
                 defer { Task { try? await connection.close() } }
                 // Each result read to its end: rows left unread hold up the connection's next query.
-                for session in Self.sessionSettings(statementTimeoutSeconds: Self.listenerPing) {
+                // Named apart from the node's other connections in pg_stat_activity (its last
+                // query there is its ping, not LISTEN).
+                let sessions =
+                    Self.sessionSettings(statementTimeoutSeconds: Self.listenerPing) + [
+                        "SET application_name = '\(Self.listenerApplicationName)'"
+                    ]
+                for session in sessions {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: session), logger: logger).collect()
                 }
                 let pings = Task { await ping(connection) }
