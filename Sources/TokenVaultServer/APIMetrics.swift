@@ -40,14 +40,8 @@ public final class APIMetrics: Sendable {
     }
 
     func record(route: String, method: String, status: Int, duration: Duration) {
-        let series = routeSeries.withLock { known -> (count: Counter, duration: DurationHistogram) in
-            let key = RouteSeriesKey(route: route, method: method, status: status)
-            if let found = known[key] { return found }
-            let made = Self.series(registry, route: route, method: method, status: status)
-            // Methods are the caller's to choose: the table stays bounded.
-            if known.count >= 1024 { known.removeAll() }
-            known[key] = made
-            return made
+        let series = routeSeries.series(RouteSeriesKey(route: route, method: method, status: status)) {
+            Self.series(registry, route: route, method: method, status: status)
         }
         series.count.increment()
         series.duration.record(duration)
@@ -59,27 +53,21 @@ public final class APIMetrics: Sendable {
         let status: Int
     }
 
-    /// The routes' series, looked up in the registry once each (its lookup formats the help text
-    /// every time).
-    private let routeSeries = Mutex<[RouteSeriesKey: (count: Counter, duration: DurationHistogram)]>([:])
+    private let routeSeries = MetricSeries<RouteSeriesKey, (count: Counter, duration: DurationHistogram)>()
 
     /// A GET other than a token read answered on the event loop: the router's series for it, and
     /// the fast path's own count by route.
     func recordFastAnswer(route: String, status: Int, duration: Duration) {
         record(route: route, method: "GET", status: status, duration: duration)
-        let counter = fastAnswers.withLock { counters in
-            if let found = counters[route] { return found }
-            let made = registry.makeCounter(
+        fastAnswers.series(route) {
+            registry.makeCounter(
                 name: "tokenvault_http_fast_path_answers_total", labels: [("route", route)],
                 help: "GET requests other than token reads answered on the event loop (health, metadata, 404).")
-            counters[route] = made
-            return made
-        }
-        counter.increment()
+        }.increment()
     }
 
     /// One counter per route template the fast path answers (a handful).
-    private let fastAnswers = Mutex<[String: Counter]>([:])
+    private let fastAnswers = MetricSeries<String, Counter>()
 
     /// A token read answered with 200 by the fast path (same series as the router's).
     func recordServedToken(duration: Duration) {
@@ -110,10 +98,8 @@ public final class APIMetrics: Sendable {
     /// did not send it or got no answer); `duration`: until the upstream's answer began.
     func recordProxyCall(provider: String, status: Int?, duration: Duration?) {
         let statusClass = status.map { "\($0 / 100)xx" } ?? "refused"
-        let series = proxySeries.withLock { series -> (Counter, DurationHistogram) in
-            let key = ProxySeriesKey(provider: provider, statusClass: statusClass)
-            if let found = series[key] { return found }
-            let made = (
+        let series = proxySeries.series(ProxySeriesKey(provider: provider, statusClass: statusClass)) {
+            (
                 registry.makeCounter(
                     name: "tokenvault_proxy_calls_total",
                     labels: [("provider", provider), ("status_class", statusClass)],
@@ -122,10 +108,6 @@ public final class APIMetrics: Sendable {
                     name: "tokenvault_proxy_call_duration_seconds", labels: [("provider", provider)],
                     buckets: Self.proxyBuckets, help: "Time from a proxied call's arrival to the upstream's answer.")
             )
-            // Instances come and go with reloads: the table stays small.
-            if series.count >= 1024 { series.removeAll() }
-            series[key] = made
-            return made
         }
         series.0.increment()
         if let duration { series.1.record(duration) }
@@ -136,8 +118,7 @@ public final class APIMetrics: Sendable {
         let statusClass: String
     }
 
-    /// The proxy's series, looked up in the registry once (its lookup formats the help text each time).
-    private let proxySeries = Mutex<[ProxySeriesKey: (Counter, DurationHistogram)]>([:])
+    private let proxySeries = MetricSeries<ProxySeriesKey, (Counter, DurationHistogram)>()
 
     /// Token reads the event-loop fast path answered itself, or passed on to the router.
     func recordFastPath(answered: Bool) {

@@ -37,8 +37,6 @@ import TokenVaultTesting
         ) { server in try await body(server, upstream) }
     }
 
-    private static func get(_ target: String) -> String { "GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n" }
-
     @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
         try await Self.withServerAndUpstream { server, upstream in
             let socketPath = server.socketPath
@@ -47,8 +45,10 @@ import TokenVaultTesting
             let answers = try await offThePool {
                 let connection = try UnixSocketConnection(path: socketPath)
                 try connection.send(
-                    Self.get("/v1/credentials/ns/a/token") + Self.get("/v1/credentials/ns/a/proxy/hold?seconds=1")
-                        + Self.get("/v1/health") + Self.get("/v1/credentials/ns/a/proxy/echo?n=2"))
+                    TokenFastPathTests.get("/v1/credentials/ns/a/token")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/hold?seconds=1")
+                        + TokenFastPathTests.get("/v1/health")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/echo?n=2"))
                 return try connection.readResponses(4, timeout: 30).map { response -> String in
                     let json = response.json()
                     let what =
@@ -92,7 +92,7 @@ import TokenVaultTesting
             let socketPath = server.socketPath
             let status = try await offThePool {
                 let connection = try UnixSocketConnection(path: socketPath)
-                try connection.send(Self.get("/v1/credentials/ns/a/proxy/hold?seconds=1"))
+                try connection.send(TokenFastPathTests.get("/v1/credentials/ns/a/proxy/hold?seconds=1"))
                 shutdown(connection.descriptor, Int32(SHUT_WR))
                 return try connection.readResponse(timeout: 10)?.status
             }
@@ -121,7 +121,8 @@ import TokenVaultTesting
                 var answers: [RawHTTPResponse] = []
                 var counts: [(connections: Int, requests: Int)] = []
                 for request in [
-                    Self.get("/v1/credentials/ns/a/proxy/one"), Self.get("/v1/credentials/ns/a/proxy/two"),
+                    TokenFastPathTests.get("/v1/credentials/ns/a/proxy/one"),
+                    TokenFastPathTests.get("/v1/credentials/ns/a/proxy/two"),
                     "POST /v1/credentials/ns/a/proxy/three HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
                 ] {
                     try connection.send(request)
