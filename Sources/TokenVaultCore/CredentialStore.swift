@@ -120,6 +120,18 @@ public protocol CredentialWriter {
     /// Runs `body` so that if it throws, only its own changes are rolled back (the rest of a
     /// group commit survives).
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result
+
+    // Group commits (a store whose every statement is a round trip reads and writes the group's
+    // rows together; one in the same process as its file has nothing to gain).
+
+    /// Called first in a transaction with the credentials its writes claimed (said, before they
+    /// ran, they are about to read and change): the store may lock and read them all now and
+    /// serve the writes' reads of them from what it read. Only a hint: a write reads and changes
+    /// what it must either way.
+    func prefetch(_ claims: [CredentialID]) throws
+    /// Called after the group's last write, before the commit: the store writes what it kept
+    /// back. Throws `WriteGroupSplit` when the group must be retried one write at a time.
+    func finishGroup() throws
 }
 
 extension CredentialStore {
@@ -128,4 +140,6 @@ extension CredentialStore {
 
 extension CredentialWriter {
     public func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
+    public func prefetch(_ claims: [CredentialID]) throws {}
+    public func finishGroup() throws {}
 }

@@ -52,3 +52,15 @@ public struct ScheduleUpdate: Sendable, Equatable {
         self.updatedAt = updatedAt
     }
 }
+
+extension CredentialMetadata {
+    /// What the row reads after `update` was applied to it (the fields `updateSchedule` writes;
+    /// the generation check is the caller's).
+    public mutating func apply(_ update: ScheduleUpdate) {
+        status = update.status
+        refreshAt = update.refreshAt
+        lastError = update.lastError
+        refreshFailures = update.refreshFailures
+        updatedAt = update.updatedAt
+    }
+}

@@ -15,7 +15,7 @@ extension Vault {
         committed: @escaping @Sendable (Result) -> Void
     ) async -> HeldOrCommitted<Result> {
         do {
-            return .committed(try await writes.write(.full, body))
+            return .committed(try await writes.write(.full, claiming: [id], body))
         } catch {
             let hold = pending.newHold()
             let held = recordHeldFailure(id, hold: hold, error)
@@ -43,7 +43,7 @@ extension Vault {
             calls = pending.retryCalls
             reloadKeys()
             do {
-                let result = try await writes.write(.full, body)
+                let result = try await writes.write(.full, claiming: [id], body)
                 let held = pending.hold(id, hold)
                 pending.clear(id, hold: hold)
                 committed(result)

@@ -45,7 +45,8 @@ extension Vault {
         let now = clock.now
         let metadata = request.metadata
         let attemptID = Self.newAttemptID()
-        return try await writes.write(.full) { writer -> (RefreshAttempt, resumedFrom: String?)? in
+        return try await writes.write(.full, claiming: [metadata.id]) {
+            writer -> (RefreshAttempt, resumedFrom: String?)? in
             // The row as it is now (on a shared database, under the credential's lock): a refresh
             // planned from an older read, the credential refreshed since by another process, is
             // not started; its refresh token is spent. A credential another node is writing
@@ -199,7 +200,8 @@ extension Vault {
         attempt: RefreshAttempt?, outcome: String, update: ScheduleUpdate, event: CredentialEvent.Kind?
     ) async throws -> CredentialMetadata? {
         let now = clock.now
-        let updated = try await writes.write(.normal) { writer -> CredentialMetadata? in
+        let updated = try await writes.write(.normal, claiming: [update.id]) {
+            writer -> CredentialMetadata? in
             if let attempt {
                 try writer.finishAttempt(attemptID: attempt.attemptID, state: .failed, outcome: outcome, at: now)
             }
@@ -216,7 +218,8 @@ extension Vault {
     public func updateSchedule(_ update: ScheduleUpdate, event: CredentialEvent.Kind? = nil) async throws
         -> CredentialMetadata?
     {
-        let updated = try await writes.write(.normal) { writer -> CredentialMetadata? in
+        let updated = try await writes.write(.normal, claiming: [update.id]) {
+            writer -> CredentialMetadata? in
             guard try writer.updateSchedule(update) else { return nil }
             return try writer.record(update.id)?.metadata
         }

@@ -28,18 +28,22 @@ public final class Vault: Sendable {
         public var maximumGroup: Int
         /// Group-commit transactions committed at once at most.
         public var concurrentTransactions: Int
+        /// Whether writes that claim no credential share group-commit transactions (not on a
+        /// database several processes write: `WriteCoalescer`).
+        public var groupsUnclaimedWrites: Bool
         /// The audit chain this process appends to (`AuditChain`): "" on a vault one process
         /// writes, the node's identity on a shared one.
         public var auditChain: String
 
         public init(
             commitRetryBase: Double = 0.05, commitRetryCap: Double = 30, maximumGroup: Int = 256,
-            concurrentTransactions: Int = 1, auditChain: String = ""
+            concurrentTransactions: Int = 1, groupsUnclaimedWrites: Bool = true, auditChain: String = ""
         ) {
             self.commitRetryBase = commitRetryBase
             self.commitRetryCap = commitRetryCap
             self.maximumGroup = maximumGroup
             self.concurrentTransactions = concurrentTransactions
+            self.groupsUnclaimedWrites = groupsUnclaimedWrites
             self.auditChain = auditChain
         }
     }
@@ -77,7 +81,7 @@ public final class Vault: Sendable {
         self.options = options
         writes = WriteCoalescer(
             store: store, executor: executor, maximumBatch: options.maximumGroup,
-            transactions: options.concurrentTransactions)
+            transactions: options.concurrentTransactions, groupsUnclaimed: options.groupsUnclaimedWrites)
     }
 
     /// Who hears about held commits (the daemon logs them). One observer; a later call replaces it.

@@ -6,13 +6,20 @@ import Synchronization
 /// transaction holding its write has committed (durably, when any write in it asked for
 /// `.full`), which keeps "durable before visible" intact.
 ///
+/// A write may name the credentials it is about to change (its claims); the group's claims
+/// go to the store first (`CredentialWriter.prefetch`), so that a store whose every statement is
+/// a round trip (PostgreSQL) locks and reads the whole group's rows at once and writes them
+/// back together (`finishGroup`). When the store cannot commit a group as one
+/// (`WriteGroupSplit`), each of its writes is run again in a transaction of its own, unclaimed.
+///
 /// Owned by `Vault`: every credential write, puts included, goes through it. The transactions
 /// run on the vault's `BlockingExecutor`, never on the Swift concurrency pool. Up to
-/// `transactions` of them run at once: one on SQLite (one writer, large groups), several on
-/// PostgreSQL (a connection each, one write each).
+/// `transactions` of them run at once: one on SQLite (one writer, large groups), a few on
+/// PostgreSQL (a connection each, so one group's commit overlaps the next).
 final class WriteCoalescer: Sendable {
     private struct Pending: Sendable {
         let durability: Durability
+        let claims: [CredentialID]
         let body: @Sendable (any CredentialWriter) throws -> any Sendable
         let complete: @Sendable (Result<any Sendable, any Error>) -> Void
     }
@@ -30,20 +37,32 @@ final class WriteCoalescer: Sendable {
     private let maximumBatch: Int
     /// Transactions committed at once at most.
     private let transactions: Int
+    /// Whether a write that claims nothing may share a transaction. Not where several processes
+    /// write: its locks are taken in the order its body asks for them, and two processes' groups
+    /// taking the same rows in different orders deadlock; a group's claims are locked in one order.
+    private let groupsUnclaimed: Bool
 
-    init(store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256, transactions: Int = 1) {
+    init(
+        store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256, transactions: Int = 1,
+        groupsUnclaimed: Bool = true
+    ) {
         self.store = store
         self.executor = executor
         self.maximumBatch = maximumBatch
         self.transactions = max(1, transactions)
+        self.groupsUnclaimed = groupsUnclaimed
     }
 
+    /// Writes waiting for a transaction (tests).
+    var queued: Int { state.withLock { $0.pending.count } }
+
     func write<Result: Sendable>(
-        _ durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        _ durability: Durability, claiming claims: [CredentialID] = [],
+        _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
             let pending = Pending(
-                durability: durability, body: { try body($0) },
+                durability: durability, claims: claims, body: { try body($0) },
                 complete: { result in continuation.resume(with: result.map { $0 as! Result }) })
             let startDrain = state.withLock { state -> Bool in
                 state.pending.append(pending)
@@ -67,24 +86,44 @@ final class WriteCoalescer: Sendable {
     private func drain() {
         while true {
             let batch = state.withLock { state -> [Pending] in
-                let batch = Array(state.pending.prefix(maximumBatch))
+                var count = min(maximumBatch, state.pending.count)
+                if !groupsUnclaimed, let first = state.pending.first {
+                    // An unclaimed write alone; claimed ones together, up to the next unclaimed.
+                    count =
+                        first.claims.isEmpty
+                        ? 1 : state.pending.prefix(count).prefix { !$0.claims.isEmpty }.count
+                }
+                let batch = Array(state.pending.prefix(count))
                 state.pending.removeFirst(batch.count)
                 if batch.isEmpty { state.draining -= 1 }
                 return batch
             }
             guard !batch.isEmpty else { return }
-            let durability: Durability = batch.contains { $0.durability == .full } ? .full : .normal
-            var results: [Result<any Sendable, any Error>] = []
+            let results: [Result<any Sendable, any Error>]
             do {
-                try store.write(durability: durability) { writer in
-                    results = batch.map { pending in
-                        Result { try writer.savepoint { try pending.body(writer) } }
-                    }
+                results = try commit(batch, claims: batch.flatMap(\.claims))
+            } catch is WriteGroupSplit {
+                results = batch.map { pending in
+                    Result { try commit([pending], claims: []).first!.get() }
                 }
             } catch {
                 results = batch.map { _ in .failure(error) }
             }
             for (pending, result) in zip(batch, results) { pending.complete(result) }
+        }
+    }
+
+    /// One transaction for `batch`, durable if any of its writes asks for it. Each write's own
+    /// failure is its result; the transaction's failure is thrown.
+    private func commit(_ batch: [Pending], claims: [CredentialID]) throws -> [Result<any Sendable, any Error>] {
+        let durability: Durability = batch.contains { $0.durability == .full } ? .full : .normal
+        return try store.write(durability: durability) { writer in
+            if !claims.isEmpty { try writer.prefetch(claims) }
+            let results = batch.map { pending in
+                Result { try writer.savepoint { try pending.body(writer) } }
+            }
+            try writer.finishGroup()
+            return results
         }
     }
 

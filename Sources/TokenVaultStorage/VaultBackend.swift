@@ -15,11 +15,16 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     func integrityCheck() throws -> [String]
     func close()
     /// How many of the ledger's writes one transaction may carry (its group commit). SQLite has
-    /// one writer, so a large group only saves flushes. On PostgreSQL each write locks its
-    /// credential until the transaction ends, and two nodes' groups taking the same credentials
-    /// in different orders deadlock (seen under the multi-node kill test: each deadlock costs
-    /// PostgreSQL's deadlock_timeout and fails every write of the group), so there it is one.
+    /// one writer, so a large group only saves flushes. On PostgreSQL a group saves round trips:
+    /// its claimed credentials are locked and read together and its changes sent together
+    /// (`PostgresCredentialWriter+Group.swift`).
     var writesPerTransaction: Int { get }
+    /// Whether writes that claim no credential may share a transaction. Not on PostgreSQL: such a
+    /// write locks rows in the order its body reads them, and two nodes' groups taking the same
+    /// credentials in different orders deadlock (seen under the multi-node kill test: each
+    /// deadlock costs PostgreSQL's deadlock_timeout and fails every write of the group). A
+    /// group's claims are locked in one order.
+    var groupsUnclaimedWrites: Bool { get }
     /// How many of those transactions may be committed at once: SQLite has one writer; on
     /// PostgreSQL each writer connection carries one, so their flushes overlap.
     var concurrentWriteTransactions: Int { get }
@@ -38,6 +43,7 @@ extension VaultBackend {
 extension VaultDatabase: VaultBackend {
     public var location: String { path }
     public var writesPerTransaction: Int { 256 }
+    public var groupsUnclaimedWrites: Bool { true }
     public var concurrentWriteTransactions: Int { 1 }
     public var rowCacheStatistics: RowCacheStatistics { Self.statistics(of: cache) }
 }

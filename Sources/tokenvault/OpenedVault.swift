@@ -54,7 +54,7 @@ struct OpenedVault {
                 options: Vault.Options(
                     commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
                     concurrentTransactions: database.concurrentWriteTransactions,
-                    auditChain: auditChain(database, options))),
+                    groupsUnclaimedWrites: database.groupsUnclaimedWrites, auditChain: auditChain(database, options))),
             keyDescription: description)
     }
 

@@ -25,8 +25,17 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     private var state = State()
     private let lock = NSLock()
+    /// Told, at each transaction's `finishGroup`, the claims it was given (`prefetch`; none
+    /// when it was not called) and how many writes it ran; what it throws, the group throws.
+    private var groupObserver: (@Sendable (_ claims: [CredentialID], _ writes: Int) throws -> Void)?
 
     public init() {}
+
+    /// Tests of group commit: see `groupObserver`.
+    public func observeGroups(_ observer: @escaping @Sendable (_ claims: [CredentialID], _ writes: Int) throws -> Void)
+    {
+        lock.withLock { groupObserver = observer }
+    }
 
     public var auditEvents: [AuditEvent] { lock.withLock { state.audit.map(\.event) } }
 
@@ -106,7 +115,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
         try lock.withLock {
-            let writer = Writer(state: state)
+            let writer = Writer(state: state, groupObserver: groupObserver)
             let result = try body(writer)
             state = writer.state
             return result
@@ -115,7 +124,17 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     final class Writer: CredentialWriter {
         var state: State
-        init(state: State) { self.state = state }
+        let groupObserver: (@Sendable ([CredentialID], Int) throws -> Void)?
+        var claims: [CredentialID] = []
+        var writes = 0
+
+        init(state: State, groupObserver: (@Sendable ([CredentialID], Int) throws -> Void)?) {
+            self.state = state
+            self.groupObserver = groupObserver
+        }
+
+        func prefetch(_ claims: [CredentialID]) throws { self.claims = claims }
+        func finishGroup() throws { try groupObserver?(claims, writes) }
 
         func record(_ id: CredentialID) throws -> SealedCredentialRecord? { state.credentials[id] }
         func activeTerm() throws -> UInt32 {
@@ -206,6 +225,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
 
         func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+            writes += 1
             let saved = state
             do { return try body() } catch {
                 state = saved

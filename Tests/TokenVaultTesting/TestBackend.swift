@@ -52,7 +52,15 @@ public struct TestBackendVault: Sendable {
         keyring = try Keyring.bootstrap(masterKey: masterKey, store: backend, clock: clock)
         vault = Vault(
             store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind),
-            options: .init(auditChain: Self.chain(kind)))
+            options: Self.options(backend, auditChain: Self.chain(kind)))
+    }
+
+    /// The daemon's group commit for `backend` (`OpenedVault`): its group size, transactions at
+    /// once and whether unclaimed writes share them.
+    static func options(_ backend: any VaultBackend, auditChain: String) -> Vault.Options {
+        Vault.Options(
+            maximumGroup: backend.writesPerTransaction, concurrentTransactions: backend.concurrentWriteTransactions,
+            groupsUnclaimedWrites: backend.groupsUnclaimedWrites, auditChain: auditChain)
     }
 
     /// Where a vault's database calls run. On PostgreSQL, threads of their own (`ThreadExecutor`):
@@ -80,7 +88,7 @@ public struct TestBackendVault: Sendable {
             kind, directory: directory, server: server, database: postgresDatabase, clock: clock,
             cacheBytes: cacheBytes)
         let keyring = try Keyring(masterKey: masterKey, store: backend, clock: clock)
-        let options = Vault.Options(auditChain: auditChain ?? Self.chain(kind))
+        let options = Self.options(backend, auditChain: auditChain ?? Self.chain(kind))
         return (
             backend,
             Vault(store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind), options: options)

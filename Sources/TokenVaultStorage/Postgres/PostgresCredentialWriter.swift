@@ -3,25 +3,64 @@ import PostgresNIO
 import Synchronization
 import TokenVaultCore
 
-/// The ledger's writes inside one PostgreSQL transaction on the writer connection. Each call is
-/// one statement (one round trip). It notes the credentials it touched, for the cache.
+/// The ledger's writes inside one PostgreSQL transaction on the writer connection. It notes the
+/// credentials it touched, for the cache.
+///
+/// Two ways of working. Alone (no claims), each call is one statement, one round trip. In a
+/// group commit the claimed credentials are locked and read first in one round trip
+/// (`prefetch`), the writes read them from `group`, and their row changes are kept back and
+/// sent together before the commit (`PostgresCredentialWriter+Group.swift`). A change to a
+/// credential nobody claimed, and every other statement, still runs at once.
 final class PostgresCredentialWriter: CredentialWriter {
     let link: PostgresLink
     private let cache: RecordCache
     private(set) var touched: Set<CredentialID> = []
-    private var term: UInt32?
+    var term: UInt32?
     /// Audit chains whose turn this transaction holds (one round trip the first time only).
     private var lockedChains: Set<String> = []
     private var savepoints = 0
+
+    // A group commit's state (nil `group`: working alone).
+    var group: PostgresWriteGroup?
+    /// Statements that changed something (kept changes sent, or a change run at once): a write
+    /// of the group during which this moved cannot be undone alone.
+    var changesSent = 0
+    /// The first statement that failed: the transaction is aborted on the server from then on.
+    var statementFailure: (any Error)?
+    /// Why the group must be retried one write at a time (`WriteGroupSplit`), once known.
+    var splitReason: String?
 
     init(link: PostgresLink, cache: RecordCache) {
         self.link = link
         self.cache = cache
     }
 
+    /// Every statement of the transaction goes through here (the first failure is remembered).
+    @discardableResult
+    func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        try tracked { try $0.query(query) }
+    }
+
+    func tracked<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
+        do {
+            return try body(link)
+        } catch {
+            if statementFailure == nil { statementFailure = error }
+            throw error
+        }
+    }
+
+    /// A statement that changes rows, run at once: in a group, after the changes kept back.
+    @discardableResult
+    func change(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        if group != nil { try sendKept() }
+        changesSent += 1
+        return try run(query)
+    }
+
     /// Every statement that changes a credential row says so here first: the cache keeps the
     /// row out until the transaction has ended.
-    private func touch(_ id: CredentialID) {
+    func touch(_ id: CredentialID) {
         if touched.insert(id).inserted { cache.beginWrite(id) }
     }
 
@@ -33,46 +72,74 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// it was before the other node's commit (the multi-node kill test caught exactly that: a
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        if let entry = group?.locked(id) { return entry.row }
+        // Claimed without waiting and found busy: from now on read (and waited for) here.
+        group?.forget(id)
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it.
-        try link.query("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
-        return try link.credentialRecord(id)
+        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        return try tracked { try $0.credentialRecord(id) }
     }
 
     func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        if let entry = group?.entries[id] {
+            guard !entry.busy else { throw Self.busy(id) }
+            return entry.row
+        }
         let locked =
-            try link.query("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
             .rows.first.map { try $0.decode(Bool.self) } ?? false
-        guard locked else { throw VaultError.conflict("credential \(id) is being written by another process") }
-        return try link.credentialRecord(id)
+        guard locked else { throw Self.busy(id) }
+        return try tracked { try $0.credentialRecord(id) }
+    }
+
+    static func busy(_ id: CredentialID) -> VaultError {
+        VaultError.conflict("credential \(id) is being written by another process")
     }
 
     func activeTerm() throws -> UInt32 {
         if let term { return term }
-        guard
-            let read = try link.query("SELECT term FROM key_terms WHERE state = 'active'").rows.first
-                .map({ try $0.decode(Int64.self) })
-        else { throw VaultError.storage("this vault has no active data key term") }
-        term = UInt32(truncatingIfNeeded: read)
-        return UInt32(truncatingIfNeeded: read)
+        guard let read = try Self.term(in: try run(Self.activeTermQuery)) else {
+            throw VaultError.storage("this vault has no active data key term")
+        }
+        term = read
+        return read
     }
 
-    private static let upsert = """
+    static let activeTermQuery: PostgresQuery = "SELECT term FROM key_terms WHERE state = 'active'"
+
+    static func term(in result: PostgresQueryResult) throws -> UInt32? {
+        try result.rows.first.map { UInt32(truncatingIfNeeded: try $0.decode(Int64.self)) }
+    }
+
+    static let upsert = """
         INSERT INTO credentials (\(CredentialColumn.insertList))
         VALUES (\((1...CredentialColumn.allCases.count).map { "$\($0)" }.joined(separator: ", ")))
         ON CONFLICT (id) DO UPDATE SET \(CredentialColumn.updateList)
         """
 
     func save(_ record: SealedCredentialRecord) throws {
+        let id = record.metadata.id
+        touch(id)
+        if group?.locked(id) != nil {
+            try keep(.save(record), id) { $0.row = record }
+            return
+        }
         var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
         for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
-        touch(record.metadata.id)
-        try link.query(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
+        try change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
     }
 
     func delete(_ id: CredentialID) throws -> Bool {
         touch(id)
-        return try link.query("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
+        let deleted =
+            try change("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
+        // Its attempts go with it (ON DELETE CASCADE).
+        group?.update(id) {
+            $0.row = nil
+            $0.openAttempt = nil
+        }
+        return deleted
     }
 
     static func append(_ value: ColumnValue, to binds: inout PostgresBindings) {
@@ -101,7 +168,8 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
-        try link.query(
+        if let entry = group?.locked(id) { return entry.openAttempt }
+        return try run(
             """
             SELECT \(unescaped: Self.attemptColumns) FROM refresh_attempts
             WHERE credential_id = \(id.description) AND state = 'open'
@@ -112,39 +180,61 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// Another node's open attempt (committed after this transaction looked) makes this insert do
     /// nothing: that is a lease held elsewhere, reported as a conflict for the ledger to read so.
     func beginAttempt(_ attempt: RefreshAttempt) throws {
-        let inserted = try link.query(
+        let id = attempt.credentialID
+        if let entry = group?.locked(id) {
+            guard entry.openAttempt == nil else { throw Self.attemptOpen(id) }
+            try keep(.beginAttempt(attempt), id) { $0.openAttempt = attempt }
+            return
+        }
+        let inserted = try change(
             """
             INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
                                           lease_expires_at, state, started_at)
-            VALUES (\(attempt.attemptID), \(attempt.credentialID.description), \(attempt.generation),
+            VALUES (\(attempt.attemptID), \(id.description), \(attempt.generation),
                     \(attempt.refreshTokenFingerprint), \(attempt.leaseOwner), \(attempt.leaseExpiresAt.milliseconds), 'open',
                     \(attempt.startedAt.milliseconds))
             ON CONFLICT (credential_id) WHERE state = 'open' DO NOTHING RETURNING 1
             """
         ).rows.count
-        guard inserted == 1 else {
-            throw VaultError.conflict("credential \(attempt.credentialID) already has an open refresh attempt")
-        }
+        guard inserted == 1 else { throw Self.attemptOpen(id) }
+    }
+
+    static func attemptOpen(_ id: CredentialID) -> VaultError {
+        VaultError.conflict("credential \(id) already has an open refresh attempt")
     }
 
     func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
-        try link.query(
+        try change(
             """
             UPDATE refresh_attempts SET lease_owner = \(owner), lease_expires_at = \(until.milliseconds)
             WHERE attempt_id = \(attemptID) AND state = 'open'
             """)
+        if let id = group?.credential(withOpenAttempt: attemptID) {
+            group?.update(id) {
+                $0.openAttempt?.leaseOwner = owner
+                $0.openAttempt?.leaseExpiresAt = until
+            }
+        }
     }
 
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
-        try link.query(
+        try change(
             """
             UPDATE refresh_attempts SET state = \(state.rawValue), outcome = \(outcome), finished_at = \(at.milliseconds)
             WHERE attempt_id = \(attemptID) AND state = 'open'
             """)
+        if let id = group?.credential(withOpenAttempt: attemptID) { group?.update(id) { $0.openAttempt = nil } }
     }
 
     func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
-        try link.query(
+        if let id = group?.credential(withOpenAttempt: attemptID) {
+            let closes = group?.entries[id]?.openAttempt?.leaseOwner == owner
+            try keep(.closeAttempt(attemptID: attemptID, owner: owner, credential: id, closes: closes), id) {
+                if closes { $0.openAttempt = nil }
+            }
+            return closes
+        }
+        return try change(
             """
             DELETE FROM refresh_attempts WHERE attempt_id = \(attemptID) AND state = 'open' AND lease_owner = \(owner)
             RETURNING 1
@@ -154,7 +244,14 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
         touch(update.id)
-        return try link.query(
+        if let entry = group?.locked(update.id) {
+            let applies = entry.row?.metadata.generation == update.generation
+            try keep(.schedule(update, applies: applies), update.id) {
+                if applies { $0.row?.metadata.apply(update) }
+            }
+            return applies
+        }
+        return try change(
             """
             UPDATE credentials SET status = \(update.status.rawValue), refresh_at = \(update.refreshAt?.milliseconds),
                 last_error_code = \(update.lastError?.code), last_error_message = \(update.lastError?.message),
@@ -165,11 +262,12 @@ final class PostgresCredentialWriter: CredentialWriter {
         ).rows.count > 0
     }
 
-    /// The transaction's first write needs no savepoint of its own (on PostgreSQL a transaction
-    /// carries one write, `writesPerTransaction`): when it throws, the whole transaction is
-    /// rolled back instead of committed, which saves two statements per write. A later write in
-    /// the same transaction gets a real savepoint; none is run after a first one failed, since
-    /// the rollback would undo it while reporting it done.
+    /// Alone, the transaction's first write needs no savepoint of its own: when it throws, the
+    /// whole transaction is rolled back instead of committed, which saves two statements per
+    /// write. A later write in the same transaction gets a real savepoint; none is run after a
+    /// first one failed, since the rollback would undo it while reporting it done. In a group,
+    /// a write that throws before anything of it was sent is undone in memory; one that threw
+    /// after splits the group (`finishGroup`).
     private(set) var rollbackOnly = false
 
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
@@ -177,6 +275,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             throw VaultError.storageUnavailable("an earlier write of this transaction failed; it is rolled back")
         }
         savepoints += 1
+        if group != nil { return try groupSavepoint(body) }
         if savepoints == 1 {
             do {
                 return try body()
@@ -193,12 +292,39 @@ final class PostgresCredentialWriter: CredentialWriter {
             try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             return result
         } catch {
-            try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
+            _ = try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
             // Locks taken inside the savepoint are released with it; rows it touched are not.
             lockedChains = lockedBefore
             throw error
         }
     }
+
+    /// A write of a group: undone in memory when it throws before anything of it was sent;
+    /// otherwise the group is split (`finishGroup`), or, a group of one, rolled back.
+    private func groupSavepoint<Result>(_ body: () throws -> Result) throws -> Result {
+        if partialFailure, splitReason == nil {
+            splitReason = "an earlier write of the group failed after part of it was sent"
+        }
+        if let splitReason { throw WriteGroupSplit(splitReason) }
+        group?.beginWrite()
+        let sentBefore = changesSent
+        do {
+            return try body()
+        } catch {
+            if changesSent == sentBefore && statementFailure == nil {
+                group?.rollBackWrite()
+            } else {
+                partialFailure = true
+                if savepoints > 1 { splitReason = splitReason ?? "a write failed after part of it was sent" }
+            }
+            throw error
+        }
+    }
+
+    /// A write of the group failed after part of it was sent.
+    var partialFailure = false
+
+    func markRollbackOnly() { rollbackOnly = true }
 
     // MARK: Audit trail
 
@@ -206,7 +332,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// locks), so only this node's own audited writes take turns on it.
     func lockAuditChain(_ chain: String) throws {
         guard !lockedChains.contains(chain) else { return }
-        try link.query("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
+        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
         lockedChains.insert(chain)
     }
 
@@ -234,7 +360,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
-        try link.query(
+        try run(
             "SELECT position, mac FROM audit_events WHERE chain = \(chain) ORDER BY position DESC LIMIT 1"
         ).rows.first.map { row in
             let (position, mac) = try row.decode((Int64, ByteBuffer?).self)
@@ -244,7 +370,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// From the sequence: never given twice, whichever node asks.
     func newAuditIDs(_ count: Int) throws -> [Int64] {
-        try link.query("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
+        try run("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
             .map { try $0.decode(Int64.self) }.sorted()
     }
 
@@ -273,7 +399,7 @@ final class PostgresCredentialWriter: CredentialWriter {
                 binds.append(row.chain)
                 binds.append(row.position)
             }
-            try link.query(
+            try change(
                 PostgresQuery(
                     unsafeSQL: "INSERT INTO audit_events (\(Self.auditColumns)) VALUES "
                         + tuples.joined(separator: ", "),
@@ -282,17 +408,17 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func deleteAudits(_ ids: [Int64]) throws -> Int {
-        try link.query("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
+        try change("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
     }
 
     func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
-        try link.query(
+        try run(
             "SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))"
         ).rows.map(Self.auditRow)
     }
 
     func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
-        try link.query(
+        try run(
             """
             SELECT \(unescaped: Self.chainEndColumns) FROM audit_chain
             WHERE chain = \(chain) AND name = \(name.rawValue)
@@ -310,7 +436,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func setAuditChainEnd(_ end: AuditChainEnd) throws {
-        try link.query(
+        try change(
             """
             INSERT INTO audit_chain (\(unescaped: Self.chainEndColumns))
             VALUES (\(end.chain), \(end.name.rawValue), \(end.rowID), \(end.position), \(ByteBuffer(bytes: end.mac)),
@@ -322,6 +448,6 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func auditRowCount() throws -> Int {
-        Int(try link.query("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
+        Int(try run("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
     }
 }

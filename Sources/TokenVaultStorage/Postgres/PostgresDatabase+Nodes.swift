@@ -78,7 +78,7 @@ extension PostgresDatabase {
 extension PostgresCredentialWriter {
     /// Stamped with the database's clock, which the pruning reads too (`at` is this node's).
     func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
-        try link.query(
+        try change(
             """
             INSERT INTO received_answers (call_key, credential_id, stored_at)
             VALUES (\(callKey), \(credentialID.description), (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT)
@@ -87,6 +87,6 @@ extension PostgresCredentialWriter {
     }
 
     func nodeBeat(_ node: String) throws -> Int64? {
-        try link.query("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
+        try run("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
     }
 }

@@ -241,7 +241,8 @@ extension PostgresDatabase {
 }
 
 extension PostgresDatabase: VaultBackend {
-    public var writesPerTransaction: Int { 1 }
+    public var writesPerTransaction: Int { 64 }
+    public var groupsUnclaimedWrites: Bool { false }
     public var concurrentWriteTransactions: Int { writers.links.count }
     public var rowCacheStatistics: RowCacheStatistics { Self.statistics(of: cache) }
 

@@ -9,9 +9,10 @@ import TokenVaultCore
 /// The vault on PostgreSQL, shared by any number of daemons (issue 15): the same tables and the
 /// same storage protocols as `VaultDatabase`, so the ledger, the engine and the API are unchanged.
 ///
-/// - A few writer connections take the ledger's write transactions side by side (one write each,
-///   `writesPerTransaction`), so commits waiting for their flush overlap; a few reader connections
-///   serve reads. Every call waits on a blocking thread with a deadline (`PostgresLink`), so the
+/// - A few writer connections take the ledger's write transactions side by side, so commits
+///   waiting for their flush overlap; a transaction carries a group of writes whose credentials
+///   are locked and read together and whose changes are sent together
+///   (`PostgresCredentialWriter+Group.swift`); a few reader connections serve reads. Every call waits on a blocking thread with a deadline (`PostgresLink`), so the
 ///   daemon's blocking pool has a thread per connection (`blockingThreads`).
 /// - Read-modify-write of one credential is serialised across nodes by a transaction-level
 ///   advisory lock on its id (`record` inside a transaction takes it); one open refresh attempt per

@@ -76,6 +76,28 @@ final class PostgresLink: Sendable {
         }
     }
 
+    /// Runs `queries` back to back in one round trip (each sent without waiting for the one
+    /// before; the server still runs them in order) and returns each one's rows. The first that
+    /// failed is the error thrown.
+    func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresQueryResult] {
+        guard !queries.isEmpty else { return [] }
+        turn.lock()
+        defer { turn.unlock() }
+        let connection = try current()
+        let sent = try takeUnsettled(on: connection)
+        let results = queries.map { connection.query($0, logger: logger) }
+        do {
+            let answer = Result { try wait(results[results.count - 1], on: connection) }
+            if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
+            for earlier in sent { _ = try earlier.wait() }
+            // Answered in order: once the last one is, so is every one before it.
+            let earlier = try results.dropLast().map { try $0.wait() }
+            return earlier + [try answer.get()]
+        } catch {
+            throw failure(error, connection: connection)
+        }
+    }
+
     /// Sends `query` without waiting for its answer, for statements whose answer says nothing
     /// (BEGIN, SET, SAVEPOINT): the next statement that waits checks it. Saves a blocking thread
     /// a wake-up per statement; the server still answers each in turn.
