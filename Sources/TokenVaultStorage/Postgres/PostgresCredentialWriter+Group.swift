@@ -3,8 +3,8 @@ import PostgresNIO
 import TokenVaultCore
 
 /// Group commits on PostgreSQL (issue 25, item 3): a transaction carries many writes, and the
-/// statements they need are few and shared. The claimed credentials are locked, read with their
-/// open attempts and the active term in one round trip; the writes' row changes are kept back and
+/// statements they need are few and shared. The claimed credentials are locked (with the active
+/// term read alongside), read with their open attempts in one round trip; the writes' row changes are kept back and
 /// sent as at most four statements (closed attempts, new attempts, saved rows, schedules) in one
 /// round trip before the commit. Every answer given from memory is checked against the rows
 /// those statements return; a difference splits the group instead of committing it.
@@ -26,9 +26,13 @@ extension PostgresCredentialWriter {
         let ids = Array(Set(claims.map(\.description)))
         // The rows are read by the next statement, which starts once the locks are had: it sees
         // every commit made before them.
-        var queries: [PostgresQuery] = [
+        // The active term comes with the locks (read once per statement), not as a statement of
+        // its own: most groups seal something.
+        let queries: [PostgresQuery] = [
             """
-            SELECT c.id, pg_try_advisory_xact_lock(hashtextextended(c.id, 0)) FROM unnest(\(ids)::text[]) AS c(id)
+            SELECT c.id, pg_try_advisory_xact_lock(hashtextextended(c.id, 0)),
+                   (SELECT term FROM key_terms WHERE state = 'active')
+            FROM unnest(\(ids)::text[]) AS c(id)
             """,
             "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = ANY(\(ids)::text[])",
             """
@@ -36,12 +40,12 @@ extension PostgresCredentialWriter {
             WHERE credential_id = ANY(\(ids)::text[]) AND state = 'open'
             """,
         ]
-        if term == nil { queries.append(Self.activeTermQuery) }
         let results = try tracked { try $0.pipeline(queries) }
         var entries: [CredentialID: PostgresWriteGroup.Entry] = [:]
         for row in results[0].rows {
-            let (id, locked) = try row.decode((String, Bool).self)
+            let (id, locked, active) = try row.decode((String, Bool, Int64?).self)
             entries[try CredentialID(id)] = .init(busy: !locked, row: nil, openAttempt: nil)
+            if term == nil, let active { term = UInt32(truncatingIfNeeded: active) }
         }
         for row in results[1].rows {
             let record = try PostgresCredentialRow(row).record()
@@ -51,7 +55,6 @@ extension PostgresCredentialWriter {
             guard let attempt = try Self.attempt(row) else { continue }
             entries[attempt.credentialID]?.openAttempt = attempt
         }
-        if results.count > 3 { term = try Self.term(in: results[3]) }
         guard entries.count == ids.count else {
             throw VaultError.storage("PostgreSQL answered for \(entries.count) of \(ids.count) claimed credentials")
         }

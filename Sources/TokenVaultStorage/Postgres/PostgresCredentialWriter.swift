@@ -99,17 +99,12 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     func activeTerm() throws -> UInt32 {
         if let term { return term }
-        guard let read = try Self.term(in: try run(Self.activeTermQuery)) else {
-            throw VaultError.storage("this vault has no active data key term")
-        }
-        term = read
-        return read
-    }
-
-    static let activeTermQuery: PostgresQuery = "SELECT term FROM key_terms WHERE state = 'active'"
-
-    static func term(in result: PostgresQueryResult) throws -> UInt32? {
-        try result.rows.first.map { UInt32(truncatingIfNeeded: try $0.decode(Int64.self)) }
+        guard
+            let read = try run("SELECT term FROM key_terms WHERE state = 'active'").rows.first
+                .map({ try $0.decode(Int64.self) })
+        else { throw VaultError.storage("this vault has no active data key term") }
+        term = UInt32(truncatingIfNeeded: read)
+        return UInt32(truncatingIfNeeded: read)
     }
 
     static let upsert = """
