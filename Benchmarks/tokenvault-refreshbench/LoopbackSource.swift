@@ -13,6 +13,9 @@ final class LoopbackSource: TokenSource {
     let settings: ProviderSettings
     /// Set for the connection-reuse experiment; then the engine calls it instead of `provider`.
     let keepAlive: KeepAliveProvider?
+    /// The test CA and server certificate of an HTTPS run, kept as long as the server runs (their
+    /// directory goes with them).
+    let pki: TestPKI?
     var tokenProvider: any TokenProvider { keepAlive ?? provider }
 
     /// `lifetime`: the access-token lifetime (whole seconds) the server grants on refresh.
@@ -21,7 +24,7 @@ final class LoopbackSource: TokenSource {
     /// when nil).
     init(
         lifetime: Int, concurrency: Int, directory: String, planner: RefreshPlanner, keepAlive: Bool = false,
-        transport: TransportMaker? = nil
+        transport: TransportMaker? = nil, tls: TestPKI? = nil, keepAliveSeconds: Double? = nil
     ) async throws {
         var options = TestOAuthServer.Options()
         options.clientID = "vault-client"
@@ -30,9 +33,13 @@ final class LoopbackSource: TokenSource {
         options.rotateRefreshTokens = true
         options.reuseDetection = true
         options.accessTokenLifetime = Double(lifetime)
+        options.tls = tls?.serverTLS(requireClientCertificate: false)
+        pki = tls
         server = try await TestOAuthServer.start(options)
-        let settings = try Self.providerSettings(
+        var settings = try Self.providerSettings(
             server: server, directory: directory, planner: planner, concurrency: concurrency)
+        if let tls { settings.options["ca_file"] = .string(tls.caPath) }
+        if let keepAliveSeconds { settings.options["keep_alive_seconds"] = .number(keepAliveSeconds) }
         self.settings = settings
         provider = try OAuth2Provider(
             settings: settings, environment: [:],

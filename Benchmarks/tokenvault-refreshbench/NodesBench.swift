@@ -21,6 +21,8 @@ struct NodesBench {
     /// throughput is bounded by its instance's `limits.concurrency` over the delay, as against a
     /// remote provider, and more nodes add capacity until the database or the machine is the limit.
     var answerDelay = 0.0
+    /// The instance's `keep_alive_seconds` (nil: its default; 0: a connection per call).
+    var keepAliveSeconds: Double?
 
     /// Refresh at the smallest share of a token's lifetime the configuration takes: with the
     /// provider's short tokens every credential is due again as soon as its refresh commits.
@@ -96,7 +98,7 @@ struct NodesBench {
         try Data(
             """
             {"providers": {"idp": {"kind": "oauth2", "token_endpoint": "\(server.tokenURL)", "client_id": "vault-client",
-             "client_secret_file": "\(secretFile)", "refresh": {"lifetime_share": \(Self.share), "margin_seconds": 0, "jitter": 0},
+             "client_secret_file": "\(secretFile)",\(keepAliveSeconds.map { #" "keep_alive_seconds": \#($0),"# } ?? "") "refresh": {"lifetime_share": \(Self.share), "margin_seconds": 0, "jitter": 0},
              "limits": \(limits)}}}
             """.utf8
         ).write(to: URL(fileURLWithPath: config))

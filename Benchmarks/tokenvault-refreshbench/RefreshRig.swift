@@ -21,6 +21,10 @@ final class RefreshRig: Sendable {
         var lifetime = 1
         var durability: Durability? = nil
         var provider = ProviderChoice.loopback
+        /// The loopback server over HTTPS (a test CA the provider trusts through `ca_file`).
+        var tls = false
+        /// The provider's `keep_alive_seconds` (nil: its default; 0: a connection per call).
+        var keepAliveSeconds: Double?
     }
 
     /// What answers the engine's refreshes.
@@ -91,7 +95,8 @@ final class RefreshRig: Sendable {
                 logger: logger)
             let loopback = try await LoopbackSource(
                 lifetime: settings.lifetime, concurrency: settings.concurrency, directory: directory, planner: planner,
-                transport: client.transportMaker)
+                transport: client.transportMaker, tls: settings.tls ? try await TestPKI.make() : nil,
+                keepAliveSeconds: settings.keepAliveSeconds)
             try await client.start(keyring: keyring)
             courierClient = client
             source = loopback

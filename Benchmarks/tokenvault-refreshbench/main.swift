@@ -15,10 +15,11 @@ let usage = """
            tokenvault-refreshbench refresh --count N --seconds S [--concurrency C] [--in-flight M]
                                            [--lifetime L] [--warmup W] [--durability full|normal]
                                            [--provider loopback|direct|keepalive|memory] [--data-dir DIR]
+                                           [--tls] [--keep-alive SECONDS]
            tokenvault-refreshbench http [--client oauth2|fresh|keepalive] [--concurrency C] [--seconds S]
            tokenvault-refreshbench nodes --dir DIR --storage-urls URL1,URL2,URL3 [--nodes 1,2,3] [--count N]
                                          [--seconds S] [--warmup W] [--lifetime L] [--concurrency C]
-                                         [--answer-delay D]
+                                         [--answer-delay D] [--keep-alive SECONDS]
 
     startup  seeds the vault in DIR up to N credentials of provider `idp` (`tokenvault init` first
              if there is none; rows written straight into the database, 10,000 per NORMAL
@@ -43,6 +44,8 @@ let usage = """
              rotates tokens the same way: the engine and storage alone, also a comparison.
              --provider keepalive sends the same grants to the loopback server over kept-alive
              connections (a bare NIO client): the connection-reuse experiment.
+             --tls serves the loopback provider over HTTPS (a test CA, trusted through ca_file);
+             --keep-alive sets the provider's keep_alive_seconds (0: a connection per call).
     http     the provider round trip alone (no engine, no database): C workers (default 64) each
              walk a token family for S seconds (default 10) with OAuth2Provider (oauth2, a fresh
              connection per call), a bare NIO client with a fresh connection per call (fresh), or
@@ -54,6 +57,7 @@ let usage = """
              counts the nodes' committed refreshes over S seconds (default 20) after W (default 5).
              C is each node's limits.concurrency (default 64); D the seconds the provider takes to
              answer (default 0), which bounds a node at C/D refreshes per second, as a remote one would.
+             --keep-alive sets the instance's keep_alive_seconds (0: a connection per call).
     """
 
 var arguments = Arguments(
@@ -94,6 +98,8 @@ case "refresh":
         fail("--provider must be loopback, direct, keepalive or memory", exitCode: 64)
     }
     bench.settings.provider = provider
+    bench.settings.tls = arguments.flag("--tls")
+    bench.settings.keepAliveSeconds = arguments.optionalString("--keep-alive").flatMap(Double.init)
     bench.dataDir = arguments.optionalString("--data-dir")
     arguments.finish()
     do {
@@ -136,6 +142,7 @@ case "nodes":
     bench.lifetime = arguments.double("--lifetime", default: 2)
     bench.concurrency = arguments.int("--concurrency", default: 64)
     bench.answerDelay = arguments.double("--answer-delay", default: 0)
+    bench.keepAliveSeconds = arguments.optionalString("--keep-alive").flatMap(Double.init)
     arguments.finish()
     do {
         try await bench.run()

@@ -10,6 +10,13 @@ import TokenVaultCore
 /// Sends provider requests from this process with AsyncHTTPClient: one `HTTPClient` per
 /// provider instance on NIO's shared event loop group, so a slow or failing provider never shares
 /// a connection pool with another. The courier uses it; so do tests and anything without one.
+///
+/// Connections are kept for `keepAliveSeconds` after a call and reused (one TCP and TLS
+/// handshake for many refreshes). What that changes for the rules of unknown outcomes: a call on
+/// a kept connection that the server closed just then fails like an answer lost after sending,
+/// and the engine retries it with the same refresh token, which is right, since the provider never
+/// saw it. A connection that failed is closed by the pool, never handed to a retry. Refused still
+/// means not sent (a refused connect is a new one).
 public final class DirectTransport: ProviderTransport {
     public let settings: TransportSettings
     private let client: HTTPClient
@@ -20,6 +27,9 @@ public final class DirectTransport: ProviderTransport {
         // Fail at once when the provider is unreachable: the engine owns retries and backoff.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = settings.maximumConnections
+        if settings.keepAliveSeconds > 0 {
+            configuration.connectionPool.idleTimeout = .nanoseconds(Int64(settings.keepAliveSeconds * 1e9))
+        }
         self.settings = settings
         self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
@@ -40,6 +50,7 @@ public final class DirectTransport: ProviderTransport {
         var request = HTTPClientRequest(url: prepared.url)
         request.method = HTTPMethod(rawValue: prepared.method)
         for field in prepared.headers { request.headers.add(name: field.name, value: field.value) }
+        if settings.keepAliveSeconds == 0 { request.headers.replaceOrAdd(name: "Connection", value: "close") }
         if !prepared.body.isEmpty { request.body = .bytes(ByteBuffer(bytes: prepared.body)) }
         let deadline = NIODeadline.now() + .nanoseconds(Int64(settings.callDeadlineSeconds * 1e9))
         let response: HTTPClientResponse

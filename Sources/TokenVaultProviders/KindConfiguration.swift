@@ -37,7 +37,7 @@ extension OptionReader {
         throws(ProviderConfigurationError) -> OptionReader
     {
         let reader = OptionReader(settings)
-        try reader.checkKeys(known: Kind.knownOptions.union(OptionReader.timeoutKeys))
+        try reader.checkKeys(known: Kind.knownOptions.union(OptionReader.transportKeys))
         return reader
     }
 }

@@ -94,8 +94,8 @@ struct OptionReader {
         return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()
     }
 
-    /// The option keys `timeouts()` reads; every kind accepts them.
-    static let timeoutKeys: Set<String> = ["timeout_seconds", "connect_timeout_seconds"]
+    /// The option keys `transportSettings` reads besides the kind's own; every kind accepts them.
+    static let transportKeys: Set<String> = ["timeout_seconds", "connect_timeout_seconds", "keep_alive_seconds"]
 
     /// `timeout_seconds` (the read timeout) and `connect_timeout_seconds`, each with its default.
     func timeouts() throws(ProviderConfigurationError) -> CallTimeouts {
@@ -164,7 +164,9 @@ struct OptionReader {
     func transportSettings(_ limits: ProviderLimits) throws(ProviderConfigurationError) -> TransportSettings {
         TransportSettings(
             timeouts: try timeouts(), caFile: try caFile(), maximumConnections: max(1, limits.concurrency),
-            clientIdentity: try clientIdentity(required: kind == "sber-id"))
+            clientIdentity: try clientIdentity(required: kind == "sber-id"),
+            keepAliveSeconds: try number("keep_alive_seconds", in: 0...300) ?? TransportSettings.defaultKeepAliveSeconds
+        )
     }
 
     /// The TLS client identity of `client_certificate_file` (PKCS#12), opened with the password in

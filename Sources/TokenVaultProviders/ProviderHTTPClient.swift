@@ -43,11 +43,7 @@ public final class ProviderHTTPClient: Sendable {
                 body: []), call: nil)
     }
 
-    /// A fresh connection per call. On a kept-alive connection the server has just closed, a
-    /// request fails exactly like an answer lost after sending (unknown outcome) although the
-    /// provider never saw it. Refreshes are rare enough to afford a handshake each, and then
-    /// "refused" reliably means "not sent" and "closed" means "sent".
-    private static let standardHeaders: HTTPHeaders = [
-        "Connection": "close", "User-Agent": "tokenvault", "Accept": "application/json",
-    ]
+    /// Whether the connection is kept for the next call is the transport's (`keep_alive_seconds`,
+    /// `DirectTransport`).
+    private static let standardHeaders: HTTPHeaders = ["User-Agent": "tokenvault", "Accept": "application/json"]
 }

@@ -116,15 +116,23 @@ public struct TransportSettings: Sendable {
     public var maximumConnections: Int
     /// A TLS client certificate and key (mutual TLS, as Sber ID requires).
     public var clientIdentity: TLSClientIdentity?
+    /// How long a connection to the token endpoint is kept open after a call for the next one
+    /// (`keep_alive_seconds`); 0: a fresh connection per call (`Connection: close`).
+    public var keepAliveSeconds: Double
+
+    /// Short: below the idle limit of common servers (5 s for Apache httpd and Node.js), so the
+    /// server seldom closes a kept connection just as a call is sent on it.
+    public static let defaultKeepAliveSeconds = 4.0
 
     public init(
         timeouts: CallTimeouts = CallTimeouts(), caFile: String? = nil, maximumConnections: Int,
-        clientIdentity: TLSClientIdentity? = nil
+        clientIdentity: TLSClientIdentity? = nil, keepAliveSeconds: Double = Self.defaultKeepAliveSeconds
     ) {
         self.timeouts = timeouts
         self.caFile = caFile
         self.maximumConnections = maximumConnections
         self.clientIdentity = clientIdentity
+        self.keepAliveSeconds = keepAliveSeconds
     }
 
     public var callDeadlineSeconds: Double { timeouts.callDeadlineSeconds }

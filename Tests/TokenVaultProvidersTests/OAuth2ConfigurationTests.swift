@@ -23,6 +23,7 @@ import TokenVaultTesting
         #expect(configuration.headers.isEmpty)
         #expect(!configuration.hasClientSecret)
         #expect(configuration.maximumConnections == ProviderLimits().concurrency)
+        #expect(configuration.httpSettings.keepAliveSeconds == TransportSettings.defaultKeepAliveSeconds)
 
         var limited = settings
         limited.limits.concurrency = 3
@@ -207,7 +208,7 @@ import TokenVaultTesting
         #expect(failure?.problem.contains("send_scope") == true)
     }
 
-    @Test func typedOptions() async {
+    @Test func typedOptions() async throws {
         #expect(
             await error(["token_endpoint": endpoint, "client_id": "app", "timeout_seconds": 0])?.key
                 == "providers.acme.timeout_seconds")
@@ -220,6 +221,16 @@ import TokenVaultTesting
         #expect(
             await error(["token_endpoint": endpoint, "client_id": "app", "timeout_seconds": 2.5, "send_scope": true])
                 == nil)
+        #expect(
+            await error(["token_endpoint": endpoint, "client_id": "app", "keep_alive_seconds": -1])?.key
+                == "providers.acme.keep_alive_seconds")
+        #expect(
+            await error(["token_endpoint": endpoint, "client_id": "app", "keep_alive_seconds": 301])?.key
+                == "providers.acme.keep_alive_seconds")
+        let closing = ProviderTestSupport.settings([
+            "token_endpoint": endpoint, "client_id": "app", "keep_alive_seconds": 0,
+        ])
+        #expect(try OAuth2Configuration.parse(closing, environment: [:])?.httpSettings.keepAliveSeconds == 0)
     }
 
     @Test func headers() async throws {

@@ -380,8 +380,10 @@ import TokenVaultTesting
         }
     }
 
+    /// With `keep_alive_seconds: 0` every call has a connection of its own, so a refused connect
+    /// is the only way it can fail unsent.
     @Test func serverOfflineIsTransientAndFast() async throws {
-        try await Fixture.run { fixture in
+        try await Fixture.run(options: { _, _ in ["keep_alive_seconds": 0] }) { fixture in
             let issued = fixture.server.issue()
             _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
             #expect(fixture.server.requests.last?.headers["connection"] == "close")
@@ -395,6 +397,39 @@ import TokenVaultTesting
 
             try await fixture.server.comeBack()
             _ = try await fixture.provider.refresh(Fixture.refreshRequest(token))
+        }
+    }
+
+    /// Calls share a kept connection (one TCP and TLS handshake for many refreshes) while it is
+    /// used within `keep_alive_seconds`; one idle for longer is closed by the vault, not reused.
+    @Test func callsShareAKeptConnectionUntilItIdlesOut() async throws {
+        try await Fixture.run(options: { _, _ in ["keep_alive_seconds": 0.5] }) { fixture in
+            var token = fixture.server.issue().refreshToken
+            for _ in 0..<3 {
+                let payload = try await fixture.provider.refresh(Fixture.refreshRequest(token))
+                token = try #require(payload.secrets.refreshToken?.revealString())
+            }
+            #expect(fixture.server.acceptedConnections == 1)
+            #expect(fixture.server.requests.last?.headers["connection"] == nil)
+            try await Task.sleep(for: .milliseconds(1500))
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(token))
+            #expect(fixture.server.acceptedConnections == 2)
+            #expect(fixture.server.refreshTokensPresentedTwice.isEmpty)
+        }
+    }
+
+    /// A kept connection the provider closes is not used again: the next call connects anew and
+    /// succeeds (the provider restarting between refreshes, or its idle limit).
+    @Test func aKeptConnectionTheProviderClosedIsReplaced() async throws {
+        try await Fixture.run { fixture in
+            let issued = fixture.server.issue()
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
+            await fixture.server.goOffline()
+            try await fixture.server.comeBack()
+            try await Task.sleep(for: .milliseconds(100))
+            let token = fixture.server.issue().refreshToken
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(token))
+            #expect(fixture.server.acceptedConnections == 2)
         }
     }
 

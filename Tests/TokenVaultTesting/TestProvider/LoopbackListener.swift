@@ -13,6 +13,8 @@ final class LoopbackListener: Sendable {
         var connections: [ObjectIdentifier: any Channel] = [:]
         /// False while offline: a connection accepted just before the listener closed is hung up on.
         var accepting = false
+        /// Connections accepted since the start.
+        var accepted = 0
     }
 
     private let state = Mutex(State())
@@ -59,6 +61,7 @@ final class LoopbackListener: Sendable {
         let id = ObjectIdentifier(channel)
         let accepted = state.withLock { state in
             guard state.accepting else { return false }
+            state.accepted += 1
             state.connections[id] = channel
             return true
         }
@@ -69,6 +72,9 @@ final class LoopbackListener: Sendable {
         }
         return accepted
     }
+
+    /// Connections accepted since the start (a client that keeps connections opens few).
+    var acceptedConnections: Int { state.withLock { $0.accepted } }
 
     /// Stops listening, then closes every open connection; returns when all are closed.
     func close() async {

@@ -42,6 +42,9 @@ public final class TestOAuthServer: Sendable {
     /// Changes the options; the next request sees the change.
     public func update(_ change: @Sendable (inout Options) -> Void) { core.state.withLock { change(&$0.options) } }
 
+    /// TCP connections accepted since the start.
+    public var acceptedConnections: Int { listener.acceptedConnections }
+
     /// Stops listening and closes every connection. Tokens are forgotten with the server.
     public func shutdown() async { await listener.close() }
 
