@@ -15,7 +15,7 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     func integrityCheck() throws -> [String]
     func close()
     /// How many of the ledger's writes one transaction may carry (its group commit). SQLite has
-    /// one writer, so a large group only saves flushes. On PostgreSQL a group saves round trips:
+    /// one writer, so a large group only saves flushes. On PostgreSQL a group saves statements:
     /// its claimed credentials are locked and read together and its changes sent together
     /// (`PostgresCredentialWriter+Group.swift`).
     var writesPerTransaction: Int { get }

@@ -174,11 +174,14 @@ import TokenVaultTesting
     }
 
     /// A claim never waits for a credential another node is writing (the whole group would
-    /// wait): a write that skips busy rows reads it as busy (and the ledger skips the refresh),
-    /// a write that waits for it gets the row once the other node commits, as alone.
+    /// wait): a write that skips busy rows reads it as busy (and the ledger skips the refresh).
+    /// A write that must wait for it splits a group holding other locks at once (waiting while
+    /// holding them could close a circle with another group), and waits for it alone: it then
+    /// gets the row once the other node commits.
     @Test func aBusyClaimIsSkippedOrWaitedForByItsWriteAlone() async throws {
         let fixture = try await Self.fixture()
         let a = try await Self.put(fixture, "a")
+        let b = try await Self.put(fixture, "b")
         let other = try fixture.vault.open(auditChain: "node-2")
         defer { other.backend.close() }
         let holding = DispatchSemaphore(value: 0)
@@ -205,6 +208,23 @@ import TokenVaultTesting
             }
         }
         #expect(busy)
+        // Caught, not thrown: the other node's transaction must be released whatever happens.
+        let split: Result<Bool, any Error>
+        do {
+            split = .success(
+                try await Self.write(fixture.database) { writer -> Bool in
+                    try writer.prefetch([a.id, b.id])
+                    do {
+                        _ = try writer.savepoint { try writer.record(a.id) }
+                        return false
+                    } catch is WriteGroupSplit {
+                        return true
+                    }
+                })
+        } catch {
+            split = .failure(error)
+        }
+        #expect((try? split.get()) == true, "a group holding b waited for a: \(split)")
         let started = ContinuousClock.now
         async let waited = Self.write(fixture.database) { writer -> Int? in
             try writer.prefetch([a.id])

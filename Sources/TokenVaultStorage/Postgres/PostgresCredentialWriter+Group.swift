@@ -4,9 +4,9 @@ import TokenVaultCore
 
 /// Group commits on PostgreSQL (issue 25, item 3): a transaction carries many writes, and the
 /// statements they need are few and shared. The claimed credentials are locked (with the active
-/// term read alongside), read with their open attempts in one round trip; the writes' row changes are kept back and
-/// sent as at most four statements (closed attempts, new attempts, saved rows, schedules) in one
-/// round trip before the commit. Every answer given from memory is checked against the rows
+/// term read alongside), read with their open attempts in one wait of the writer's thread; the
+/// writes' row changes are kept back and sent as at most four statements (saved rows, schedules,
+/// closed attempts, new attempts) in one wait before the commit. Every answer given from memory is checked against the rows
 /// those statements return; a difference splits the group instead of committing it.
 ///
 /// The fence is the same as for a write alone: each credential's lock is held from before its
@@ -18,9 +18,9 @@ extension PostgresCredentialWriter {
     /// Locks what it can of `claims` without waiting, and reads the rows and open attempts, and
     /// the active term, in one round trip. A credential another process (or another transaction
     /// of this one) holds is not waited for here, where the whole group would wait: its entry is
-    /// busy, and the write that reads it waits on its own (`record`) or skips it
-    /// (`recordUnlessBusy`), as it would alone. Never waiting here also means two groups never
-    /// wait on each other's claims in a circle.
+    /// busy: a write that skips busy rows (`recordUnlessBusy`) skips it, one that must wait for it
+    /// splits the group (`lockLate`), so that a group never waits for one lock while holding
+    /// others.
     func prefetch(_ claims: [CredentialID]) throws {
         guard group == nil, !claims.isEmpty else { return }
         let ids = Array(Set(claims.map(\.description)))
@@ -107,7 +107,8 @@ extension PostgresCredentialWriter {
         try sendKept()
     }
 
-    private func split(_ reason: String) throws -> Never {
+    /// Marks the group for splitting and throws: it is rolled back and each write runs alone.
+    func split(_ reason: String) throws -> Never {
         splitReason = splitReason ?? reason
         throw WriteGroupSplit(reason)
     }
@@ -133,50 +134,7 @@ extension PostgresCredentialWriter {
             }
         }
         var statements: [KeptStatement] = []
-        if !closes.isEmpty {
-            var binds = PostgresBindings(capacity: closes.count * 2)
-            let rows = closes.map { close in
-                binds.append(close.attemptID)
-                binds.append(close.owner)
-                return "($\(binds.count - 1)::text, $\(binds.count)::text)"
-            }
-            statements.append(
-                KeptStatement(
-                    name: "closing attempts",
-                    query: PostgresQuery(
-                        unsafeSQL: """
-                            DELETE FROM refresh_attempts AS a USING (VALUES \(rows.joined(separator: ", "))) AS v(attempt_id, owner)
-                            WHERE a.attempt_id = v.attempt_id AND a.lease_owner = v.owner AND a.state = 'open'
-                            RETURNING a.attempt_id
-                            """, binds: binds),
-                    returns: Set(closes.filter(\.closes).map(\.attemptID))))
-        }
-        if !begins.isEmpty {
-            var binds = PostgresBindings(capacity: begins.count * 7)
-            let rows = begins.map { attempt in
-                let first = binds.count + 1
-                binds.append(attempt.attemptID)
-                binds.append(attempt.credentialID.description)
-                binds.append(attempt.generation)
-                binds.append(attempt.refreshTokenFingerprint)
-                binds.append(attempt.leaseOwner)
-                binds.append(attempt.leaseExpiresAt.milliseconds)
-                binds.append(attempt.startedAt.milliseconds)
-                let places = (first..<first + 7).map { "$\($0)" }
-                return "(\(places[0...5].joined(separator: ", ")), 'open', \(places[6]))"
-            }
-            statements.append(
-                KeptStatement(
-                    name: "opening attempts",
-                    query: PostgresQuery(
-                        unsafeSQL: """
-                            INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint,
-                                                          lease_owner, lease_expires_at, state, started_at)
-                            VALUES \(rows.joined(separator: ", "))
-                            ON CONFLICT (credential_id) WHERE state = 'open' DO NOTHING RETURNING credential_id
-                            """, binds: binds),
-                    returns: Set(begins.map(\.credentialID.description))))
-        }
+        // Rows first: an attempt opened in the group may be on a credential the group creates.
         if !saves.isEmpty {
             let columns = CredentialColumn.allCases.count
             var binds = PostgresBindings(capacity: saves.count * columns)
@@ -226,6 +184,50 @@ extension PostgresCredentialWriter {
                             WHERE c.id = v.id AND c.generation = v.generation RETURNING c.id
                             """, binds: binds),
                     returns: Set(schedules.filter(\.applies).map(\.update.id.description))))
+        }
+        if !closes.isEmpty {
+            var binds = PostgresBindings(capacity: closes.count * 2)
+            let rows = closes.map { close in
+                binds.append(close.attemptID)
+                binds.append(close.owner)
+                return "($\(binds.count - 1)::text, $\(binds.count)::text)"
+            }
+            statements.append(
+                KeptStatement(
+                    name: "closing attempts",
+                    query: PostgresQuery(
+                        unsafeSQL: """
+                            DELETE FROM refresh_attempts AS a USING (VALUES \(rows.joined(separator: ", "))) AS v(attempt_id, owner)
+                            WHERE a.attempt_id = v.attempt_id AND a.lease_owner = v.owner AND a.state = 'open'
+                            RETURNING a.attempt_id
+                            """, binds: binds),
+                    returns: Set(closes.filter(\.closes).map(\.attemptID))))
+        }
+        if !begins.isEmpty {
+            var binds = PostgresBindings(capacity: begins.count * 7)
+            let rows = begins.map { attempt in
+                let first = binds.count + 1
+                binds.append(attempt.attemptID)
+                binds.append(attempt.credentialID.description)
+                binds.append(attempt.generation)
+                binds.append(attempt.refreshTokenFingerprint)
+                binds.append(attempt.leaseOwner)
+                binds.append(attempt.leaseExpiresAt.milliseconds)
+                binds.append(attempt.startedAt.milliseconds)
+                let places = (first..<first + 7).map { "$\($0)" }
+                return "(\(places[0...5].joined(separator: ", ")), 'open', \(places[6]))"
+            }
+            statements.append(
+                KeptStatement(
+                    name: "opening attempts",
+                    query: PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint,
+                                                          lease_owner, lease_expires_at, state, started_at)
+                            VALUES \(rows.joined(separator: ", "))
+                            ON CONFLICT (credential_id) WHERE state = 'open' DO NOTHING RETURNING credential_id
+                            """, binds: binds),
+                    returns: Set(begins.map(\.credentialID.description))))
         }
         return statements
     }

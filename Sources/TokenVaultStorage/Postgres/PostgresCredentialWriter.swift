@@ -7,7 +7,7 @@ import TokenVaultCore
 /// credentials it touched, for the cache.
 ///
 /// Two ways of working. Alone (no claims), each call is one statement, one round trip. In a
-/// group commit the claimed credentials are locked and read first in one round trip
+/// group commit the claimed credentials are locked and read first, in one wait
 /// (`prefetch`), the writes read them from `group`, and their row changes are kept back and
 /// sent together before the commit (`PostgresCredentialWriter+Group.swift`). A change to a
 /// credential nobody claimed, and every other statement, still runs at once.
@@ -73,8 +73,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         if let entry = group?.locked(id) { return entry.row }
-        // Claimed without waiting and found busy: from now on read (and waited for) here.
-        group?.forget(id)
+        try lockLate(id)
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it.
         try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
@@ -91,6 +90,25 @@ final class PostgresCredentialWriter: CredentialWriter {
             .rows.first.map { try $0.decode(Bool.self) } ?? false
         guard locked else { throw Self.busy(id) }
         return try tracked { try $0.credentialRecord(id) }
+    }
+
+    /// In a group, a credential this transaction has not locked (its claim found it busy, or it
+    /// was not claimed): locked now without waiting, and read from the database from then on. A
+    /// group never waits for a lock while it holds others: two groups, or a group and a write
+    /// alone, would wait on each other in a circle (PostgreSQL breaks that after a second, failing
+    /// one side). A credential held elsewhere splits the group instead, and each write waits for
+    /// what it needs alone. A transaction that holds nothing yet waits, as a write alone does.
+    func lockLate(_ id: CredentialID) throws {
+        guard let group, group.locked(id) == nil else { return }
+        self.group?.forget(id)
+        let locked =
+            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            .rows.first.map { try $0.decode(Bool.self) } ?? false
+        guard !locked else { return }
+        if group.holdsLocks || !lockedChains.isEmpty {
+            try split("credential \(id) is held by another transaction; the group does not wait for it")
+        }
+        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
     }
 
     static func busy(_ id: CredentialID) -> VaultError {
@@ -120,6 +138,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             try keep(.save(record), id) { $0.row = record }
             return
         }
+        try lockLate(id)
         var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
         for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
         try change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
@@ -127,6 +146,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     func delete(_ id: CredentialID) throws -> Bool {
         touch(id)
+        try lockLate(id)
         let deleted =
             try change("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
         // Its attempts go with it (ON DELETE CASCADE).
@@ -181,6 +201,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             try keep(.beginAttempt(attempt), id) { $0.openAttempt = attempt }
             return
         }
+        try lockLate(id)
         let inserted = try change(
             """
             INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
@@ -246,6 +267,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             }
             return applies
         }
+        try lockLate(update.id)
         return try change(
             """
             UPDATE credentials SET status = \(update.status.rawValue), refresh_at = \(update.refreshAt?.milliseconds),

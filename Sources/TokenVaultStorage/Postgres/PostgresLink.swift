@@ -76,9 +76,10 @@ final class PostgresLink: Sendable {
         }
     }
 
-    /// Runs `queries` back to back in one round trip (each sent without waiting for the one
-    /// before; the server still runs them in order) and returns each one's rows. The first that
-    /// failed is the error thrown.
+    /// Runs `queries` back to back with one wait of the calling thread and returns each one's
+    /// rows; the first that failed is the error thrown. Not one network round trip: postgres-nio
+    /// 1.33 sends each statement once the one before is answered (on its event loop, without
+    /// waking this thread); what is saved is a blocking thread's wake-up per statement.
     func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresQueryResult] {
         guard !queries.isEmpty else { return [] }
         turn.lock()

@@ -45,6 +45,9 @@ struct PostgresWriteGroup {
 
     init(entries: [CredentialID: Entry]) { self.entries = entries }
 
+    /// Whether this transaction holds any claimed credential's lock.
+    var holdsLocks: Bool { entries.values.contains { !$0.busy } }
+
     /// The entry of a credential this transaction locked.
     func locked(_ id: CredentialID) -> Entry? {
         guard let entry = entries[id], !entry.busy else { return nil }
