@@ -4,10 +4,11 @@ import TokenVaultCore
 
 /// Group commits on PostgreSQL (issue 25, item 3): a transaction carries many writes, and the
 /// statements they need are few and shared. The claimed credentials are locked (with the active
-/// term read alongside), read with their open attempts in one wait of the writer's thread; the
-/// writes' row changes are kept back and sent as at most four statements (saved rows, schedules,
-/// closed attempts, new attempts) in one wait before the commit. Every answer given from memory is checked against the rows
-/// those statements return; a difference splits the group instead of committing it.
+/// term read alongside), then read with their open attempts, in one wait of the writer's thread;
+/// the writes' row changes are kept back and sent as at most four statements (saved rows,
+/// schedules, closed attempts, new attempts) in one wait before the commit. Every answer given
+/// from memory is checked against the rows those statements return; a difference splits the
+/// group instead of committing it.
 ///
 /// The fence is the same as for a write alone: each credential's lock is held from before its
 /// row is read until the commit, its row is read after the lock is taken (a statement of its
@@ -16,7 +17,7 @@ import TokenVaultCore
 /// read and locked by its write, as alone.
 extension PostgresCredentialWriter {
     /// Locks what it can of `claims` without waiting, and reads the rows and open attempts, and
-    /// the active term, in one round trip. A credential another process (or another transaction
+    /// the active term, in one wait. A credential another process (or another transaction
     /// of this one) holds is not waited for here, where the whole group would wait: its entry is
     /// busy: a write that skips busy rows (`recordUnlessBusy`) skips it, one that must wait for it
     /// splits the group (`lockLate`), so that a group never waits for one lock while holding
@@ -25,9 +26,8 @@ extension PostgresCredentialWriter {
         guard group == nil, !claims.isEmpty else { return }
         let ids = Array(Set(claims.map(\.description)))
         // The rows are read by the next statement, which starts once the locks are had: it sees
-        // every commit made before them.
-        // The active term comes with the locks (read once per statement), not as a statement of
-        // its own: most groups seal something.
+        // every commit made before them. The active term comes with the locks (read once per
+        // statement), not as a statement of its own: most groups seal something.
         let queries: [PostgresQuery] = [
             """
             SELECT c.id, pg_try_advisory_xact_lock(hashtextextended(c.id, 0)),
@@ -71,7 +71,7 @@ extension PostgresCredentialWriter {
         group?.keep(change, id, applying: apply)
     }
 
-    /// Sends the kept changes in one round trip and checks each answer given for them.
+    /// Sends the kept changes in one wait and checks each answer given for them.
     func sendKept() throws {
         guard let kept = group?.takeChanges(), !kept.isEmpty else { return }
         let statements = Self.statements(for: kept)
