@@ -39,7 +39,7 @@ final class WriteCoalescer: Sendable {
     private let transactions: Int
     /// Whether a write that claims nothing may share a transaction. Not where several processes
     /// write: its locks are taken in the order its body asks for them, and two processes' groups
-    /// taking the same rows in different orders deadlock; a group's claims are locked in one order.
+    /// taking the same rows in different orders deadlock; a group's claims never wait for a lock.
     private let groupsUnclaimed: Bool
 
     init(

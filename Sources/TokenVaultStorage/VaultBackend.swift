@@ -23,7 +23,7 @@ public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
     /// write locks rows in the order its body reads them, and two nodes' groups taking the same
     /// credentials in different orders deadlock (seen under the multi-node kill test: each
     /// deadlock costs PostgreSQL's deadlock_timeout and fails every write of the group). A
-    /// group's claims are locked in one order.
+    /// group's claims are locked without waiting (`PostgresCredentialWriter.lockLate`).
     var groupsUnclaimedWrites: Bool { get }
     /// How many of those transactions may be committed at once: SQLite has one writer; on
     /// PostgreSQL each writer connection carries one, so their flushes overlap.

@@ -125,7 +125,7 @@ import TokenVaultTesting
 
     /// Where several processes write (PostgreSQL), a write that claims nothing takes its locks in
     /// its own order: it goes alone, and claimed writes around it form their own groups.
-    @Test func unclaimedWritesGoAloneWhereGroupsMustLockInOrder() async throws {
+    @Test func unclaimedWritesGoAloneWhereSeveralProcessesWrite() async throws {
         let writes = [try Self.claims("a"), try Self.claims("b"), [], try Self.claims("c"), []]
         let (results, groups) = try await Self.queued(writes, groupsUnclaimed: false)
         #expect(results == [0, 1, 2, 3, 4])

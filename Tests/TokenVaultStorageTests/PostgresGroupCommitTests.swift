@@ -225,6 +225,24 @@ import TokenVaultTesting
             split = .failure(error)
         }
         #expect((try? split.get()) == true, "a group holding b waited for a: \(split)")
+        // The same when the lock it holds was taken after the claims (b, not claimed).
+        let splitLate: Result<Bool, any Error>
+        do {
+            splitLate = .success(
+                try await Self.write(fixture.database) { writer -> Bool in
+                    try writer.prefetch([a.id])
+                    _ = try writer.savepoint { try writer.record(b.id) }
+                    do {
+                        _ = try writer.savepoint { try writer.record(a.id) }
+                        return false
+                    } catch is WriteGroupSplit {
+                        return true
+                    }
+                })
+        } catch {
+            splitLate = .failure(error)
+        }
+        #expect((try? splitLate.get()) == true, "a group holding b (locked late) waited for a: \(splitLate)")
         let started = ContinuousClock.now
         async let waited = Self.write(fixture.database) { writer -> Int? in
             try writer.prefetch([a.id])

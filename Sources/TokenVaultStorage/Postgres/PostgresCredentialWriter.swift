@@ -89,6 +89,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
             .rows.first.map { try $0.decode(Bool.self) } ?? false
         guard locked else { throw Self.busy(id) }
+        locksTakenLate += 1
         return try tracked { try $0.credentialRecord(id) }
     }
 
@@ -104,12 +105,17 @@ final class PostgresCredentialWriter: CredentialWriter {
         let locked =
             try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
             .rows.first.map { try $0.decode(Bool.self) } ?? false
+        defer { locksTakenLate += 1 }
         guard !locked else { return }
-        if group.holdsLocks || !lockedChains.isEmpty {
+        if group.holdsLocks || !lockedChains.isEmpty || locksTakenLate > 0 {
             try split("credential \(id) is held by another transaction; the group does not wait for it")
         }
         try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
     }
+
+    /// Credential locks this transaction took besides its group's claims (`lockLate`,
+    /// `recordUnlessBusy`): held as long as the claims'.
+    var locksTakenLate = 0
 
     static func busy(_ id: CredentialID) -> VaultError {
         VaultError.conflict("credential \(id) is being written by another process")
