@@ -209,39 +209,10 @@ import TokenVaultTesting
         }
         #expect(busy)
         // Caught, not thrown: the other node's transaction must be released whatever happens.
-        let split: Result<Bool, any Error>
-        do {
-            split = .success(
-                try await Self.write(fixture.database) { writer -> Bool in
-                    try writer.prefetch([a.id, b.id])
-                    do {
-                        _ = try writer.savepoint { try writer.record(a.id) }
-                        return false
-                    } catch is WriteGroupSplit {
-                        return true
-                    }
-                })
-        } catch {
-            split = .failure(error)
-        }
+        let split = await Self.splits(fixture.database, claims: [a.id, b.id], reading: [a.id])
         #expect((try? split.get()) == true, "a group holding b waited for a: \(split)")
         // The same when the lock it holds was taken after the claims (b, not claimed).
-        let splitLate: Result<Bool, any Error>
-        do {
-            splitLate = .success(
-                try await Self.write(fixture.database) { writer -> Bool in
-                    try writer.prefetch([a.id])
-                    _ = try writer.savepoint { try writer.record(b.id) }
-                    do {
-                        _ = try writer.savepoint { try writer.record(a.id) }
-                        return false
-                    } catch is WriteGroupSplit {
-                        return true
-                    }
-                })
-        } catch {
-            splitLate = .failure(error)
-        }
+        let splitLate = await Self.splits(fixture.database, claims: [a.id], reading: [b.id, a.id])
         #expect((try? splitLate.get()) == true, "a group holding b (locked late) waited for a: \(splitLate)")
         let started = ContinuousClock.now
         async let waited = Self.write(fixture.database) { writer -> Int? in
@@ -253,5 +224,27 @@ import TokenVaultTesting
         try await held
         #expect(try await waited == 7, "the waiting claim read the row from before the other node's commit")
         #expect(ContinuousClock.now - started >= .milliseconds(300))
+    }
+
+    /// Whether a group with these claims, reading these credentials one write at a time, splits
+    /// (true) or reads them all (false); an error is returned, not thrown, so that the caller
+    /// still releases what it holds.
+    private static func splits(
+        _ database: PostgresDatabase, claims: [CredentialID], reading ids: [CredentialID]
+    ) async -> Result<Bool, any Error> {
+        do {
+            return .success(
+                try await write(database) { writer -> Bool in
+                    try writer.prefetch(claims)
+                    do {
+                        for id in ids { _ = try writer.savepoint { try writer.record(id) } }
+                        return false
+                    } catch is WriteGroupSplit {
+                        return true
+                    }
+                })
+        } catch {
+            return .failure(error)
+        }
     }
 }

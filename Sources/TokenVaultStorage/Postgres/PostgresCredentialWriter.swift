@@ -85,11 +85,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             guard !entry.busy else { throw Self.busy(id) }
             return entry.row
         }
-        let locked =
-            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
-            .rows.first.map { try $0.decode(Bool.self) } ?? false
-        guard locked else { throw Self.busy(id) }
-        locksTakenLate += 1
+        guard try tryLock(id) else { throw Self.busy(id) }
         return try tracked { try $0.credentialRecord(id) }
     }
 
@@ -102,15 +98,22 @@ final class PostgresCredentialWriter: CredentialWriter {
     func lockLate(_ id: CredentialID) throws {
         guard let group, group.locked(id) == nil else { return }
         self.group?.forget(id)
-        let locked =
-            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
-            .rows.first.map { try $0.decode(Bool.self) } ?? false
-        defer { locksTakenLate += 1 }
-        guard !locked else { return }
+        if try tryLock(id) { return }
         if group.holdsLocks || !lockedChains.isEmpty || locksTakenLate > 0 {
             try split("credential \(id) is held by another transaction; the group does not wait for it")
         }
         try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        locksTakenLate += 1
+    }
+
+    /// Locks the credential's id for the rest of the transaction if no other transaction holds
+    /// it, without waiting; a lock taken counts in `locksTakenLate`.
+    private func tryLock(_ id: CredentialID) throws -> Bool {
+        let locked =
+            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            .rows.first.map { try $0.decode(Bool.self) } ?? false
+        if locked { locksTakenLate += 1 }
+        return locked
     }
 
     /// Credential locks this transaction took besides its group's claims (`lockLate`,
