@@ -1,7 +1,7 @@
 import TokenVaultCore
 
-struct HealthDocument: Encodable {
-    struct Database: Encodable {
+struct HealthDocument: Encodable, Equatable {
+    struct Database: Encodable, Equatable {
         /// Whether the database answered this request (nil schema version when it did not).
         let reachable: Bool
         let schemaVersion: Int?
@@ -15,11 +15,11 @@ struct HealthDocument: Encodable {
             case changeFeed = "change_feed"
         }
     }
-    struct ChangeFeed: Encodable {
+    struct ChangeFeed: Encodable, Equatable {
         let connected: Bool
         let reconnects: Int
     }
-    struct Provider: Encodable {
+    struct Provider: Encodable, Equatable {
         let name: String
         let kind: String
         let condition: String
@@ -36,7 +36,7 @@ struct HealthDocument: Encodable {
         }
     }
     /// The process that makes provider calls and keeps their answers past a daemon crash.
-    struct Courier: Encodable {
+    struct Courier: Encodable, Equatable {
         let state: String
         let pid: Int32?
         let callsInFlight: Int

@@ -124,7 +124,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             return nil
         case .health:
             guard let schemaVersion = api.schemaVersionRead.recent,
-                let document = try? VaultAPI.jsonBody(api.healthDocument(schemaVersion: schemaVersion))
+                let document = try? api.healthBody.body(api.healthDocument(schemaVersion: schemaVersion))
             else { return nil }
             body = document
         case .show(let id):

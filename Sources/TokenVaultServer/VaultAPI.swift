@@ -70,6 +70,8 @@ public struct VaultAPI: Sendable {
     let routes = RouteTable()
     /// What health and metrics read from the database, at most once a second whoever asks.
     let schemaVersionRead = RecentValue<Int?>(maximumAge: .seconds(1))
+    /// The health document's JSON, for the router and the event loop.
+    let healthBody = LastEncoding<HealthDocument>()
     let countsRead = RecentValue<[CredentialStatus: Int]?>(maximumAge: .seconds(1))
 
     public init(
@@ -125,7 +127,7 @@ public struct VaultAPI: Sendable {
     /// answers are held because the database refuses them, the courier is down, or spool files
     /// could not be used, the database does not answer or the change feed is down (the daemon
     /// still serves valid tokens). Always 200.
-    func health() async throws -> Response { try json(await healthDocument()) }
+    func health() async throws -> Response { json(body: try healthBody.body(await healthDocument())) }
 
     func healthDocument() async throws -> HealthDocument {
         // One indexed read proves the database answers; when it does not, health still answers
