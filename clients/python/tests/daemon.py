@@ -1,0 +1,142 @@
+"""The real daemon for the tests: the `tokenvault` binary `make test` built (`$TOKENVAULT_BIN`, by
+default `.build/debug/tokenvault` of the repository), on a fresh vault, with a loopback OAuth
+server that rotates refresh tokens and serves as the proxy's upstream."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Optional
+from urllib.parse import parse_qs
+
+REPOSITORY = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BINARY = os.environ.get("TOKENVAULT_BIN") or os.path.join(REPOSITORY, ".build", "debug", "tokenvault")
+
+
+class Provider:
+    """A loopback authorization server and API: `/token` answers refresh and code grants with
+    fresh tokens (rotating the refresh token, refusing a spent one), `/api/...` answers 200 to the
+    current access token and 401 to anything else. Every token it issued is kept, so a test can
+    search the client's results for them."""
+
+    def __init__(self) -> None:
+        self.issued: List[str] = []
+        self.access: Optional[str] = None
+        self.refresh: Optional[str] = None
+        self.api_calls: List[Dict[str, str]] = []
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def _answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                if self.path != "/token":
+                    return self._answer(404, b"{}")
+                grant = form.get("grant_type", [""])[0]
+                if grant == "refresh_token" and form.get("refresh_token", [""])[0] != provider.refresh:
+                    return self._answer(400, b'{"error":"invalid_grant"}')
+                if grant not in ("refresh_token", "authorization_code"):
+                    return self._answer(400, b'{"error":"unsupported_grant_type"}')
+                self._answer(200, json.dumps(provider.issue()).encode())
+
+            def do_GET(self) -> None:
+                if not self.path.startswith("/api/"):
+                    return self._answer(404, b"{}")
+                authorization = self.headers.get("Authorization") or ""
+                provider.api_calls.append({"path": self.path, "authorized": str(authorization == f"Bearer {provider.access}")})
+                if authorization != f"Bearer {provider.access}":
+                    return self._answer(401, b'{"error":"invalid_token"}')
+                self._answer(200, b"hello from the api\n", "text/plain")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def issue(self) -> Dict[str, object]:
+        self.access, self.refresh = "at-" + secrets.token_urlsafe(16), "rt-" + secrets.token_urlsafe(16)
+        self.issued += [self.access, self.refresh]
+        return {"access_token": self.access, "refresh_token": self.refresh, "token_type": "Bearer", "expires_in": 3600}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Daemon:
+    """`tokenvault serve` on a fresh vault in a temporary directory, with provider instance `idp`."""
+
+    def __init__(self, provider: Provider) -> None:
+        if not os.access(BINARY, os.X_OK):
+            raise RuntimeError(f"no tokenvault binary at {BINARY}: run `swift build` (or `make test`), or set TOKENVAULT_BIN")
+        self.directory = tempfile.mkdtemp(prefix="tv-python-")
+        self.data = os.path.join(self.directory, "data")
+        self.socket = os.path.join(self.directory, "tv.sock")
+        secret = os.path.join(self.directory, "client.secret")
+        with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as file:
+            file.write("vault-secret")
+        self.config = os.path.join(self.directory, "config.json")
+        with open(self.config, "w") as file:
+            json.dump(
+                {
+                    "providers": {
+                        # What `make run` has without a configuration file (the README's examples use it).
+                        "oauth2": {"kind": "oauth2"},
+                        "idp": {
+                            "kind": "oauth2",
+                            "token_endpoint": provider.url + "/token",
+                            "client_id": "vault-client",
+                            "client_secret_file": secret,
+                            "api_base_urls": [provider.url + "/api"],
+                        }
+                    },
+                    "limits": {"on_demand_refresh_seconds": 1},
+                },
+                file,
+            )
+        subprocess.run([BINARY, "init", "--data-dir", self.data], check=True, capture_output=True)
+        self.log = open(os.path.join(self.directory, "daemon.log"), "w+")
+        self.process = subprocess.Popen(
+            [BINARY, "serve", "--data-dir", self.data, "--socket", self.socket],
+            env={**os.environ, "TOKENVAULT_CONFIG": self.config, "TOKENVAULT_LOG_LEVEL": "warning"},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.socket):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                self.log.seek(0)
+                raise RuntimeError("the daemon did not start:\n" + self.log.read())
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,63 @@
+"""A client for the TokenVault daemon over its Unix socket, standard library only.
+
+    from tokenvault import Client
+    vault = Client()                      # $TOKENVAULT_SOCKET, ./.tokenvault/run/tokenvault.sock, /run/tokenvault/...
+    token = vault.token("payments/alice", min_ttl=60)
+"""
+
+from .client import Client, default_socket_path
+from .errors import (
+    CODES,
+    BadGateway,
+    BadRequest,
+    Conflict,
+    ConnectionFailed,
+    Forbidden,
+    GatewayTimeout,
+    InternalError,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    ProblemError,
+    TokenVaultError,
+    TooManyRequests,
+    Unavailable,
+    UnexpectedResponse,
+    Unprocessable,
+    UnsupportedMediaType,
+)
+from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
+from .stream import Stream
+from .upstream import UpstreamResponse
+
+__all__ = [
+    "CODES",
+    "BadGateway",
+    "BadRequest",
+    "Client",
+    "Conflict",
+    "ConnectionFailed",
+    "Credential",
+    "Deleted",
+    "Event",
+    "Exchanged",
+    "Forbidden",
+    "GatewayTimeout",
+    "InternalError",
+    "MethodNotAllowed",
+    "NotFound",
+    "Page",
+    "Stream",
+    "PayloadTooLarge",
+    "ProblemError",
+    "Token",
+    "TokenVaultError",
+    "TooManyRequests",
+    "Unavailable",
+    "UnexpectedResponse",
+    "Unprocessable",
+    "UnsupportedMediaType",
+    "UpstreamResponse",
+    "UsableCredential",
+    "default_socket_path",
+]

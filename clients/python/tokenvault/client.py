@@ -1,0 +1,211 @@
+"""The daemon's local API, one method per route."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union
+
+from ._transport import Transport
+from .errors import ProblemError, UnexpectedResponse
+from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
+from .stream import Stream
+from .upstream import UpstreamResponse
+
+Body = Union[bytes, IO[bytes], Iterable[bytes]]
+
+
+def default_socket_path() -> str:
+    """`$TOKENVAULT_SOCKET` when set, else `./.tokenvault/run/tokenvault.sock` when it exists (what
+    `make run` starts), else the packaged daemon's `/run/tokenvault/tokenvault.sock`."""
+    path = os.environ.get("TOKENVAULT_SOCKET")
+    if path:
+        return path
+    local = os.path.join(".tokenvault", "run", "tokenvault.sock")
+    return local if os.path.exists(local) else "/run/tokenvault/tokenvault.sock"
+
+
+class Client:
+    """A client of one daemon. The daemon tells callers apart by their uid and groups, so this
+    process's rights are what the daemon's access rules give its user. Thread-safe: nothing is
+    kept between calls. Ids are `namespace/name`."""
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: float = 30.0) -> None:
+        self._transport = Transport(socket_path or default_socket_path(), timeout)
+
+    @property
+    def socket_path(self) -> str:
+        return self._transport.socket_path
+
+    def health(self) -> Dict[str, Any]:
+        """`GET /v1/health`: `status` (`ok` or `degraded`), the database, providers and courier."""
+        return self._transport.send("GET", "/v1/health").json()
+
+    def put(
+        self,
+        credential_id: str,
+        provider: str,
+        token: Union[Mapping[str, Any], str, bytes],
+        labels: Optional[Mapping[str, str]] = None,
+    ) -> Tuple[Credential, bool]:
+        """Stores or replaces a credential; returns its metadata and whether it was created.
+        `token`: the token response exactly as the provider or SDK gave it, as a dict or as JSON
+        text (passed on untouched, so the daemon seals every field)."""
+        if isinstance(token, Mapping):
+            raw = json.dumps(token, separators=(",", ":")).encode()
+        else:
+            raw = token.encode() if isinstance(token, str) else bytes(token)
+            if not raw.strip().startswith(b"{") or not raw.strip().endswith(b"}"):
+                raise ValueError("the token must be a JSON object (the token response as the provider or SDK gave it)")
+        head = json.dumps({"provider": provider, "labels": dict(labels or {})}, separators=(",", ":"))
+        body = head[:-1].encode() + b',"token":' + raw + b"}"
+        reply = self._transport.send(
+            "PUT", Transport.credential_path(credential_id), raw_body=body, expect=(200, 201)
+        )
+        return Credential.from_json(reply.json()), reply.status == 201
+
+    def show(self, credential_id: str) -> Credential:
+        """The credential's metadata; never a secret."""
+        return Credential.from_json(self._transport.send("GET", Transport.credential_path(credential_id)).json())
+
+    def token(self, credential_id: str, min_ttl: Optional[int] = None) -> Token:
+        """The current access token. `min_ttl`: seconds it must stay valid; the daemon refreshes
+        first when it would not, or raises `Conflict` (`token_expired`, `min_ttl_unreachable`)."""
+        query = [("min_ttl", None if min_ttl is None else str(min_ttl))]
+        reply = self._transport.send("GET", Transport.credential_path(credential_id, "/token"), query)
+        return Token.from_json(reply.json())
+
+    def list(
+        self,
+        namespace: Optional[str] = None,
+        status: Optional[str] = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Page:
+        """One page of metadata, ordered by id (`limit` 1-500, the daemon's default 100)."""
+        query = [
+            ("namespace", namespace),
+            ("status", status),
+            ("cursor", cursor),
+            ("limit", None if limit is None else str(limit)),
+        ]
+        document = self._transport.send("GET", "/v1/credentials", query).json()
+        return Page([Credential.from_json(item) for item in document["items"]], document.get("next_cursor"))
+
+    def list_all(self, namespace: Optional[str] = None, status: Optional[str] = None) -> Iterator[Credential]:
+        """Every matching credential, page by page (500 per request)."""
+        cursor: Optional[str] = None
+        seen = set()
+        while True:
+            page = self.list(namespace, status, cursor, 500)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            if page.next_cursor in seen:
+                raise UnexpectedResponse(200, "the daemon returned the same list cursor twice")
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor
+
+    def delete(self, credential_id: str, force: bool = False) -> Deleted:
+        """Revokes the tokens at the provider (when it has a revocation endpoint), then deletes.
+        `force`: delete even when revocation fails."""
+        reply = self._transport.send(
+            "DELETE",
+            Transport.credential_path(credential_id),
+            [("force", "true" if force else None)],
+            expect=(202, 204),
+        )
+        if reply.status == 202:
+            return Deleted(revocation_pending=True, credential=Credential.from_json(reply.json()))
+        revoked = reply.headers.get("tokenvault-revoked")
+        return Deleted(revocation_pending=False, revoked=None if revoked is None else revoked == "true")
+
+    def refresh(self, credential_id: str) -> Credential:
+        """Refreshes now (at most once per credential every `limits.on_demand_refresh_seconds`)."""
+        path = Transport.credential_path(credential_id, "/refresh")
+        return Credential.from_json(self._transport.send("POST", path, timeout=60).json())
+
+    def exchange(
+        self,
+        credential_id: str,
+        provider: str,
+        code: str,
+        code_verifier: str,
+        redirect_uri: str,
+        nonce: Optional[str] = None,
+        state: Optional[str] = None,
+        labels: Optional[Mapping[str, str]] = None,
+    ) -> Exchanged:
+        """Has the daemon redeem a one-time `code` with its PKCE verifier at provider instance
+        `provider`, check the id token and store the result. Never returns the refresh token."""
+        body: Dict[str, Any] = {
+            "provider": provider,
+            "code": code,
+            "code_verifier": code_verifier,
+            "redirect_uri": redirect_uri,
+            "labels": dict(labels or {}),
+        }
+        if nonce is not None:
+            body["nonce"] = nonce
+        if state is not None:
+            body["state"] = state
+        reply = self._transport.send(
+            "POST", Transport.credential_path(credential_id, "/exchange"), json_body=body, expect=(200, 201), timeout=60
+        )
+        document = reply.json()
+        return Exchanged(
+            Credential.from_json(document["credential"]), Token.from_json(document["token"]), reply.status == 201
+        )
+
+    def watch(self, credential_id: str) -> Stream[Credential]:
+        """The credential's metadata now, then again on every change, until it is deleted or the
+        daemon stops (the stream then ends). Close the stream to stop watching."""
+        return self._transport.stream(Transport.credential_path(credential_id, "/watch"), Credential.from_json)
+
+    def events(self) -> Stream[Event]:
+        """Every change to the credentials the caller may list, from now on, until the daemon stops."""
+        return self._transport.stream("/v1/events", Event.from_json)
+
+    def usable_credentials(self, namespace: Optional[str] = None) -> Iterator[UsableCredential]:
+        """The credentials this process may use through the proxy, and their upstream bases."""
+        cursor: Optional[str] = None
+        while True:
+            query = [("namespace", namespace), ("cursor", cursor), ("limit", "500")]
+            document = self._transport.send("GET", "/v1/proxy/credentials", query).json()
+            for item in document["items"]:
+                yield UsableCredential(item["id"], item["provider"], item["status"], list(item["api_base_urls"]))
+            cursor = document.get("next_cursor")
+            if cursor is None:
+                return
+
+    def call(
+        self,
+        credential_id: str,
+        method: str,
+        target: str,
+        headers: Optional[Mapping[str, str]] = None,
+        body: Optional[Body] = None,
+        timeout: float = 120.0,
+    ) -> UpstreamResponse:
+        """Sends `method target` through the daemon's proxy with the credential's token attached;
+        this process never sees the token (`credential:use` is enough). `target`: a URL inside the
+        provider instance's `api_base_urls`, or a path (`/v1/x?y=1`) under the first of them. The
+        upstream's answer is returned whatever its status; the daemon's own refusals
+        (`upstream_not_allowed`, `too_many_proxy_calls`, an unreachable upstream) raise."""
+        absolute = not target.startswith("/") and "://" in target
+        if not absolute and not target.startswith("/"):
+            raise ValueError(f"{target[:200]!r} is neither a URL nor a path starting with /")
+        path = Transport.credential_path(credential_id, "/proxy" if absolute else "/proxy" + target)
+        sent = dict(headers or {})
+        if absolute:
+            sent["TokenVault-Upstream-URL"] = target
+        connection, response = self._transport.open(method.upper(), path, body, sent, timeout)
+        marker = response.getheader("TokenVault-Proxy") or ""
+        if not marker.startswith("upstream"):
+            try:
+                raise ProblemError.from_reply(
+                    response.status, response.getheader("content-type", ""), response.read(1 << 20)
+                )
+            finally:
+                connection.close()
+        return UpstreamResponse(connection, response, "refreshed" in marker)

@@ -1,0 +1,149 @@
+"""What the daemon answers, as typed values. Unknown fields are kept in `raw`, so a newer daemon's
+additions are never lost; secrets never appear in a `repr`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class Token:
+    """An access token (`GET .../token`). Never a refresh token: the daemon does not give those out."""
+
+    access_token: str = field(repr=False)
+    token_type: str
+    expires_at: Optional[str] = None
+    id_token: Optional[str] = field(default=None, repr=False)
+
+    @property
+    def authorization(self) -> str:
+        """The `Authorization` header's value: `Bearer <token>`."""
+        return f"{self.token_type} {self.access_token}"
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "Token":
+        return Token(
+            access_token=document["access_token"],
+            token_type=document.get("token_type") or "Bearer",
+            expires_at=document.get("expires_at"),
+            id_token=document.get("id_token"),
+        )
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A credential's metadata (`GET /v1/credentials/{namespace}/{name}`): never a secret."""
+
+    id: str
+    namespace: str
+    name: str
+    provider: str
+    kind: str
+    status: str
+    generation: int
+    scopes: List[str]
+    labels: Dict[str, str]
+    issued_at: str
+    created_at: str
+    updated_at: str
+    has_refresh_token: bool
+    has_id_token: bool
+    subject: Optional[str] = None
+    token_type: Optional[str] = None
+    expires_at: Optional[str] = None
+    refresh_at: Optional[str] = None
+    refresh_token_expires_at: Optional[str] = None
+    refresh_failures: Optional[int] = None
+    last_error: Optional[Dict[str, Any]] = None
+    pending_commit: Optional[Dict[str, Any]] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "Credential":
+        return Credential(
+            id=document["id"],
+            namespace=document["namespace"],
+            name=document["name"],
+            provider=document["provider"],
+            kind=document["kind"],
+            status=document["status"],
+            generation=document["generation"],
+            scopes=list(document.get("scopes") or []),
+            labels=dict(document.get("labels") or {}),
+            issued_at=document["issued_at"],
+            created_at=document["created_at"],
+            updated_at=document["updated_at"],
+            has_refresh_token=document["has_refresh_token"],
+            has_id_token=document["has_id_token"],
+            subject=document.get("subject"),
+            token_type=document.get("token_type"),
+            expires_at=document.get("expires_at"),
+            refresh_at=document.get("refresh_at"),
+            refresh_token_expires_at=document.get("refresh_token_expires_at"),
+            refresh_failures=document.get("refresh_failures"),
+            last_error=document.get("last_error"),
+            pending_commit=document.get("pending_commit"),
+            raw=dict(document),
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing; pass `next_cursor` for the next (None: this was the last)."""
+
+    items: List[Credential]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of `/v1/events`: `stored`, `refreshed`, `refresh_failed`, `status_changed` or `deleted`."""
+
+    type: str
+    credential_id: str
+    at: str
+    status: str
+    generation: int
+    error: Optional[Dict[str, str]] = None
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "Event":
+        return Event(
+            type=document["type"],
+            credential_id=document["credential_id"],
+            at=document["at"],
+            status=document["status"],
+            generation=document["generation"],
+            error=document.get("error"),
+        )
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What `delete` did. `revocation_pending` (202): the provider did not confirm revocation, the
+    credential is `revoke_pending` (`credential`) and the daemon keeps trying; otherwise it is gone,
+    and `revoked` says whether the provider confirmed revocation (None: nothing to revoke)."""
+
+    revocation_pending: bool
+    revoked: Optional[bool] = None
+    credential: Optional[Credential] = None
+
+
+@dataclass(frozen=True)
+class Exchanged:
+    """A redeemed code: the stored credential, its access token, and whether it was created."""
+
+    credential: Credential
+    token: Token
+    created: bool
+
+
+@dataclass(frozen=True)
+class UsableCredential:
+    """A credential the caller may use through the proxy, and where (`GET /v1/proxy/credentials`)."""
+
+    id: str
+    provider: str
+    status: str
+    api_base_urls: List[str]

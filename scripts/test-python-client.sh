@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The Python client's tests against the daemon `make test` built (clients/python; issue 26):
+# installs the client with pip into a virtual environment of the build directory, as a user
+# would (`pip install ./clients/python`), and runs its tests with that environment's Python, so
+# they import the installed package, not the source tree. The tests start the daemon themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.build/python-client-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# Without build isolation when the environment can build a wheel itself (setuptools and wheel):
+# no download. Otherwise pip fetches them from PyPI for the build, as it did the mcp package.
+isolation=()
+"$venv/bin/python" -c "import setuptools, wheel" 2>/dev/null && isolation=(--no-build-isolation)
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall \
+    "${isolation[@]}" ./clients/python
+rm -rf clients/python/build clients/python/*.egg-info
+TOKENVAULT_BIN=${TOKENVAULT_BIN:-$PWD/.build/debug/tokenvault} \
+    "$venv/bin/python" -m unittest discover --start-directory clients/python/tests --top-level-directory clients/python/tests -v
