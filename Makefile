@@ -41,6 +41,7 @@ test:
 	$(SWIFT) test --skip-build --filter 'ResilienceTests/soak'
 	$(SWIFT) test --skip-build --filter ResilienceTests --skip 'ScaleOutResilienceTests|SlowProviderResilienceTests|ResilienceTests/soak'
 	bash scripts/test-python-client.sh
+	bash scripts/test-go-client.sh
 
 bench: deps
 	$(SWIFT) build -c release --product tokenvault-bench

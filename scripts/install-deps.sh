@@ -10,10 +10,10 @@ deb_packages=(dpkg-dev binutils lintian)
 # `--test`: also what the tests start themselves (PostgreSQL's server binaries: initdb, pg_ctl,
 # psql; the tests run their own throwaway server and never use a system cluster), libfaketime
 # (a daemon whose clock is minutes off, for the lease tests), Python's venv (the mcp client and
-# the Python client's tests install into environments of the build directory) and the packaging
-# tools PackagingTests runs.
+# the Python client's tests install into environments of the build directory), Go (the Go
+# client's tests) and the packaging tools PackagingTests runs.
 case "${1:-}" in
---test) packages+=(postgresql faketime python3-venv "${deb_packages[@]}") ;;
+--test) packages+=(postgresql faketime python3-venv golang-go "${deb_packages[@]}") ;;
 --deb) packages+=("${deb_packages[@]}") ;;
 esac
 missing=()

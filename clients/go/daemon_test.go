@@ -1,0 +1,164 @@
+package tokenvault_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repository is the checkout this module lives in (clients/go).
+var repository, _ = filepath.Abs(filepath.Join("..", ".."))
+
+// provider is a loopback authorization server and API: /token answers refresh and code grants
+// with fresh tokens (rotating the refresh token, refusing a spent one), /api/... answers 200 to
+// the current access token and 401 to anything else. Every token it issued is kept.
+type provider struct {
+	server *httptest.Server
+	mu     sync.Mutex
+	access string
+	fresh  string
+	issued []string
+	calls  int
+}
+
+func newProvider(t *testing.T) *provider {
+	p := &provider{}
+	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch {
+		case r.URL.Path == "/token" && r.Method == http.MethodPost:
+			_ = r.ParseForm()
+			if r.PostForm.Get("grant_type") == "refresh_token" && r.PostForm.Get("refresh_token") != p.fresh {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(p.issueLocked())
+		case len(r.URL.Path) > 5 && r.URL.Path[:5] == "/api/":
+			p.calls++
+			if r.Header.Get("Authorization") != "Bearer "+p.access {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("hello from the api\n"))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(p.server.Close)
+	return p
+}
+
+func randomToken(prefix string) string {
+	bytes := make([]byte, 12)
+	_, _ = rand.Read(bytes)
+	return prefix + hex.EncodeToString(bytes)
+}
+
+func (p *provider) issueLocked() []byte {
+	p.access, p.fresh = randomToken("at-"), randomToken("rt-")
+	p.issued = append(p.issued, p.access, p.fresh)
+	document, _ := json.Marshal(map[string]any{
+		"access_token": p.access, "refresh_token": p.fresh, "token_type": "Bearer", "expires_in": 3600,
+	})
+	return document
+}
+
+// issue is a token response the provider now honours, as an SDK would hand it to the app.
+func (p *provider) issue() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.issueLocked()
+}
+
+func (p *provider) current() (access string, issued []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.access, append([]string(nil), p.issued...)
+}
+
+// daemon is `tokenvault serve` (the binary `make test` built, or $TOKENVAULT_BIN) on a fresh vault
+// with provider instances oauth2 (no endpoints, as `make run` has) and idp (the loopback provider).
+type daemon struct {
+	socket  string
+	process *exec.Cmd
+	done    chan struct{}
+}
+
+func startDaemon(t *testing.T, p *provider) *daemon {
+	binary := os.Getenv("TOKENVAULT_BIN")
+	if binary == "" {
+		binary = filepath.Join(repository, ".build", "debug", "tokenvault")
+	}
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("no tokenvault binary at %s (run `swift build` or `make test`, or set TOKENVAULT_BIN): %v", binary, err)
+	}
+	directory := t.TempDir()
+	data, socket := filepath.Join(directory, "data"), filepath.Join(directory, "tv.sock")
+	secret, config := filepath.Join(directory, "client.secret"), filepath.Join(directory, "config.json")
+	if err := os.WriteFile(secret, []byte("vault-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	document := fmt.Sprintf(`{"providers": {"oauth2": {"kind": "oauth2"}, "idp": {"kind": "oauth2",
+		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q]}},
+		"limits": {"on_demand_refresh_seconds": 1}}`, p.server.URL+"/token", secret, p.server.URL+"/api")
+	if err := os.WriteFile(config, []byte(document), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if output, err := exec.Command(binary, "init", "--data-dir", data).CombinedOutput(); err != nil {
+		t.Fatalf("tokenvault init: %v\n%s", err, output)
+	}
+	log, err := os.Create(filepath.Join(directory, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := exec.Command(binary, "serve", "--data-dir", data, "--socket", socket)
+	process.Env = append(os.Environ(), "TOKENVAULT_CONFIG="+config, "TOKENVAULT_LOG_LEVEL=warning")
+	process.Stdout, process.Stderr = log, log
+	if err := process.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{socket: socket, process: process, done: make(chan struct{})}
+	go func() { _ = process.Wait(); close(d.done) }()
+	t.Cleanup(d.stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(socket); err == nil {
+			return d
+		}
+		select {
+		case <-d.done:
+			output, _ := os.ReadFile(log.Name())
+			t.Fatalf("the daemon did not start:\n%s", output)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not start within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for the daemon to end (SIGKILL after 30 s).
+func (d *daemon) stop() {
+	_ = d.process.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		_ = d.process.Process.Kill()
+		<-d.done
+	}
+}

@@ -1,0 +1,3 @@
+module tokenvault.dev/client
+
+go 1.19

@@ -1,0 +1,122 @@
+package tokenvault
+
+import "fmt"
+
+// Token is an access token (GET .../token). Never a refresh token: the daemon does not give
+// those out. Its String and GoString never show the token.
+type Token struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresAt   string `json:"expires_at,omitempty"`
+	IDToken     string `json:"id_token,omitempty"`
+}
+
+// Authorization is the Authorization header's value: "Bearer <token>".
+func (t Token) Authorization() string { return t.TokenType + " " + t.AccessToken }
+
+func (t Token) String() string {
+	return fmt.Sprintf("Token{type: %s, expires_at: %s, redacted}", t.TokenType, t.ExpiresAt)
+}
+
+func (t Token) GoString() string { return t.String() }
+
+// Credential is a credential's metadata: never a secret.
+type Credential struct {
+	ID                    string            `json:"id"`
+	Namespace             string            `json:"namespace"`
+	Name                  string            `json:"name"`
+	Provider              string            `json:"provider"`
+	Kind                  string            `json:"kind"`
+	Subject               string            `json:"subject,omitempty"`
+	Status                string            `json:"status"`
+	Generation            int64             `json:"generation"`
+	TokenType             string            `json:"token_type,omitempty"`
+	Scopes                []string          `json:"scopes"`
+	Labels                map[string]string `json:"labels"`
+	IssuedAt              string            `json:"issued_at"`
+	ExpiresAt             string            `json:"expires_at,omitempty"`
+	RefreshAt             string            `json:"refresh_at,omitempty"`
+	RefreshTokenExpiresAt string            `json:"refresh_token_expires_at,omitempty"`
+	HasRefreshToken       bool              `json:"has_refresh_token"`
+	HasIDToken            bool              `json:"has_id_token"`
+	LastError             *LastError        `json:"last_error,omitempty"`
+	RefreshFailures       int               `json:"refresh_failures,omitempty"`
+	CreatedAt             string            `json:"created_at"`
+	UpdatedAt             string            `json:"updated_at"`
+	PendingCommit         *PendingCommit    `json:"pending_commit,omitempty"`
+}
+
+// LastError is the last refresh failure.
+type LastError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	At      string `json:"at"`
+}
+
+// PendingCommit: a provider answer the database has not taken yet.
+type PendingCommit struct {
+	Since         string `json:"since"`
+	Failures      int    `json:"failures"`
+	LastError     string `json:"last_error"`
+	NextAttemptAt string `json:"next_attempt_at"`
+}
+
+// Page is one page of a listing; pass NextCursor for the next ("" after the last).
+type Page struct {
+	Items      []Credential `json:"items"`
+	NextCursor string       `json:"next_cursor"`
+}
+
+// Event is one line of /v1/events: stored, refreshed, refresh_failed, status_changed or deleted.
+type Event struct {
+	Type         string     `json:"type"`
+	CredentialID string     `json:"credential_id"`
+	At           string     `json:"at"`
+	Status       string     `json:"status"`
+	Generation   int64      `json:"generation"`
+	Error        *LastError `json:"error,omitempty"`
+}
+
+// Deleted says what Delete did. RevocationPending: the provider did not confirm revocation, the
+// credential is revoke_pending (Credential) and the daemon keeps trying; otherwise it is gone and
+// Revoked says whether the provider confirmed (nil: nothing to revoke).
+type Deleted struct {
+	RevocationPending bool
+	Revoked           *bool
+	Credential        *Credential
+}
+
+// Exchanged is a redeemed code: the stored credential, its access token, and whether it was created.
+type Exchanged struct {
+	Credential Credential `json:"credential"`
+	Token      Token      `json:"token"`
+	Created    bool       `json:"-"`
+}
+
+// ExchangeRequest is what Exchange sends: a one-time code with its PKCE verifier.
+type ExchangeRequest struct {
+	Provider     string            `json:"provider"`
+	Code         string            `json:"code"`
+	CodeVerifier string            `json:"code_verifier"`
+	RedirectURI  string            `json:"redirect_uri"`
+	Nonce        string            `json:"nonce,omitempty"`
+	State        string            `json:"state,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+}
+
+// UsableCredential is a credential the caller may use through the proxy, and where.
+type UsableCredential struct {
+	ID          string   `json:"id"`
+	Provider    string   `json:"provider"`
+	Status      string   `json:"status"`
+	APIBaseURLs []string `json:"api_base_urls"`
+}
+
+// ListOptions filters and pages List.
+type ListOptions struct {
+	Namespace string
+	Status    string
+	Cursor    string
+	// Limit is 1-500; 0 leaves the daemon's default (100).
+	Limit int
+}
