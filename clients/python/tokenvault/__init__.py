@@ -29,6 +29,7 @@ from .errors import (
 from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
+from .webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "CODES",
@@ -59,5 +60,7 @@ __all__ = [
     "UnsupportedMediaType",
     "UpstreamResponse",
     "UsableCredential",
+    "WebhookVerificationError",
     "default_socket_path",
+    "verify_webhook",
 ]
