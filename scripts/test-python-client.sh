@@ -7,10 +7,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.build/python-client-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-# Without build isolation when the environment can build a wheel itself (setuptools and wheel):
-# no download. Otherwise pip fetches them from PyPI for the build, as it did the mcp package.
+# Without build isolation when the environment can build a wheel of a pyproject.toml project
+# itself (setuptools 70.1 or newer, or 61 or newer with wheel): no download. Otherwise pip
+# fetches them from PyPI for the build, as install-deps did the mcp package.
 isolation=()
-"$venv/bin/python" -c "import setuptools, wheel" 2>/dev/null && isolation=(--no-build-isolation)
+"$venv/bin/python" - <<'PY' 2>/dev/null && isolation=(--no-build-isolation)
+import importlib.util, setuptools
+version = tuple(int(part) for part in setuptools.__version__.split(".")[:2])
+assert version >= (70, 1) or (version >= (61, 0) and importlib.util.find_spec("wheel"))
+PY
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall \
     "${isolation[@]}" ./clients/python
 rm -rf clients/python/build clients/python/*.egg-info

@@ -51,9 +51,7 @@ func (c *Client) Call(
 	}
 	marker := response.Header.Get("TokenVault-Proxy")
 	if !strings.HasPrefix(marker, "upstream") {
-		defer response.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(response.Body, 1<<20))
-		return nil, problemFrom(response.StatusCode, response.Header.Get("Content-Type"), data)
+		return nil, refuse(response)
 	}
 	response.Header.Del("TokenVault-Proxy")
 	return &UpstreamResponse{

@@ -39,7 +39,10 @@ func New(socketPath string) *Client {
 	if socketPath == "" {
 		socketPath = DefaultSocketPath()
 	}
-	return &Client{SocketPath: socketPath, http: &http.Client{Transport: unixTransport(socketPath)}}
+	return &Client{
+		SocketPath: socketPath,
+		http:       &http.Client{Transport: unixTransport(socketPath), CheckRedirect: noRedirects},
+	}
 }
 
 // Close closes the kept connections.
@@ -115,7 +118,7 @@ func (c *Client) Token(ctx context.Context, id string, minTTL time.Duration) (To
 	}
 	query := url.Values{}
 	if minTTL > 0 {
-		query.Set("min_ttl", strconv.FormatInt(int64(minTTL/time.Second), 10))
+		query.Set("min_ttl", strconv.FormatFloat(minTTL.Seconds(), 'f', -1, 64))
 	}
 	answer, err := c.send(ctx, http.MethodGet, path, query, nil)
 	if err == nil {
@@ -147,24 +150,10 @@ func (c *Client) List(ctx context.Context, options ListOptions) (Page, error) {
 
 // ListAll is every matching credential, following cursors (500 per request).
 func (c *Client) ListAll(ctx context.Context, namespace, status string) ([]Credential, error) {
-	var all []Credential
-	seen := map[string]bool{}
-	options := ListOptions{Namespace: namespace, Status: status, Limit: 500}
-	for {
-		page, err := c.List(ctx, options)
-		if err != nil {
-			return all, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" {
-			return all, nil
-		}
-		if seen[page.NextCursor] {
-			return all, fmt.Errorf("tokenvault: the daemon returned the same list cursor twice")
-		}
-		seen[page.NextCursor] = true
-		options.Cursor = page.NextCursor
-	}
+	return allPages(func(cursor string) ([]Credential, string, error) {
+		page, err := c.List(ctx, ListOptions{Namespace: namespace, Status: status, Cursor: cursor, Limit: 500})
+		return page.Items, page.NextCursor, err
+	})
 }
 
 // Delete revokes the tokens at the provider (when it has a revocation endpoint), then deletes.
@@ -242,12 +231,13 @@ func (c *Client) Events(ctx context.Context) (*Stream[Event], error) {
 
 // UsableCredentials is every credential this process may use through the proxy, and where.
 func (c *Client) UsableCredentials(ctx context.Context, namespace string) ([]UsableCredential, error) {
-	var all []UsableCredential
-	query := url.Values{"limit": {"500"}}
-	if namespace != "" {
-		query.Set("namespace", namespace)
-	}
-	for {
+	return allPages(func(cursor string) ([]UsableCredential, string, error) {
+		query := url.Values{"limit": {"500"}}
+		for name, value := range map[string]string{"namespace": namespace, "cursor": cursor} {
+			if value != "" {
+				query.Set(name, value)
+			}
+		}
 		var page struct {
 			Items      []UsableCredential `json:"items"`
 			NextCursor string             `json:"next_cursor"`
@@ -256,13 +246,6 @@ func (c *Client) UsableCredentials(ctx context.Context, namespace string) ([]Usa
 		if err == nil {
 			err = answer.decode(&page)
 		}
-		if err != nil {
-			return all, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" || page.NextCursor == query.Get("cursor") {
-			return all, nil
-		}
-		query.Set("cursor", page.NextCursor)
-	}
+		return page.Items, page.NextCursor, err
+	})
 }

@@ -104,7 +104,7 @@ func TestStoreReadListRefreshAndDelete(t *testing.T) {
 	if err != nil || token.AccessToken != access {
 		t.Fatalf("token: %v", err)
 	}
-	if strings.Contains(fmt.Sprintf("%v %+v %#v %s", token, token, token, token), access) {
+	if strings.Contains(fmt.Sprintf("%v %+v %#v %s %d %x %q", token, token, token, token, token, token, token), access) {
 		t.Fatal("a formatted token shows the token")
 	}
 	if _, created, err := vault.Put(ctx, "payments/alice", "idp", []byte(`{"access_token":"x","expires_in":600}`), nil); err != nil || created {
@@ -124,12 +124,14 @@ func TestStoreReadListRefreshAndDelete(t *testing.T) {
 	if err != nil || refreshed.Generation < 2 {
 		t.Fatalf("refresh: %+v, %v", refreshed, err)
 	}
-	if token, err := vault.Token(ctx, "payments/bob", 0); err != nil || token.AccessToken == access {
+	if token, err := vault.Token(ctx, "payments/bob", 1500*time.Millisecond); err != nil {
 		t.Fatalf("token after refresh: %v", err)
+	} else if latest, _ := p.current(); token.AccessToken != latest {
+		t.Fatal("the token after the refresh is not the one the provider issued last")
 	}
 	deleted, err := vault.Delete(ctx, "payments/bob", false)
-	if err != nil || deleted.RevocationPending {
-		t.Fatalf("delete: %+v, %v", deleted, err)
+	if err != nil || deleted.RevocationPending || deleted.Revoked == nil || *deleted.Revoked {
+		t.Fatalf("delete (idp has no revocation endpoint: nothing revoked): %+v, %v", deleted, err)
 	}
 	_, err = vault.Show(ctx, "payments/bob")
 	var problem *tokenvault.Problem
@@ -145,7 +147,10 @@ func TestExchangeRedeemsACode(t *testing.T) {
 	})
 	access, _ := p.current()
 	if err != nil || !exchanged.Created || exchanged.Token.AccessToken != access || !exchanged.Credential.HasRefreshToken {
-		t.Fatalf("exchange: %+v, %v", exchanged, err)
+		t.Fatalf("exchange: %v", err)
+	}
+	if strings.Contains(fmt.Sprintf("%v %+v %#v", exchanged, exchanged, exchanged), access) {
+		t.Fatal("a formatted exchange result shows the token")
 	}
 }
 
@@ -153,6 +158,9 @@ func TestWatchAndEventsFollowARefreshAndADelete(t *testing.T) {
 	p, _, vault, ctx := setUp(t)
 	put(t, ctx, vault, p, "payments/alice")
 	time.Sleep(1100 * time.Millisecond)
+	if _, err := vault.Watch(ctx, "payments/nobody"); !tokenvault.HasCode(err, tokenvault.CodeCredentialNotFound) {
+		t.Fatalf("the watch of no credential: %v", err)
+	}
 	watch, err := vault.Watch(ctx, "payments/alice")
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +237,17 @@ func TestCallsThroughTheProxyNeverSeeTheToken(t *testing.T) {
 	answer.Body.Close()
 	if answer.StatusCode != 200 || string(body) != "hello from the api\n" {
 		t.Fatalf("call: %d %q", answer.StatusCode, body)
+	}
+	if answer.Refreshed {
+		t.Fatal("a call with a valid token was reported refreshed")
+	}
+	redirect, err := vault.Call(ctx, "payments/alice", "GET", "/redirect", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect.Body.Close()
+	if redirect.StatusCode != http.StatusFound || redirect.Header.Get("Location") != "/v1/credentials/payments/alice/token" {
+		t.Fatalf("a redirect was followed or changed: %d %q", redirect.StatusCode, redirect.Header.Get("Location"))
 	}
 	usable, err := vault.UsableCredentials(ctx, "")
 	if err != nil || len(usable) != 1 || usable[0].APIBaseURLs[0] != p.server.URL+"/api" {

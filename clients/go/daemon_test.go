@@ -46,6 +46,10 @@ func newProvider(t *testing.T) *provider {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(p.issueLocked())
+		case r.URL.Path == "/api/redirect":
+			// Off the allowed bases, onto a route of the daemon itself: never to be followed.
+			w.Header().Set("Location", "/v1/credentials/payments/alice/token")
+			w.WriteHeader(http.StatusFound)
 		case len(r.URL.Path) > 5 && r.URL.Path[:5] == "/api/":
 			p.calls++
 			if r.Header.Get("Authorization") != "Bearer "+p.access {

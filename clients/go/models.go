@@ -20,6 +20,9 @@ func (t Token) String() string {
 
 func (t Token) GoString() string { return t.String() }
 
+// Format prints String for every verb (%d, %x and the rest would print the fields).
+func (t Token) Format(state fmt.State, _ rune) { _, _ = fmt.Fprint(state, t.String()) }
+
 // Credential is a credential's metadata: never a secret.
 type Credential struct {
 	ID                    string            `json:"id"`
@@ -79,7 +82,8 @@ type Event struct {
 
 // Deleted says what Delete did. RevocationPending: the provider did not confirm revocation, the
 // credential is revoke_pending (Credential) and the daemon keeps trying; otherwise it is gone and
-// Revoked says whether the provider confirmed (nil: nothing to revoke).
+// Revoked says whether the provider confirmed revocation (false also without a revocation
+// endpoint, or with force; nil only from a daemon that does not say).
 type Deleted struct {
 	RevocationPending bool
 	Revoked           *bool

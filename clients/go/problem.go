@@ -131,9 +131,13 @@ func problemFrom(status int, contentType string, body []byte) error {
 		}
 		return problem
 	}
-	detail := string(body)
-	if len(detail) > 200 {
-		detail = detail[:200]
+	// A body is quoted only from an error status: a success's body may be a token.
+	detail := ""
+	if status >= 400 {
+		detail = string(body)
+		if len(detail) > 200 {
+			detail = detail[:200]
+		}
 	}
 	return &Problem{Status: status, Code: fmt.Sprintf("http_%d", status), Detail: detail}
 }

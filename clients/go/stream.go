@@ -22,9 +22,7 @@ func openStream[T any](ctx context.Context, c *Client, path string) (*Stream[T],
 		return nil, err
 	}
 	if response.StatusCode != http.StatusOK {
-		defer response.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(response.Body, 1<<20))
-		return nil, problemFrom(response.StatusCode, response.Header.Get("Content-Type"), data)
+		return nil, refuse(response)
 	}
 	return &Stream[T]{body: response.Body, reader: bufio.NewReader(response.Body)}, nil
 }

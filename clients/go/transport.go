@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // reply is a whole answer: status, headers and body.
@@ -34,7 +35,43 @@ func unixTransport(socketPath string) *http.Transport {
 			return dialer.DialContext(ctx, "unix", socketPath)
 		},
 		MaxIdleConnsPerHost: 16,
-		DisableCompression:  true,
+		// Under the daemon's 30 s idle limit: net/http does not resend a PUT, POST or DELETE that
+		// fails on a kept connection the daemon has just closed.
+		IdleConnTimeout:    10 * time.Second,
+		DisableCompression: true,
+	}
+}
+
+// noRedirects keeps an answer's 3xx as it is: a redirect from an upstream through the proxy
+// must reach the caller, never be followed (every host dials the daemon's socket, so a Location
+// would land on the daemon's own routes).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// refuse is the daemon's problem in an answer that is not the one asked for (read up to 1 MiB);
+// it closes the answer.
+func refuse(response *http.Response) error {
+	defer response.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(response.Body, 1<<20))
+	return problemFrom(response.StatusCode, response.Header.Get("Content-Type"), data)
+}
+
+// allPages is every item of a paged listing: page is asked for the page after each cursor (""
+// first) until there is none. A daemon repeating a cursor would otherwise keep us here for ever.
+func allPages[T any](page func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		items, next, err := page(cursor)
+		all = append(all, items...)
+		if err != nil || next == "" {
+			return all, err
+		}
+		if seen[next] {
+			return all, fmt.Errorf("tokenvault: the daemon returned the same list cursor twice")
+		}
+		seen[next] = true
+		cursor = next
 	}
 }
 

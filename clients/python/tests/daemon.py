@@ -60,6 +60,13 @@ class Provider:
             def do_GET(self) -> None:
                 if not self.path.startswith("/api/"):
                     return self._answer(404, b"{}")
+                if self.path == "/api/redirect":
+                    # Off the allowed bases, onto a route of the daemon itself: never to be followed.
+                    self.send_response(302)
+                    self.send_header("Location", "/v1/credentials/payments/alice/token")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 authorization = self.headers.get("Authorization") or ""
                 provider.api_calls.append({"path": self.path, "authorized": str(authorization == f"Bearer {provider.access}")})
                 if authorization != f"Bearer {provider.access}":

@@ -68,6 +68,7 @@ class ClientTests(unittest.TestCase):
 
         deleted = self.vault.delete("payments/bob")
         self.assertFalse(deleted.revocation_pending)
+        self.assertIs(deleted.revoked, False, "idp has no revocation endpoint: nothing was revoked")
         with self.assertRaises(tokenvault.NotFound) as caught:
             self.vault.show("payments/bob")
         self.assertEqual(caught.exception.code, "credential_not_found")
@@ -77,7 +78,8 @@ class ClientTests(unittest.TestCase):
         self.assertTrue(exchanged.created)
         self.assertEqual(exchanged.token.access_token, self.provider.access)
         self.assertTrue(exchanged.credential.has_refresh_token)
-        self.assertNotIn(self.provider.refresh, repr(exchanged))
+        for token in (exchanged.token.access_token, self.provider.refresh):
+            self.assertNotIn(token, repr(exchanged) + str(exchanged))
 
     def test_watch_and_events_follow_a_refresh(self) -> None:
         self.put()
@@ -116,12 +118,39 @@ class ClientTests(unittest.TestCase):
         self.assertEqual(results.get("watch", ("missing",))[0], "ended", results)
         self.assertEqual(results.get("events", ("missing",))[0], "ended", results)
 
+    def test_a_stream_waits_past_the_client_timeout_and_closes_from_another_thread(self) -> None:
+        self.put()
+        with self.assertRaises(tokenvault.NotFound):
+            self.vault.watch("payments/nobody")
+        quick = Client(self.daemon.socket, timeout=1)
+        watch = quick.watch("payments/alice")
+        first = next(watch)
+        # The next line comes 1.5 s later, while this thread waits in the read.
+        refreshed = []
+        threading.Timer(1.5, lambda: refreshed.append(self.vault.refresh("payments/alice"))).start()
+        self.assertGreater(next(watch).generation, first.generation)
+        self.assertEqual(len(refreshed), 1)
+        results = []
+        reader = threading.Thread(target=lambda: results.append(list(watch)))
+        reader.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        watch.close()
+        reader.join(5)
+        self.assertFalse(reader.is_alive(), "the reading thread did not stop")
+        self.assertEqual(results, [[]])
+        self.assertLess(time.monotonic() - started, 2)
+
     def test_calls_through_the_proxy_never_see_the_token(self) -> None:
         self.put()
         with self.vault.call("payments/alice", "GET", "/hello", headers={"Authorization": "Bearer mine"}) as answer:
             self.assertEqual(answer.status, 200)
             self.assertEqual(answer.read(), b"hello from the api\n")
+            self.assertFalse(answer.refreshed)
             shown = repr(answer.headers)
+        with self.vault.call("payments/alice", "GET", "/redirect") as answer:
+            self.assertEqual((answer.status, answer.header("location")), (302, "/v1/credentials/payments/alice/token"))
+            self.assertEqual(answer.read(), b"")
         self.assertEqual(self.provider.api_calls[-1]["authorized"], "True")
         usable = list(self.vault.usable_credentials())
         self.assertEqual([(u.id, u.api_base_urls) for u in usable], [("payments/alice", [self.provider.url + "/api"])])

@@ -47,6 +47,15 @@ class Reply:
         except ValueError as error:
             raise UnexpectedResponse(self.status, f"the body is not JSON: {error}") from None
 
+    def decode(self, build: Callable[[Any], T]) -> T:
+        """The body as `build` makes it of the JSON; a document without what the API promises is
+        an `UnexpectedResponse`, not a `KeyError`."""
+        document = self.json()
+        try:
+            return build(document)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise UnexpectedResponse(self.status, f"the document lacks {error}") from None
+
 
 class Transport:
     """Sends requests to the daemon, one connection per request (a Unix socket connects in
@@ -80,15 +89,32 @@ class Transport:
         """Sends the request and returns the connection and the answer, its body unread (the
         caller closes the connection). `body`: bytes, a file object, or an iterable of bytes
         (sent chunked)."""
+        sent = dict(headers or {})
+        for name, value in sent.items():
+            if any(c in str(name) + str(value) for c in "\r\n\0"):
+                raise ValueError(f"header {str(name)[:100]!r} has a line break or NUL in its name or value")
         connection = _UnixConnection(self.socket_path, self.timeout if timeout is None else timeout)
         try:
-            sent = dict(headers or {})
             chunked = body is not None and not isinstance(body, (bytes, bytearray)) and not hasattr(body, "read")
             connection.request(method, target, body=body, headers=sent, encode_chunked=chunked)
             return connection, connection.getresponse()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             raise ConnectionFailed(self.socket_path, error) from None
+        except BaseException:
+            connection.close()
+            raise
+
+    @staticmethod
+    def refuse(connection: http.client.HTTPConnection, response: http.client.HTTPResponse) -> ProblemError:
+        """The daemon's problem in an answer that is not the one asked for (read up to 1 MiB),
+        the connection closed."""
+        try:
+            return ProblemError.from_reply(response.status, response.getheader("content-type", ""), response.read(1 << 20))
+        except (OSError, http.client.HTTPException) as error:
+            return ProblemError(response.status, f"http_{response.status}", detail=f"the answer broke off: {error}")
+        finally:
+            connection.close()
 
     def send(
         self,
@@ -121,13 +147,11 @@ class Transport:
         return reply
 
     def stream(self, path: str, decode: Callable[[Any], T]) -> Stream[T]:
-        """An NDJSON answer as a `Stream`, its request sent now."""
-        connection, response = self.open("GET", path, headers={"Accept": "application/x-ndjson"}, timeout=None)
+        """An NDJSON answer as a `Stream`, its request sent now. A stream waits as long as the
+        daemon is quiet: the client's timeout covers the connect and the answer's head only."""
+        connection, response = self.open("GET", path, headers={"Accept": "application/x-ndjson"})
         if response.status != 200:
-            try:
-                raise ProblemError.from_reply(
-                    response.status, response.getheader("content-type", ""), response.read(1 << 20)
-                )
-            finally:
-                connection.close()
+            raise self.refuse(connection, response)
+        if connection.sock is not None:
+            connection.sock.settimeout(None)
         return Stream(connection, response, decode, self.socket_path)

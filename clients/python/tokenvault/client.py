@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import IO, Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Tuple, TypeVar, Union
 
 from ._transport import Transport
-from .errors import ProblemError, UnexpectedResponse
+from .errors import UnexpectedResponse
 from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 
 Body = Union[bytes, IO[bytes], Iterable[bytes]]
+T = TypeVar("T")
 
 
 def default_socket_path() -> str:
@@ -62,18 +63,18 @@ class Client:
         reply = self._transport.send(
             "PUT", Transport.credential_path(credential_id), raw_body=body, expect=(200, 201)
         )
-        return Credential.from_json(reply.json()), reply.status == 201
+        return reply.decode(Credential.from_json), reply.status == 201
 
     def show(self, credential_id: str) -> Credential:
         """The credential's metadata; never a secret."""
-        return Credential.from_json(self._transport.send("GET", Transport.credential_path(credential_id)).json())
+        return self._transport.send("GET", Transport.credential_path(credential_id)).decode(Credential.from_json)
 
     def token(self, credential_id: str, min_ttl: Optional[int] = None) -> Token:
         """The current access token. `min_ttl`: seconds it must stay valid; the daemon refreshes
         first when it would not, or raises `Conflict` (`token_expired`, `min_ttl_unreachable`)."""
         query = [("min_ttl", None if min_ttl is None else str(min_ttl))]
         reply = self._transport.send("GET", Transport.credential_path(credential_id, "/token"), query)
-        return Token.from_json(reply.json())
+        return reply.decode(Token.from_json)
 
     def list(
         self,
@@ -81,7 +82,7 @@ class Client:
         status: Optional[str] = None,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
-    ) -> Page:
+    ) -> Page[Credential]:
         """One page of metadata, ordered by id (`limit` 1-500, the daemon's default 100)."""
         query = [
             ("namespace", namespace),
@@ -89,22 +90,15 @@ class Client:
             ("cursor", cursor),
             ("limit", None if limit is None else str(limit)),
         ]
-        document = self._transport.send("GET", "/v1/credentials", query).json()
-        return Page([Credential.from_json(item) for item in document["items"]], document.get("next_cursor"))
+        return self._transport.send("GET", "/v1/credentials", query).decode(
+            lambda document: Page(
+                [Credential.from_json(item) for item in document["items"]], document.get("next_cursor")
+            )
+        )
 
     def list_all(self, namespace: Optional[str] = None, status: Optional[str] = None) -> Iterator[Credential]:
         """Every matching credential, page by page (500 per request)."""
-        cursor: Optional[str] = None
-        seen = set()
-        while True:
-            page = self.list(namespace, status, cursor, 500)
-            yield from page.items
-            if page.next_cursor is None:
-                return
-            if page.next_cursor in seen:
-                raise UnexpectedResponse(200, "the daemon returned the same list cursor twice")
-            seen.add(page.next_cursor)
-            cursor = page.next_cursor
+        return _pages(lambda cursor: self.list(namespace, status, cursor, 500))
 
     def delete(self, credential_id: str, force: bool = False) -> Deleted:
         """Revokes the tokens at the provider (when it has a revocation endpoint), then deletes.
@@ -116,14 +110,14 @@ class Client:
             expect=(202, 204),
         )
         if reply.status == 202:
-            return Deleted(revocation_pending=True, credential=Credential.from_json(reply.json()))
+            return Deleted(revocation_pending=True, credential=reply.decode(Credential.from_json))
         revoked = reply.headers.get("tokenvault-revoked")
         return Deleted(revocation_pending=False, revoked=None if revoked is None else revoked == "true")
 
     def refresh(self, credential_id: str) -> Credential:
         """Refreshes now (at most once per credential every `limits.on_demand_refresh_seconds`)."""
         path = Transport.credential_path(credential_id, "/refresh")
-        return Credential.from_json(self._transport.send("POST", path, timeout=60).json())
+        return self._transport.send("POST", path, timeout=60).decode(Credential.from_json)
 
     def exchange(
         self,
@@ -152,9 +146,10 @@ class Client:
         reply = self._transport.send(
             "POST", Transport.credential_path(credential_id, "/exchange"), json_body=body, expect=(200, 201), timeout=60
         )
-        document = reply.json()
-        return Exchanged(
-            Credential.from_json(document["credential"]), Token.from_json(document["token"]), reply.status == 201
+        return reply.decode(
+            lambda document: Exchanged(
+                Credential.from_json(document["credential"]), Token.from_json(document["token"]), reply.status == 201
+            )
         )
 
     def watch(self, credential_id: str) -> Stream[Credential]:
@@ -168,15 +163,20 @@ class Client:
 
     def usable_credentials(self, namespace: Optional[str] = None) -> Iterator[UsableCredential]:
         """The credentials this process may use through the proxy, and their upstream bases."""
-        cursor: Optional[str] = None
-        while True:
+
+        def page(cursor: Optional[str]) -> Page[UsableCredential]:
             query = [("namespace", namespace), ("cursor", cursor), ("limit", "500")]
-            document = self._transport.send("GET", "/v1/proxy/credentials", query).json()
-            for item in document["items"]:
-                yield UsableCredential(item["id"], item["provider"], item["status"], list(item["api_base_urls"]))
-            cursor = document.get("next_cursor")
-            if cursor is None:
-                return
+            return self._transport.send("GET", "/v1/proxy/credentials", query).decode(
+                lambda document: Page(
+                    [
+                        UsableCredential(item["id"], item["provider"], item["status"], list(item["api_base_urls"]))
+                        for item in document["items"]
+                    ],
+                    document.get("next_cursor"),
+                )
+            )
+
+        return _pages(page)
 
     def call(
         self,
@@ -202,10 +202,21 @@ class Client:
         connection, response = self._transport.open(method.upper(), path, body, sent, timeout)
         marker = response.getheader("TokenVault-Proxy") or ""
         if not marker.startswith("upstream"):
-            try:
-                raise ProblemError.from_reply(
-                    response.status, response.getheader("content-type", ""), response.read(1 << 20)
-                )
-            finally:
-                connection.close()
+            raise self._transport.refuse(connection, response)
         return UpstreamResponse(connection, response, "refreshed" in marker)
+
+
+def _pages(page: Callable[[Optional[str]], Page[T]]) -> Iterator[T]:
+    """Every item of a paged listing: `page` is asked for the page after each cursor (None: the
+    first) until there is none. A daemon repeating a cursor would otherwise keep us here for ever."""
+    cursor: Optional[str] = None
+    seen = set()
+    while True:
+        current = page(cursor)
+        yield from current.items
+        if current.next_cursor is None:
+            return
+        if current.next_cursor in seen:
+            raise UnexpectedResponse(200, "the daemon returned the same list cursor twice")
+        seen.add(current.next_cursor)
+        cursor = current.next_cursor

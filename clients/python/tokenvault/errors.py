@@ -71,7 +71,9 @@ class ProblemError(TokenVaultError):
             except ValueError:
                 document = None
         if not isinstance(document, dict) or not isinstance(document.get("code"), str):
-            return error_class(status, "")(status, f"http_{status}", detail=body[:200].decode("utf-8", "replace"))
+            # A body is quoted only from an error status: a success's body may be a token.
+            detail = body[:200].decode("utf-8", "replace") if status >= 400 else None
+            return error_class(status, "")(status, f"http_{status}", detail=detail)
         code = document["code"]
         return error_class(status, code)(
             status,

@@ -4,7 +4,9 @@ additions are never lost; secrets never appear in a `repr`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Generic, List, Mapping, Optional, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,10 @@ class Credential:
 
 
 @dataclass(frozen=True)
-class Page:
+class Page(Generic[T]):
     """One page of a listing; pass `next_cursor` for the next (None: this was the last)."""
 
-    items: List[Credential]
+    items: List[T]
     next_cursor: Optional[str]
 
 
@@ -123,7 +125,8 @@ class Event:
 class Deleted:
     """What `delete` did. `revocation_pending` (202): the provider did not confirm revocation, the
     credential is `revoke_pending` (`credential`) and the daemon keeps trying; otherwise it is gone,
-    and `revoked` says whether the provider confirmed revocation (None: nothing to revoke)."""
+    and `revoked` says whether the provider confirmed revocation (False also without a revocation
+    endpoint, or with `force`; None only from a daemon that does not say)."""
 
     revocation_pending: bool
     revoked: Optional[bool] = None

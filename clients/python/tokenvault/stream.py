@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from .errors import ConnectionFailed, UnexpectedResponse
@@ -37,9 +38,13 @@ class Stream(Generic[T], Iterator[T]):
         while not self._closed:
             try:
                 line = self._response.readline()
-            except (OSError, http.client.HTTPException) as error:
+            except Exception as error:
+                if self._closed:  # closed from another thread while this one read
+                    break
                 self.close()
-                raise ConnectionFailed(self._socket_path, error) from None
+                if isinstance(error, (OSError, http.client.HTTPException)):
+                    raise ConnectionFailed(self._socket_path, error) from None
+                raise
             if not line:
                 break
             if line.strip():
@@ -52,7 +57,14 @@ class Stream(Generic[T], Iterator[T]):
         raise StopIteration
 
     def close(self) -> None:
+        """Ends the stream; safe from another thread than the one iterating (which then stops)."""
         self._closed = True
+        sock = self._connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._connection.close()
 
     def __enter__(self) -> "Stream[T]":

@@ -46,6 +46,6 @@ def verify_webhook(
     expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
     for entry in signatures.split(" "):
         version, _, signature = entry.partition(",")
-        if version == "v1" and hmac.compare_digest(signature, expected):
+        if version == "v1" and hmac.compare_digest(signature.encode(), expected.encode()):
             return
     raise WebhookVerificationError("no signature matches")
