@@ -97,9 +97,9 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
 
     // MARK: RefreshJournal
 
-    func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws -> [ScheduledCredential] {
         let started = monotonicSeconds()
-        let due = try base.dueCredentials(at: now, limit: limit)
+        let due = try base.dueCredentials(at: now, limit: limit, skipping: skipping)
         let elapsed = monotonicSeconds() - started
         counters.withLock {
             $0.dueQueries += 1

@@ -1,17 +1,26 @@
 /// The scheduler's and the journal's reads. Implemented by TokenVaultStorage through the
 /// `refresh_at` index: nothing here scans every credential.
 public protocol RefreshJournal: Sendable {
-    /// Up to `limit` credentials with `refresh_at <= now`, earliest first. On a database several
-    /// nodes share, those another node's scan returned moments ago are left out, and those
-    /// returned are claimed for this node for a few seconds (a claim spreads work, it fences
-    /// nothing: the journal's lease does).
-    func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential]
+    /// Up to `limit` credentials with `refresh_at <= now`, earliest first, besides those in
+    /// `skipping` (this process's refreshes in flight, due until journalled: a scan under load
+    /// would otherwise read them all again each time). On a database several nodes share, those
+    /// another node's scan returned moments ago are left out, and those returned are claimed for
+    /// this node for a few seconds (a claim spreads work, it fences nothing: the journal's lease
+    /// does).
+    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws -> [ScheduledCredential]
     /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
     func earliestRefreshAt() throws -> Timestamp?
     /// Attempts still open (interrupted by a crash, or in flight in another process).
     func openAttempts(limit: Int) throws -> [RefreshAttempt]
     /// Deletes up to `limit` closed attempts finished before `before`; returns how many.
     func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int
+}
+
+extension RefreshJournal {
+    /// Up to `limit` due credentials, skipping none.
+    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+        try dueCredentials(at: now, limit: limit, skipping: [])
+    }
 }
 
 /// A credential the scheduler must act on.

@@ -148,9 +148,12 @@ public final class Vault: Sendable {
         try store.list(query).map(withPending)
     }
 
-    /// Up to `limit` credentials due for the scheduler (`refresh_at <= now`), earliest first.
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
-        try store.dueCredentials(at: now, limit: limit)
+    /// Up to `limit` credentials due for the scheduler (`refresh_at <= now`), earliest first,
+    /// besides those in `skipping` (`RefreshJournal.dueCredentials`).
+    public func dueCredentials(
+        at now: Timestamp, limit: Int, skipping: Set<CredentialID> = []
+    ) throws -> [ScheduledCredential] {
+        try store.dueCredentials(at: now, limit: limit, skipping: skipping)
     }
 
     /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.

@@ -191,6 +191,9 @@ public final class RefreshEngine: RefreshService, Sendable {
     /// Refreshes in flight in this process.
     public var inFlightCount: Int { flight.count }
 
+    /// The credentials being refreshed (or removed) in this process now.
+    var inFlightIDs: Set<CredentialID> { flight.ids }
+
     /// For the scheduler: starts a refresh in the background unless one is in flight.
     func startInBackground(_ id: CredentialID, reason: RefreshReason) -> Bool {
         flight.startIfIdle(id) { [self] in

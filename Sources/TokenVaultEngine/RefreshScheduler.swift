@@ -72,17 +72,19 @@ public struct RefreshScheduler: Service {
 
     /// Starts refreshes for due credentials not already in flight. Under load the scan waits
     /// until a sixteenth of the slots are free rather than running at every finished refresh
-    /// (a scan reads as many rows as there are slots, and on PostgreSQL claims them).
+    /// (a scan reads as many rows as there are free slots, and on PostgreSQL claims them); the
+    /// refreshes in flight, due until journalled, are skipped by the scan itself.
     private func startDueRefreshes() async throws -> Scan {
-        let inFlight = engine.inFlightCount
-        let capacity = engine.options.maximumInFlight - inFlight
-        guard capacity > 0, inFlight == 0 || capacity >= max(1, engine.options.maximumInFlight / 16) else {
+        let inFlight = engine.inFlightIDs
+        let capacity = engine.options.maximumInFlight - inFlight.count
+        guard capacity > 0, inFlight.isEmpty || capacity >= max(1, engine.options.maximumInFlight / 16) else {
             return Scan(due: true)
         }
         let now = engine.vault.clock.now
-        let limit = capacity + inFlight
-        let due = try await engine.blocking { [engine] in try engine.vault.dueCredentials(at: now, limit: limit) }
-        var scan = Scan(due: !due.isEmpty || inFlight > 0, fullPage: due.count == limit)
+        let due = try await engine.blocking { [engine] in
+            try engine.vault.dueCredentials(at: now, limit: capacity, skipping: inFlight)
+        }
+        var scan = Scan(due: !due.isEmpty || !inFlight.isEmpty, fullPage: due.count == capacity)
         for credential in due where scan.started < capacity {
             if engine.startInBackground(credential.id, reason: .scheduled) { scan.started += 1 }
         }

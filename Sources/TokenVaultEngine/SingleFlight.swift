@@ -21,6 +21,9 @@ final class SingleFlight: Sendable {
 
     var count: Int { state.withLock { $0.entries.count } }
 
+    /// The credentials with an operation in flight now.
+    var ids: Set<CredentialID> { state.withLock { Set($0.entries.keys) } }
+
     func isRunning(_ id: CredentialID) -> Bool { state.withLock { $0.entries[id] != nil } }
 
     /// Joins the operation in flight for `id`, or starts `operation` as the new one.

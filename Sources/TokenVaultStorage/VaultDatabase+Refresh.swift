@@ -3,17 +3,23 @@ import TokenVaultCore
 /// The refresh scheduler's reads: all through indexes (`credentials_refresh_due`,
 /// `refresh_attempts_one_open`, `refresh_attempts_finished`), never a full scan.
 extension VaultDatabase: RefreshJournal {
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+    /// Reads `skipping.count` rows more and leaves those out: the file is in this process, so
+    /// reading a row costs little, and the statement stays the same.
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+        -> [ScheduledCredential]
+    {
         try withReader { connection in
             let statement = try connection.statement(
                 """
                 SELECT id, refresh_at, status FROM credentials INDEXED BY credentials_refresh_due
                 WHERE refresh_at IS NOT NULL AND refresh_at <= ?1 ORDER BY refresh_at LIMIT ?2
                 """)
-            try statement.bind(now.milliseconds, max(0, limit))
+            // Reset on the way out: a statement left part-way holds its read snapshot open.
+            defer { statement.reset() }
+            try statement.bind(now.milliseconds, max(0, limit) + skipping.count)
             var due: [ScheduledCredential] = []
-            while try statement.step() {
-                guard let id = try? CredentialID(statement.text(0) ?? ""),
+            while due.count < limit, try statement.step() {
+                guard let id = try? CredentialID(statement.text(0) ?? ""), !skipping.contains(id),
                     let status = CredentialStatus(rawValue: statement.text(2) ?? "")
                 else { continue }
                 due.append(

@@ -117,6 +117,22 @@ import TokenVaultTesting
         #expect(try fixture.vault.earliestRefreshAt() == current.refreshAt)
     }
 
+    /// The scan skips this process's refreshes in flight without counting them against its
+    /// limit: under a slow provider they are most of the due list, and every scan read them all.
+    @Test(arguments: TestBackendKind.allCases)
+    func aDueScanSkipsWhatIsInFlightAndFillsItsLimitPastIt(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let ids = try (0..<5).map { try CredentialID("pay/due\($0)") }
+        for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
+        let later = fixture.clock.now.adding(seconds: 86_400)
+        let all = try fixture.vault.dueCredentials(at: later, limit: 10, skipping: []).map(\.id)
+        #expect(Set(all) == Set(ids))
+        let inFlight = Set(all.prefix(3))
+        let due = try fixture.vault.dueCredentials(at: later, limit: 2, skipping: inFlight).map(\.id)
+        #expect(due == Array(all.suffix(2)), "the two due after the three in flight, in order")
+        #expect(try fixture.vault.dueCredentials(at: later, limit: 1, skipping: inFlight).map(\.id) == [all[3]])
+    }
+
     /// Key rotation: a new term, every row resealed onto it, the old term removed; the vault
     /// opens again with the same master key and every token still opens.
     @Test(arguments: TestBackendKind.allCases)

@@ -55,8 +55,10 @@ public final class FailingStore: CredentialStore, Sendable {
         try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
     }
     public func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
-        try base.dueCredentials(at: now, limit: limit)
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+        -> [ScheduledCredential]
+    {
+        try base.dueCredentials(at: now, limit: limit, skipping: skipping)
     }
     public func earliestRefreshAt() throws -> Timestamp? { try base.earliestRefreshAt() }
     public func openAttempts(limit: Int) throws -> [RefreshAttempt] { try base.openAttempts(limit: limit) }

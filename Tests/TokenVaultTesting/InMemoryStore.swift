@@ -236,10 +236,14 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     // MARK: RefreshJournal
 
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+        -> [ScheduledCredential]
+    {
         lock.withLock {
             state.credentials.values.compactMap { record -> ScheduledCredential? in
-                guard let at = record.metadata.refreshAt, at <= now else { return nil }
+                guard let at = record.metadata.refreshAt, at <= now, !skipping.contains(record.metadata.id) else {
+                    return nil
+                }
                 return ScheduledCredential(id: record.metadata.id, refreshAt: at, status: record.metadata.status)
             }.sorted { $0.refreshAt < $1.refreshAt }.prefix(limit).map { $0 }
         }

@@ -124,16 +124,20 @@ extension PostgresDatabase: RefreshJournal {
     /// One statement: the due credentials nobody else claimed, claimed for this node (two nodes
     /// claiming the same row take turns on it, and the second finds it taken). A claim of this
     /// node's still running is returned as it is, not written again (the scan runs at every
-    /// finished refresh). In `refresh_at`, then id, order, so that two scans lock claims in the
-    /// same order.
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
+    /// finished refresh). Those in `skipping` (this node's refreshes in flight) are neither
+    /// returned nor claimed: under a slow provider they were most of every scan's rows. In
+    /// `refresh_at`, then id, order, so that two scans lock claims in the same order.
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+        -> [ScheduledCredential]
+    {
         let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
+        let skipped = skipping.map(\.description)
         return try withReader { reader in
             try reader.query(
                 """
                 WITH due AS (
                     SELECT id, refresh_at, status FROM credentials c
-                    WHERE refresh_at IS NOT NULL AND refresh_at <= \(at)
+                    WHERE refresh_at IS NOT NULL AND refresh_at <= \(at) AND NOT (c.id = ANY(\(skipped)))
                       AND NOT EXISTS (SELECT 1 FROM refresh_claims k
                                       WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
                     ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
