@@ -19,6 +19,10 @@ class ConnectionFailed(TokenVaultError):
         self.socket_path = socket_path
         self.cause = cause
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # Picklable (a ProcessPoolExecutor sends exceptions back): rebuilt from its arguments.
+        return (type(self), (self.socket_path, self.cause))
+
 
 class UnexpectedResponse(TokenVaultError):
     """An answer that is not what the API promises (a daemon of another version, a proxy in between)."""
@@ -27,6 +31,9 @@ class UnexpectedResponse(TokenVaultError):
         super().__init__(f"unexpected answer ({status}): {detail}")
         self.status = status
         self.detail = detail
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.status, self.detail))
 
 
 class ProblemError(TokenVaultError):
@@ -60,6 +67,12 @@ class ProblemError(TokenVaultError):
         self.field = field
         self.permission = permission
         self.instance = instance
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (
+            type(self),
+            (self.status, self.code, self.title, self.detail, self.field, self.permission, self.instance),
+        )
 
     @staticmethod
     def from_reply(status: int, content_type: str, body: bytes) -> "ProblemError":

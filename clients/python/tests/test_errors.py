@@ -1,0 +1,45 @@
+"""Problems parsed from the daemon's answers, without a daemon: classes, fields, what is quoted."""
+
+from __future__ import annotations
+
+import pickle
+import unittest
+
+import tokenvault
+from tokenvault import ProblemError
+
+
+class ProblemParsingTests(unittest.TestCase):
+    def test_a_problem_document_becomes_its_codes_class(self) -> None:
+        error = ProblemError.from_reply(
+            400,
+            "application/problem+json",
+            b'{"status":400,"code":"invalid_field","field":"limit","detail":"too big","instance":"urn:tokenvault:request:x"}',
+        )
+        self.assertIsInstance(error, tokenvault.BadRequest)
+        self.assertEqual((error.code, error.field, error.instance), ("invalid_field", "limit", "urn:tokenvault:request:x"))
+        self.assertIn("field limit", str(error))
+
+    def test_an_answer_without_a_document_is_quoted_only_from_an_error_status(self) -> None:
+        failed = ProblemError.from_reply(502, "text/html", b"<html>bad gateway</html>")
+        self.assertIsInstance(failed, tokenvault.BadGateway)
+        self.assertEqual(failed.code, "http_502")
+        self.assertIn("bad gateway", str(failed))
+        # A 200 that is not what was asked for may carry a token: never quoted.
+        success = ProblemError.from_reply(200, "application/json", b'{"access_token":"secret-token"}')
+        self.assertNotIn("secret-token", str(success) + repr(success.detail))
+
+    def test_errors_survive_pickling(self) -> None:
+        for error in (
+            tokenvault.Conflict(409, "needs_reauth", title="t", detail="d", field="f", permission="p", instance="i"),
+            tokenvault.ConnectionFailed("/run/x.sock", OSError(2, "No such file")),
+            tokenvault.UnexpectedResponse(200, "not JSON"),
+        ):
+            copy = pickle.loads(pickle.dumps(error))
+            self.assertIs(type(copy), type(error))
+            self.assertEqual(str(copy), str(error))
+            self.assertEqual(repr(vars(copy)), repr(vars(error)))
+
+
+if __name__ == "__main__":
+    unittest.main()
