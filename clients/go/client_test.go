@@ -193,6 +193,19 @@ func TestWatchAndEventsFollowARefreshAndADelete(t *testing.T) {
 	if event, err := events.Next(); err != nil || event.Type != "deleted" {
 		t.Fatalf("event: %+v, %v", event, err)
 	}
+	// Closed from another goroutine while Next waits: io.EOF, not a broken stream.
+	ended := make(chan error, 1)
+	go func() { _, err := events.Next(); ended <- err }()
+	time.Sleep(200 * time.Millisecond)
+	events.Close()
+	select {
+	case err := <-ended:
+		if err != io.EOF {
+			t.Fatalf("a stream closed from another goroutine: %v, want io.EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next did not return after Close")
+	}
 }
 
 func TestStreamsEndWhenTheDaemonStops(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 )
 
 // Stream is an NDJSON answer (Watch, Events), decoded a line at a time as it arrives. The request
@@ -14,6 +15,7 @@ import (
 type Stream[T any] struct {
 	body   io.ReadCloser
 	reader *bufio.Reader
+	closed atomic.Bool
 }
 
 func openStream[T any](ctx context.Context, c *Client, path string) (*Stream[T], error) {
@@ -28,7 +30,7 @@ func openStream[T any](ctx context.Context, c *Client, path string) (*Stream[T],
 }
 
 // Next is the next item. io.EOF: the daemon ended the stream (the credential was deleted, the
-// daemon stopped); any other error: the stream broke or its context ended.
+// daemon stopped) or Close ended it; any other error: the stream broke or its context ended.
 func (s *Stream[T]) Next() (T, error) {
 	var item T
 	for {
@@ -42,7 +44,7 @@ func (s *Stream[T]) Next() (T, error) {
 			}
 			return item, nil
 		}
-		if err == io.EOF {
+		if err == io.EOF || (err != nil && s.closed.Load()) {
 			return item, io.EOF
 		}
 		if err != nil {
@@ -51,5 +53,8 @@ func (s *Stream[T]) Next() (T, error) {
 	}
 }
 
-// Close ends the stream.
-func (s *Stream[T]) Close() error { return s.body.Close() }
+// Close ends the stream; from another goroutine, its Next then returns io.EOF.
+func (s *Stream[T]) Close() error {
+	s.closed.Store(true)
+	return s.body.Close()
+}

@@ -124,9 +124,11 @@ extension PostgresDatabase: RefreshJournal {
     /// One statement: the due credentials nobody else claimed, claimed for this node (two nodes
     /// claiming the same row take turns on it, and the second finds it taken). A claim of this
     /// node's still running is returned as it is, not written again (the scan runs at every
-    /// finished refresh). Those in `skipping` (this node's refreshes in flight) are neither
-    /// returned nor claimed: under a slow provider they were most of every scan's rows. In
-    /// `refresh_at`, then id, order, so that two scans lock claims in the same order.
+    /// finished refresh). Those in `skipping` (this node's refreshes in flight, due until
+    /// journalled) are not returned: under a slow provider they were most of every scan's rows.
+    /// Their claims that lapsed are taken again, as the scan always did for them, so that another
+    /// node does not start what waits at this node's provider gate. All claims are locked in one
+    /// `refresh_at`, then id, order, so that two scans lock them in the same order.
     public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
         -> [ScheduledCredential]
     {
@@ -141,9 +143,14 @@ extension PostgresDatabase: RefreshJournal {
                       AND NOT EXISTS (SELECT 1 FROM refresh_claims k
                                       WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
                     ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
+                ), running AS (
+                    SELECT id, refresh_at FROM credentials
+                    WHERE id = ANY(\(skipped)) AND refresh_at IS NOT NULL AND refresh_at <= \(at)
                 ), claimed AS (
                     INSERT INTO refresh_claims (credential_id, node, until)
-                    SELECT id, \(node), \(until) FROM due ORDER BY refresh_at, id
+                    SELECT id, \(node), \(until)
+                    FROM (SELECT id, refresh_at FROM due UNION ALL SELECT id, refresh_at FROM running) wanted
+                    ORDER BY refresh_at, id
                     ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
                     WHERE refresh_claims.until <= \(at)
                     RETURNING credential_id

@@ -150,6 +150,10 @@ class ClientTests(unittest.TestCase):
             self.assertEqual(answer.read(), b"hello from the api\n")
             self.assertFalse(answer.refreshed)
             shown = repr(answer.headers)
+        # With `Connection: close` http.client hands the socket to the answer: closing still closes it.
+        with self.vault.call("payments/alice", "GET", "/hello", headers={"Connection": "close"}) as answer:
+            self.assertEqual(answer.read(), b"hello from the api\n")
+        self.assertEqual(answer._connection.unix_socket.fileno(), -1)
         with self.vault.call("payments/alice", "GET", "/redirect") as answer:
             self.assertEqual((answer.status, answer.header("location")), (302, "/v1/credentials/payments/alice/token"))
             self.assertEqual(answer.read(), b"")

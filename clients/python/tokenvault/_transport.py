@@ -21,6 +21,9 @@ class _UnixConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: Optional[float]) -> None:
         super().__init__("localhost", timeout=timeout)
         self._path = path
+        # The socket, kept after `http.client` lets go of it (an answer with `Connection: close`
+        # takes it over), so that a stream or an upstream answer can still be shut down.
+        self.unix_socket: Optional[socket.socket] = None
 
     def connect(self) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -30,7 +33,16 @@ class _UnixConnection(http.client.HTTPConnection):
         except BaseException:
             sock.close()
             raise
-        self.sock = sock
+        self.sock = self.unix_socket = sock
+
+    def shut(self) -> None:
+        """Ends the connection now, also for a thread blocked reading from it."""
+        if self.unix_socket is not None:
+            try:
+                self.unix_socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.close()
 
 
 class Reply:
@@ -114,6 +126,7 @@ class Transport:
         except (OSError, http.client.HTTPException) as error:
             return ProblemError(response.status, f"http_{response.status}", detail=f"the answer broke off: {error}")
         finally:
+            response.close()
             connection.close()
 
     def send(
@@ -152,6 +165,6 @@ class Transport:
         connection, response = self.open("GET", path, headers={"Accept": "application/x-ndjson"})
         if response.status != 200:
             raise self.refuse(connection, response)
-        if connection.sock is not None:
-            connection.sock.settimeout(None)
+        if connection.unix_socket is not None:
+            connection.unix_socket.settimeout(None)
         return Stream(connection, response, decode, self.socket_path)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, TypeVar
 
 from .errors import ConnectionFailed, UnexpectedResponse
+
+if TYPE_CHECKING:
+    from ._transport import _UnixConnection
 
 T = TypeVar("T")
 
@@ -20,7 +22,7 @@ class Stream(Generic[T], Iterator[T]):
 
     def __init__(
         self,
-        connection: http.client.HTTPConnection,
+        connection: "_UnixConnection",
         response: http.client.HTTPResponse,
         decode: Callable[[Any], T],
         socket_path: str,
@@ -59,13 +61,8 @@ class Stream(Generic[T], Iterator[T]):
     def close(self) -> None:
         """Ends the stream; safe from another thread than the one iterating (which then stops)."""
         self._closed = True
-        sock = self._connection.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._connection.close()
+        self._connection.shut()
+        self._response.close()
 
     def __enter__(self) -> "Stream[T]":
         return self

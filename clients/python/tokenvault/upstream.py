@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import http.client
-from typing import Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from ._transport import _UnixConnection
 
 
 class UpstreamResponse:
@@ -11,7 +14,7 @@ class UpstreamResponse:
     (`read`, `iter_bytes`) and close it, or use it in a `with` block."""
 
     def __init__(
-        self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse, refreshed: bool
+        self, connection: "_UnixConnection", response: http.client.HTTPResponse, refreshed: bool
     ) -> None:
         self._connection = connection
         self._response = response
@@ -39,7 +42,8 @@ class UpstreamResponse:
             yield chunk
 
     def close(self) -> None:
-        self._connection.close()
+        self._connection.shut()
+        self._response.close()
 
     def __enter__(self) -> "UpstreamResponse":
         return self
