@@ -96,12 +96,17 @@ func (c *Client) Put(
 
 // Show is the credential's metadata; never a secret.
 func (c *Client) Show(ctx context.Context, id string) (Credential, error) {
+	return c.credential(ctx, http.MethodGet, id, "")
+}
+
+// credential sends method to the credential's route with suffix and reads the metadata it answers.
+func (c *Client) credential(ctx context.Context, method, id, suffix string) (Credential, error) {
 	var credential Credential
-	path, err := credentialPath(id, "")
+	path, err := credentialPath(id, suffix)
 	if err != nil {
 		return credential, err
 	}
-	answer, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	answer, err := c.send(ctx, method, path, nil, nil)
 	if err == nil {
 		err = answer.decode(&credential)
 	}
@@ -186,16 +191,7 @@ func (c *Client) Delete(ctx context.Context, id string, force bool) (Deleted, er
 
 // Refresh refreshes now (at most once per credential every limits.on_demand_refresh_seconds).
 func (c *Client) Refresh(ctx context.Context, id string) (Credential, error) {
-	var credential Credential
-	path, err := credentialPath(id, "/refresh")
-	if err != nil {
-		return credential, err
-	}
-	answer, err := c.send(ctx, http.MethodPost, path, nil, nil)
-	if err == nil {
-		err = answer.decode(&credential)
-	}
-	return credential, err
+	return c.credential(ctx, http.MethodPost, id, "/refresh")
 }
 
 // Exchange has the daemon redeem a one-time code with its PKCE verifier at a provider instance,

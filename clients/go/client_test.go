@@ -198,13 +198,21 @@ func TestWatchAndEventsFollowARefreshAndADelete(t *testing.T) {
 	go func() { _, err := events.Next(); ended <- err }()
 	time.Sleep(200 * time.Millisecond)
 	events.Close()
-	select {
-	case err := <-ended:
-		if err != io.EOF {
-			t.Fatalf("a stream closed from another goroutine: %v, want io.EOF", err)
+	expectEnded(t, ended, 1, 5*time.Second, "closed from another goroutine")
+}
+
+// expectEnded waits for count streams' Next to return io.EOF, within the time given.
+func expectEnded(t *testing.T, ended <-chan error, count int, within time.Duration, why string) {
+	t.Helper()
+	for i := 0; i < count; i++ {
+		select {
+		case err := <-ended:
+			if err != io.EOF {
+				t.Fatalf("a stream %s ended with %v, want io.EOF", why, err)
+			}
+		case <-time.After(within):
+			t.Fatalf("a stream %s did not end within %v", why, within)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Next did not return after Close")
 	}
 }
 
@@ -227,16 +235,7 @@ func TestStreamsEndWhenTheDaemonStops(t *testing.T) {
 	go func() { _, err := events.Next(); ended <- err }()
 	time.Sleep(300 * time.Millisecond)
 	d.stop()
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-ended:
-			if err != io.EOF {
-				t.Fatalf("a stream ended with %v, want io.EOF", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("a stream did not end when the daemon stopped")
-		}
-	}
+	expectEnded(t, ended, 2, 15*time.Second, "of a daemon that stopped")
 }
 
 func TestCallsThroughTheProxyNeverSeeTheToken(t *testing.T) {

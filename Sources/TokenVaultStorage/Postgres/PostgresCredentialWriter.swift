@@ -73,10 +73,13 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
         if let entry = group?.locked(id) { return entry.row }
-        try lockLate(id)
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
-        // that was rolled back is released with it.
-        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        // that was rolled back is released with it. In a group, `lockLate` takes it.
+        if group != nil {
+            try lockLate(id)
+        } else {
+            try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        }
         return try tracked { try $0.credentialRecord(id) }
     }
 

@@ -35,13 +35,14 @@ class _UnixConnection(http.client.HTTPConnection):
             raise
         self.sock = self.unix_socket = sock
 
-    def shut(self) -> None:
-        """Ends the connection now, also for a thread blocked reading from it."""
+    def end(self, response: http.client.HTTPResponse) -> None:
+        """Ends the connection and its answer now, also for a thread blocked reading from it."""
         if self.unix_socket is not None:
             try:
                 self.unix_socket.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        response.close()
         self.close()
 
 
@@ -118,7 +119,7 @@ class Transport:
             raise
 
     @staticmethod
-    def refuse(connection: http.client.HTTPConnection, response: http.client.HTTPResponse) -> ProblemError:
+    def refuse(connection: _UnixConnection, response: http.client.HTTPResponse) -> ProblemError:
         """The daemon's problem in an answer that is not the one asked for (read up to 1 MiB),
         the connection closed."""
         try:
@@ -126,8 +127,7 @@ class Transport:
         except (OSError, http.client.HTTPException) as error:
             return ProblemError(response.status, f"http_{response.status}", detail=f"the answer broke off: {error}")
         finally:
-            response.close()
-            connection.close()
+            connection.end(response)
 
     def send(
         self,

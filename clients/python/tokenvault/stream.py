@@ -61,8 +61,7 @@ class Stream(Generic[T], Iterator[T]):
     def close(self) -> None:
         """Ends the stream; safe from another thread than the one iterating (which then stops)."""
         self._closed = True
-        self._connection.shut()
-        self._response.close()
+        self._connection.end(self._response)
 
     def __enter__(self) -> "Stream[T]":
         return self

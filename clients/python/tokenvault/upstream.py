@@ -42,8 +42,7 @@ class UpstreamResponse:
             yield chunk
 
     def close(self) -> None:
-        self._connection.shut()
-        self._response.close()
+        self._connection.end(self._response)
 
     def __enter__(self) -> "UpstreamResponse":
         return self
