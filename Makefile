@@ -30,7 +30,7 @@ run: build
 # its reads-served floor needs both cores. The runs are apart
 # because the end-to-end tests wait on child processes, which would starve the in-process tests'
 # timers of threads on a small machine, and the last two need the machine to themselves.
-POSTGRES_TESTS := StorageContractTests|PostgresChangeTests|PostgresGroupCommitTests|ScaleOutTests|ScaleOutResilienceTests|ScaleOutLeaseTests|ScaleOutLongPauseTests|SlowProviderResilienceTests|MigrateStoreTests
+POSTGRES_TESTS := StorageContractTests|WebhookOutboxTests|PostgresChangeTests|PostgresGroupCommitTests|ScaleOutTests|ScaleOutResilienceTests|ScaleOutLeaseTests|ScaleOutLongPauseTests|SlowProviderResilienceTests|MigrateStoreTests
 test:
 	@bash scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests

@@ -121,6 +121,14 @@ public protocol CredentialWriter {
     /// group commit survives).
     func savepoint<Result>(_ body: () throws -> Result) throws -> Result
 
+    // The webhook outbox (written only by `Vault`, in the transaction of the change announced).
+
+    /// Adds outbox rows, in order (their ids ascend in this order).
+    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws
+    /// Deletes `id`'s pending rows that were written with a delay and are not due yet (a
+    /// `refresh_failing` whose time has not come); returns how many.
+    func cancelDelayedWebhooks(for id: CredentialID) throws -> Int
+
     // Group commits (a store whose every statement is a round trip reads and writes the group's
     // rows together; one in the same process as its file has nothing to gain).
 

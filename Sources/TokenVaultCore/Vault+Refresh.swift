@@ -44,7 +44,7 @@ extension Vault {
     public func beginAttempt(_ request: AttemptRequest) async throws -> (RefreshAttempt, resumedFrom: String?)? {
         let now = clock.now
         let metadata = request.metadata
-        let attemptID = Self.newAttemptID()
+        let attemptID = Self.randomID()
         return try await writes.write(.full, claiming: [metadata.id]) {
             writer -> (RefreshAttempt, resumedFrom: String?)? in
             // The row as it is now (on a shared database, under the credential's lock): a refresh
@@ -155,6 +155,7 @@ extension Vault {
         let planner = received.planner ?? planner(for: received.previous.provider)
         let jitter = Double.random(in: 0..<1)
         let id = received.previous.id
+        let announcer = announcer
         let body: @Sendable (any CredentialWriter) throws -> RefreshCommit = { [self] writer in
             let now = clock.now
             let attempt = received.attempt
@@ -178,6 +179,7 @@ extension Vault {
                 previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
                 succession: .refresh, id: id, issuedAt: received.sentAt, now: now, planner: planner, jitter: jitter)
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            try announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
             return .committed(next.metadata)
         }
         let settled: @Sendable (RefreshCommit) -> Void = { [self] commit in
@@ -200,34 +202,49 @@ extension Vault {
         attempt: RefreshAttempt?, outcome: String, update: ScheduleUpdate, event: CredentialEvent.Kind?
     ) async throws -> CredentialMetadata? {
         let now = clock.now
+        let change = scheduleChange(update, announcing: [])
         let updated = try await writes.write(.normal, claiming: [update.id]) {
             writer -> CredentialMetadata? in
             if let attempt {
                 try writer.finishAttempt(attemptID: attempt.attemptID, state: .failed, outcome: outcome, at: now)
             }
-            guard try writer.updateSchedule(update) else { return nil }
-            return try writer.record(update.id)?.metadata
+            return try change(writer)
         }
         if let event, let updated { publish(event, update.id, updated) }
         return updated
     }
 
     /// Changes a credential's schedule and state (not its secrets), if it still has
-    /// `update.generation`; publishes `event` when given. Nil when it changed meanwhile.
+    /// `update.generation`; publishes `event` when given, and announces `announcing` to the
+    /// webhooks besides what the change of status announces. Nil when it changed meanwhile.
     @discardableResult
-    public func updateSchedule(_ update: ScheduleUpdate, event: CredentialEvent.Kind? = nil) async throws
-        -> CredentialMetadata?
-    {
-        let updated = try await writes.write(.normal, claiming: [update.id]) {
-            writer -> CredentialMetadata? in
-            guard try writer.updateSchedule(update) else { return nil }
-            return try writer.record(update.id)?.metadata
-        }
+    public func updateSchedule(
+        _ update: ScheduleUpdate, event: CredentialEvent.Kind? = nil, announcing: [WebhookEvent.Kind] = []
+    ) async throws -> CredentialMetadata? {
+        let change = scheduleChange(update, announcing: announcing)
+        let updated = try await writes.write(.normal, claiming: [update.id]) { writer in try change(writer) }
         if let event, let updated { publish(event, update.id, updated) }
         return updated
     }
 
-    private static func newAttemptID() -> String {
+    /// The write of a schedule change: the row after it (nil: it changed meanwhile), announced.
+    private func scheduleChange(_ update: ScheduleUpdate, announcing: [WebhookEvent.Kind])
+        -> @Sendable (any CredentialWriter) throws -> CredentialMetadata?
+    {
+        let announcer = announcer
+        return { writer in
+            // Read only when something may be announced: the group commit serves it from its claims.
+            let previous = announcer.isActive ? try writer.record(update.id)?.metadata : nil
+            guard try writer.updateSchedule(update), let after = try writer.record(update.id)?.metadata else {
+                return nil
+            }
+            try announcer.changed(from: previous, to: after, explicit: announcing, writer)
+            return after
+        }
+    }
+
+    /// 128 random bits as 32 hex digits: attempt ids, webhook message ids.
+    static func randomID() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64

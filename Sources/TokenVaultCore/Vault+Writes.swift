@@ -89,13 +89,16 @@ extension Vault {
     /// answer committed before the daemon died must not be applied again.
     public func isAnswerStored(_ callKey: String) throws -> Bool { try store.isAnswerStored(callKey) }
 
-    /// Removes the credential (local only; provider revocation belongs to the refresh engine).
-    public func delete(_ id: CredentialID, audit: AuditEvent? = nil) async throws {
+    /// Removes the credential (local only; provider revocation belongs to the refresh engine,
+    /// which says `revoked` when the provider confirmed it).
+    public func delete(_ id: CredentialID, audit: AuditEvent? = nil, revoked: Bool = false) async throws {
         let appendAudit = auditAppender
+        let announcer = announcer
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             let last = try writer.record(id)?.metadata
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
             if let audit { try appendAudit([audit], writer) }
+            try announcer.deleted(last, revoked: revoked, id: id, writer)
             return last
         }
         // The event carries the last state, so watchers know what was deleted.
@@ -106,12 +109,14 @@ extension Vault {
     /// if it is still that generation and still expired at `now`; false when it changed meanwhile.
     public func purge(_ id: CredentialID, generation: Int64, now: Timestamp, audit: AuditEvent?) async throws -> Bool {
         let appendAudit = auditAppender
+        let announcer = announcer
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
             guard let last = try writer.record(id)?.metadata, last.generation == generation,
                 let expiresAt = last.expiresAt, expiresAt <= now
             else { return nil }
             _ = try writer.delete(id)
             if let audit { try appendAudit([audit], writer) }
+            try announcer.deleted(last, revoked: false, id: id, writer)
             return last
         }
         guard let last else { return false }
@@ -128,9 +133,11 @@ extension Vault {
         let planner = credential.planner ?? planner(for: credential.provider)
         let jitter = Double.random(in: 0..<1)
         let appendAudit = auditAppender
+        let announcer = announcer
         return { [self] writer in
+            let previous = try writer.record(credential.id)?.metadata
             let next = NextGeneration(
-                previous: try writer.record(credential.id)?.metadata, payload: credential.payload,
+                previous: previous, payload: credential.payload,
                 succession: .replacement(provider: credential.provider, labels: credential.labels),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
@@ -138,6 +145,7 @@ extension Vault {
                 try writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
             }
             if let audit = credential.audit { try appendAudit([audit], writer) }
+            try announcer.newTokens(previous: previous, after: next.metadata, writer)
             return next.metadata
         }
     }

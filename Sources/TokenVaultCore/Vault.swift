@@ -64,6 +64,8 @@ public final class Vault: Sendable {
     let pending = PendingCommits()
     let options: Options
     private let observerBox = Mutex<(any LedgerObserver)?>(nil)
+    /// Which endpoints hear of which events (`Vault+Webhooks.swift`).
+    let webhookRoutes = Mutex(WebhookRoutes.none)
 
     public init(
         store: any CredentialStore, sealer: any Sealer, clock: any VaultClock = SystemClock(),

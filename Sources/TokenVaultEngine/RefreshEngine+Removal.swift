@@ -57,7 +57,7 @@ extension RefreshEngine {
             try await delete(id, audit: audit, detail: "forced: revocation failed (\(failure.code))")
             return .deleted(revoked: false)
         }
-        try await delete(id, audit: audit, detail: "revoked at the provider")
+        try await delete(id, audit: audit, detail: "revoked at the provider", revoked: true)
         return .deleted(revoked: true)
     }
 
@@ -74,7 +74,7 @@ extension RefreshEngine {
             _ = try await keepPending(record, failure: failure)
             return .failed(failure, nil)
         }
-        try await delete(id, audit: systemAudit(id), detail: "revoked at the provider after a retry")
+        try await delete(id, audit: systemAudit(id), detail: "revoked at the provider after a retry", revoked: true)
         return .skipped("credential \(id) revoked and removed", nil)
     }
 
@@ -131,7 +131,12 @@ extension RefreshEngine {
             attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: Double.random(in: 0..<1))
         update.refreshAt = now.adding(seconds: max(wait, 1))
         update.updatedAt = now
-        let updated = try await vault.updateSchedule(update)
+        // Announced once per removal: its retries fail on, and the webhook said so already.
+        let first = record.metadata.status != .revokePending
+        let updated = try await vault.updateSchedule(update, announcing: first ? [.revocationFailing] : [])
+        // The scheduler may be asleep until the lease-long time `performRemoval` set: the retry
+        // is due sooner.
+        wakeScheduler()
         logger.warning(
             "revocation failed; the credential stays revoke_pending and is retried",
             metadata: [
@@ -141,10 +146,10 @@ extension RefreshEngine {
         return .revokePending(updated ?? record.metadata, failure)
     }
 
-    private func delete(_ id: CredentialID, audit: AuditEvent?, detail: String) async throws {
+    private func delete(_ id: CredentialID, audit: AuditEvent?, detail: String, revoked: Bool = false) async throws {
         var event = audit
         event?.detail = detail
-        try await vault.delete(id, audit: event)
+        try await vault.delete(id, audit: event, revoked: revoked)
         logger.info(
             "credential deleted", metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(detail)"])
     }

@@ -10,7 +10,8 @@ import UnixSignals
 /// (added, removed, re-pointed to new endpoints, secrets or TLS files, or given new limits,
 /// planners or `expired_unit`). Connections and streams stay open; the next request is judged by
 /// the new rules, the next provider call goes to the new instance with its limits, and calls in
-/// flight finish on the instance they started with, which is released afterwards.
+/// flight finish on the instance they started with, which is released afterwards. The
+/// `webhooks` section too: the next change announces to the new endpoints.
 ///
 /// A file that does not parse or validate, or names a provider instance that cannot be built (a
 /// secret file that does not open, a bad URL, a TLS file), is refused as a whole: the error is
@@ -44,6 +45,10 @@ public final class ConfigurationReload: Service, Sendable {
     private let notifier: SystemdNotifier
     private let status: @Sendable () async -> String
     private let providers: Providers?
+    /// Builds a `webhooks` section's senders (secret files read, URLs checked) and returns what
+    /// puts them in force with the routes; an error names the key (`ProviderConfigurationError`).
+    public typealias WebhookInstaller = @Sendable (WebhookSettings) async throws -> @Sendable () -> Void
+    private let webhooks: WebhookInstaller?
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
     /// Releases of replaced provider objects still waiting for their calls, so that the daemon's
@@ -57,8 +62,10 @@ public final class ConfigurationReload: Service, Sendable {
     public init(
         running: DaemonConfiguration, load: @escaping @Sendable () throws -> DaemonConfiguration,
         file: String = "(defaults)", api: VaultAPI, levels: LogLevelSwitch, notifier: SystemdNotifier,
-        status: @escaping @Sendable () async -> String, providers: Providers? = nil, logger: Logger
+        status: @escaping @Sendable () async -> String, providers: Providers? = nil,
+        webhooks: WebhookInstaller? = nil, logger: Logger
     ) {
+        self.webhooks = webhooks
         self.running = Mutex(running)
         self.load = load
         self.file = file
@@ -93,8 +100,19 @@ public final class ConfigurationReload: Service, Sendable {
             return refuse((error as? ConfigurationError)?.description ?? "\(error)")
         }
         let previous = running.withLock { $0 }
-        // Providers first: an instance that cannot be built refuses the file before anything of
-        // it is in force.
+        // Webhooks first, then providers: an endpoint or instance that cannot be built refuses
+        // the file before anything of it is in force (endpoints are built and checked before
+        // they are installed, so a refused file leaves the running ones as they were).
+        var installWebhooks: (@Sendable () -> Void)?
+        if let webhooks, fresh.webhooks != previous.webhooks {
+            do {
+                installWebhooks = try await webhooks(fresh.webhooks)
+            } catch let error as ProviderConfigurationError {
+                return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)
+            } catch {
+                return refuse("\(error)")
+            }
+        }
         var replacement: ProviderReplacement?
         if let providers, fresh.providers != previous.providers {
             let built: ProviderTable
@@ -109,6 +127,7 @@ public final class ConfigurationReload: Service, Sendable {
             release(replaced, through: providers.builder)
             replacement = replaced
         }
+        installWebhooks?()
         api.livePolicy.replace(rules: fresh.rules)
         levels.level = fresh.logLevel
         // What a restart would apply stays as it runs, so that it is reported again next time.
@@ -116,6 +135,7 @@ public final class ConfigurationReload: Service, Sendable {
         applied.rules = fresh.rules
         applied.logLevel = fresh.logLevel
         if providers != nil { applied.providers = fresh.providers }
+        if webhooks != nil { applied.webhooks = fresh.webhooks }
         let waiting = Self.sectionsNeedingRestart(applied, fresh)
         running.withLock { $0 = applied }
         for section in waiting {
@@ -186,6 +206,7 @@ public final class ConfigurationReload: Service, Sendable {
         if old.audit != new.audit { sections.append("audit") }
         if old.proxy != new.proxy { sections.append("proxy") }
         if old.logFormat != new.logFormat { sections.append("log.format") }
+        if old.webhooks != new.webhooks { sections.append("webhooks") }
         return sections
     }
 }

@@ -83,6 +83,22 @@ extension DaemonConfiguration {
                 field: \.proxy.replayBodyBytes),
             .init(key: "proxy.deadline_seconds", environment: nil, range: 1...86_400, field: \.proxy.deadlineSeconds),
             .init(key: "proxy.min_ttl_seconds", environment: nil, range: 0...86_400, field: \.proxy.minimumTTLSeconds),
+            .init(
+                key: "webhooks.failing_after_seconds", environment: nil, range: 0...(30 * 86_400),
+                field: \.webhooks.failingAfterSeconds),
+            .init(
+                key: "webhooks.retry_for_seconds", environment: nil, range: 1...(30 * 86_400),
+                field: \.webhooks.retryForSeconds),
+            .init(
+                key: "webhooks.retry_base_seconds", environment: nil, range: 1...86_400,
+                field: \.webhooks.retryBaseSeconds),
+            .init(
+                key: "webhooks.retry_cap_seconds", environment: nil, range: 1...86_400,
+                field: \.webhooks.retryCapSeconds),
+            .init(key: "webhooks.timeout_seconds", environment: nil, range: 1...600, field: \.webhooks.timeoutSeconds),
+            .init(
+                key: "webhooks.max_concurrent_deliveries", environment: nil, range: 1...256,
+                field: \.webhooks.maximumConcurrentDeliveries),
         ]
     }
 
@@ -91,9 +107,9 @@ extension DaemonConfiguration {
     }
 
     /// Sections whose keys all come from the tables above.
-    static let tabledSections: Set<String> = ["limits", "server", "audit", "proxy"]
+    static let tabledSections: Set<String> = ["limits", "server", "audit", "proxy", "webhooks"]
     static let topLevelKeys: Set<String> = [
-        "socket", "limits", "server", "audit", "storage", "providers", "access", "log",
+        "socket", "limits", "server", "audit", "storage", "providers", "access", "log", "webhooks",
     ]
 
     /// Applies the tabled settings of a configuration file and refuses keys nobody reads.
@@ -106,7 +122,7 @@ extension DaemonConfiguration {
         }
         let known =
             Set(Self.integerSettings.map(\.key)).union(Self.flagSettings.map(\.key)).union([
-                "socket.path", "socket.mode", "socket.group", "log.level", "log.format",
+                "socket.path", "socket.mode", "socket.group", "log.level", "log.format", "webhooks.endpoints",
             ])
         for (section, value) in sections
         where Self.tabledSections.contains(section) || ["socket", "log"].contains(section) {

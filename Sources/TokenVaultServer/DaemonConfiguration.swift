@@ -65,6 +65,8 @@ public struct DaemonConfiguration: Sendable {
     public var logFormat = LogFormat.text
     /// Where the vault lives (`storage.*`): every command that opens the vault reads it.
     public var storage = StorageSettings()
+    /// Where events go, signed (`webhooks.*`); reloaded on SIGHUP.
+    public var webhooks = WebhookSettings()
     /// Reads the `providers` section and `TOKENVAULT_PROVIDERS` (TokenVaultProviders' `ProviderKinds`).
     let catalog: any ProviderCatalog
 
@@ -163,6 +165,9 @@ public struct DaemonConfiguration: Sendable {
         }
         if case .object(let sections) = root, let section = sections["storage"] {
             storage = try StorageSettings(section, path: path)
+        }
+        if case .object(let sections) = root, let section = sections["webhooks"] {
+            try webhooks.readEndpoints(section, path: path)
         }
         if let log = file.log {
             if let level = log.level {

@@ -3,7 +3,7 @@ import TokenVaultCore
 /// A database that holds a vault: SQLite in the data directory (`VaultDatabase`) or PostgreSQL
 /// shared by several hosts (`PostgresDatabase`). The wiring opens one and hands it to the ledger,
 /// the keyring and the admin routes, which see only these protocols.
-public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore {
+public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore, WebhookOutbox {
     /// Where the vault is, for messages (never a password).
     var location: String { get }
     /// Migrations this database still needs (throws when it is newer than this binary or a

@@ -79,7 +79,7 @@ extension VaultDatabase: CredentialStore {
         var touched: Set<CredentialID> = []
         defer { cache.endWrites(touched) }
         return try writeTransaction(durability: durability) { connection in
-            let writer = SQLiteCredentialWriter(connection: connection, cache: cache)
+            let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
             defer { touched = writer.touched }
             return try body(writer)
         }
@@ -116,9 +116,13 @@ final class SQLiteCredentialWriter: CredentialWriter {
     /// credential transaction changes `key_terms`, and a group commit seals hundreds of rows.
     private var term: UInt32?
 
-    init(connection: SQLiteConnection, cache: RecordCache) {
+    /// The database's clock (this host's: one host owns the file), for the outbox's times.
+    let clock: any VaultClock
+
+    init(connection: SQLiteConnection, cache: RecordCache, clock: any VaultClock) {
         self.connection = connection
         self.cache = cache
+        self.clock = clock
     }
 
     /// Every statement that changes a credential row says so here first.

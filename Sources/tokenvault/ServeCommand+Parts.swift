@@ -112,6 +112,25 @@ extension ServeCommand {
         }
     }
 
+    /// The webhook endpoints of the configuration, in force in the ledger and the dispatcher, or
+    /// exit 1 naming the key that does not work.
+    static func startWebhooks(
+        _ opened: OpenedVault, _ settings: DaemonConfiguration, _ options: VaultOptions,
+        logger: Logger
+    ) throws -> WebhookEndpoints {
+        let node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
+        let dispatcher = WebhookDispatcher(
+            outbox: opened.database, owner: node, executor: BlockingWork(), logger: logger)
+        let endpoints = WebhookEndpoints(dispatcher: dispatcher, vault: opened.vault)
+        do {
+            try endpoints.prepare(settings.webhooks)()
+        } catch let error as ProviderConfigurationError {
+            printError("error: config \(options.configPath ?? "(defaults)"): \(error.key): \(error.problem)")
+            throw ExitCode(1)
+        }
+        return endpoints
+    }
+
     /// The vault's lock (naming this daemon and its socket), then the vault itself.
     static func lockAndOpen(_ options: VaultOptions, _ settings: DaemonConfiguration, socketPath: String) throws
         -> (DatabaseLock, OpenedVault)

@@ -64,6 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
             let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
+            let webhooks = try Self.startWebhooks(opened, settings, options, logger: logger)
             let status = Self.statusLine(opened, engine)
             let watchdog = WatchdogSlot()
             let application = Self.makeApplication(
@@ -73,13 +74,14 @@ struct ServeCommand: AsyncParsableCommand {
                 running: settings, load: { [options] in try Self.loadSettings(options) },
                 file: options.configPath ?? "(defaults)", api: api, levels: process.levels,
                 notifier: process.notifier, status: status, providers: .init(builder: instances, routing: engine),
-                logger: logger)
+                webhooks: { try webhooks.prepare($0) }, logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(
                 configuration: .init(
                     services: [
                         .init(service: CourierService(courier: courier)), .init(service: audit),
+                        .init(service: webhooks.dispatcher),
                         .init(service: LeaseHeartbeat(engine: engine)),
                         .init(service: RefreshScheduler(engine: engine)),
                         .init(service: application), .init(service: StreamCloser(feed: opened.vault.events)),
@@ -99,6 +101,7 @@ struct ServeCommand: AsyncParsableCommand {
             watchdog.stop()
             // The proxy's clients live on the event loops: closed before them.
             await upstream.shutdown()
+            await webhooks.shutdown()
             try? await eventLoops.shutdownGracefully()
             // Objects a reload replaced are shut down by their release; the ones in force here.
             await reload.releasesFinished()

@@ -21,7 +21,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
             ShowCommand.self, ListCommand.self, CallCommand.self, MCPCommand.self,
             AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
-            RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self,
+            RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self, WebhooksCommand.self,
             CourierCommand.self,
         ])
 

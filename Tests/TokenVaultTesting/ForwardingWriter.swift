@@ -44,5 +44,7 @@ open class ForwardingWriter: CredentialWriter {
         try base.closeSucceededAttempt(attemptID: attemptID, owner: owner)
     }
     open func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
+    open func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws { try base.insertWebhookDeliveries(rows) }
+    open func cancelDelayedWebhooks(for id: CredentialID) throws -> Int { try base.cancelDelayedWebhooks(for: id) }
     open func savepoint<Result>(_ body: () throws -> Result) throws -> Result { try base.savepoint(body) }
 }

@@ -14,6 +14,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var attempts: [String: JournalEntry] = [:]
         var nodes: [String: NodeRecord] = [:]
         var receivedAnswers: Set<String> = []
+        /// The outbox as written (delayed rows count as not due: the store has no clock).
+        var webhooks: [NewWebhookDelivery] = []
     }
 
     struct JournalEntry {
@@ -38,6 +40,9 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     }
 
     public var auditEvents: [AuditEvent] { lock.withLock { state.audit.map(\.event) } }
+
+    /// The webhook outbox rows written, in order.
+    public var webhookRows: [NewWebhookDelivery] { lock.withLock { state.webhooks } }
 
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
         lock.withLock {
@@ -134,6 +139,13 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
 
         func prefetch(_ claims: [CredentialID]) throws { self.claims = claims }
+
+        func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws { state.webhooks += rows }
+        func cancelDelayedWebhooks(for id: CredentialID) throws -> Int {
+            let before = state.webhooks.count
+            state.webhooks.removeAll { $0.credentialID == id && $0.delaySeconds > 0 }
+            return before - state.webhooks.count
+        }
         func finishGroup() throws { try groupObserver?(claims, writes) }
 
         func record(_ id: CredentialID) throws -> SealedCredentialRecord? { state.credentials[id] }

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultProviders
+import TokenVaultTesting
+
+@testable import TokenVaultServer
+
+/// The `webhooks` section: endpoints, their filters, the numbers, and errors that name the key.
+@Suite struct WebhookSettingsTests {
+    let directory = TemporaryDirectory()
+
+    func load(_ json: String) throws -> DaemonConfiguration {
+        let path = directory.file("config.json")
+        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
+    }
+
+    func error(_ json: String) -> String {
+        do {
+            _ = try load(json)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func endpointsAndNumbersAreRead() throws {
+        let config = try load(
+            """
+            {"webhooks": {"failing_after_seconds": 60, "retry_for_seconds": 3600, "timeout_seconds": 10,
+              "endpoints": {
+                "signin": {"url": "https://backend.example/hooks", "secret_file": "/etc/tv/signin.whsec",
+                           "events": ["credential.needs_reauth", "credential.recovered"], "namespaces": ["pay"]},
+                "ops": {"url": "http://127.0.0.1:9000/hooks", "secret_file": "/etc/tv/ops.whsec", "ca_file": "/etc/ca.pem"}
+              }}}
+            """)
+        let webhooks = config.webhooks
+        #expect(webhooks.endpoints.map(\.name) == ["ops", "signin"])
+        #expect(webhooks.endpoints[1].events == [.needsReauth, .recovered])
+        #expect(webhooks.endpoints[1].namespaces == ["pay"])
+        #expect(webhooks.endpoints[0].events == nil && webhooks.endpoints[0].caFile == "/etc/ca.pem")
+        #expect(webhooks.routes.failingAfterSeconds == 60)
+        #expect(webhooks.retry == WebhookRetry(baseSeconds: 5, capSeconds: 3600, periodSeconds: 3600))
+        #expect(webhooks.timeoutSeconds == 10)
+        #expect(try load("{}").webhooks.endpoints.isEmpty)
+    }
+
+    @Test func mistakesNameTheirKey() {
+        let cases: [(String, String)] = [
+            (#"{"webhooks": {"endpoints": {"a": {"secret_file": "/s"}}}}"#, "webhooks.endpoints.a.url"),
+            (#"{"webhooks": {"endpoints": {"a": {"url": "https://x.example"}}}}"#, "webhooks.endpoints.a.secret_file"),
+            (
+                #"{"webhooks": {"endpoints": {"a": {"url": "https://x", "secret_file": "/s", "events": ["credential.gone"]}}}}"#,
+                "webhooks.endpoints.a.events"
+            ),
+            (
+                #"{"webhooks": {"endpoints": {"a": {"url": "https://x", "secret_file": "/s", "colour": "red"}}}}"#,
+                "webhooks.endpoints.a.colour"
+            ),
+            (
+                #"{"webhooks": {"endpoints": {"a b": {"url": "https://x", "secret_file": "/s"}}}}"#,
+                "webhooks.endpoints.a b"
+            ),
+            (#"{"webhooks": {"retry_for_seconds": 0}}"#, "webhooks.retry_for_seconds"),
+            (#"{"webhooks": {"interval": 3}}"#, "webhooks.interval"),
+        ]
+        for (json, key) in cases {
+            #expect(error(json).contains(key), "\(json): \(error(json))")
+        }
+    }
+}

@@ -1,0 +1,28 @@
+-- TokenVault schema, version 6: the webhook outbox (issue 26).
+
+-- One row per event and endpoint, written in the transaction of the change that causes the
+-- event, so a crash between the change and its delivery loses nothing. A row goes once the
+-- endpoint took it; after the retry period it stays as `failed` until an operator redelivers
+-- it. `delayed` rows (a `refresh_failing`, due only if the failure lasts) are dropped when
+-- anything else is announced about their credential first. A node delivering a row holds a
+-- claim on it until `claimed_until`; its outcome counts only while it still holds it. Payloads
+-- are ids, statuses, reason codes and times, never a token. Not copied by migrate-store.
+CREATE TABLE webhook_deliveries (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    endpoint        TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    type            TEXT NOT NULL,
+    credential_id   TEXT,
+    payload         TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    delayed         INTEGER NOT NULL DEFAULT 0 CHECK (delayed IN (0, 1)),
+    state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'failed')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    last_error      TEXT,
+    claim           TEXT,
+    claimed_until   INTEGER
+) STRICT;
+-- What is due, and each credential's pending rows per endpoint in order.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_order ON webhook_deliveries(endpoint, credential_id, id) WHERE state = 'pending';
