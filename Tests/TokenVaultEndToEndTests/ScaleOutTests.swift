@@ -69,6 +69,40 @@ import TokenVaultTesting
         return nil
     }
 
+    /// Two nodes deliver the same outbox to one endpoint: every event arrives, each once (a row
+    /// is claimed by one node), whichever node made the change.
+    @Test func eachWebhookEventIsDeliveredByOneNode() async throws {
+        try initialise(nodes: 2)
+        let receiver = try await TestWebhookReceiver(mode: .hold(0.2))
+        let secret = directory.file("hook.whsec")
+        #expect(try cli.run(["webhooks", "secret", secret]).status == 0)
+        let config = directory.file("webhooks.json")
+        let section = #"{"webhooks": {"endpoints": {"t": {"url": "\#(receiver.url)", "secret_file": "\#(secret)"}}}}"#
+        FileManager.default.createFile(atPath: config, contents: Data(section.utf8))
+        let nodes = try [1, 2].map { node in
+            try DaemonProcess(
+                arguments: ["--data-dir", dataDir(node), "--config", config], socketPath: socket(node),
+                logDirectory: directory.path, environment: storage)
+        }
+        defer { for node in nodes { node.terminate() } }
+        let count = 30
+        for index in 0..<count {
+            let node = index % 2 + 1
+            let body = #"{"provider": "oauth2", "token": {"access_token": "at-\#(index)", "expires_in": 3600}}"#
+            #expect(
+                try UnixSocketHTTP.request(socket(node), "PUT", "/v1/credentials/hooks/c\(index)", body: body).status
+                    == 201)
+            #expect(
+                try UnixSocketHTTP.request(socket(3 - node), "DELETE", "/v1/credentials/hooks/c\(index)").status == 204)
+        }
+        let all = try await waitUntil(within: 60) { receiver.deliveries.count >= count }
+        #expect(all, "\(receiver.deliveries.count) of \(count) events delivered")
+        try await Task.sleep(for: .seconds(2))
+        let ids = receiver.deliveries.map(\.id)
+        #expect(ids.count == count && Set(ids).count == count, "\(ids.count) deliveries of \(Set(ids).count) events")
+        #expect(Set(receiver.deliveries.compactMap(\.credential)) == Set((0..<count).map { "hooks/c\($0)" }))
+    }
+
     @Test func aPutOnOneNodeIsServedByTheOtherAndADeleteStopsIt() async throws {
         try initialise(nodes: 3)
         let nodes = try (1...3).map { try start($0) }

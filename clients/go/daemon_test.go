@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -100,9 +101,15 @@ type daemon struct {
 	socket  string
 	process *exec.Cmd
 	done    chan struct{}
+	// webhookSecret is the secret of endpoint "receiver", when the daemon has one.
+	webhookSecret string
 }
 
-func startDaemon(t *testing.T, p *provider) *daemon {
+func startDaemon(t *testing.T, p *provider) *daemon { return startDaemonWithWebhooks(t, p, "") }
+
+// startDaemonWithWebhooks is startDaemon with a webhook endpoint "receiver" at webhookURL (none
+// when empty), its secret made by `tokenvault webhooks secret`.
+func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daemon {
 	binary := os.Getenv("TOKENVAULT_BIN")
 	if binary == "" {
 		binary = filepath.Join(repository, ".build", "debug", "tokenvault")
@@ -116,9 +123,22 @@ func startDaemon(t *testing.T, p *provider) *daemon {
 	if err := os.WriteFile(secret, []byte("vault-secret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	webhooks, webhookSecret := "", ""
+	if webhookURL != "" {
+		secretFile := filepath.Join(directory, "hook.whsec")
+		if output, err := exec.Command(binary, "webhooks", "secret", secretFile).CombinedOutput(); err != nil {
+			t.Fatalf("tokenvault webhooks secret: %v\n%s", err, output)
+		}
+		written, err := os.ReadFile(secretFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		webhookSecret = strings.TrimSpace(string(written))
+		webhooks = fmt.Sprintf(`, "webhooks": {"endpoints": {"receiver": {"url": %q, "secret_file": %q}}}`, webhookURL, secretFile)
+	}
 	document := fmt.Sprintf(`{"providers": {"oauth2": {"kind": "oauth2"}, "idp": {"kind": "oauth2",
 		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q]}},
-		"limits": {"on_demand_refresh_seconds": 1}}`, p.server.URL+"/token", secret, p.server.URL+"/api")
+		"limits": {"on_demand_refresh_seconds": 1}%s}`, p.server.URL+"/token", secret, p.server.URL+"/api", webhooks)
 	if err := os.WriteFile(config, []byte(document), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +155,7 @@ func startDaemon(t *testing.T, p *provider) *daemon {
 	if err := process.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{socket: socket, process: process, done: make(chan struct{})}
+	d := &daemon{socket: socket, process: process, done: make(chan struct{}), webhookSecret: webhookSecret}
 	go func() { _ = process.Wait(); close(d.done) }()
 	t.Cleanup(d.stop)
 	deadline := time.Now().Add(30 * time.Second)

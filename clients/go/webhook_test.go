@@ -1,16 +1,25 @@
 package tokenvault_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
 	tokenvault "tokenvault.dev/client"
 )
 
-// The Standard Webhooks specification's own example. (The daemon's own deliveries come with its
-// webhooks.)
+// The Standard Webhooks specification's own example.
 const (
 	specSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	specID        = "msg_p5jXN8AQM9LWM0D4loKWxJek"
@@ -64,4 +73,115 @@ func TestAnythingChangedIsRefused(t *testing.T) {
 			t.Errorf("%d s away: %v", offset, err)
 		}
 	}
+}
+
+// TestTheDaemonsDeliveryIsAcceptedAndATamperedOneRefused: the daemon signs a deletion's event;
+// the verifier takes it as sent and refuses it altered.
+func TestTheDaemonsDeliveryIsAcceptedAndATamperedOneRefused(t *testing.T) {
+	type delivery struct {
+		header http.Header
+		body   []byte
+	}
+	arrived := make(chan delivery, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		arrived <- delivery{r.Header.Clone(), body}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	p := newProvider(t)
+	d := startDaemonWithWebhooks(t, p, receiver.URL+"/hook")
+	client := tokenvault.New(d.socket)
+	ctx := context.Background()
+	if _, _, err := client.Put(ctx, "payments/alice", "idp", p.issue(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Delete(ctx, "payments/alice", false); err != nil {
+		t.Fatal(err)
+	}
+	var got delivery
+	for got.body == nil {
+		select {
+		case next := <-arrived:
+			var event struct{ Type string }
+			if json.Unmarshal(next.body, &event) == nil && event.Type == "credential.deleted" {
+				got = next
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no credential.deleted delivery within 20 s")
+		}
+	}
+	if err := tokenvault.VerifyWebhook(d.webhookSecret, got.header, got.body, 5*time.Minute, time.Now()); err != nil {
+		t.Fatalf("the daemon's delivery was refused: %v", err)
+	}
+	_, issued := p.current()
+	for _, token := range issued {
+		if bytes.Contains(got.body, []byte(token)) {
+			t.Fatal("a delivery holds a token")
+		}
+	}
+	tampered := bytes.Replace(got.body, []byte("alice"), []byte("mallory"), 1)
+	if err := tokenvault.VerifyWebhook(d.webhookSecret, got.header, tampered, 5*time.Minute, time.Now()); !errors.Is(err, tokenvault.ErrWebhookNotVerified) {
+		t.Fatalf("a tampered delivery: %v", err)
+	}
+	if err := readmeVerifier(t, d.webhookSecret, got.header, got.body); err != nil {
+		t.Fatalf("the README's verifier refused the daemon's delivery: %v", err)
+	}
+	if readmeVerifier(t, d.webhookSecret, got.header, tampered) == nil {
+		t.Fatal("the README's verifier took a tampered delivery")
+	}
+}
+
+// readmeVerifier runs the README's standard-library verification snippet on a delivery.
+func readmeVerifier(t *testing.T, secret string, header http.Header, body []byte) error {
+	readme, err := os.ReadFile(filepath.Join(repository, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := regexp.MustCompile("(?s)```go\n(func verify\\(.*?)```").FindSubmatch(readme)
+	if snippet == nil {
+		t.Fatal("README.md has no Go verification snippet")
+	}
+	directory := t.TempDir()
+	program := `package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+` + string(snippet[1]) + `
+func main() {
+	var header http.Header
+	_ = json.Unmarshal([]byte(os.Args[2]), &header)
+	body, _ := os.ReadFile(os.Args[3])
+	if err := verify(os.Args[1], header, body); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+}
+`
+	encoded, _ := json.Marshal(header)
+	files := map[string][]byte{"main.go": []byte(program), "body": body, "go.mod": []byte("module readme\n\ngo 1.19\n")}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(directory, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	command := exec.Command("go", "run", ".", secret, string(encoded), filepath.Join(directory, "body"))
+	command.Dir = directory
+	if output, err := command.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, output)
+	}
+	return nil
 }

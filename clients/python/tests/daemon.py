@@ -87,10 +87,53 @@ class Provider:
         self.server.server_close()
 
 
-class Daemon:
-    """`tokenvault serve` on a fresh vault in a temporary directory, with provider instance `idp`."""
+class Receiver:
+    """A loopback webhook endpoint: keeps each delivery's headers and body as they arrived."""
 
-    def __init__(self, provider: Provider) -> None:
+    def __init__(self) -> None:
+        self.deliveries: List[Dict[str, object]] = []
+        self.arrived = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.arrived:
+                    receiver.deliveries.append({"headers": dict(self.headers.items()), "body": body})
+                    receiver.arrived.notify_all()
+                self.send_response(204)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, event_type: str, timeout: float = 20) -> Dict[str, object]:
+        """The first delivery whose body's `type` is `event_type`."""
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for delivery in self.deliveries:
+                    if json.loads(delivery["body"]).get("type") == event_type:  # type: ignore[arg-type]
+                        return delivery
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {event_type} delivery within {timeout} s")
+                self.arrived.wait(left)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Daemon:
+    """`tokenvault serve` on a fresh vault in a temporary directory, with provider instance `idp`,
+    and, given a receiver, a webhook endpoint `receiver` whose secret is `webhook_secret`."""
+
+    def __init__(self, provider: Provider, receiver: Optional[Receiver] = None) -> None:
         if not os.access(BINARY, os.X_OK):
             raise RuntimeError(f"no tokenvault binary at {BINARY}: run `swift build` (or `make test`), or set TOKENVAULT_BIN")
         self.directory = tempfile.mkdtemp(prefix="tv-python-")
@@ -100,9 +143,19 @@ class Daemon:
         with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as file:
             file.write("vault-secret")
         self.config = os.path.join(self.directory, "config.json")
+        subprocess.run([BINARY, "init", "--data-dir", self.data], check=True, capture_output=True)
+        webhooks: Dict[str, object] = {}
+        self.webhook_secret = ""
+        if receiver is not None:
+            secret_file = os.path.join(self.directory, "hook.whsec")
+            subprocess.run([BINARY, "webhooks", "secret", secret_file], check=True, capture_output=True)
+            with open(secret_file) as file:
+                self.webhook_secret = file.read().strip()
+            webhooks = {"webhooks": {"endpoints": {"receiver": {"url": receiver.url, "secret_file": secret_file}}}}
         with open(self.config, "w") as file:
             json.dump(
                 {
+                    **webhooks,
                     "providers": {
                         # What `make run` has without a configuration file (the README's examples use it).
                         "oauth2": {"kind": "oauth2"},
@@ -118,7 +171,6 @@ class Daemon:
                 },
                 file,
             )
-        subprocess.run([BINARY, "init", "--data-dir", self.data], check=True, capture_output=True)
         self.log = open(os.path.join(self.directory, "daemon.log"), "w+")
         self.process = subprocess.Popen(
             [BINARY, "serve", "--data-dir", self.data, "--socket", self.socket],

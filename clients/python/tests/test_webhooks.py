@@ -1,11 +1,26 @@
-"""`verify_webhook` against the Standard Webhooks specification's own example, and the ways a
-delivery must be refused. (The daemon's own deliveries come with its webhooks.)"""
+"""`verify_webhook` against the Standard Webhooks specification's own example, the ways a
+delivery must be refused, and the daemon's own deliveries."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import unittest
 
-from tokenvault import WebhookVerificationError, verify_webhook
+from tokenvault import Client, WebhookVerificationError, verify_webhook
+
+from daemon import REPOSITORY, Daemon, Provider, Receiver
+
+
+def readme_verifier():  # type: ignore[no-untyped-def]
+    """The README's standard-library verification snippet, as a function."""
+    with open(os.path.join(REPOSITORY, "README.md")) as file:
+        snippet = re.search(r"```python\n(import base64.*?def verify\(.*?)```", file.read(), re.S)
+    assert snippet is not None, "README.md has no Python verification snippet"
+    scope: dict = {}
+    exec(snippet.group(1), scope)
+    return scope["verify"]
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HEADERS = {
@@ -44,6 +59,36 @@ class WebhookVerificationTests(unittest.TestCase):
             with self.assertRaises(WebhookVerificationError):
                 verify_webhook(SECRET, HEADERS, BODY, now=now)
         verify_webhook(SECRET, HEADERS, BODY, tolerance=3600, now=1614265330 + 3000)
+
+
+class DaemonDeliveryTests(unittest.TestCase):
+    """The daemon signs a deletion's event; the verifier takes it as sent and refuses it altered."""
+
+    def test_the_daemons_delivery_is_accepted_and_a_tampered_one_refused(self) -> None:
+        provider, receiver = Provider(), Receiver()
+        daemon = Daemon(provider, receiver)
+        try:
+            client = Client(daemon.socket)
+            client.put("payments/alice", provider="idp", token=provider.issue())
+            client.delete("payments/alice")
+            delivery = receiver.wait_for("credential.deleted")
+            headers, body = delivery["headers"], delivery["body"]
+            verify_webhook(daemon.webhook_secret, headers, body)  # type: ignore[arg-type]
+            lowered = {name.lower(): value for name, value in headers.items()}  # type: ignore[union-attr]
+            readme_verifier()(daemon.webhook_secret, lowered, body)
+            event = json.loads(body)  # type: ignore[arg-type]
+            self.assertEqual(event["data"]["id"], "payments/alice")
+            for token in provider.issued:
+                self.assertNotIn(token.encode(), body)  # type: ignore[operator]
+            tampered = body.replace(b"alice", b"mallory")  # type: ignore[union-attr]
+            with self.assertRaises(WebhookVerificationError):
+                verify_webhook(daemon.webhook_secret, headers, tampered)  # type: ignore[arg-type]
+            with self.assertRaises(ValueError):
+                readme_verifier()(daemon.webhook_secret, lowered, tampered)
+        finally:
+            daemon.close()
+            receiver.close()
+            provider.close()
 
 
 if __name__ == "__main__":
