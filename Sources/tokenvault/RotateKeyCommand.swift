@@ -33,6 +33,8 @@ struct RotateKeyCommand: AsyncParsableCommand {
             defer { withExtendedLifetime(lock) {} }
             let opened = try OpenedVault.open(options)
             defer { opened.database.close() }
+            // The rotation's webhook event goes to the configuration's endpoints, as a daemon's would.
+            opened.vault.install(webhooks: try options.loadConfiguration().webhooks.routes)
             let rotation = KeyRotation(
                 vault: opened.vault, keyring: opened.keyring, terms: opened.database, batchSize: batchSize)
             let report =

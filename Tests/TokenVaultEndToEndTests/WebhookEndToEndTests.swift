@@ -224,6 +224,23 @@ import TokenVaultTesting
         #expect(receiver.deliveries(of: "credential.revoked").count == 1)
     }
 
+    /// `rotate-key` without a daemon writes its event to the outbox with the configuration's
+    /// routes; the next daemon delivers it.
+    @Test func aRotationWithoutADaemonIsDeliveredByTheNextOne() async throws {
+        let server = try await TestOAuthServer.start()
+        let receiver = try await TestWebhookReceiver()
+        defer { Task { await server.shutdown() } }
+        writeConfig(server, receiver: receiver.url)
+        let rotated = try cli.run(["rotate-key", "--data-dir", dataDir, "--config", configPath])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let listed = try cli.run(["webhooks", "list", "--data-dir", dataDir, "--state", "pending"])
+        #expect(listed.stdout.contains("vault.key_rotated"), "\(listed.stdout)")
+        let daemon = try startDaemon()
+        defer { daemon.terminate() }
+        try await waitFor(receiver, "vault.key_rotated")
+        #expect(receiver.deliveries(of: "vault.key_rotated").first?.data["key_term"] as? Int == 2)
+    }
+
     /// An endpoint that answers after a minute: refreshes take as long as without it, while its
     /// deliveries wait (each endpoint has its own slots; refreshes only write outbox rows).
     @Test func anEndpointAnsweringAfterAMinuteDoesNotSlowRefreshes() async throws {
