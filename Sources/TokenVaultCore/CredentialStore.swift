@@ -123,11 +123,13 @@ public protocol CredentialWriter {
 
     // The webhook outbox (written only by `Vault`, in the transaction of the change announced).
 
-    /// Adds outbox rows, in order (their ids ascend in this order).
+    /// Adds outbox rows, in order (their ids ascend in this order); a row whose endpoint already
+    /// has one with its message id is left out (an event announced again is the same event).
     func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws
     /// Deletes `id`'s pending rows that were written with a delay and are not due yet (a
-    /// `refresh_failing` whose time has not come); returns how many.
-    func cancelDelayedWebhooks(for id: CredentialID) throws -> Int
+    /// `refresh_failing` whose time has not come), of `endpoint` only or of every endpoint (nil);
+    /// returns the endpoints whose row went.
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String>
 
     // Group commits (a store whose every statement is a round trip reads and writes the group's
     // rows together; one in the same process as its file has nothing to gain).

@@ -43,7 +43,8 @@ public struct KeyRotation: Sendable {
         for stored in try terms.terms() where stored.term != target {
             if try terms.removeTerm(stored.term) { removed.append(stored.term) } else { remaining.append(stored.term) }
         }
-        try await vault.announceKeyRotation(term: target)
+        // Only once no row is left on an older term: until then the rotation is not done.
+        if remaining.isEmpty { try await vault.announceKeyRotation(term: target) }
         return Report(newTerm: target, resealed: resealed, removedTerms: removed, remainingTerms: remaining)
     }
 }

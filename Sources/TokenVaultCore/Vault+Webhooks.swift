@@ -13,27 +13,39 @@ extension Vault {
     var announcer: WebhookAnnouncer { WebhookAnnouncer(routes: webhooks, now: clock.now) }
 
     /// A rotation finished: every credential is sealed under `term`. Its own transaction, after
-    /// the last re-seal (a rotation interrupted before it is resumed, and announced, by the next
-    /// `rotate-key` or start-up that finishes it).
+    /// the last re-seal; a crash before it leaves the rotation to `rotate-key --resume`, which
+    /// announces it then. The message id is the term's, so announcing it again writes nothing
+    /// while the first is still in the outbox (and a receiver that got it drops the repeat).
     public func announceKeyRotation(term: UInt32) async throws {
         let announcer = announcer
         guard announcer.isActive else { return }
         try await writes.write(.full) { writer in
-            try announcer.announce([WebhookEvent(kind: .keyRotated, at: announcer.now, keyTerm: term)], writer)
+            try announcer.announce(
+                WebhookEvent(kind: .keyRotated, at: announcer.now, keyTerm: term), messageID: "msg_key_term_\(term)",
+                writer)
         }
     }
 }
 
 /// Turns a change to a credential into outbox rows, one per endpoint that wants each event.
 /// With no routes it does nothing at all, not even a read.
+///
+/// A failure is announced only if it lasts: its `refresh_failing` row is written at the first
+/// failure, due `failingAfterSeconds` later. It goes before then when the credential gets new
+/// tokens or is active again or deleted (for every endpoint), or when its endpoint is told
+/// something newer about the credential (which says more, and would otherwise wait behind it).
+/// `recovered` goes to the endpoints that were told of the trouble, or, for a failure, whose
+/// `refresh_failing` had come due.
 struct WebhookAnnouncer: Sendable {
     let routes: WebhookRoutes
     let now: Timestamp
 
     var isActive: Bool { !routes.isEmpty }
 
-    /// Statuses whose end with new tokens is a recovery.
-    private static let troubled: Set<CredentialStatus> = [.failing, .needsReauth, .expired]
+    /// The event each troubled status was announced with.
+    private static let trouble: [CredentialStatus: WebhookEvent.Kind] = [
+        .failing: .refreshFailing, .needsReauth: .needsReauth, .expired: .expired,
+    ]
 
     /// A change of schedule or state (a refresh's failure, expiry, a revocation's failure): what
     /// the status moved to, and `explicit` kinds the caller knows of (a revocation failing).
@@ -43,32 +55,35 @@ struct WebhookAnnouncer: Sendable {
     ) throws {
         guard isActive else { return }
         var events: [(WebhookEvent, delay: Double)] = explicit.map { (WebhookEvent($0, after, at: now), 0) }
-        if previous?.status != after.status {
+        if let previous, previous.status != after.status {
             switch after.status {
             case .needsReauth: events.append((WebhookEvent(.needsReauth, after, at: now), 0))
             case .expired: events.append((WebhookEvent(.expired, after, at: now), 0))
             case .failing:
-                // Announced only if it lasts: due later, dropped by a recovery before then.
                 let event = WebhookEvent(.refreshFailing, after, at: now, failingSince: now)
                 events.append((event, routes.failingAfterSeconds))
-            case .active, .revokePending: break
+            case .active:
+                // Active again without new tokens: a failure that ends quietly.
+                if previous.status == .failing { _ = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil) }
+            case .revokePending: break
             }
         }
         try announce(events, writer)
     }
 
-    /// New tokens (a refresh, a put, a code exchange) for a credential that was `previous`: a
-    /// recovery, unless it was failing for too short a time to have been announced.
+    /// New tokens (a refresh, a put, a code exchange) for a credential that was `previous`.
     func newTokens(previous: CredentialMetadata?, after: CredentialMetadata, _ writer: any CredentialWriter) throws {
-        guard isActive, let previous, Self.troubled.contains(previous.status) else { return }
-        let unannounced = try writer.cancelDelayedWebhooks(for: after.id)
-        if previous.status == .failing && unannounced > 0 { return }
-        try announce([(WebhookEvent(.recovered, after, at: now), 0)], writer)
+        guard isActive, let previous, let trouble = Self.trouble[previous.status] else { return }
+        let unannounced = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil)
+        let told = Set(routes.endpoints(for: WebhookEvent(trouble, previous, at: now))).subtracting(unannounced)
+        let recovered = WebhookEvent(.recovered, after, at: now)
+        try insert(recovered, delay: 0, to: routes.endpoints(for: recovered).filter(told.contains), writer)
     }
 
     /// The row is gone (`last`: as it was); `revoked`: the provider confirmed the revocation.
     func deleted(_ last: CredentialMetadata?, revoked: Bool, id: CredentialID, _ writer: any CredentialWriter) throws {
         guard isActive else { return }
+        _ = try writer.cancelDelayedWebhooks(for: id, endpoint: nil)
         let kinds: [WebhookEvent.Kind] = revoked ? [.revoked, .deleted] : [.deleted]
         let events = kinds.map { kind in
             last.map { WebhookEvent(kind, $0, at: now) } ?? WebhookEvent(kind: kind, at: now, credentialID: id)
@@ -76,29 +91,33 @@ struct WebhookAnnouncer: Sendable {
         try announce(events.map { ($0, 0) }, writer)
     }
 
-    func announce(_ events: [WebhookEvent], _ writer: any CredentialWriter) throws {
-        try announce(events.map { ($0, 0) }, writer)
+    /// Events about no credential (a key rotation); `messageID`: the same for every announcement
+    /// of the same fact, so one made twice is written once.
+    func announce(_ event: WebhookEvent, messageID: String, _ writer: any CredentialWriter) throws {
+        try insert(event, delay: 0, to: routes.endpoints(for: event), messageID: messageID, writer)
     }
 
-    /// Writes the rows. Anything announced about a credential drops its `refresh_failing` that
-    /// is not due yet: the newer event says more, and would otherwise wait behind it.
     private func announce(_ events: [(WebhookEvent, delay: Double)], _ writer: any CredentialWriter) throws {
-        var rows: [NewWebhookDelivery] = []
-        var cancelled: Set<CredentialID> = []
         for (event, delay) in events {
             let endpoints = routes.endpoints(for: event)
-            guard !endpoints.isEmpty else { continue }
-            if let id = event.credentialID, cancelled.insert(id).inserted {
-                _ = try writer.cancelDelayedWebhooks(for: id)
+            if let id = event.credentialID {
+                for endpoint in endpoints { _ = try writer.cancelDelayedWebhooks(for: id, endpoint: endpoint) }
             }
-            let payload = event.payload()
-            for endpoint in endpoints {
-                rows.append(
-                    NewWebhookDelivery(
-                        endpoint: endpoint, messageID: "msg_" + Vault.randomID(), kind: event.kind.rawValue,
-                        credentialID: event.credentialID, payload: payload, delaySeconds: delay))
-            }
+            try insert(event, delay: delay, to: endpoints, writer)
         }
-        if !rows.isEmpty { try writer.insertWebhookDeliveries(rows) }
+    }
+
+    private func insert(
+        _ event: WebhookEvent, delay: Double, to endpoints: [String], messageID: String? = nil,
+        _ writer: any CredentialWriter
+    ) throws {
+        guard !endpoints.isEmpty else { return }
+        let payload = event.payload()
+        try writer.insertWebhookDeliveries(
+            endpoints.map { endpoint in
+                NewWebhookDelivery(
+                    endpoint: endpoint, messageID: messageID ?? "msg_" + Vault.randomID(), kind: event.kind.rawValue,
+                    credentialID: event.credentialID, payload: payload, delaySeconds: delay)
+            })
     }
 }

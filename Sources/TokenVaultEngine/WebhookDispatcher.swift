@@ -133,13 +133,24 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         guard let claim = delivery.claim else { return }
         let attempt = await sender.send(delivery)
+        // Cut off by the daemon's stop: not the endpoint's failure. The row keeps its claim,
+        // which the next start drops.
+        guard !Task.isCancelled else { return }
         let retry = state.withLock { $0.options.retry }
         let kept: Bool?
         switch attempt {
         case .delivered:
             kept = try? await executor.run { [outbox] in try outbox.finishWebhookDelivery(id: delivery.id, claim: claim)
             }
-            if kept == true { tally.withLock { $0.delivered += 1 } }
+            if kept == true {
+                tally.withLock { $0.delivered += 1 }
+                logger.debug(
+                    "webhook delivered",
+                    metadata: [
+                        "tokenvault.webhook.endpoint": "\(delivery.endpoint)",
+                        "tokenvault.webhook.id": "\(delivery.messageID)", "tokenvault.webhook.type": "\(delivery.kind)",
+                    ])
+            }
         case .failed(let reason, let retryAfter):
             let delay = retry.delay(afterFailures: delivery.attempts + 1, retryAfter: retryAfter)
             kept = try? await executor.run { [outbox] in

@@ -45,9 +45,21 @@ public final class ConfigurationReload: Service, Sendable {
     private let notifier: SystemdNotifier
     private let status: @Sendable () async -> String
     private let providers: Providers?
-    /// Builds a `webhooks` section's senders (secret files read, URLs checked) and returns what
-    /// puts them in force with the routes; an error names the key (`ProviderConfigurationError`).
-    public typealias WebhookInstaller = @Sendable (WebhookSettings) async throws -> @Sendable () -> Void
+    /// A `webhooks` section's senders, built (secret files read, URLs checked) but not in force.
+    public struct PreparedWebhooks: Sendable {
+        /// Puts them in force with the section's routes.
+        public let install: @Sendable () -> Void
+        /// Shuts them down unused (the reload was refused for another section).
+        public let discard: @Sendable () async -> Void
+
+        public init(install: @escaping @Sendable () -> Void, discard: @escaping @Sendable () async -> Void) {
+            self.install = install
+            self.discard = discard
+        }
+    }
+
+    /// Builds a `webhooks` section; an error names the key (`ProviderConfigurationError`).
+    public typealias WebhookInstaller = @Sendable (WebhookSettings) async throws -> PreparedWebhooks
     private let webhooks: WebhookInstaller?
     private let logger: Logger
     private let running: Mutex<DaemonConfiguration>
@@ -103,10 +115,10 @@ public final class ConfigurationReload: Service, Sendable {
         // Webhooks first, then providers: an endpoint or instance that cannot be built refuses
         // the file before anything of it is in force (endpoints are built and checked before
         // they are installed, so a refused file leaves the running ones as they were).
-        var installWebhooks: (@Sendable () -> Void)?
+        var preparedWebhooks: PreparedWebhooks?
         if let webhooks, fresh.webhooks != previous.webhooks {
             do {
-                installWebhooks = try await webhooks(fresh.webhooks)
+                preparedWebhooks = try await webhooks(fresh.webhooks)
             } catch let error as ProviderConfigurationError {
                 return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)
             } catch {
@@ -119,6 +131,7 @@ public final class ConfigurationReload: Service, Sendable {
             do throws(ProviderConfigurationError) {
                 built = try await providers.builder.build(fresh.providers, after: providers.routing.providerTable)
             } catch {
+                await preparedWebhooks?.discard()
                 return refuse(ConfigurationError(file: file, key: error.key, problem: error.problem).description)
             }
             // One table, put in force whole: the engine's slots and what requests read.
@@ -127,7 +140,7 @@ public final class ConfigurationReload: Service, Sendable {
             release(replaced, through: providers.builder)
             replacement = replaced
         }
-        installWebhooks?()
+        preparedWebhooks?.install()
         api.livePolicy.replace(rules: fresh.rules)
         levels.level = fresh.logLevel
         // What a restart would apply stays as it runs, so that it is reported again next time.

@@ -126,7 +126,7 @@ extension SQLiteCredentialWriter {
     func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
         let statement = try connection.statement(
             """
-            INSERT INTO webhook_deliveries
+            INSERT OR IGNORE INTO webhook_deliveries
                 (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             """)
@@ -141,15 +141,19 @@ extension SQLiteCredentialWriter {
         }
     }
 
-    func cancelDelayedWebhooks(for id: CredentialID) throws -> Int {
-        try connection.statement(
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+        let statement = try connection.statement(
             """
-            DELETE FROM webhook_deliveries
+            DELETE FROM webhook_deliveries INDEXED BY webhook_deliveries_delayed
             WHERE credential_id = ?1 AND delayed = 1 AND state = 'pending' AND attempts = 0 AND claim IS NULL
-              AND next_attempt_at > ?2
-            """
-        ).bind(id.description, clock.now.milliseconds).run()
-        return connection.changes
+              AND next_attempt_at > ?2 AND (?3 IS NULL OR endpoint = ?3)
+            RETURNING endpoint
+            """)
+        defer { statement.reset() }
+        try statement.bind(id.description, clock.now.milliseconds, endpoint)
+        var endpoints: Set<String> = []
+        while try statement.step() { endpoints.insert(statement.text(0) ?? "") }
+        return endpoints
     }
 }
 

@@ -117,13 +117,13 @@ extension ServeCommand {
     static func startWebhooks(
         _ opened: OpenedVault, _ settings: DaemonConfiguration, _ options: VaultOptions,
         logger: Logger
-    ) throws -> WebhookEndpoints {
+    ) async throws -> WebhookEndpoints {
         let node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
         let dispatcher = WebhookDispatcher(
             outbox: opened.database, owner: node, executor: BlockingWork(), logger: logger)
         let endpoints = WebhookEndpoints(dispatcher: dispatcher, vault: opened.vault)
         do {
-            try endpoints.prepare(settings.webhooks)()
+            try await endpoints.prepare(settings.webhooks).install()
         } catch let error as ProviderConfigurationError {
             printError("error: config \(options.configPath ?? "(defaults)"): \(error.key): \(error.problem)")
             throw ExitCode(1)

@@ -64,7 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
             let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
-            let webhooks = try Self.startWebhooks(opened, settings, options, logger: logger)
+            let webhooks = try await Self.startWebhooks(opened, settings, options, logger: logger)
             let status = Self.statusLine(opened, engine)
             let watchdog = WatchdogSlot()
             let application = Self.makeApplication(
@@ -74,7 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
                 running: settings, load: { [options] in try Self.loadSettings(options) },
                 file: options.configPath ?? "(defaults)", api: api, levels: process.levels,
                 notifier: process.notifier, status: status, providers: .init(builder: instances, routing: engine),
-                webhooks: { try webhooks.prepare($0) }, logger: logger)
+                webhooks: { try await webhooks.prepare($0) }, logger: logger)
             // Shut down in reverse order: streams end, the API stops, in-flight refreshes commit,
             // audit rows are flushed, and last the courier exits (spooling anything unsettled).
             let group = ServiceGroup(

@@ -8,36 +8,36 @@ import TokenVaultServer
 /// The daemon's webhook endpoints: a sender per endpoint of the `webhooks` section (its secret
 /// file read, its URL checked by the providers' transport rule), put in force with the section's
 /// routes in the ledger and its retry settings in the dispatcher, at start-up and on each reload
-/// that changes the section. Replaced senders finish their deliveries and are shut down with the
-/// daemon.
+/// that changes the section. Senders a reload replaced are shut down once their deliveries can
+/// no longer be running (a claim's length), or with the daemon.
 final class WebhookEndpoints: Sendable {
     let dispatcher: WebhookDispatcher
     private let vault: Vault
-    private let senders = Mutex<[WebhookSender]>([])
+    private struct State {
+        var current: [WebhookSender] = []
+        var retiring: [UInt64: Task<Void, Never>] = [:]
+        var nextRetirement: UInt64 = 0
+    }
+    private let state = Mutex(State())
 
     init(dispatcher: WebhookDispatcher, vault: Vault) {
         self.dispatcher = dispatcher
         self.vault = vault
     }
 
-    /// Builds the section's senders; the closure returned puts them in force. Throws
-    /// `ProviderConfigurationError` naming the key of what cannot be built.
-    func prepare(_ settings: WebhookSettings) throws -> @Sendable () -> Void {
+    /// Builds the section's senders (nothing is in force yet): `install` puts them in force,
+    /// `discard` shuts them down unused (a reload refused for another section). Throws
+    /// `ProviderConfigurationError` naming the key of what cannot be built, having shut down
+    /// what it built.
+    func prepare(_ settings: WebhookSettings) async throws -> ConfigurationReload.PreparedWebhooks {
         var built: [String: WebhookSender] = [:]
-        for endpoint in settings.endpoints {
-            let key = "webhooks.endpoints.\(endpoint.name)"
-            let secret = try WebhookSender.secret(file: endpoint.secretFile, key: key + ".secret_file")
-            let signer: WebhookSigner
-            do {
-                signer = try WebhookSigner(secret: secret)
-            } catch {
-                throw ProviderConfigurationError(key: key + ".secret_file", problem: error.message)
+        do {
+            for endpoint in settings.endpoints {
+                built[endpoint.name] = try Self.sender(endpoint, settings)
             }
-            let transport = TransportSettings(
-                timeouts: CallTimeouts(readSeconds: Double(settings.timeoutSeconds)), caFile: endpoint.caFile,
-                maximumConnections: settings.maximumConcurrentDeliveries)
-            built[endpoint.name] = try WebhookSender(
-                url: endpoint.url, settings: transport, key: key + ".url", sign: signer.headers)
+        } catch {
+            for sender in built.values { await sender.shutdown() }
+            throw error
         }
         let options = WebhookDispatcher.Options(
             retry: settings.retry, concurrency: settings.maximumConcurrentDeliveries,
@@ -45,15 +45,55 @@ final class WebhookEndpoints: Sendable {
             leaseSeconds: CallTimeouts(readSeconds: Double(settings.timeoutSeconds)).callDeadlineSeconds + 30)
         let routes = settings.routes
         let made = built
-        return { [self] in
-            senders.withLock { $0 += made.values }
-            vault.install(webhooks: routes)
-            dispatcher.install(senders: made, options: options)
+        return ConfigurationReload.PreparedWebhooks(
+            install: { [self] in
+                vault.install(webhooks: routes)
+                dispatcher.install(senders: made, options: options)
+                let replaced = state.withLock { state in
+                    defer { state.current = Array(made.values) }
+                    return state.current
+                }
+                retire(replaced, after: options.leaseSeconds)
+            },
+            discard: { for sender in made.values { await sender.shutdown() } })
+    }
+
+    private static func sender(_ endpoint: WebhookSettings.Endpoint, _ settings: WebhookSettings) throws
+        -> WebhookSender
+    {
+        let key = "webhooks.endpoints.\(endpoint.name)"
+        let secret = try WebhookSender.secret(file: endpoint.secretFile, key: key + ".secret_file")
+        let signer: WebhookSigner
+        do {
+            signer = try WebhookSigner(secret: secret)
+        } catch {
+            throw ProviderConfigurationError(key: key + ".secret_file", problem: error.message)
+        }
+        let transport = TransportSettings(
+            timeouts: CallTimeouts(readSeconds: Double(settings.timeoutSeconds)), caFile: endpoint.caFile,
+            maximumConnections: settings.maximumConcurrentDeliveries)
+        return try WebhookSender(url: endpoint.url, settings: transport, key: key + ".url", sign: signer.headers)
+    }
+
+    /// Shuts `senders` down once a delivery begun on them must have ended.
+    private func retire(_ senders: [WebhookSender], after seconds: Double) {
+        guard !senders.isEmpty else { return }
+        state.withLock { state in
+            let id = state.nextRetirement
+            state.nextRetirement += 1
+            state.retiring[id] = Task { [self] in
+                try? await Task.sleep(for: .seconds(seconds))
+                for sender in senders { await sender.shutdown() }
+                _ = self.state.withLock { $0.retiring.removeValue(forKey: id) }
+            }
         }
     }
 
-    /// Closes every sender's connections (at the daemon's end).
+    /// Closes every sender's connections (at the daemon's end, after the dispatcher stopped).
     func shutdown() async {
-        for sender in senders.withLock({ $0 }) { await sender.shutdown() }
+        let (current, retiring) = state.withLock { ($0.current, Array($0.retiring.values)) }
+        for task in retiring { task.cancel() }
+        for task in retiring { await task.value }
+        for sender in current { await sender.shutdown() }
     }
 }

@@ -83,7 +83,7 @@ struct WebhooksCommand: ParsableCommand {
         @Flag(help: "Every failed delivery.") var allFailed = false
 
         func validate() throws {
-            guard ids.isEmpty != allFailed else { throw ValidationError("give delivery ids or --all-failed, not both") }
+            guard ids.isEmpty == allFailed else { throw ValidationError("give delivery ids or --all-failed, not both") }
         }
 
         func run() throws {

@@ -62,7 +62,7 @@ import TokenVaultTesting
         let stored = try await put()
         let failing = try await fail(stored, .failing, code: "provider_unavailable")
         _ = try await fail(failing, .needsReauth, code: "invalid_grant")
-        // The pending failure gave way to the refusal, which says more.
+        // The pending failure gave way to the refusal, which says more to the same endpoint.
         #expect(kinds == ["credential.needs_reauth"])
         #expect(store.webhookRows[0].delaySeconds == 0)
         let payload = try JSONSerialization.jsonObject(with: Data(store.webhookRows[0].payload)) as? [String: Any]
@@ -96,6 +96,41 @@ import TokenVaultTesting
         update.status = .expired
         _ = try await vault.updateSchedule(update)
         #expect(kinds == ["credential.revocation_failing", "credential.expired"])
+    }
+
+    /// Endpoints with different filters: each keeps its own pending failure, and hears of a
+    /// recovery only from a trouble it was told of (or, for a failure, whose time had come).
+    @Test func eachEndpointHearsOfTheTroubleItWantsAndItsEnd() async throws {
+        vault.install(
+            webhooks: WebhookRoutes(
+                routes: [
+                    .init(endpoint: "failing", kinds: [.refreshFailing, .recovered]),
+                    .init(endpoint: "signin", kinds: [.needsReauth, .recovered]),
+                ], failingAfterSeconds: 600))
+        func rows(_ endpoint: String) -> [String] { store.webhookRows.filter { $0.endpoint == endpoint }.map(\.kind) }
+        let stored = try await put()
+        let failing = try await fail(stored, .failing, code: "provider_unavailable")
+        // The refusal goes to `signin`; `failing` keeps its pending failure (refreshes still fail).
+        _ = try await fail(failing, .needsReauth, code: "invalid_grant")
+        #expect(rows("failing") == ["credential.refresh_failing"])
+        #expect(rows("signin") == ["credential.needs_reauth"])
+        // New tokens: the failure never came due, so `failing` hears nothing; `signin` was told.
+        _ = try await put()
+        #expect(rows("failing").isEmpty)
+        #expect(rows("signin") == ["credential.needs_reauth", "credential.recovered"])
+        // A short failure and its recovery: nobody is told of either.
+        let again = try vault.metadata(id)
+        _ = try await fail(again, .failing, code: "provider_unavailable")
+        _ = try await put()
+        #expect(rows("failing").isEmpty && rows("signin") == ["credential.needs_reauth", "credential.recovered"])
+    }
+
+    /// A key rotation announced twice (a resumed rotation) is one row per endpoint.
+    @Test func aKeyRotationAnnouncedTwiceIsWrittenOnce() async throws {
+        try await vault.announceKeyRotation(term: 4)
+        try await vault.announceKeyRotation(term: 4)
+        #expect(kinds == ["vault.key_rotated"])
+        #expect(store.webhookRows[0].messageID == "msg_key_term_4")
     }
 
     /// Routes pick endpoints by kind and namespace; an event about no credential goes only to

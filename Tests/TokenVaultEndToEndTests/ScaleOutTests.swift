@@ -73,7 +73,7 @@ import TokenVaultTesting
     /// is claimed by one node), whichever node made the change.
     @Test func eachWebhookEventIsDeliveredByOneNode() async throws {
         try initialise(nodes: 2)
-        let receiver = try await TestWebhookReceiver(mode: .hold(0.2))
+        let receiver = try await TestWebhookReceiver(mode: .hold(0.5))
         let secret = directory.file("hook.whsec")
         #expect(try cli.run(["webhooks", "secret", secret]).status == 0)
         let config = directory.file("webhooks.json")
@@ -82,7 +82,7 @@ import TokenVaultTesting
         let nodes = try [1, 2].map { node in
             try DaemonProcess(
                 arguments: ["--data-dir", dataDir(node), "--config", config], socketPath: socket(node),
-                logDirectory: directory.path, environment: storage)
+                logDirectory: directory.path, environment: storage.merging(["TOKENVAULT_LOG_LEVEL": "debug"]) { $1 })
         }
         defer { for node in nodes { node.terminate() } }
         let count = 30
@@ -101,6 +101,9 @@ import TokenVaultTesting
         let ids = receiver.deliveries.map(\.id)
         #expect(ids.count == count && Set(ids).count == count, "\(ids.count) deliveries of \(Set(ids).count) events")
         #expect(Set(receiver.deliveries.compactMap(\.credential)) == Set((0..<count).map { "hooks/c\($0)" }))
+        // Both nodes delivered: the outbox is shared work, not one node's.
+        let delivered = nodes.map { $0.log.components(separatedBy: "webhook delivered").count - 1 }
+        #expect(delivered.allSatisfy { $0 > 0 } && delivered.reduce(0, +) == count, "deliveries per node: \(delivered)")
     }
 
     @Test func aPutOnOneNodeIsServedByTheOtherAndADeleteStopsIt() async throws {

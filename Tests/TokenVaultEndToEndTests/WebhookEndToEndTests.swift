@@ -35,7 +35,7 @@ import TokenVaultTesting
         }
     }
 
-    func writeConfig(_ server: TestOAuthServer, receiver: String, webhooks extra: String = "") {
+    func writeConfig(_ server: TestOAuthServer, receiver: String, retryFor: Int = 600, webhooks extra: String = "") {
         let config = """
             {"providers": {"idp": {"kind": "oauth2", "token_endpoint": "\(server.tokenURL)",
                                    "revocation_endpoint": "\(server.revocationURL)", "client_id": "vault-client",
@@ -43,7 +43,7 @@ import TokenVaultTesting
                                    "limits": {"retry_base_seconds": 1, "retry_cap_seconds": 2, "breaker_failures": 1000}}},
              "limits": {"on_demand_refresh_seconds": 1},
              "webhooks": {"failing_after_seconds": 1, "retry_base_seconds": 1, "retry_cap_seconds": 2,
-                          "retry_for_seconds": 600, \(extra)
+                          "retry_for_seconds": \(retryFor), \(extra)
                           "endpoints": {"test": {"url": "\(receiver)", "secret_file": "\(webhookSecret)"}}}}
             """
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
@@ -155,13 +155,19 @@ import TokenVaultTesting
         for token in tokens {
             for delivery in deliveries { #expect(!delivery.text.contains(token), "a payload holds a token") }
         }
-        let listed = try cli.run(["webhooks", "--data-dir", dataDir])
-        #expect(listed.stdout.contains("no webhook delivery is pending or failed"), "\(listed.stdout)")
+        // A row goes once its answer came back, just after the receiver recorded it.
+        var listed = ""
+        let emptied = try await waitUntil(within: 10) {
+            listed = try cli.run(["webhooks", "--data-dir", dataDir]).stdout
+            return listed.contains("no webhook delivery is pending or failed")
+        }
+        #expect(emptied, "\(listed)")
     }
 
     /// An endpoint down for a while (its port closed): once it listens again every event arrives,
     /// each credential's in order, and the retries showed in `tokenvault webhooks` meanwhile.
-    @Test func anEndpointDownForAWhileGetsEverythingInOrderOnceBack() async throws {
+    /// (Run by `ResilienceTests` below.)
+    func anEndpointDownForAWhileGetsEverythingInOrderOnceBack() async throws {
         let server = try await TestOAuthServer.start()
         let receiver = try await TestWebhookReceiver()
         defer { Task { await server.shutdown() } }
@@ -224,6 +230,38 @@ import TokenVaultTesting
         #expect(receiver.deliveries(of: "credential.revoked").count == 1)
     }
 
+    /// A delivery that failed for the whole retry period is dead-lettered, listed as failed, and
+    /// sent again by `tokenvault webhooks redeliver`.
+    @Test func aDeadLetteredDeliveryIsListedAndRedelivered() async throws {
+        let server = try await TestOAuthServer.start()
+        let receiver = try await TestWebhookReceiver(mode: .refuse(500))
+        defer { Task { await server.shutdown() } }
+        writeConfig(server, receiver: receiver.url, retryFor: 2)
+        let daemon = try startDaemon()
+        defer { daemon.terminate() }
+        try put("d", server.issue().responseJSON)
+        #expect(try UnixSocketHTTP.request(socket, "DELETE", "/v1/credentials/w/d?force=true").status == 204)
+        var failed: [[String: Any]] = []
+        let dead = try await waitUntil(within: 20) {
+            let listed = try cli.run(["webhooks", "--data-dir", dataDir, "--state", "failed", "--json"]).stdout
+            failed = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]] ?? []
+            return failed.count == 2
+        }
+        #expect(dead, "\(failed)")
+        #expect(failed.allSatisfy { ($0["last_error"] as? String) == "HTTP 500" }, "\(failed)")
+        #expect(daemon.log.contains("dead-lettered"))
+        #expect(try cli.run(["webhooks", "redeliver", "--data-dir", dataDir]).status != 0, "nothing named")
+        receiver.mode = .accept
+        let first = try #require(failed.first?["id"] as? Int)
+        let one = try cli.run(["webhooks", "redeliver", "\(first)", "--data-dir", dataDir])
+        #expect(one.status == 0 && one.stdout.contains("1 delivery queued again"), "\(one.stdout)\(one.stderr)")
+        try await waitFor(receiver, "credential.revoked", "w/d")
+        let rest = try cli.run(["webhooks", "redeliver", "--all-failed", "--data-dir", dataDir])
+        #expect(rest.status == 0 && rest.stdout.contains("1 delivery queued again"), "\(rest.stdout)\(rest.stderr)")
+        try await waitFor(receiver, "credential.deleted", "w/d")
+        #expect(receiver.deliveries.map(\.type) == ["credential.revoked", "credential.deleted"])
+    }
+
     /// `rotate-key` without a daemon writes its event to the outbox with the configuration's
     /// routes; the next daemon delivers it.
     @Test func aRotationWithoutADaemonIsDeliveredByTheNextOne() async throws {
@@ -269,11 +307,30 @@ import TokenVaultTesting
         }
         let held = try await waitUntil(within: 15) { receiver.deliveries.count >= 2 }
         #expect(held, "no delivery reached the slow endpoint")
+        let heldSince = ContinuousClock.now
         let during = try await timedRefreshes()
         print(
             "slow endpoint: refresh p50 \(before[before.count / 2]) s, max \(before.last!) s without deliveries held; "
                 + "p50 \(during[during.count / 2]) s, max \(during.last!) s with \(receiver.deliveries.count) held")
-        #expect(during.last! < max(1, before.last! * 4), "a refresh waited for the webhook endpoint")
-        #expect(receiver.deliveries.count <= 2, "more deliveries in flight than the endpoint's slots")
+        // Far below the endpoint's minute, however loaded the machine (the numbers above are the
+        // measurement; a refresh that waited for a delivery would take a minute).
+        #expect(during.last! < 10, "a refresh waited for the webhook endpoint")
+        if ContinuousClock.now - heldSince < .seconds(50) {
+            #expect(receiver.deliveries.count <= 2, "more deliveries in flight than the endpoint's slots")
+        }
+    }
+}
+
+extension WebhookEndToEndTests {
+    /// The minute-long test runs in `make test`'s resilience phase, beside the others of its
+    /// length, not in the end-to-end phase, which it would double.
+    @Suite struct ResilienceTests {
+        let outer: WebhookEndToEndTests
+
+        init() throws { outer = try WebhookEndToEndTests() }
+
+        @Test func anEndpointDownForAMinuteGetsEverythingInOrderOnceBack() async throws {
+            try await outer.anEndpointDownForAWhileGetsEverythingInOrderOnceBack()
+        }
     }
 }

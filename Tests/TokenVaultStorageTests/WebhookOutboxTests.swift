@@ -84,9 +84,17 @@ import TokenVaultTesting
         let row = NewWebhookDelivery(
             endpoint: "a", messageID: "msg_1", kind: "credential.refresh_failing", credentialID: id, payload: [],
             delaySeconds: 600)
-        try fixture.backend.write(durability: .full) { try $0.insertWebhookDeliveries([row]) }
+        try fixture.backend.write(durability: .full) { try $0.insertWebhookDeliveries([row, row]) }
+        #expect(
+            try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).count == 1, "one row per message")
         #expect(try Self.claim(fixture.backend, "n1", "a").isEmpty)
-        #expect(try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id) } == 1)
+        #expect(
+            try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: "b") }
+                .isEmpty)
+        #expect(
+            try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: nil) } == [
+                "a"
+            ])
         #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
     }
 

@@ -45,6 +45,8 @@ open class ForwardingWriter: CredentialWriter {
     }
     open func updateSchedule(_ update: ScheduleUpdate) throws -> Bool { try base.updateSchedule(update) }
     open func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws { try base.insertWebhookDeliveries(rows) }
-    open func cancelDelayedWebhooks(for id: CredentialID) throws -> Int { try base.cancelDelayedWebhooks(for: id) }
+    open func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+        try base.cancelDelayedWebhooks(for: id, endpoint: endpoint)
+    }
     open func savepoint<Result>(_ body: () throws -> Result) throws -> Result { try base.savepoint(body) }
 }

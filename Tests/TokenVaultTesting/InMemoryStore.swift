@@ -140,11 +140,18 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
         func prefetch(_ claims: [CredentialID]) throws { self.claims = claims }
 
-        func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws { state.webhooks += rows }
-        func cancelDelayedWebhooks(for id: CredentialID) throws -> Int {
-            let before = state.webhooks.count
-            state.webhooks.removeAll { $0.credentialID == id && $0.delaySeconds > 0 }
-            return before - state.webhooks.count
+        func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
+            for row in rows
+            where !state.webhooks.contains(where: { $0.endpoint == row.endpoint && $0.messageID == row.messageID }) {
+                state.webhooks.append(row)
+            }
+        }
+        func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+            let gone = state.webhooks.filter {
+                $0.credentialID == id && $0.delaySeconds > 0 && (endpoint == nil || $0.endpoint == endpoint)
+            }
+            state.webhooks.removeAll { row in gone.contains(row) }
+            return Set(gone.map(\.endpoint))
         }
         func finishGroup() throws { try groupObserver?(claims, writes) }
 

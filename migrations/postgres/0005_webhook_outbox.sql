@@ -25,5 +25,10 @@ CREATE TABLE webhook_deliveries (
     claim           TEXT,
     claimed_until   BIGINT
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+-- Each endpoint's due rows; each credential's pending rows per endpoint, in order; the delayed
+-- rows a change drops (every announcing write looks, inside its transaction: never a scan); and
+-- one row per endpoint and message (an event announced twice, such as a key rotation resumed).
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint, next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_order ON webhook_deliveries(endpoint, credential_id, id) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_delayed ON webhook_deliveries(credential_id) WHERE delayed AND state = 'pending';
+CREATE UNIQUE INDEX webhook_deliveries_message ON webhook_deliveries(endpoint, message_id);

@@ -129,18 +129,21 @@ extension PostgresCredentialWriter {
                 SELECT \(row.endpoint), \(row.messageID), \(row.kind), \(row.credentialID?.description),
                        \(String(decoding: row.payload, as: UTF8.self)), ms, \(row.delaySeconds > 0), ms + \(delay)
                 FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT AS ms) AS clock
+                ON CONFLICT (endpoint, message_id) DO NOTHING
                 """)
         }
     }
 
-    func cancelDelayedWebhooks(for id: CredentialID) throws -> Int {
-        try change(
-            """
-            DELETE FROM webhook_deliveries
-            WHERE credential_id = \(id.description) AND delayed AND state = 'pending' AND attempts = 0
-              AND claim IS NULL AND next_attempt_at > (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
-            RETURNING id
-            """
-        ).rows.count
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+        Set(
+            try change(
+                """
+                DELETE FROM webhook_deliveries
+                WHERE credential_id = \(id.description) AND delayed AND state = 'pending' AND attempts = 0
+                  AND claim IS NULL AND next_attempt_at > (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+                  AND (\(endpoint)::TEXT IS NULL OR endpoint = \(endpoint)::TEXT)
+                RETURNING endpoint
+                """
+            ).rows.map { try $0.decode(String.self) })
     }
 }
