@@ -12,3 +12,17 @@ public enum WebhookAttempt: Sendable, Equatable {
     /// `retryAfter` what the endpoint asked for, if anything.
     case failed(reason: String, retryAfter: Double?)
 }
+
+/// What the webhook dispatcher did since start-up (metrics).
+public struct WebhookCounters: Sendable, Equatable {
+    /// Deliveries an endpoint took.
+    public var delivered = 0
+    /// Attempts that failed (each retry counts).
+    public var failedAttempts = 0
+    /// Deliveries given up after the retry period (listed by `tokenvault webhooks`).
+    public var deadLettered = 0
+    /// Outcomes dropped because the row's claim had passed to another attempt.
+    public var claimsLost = 0
+
+    public init() {}
+}

@@ -43,16 +43,7 @@ public final class WebhookDispatcher: Service, Sendable {
     private let logger: Logger
     private let state: Mutex<State>
     private let wake = WakeSignal()
-    private let tally = Mutex(Counters())
-
-    /// What the dispatcher did since start-up (metrics, tests).
-    public struct Counters: Sendable, Equatable {
-        public var delivered = 0
-        public var failedAttempts = 0
-        public var deadLettered = 0
-        /// Outcomes dropped because the row's claim had passed to another attempt.
-        public var claimsLost = 0
-    }
+    private let tally = Mutex(WebhookCounters())
 
     /// `owner`: the node's name; claims are named after it, and those of its earlier processes
     /// are dropped when it starts.
@@ -78,7 +69,8 @@ public final class WebhookDispatcher: Service, Sendable {
         wake.signal()
     }
 
-    public var counters: Counters { tally.withLock { $0 } }
+    /// What it did since start-up (metrics).
+    public var counters: WebhookCounters { tally.withLock { $0 } }
 
     public func run() async throws {
         // A claim of this node's earlier process would keep its rows waiting for the lease.

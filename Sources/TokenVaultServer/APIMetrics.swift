@@ -155,7 +155,7 @@ public final class APIMetrics: Sendable {
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int]?, refresh: RefreshCounters? = nil,
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
-        courier: CourierStatus? = nil, storage: StorageStatus? = nil
+        courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil
     ) -> [UInt8] {
         registry.makeGauge(
             name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
@@ -265,6 +265,18 @@ public final class APIMetrics: Sendable {
             advance(
                 "tokenvault_spool_answers_recovered_total", labels: [], to: courier.recovered,
                 help: "Provider answers taken from the spool (answered while no daemon ran), since start-up.")
+        }
+        if let webhooks {
+            for (outcome, count) in [
+                ("delivered", webhooks.delivered), ("failed_attempt", webhooks.failedAttempts),
+                ("dead_lettered", webhooks.deadLettered), ("claim_lost", webhooks.claimsLost),
+            ] {
+                advance(
+                    "tokenvault_webhook_deliveries_total", labels: [("outcome", outcome)], to: count,
+                    help:
+                        "Webhook delivery attempts since start-up, by outcome (dead_lettered: given up after the retry period; alert if > 0)."
+                )
+            }
         }
         for provider in providers {
             for condition in ProviderState.Condition.allCases {

@@ -23,6 +23,8 @@ public struct VaultAPI: Sendable {
         public var courier: (@Sendable () -> CourierStatus)?
         /// The database's kind and, on PostgreSQL, the change listener's state (nil: SQLite).
         public var storage: (@Sendable () -> StorageStatus)?
+        /// The webhook dispatcher's counters (nil: no dispatcher).
+        public var webhooks: (@Sendable () -> WebhookCounters)?
         /// How a uid's groups are read, given its primary gid (nil: the system's user database;
         /// tests give their own, to take a group away from a caller).
         public var groupLookUp: (@Sendable (_ uid: UInt32, _ primaryGID: UInt32) -> Set<UInt32>)?
@@ -176,7 +178,8 @@ public struct VaultAPI: Sendable {
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
             heldCommits: .init(
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
-            audit: audit.counters, courier: options.courier?(), storage: options.storage?())
+            audit: audit.counters, courier: options.courier?(), storage: options.storage?(),
+            webhooks: options.webhooks?())
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -173,7 +173,7 @@ extension ServeCommand {
 
     static func makeAPI(
         _ opened: OpenedVault, _ engine: RefreshEngine, _ audit: AuditRecorder, _ settings: DaemonConfiguration,
-        _ options: VaultOptions, courier: CourierClient, upstream: UpstreamClients
+        _ options: VaultOptions, courier: CourierClient, upstream: UpstreamClients, webhooks: WebhookDispatcher
     ) -> VaultAPI {
         var apiOptions = VaultAPI.Options(
             maximumBodySize: settings.maximumBodySize, version: tokenVaultVersion,
@@ -183,6 +183,7 @@ extension ServeCommand {
             storage: storageStatus(of: opened.database))
         apiOptions.proxy = settings.proxy
         apiOptions.upstream = upstream
+        apiOptions.webhooks = { webhooks.counters }
         return VaultAPI(
             vault: opened.vault, engine: engine, admin: opened.database,
             rotation: KeyRotation(vault: opened.vault, keyring: opened.keyring, terms: opened.database),

@@ -63,8 +63,10 @@ struct ServeCommand: AsyncParsableCommand {
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
             let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
-            let api = Self.makeAPI(opened, engine, audit, settings, options, courier: courier, upstream: upstream)
             let webhooks = try await Self.startWebhooks(opened, settings, options, logger: logger)
+            let api = Self.makeAPI(
+                opened, engine, audit, settings, options, courier: courier, upstream: upstream,
+                webhooks: webhooks.dispatcher)
             let status = Self.statusLine(opened, engine)
             let watchdog = WatchdogSlot()
             let application = Self.makeApplication(

@@ -250,6 +250,8 @@ import TokenVaultTesting
         #expect(dead, "\(failed)")
         #expect(failed.allSatisfy { ($0["last_error"] as? String) == "HTTP 500" }, "\(failed)")
         #expect(daemon.log.contains("dead-lettered"))
+        let metrics = try UnixSocketHTTP.request(socket, "GET", "/metrics").text
+        #expect(metrics.contains(#"tokenvault_webhook_deliveries_total{outcome="dead_lettered"} 2"#), "\(metrics)")
         #expect(try cli.run(["webhooks", "redeliver", "--data-dir", dataDir]).status != 0, "nothing named")
         receiver.mode = .accept
         let first = try #require(failed.first?["id"] as? Int)
@@ -260,6 +262,47 @@ import TokenVaultTesting
         #expect(rest.status == 0 && rest.stdout.contains("1 delivery queued again"), "\(rest.stdout)\(rest.stderr)")
         try await waitFor(receiver, "credential.deleted", "w/d")
         #expect(receiver.deliveries.map(\.type) == ["credential.revoked", "credential.deleted"])
+    }
+
+    /// SIGHUP puts a new endpoint in force for the next change; a file naming a secret that does
+    /// not open is refused with its key, and the endpoints in force go on.
+    @Test func anEndpointAddedBySIGHUPHearsTheNextChange() async throws {
+        let server = try await TestOAuthServer.start()
+        let first = try await TestWebhookReceiver()
+        let added = try await TestWebhookReceiver()
+        defer { Task { await server.shutdown() } }
+        writeConfig(server, receiver: first.url)
+        let daemon = try startDaemon()
+        defer { daemon.terminate() }
+        func reload(_ count: Int) async throws {
+            daemon.process.signal(SIGHUP)
+            let done = try await waitUntil(within: 15) {
+                let log = daemon.log
+                return log.components(separatedBy: "configuration reloaded").count
+                    + log.components(separatedBy: "configuration reload refused").count - 2 >= count
+            }
+            #expect(done, "reload \(count) not logged: \(daemon.log)")
+        }
+        let config = try String(contentsOfFile: configPath, encoding: .utf8)
+        let endpoint = #""test": {"url": "\#(first.url)", "secret_file": "\#(webhookSecret)"}"#
+        func write(_ extra: String) {
+            FileManager.default.createFile(
+                atPath: configPath,
+                contents: Data(config.replacingOccurrences(of: endpoint, with: endpoint + extra).utf8))
+        }
+        write(#", "added": {"url": "\#(added.url)", "secret_file": "\#(webhookSecret)"}"#)
+        try await reload(1)
+        try put("h1", server.issue().responseJSON)
+        #expect(try UnixSocketHTTP.request(socket, "DELETE", "/v1/credentials/w/h1?force=true").status == 204)
+        try await waitFor(added, "credential.deleted", "w/h1")
+        try await waitFor(first, "credential.deleted", "w/h1")
+
+        write(#", "broken": {"url": "\#(added.url)", "secret_file": "\#(directory.file("missing.whsec"))"}"#)
+        try await reload(2)
+        #expect(daemon.log.contains("webhooks.endpoints.broken.secret_file"), "\(daemon.log)")
+        try put("h2", server.issue().responseJSON)
+        #expect(try UnixSocketHTTP.request(socket, "DELETE", "/v1/credentials/w/h2?force=true").status == 204)
+        try await waitFor(added, "credential.deleted", "w/h2")
     }
 
     /// `rotate-key` without a daemon writes its event to the outbox with the configuration's
