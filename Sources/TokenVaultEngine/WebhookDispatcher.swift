@@ -34,6 +34,8 @@ public final class WebhookDispatcher: Service, Sendable {
         var senders: [String: any WebhookSending] = [:]
         var options: Options
         var inFlight: [String: Int] = [:]
+        /// The outbox could not be read at the last look (logged once, and again when it can).
+        var outboxFailing = false
     }
 
     private let outbox: any WebhookOutbox
@@ -106,10 +108,20 @@ public final class WebhookDispatcher: Service, Sendable {
                         owner: owner, endpoints: [endpoint], leaseSeconds: options.leaseSeconds, limit: slots)
                 }
             } catch {
-                logger.warning(
-                    "the webhook outbox could not be read; trying again",
-                    metadata: ["tokenvault.error": "\(error)"])
+                // Once per outage, not at every look (the database being down is reported already).
+                if !state.withLock({ state in
+                    defer { state.outboxFailing = true }; return state.outboxFailing
+                }) {
+                    logger.warning(
+                        "the webhook outbox cannot be read; deliveries wait until it can",
+                        metadata: ["tokenvault.error": "\(error)"])
+                }
                 return claimed
+            }
+            if state.withLock({ state in
+                defer { state.outboxFailing = false }; return state.outboxFailing
+            }) {
+                logger.notice("the webhook outbox can be read again; deliveries go on")
             }
             guard let sender = senders[endpoint] else { continue }
             state.withLock { $0.inFlight[endpoint, default: 0] += rows.count }

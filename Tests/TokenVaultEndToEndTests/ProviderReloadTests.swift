@@ -42,13 +42,7 @@ import TokenVaultTesting
 
     /// Sends SIGHUP and waits for the reload's log line (the `n`th reload of this daemon).
     func reload(_ daemon: DaemonProcess, count: Int) async throws -> String {
-        daemon.process.signal(SIGHUP)
-        let done = try await waitUntil(within: 15) {
-            let log = daemon.log
-            return log.components(separatedBy: "configuration reloaded").count
-                + log.components(separatedBy: "configuration reload refused").count - 2 >= count
-        }
-        #expect(done, "reload \(count) not logged: \(daemon.log)")
+        #expect(try await daemon.reload(count: count), "reload \(count) not logged: \(daemon.log)")
         return daemon.log
     }
 

@@ -49,6 +49,17 @@ import TokenVaultTesting
         FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
     }
 
+    /// A loopback provider, a receiver answering as `mode` says, the configuration naming both,
+    /// and the daemon on it.
+    func start(
+        _ mode: TestWebhookReceiver.Mode = .accept, retryFor: Int = 600, webhooks extra: String = ""
+    ) async throws -> (TestOAuthServer, TestWebhookReceiver, DaemonProcess) {
+        let server = try await TestOAuthServer.start()
+        let receiver = try await TestWebhookReceiver(mode: mode)
+        writeConfig(server, receiver: receiver.url, retryFor: retryFor, webhooks: extra)
+        return (server, receiver, try startDaemon())
+    }
+
     func startDaemon() throws -> DaemonProcess {
         try DaemonProcess(
             arguments: ["--data-dir", dataDir, "--config", configPath], socketPath: socket,
@@ -93,12 +104,11 @@ import TokenVaultTesting
     /// Every event type reaches the endpoint, signed as Standard Webhooks says, a credential's in
     /// the order they happened, and no payload holds a token.
     @Test func everyEventReachesTheEndpointSignedAndInOrder() async throws {
-        let server = try await TestOAuthServer.start()
-        let receiver = try await TestWebhookReceiver()
-        defer { Task { await server.shutdown() } }
-        writeConfig(server, receiver: receiver.url)
-        let daemon = try startDaemon()
-        defer { daemon.terminate() }
+        let (server, receiver, daemon) = try await start()
+        defer {
+            daemon.terminate()
+            Task { await server.shutdown() }
+        }
         var tokens: [String] = []
         func issue() -> String {
             let issued = server.issue()
@@ -168,12 +178,11 @@ import TokenVaultTesting
     /// each credential's in order, and the retries showed in `tokenvault webhooks` meanwhile.
     /// (Run by `ResilienceTests` below.)
     func anEndpointDownForAWhileGetsEverythingInOrderOnceBack() async throws {
-        let server = try await TestOAuthServer.start()
-        let receiver = try await TestWebhookReceiver()
-        defer { Task { await server.shutdown() } }
-        writeConfig(server, receiver: receiver.url)
-        let daemon = try startDaemon()
-        defer { daemon.terminate() }
+        let (server, receiver, daemon) = try await start()
+        defer {
+            daemon.terminate()
+            Task { await server.shutdown() }
+        }
         await receiver.stop()
         let down = ContinuousClock.now
         let names = ["p", "q", "r"]
@@ -233,12 +242,11 @@ import TokenVaultTesting
     /// A delivery that failed for the whole retry period is dead-lettered, listed as failed, and
     /// sent again by `tokenvault webhooks redeliver`.
     @Test func aDeadLetteredDeliveryIsListedAndRedelivered() async throws {
-        let server = try await TestOAuthServer.start()
-        let receiver = try await TestWebhookReceiver(mode: .refuse(500))
-        defer { Task { await server.shutdown() } }
-        writeConfig(server, receiver: receiver.url, retryFor: 2)
-        let daemon = try startDaemon()
-        defer { daemon.terminate() }
+        let (server, receiver, daemon) = try await start(.refuse(500), retryFor: 2)
+        defer {
+            daemon.terminate()
+            Task { await server.shutdown() }
+        }
         try put("d", server.issue().responseJSON)
         #expect(try UnixSocketHTTP.request(socket, "DELETE", "/v1/credentials/w/d?force=true").status == 204)
         var failed: [[String: Any]] = []
@@ -275,13 +283,7 @@ import TokenVaultTesting
         let daemon = try startDaemon()
         defer { daemon.terminate() }
         func reload(_ count: Int) async throws {
-            daemon.process.signal(SIGHUP)
-            let done = try await waitUntil(within: 15) {
-                let log = daemon.log
-                return log.components(separatedBy: "configuration reloaded").count
-                    + log.components(separatedBy: "configuration reload refused").count - 2 >= count
-            }
-            #expect(done, "reload \(count) not logged: \(daemon.log)")
+            #expect(try await daemon.reload(count: count), "reload \(count) not logged: \(daemon.log)")
         }
         let config = try String(contentsOfFile: configPath, encoding: .utf8)
         let endpoint = #""test": {"url": "\#(first.url)", "secret_file": "\#(webhookSecret)"}"#
@@ -325,13 +327,12 @@ import TokenVaultTesting
     /// An endpoint that answers after a minute: refreshes take as long as without it, while its
     /// deliveries wait (each endpoint has its own slots; refreshes only write outbox rows).
     @Test func anEndpointAnsweringAfterAMinuteDoesNotSlowRefreshes() async throws {
-        let server = try await TestOAuthServer.start()
-        let receiver = try await TestWebhookReceiver(mode: .hold(60))
-        defer { Task { await server.shutdown() } }
-        writeConfig(
-            server, receiver: receiver.url, webhooks: #""timeout_seconds": 90, "max_concurrent_deliveries": 2,"#)
-        let daemon = try startDaemon()
-        defer { daemon.terminate() }
+        let (server, receiver, daemon) = try await start(
+            .hold(60), webhooks: #""timeout_seconds": 90, "max_concurrent_deliveries": 2,"#)
+        defer {
+            daemon.terminate()
+            Task { await server.shutdown() }
+        }
         let names = (0..<12).map { "s\($0)" }
         for name in names { try put(name, server.issue().responseJSON) }
         func timedRefreshes() async throws -> [Double] {

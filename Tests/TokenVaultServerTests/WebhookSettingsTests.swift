@@ -7,25 +7,8 @@ import TokenVaultTesting
 @testable import TokenVaultServer
 
 /// The `webhooks` section: endpoints, their filters, the numbers, and errors that name the key.
-@Suite struct WebhookSettingsTests {
-    let directory = TemporaryDirectory()
-
-    func load(_ json: String) throws -> DaemonConfiguration {
-        let path = directory.file("config.json")
-        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
-        return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
-    }
-
-    func error(_ json: String) -> String {
-        do {
-            _ = try load(json)
-            return "no error"
-        } catch {
-            return "\(error)"
-        }
-    }
-
-    @Test func endpointsAndNumbersAreRead() throws {
+extension DaemonConfigurationTests {
+    @Test func webhookEndpointsAndNumbersAreRead() throws {
         let config = try load(
             """
             {"webhooks": {"failing_after_seconds": 60, "retry_for_seconds": 3600, "timeout_seconds": 10,
@@ -46,7 +29,7 @@ import TokenVaultTesting
         #expect(try load("{}").webhooks.endpoints.isEmpty)
     }
 
-    @Test func mistakesNameTheirKey() {
+    @Test func webhookMistakesNameTheirKey() {
         let cases: [(String, String)] = [
             (#"{"webhooks": {"endpoints": {"a": {"secret_file": "/s"}}}}"#, "webhooks.endpoints.a.url"),
             (#"{"webhooks": {"endpoints": {"a": {"url": "https://x.example"}}}}"#, "webhooks.endpoints.a.secret_file"),

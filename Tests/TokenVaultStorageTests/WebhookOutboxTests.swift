@@ -10,14 +10,6 @@ import TokenVaultTesting
 /// ledger's writes, claimed in order per endpoint and credential, fenced by their claim, retried,
 /// dead-lettered, redelivered, and released when their node starts again.
 @Suite struct WebhookOutboxTests {
-    static func payload(_ marker: String) -> TokenPayload {
-        TokenPayload(
-            kind: .oauth2,
-            secrets: CredentialSecrets(
-                accessToken: SecretBytes(utf8: "at-\(marker)"), refreshToken: SecretBytes(utf8: "rt-\(marker)")),
-            tokenType: "Bearer", expiry: .after(seconds: 3600))
-    }
-
     static func claim(_ outbox: any WebhookOutbox, _ owner: String, _ endpoint: String) throws -> [WebhookDelivery] {
         try outbox.claimWebhookDeliveries(owner: owner, endpoints: [endpoint], leaseSeconds: 60, limit: 10)
     }
@@ -29,7 +21,7 @@ import TokenVaultTesting
         let outbox = fixture.backend
         vault.install(webhooks: WebhookRoutes(routes: [.init(endpoint: "a"), .init(endpoint: "b")]))
         let id = try CredentialID("pay/x")
-        try await vault.put(id, payload: Self.payload("x"), provider: "idp")
+        try await vault.put(id, payload: StorageContractTests.payload("x"), provider: "idp")
         try await vault.delete(id, revoked: true)
 
         // A credential's events go out one at a time per endpoint, in order.
@@ -105,7 +97,7 @@ import TokenVaultTesting
         fixture.vault.install(webhooks: WebhookRoutes(routes: [.init(endpoint: "a")]))
         for index in 0..<40 {
             let id = try CredentialID("pay/c\(index)")
-            try await fixture.vault.put(id, payload: Self.payload("c\(index)"), provider: "idp")
+            try await fixture.vault.put(id, payload: StorageContractTests.payload("c\(index)"), provider: "idp")
             try await fixture.vault.delete(id)
         }
         let other = try fixture.open()

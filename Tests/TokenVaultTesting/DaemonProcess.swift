@@ -53,6 +53,17 @@ public final class DaemonProcess: @unchecked Sendable {
         return process.waitUntilExit()
     }
 
+    /// Sends SIGHUP and waits until the `count`th reload of this daemon is logged, put in force or
+    /// refused; false if it was not within `seconds`.
+    public func reload(count: Int, within seconds: Double = 15) async throws -> Bool {
+        process.signal(SIGHUP)
+        return try await waitUntil(within: seconds) {
+            let log = log
+            return log.components(separatedBy: "configuration reloaded").count
+                + log.components(separatedBy: "configuration reload refused").count - 2 >= count
+        }
+    }
+
     /// SIGKILL: the daemon gets no chance to clean up (leaves a stale socket).
     public func kill() {
         process.signal(SIGKILL)

@@ -30,8 +30,7 @@ public final class TestUpstream: Sendable {
     }
 
     private let recording = Recording()
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let application: LoopbackApplication
 
     /// `dpop`: how `/dpop` checks proofs, and which key a token is bound to (the token endpoint's
     /// record, `TestOAuthServer.boundKey(of:)`).
@@ -99,27 +98,11 @@ public final class TestUpstream: Sendable {
             try await Task.sleep(for: .seconds(seconds))
             return Response(status: .ok)
         }
-        let (ready, readyContinuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "test-upstream")
-        logger.logLevel = .error
-        let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in readyContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        group = ServiceGroup(
-            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-        task = Task { [group] in try await group.run() }
-        var port = 0
-        for await bound in ready {
-            port = bound
-            break
-        }
-        self.port = port
+        application = await LoopbackApplication.start(router, label: "test-upstream")
+        port = application.port
     }
 
-    public func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = await task.result
-    }
+    public func stop() async { await application.stop() }
 
     /// The checksum `/upload` answers for `bytes`.
     public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt64 {

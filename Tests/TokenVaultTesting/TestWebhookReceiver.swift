@@ -1,8 +1,6 @@
 import Foundation
 import Hummingbird
-import Logging
 import NIOCore
-import ServiceLifecycle
 import Synchronization
 
 /// A loopback webhook endpoint for the tests (Hummingbird on 127.0.0.1): `POST /hook` records
@@ -41,10 +39,7 @@ public final class TestWebhookReceiver: Sendable {
         case hold(Double)
     }
 
-    public private(set) var port: Int {
-        get { state.withLock { $0.port } }
-        set { state.withLock { $0.port = newValue } }
-    }
+    public var port: Int { state.withLock { $0.port } }
     public var url: String { "http://127.0.0.1:\(port)/hook" }
     /// Deliveries answered 2xx or held, in arrival order.
     public var deliveries: [Delivery] { state.withLock { $0.deliveries } }
@@ -60,7 +55,7 @@ public final class TestWebhookReceiver: Sendable {
         var deliveries: [Delivery] = []
         var requests = 0
         var mode = Mode.accept
-        var running: (ServiceGroup, Task<Void, any Error>)?
+        var running: LoopbackApplication?
     }
 
     private let state = Mutex(State())
@@ -94,31 +89,18 @@ public final class TestWebhookReceiver: Sendable {
                 return Response(status: .ok)
             }
         }
-        let (ready, readyContinuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "test-webhook-receiver")
-        logger.logLevel = .error
-        let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
-            onServerRunning: { channel in readyContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
-        for await bound in ready {
-            port = bound
-            break
+        let application = await LoopbackApplication.start(router, port: port, label: "test-webhook-receiver")
+        state.withLock { state in
+            state.port = application.port
+            state.running = application
         }
-        state.withLock { $0.running = (group, task) }
     }
 
     /// Stops listening: deliveries are refused at the connection until `start`.
     public func stop() async {
-        guard
-            let (group, task) = state.withLock({ state in
-                defer { state.running = nil }; return state.running
-            })
-        else { return }
-        await group.triggerGracefulShutdown()
-        _ = await task.result
+        await state.withLock { state in
+            defer { state.running = nil }; return state.running
+        }?.stop()
     }
 
     /// The deliveries of `type`.
