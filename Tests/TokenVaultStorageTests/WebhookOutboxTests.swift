@@ -90,6 +90,39 @@ import TokenVaultTesting
         #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
     }
 
+    /// Failures recorded at once share group commits (on PostgreSQL their rows are locked and
+    /// read together, their changes kept back): each announces once, in its own credential's
+    /// order, nothing lost or doubled.
+    @Test(arguments: TestBackendKind.allCases)
+    func announcementsOfAGroupCommitAreWrittenOnceEach(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        vault.install(webhooks: WebhookRoutes(routes: [.init(endpoint: "a")]))
+        let stored = try await vault.importCredentials(
+            (0..<24).map { index in
+                Vault.NewCredential(
+                    id: try! CredentialID("pay/g\(index)"), payload: StorageContractTests.payload("g\(index)"),
+                    provider: "idp")
+            })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for metadata in stored {
+                group.addTask {
+                    var update = ScheduleUpdate(metadata)
+                    update.status = .needsReauth
+                    update.lastError = CredentialFailure(
+                        code: "invalid_grant", message: "refused", at: metadata.issuedAt)
+                    _ = try await vault.recordFailure(
+                        attempt: nil, outcome: "invalid_grant", update: update, event: .needsReauth)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let rows = try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 100)
+        #expect(rows.count == stored.count && rows.allSatisfy { $0.kind == "credential.needs_reauth" })
+        #expect(Set(rows.compactMap(\.credentialID)) == Set(stored.map(\.id)))
+        #expect(Set(rows.map(\.messageID)).count == rows.count)
+    }
+
     /// Two nodes claiming at once never get the same row.
     @Test(arguments: TestBackendKind.allCases)
     func twoOpeningsNeverClaimTheSameRow(_ kind: TestBackendKind) async throws {
