@@ -31,11 +31,16 @@ extension Vault {
 /// With no routes it does nothing at all, not even a read.
 ///
 /// A failure is announced only if it lasts: its `refresh_failing` row is written at the first
-/// failure, due `failingAfterSeconds` later. It goes before then when the credential gets new
-/// tokens or is active again or deleted (for every endpoint), or when its endpoint is told
-/// something newer about the credential (which says more, and would otherwise wait behind it).
-/// `recovered` goes to the endpoints that were told of the trouble, or, for a failure, whose
-/// `refresh_failing` had come due.
+/// failure, due `failingAfterSeconds` later. It goes before then, for every endpoint, when the
+/// credential stops failing (new tokens, or any other status) or is deleted, and for one
+/// endpoint when that endpoint is told something newer about the credential (which says more,
+/// and would otherwise wait behind it).
+///
+/// `recovered` goes, with new tokens, to the endpoints that may have been told of the trouble:
+/// after a failure, those whose `refresh_failing` had come due; after `needs_reauth` or
+/// `expired`, those that take that event and those that take `refresh_failing` (the refusal or
+/// the expiry may have ended a failure they were told of; one more `recovered` is better than a
+/// backend that believes a credential still broken).
 struct WebhookAnnouncer: Sendable {
     let routes: WebhookRoutes
     let now: Timestamp
@@ -56,16 +61,15 @@ struct WebhookAnnouncer: Sendable {
         guard isActive else { return }
         var events: [(WebhookEvent, delay: Double)] = explicit.map { (WebhookEvent($0, after, at: now), 0) }
         if let previous, previous.status != after.status {
+            // No longer failing, whatever it is now: a failure not announced yet never will be.
+            if previous.status == .failing { _ = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil) }
             switch after.status {
             case .needsReauth: events.append((WebhookEvent(.needsReauth, after, at: now), 0))
             case .expired: events.append((WebhookEvent(.expired, after, at: now), 0))
             case .failing:
                 let event = WebhookEvent(.refreshFailing, after, at: now, failingSince: now)
                 events.append((event, routes.failingAfterSeconds))
-            case .active:
-                // Active again without new tokens: a failure that ends quietly.
-                if previous.status == .failing { _ = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil) }
-            case .revokePending: break
+            case .active, .revokePending: break
             }
         }
         try announce(events, writer)
@@ -73,9 +77,16 @@ struct WebhookAnnouncer: Sendable {
 
     /// New tokens (a refresh, a put, a code exchange) for a credential that was `previous`.
     func newTokens(previous: CredentialMetadata?, after: CredentialMetadata, _ writer: any CredentialWriter) throws {
-        guard isActive, let previous, let trouble = Self.trouble[previous.status] else { return }
+        guard isActive, let previous else { return }
+        // Whatever the status was (a failure may have turned into a removal that a put undid).
         let unannounced = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil)
-        let told = Set(routes.endpoints(for: WebhookEvent(trouble, previous, at: now))).subtracting(unannounced)
+        guard let trouble = Self.trouble[previous.status] else { return }
+        var told = Set(routes.endpoints(for: WebhookEvent(trouble, previous, at: now)))
+        if trouble == .refreshFailing {
+            told.subtract(unannounced)
+        } else {
+            told.formUnion(routes.endpoints(for: WebhookEvent(.refreshFailing, previous, at: now)))
+        }
         let recovered = WebhookEvent(.recovered, after, at: now)
         try insert(recovered, delay: 0, to: routes.endpoints(for: recovered).filter(told.contains), writer)
     }

@@ -89,6 +89,9 @@ public final class WebhookDispatcher: Service, Sendable {
                 }
             }
         }
+        // What was cut off goes to whichever node looks next, not after the claims' lease (this
+        // node may not come back).
+        _ = try? await executor.run { [outbox, owner] in try outbox.releaseWebhookClaims(owner: owner) }
     }
 
     /// Claims what each endpoint has slots for.
@@ -137,9 +140,9 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         guard let claim = delivery.claim else { return }
         let attempt = await sender.send(delivery)
-        // Cut off by the daemon's stop: not the endpoint's failure. The row keeps its claim,
-        // which the next start drops.
-        guard !Task.isCancelled else { return }
+        // Cut off by the daemon's stop: not the endpoint's failure (the row's claim is dropped
+        // when the dispatcher ends). A delivery the endpoint took is still recorded.
+        if attempt != .delivered, Task.isCancelled { return }
         let retry = state.withLock { $0.options.retry }
         let kept: Bool?
         switch attempt {

@@ -274,7 +274,7 @@ public final class APIMetrics: Sendable {
                 advance(
                     "tokenvault_webhook_deliveries_total", labels: [("outcome", outcome)], to: count,
                     help:
-                        "Webhook delivery attempts since start-up, by outcome (dead_lettered: given up after the retry period; alert if > 0)."
+                        "Webhook deliveries since start-up, by outcome: delivered, failed_attempt (each failed try), dead_lettered (given up after the retry period, its last try counted in failed_attempt too; alert if > 0), claim_lost."
                 )
             }
         }

@@ -126,9 +126,10 @@ extension SQLiteCredentialWriter {
     func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
         let statement = try connection.statement(
             """
-            INSERT OR IGNORE INTO webhook_deliveries
+            INSERT INTO webhook_deliveries
                 (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (endpoint, message_id) DO NOTHING
             """)
         let now = clock.now
         for row in rows {

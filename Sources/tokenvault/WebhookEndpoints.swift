@@ -15,6 +15,8 @@ final class WebhookEndpoints: Sendable {
     private let vault: Vault
     private struct State {
         var current: [WebhookSender] = []
+        /// The claims' length the current senders deliver under.
+        var leaseSeconds = 0.0
         var retiring: [UInt64: Task<Void, Never>] = [:]
         var nextRetirement: UInt64 = 0
     }
@@ -49,11 +51,12 @@ final class WebhookEndpoints: Sendable {
             install: { [self] in
                 vault.install(webhooks: routes)
                 dispatcher.install(senders: made, options: options)
-                let replaced = state.withLock { state in
-                    defer { state.current = Array(made.values) }
-                    return state.current
+                let (replaced, lease) = state.withLock { state in
+                    defer { (state.current, state.leaseSeconds) = (Array(made.values), options.leaseSeconds) }
+                    return (state.current, state.leaseSeconds)
                 }
-                retire(replaced, after: options.leaseSeconds)
+                // A delivery begun on them may run for their own (perhaps longer) claim.
+                retire(replaced, after: max(lease, options.leaseSeconds))
             },
             discard: { for sender in made.values { await sender.shutdown() } })
     }

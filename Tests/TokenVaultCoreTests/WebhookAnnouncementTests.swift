@@ -46,6 +46,19 @@ import TokenVaultTesting
 
     /// A failure is announced only if it lasts: its row is due later and dropped by a recovery
     /// before then, which then announces nothing either.
+    /// A failure that is still pending when the credential is marked for removal, then stored
+    /// again, is dropped: it would arrive later about a healthy credential.
+    @Test func aPendingFailureDoesNotOutliveARemovalUndoneByAPut() async throws {
+        let stored = try await put()
+        let failing = try await fail(stored, .failing, code: "provider_unavailable")
+        var update = ScheduleUpdate(failing)
+        update.status = .revokePending
+        _ = try await vault.updateSchedule(update)
+        #expect(store.webhookRows.isEmpty)
+        _ = try await put()
+        #expect(store.webhookRows.isEmpty)
+    }
+
     @Test func aShortFailureAnnouncesNothing() async throws {
         let stored = try await put()
         let failing = try await fail(stored, .failing, code: "provider_unavailable")
@@ -109,20 +122,22 @@ import TokenVaultTesting
                 ], failingAfterSeconds: 600))
         func rows(_ endpoint: String) -> [String] { store.webhookRows.filter { $0.endpoint == endpoint }.map(\.kind) }
         let stored = try await put()
-        let failing = try await fail(stored, .failing, code: "provider_unavailable")
-        // The refusal goes to `signin`; `failing` keeps its pending failure (refreshes still fail).
-        _ = try await fail(failing, .needsReauth, code: "invalid_grant")
-        #expect(rows("failing") == ["credential.refresh_failing"])
-        #expect(rows("signin") == ["credential.needs_reauth"])
-        // New tokens: the failure never came due, so `failing` hears nothing; `signin` was told.
-        _ = try await put()
-        #expect(rows("failing").isEmpty)
-        #expect(rows("signin") == ["credential.needs_reauth", "credential.recovered"])
         // A short failure and its recovery: nobody is told of either.
-        let again = try vault.metadata(id)
-        _ = try await fail(again, .failing, code: "provider_unavailable")
+        _ = try await fail(stored, .failing, code: "provider_unavailable")
+        #expect(rows("failing") == ["credential.refresh_failing"])
         _ = try await put()
-        #expect(rows("failing").isEmpty && rows("signin") == ["credential.needs_reauth", "credential.recovered"])
+        #expect(store.webhookRows.isEmpty)
+        // A failure that turns into a refusal: the refusal goes to `signin`, and the failure,
+        // never due, to nobody.
+        let failing = try await fail(try vault.metadata(id), .failing, code: "provider_unavailable")
+        _ = try await fail(failing, .needsReauth, code: "invalid_grant")
+        #expect(rows("failing").isEmpty)
+        #expect(rows("signin") == ["credential.needs_reauth"])
+        // New tokens: both hear of the recovery (`failing` may have been told of a failure
+        // before it turned into a refusal, and the vault does not keep whether it was).
+        _ = try await put()
+        #expect(rows("signin") == ["credential.needs_reauth", "credential.recovered"])
+        #expect(rows("failing") == ["credential.recovered"])
     }
 
     /// A key rotation announced twice (a resumed rotation) is one row per endpoint.

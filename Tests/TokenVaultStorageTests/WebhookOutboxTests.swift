@@ -90,11 +90,11 @@ import TokenVaultTesting
         #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
     }
 
-    /// Failures recorded at once share group commits (on PostgreSQL their rows are locked and
-    /// read together, their changes kept back): each announces once, in its own credential's
-    /// order, nothing lost or doubled.
+    /// Failures recorded at once (they share group commits when they arrive while one commits;
+    /// on PostgreSQL those lock and read their rows together and keep their changes back, and an
+    /// outbox row sends them first): each announces once, nothing lost or doubled.
     @Test(arguments: TestBackendKind.allCases)
-    func announcementsOfAGroupCommitAreWrittenOnceEach(_ kind: TestBackendKind) async throws {
+    func failuresRecordedAtOnceAnnounceOnceEach(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         vault.install(webhooks: WebhookRoutes(routes: [.init(endpoint: "a")]))
