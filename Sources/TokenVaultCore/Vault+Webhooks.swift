@@ -77,8 +77,12 @@ struct WebhookAnnouncer: Sendable {
 
     /// New tokens (a refresh, a put, a code exchange) for a credential that was `previous`.
     func newTokens(previous: CredentialMetadata?, after: CredentialMetadata, _ writer: any CredentialWriter) throws {
-        guard isActive, let previous else { return }
-        // Whatever the status was (a failure may have turned into a removal that a put undid).
+        // A credential that has not failed since its last tokens has nothing pending: the
+        // refresh path of a healthy one sends no statement for webhooks.
+        guard isActive, let previous, previous.refreshFailures > 0 || Self.trouble[previous.status] != nil else {
+            return
+        }
+        // Whatever the status is now (a failure may have turned into a removal that a put undid).
         let unannounced = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil)
         guard let trouble = Self.trouble[previous.status] else { return }
         var told = Set(routes.endpoints(for: WebhookEvent(trouble, previous, at: now)))

@@ -59,6 +59,18 @@ import TokenVaultTesting
         #expect(store.webhookRows.isEmpty)
     }
 
+    /// New tokens for a credential that has not failed since its last ones (every refresh of a
+    /// healthy one) write nothing and look for nothing in the outbox.
+    @Test func aHealthyCredentialsNewTokensCostTheOutboxNothing() async throws {
+        _ = try await put()
+        _ = try await put()
+        #expect(store.webhookCancels == 0 && store.webhookRows.isEmpty)
+        _ = try await fail(try vault.metadata(id), .failing, code: "provider_unavailable")
+        let before = store.webhookCancels
+        _ = try await put()
+        #expect(store.webhookCancels == before + 1, "new tokens after a failure drop its pending row")
+    }
+
     @Test func aShortFailureAnnouncesNothing() async throws {
         let stored = try await put()
         let failing = try await fail(stored, .failing, code: "provider_unavailable")

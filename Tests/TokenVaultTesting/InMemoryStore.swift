@@ -16,6 +16,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var receivedAnswers: Set<String> = []
         /// The outbox as written (delayed rows count as not due: the store has no clock).
         var webhooks: [NewWebhookDelivery] = []
+        /// Statements that looked for delayed rows to drop.
+        var webhookCancels = 0
     }
 
     struct JournalEntry {
@@ -43,6 +45,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     /// The webhook outbox rows written, in order.
     public var webhookRows: [NewWebhookDelivery] { lock.withLock { state.webhooks } }
+    /// How many times a write looked for delayed outbox rows to drop.
+    public var webhookCancels: Int { lock.withLock { state.webhookCancels } }
 
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
         lock.withLock {
@@ -147,6 +151,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             }
         }
         func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+            state.webhookCancels += 1
             let gone = state.webhooks.filter {
                 $0.credentialID == id && $0.delaySeconds > 0 && (endpoint == nil || $0.endpoint == endpoint)
             }
