@@ -20,13 +20,10 @@ public final class WebhookSender: WebhookSending {
     public init(url: String, settings: TransportSettings, key: String, sign: @escaping Sign)
         throws(ProviderConfigurationError)
     {
-        guard case .success(let endpoint) = EndpointURL.validate(url) else {
-            if case .failure(let problem) = EndpointURL.validate(url) {
-                throw ProviderConfigurationError(key: key, problem: problem.problem)
-            }
-            throw ProviderConfigurationError(key: key, problem: "is not a URL")
+        switch EndpointURL.validate(url) {
+        case .success(let endpoint): self.url = endpoint.description
+        case .failure(let problem): throw ProviderConfigurationError(key: key, problem: problem.problem)
         }
-        self.url = endpoint.description
         transport = DirectTransport(settings: settings)
         self.sign = sign
     }

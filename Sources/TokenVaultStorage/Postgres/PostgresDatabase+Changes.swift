@@ -169,7 +169,7 @@ extension PostgresDatabase {
         try writer.query(
             """
             DELETE FROM credential_changes
-            WHERE at < (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT - \(seconds * 1000)
+            WHERE at < \(unescaped: PostgresDatabase.clockMilliseconds) - \(seconds * 1000)
             """)
     }
 }

@@ -198,7 +198,7 @@ extension PostgresDatabase: RefreshJournal {
         try writer.query(
             """
             DELETE FROM received_answers
-            WHERE stored_at < (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+            WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
                               - \(Int64(VaultDatabase.receivedAnswerRetention * 1000))
             """)
         try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")

@@ -8,7 +8,7 @@ extension PostgresDatabase: NodeRegistry {
     /// Renews this node's row and reads every other node's, as of the same moment.
     private static func beat(_ beat: NodeBeat) -> PostgresQuery {
         """
-        WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT AS ms),
+        WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms),
         mine AS (
             INSERT INTO nodes (\(unescaped: NodeSQL.columns))
             SELECT \(beat.node), \(beat.incarnation), 1, ms, ms, \(beat.host), \(beat.pid) FROM clock
@@ -81,7 +81,7 @@ extension PostgresCredentialWriter {
         try change(
             """
             INSERT INTO received_answers (call_key, credential_id, stored_at)
-            VALUES (\(callKey), \(credentialID.description), (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT)
+            VALUES (\(callKey), \(credentialID.description), \(unescaped: PostgresDatabase.clockMilliseconds))
             ON CONFLICT DO NOTHING
             """)
     }

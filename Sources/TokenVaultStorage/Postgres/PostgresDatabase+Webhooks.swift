@@ -15,7 +15,7 @@ extension PostgresDatabase: WebhookOutbox {
         let rows = try writers.withLink { link in
             try link.query(
                 """
-                WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT AS ms),
+                WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms),
                 picked AS (
                     SELECT d.id FROM webhook_deliveries d, clock
                     WHERE d.state = 'pending' AND d.next_attempt_at <= clock.ms
@@ -66,7 +66,7 @@ extension PostgresDatabase: WebhookOutbox {
                 SET attempts = attempts + 1, last_error = \(error), claim = NULL, claimed_until = NULL,
                     state = CASE WHEN \(delay)::BIGINT IS NULL THEN 'failed' ELSE 'pending' END,
                     next_attempt_at = COALESCE(
-                        (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT + \(delay)::BIGINT, next_attempt_at)
+                        \(unescaped: PostgresDatabase.clockMilliseconds) + \(delay)::BIGINT, next_attempt_at)
                 WHERE id = \(id) AND claim = \(claim)
                 RETURNING id
                 """
@@ -94,7 +94,7 @@ extension PostgresDatabase: WebhookOutbox {
                 """
                 UPDATE webhook_deliveries
                 SET state = 'pending', attempts = 0, claim = NULL, claimed_until = NULL,
-                    next_attempt_at = (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+                    next_attempt_at = \(unescaped: PostgresDatabase.clockMilliseconds)
                 WHERE state = 'failed' AND (\(ids == nil) OR id = ANY(\(ids ?? [])))
                 RETURNING id
                 """
@@ -128,7 +128,7 @@ extension PostgresCredentialWriter {
                     (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at)
                 SELECT \(row.endpoint), \(row.messageID), \(row.kind), \(row.credentialID?.description),
                        \(String(decoding: row.payload, as: UTF8.self)), ms, \(row.delaySeconds > 0), ms + \(delay)
-                FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT AS ms) AS clock
+                FROM (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms) AS clock
                 ON CONFLICT (endpoint, message_id) DO NOTHING
                 """)
         }
@@ -140,7 +140,7 @@ extension PostgresCredentialWriter {
                 """
                 DELETE FROM webhook_deliveries
                 WHERE credential_id = \(id.description) AND delayed AND state = 'pending' AND attempts = 0
-                  AND claim IS NULL AND next_attempt_at > (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT
+                  AND claim IS NULL AND next_attempt_at > \(unescaped: PostgresDatabase.clockMilliseconds)
                   AND (\(endpoint)::TEXT IS NULL OR endpoint = \(endpoint)::TEXT)
                 RETURNING endpoint
                 """

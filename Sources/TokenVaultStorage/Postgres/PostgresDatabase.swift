@@ -230,3 +230,9 @@ public final class PostgresDatabase: Sendable {
         }
     }
 }
+
+extension PostgresDatabase {
+    /// The database's clock in milliseconds since 1970: every statement that stamps or compares a
+    /// time reads this one, never a node's clock (nodes' clocks may disagree).
+    static let clockMilliseconds = "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT"
+}
