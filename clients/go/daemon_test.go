@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,7 +161,9 @@ func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daem
 	t.Cleanup(d.stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(socket); err == nil {
+		// Connected, not only created: the socket file exists a moment before the daemon listens.
+		if connection, err := net.Dial("unix", socket); err == nil {
+			connection.Close()
 			return d
 		}
 		select {

@@ -9,6 +9,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -179,12 +180,23 @@ class Daemon:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
+        # Connected, not only created: the socket file exists a moment before the daemon listens.
+        while not self._accepts():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 self.log.seek(0)
                 raise RuntimeError("the daemon did not start:\n" + self.log.read())
             time.sleep(0.05)
+
+    def _accepts(self) -> bool:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     def stop(self) -> None:
         if self.process.poll() is None:
