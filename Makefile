@@ -14,6 +14,7 @@ deps:
 
 build: deps
 	$(SWIFT) build --product tokenvault
+	$(SWIFT) build --product tokenvault-mcp
 
 # The daemon on the embedded default: vault and key under ./.tokenvault (created on first
 # start), socket at ./.tokenvault/run/tokenvault.sock (printed).
@@ -47,13 +48,15 @@ bench: deps
 	$(SWIFT) build -c release --product tokenvault-bench
 	.build/release/tokenvault-bench
 
-# The Debian package, .build/deb/tokenvault_<version>-1_<arch>.deb (docs/operations.md): a release
-# build with the Swift runtime linked in (so it runs without a toolchain) and immediate binding,
+# The Debian package, .build/deb/tokenvault_<version>-1_<arch>.deb (docs/operations.md): release
+# builds of tokenvault and of the tokenvault-mcp beside it, with the Swift runtime linked in (so
+# they run without a toolchain) and immediate binding,
 # swift-argument-parser's generate-manual for the man page, scripts/make-deb.sh, then lintian,
 # which must report no error.
 deb:
 	@bash scripts/install-deps.sh --deb
 	$(SWIFT) build -c release --product tokenvault --static-swift-stdlib -Xlinker -z -Xlinker now
+	$(SWIFT) build -c release --product tokenvault-mcp --static-swift-stdlib -Xlinker -z -Xlinker now
 	$(SWIFT) build --product generate-manual
 	bash scripts/make-deb.sh .build/release/tokenvault $(VERSION) $(DEB_DIR)
 	lintian --fail-on error $(DEB_DIR)/tokenvault_$(VERSION)-1_$$(dpkg --print-architecture).deb

@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tokenvault", targets: ["tokenvault"]),
+        .executable(name: "tokenvault-mcp", targets: ["tokenvault-mcp"]),
         .library(name: "TokenVaultCore", targets: ["TokenVaultCore"]),
         .library(name: "TokenVaultClient", targets: ["TokenVaultClient"]),
     ],
@@ -149,6 +150,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // The MCP server that `tokenvault mcp` runs: a binary of its own, so that the daemon does
+        // not load the MCP library's FoundationNetworking (and libcurl with it).
+        .executableTarget(
+            name: "tokenvault-mcp",
+            dependencies: [
+                "TokenVaultClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MCP", package: "swift-sdk"),
             ]),

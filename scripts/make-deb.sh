@@ -3,9 +3,10 @@
 #
 #   scripts/make-deb.sh [--allow-dynamic-swift] BINARY VERSION OUTDIR
 #
-#   BINARY   the tokenvault executable to package. `make deb` passes a release build linked with
-#            --static-swift-stdlib, which runs on any Debian 12 system with libsodium23 and
-#            libsqlite3-0 (the package depends on them).
+#   BINARY   the tokenvault executable to package, with the tokenvault-mcp it runs for
+#            `tokenvault mcp` beside it (same directory, packaged too). `make deb` passes release
+#            builds linked with --static-swift-stdlib, which run on any Debian 12 system with
+#            libsodium23, libsqlite3-0 and libcurl4 (the package depends on them).
 #   VERSION  the upstream version (`tokenVaultVersion`, e.g. 0.2.0); the package's version is
 #            VERSION-$DEB_REVISION.
 #   OUTDIR   created if needed; receives tokenvault_VERSION-REVISION_ARCH.deb (ARCH from
@@ -62,16 +63,20 @@ fail() {
 }
 
 [ -x "$binary" ] || fail "$binary is not an executable file"
+mcp_binary="$(dirname "$binary")/tokenvault-mcp"
+[ -x "$mcp_binary" ] || fail "$mcp_binary is missing: build it with the same options (swift build --product tokenvault-mcp)"
 [[ "$upstream_version" =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || fail "'$upstream_version' is not an upstream version such as 0.2.0"
 [[ "$revision" =~ ^[A-Za-z0-9.+~]+$ ]] || fail "DEB_REVISION '$revision' is not a Debian revision such as 1"
 for tool in dpkg-deb dpkg-shlibdeps strip gzip readelf; do
     command -v "$tool" >/dev/null 2>&1 || fail "$tool is missing (apt-get install dpkg-dev binutils)"
 done
 
-if readelf -d "$binary" | grep -q 'NEEDED.*\[libswiftCore\.so\]'; then
-    [ "$allow_dynamic" -eq 1 ] ||
-        fail "$binary loads the Swift runtime from the toolchain; build it with --static-swift-stdlib (make deb does) or pass --allow-dynamic-swift for a test package"
-fi
+for executable in "$binary" "$mcp_binary"; do
+    if readelf -d "$executable" | grep -q 'NEEDED.*\[libswiftCore\.so\]'; then
+        [ "$allow_dynamic" -eq 1 ] ||
+            fail "$executable loads the Swift runtime from the toolchain; build it with --static-swift-stdlib (make deb does) or pass --allow-dynamic-swift for a test package"
+    fi
+done
 
 generate_manual=${GENERATE_MANUAL:-}
 if [ -z "$generate_manual" ]; then
@@ -104,10 +109,14 @@ put() { # put MODE SOURCE DEST
 # The binary, stripped as dh_strip does. The binary itself then writes its completions and the
 # man page (it is run only with help-printing options: nothing is opened or created).
 put 0755 "$binary" usr/bin/tokenvault
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/tokenvault"
+put 0755 "$mcp_binary" usr/bin/tokenvault-mcp
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/tokenvault" \
+    "$stage/usr/bin/tokenvault-mcp"
 installed_binary="$stage/usr/bin/tokenvault"
 run_binary() { env -i PATH=/usr/bin:/bin HOME=/nonexistent "$installed_binary" "$@"; }
 run_binary --help >/dev/null || fail "the stripped binary does not run"
+env -i PATH=/usr/bin:/bin HOME=/nonexistent "$stage/usr/bin/tokenvault-mcp" --help >/dev/null ||
+    fail "the stripped tokenvault-mcp does not run"
 
 mkdir -p "$work/generated"
 # bash-completion sources its files: no #! line (lintian: bash-completion-with-hashbang).
@@ -121,11 +130,13 @@ put 0644 "$work/generated/tokenvault.fish" usr/share/fish/vendor_completions.d/t
 # The man page, in mdoc, from the commands' own help. Blank lines (between paragraphs of a
 # command's discussion) become .Pp, the paragraph macro, which man(1) expects instead.
 manual_date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
-"$generate_manual" "$installed_binary" --date "$manual_date" --section 1 \
-    --authors "TokenVault maintainers" --output-directory "$work/generated" >/dev/null
-[ -s "$work/generated/tokenvault.1" ] || fail "$generate_manual wrote no tokenvault.1"
-sed -e 's/^$/.Pp/' "$work/generated/tokenvault.1" | gzip -9n >"$work/generated/tokenvault.1.gz"
-put 0644 "$work/generated/tokenvault.1.gz" usr/share/man/man1/tokenvault.1.gz
+for command in tokenvault tokenvault-mcp; do
+    "$generate_manual" "$stage/usr/bin/$command" --date "$manual_date" --section 1 \
+        --authors "TokenVault maintainers" --output-directory "$work/generated" >/dev/null
+    [ -s "$work/generated/$command.1" ] || fail "$generate_manual wrote no $command.1"
+    sed -e 's/^$/.Pp/' "$work/generated/$command.1" | gzip -9n >"$work/generated/$command.1.gz"
+    put 0644 "$work/generated/$command.1.gz" "usr/share/man/man1/$command.1.gz"
+done
 
 # systemd and the account.
 put 0644 "$repo/packaging/systemd/tokenvault.service" lib/systemd/system/tokenvault.service
@@ -170,7 +181,7 @@ chmod 0644 "$stage/DEBIAN/conffiles"
 # Library dependencies, as dpkg-shlibdeps finds them (it wants a debian/control to read).
 mkdir -p "$work/shlibs/debian"
 printf 'Source: tokenvault\n\nPackage: tokenvault\nArchitecture: any\n' >"$work/shlibs/debian/control"
-shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O --ignore-missing-info "$installed_binary" 2>"$work/shlibdeps.log") ||
+shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O --ignore-missing-info "$installed_binary" "$stage/usr/bin/tokenvault-mcp" 2>"$work/shlibdeps.log") ||
     fail "dpkg-shlibdeps failed: $(cat "$work/shlibdeps.log")"
 depends=${shlibs#shlibs:Depends=}
 [ -n "$depends" ] || fail "dpkg-shlibdeps found no dependencies"

@@ -1,14 +1,15 @@
 import ArgumentParser
 import Foundation
-import Logging
-import MCP
-import TokenVaultClient
 
 /// `tokenvault mcp`: a Model Context Protocol server on standard input and output, for an agent
 /// runtime to start as a subprocess under the agent's own uid. It talks to the daemon's socket
 /// like any other client, so what the agent may do is what the daemon allows that uid
 /// (`credential:use` is enough to call; it never sees a token).
-struct MCPCommand: AsyncParsableCommand {
+///
+/// The server is `tokenvault-mcp`, installed beside this binary: this command resolves the socket
+/// as every client command does and replaces itself with it (same process, uid and stdio), so the
+/// daemon's binary carries neither the MCP library nor what that links (`MCPServerCommand`).
+struct MCPCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mcp",
         abstract:
@@ -16,7 +17,8 @@ struct MCPCommand: AsyncParsableCommand {
         discussion: """
             Tools: list_credentials (id, provider, status, API base URLs) and http_request (a call \
             through the daemon's proxy; the answer's status, headers and body, cut at --max-body-bytes). \
-            Logs go to standard error; standard output is the protocol's.
+            Logs go to standard error; standard output is the protocol's. Runs tokenvault-mcp, which is \
+            installed beside tokenvault.
             """)
 
     @OptionGroup var client: ClientOptions
@@ -28,24 +30,24 @@ struct MCPCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        var logger = Logger(label: "tokenvault.mcp") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
-        let vault = TokenVaultClient(socketPath: client.socketPath, timeout: .seconds(30))
-        let tools = VaultMCPTools(vault: vault, maximumBodyBytes: maxBodyBytes)
-        let server = Server(
-            name: "tokenvault", version: tokenVaultVersion,
-            instructions: """
-                Make API calls with credentials held by TokenVault. list_credentials shows which you may \
-                use and where; http_request makes a call with one. You never see a token.
-                """,
-            capabilities: .init(tools: .init(listChanged: false)))
-        await server.withMethodHandler(ListTools.self) { _ in .init(tools: tools.tools) }
-        await server.withMethodHandler(CallTool.self) { parameters in
-            await tools.call(parameters.name, parameters.arguments ?? [:])
-        }
-        try await server.start(transport: StdioTransport(logger: logger))
-        await server.waitUntilCompleted()
-        try? await vault.shutdown()
+    func run() throws {
+        let server = Self.serverPath()
+        let arguments = [
+            server, "--socket", client.socketPath, "--max-body-bytes", String(maxBodyBytes),
+            "--server-version", tokenVaultVersion,
+        ]
+        var argv = arguments.map { strdup($0) } + [nil]
+        execv(server, &argv)
+        // Only reached when the exec failed.
+        let reason = String(cString: strerror(errno))
+        TerminalText.error("tokenvault: error: cannot run the MCP server \(server): \(reason)")
+        throw ExitCode.failure
+    }
+
+    /// `tokenvault-mcp` in the directory of this binary, its links resolved (`/usr/bin` for the
+    /// package, `.build/<configuration>` for a build).
+    static func serverPath() -> String {
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return binary.deletingLastPathComponent().appendingPathComponent("tokenvault-mcp").path
     }
 }

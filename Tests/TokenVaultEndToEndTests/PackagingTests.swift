@@ -89,11 +89,13 @@ import Yams
         let paths = Set(
             listing.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
         for expected in [
-            "./usr/bin/tokenvault", "./lib/systemd/system/tokenvault.service", "./lib/systemd/system/tokenvault.socket",
+            "./usr/bin/tokenvault", "./usr/bin/tokenvault-mcp", "./lib/systemd/system/tokenvault.service",
+            "./lib/systemd/system/tokenvault.socket",
             "./usr/lib/sysusers.d/tokenvault.conf", "./usr/lib/tmpfiles.d/tokenvault.conf",
             "./etc/tokenvault/config.json", "./usr/share/bash-completion/completions/tokenvault",
             "./usr/share/zsh/vendor-completions/_tokenvault", "./usr/share/fish/vendor_completions.d/tokenvault.fish",
-            "./usr/share/man/man1/tokenvault.1.gz", "./usr/share/doc/tokenvault/README.md",
+            "./usr/share/man/man1/tokenvault.1.gz", "./usr/share/man/man1/tokenvault-mcp.1.gz",
+            "./usr/share/doc/tokenvault/README.md",
             "./usr/share/doc/tokenvault/operations.md", "./usr/share/doc/tokenvault/architecture.md",
             "./usr/share/doc/tokenvault/scale-out.md", "./usr/share/doc/tokenvault/copyright",
             "./usr/share/doc/tokenvault/changelog.Debian.gz",

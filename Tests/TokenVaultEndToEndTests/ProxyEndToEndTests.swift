@@ -162,7 +162,22 @@ import TokenVaultTesting
         #expect((result["outside"] as? String)?.contains("upstream_not_allowed") == true, "\(result)")
         #expect(upstream.authorizations.last == "Bearer \(token)", "the call carried the token")
         #expect(!run.stdout.contains(token) && !run.stderr.contains(token), "a token in an MCP result")
+        // The MCP server is a binary of its own: the daemon holding the secrets loads neither the
+        // MCP library's FoundationNetworking nor the libcurl, GnuTLS and Kerberos behind it.
+        let maps = try String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/maps", encoding: .utf8)
+        #expect(!maps.contains("libFoundationNetworking") && !maps.contains("libcurl"), "the daemon loads libcurl")
         await upstream.stop()
+    }
+
+    /// `tokenvault mcp` without its `tokenvault-mcp` beside it says what is missing.
+    @Test func mcpWithoutItsServerSaysWhatIsMissing() throws {
+        let directory = try TemporaryDirectory()
+        let lone = directory.file("tokenvault")
+        try FileManager.default.copyItem(atPath: CommandRunner.locateBinary(), toPath: lone)
+        let run = try CommandRunner(executable: lone).run(["mcp", "--socket", directory.file("none.sock")])
+        #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
+        #expect(
+            run.stderr.contains("cannot run the MCP server \(directory.file("tokenvault-mcp"))"), "\(run.stderr)")
     }
 
     /// The MCP client: argv = tokenvault binary, socket, upstream base; prints what it saw as JSON.
