@@ -5,8 +5,9 @@ set -euo pipefail
 
 packages=(pkg-config libsodium-dev libsqlite3-dev curl)
 # `--deb` (`make deb`): what building and checking the Debian package takes: dpkg-shlibdeps
-# (dpkg-dev), strip (binutils) and lintian.
-deb_packages=(dpkg-dev binutils lintian)
+# (dpkg-dev), strip (binutils), lintian, and libcurl's development files (the static
+# FoundationNetworking that tokenvault-mcp links names -lcurl).
+deb_packages=(dpkg-dev binutils lintian libcurl4-openssl-dev)
 # `--test`: also what the tests start themselves (PostgreSQL's server binaries: initdb, pg_ctl,
 # psql; the tests run their own throwaway server and never use a system cluster), libfaketime
 # (a daemon whose clock is minutes off, for the lease tests), Python's venv (the mcp client and

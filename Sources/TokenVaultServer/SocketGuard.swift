@@ -17,7 +17,7 @@ public enum SocketGuard {
         guard path.utf8.count < 108 else {
             throw VaultError(code: .socketError, message: "socket path \(path) is longer than 107 bytes")
         }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = directory(of: path)
         if !FileManager.default.fileExists(atPath: parent) {
             try FileManager.default.createDirectory(
                 atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o750])
@@ -37,6 +37,13 @@ public enum SocketGuard {
                 code: .socketError,
                 message: "cannot remove stale socket \(path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// The directory the socket is in: "." for a bare name (`--socket tokenvault.sock`), which
+    /// `deletingLastPathComponent` gives as "", a path no directory call accepts.
+    static func directory(of path: String) -> String {
+        let parent = (path as NSString).deletingLastPathComponent
+        return parent.isEmpty ? "." : parent
     }
 
     /// Whether something accepts connections on the socket at `path`.
@@ -65,7 +72,7 @@ public enum SocketGuard {
                 throw VaultError(code: .socketError, message: "socket group '\(group)' does not exist")
             }
             // The socket and its directory both belong to the group, or its members cannot reach it.
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = directory(of: path)
             guard chown(path, uid_t.max, gid) == 0, chown(parent, uid_t.max, gid) == 0 else {
                 throw VaultError(
                     code: .socketError,

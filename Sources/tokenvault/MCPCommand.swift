@@ -45,9 +45,15 @@ struct MCPCommand: ParsableCommand {
     }
 
     /// `tokenvault-mcp` in the directory of this binary, its links resolved (`/usr/bin` for the
-    /// package, `.build/<configuration>` for a build).
+    /// package, `.build/<configuration>` for a build): the kernel's name for it, else (no `/proc`)
+    /// the path it was started by.
     static func serverPath() -> String {
-        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return binary.deletingLastPathComponent().appendingPathComponent("tokenvault-mcp").path
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let binary =
+            length > 0
+            ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : CommandLine.arguments[0]
+        return URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("tokenvault-mcp").path
     }
 }

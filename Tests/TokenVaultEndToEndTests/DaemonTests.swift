@@ -97,6 +97,20 @@ import TokenVaultTesting
         #expect(try client(["ls"]).status == 0, "the first daemon is unaffected")
     }
 
+    /// A socket named without a directory is made in the current one (it used to fail with
+    /// Foundation's "The file doesn't exist" for the directory "").
+    @Test func aSocketNamedWithoutADirectoryIsMadeInTheCurrentOne() throws {
+        let workingDirectory = directory.file("cwd")
+        try FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(
+            launcher: ["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", workingDirectory],
+            arguments: ["--data-dir", dataDir], socketPath: "relative.sock", logDirectory: directory.path)
+        defer { daemon.terminate() }
+        let absolute = workingDirectory + "/relative.sock"
+        let listed = try cli.run(["ls", "--socket", absolute])
+        #expect(listed.status == 0, "\(listed.stderr) \(daemon.log)")
+    }
+
     @Test func staleSocketFromAKilledDaemonIsRecovered() throws {
         let killed = try startDaemon()
         killed.kill()
