@@ -24,6 +24,13 @@ final class LeaseKeeper: Sendable {
     let period: Double
     /// Seconds between beats.
     let interval: Double
+    /// Seconds between beats while the node holds nothing, on a vault no other process can
+    /// journal in (SQLite, one daemon per file); nil: `interval` always. There no node watches
+    /// this one's counter, and `permit` beats first when the last renewal is `fenceAfter` old, so
+    /// an idle daemon need not wake every few seconds for a statement nobody reads.
+    let idleInterval: Double?
+    /// Work started (`noteActivity`): the loop leaves its idle wait and beats at `interval` again.
+    private let activity = WakeSignal()
     /// No provider call is sent when the last renewal is older than this.
     var fenceAfter: Double { period / 3 }
 
@@ -54,10 +61,13 @@ final class LeaseKeeper: Sendable {
         var recovery: Task<Void, Never>?
     }
 
-    init(owner: LeaseOwner, period: Double, interval: Double, vault: Vault, logger: Logger) {
+    init(
+        owner: LeaseOwner, period: Double, interval: Double, idleInterval: Double? = nil, vault: Vault, logger: Logger
+    ) {
         self.owner = owner
         self.period = period
         self.interval = interval
+        self.idleInterval = idleInterval
         self.vault = vault
         self.logger = logger
         state = Mutex(State(watch: SilenceWatch(period: period, maximumGap: period / 3)))
@@ -129,12 +139,23 @@ final class LeaseKeeper: Sendable {
         state.withLock { $0.recovery = task }
     }
 
-    /// Beats every `interval` until cancelled.
-    func run() async {
+    /// Beats every `interval` until cancelled; every `idleInterval` (when set) while `isIdle`
+    /// says the node holds nothing and the last beat went through, unless `noteActivity` cuts
+    /// that wait short.
+    func run(isIdle: @Sendable () -> Bool = { false }) async {
         while !Task.isCancelled {
-            await beat()
-            try? await Task.sleep(for: .seconds(interval))
+            let renewed = await beat()
+            if let idleInterval, renewed, isIdle(), state.withLock({ $0.onRenewal.isEmpty }) {
+                await activity.wait(seconds: idleInterval)
+            } else {
+                try? await Task.sleep(for: .seconds(interval))
+            }
         }
+    }
+
+    /// A refresh or removal started: an idle wait ends, so its lease is renewed at `interval`.
+    func noteActivity() {
+        if idleInterval != nil { activity.signal() }
     }
 
     /// Renewals after a lapse so far: taken before journalling, handed back to `permit`.

@@ -8,6 +8,7 @@ extension RefreshEngine {
     /// recorded on the credential. A credential whose last answer is still held by the ledger
     /// (its commit failed) is not refreshed again: that would present a spent refresh token.
     func perform(_ id: CredentialID, _ reason: RefreshReason) async -> RefreshOutcome {
+        leases.noteActivity()
         if let held = vault.pendingCommit(for: id) {
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)

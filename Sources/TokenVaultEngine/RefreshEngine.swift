@@ -27,6 +27,9 @@ public final class RefreshEngine: RefreshService, Sendable {
         public var leasePeriod: Double
         /// Seconds between heartbeats; nil: `LeaseKeeper.interval(for:)`.
         public var heartbeatInterval: Double?
+        /// Seconds between heartbeats while nothing is in flight or held, for a vault no other
+        /// process journals in (SQLite); nil: `heartbeatInterval` always (`LeaseKeeper.idleInterval`).
+        public var idleHeartbeatInterval: Double?
         /// Refreshes in flight at once over all providers (bounds memory and start-up bursts).
         public var maximumInFlight: Int
         /// Tries per token when revoking before the credential is left `revoke_pending`.
@@ -97,8 +100,8 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.logger = logger
         leases = LeaseKeeper(
             owner: LeaseOwner(node: options.node), period: options.leasePeriod,
-            interval: options.heartbeatInterval ?? LeaseKeeper.interval(for: options.leasePeriod), vault: vault,
-            logger: logger)
+            interval: options.heartbeatInterval ?? LeaseKeeper.interval(for: options.leasePeriod),
+            idleInterval: options.idleHeartbeatInterval, vault: vault, logger: logger)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
         slots = Mutex(Self.slots(for: table, replacing: [:]).slots)
         vault.install(table)
@@ -204,7 +207,9 @@ public final class RefreshEngine: RefreshService, Sendable {
     }
 
     /// Keeps this node's leases alive until cancelled (the daemon's `LeaseHeartbeat` service).
-    public func keepLeasesAlive() async { await leases.run() }
+    public func keepLeasesAlive() async {
+        await leases.run { [flight, vault] in flight.count == 0 && vault.pendingCommitCount == 0 }
+    }
 
     /// Wakes the scheduler (a sooner credential may have arrived).
     public func wakeScheduler() { wake.signal() }

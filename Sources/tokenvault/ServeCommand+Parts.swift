@@ -151,6 +151,12 @@ extension ServeCommand {
     ) throws -> RefreshEngine {
         var engineOptions = RefreshEngine.Options(leasePeriod: Double(settings.leaseSeconds))
         engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
+        // On SQLite this daemon is the only process that journals: nobody watches its heartbeat,
+        // so while it holds nothing it beats once a lease period instead of every few seconds
+        // (an idle daemon's wake-ups, docs/benchmarks.md).
+        if !(opened.database is PostgresDatabase) {
+            engineOptions.idleHeartbeatInterval = Double(settings.leaseSeconds)
+        }
         engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
         return RefreshEngine(
             vault: opened.vault, table: table, options: engineOptions, settlement: courier, logger: logger)

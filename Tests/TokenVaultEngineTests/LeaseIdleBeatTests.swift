@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// A daemon on a vault no other process journals in (SQLite) beats at the idle interval while it
+/// holds nothing, at the normal one while a refresh runs, and a refresh that starts during the
+/// idle wait ends it (`LeaseKeeper.idleInterval`): an idle daemon does not wake every few seconds
+/// for a statement nobody reads.
+@Suite struct LeaseIdleBeatTests {
+    static func fixture(idle: Double?) throws -> EngineFixture {
+        var options = RefreshEngine.Options(leasePeriod: 60)
+        options.heartbeatInterval = 0.05
+        options.idleHeartbeatInterval = idle
+        return try EngineFixture(provider: ScriptedProvider(name: "idle"), options: options)
+    }
+
+    static func beats(_ fixture: EngineFixture) throws -> Int64 {
+        try fixture.testVault.database.nodes().first?.beat ?? 0
+    }
+
+    @Test func anIdleNodeBeatsAtTheIdleIntervalAndAtTheNormalOneWhileARefreshRuns() async throws {
+        let fixture = try Self.fixture(idle: 30)
+        let (id, _) = try await fixture.store("busy", refreshToken: "r1")
+        let loop = Task { await fixture.engine.keepLeasesAlive() }
+        defer { loop.cancel() }
+        #expect(try await waitUntil { try Self.beats(fixture) == 1 })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try Self.beats(fixture) == 1, "an idle node beat again within its idle interval")
+
+        // A refresh whose provider call hangs: the idle wait ends, and the node beats every
+        // 0.05 s while the call is in flight.
+        let latch = Latch()
+        fixture.provider.script(.hold(latch))
+        let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
+        #expect(try await waitUntil { latch.arrived == 1 })
+        let during = try Self.beats(fixture)
+        // Within 5 s, not the 30 s of the idle wait (a loaded machine slows the 0.05 s beats).
+        #expect(try await waitUntil { try Self.beats(fixture) >= during + 3 }, "no beats while a refresh was in flight")
+        latch.open()
+        _ = try await refresh.value
+    }
+
+    @Test func withoutAnIdleIntervalTheNodeBeatsAtTheNormalOneAlways() async throws {
+        let fixture = try Self.fixture(idle: nil)
+        let loop = Task { await fixture.engine.keepLeasesAlive() }
+        defer { loop.cancel() }
+        #expect(try await waitUntil { try Self.beats(fixture) >= 4 })
+    }
+}
