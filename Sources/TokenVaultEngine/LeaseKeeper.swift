@@ -8,7 +8,8 @@ import TokenVaultCore
 ///
 /// - **Renewal.** Every `interval` one heartbeat (`Vault.heartbeat`, one statement) raises this
 ///   node's counter in the `nodes` table: that renews every attempt journalled under its name
-///   (in flight, called, answered but held), however many.
+///   (in flight, called, answered but held), however many. (Every `idleInterval` while an
+///   SQLite daemon holds nothing: see there.)
 /// - **Fencing.** A provider call is sent only while the last renewal is younger than
 ///   `fenceAfter` (a third of the period; a beat is tried inline first if the loop is behind). A
 ///   node that cannot renew sends nothing new and resumes those refreshes when a beat goes through.
@@ -54,6 +55,9 @@ final class LeaseKeeper: Sendable {
         var failures = 0
         /// Refreshes held back while renewal failed, started again once it works.
         var onRenewal: [@Sendable () -> Void] = []
+        /// The loop waited `idleInterval` holding nothing: the gap before the next beat is no lapse
+        /// (no lease was held across it, and no other process watches this node's counter).
+        var idled = false
         /// The beat `permit` runs for everyone waiting, if one is running.
         var inlineBeat: Task<Bool, Never>?
         /// After renewal came back from a lapse or failures: the held answers' commits, which
@@ -84,7 +88,9 @@ final class LeaseKeeper: Sendable {
         do {
             let reading = try await vault.heartbeat(beat)
             let (resumed, lapsed, waiting) = state.withLock { state -> (Int, Bool, [@Sendable () -> Void]) in
-                let lapsed = state.lastRenewal.map { sentAt - $0 >= .seconds(fenceAfter) } ?? false
+                let lapsed =
+                    !state.idled && (state.lastRenewal.map { sentAt - $0 >= .seconds(fenceAfter) } ?? false)
+                state.idled = false
                 if lapsed { state.lapses += 1 }
                 if state.lastRenewal.map({ $0 < sentAt }) ?? true { state.lastRenewal = sentAt }
                 state.watch.observe(reading)
@@ -146,6 +152,7 @@ final class LeaseKeeper: Sendable {
         while !Task.isCancelled {
             let renewed = await beat()
             if let idleInterval, renewed, isIdle(), state.withLock({ $0.onRenewal.isEmpty }) {
+                state.withLock { $0.idled = true }
                 await activity.wait(seconds: idleInterval)
             } else {
                 try? await Task.sleep(for: .seconds(interval))
@@ -153,7 +160,10 @@ final class LeaseKeeper: Sendable {
         }
     }
 
-    /// A refresh or removal started: an idle wait ends, so its lease is renewed at `interval`.
+    /// A refresh started: an idle wait ends, so its lease is renewed at `interval`. (Removals and
+    /// code exchanges journal no attempt.) After an idle wait the refresh's `permit` beats first,
+    /// and one failed beat then holds its call back until a beat goes through (`afterRenewal`):
+    /// nothing is sent on a renewal older than `fenceAfter`.
     func noteActivity() {
         if idleInterval != nil { activity.signal() }
     }

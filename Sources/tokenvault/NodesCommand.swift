@@ -11,7 +11,8 @@ struct NodesCommand: ParsableCommand {
         abstract: "List the nodes (daemons) sharing this vault, with their last heartbeat.",
         discussion: """
             Another node takes over a node's refresh attempts only after watching its heartbeat \
-            stand still for limits.lease_seconds (default 300). For a node that is gone for good, \
+            stand still for limits.lease_seconds (default 300). A daemon on SQLite, which no other node \
+            shares, beats once a lease period while idle. For a node that is gone for good, \
             'tokenvault nodes forget NODE' releases them at once.
             """,
         subcommands: [ListNodes.self, ForgetNode.self], defaultSubcommand: ListNodes.self)

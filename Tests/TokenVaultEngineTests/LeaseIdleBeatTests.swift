@@ -43,6 +43,23 @@ import TokenVaultTesting
         _ = try await refresh.value
     }
 
+    /// The idle wait is longer than `fenceAfter`, but no lease was held across it: the refresh
+    /// that ends it is not journalled again as after a lapse.
+    @Test func theGapOfAnIdleWaitIsNoLapse() async throws {
+        var options = RefreshEngine.Options(leasePeriod: 3)
+        options.heartbeatInterval = 0.05
+        options.idleHeartbeatInterval = 30
+        let fixture = try EngineFixture(provider: ScriptedProvider(name: "idle"), options: options)
+        let (id, _) = try await fixture.store("after-idle", refreshToken: "r1")
+        let loop = Task { await fixture.engine.keepLeasesAlive() }
+        defer { loop.cancel() }
+        #expect(try await waitUntil { try Self.beats(fixture) == 1 })
+        try await Task.sleep(for: .milliseconds(1_200))  // longer than fenceAfter, 1 s
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        #expect(fixture.provider.calls == 1)
+        #expect(fixture.engine.leases.lapses == 0, "an idle wait counted as a lapse")
+    }
+
     @Test func withoutAnIdleIntervalTheNodeBeatsAtTheNormalOneAlways() async throws {
         let fixture = try Self.fixture(idle: nil)
         let loop = Task { await fixture.engine.keepLeasesAlive() }
