@@ -151,8 +151,12 @@ final class LeaseKeeper: Sendable {
     func run(isIdle: @Sendable () -> Bool = { false }) async {
         while !Task.isCancelled {
             let renewed = await beat()
-            if let idleInterval, renewed, isIdle(), state.withLock({ $0.onRenewal.isEmpty }) {
-                state.withLock { $0.idled = true }
+            if let idleInterval, renewed, isIdle(),
+                state.withLock({ state in
+                    state.idled = state.onRenewal.isEmpty
+                    return state.idled
+                })
+            {
                 await activity.wait(seconds: idleInterval)
             } else {
                 try? await Task.sleep(for: .seconds(interval))

@@ -114,18 +114,14 @@ public final class WebhookDispatcher: Service, Sendable {
                 }
             } catch {
                 // Once per outage, not at every look (the database being down is reported already).
-                if !state.withLock({ state in
-                    defer { state.outboxFailing = true }; return state.outboxFailing
-                }) {
+                if noteOutbox(failing: true) {
                     logger.warning(
                         "the webhook outbox cannot be read; deliveries wait until it can",
                         metadata: ["tokenvault.error": "\(error)"])
                 }
                 return claimed
             }
-            if state.withLock({ state in
-                defer { state.outboxFailing = false }; return state.outboxFailing
-            }) {
+            if noteOutbox(failing: false) {
                 logger.notice("the webhook outbox can be read again; deliveries go on")
             }
             guard let sender = senders[endpoint] else { continue }
@@ -133,6 +129,14 @@ public final class WebhookDispatcher: Service, Sendable {
             claimed += rows.map { ($0, sender) }
         }
         return claimed
+    }
+
+    /// Records whether the outbox could be read at this look; true when that changed.
+    private func noteOutbox(failing: Bool) -> Bool {
+        state.withLock { state in
+            defer { state.outboxFailing = failing }
+            return state.outboxFailing != failing
+        }
     }
 
     private func deliver(_ delivery: WebhookDelivery, with sender: any WebhookSending) async {

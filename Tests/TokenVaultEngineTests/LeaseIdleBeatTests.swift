@@ -10,8 +10,8 @@ import TokenVaultTesting
 /// idle wait ends it (`LeaseKeeper.idleInterval`): an idle daemon does not wake every few seconds
 /// for a statement nobody reads.
 @Suite struct LeaseIdleBeatTests {
-    static func fixture(idle: Double?) throws -> EngineFixture {
-        var options = RefreshEngine.Options(leasePeriod: 60)
+    static func fixture(idle: Double?, leasePeriod: Double = 60) throws -> EngineFixture {
+        var options = RefreshEngine.Options(leasePeriod: leasePeriod)
         options.heartbeatInterval = 0.05
         options.idleHeartbeatInterval = idle
         return try EngineFixture(provider: ScriptedProvider(name: "idle"), options: options)
@@ -46,10 +46,7 @@ import TokenVaultTesting
     /// The idle wait is longer than `fenceAfter`, but no lease was held across it: the refresh
     /// that ends it is not journalled again as after a lapse.
     @Test func theGapOfAnIdleWaitIsNoLapse() async throws {
-        var options = RefreshEngine.Options(leasePeriod: 3)
-        options.heartbeatInterval = 0.05
-        options.idleHeartbeatInterval = 30
-        let fixture = try EngineFixture(provider: ScriptedProvider(name: "idle"), options: options)
+        let fixture = try Self.fixture(idle: 30, leasePeriod: 3)
         let (id, _) = try await fixture.store("after-idle", refreshToken: "r1")
         let loop = Task { await fixture.engine.keepLeasesAlive() }
         defer { loop.cancel() }
