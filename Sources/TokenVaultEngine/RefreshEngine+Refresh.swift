@@ -15,10 +15,17 @@ extension RefreshEngine {
         }
         do {
             return try await performRefresh(id, reason)
+        } catch is CancellationError {
+            statistics.record { $0.skipped += 1 }
+            return .skipped("the refresh was cancelled", nil)
         } catch {
             statistics.record { $0.skipped += 1 }
+            // Its journal write may have committed unheard: the due list would come back to it a
+            // lease period later (`StrandedRefreshes`).
+            stranded.add(id)
+            wake.signal()
             logger.error(
-                "refresh could not run",
+                "refresh could not run; retried once the database answers",
                 metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.error": "\(error)"])
             return .skipped("the refresh could not run: \(error)", nil)
         }

@@ -75,6 +75,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     let statistics = RefreshStatistics()
     let onDemand: OnDemandLimiter
     let lostAnswers = LostAnswers()
+    /// Refreshes a storage error ended, for the scheduler to start again (`StrandedRefreshes`).
+    let stranded = StrandedRefreshes()
     /// The courier, told when an answer it keeps is safe without it (`NoSettlement` without one).
     let settlement: any AnswerSettlement
 

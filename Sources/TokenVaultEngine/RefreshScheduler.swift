@@ -42,11 +42,13 @@ public struct RefreshScheduler: Service {
             var delay: Double = 1
             do {
                 let scan = try await startDueRefreshes()
+                let nextRetry = restartStranded()
                 // A full page started: more may be due beyond it. Otherwise everything due is in
                 // flight, and a finishing refresh wakes the loop; only with nothing due is the
                 // next due time read.
                 if scan.started > 0, scan.fullPage { continue }
                 delay = scan.due ? 1 : try await secondsUntilNextDue()
+                if let nextRetry { delay = min(delay, nextRetry) }
                 if engine.vault.clock.now.seconds - lastPrune.seconds > 600 {
                     lastPrune = engine.vault.clock.now
                     try await pruneJournal()
@@ -89,6 +91,17 @@ public struct RefreshScheduler: Service {
             if engine.startInBackground(credential.id, reason: .scheduled) { scan.started += 1 }
         }
         return scan
+    }
+
+    /// After a scan that went through (the database answers): refreshes a storage error ended,
+    /// started again as recoveries within the free slots. Returns the seconds until the next
+    /// stranded one may go (nil: none left). One already in flight again is settled by that run.
+    private func restartStranded() -> Double? {
+        guard !engine.stranded.isEmpty else { return nil }
+        let capacity = engine.options.maximumInFlight - engine.inFlightCount
+        let (ids, nextIn) = engine.stranded.take(limit: capacity)
+        for id in ids { _ = engine.startInBackground(id, reason: .recovery) }
+        return nextIn
     }
 
     /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but

@@ -62,6 +62,28 @@ import TokenVaultTesting
         #expect(fixture.engine.counters.recovered == 1)
         #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
     }
+
+    /// The database committed an attempt's journal write, but the connection was lost before the
+    /// node heard so (a PostgreSQL restart did this in a CI run): journalling moved `refresh_at` to
+    /// the lease's end, so the scheduler came back a lease period later, after the token expired.
+    /// The scheduler now retries such a refresh once a scan goes through, and resumes the attempt
+    /// with the same refresh token.
+    @Test func aJournalWriteWhoseAcknowledgementWasLostIsRetriedBeforeTheLeaseEnds() async throws {
+        let testVault = try TestVault()
+        let failing = FailingStore(testVault.database)
+        let fixture = try EngineFixture(
+            realTime: true, planner: Self.planner, options: RefreshEngine.Options(leasePeriod: 60),
+            testVault: testVault, store: { _ in failing })
+        let (id, _) = try await fixture.store("lost-ack", lifetime: 3)
+        failing.loseNextJournalAcks(1)
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await eventually(within: 6) { try fixture.metadata(id).generation == 2 }
+        #expect(fixture.logs.text.contains("injected loss of the connection after COMMIT"))
+        #expect(fixture.engine.counters.recovered == 1)
+        #expect(fixture.provider.presentedTwice.isEmpty)
+        #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
+    }
 }
 
 /// `waitUntil`, recording a failure when the condition never held.

@@ -4,10 +4,11 @@ import TokenVaultCore
 /// A real store whose next N commits that write a credential row fail (after their body ran, so
 /// the transaction rolls back, as a refused `COMMIT` would): the test double for a database that
 /// refuses a refresh's commit after the provider has answered. Journal writes, schedule changes
-/// and reads pass through.
+/// and reads pass through, unless their acknowledgement is to be lost (`loseNextJournalAcks`).
 public final class FailingStore: CredentialStore, Sendable {
     private let base: any CredentialStore
     private let remaining = Mutex(0)
+    private let acksToLose = Mutex(0)
     private let failed = Mutex(0)
     private let heartbeatsFail = Mutex(false)
 
@@ -15,6 +16,11 @@ public final class FailingStore: CredentialStore, Sendable {
 
     /// The next `count` transactions that save a credential row fail.
     public func failNextRowCommits(_ count: Int) { remaining.withLock { $0 = count } }
+
+    /// The next `count` transactions that journal a refresh attempt commit, then fail as a
+    /// connection lost before `COMMIT` was acknowledged would: the attempt is journalled (and the
+    /// credential's `refresh_at` moved to the lease's end) but the caller sees an error.
+    public func loseNextJournalAcks(_ count: Int) { acksToLose.withLock { $0 = count } }
 
     /// While true, every heartbeat fails as the database being unreachable would.
     public func failHeartbeats(_ fail: Bool) { heartbeatsFail.withLock { $0 = fail } }
@@ -24,7 +30,7 @@ public final class FailingStore: CredentialStore, Sendable {
 
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
-        try base.write(durability: durability) { writer in
+        let (result, journalled) = try base.write(durability: durability) { writer in
             let spy = SavingSpy(writer)
             let result = try body(spy)
             let fail = remaining.withLock { count -> Bool in
@@ -36,8 +42,15 @@ public final class FailingStore: CredentialStore, Sendable {
                 failed.withLock { $0 += 1 }
                 throw VaultError.storageUnavailable("injected commit failure")
             }
-            return result
+            return (result, spy.journalled)
         }
+        let lose = acksToLose.withLock { count -> Bool in
+            guard journalled, count > 0 else { return false }
+            count -= 1
+            return true
+        }
+        if lose { throw VaultError.storageUnavailable("injected loss of the connection after COMMIT") }
+        return result
     }
 
     public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
@@ -74,9 +87,20 @@ public final class FailingStore: CredentialStore, Sendable {
     public func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
 }
 
-/// Passes every call through and notes whether a row was saved.
+/// Passes every call through and notes whether a row was saved or an attempt journalled.
 private final class SavingSpy: ForwardingWriter {
     var saved = false
+    var journalled = false
+
+    override func beginAttempt(_ attempt: RefreshAttempt) throws {
+        journalled = true
+        try base.beginAttempt(attempt)
+    }
+
+    override func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+        journalled = true
+        try base.renewLease(attemptID: attemptID, owner: owner, until: until)
+    }
 
     override func save(_ record: SealedCredentialRecord) throws {
         saved = true
