@@ -16,13 +16,13 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
         self.name = name
     }
 
-    /// Parses `namespace/name`.
+    /// Parses `namespace/name` (at the first `/`; a name with another fails validation). Every
+    /// row of a listing is parsed, so the text is cut at the slash, not split into an array.
     public init(_ text: String) throws(VaultError) {
-        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else {
+        guard let slash = text.utf8.firstIndex(of: UInt8(ascii: "/")) else {
             throw .invalidCredentialID("'\(Self.printable(text))' is not of the form namespace/name")
         }
-        try self.init(namespace: String(parts[0]), name: String(parts[1]))
+        try self.init(namespace: String(text[..<slash]), name: String(text[text.utf8.index(after: slash)...]))
     }
 
     public var description: String { "\(namespace)/\(name)" }

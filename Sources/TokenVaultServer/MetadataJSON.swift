@@ -30,91 +30,110 @@ enum MetadataJSON {
     }
 
     static func write(_ metadata: CredentialMetadata, to buffer: inout ByteBuffer) {
-        buffer.writeStaticString("{\"created_at\":")
-        string(metadata.createdAt.description, to: &buffer)
-        if let expiresAt = metadata.expiresAt {
-            buffer.writeStaticString(",\"expires_at\":")
-            string(expiresAt.description, to: &buffer)
-        }
-        buffer.writeStaticString(",\"generation\":")
-        buffer.writeString(String(metadata.generation))
-        buffer.writeStaticString(metadata.hasIDToken ? ",\"has_id_token\":true" : ",\"has_id_token\":false")
-        buffer.writeStaticString(
-            metadata.hasRefreshToken ? ",\"has_refresh_token\":true" : ",\"has_refresh_token\":false")
-        buffer.writeStaticString(",\"id\":")
-        string(metadata.id.description, to: &buffer)
-        buffer.writeStaticString(",\"issued_at\":")
-        string(metadata.issuedAt.description, to: &buffer)
-        buffer.writeStaticString(",\"kind\":")
-        string(metadata.kind.rawValue, to: &buffer)
-        buffer.writeStaticString(",\"labels\":{")
-        // The encoder's order: by UTF-8 bytes (not `String`'s `<`, which compares canonical forms).
-        for (index, key) in metadata.labels.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-            .enumerated()
-        {
-            if index > 0 { buffer.writeStaticString(",") }
-            string(key, to: &buffer)
-            buffer.writeStaticString(":")
-            string(metadata.labels[key] ?? "", to: &buffer)
-        }
-        buffer.writeStaticString("}")
-        if let failure = metadata.lastError {
-            buffer.writeStaticString(",\"last_error\":{\"at\":")
-            string(failure.at.description, to: &buffer)
-            buffer.writeStaticString(",\"code\":")
-            string(failure.code, to: &buffer)
-            buffer.writeStaticString(",\"message\":")
-            string(failure.message, to: &buffer)
-            buffer.writeStaticString("}")
-        }
-        buffer.writeStaticString(",\"name\":")
-        string(metadata.id.name, to: &buffer)
-        buffer.writeStaticString(",\"namespace\":")
-        string(metadata.id.namespace, to: &buffer)
-        if let pending = metadata.pendingCommit {
-            buffer.writeStaticString(",\"pending_commit\":{\"failures\":")
-            buffer.writeString(String(pending.failures))
-            buffer.writeStaticString(",\"last_error\":")
-            string(pending.lastError, to: &buffer)
-            buffer.writeStaticString(",\"next_attempt_at\":")
-            string(pending.nextAttemptAt.description, to: &buffer)
-            buffer.writeStaticString(",\"since\":")
-            string(pending.since.description, to: &buffer)
-            buffer.writeStaticString("}")
-        }
-        buffer.writeStaticString(",\"provider\":")
-        string(metadata.provider, to: &buffer)
-        if let refreshAt = metadata.refreshAt {
-            buffer.writeStaticString(",\"refresh_at\":")
-            string(refreshAt.description, to: &buffer)
-        }
-        buffer.writeStaticString(",\"refresh_failures\":")
-        buffer.writeString(String(metadata.refreshFailures))
-        if let refreshTokenExpiresAt = metadata.refreshTokenExpiresAt {
-            buffer.writeStaticString(",\"refresh_token_expires_at\":")
-            string(refreshTokenExpiresAt.description, to: &buffer)
-        }
-        buffer.writeStaticString(",\"scopes\":[")
-        for (index, scope) in metadata.scopes.enumerated() {
-            if index > 0 { buffer.writeStaticString(",") }
-            string(scope, to: &buffer)
-        }
-        buffer.writeStaticString("],\"status\":")
-        string(metadata.status.rawValue, to: &buffer)
-        if let subject = metadata.subject {
-            buffer.writeStaticString(",\"subject\":")
-            string(subject, to: &buffer)
-        }
-        if let tokenType = metadata.tokenType {
-            buffer.writeStaticString(",\"token_type\":")
-            string(tokenType, to: &buffer)
-        }
-        buffer.writeStaticString(",\"updated_at\":")
-        string(metadata.updatedAt.description, to: &buffer)
-        buffer.writeStaticString("}")
+        buffer.writeJSON(reserving: bound(metadata)) { write(metadata, to: &$0) }
     }
 
-    /// A JSON string, by the one string writer (`TokenJSON`'s).
+    /// The most bytes `write` takes for `metadata`: the keys and punctuation (under 512 bytes),
+    /// and each value at its longest.
+    static func bound(_ metadata: CredentialMetadata) -> Int {
+        var strings =
+            metadata.provider.utf8.count + metadata.kind.rawValue.utf8.count + metadata.status.rawValue.utf8.count
+            + (metadata.subject?.utf8.count ?? 0) + (metadata.tokenType?.utf8.count ?? 0)
+        for (key, value) in metadata.labels { strings += key.utf8.count + value.utf8.count + 4 }
+        for scope in metadata.scopes { strings += scope.utf8.count + 2 }
+        if let failure = metadata.lastError { strings += failure.code.utf8.count + failure.message.utf8.count }
+        if let pending = metadata.pendingCommit { strings += pending.lastError.utf8.count }
+        let id = 2 * (metadata.id.namespace.utf8.count + metadata.id.name.utf8.count) + 8
+        return 512 + 6 * strings + id + 10 * JSONBytes.timestampBound + 3 * JSONBytes.numberBound
+    }
+
+    static func write(_ metadata: CredentialMetadata, to json: inout JSONBytes) {
+        json.raw("{\"created_at\":")
+        json.timestamp(metadata.createdAt)
+        if let expiresAt = metadata.expiresAt {
+            json.raw(",\"expires_at\":")
+            json.timestamp(expiresAt)
+        }
+        json.raw(",\"generation\":")
+        json.integer(metadata.generation)
+        json.raw(metadata.hasIDToken ? ",\"has_id_token\":true" : ",\"has_id_token\":false")
+        json.raw(metadata.hasRefreshToken ? ",\"has_refresh_token\":true" : ",\"has_refresh_token\":false")
+        json.raw(",\"id\":")
+        json.string(metadata.id)
+        json.raw(",\"issued_at\":")
+        json.timestamp(metadata.issuedAt)
+        json.raw(",\"kind\":")
+        json.string(metadata.kind.rawValue)
+        json.raw(",\"labels\":{")
+        // The encoder's order: by UTF-8 bytes (not `String`'s `<`, which compares canonical forms).
+        if !metadata.labels.isEmpty {
+            for (index, key) in metadata.labels.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+                .enumerated()
+            {
+                if index > 0 { json.raw(",") }
+                json.string(key)
+                json.raw(":")
+                json.string(metadata.labels[key] ?? "")
+            }
+        }
+        json.raw("}")
+        if let failure = metadata.lastError {
+            json.raw(",\"last_error\":{\"at\":")
+            json.timestamp(failure.at)
+            json.raw(",\"code\":")
+            json.string(failure.code)
+            json.raw(",\"message\":")
+            json.string(failure.message)
+            json.raw("}")
+        }
+        json.raw(",\"name\":")
+        json.string(metadata.id.name)
+        json.raw(",\"namespace\":")
+        json.string(metadata.id.namespace)
+        if let pending = metadata.pendingCommit {
+            json.raw(",\"pending_commit\":{\"failures\":")
+            json.integer(pending.failures)
+            json.raw(",\"last_error\":")
+            json.string(pending.lastError)
+            json.raw(",\"next_attempt_at\":")
+            json.timestamp(pending.nextAttemptAt)
+            json.raw(",\"since\":")
+            json.timestamp(pending.since)
+            json.raw("}")
+        }
+        json.raw(",\"provider\":")
+        json.string(metadata.provider)
+        if let refreshAt = metadata.refreshAt {
+            json.raw(",\"refresh_at\":")
+            json.timestamp(refreshAt)
+        }
+        json.raw(",\"refresh_failures\":")
+        json.integer(metadata.refreshFailures)
+        if let refreshTokenExpiresAt = metadata.refreshTokenExpiresAt {
+            json.raw(",\"refresh_token_expires_at\":")
+            json.timestamp(refreshTokenExpiresAt)
+        }
+        json.raw(",\"scopes\":[")
+        for (index, scope) in metadata.scopes.enumerated() {
+            if index > 0 { json.raw(",") }
+            json.string(scope)
+        }
+        json.raw("],\"status\":")
+        json.string(metadata.status.rawValue)
+        if let subject = metadata.subject {
+            json.raw(",\"subject\":")
+            json.string(subject)
+        }
+        if let tokenType = metadata.tokenType {
+            json.raw(",\"token_type\":")
+            json.string(tokenType)
+        }
+        json.raw(",\"updated_at\":")
+        json.timestamp(metadata.updatedAt)
+        json.raw("}")
+    }
+
+    /// A JSON string, by the one string writer (`JSONBytes`).
     private static func string(_ text: String, to buffer: inout ByteBuffer) {
         var text = text
         text.withUTF8 { TokenJSON.writeString(UnsafeRawBufferPointer($0), to: &buffer) }

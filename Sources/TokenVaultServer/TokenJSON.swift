@@ -29,33 +29,8 @@ enum TokenJSON {
         return buffer
     }
 
-    /// A JSON string of UTF-8 `bytes` as `JSONEncoder` writes it: quote and backslash escaped,
-    /// backspace, form feed, newline, return and tab as `\b \f \n \r \t`, other control
-    /// characters as `\u00XX`; runs of plain bytes are copied in one go.
+    /// A JSON string of UTF-8 `bytes` as `JSONEncoder` writes it (`JSONBytes.string`).
     static func writeString(_ bytes: UnsafeRawBufferPointer, to buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(ascii: "\""))
-        var plainStart = 0
-        for index in 0..<bytes.count {
-            let byte = bytes[index]
-            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[plainStart..<index]))
-            switch byte {
-            case UInt8(ascii: "\""): buffer.writeStaticString("\\\"")
-            case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
-            case 0x08: buffer.writeStaticString("\\b")
-            case 0x0c: buffer.writeStaticString("\\f")
-            case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
-            case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
-            case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
-            default:
-                let hex: StaticString = "0123456789abcdef"
-                buffer.writeStaticString("\\u00")
-                buffer.writeInteger(hex.utf8Start[Int(byte >> 4)])
-                buffer.writeInteger(hex.utf8Start[Int(byte & 0x0f)])
-            }
-            plainStart = index + 1
-        }
-        buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[plainStart..<bytes.count]))
-        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeJSON(reserving: JSONBytes.bound(string: bytes.count)) { $0.string(bytes) }
     }
 }

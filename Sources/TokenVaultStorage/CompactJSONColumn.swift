@@ -74,38 +74,59 @@ enum CompactJSONColumn {
     }
 
     /// The strings of `open "s" (sep "s")* close`, where `sep` is `,` (or alternately `:` and `,`
-    /// for an object); nil for anything else.
+    /// for an object); nil for anything else. Read in place: a string without `\/` is made from
+    /// its bytes at once (they are a `String`'s, so valid UTF-8, and a quote ends no character).
     private static func parse(_ text: String, open: UInt8, close: UInt8, pairs: Bool) -> [String]? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse($0, open: open, close: close, pairs: pairs) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, open: UInt8, close: UInt8, pairs: Bool)
+        -> [String]?
+    {
+        let (quote, backslash, slash) = (UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"))
         guard bytes.count >= 4, bytes.first == open, bytes.last == close else { return nil }
         var result: [String] = []
         var index = 1
         let end = bytes.count - 1
         while true {
-            guard index < end, bytes[index] == UInt8(ascii: "\"") else { return nil }
+            guard index < end, bytes[index] == quote else { return nil }
             index += 1
-            var value: [UInt8] = []
+            let start = index
+            var escaped = false
             while true {
                 guard index < end else { return nil }
                 let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") { break }
-                if byte == UInt8(ascii: "\\") {
-                    guard index + 1 < end, bytes[index + 1] == UInt8(ascii: "/") else { return nil }
-                    value.append(UInt8(ascii: "/"))
+                if byte == quote { break }
+                if byte == backslash {
+                    guard index + 1 < end, bytes[index + 1] == slash else { return nil }
+                    escaped = true
                     index += 2
                     continue
                 }
                 guard byte >= 0x20 else { return nil }
-                value.append(byte)
                 index += 1
             }
+            let raw = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            result.append(escaped ? unescapingSlashes(raw) : String(decoding: raw, as: UTF8.self))
             index += 1
-            guard let string = String(validating: value, as: UTF8.self) else { return nil }
-            result.append(string)
             if index == end { return pairs && !result.count.isMultiple(of: 2) ? nil : result }
             let separator = pairs && !result.count.isMultiple(of: 2) ? UInt8(ascii: ":") : UInt8(ascii: ",")
             guard bytes[index] == separator else { return nil }
             index += 1
         }
+    }
+
+    /// `raw` with each `\/` read as `/` (the only escape `parse` lets through).
+    private static func unescapingSlashes(_ raw: UnsafeBufferPointer<UInt8>) -> String {
+        var value: [UInt8] = []
+        value.reserveCapacity(raw.count)
+        var index = 0
+        while index < raw.count {
+            if raw[index] == UInt8(ascii: "\\") { index += 1 }
+            value.append(raw[index])
+            index += 1
+        }
+        return String(decoding: value, as: UTF8.self)
     }
 }

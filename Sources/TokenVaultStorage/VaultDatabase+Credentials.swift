@@ -35,20 +35,32 @@ extension VaultDatabase: CredentialStore {
         return record
     }
 
+    /// One statement per combination of the filters present (built once, as the point read's
+    /// statement is), each naming only its own conditions: with `(?1 IS NULL OR namespace = ?1)`
+    /// and the like, SQLite cannot know at planning which ones apply, and scanned the whole table
+    /// in id order, from the first row to the cursor and past every row of another namespace.
+    /// Now `id > cursor` seeks, and a namespace (or the caller's namespaces) reads through the
+    /// namespace index. `?5`, the limit, is in every shape, so every filter's number is in range.
+    static let listQueries: [String] = (0..<16).map { shape in
+        let conditions = [
+            "namespace = ?1", "status = ?2", "id > ?3", "namespace IN (SELECT value FROM json_each(?4))",
+        ].enumerated().filter { shape & (1 << $0.offset) != 0 }.map(\.element)
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ") + " "
+        return "SELECT \(metadataColumns) FROM credentials \(filter)ORDER BY id LIMIT ?5"
+    }
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         try withReader { connection in
-            // A set of namespaces is bound as one JSON array: one statement shape for any number.
+            // A set of namespaces is bound as one JSON array: one statement for any number.
             let namespaces = query.namespaces.map { CompactJSONColumn.encode(strings: $0.sorted()) }
-            let statement = try connection.statement(
-                """
-                SELECT \(Self.metadataColumns) FROM credentials
-                WHERE (?1 IS NULL OR namespace = ?1) AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id > ?3)
-                  AND (?5 IS NULL OR namespace IN (SELECT value FROM json_each(?5)))
-                ORDER BY id LIMIT ?4
-                """)
+            let shape =
+                (query.namespace == nil ? 0 : 1) | (query.status == nil ? 0 : 2) | (query.after == nil ? 0 : 4)
+                | (namespaces == nil ? 0 : 8)
+            let statement = try connection.statement(Self.listQueries[shape])
             try statement.bind(
-                query.namespace, query.status?.rawValue, query.after?.description, max(0, query.limit), namespaces)
+                query.namespace, query.status?.rawValue, query.after?.description, namespaces, max(0, query.limit))
             var result: [CredentialMetadata] = []
+            result.reserveCapacity(max(0, min(query.limit, 500)))
             while try statement.step() { result.append(try statement.metadata()) }
             return result
         }
