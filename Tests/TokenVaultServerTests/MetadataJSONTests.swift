@@ -41,6 +41,25 @@ import TokenVaultCore
         Array(buffer: try VaultAPI.jsonBody(value))
     }
 
+    /// Every text at its longest once escaped (six bytes per byte, `\u0001`): the reservation
+    /// (`MetadataJSON.bound`) holds it, and nothing is written past it.
+    @Test func theReservationHoldsTextThatEscapesToSixBytesPerByte() throws {
+        let worst = String(repeating: "\u{01}", count: 300)
+        let time = Timestamp(milliseconds: 253_402_300_799_999)
+        let metadata = CredentialMetadata(
+            id: try CredentialID(
+                namespace: String(repeating: "n", count: 64), name: String(repeating: "m", count: 128)),
+            provider: worst, kind: .oauth2, subject: worst, status: .revokePending, generation: .max, tokenType: worst,
+            scopes: [worst, worst, worst], labels: [worst: worst, worst + "a": worst, "b": worst],
+            issuedAt: time, expiresAt: time, refreshAt: time, refreshTokenExpiresAt: time,
+            lastError: CredentialFailure(code: worst, message: worst, at: time), refreshFailures: .max,
+            createdAt: time, updatedAt: time, hasRefreshToken: true, hasIDToken: true,
+            pendingCommit: PendingCommit(since: time, failures: .max, lastError: worst, nextAttemptAt: time))
+        let ours = Array(buffer: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
+        #expect(ours == (try Self.encoded(CredentialMetadataDocument(metadata))))
+        #expect(ours.count <= MetadataJSON.bound(metadata))
+    }
+
     @Test func writesWhatTheEncoderWrites() throws {
         var random = SystemRandomNumberGenerator()
         var all: [CredentialMetadata] = []
