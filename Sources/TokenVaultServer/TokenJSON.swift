@@ -10,22 +10,25 @@ enum TokenJSON {
         accessToken: SecretBytes, tokenType: String, expiresAt: Timestamp?, idToken: SecretBytes?,
         allocator: ByteBufferAllocator
     ) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 96 + accessToken.count + (idToken?.count ?? 0) + tokenType.utf8.count)
-        buffer.writeStaticString("{\"access_token\":")
-        accessToken.withUnsafeBytes { writeString($0, to: &buffer) }
-        if let expiresAt {
-            buffer.writeStaticString(",\"expires_at\":")
-            var text = expiresAt.description
-            text.withUTF8 { writeString(UnsafeRawBufferPointer($0), to: &buffer) }
+        let bound =
+            64 + JSONBytes.bound(string: accessToken.count) + JSONBytes.bound(string: idToken?.count ?? 0)
+            + JSONBytes.bound(tokenType) + JSONBytes.timestampBound
+        var buffer = allocator.buffer(capacity: bound)
+        buffer.writeJSON(reserving: bound) { json in
+            json.raw("{\"access_token\":")
+            accessToken.withUnsafeBytes { json.string($0) }
+            if let expiresAt {
+                json.raw(",\"expires_at\":")
+                json.timestamp(expiresAt)
+            }
+            if let idToken {
+                json.raw(",\"id_token\":")
+                idToken.withUnsafeBytes { json.string($0) }
+            }
+            json.raw(",\"token_type\":")
+            json.string(tokenType)
+            json.raw("}")
         }
-        if let idToken {
-            buffer.writeStaticString(",\"id_token\":")
-            idToken.withUnsafeBytes { writeString($0, to: &buffer) }
-        }
-        buffer.writeStaticString(",\"token_type\":")
-        var type = tokenType
-        type.withUTF8 { writeString(UnsafeRawBufferPointer($0), to: &buffer) }
-        buffer.writeStaticString("}")
         return buffer
     }
 

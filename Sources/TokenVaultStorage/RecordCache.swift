@@ -30,12 +30,13 @@ final class RecordCache: Sendable {
     }
 
     private struct State {
-        var entries: [String: Entry] = [:]
+        /// Keyed by the id itself: its text (`description`) was built, and allocated, per lookup.
+        var entries: [CredentialID: Entry] = [:]
         var bytes = 0
         var clock: UInt64 = 0
         var invalidations = [UInt64](repeating: 0, count: 256)
         /// Rows a transaction of this process is writing (how many at once), until it ends.
-        var writing: [String: Int] = [:]
+        var writing: [CredentialID: Int] = [:]
         var hits = 0
         var misses = 0
     }
@@ -53,15 +54,14 @@ final class RecordCache: Sendable {
     struct Ticket { let shard: Int, count: UInt64 }
 
     func ticket(for id: CredentialID) -> Ticket {
-        let shard = Self.shard(id.description)
+        let shard = Self.shard(id)
         return state.withLock { Ticket(shard: shard, count: $0.invalidations[shard]) }
     }
 
     func record(_ id: CredentialID) -> SealedCredentialRecord? {
         state.withLock { state in
             state.clock += 1
-            guard let entry = state.entries[id.description],
-                state.writing.isEmpty || state.writing[id.description] == nil
+            guard let entry = state.entries[id], state.writing.isEmpty || state.writing[id] == nil
             else { return nil }
             state.hits += 1
             entry.used = state.clock
@@ -77,7 +77,7 @@ final class RecordCache: Sendable {
 
     /// Caches a row read with `ticket`, unless its id was invalidated since the ticket was taken.
     func insert(_ record: SealedCredentialRecord, ticket: Ticket) {
-        let key = record.metadata.id.description
+        let key = record.metadata.id
         let bytes = record.approximateBytes
         state.withLock { state in
             guard state.invalidations[ticket.shard] == ticket.count, bytes <= byteLimit,
@@ -95,7 +95,7 @@ final class RecordCache: Sendable {
 
     /// Called by a transaction's writer before it changes `id`'s row (before its commit).
     func beginWrite(_ id: CredentialID) {
-        let key = id.description
+        let key = id
         state.withLock { state in
             state.writing[key, default: 0] += 1
             if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
@@ -108,7 +108,7 @@ final class RecordCache: Sendable {
     func endWrites(_ ids: some Sequence<CredentialID>) {
         state.withLock { state in
             for id in ids {
-                let key = id.description
+                let key = id
                 state.invalidations[Self.shard(key)] &+= 1
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
@@ -117,7 +117,7 @@ final class RecordCache: Sendable {
     }
 
     func invalidate(_ id: CredentialID) {
-        let key = id.description
+        let key = id
         let shard = Self.shard(key)
         state.withLock { state in
             state.invalidations[shard] &+= 1
@@ -149,9 +149,11 @@ final class RecordCache: Sendable {
         }
     }
 
-    private static func shard(_ key: String) -> Int {
+    private static func shard(_ id: CredentialID) -> Int {
         var hash: UInt32 = 2_166_136_261
-        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        for byte in id.namespace.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        hash = (hash ^ UInt32(UInt8(ascii: "/"))) &* 16_777_619
+        for byte in id.name.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         return Int(hash & 255)
     }
 }
@@ -162,7 +164,7 @@ extension SealedCredentialRecord {
     var approximateBytes: Int {
         let metadata = self.metadata
         var bytes = 640 + accessToken.count + (refreshToken?.count ?? 0) + (idToken?.count ?? 0) + (extras?.count ?? 0)
-        bytes += 2 * metadata.id.description.utf8.count + metadata.provider.utf8.count
+        bytes += 2 * (metadata.id.namespace.utf8.count + 1 + metadata.id.name.utf8.count) + metadata.provider.utf8.count
         bytes += (metadata.subject?.utf8.count ?? 0) + (metadata.tokenType?.utf8.count ?? 0)
         for scope in metadata.scopes { bytes += 16 + scope.utf8.count }
         for (key, value) in metadata.labels { bytes += 32 + key.utf8.count + value.utf8.count }
