@@ -27,7 +27,8 @@
 # 7. prints the pairs, a table of the median pair, and the goals.
 #
 # Everything runs on Unix sockets; everything started here is stopped on exit. About 5 minutes
-# after the build. Knobs (environment): SCRATCH (build directory, default .build), DURATION and
+# after the build. Knobs (environment): SCRATCH (build directory, default .build), BUILD_FLAGS
+# (more `swift build` flags, e.g. the package's: --static-swift-stdlib -Xlinker -z -Xlinker now), DURATION and
 # WARMUP (seconds per load run, default 10 and 2), CONNECTIONS (default 16), SEED_COUNT (10000),
 # RSS_COUNT (100000), BASELINE_DURATION (5), PAIRS (3), RESULTS (also write the summary to this
 # file).
@@ -37,6 +38,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 SCRATCH=${SCRATCH:-.build}
+BUILD_FLAGS=${BUILD_FLAGS:-}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 CONNECTIONS=${CONNECTIONS:-16}
@@ -52,9 +54,12 @@ log() { printf '\n== %s\n' "$*" >&2; }
 
 # --- build -----------------------------------------------------------------------------------
 log "building release binaries (scratch path $SCRATCH)"
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen
-BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
+# shellcheck disable=SC2086 # BUILD_FLAGS is a list of flags
+swift build -c release --scratch-path "$SCRATCH" --product tokenvault $BUILD_FLAGS
+# shellcheck disable=SC2086
+swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen $BUILD_FLAGS
+# shellcheck disable=SC2086
+BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path $BUILD_FLAGS)
 TOKENVAULT="$BIN/tokenvault"
 LOADGEN="$BIN/tokenvault-loadgen"
 

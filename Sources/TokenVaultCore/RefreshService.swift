@@ -59,7 +59,7 @@ public enum RefreshReason: String, Sendable {
     case onDemand = "on_demand"
     /// `POST .../refresh`.
     case forced
-    /// An attempt left open by a crash.
+    /// An attempt left open by a crash, or by a storage error this process saw (`StrandedRefreshes`).
     case recovery
 }
 

@@ -239,6 +239,14 @@ extension VaultError {
             }
         }
 
+        /// The database refused or did not answer (a write's outcome may be unknown).
+        public var meansStorageFailed: Bool {
+            switch value {
+            case .storageUnavailable, .storageError: true
+            default: false
+            }
+        }
+
         /// Whether the API may show this code's message to the caller. A 500's message can name
         /// internals (a file, a term); the caller gets a fixed text and the log gets the message.
         public var isInternal: Bool { httpStatus == 500 }

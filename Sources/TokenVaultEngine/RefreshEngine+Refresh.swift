@@ -10,22 +10,27 @@ extension RefreshEngine {
     func perform(_ id: CredentialID, _ reason: RefreshReason) async -> RefreshOutcome {
         leases.noteActivity()
         if let held = vault.pendingCommit(for: id) {
+            stranded.settle(id)
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)
         }
         do {
-            return try await performRefresh(id, reason)
-        } catch is CancellationError {
-            statistics.record { $0.skipped += 1 }
-            return .skipped("the refresh was cancelled", nil)
+            let outcome = try await performRefresh(id, reason)
+            stranded.settle(id)
+            return outcome
         } catch {
             statistics.record { $0.skipped += 1 }
-            // Its journal write may have committed unheard: the due list would come back to it a
-            // lease period later (`StrandedRefreshes`).
-            stranded.add(id)
-            wake.signal()
+            if let error = error as? VaultError, error.code.meansStorageFailed {
+                // Its journal write may have committed unheard: the due list would come back to
+                // it a lease period later (`StrandedRefreshes`). The scheduler learns its wait.
+                stranded.add(id)
+                wake.signal()
+            } else {
+                stranded.settle(id)
+                if error is CancellationError { return .skipped("the refresh was cancelled", nil) }
+            }
             logger.error(
-                "refresh could not run; retried once the database answers",
+                "refresh could not run",
                 metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.error": "\(error)"])
             return .skipped("the refresh could not run: \(error)", nil)
         }
@@ -221,8 +226,10 @@ extension RefreshEngine {
                     "tokenvault.lease.previous": "\(previousNode)",
                 ])
         }
+        // An attempt of this very process (a storage error ended it: `StrandedRefreshes`) lost
+        // an answer only if `lostAnswers` says so; one of a crashed or silent process may have.
         let resumingLostAnswer =
-            resumed
+            (resumed && resumedFrom != leases.owner.id)
             || metadata.lastError.map { ProviderFailure.lostAnswerCodes.contains(.init(rawValue: $0.code)) } ?? false
             || lostAnswers.contains(fingerprint)
 

@@ -42,7 +42,7 @@ public struct RefreshScheduler: Service {
             var delay: Double = 1
             do {
                 let scan = try await startDueRefreshes()
-                let nextRetry = restartStranded()
+                let nextRetry = try await restartStranded()
                 // A full page started: more may be due beyond it. Otherwise everything due is in
                 // flight, and a finishing refresh wakes the loop; only with nothing due is the
                 // next due time read.
@@ -93,14 +93,33 @@ public struct RefreshScheduler: Service {
         return scan
     }
 
-    /// After a scan that went through (the database answers): refreshes a storage error ended,
-    /// started again as recoveries within the free slots. Returns the seconds until the next
-    /// stranded one may go (nil: none left). One already in flight again is settled by that run.
-    private func restartStranded() -> Double? {
+    /// Refreshes a storage error ended (`StrandedRefreshes`) whose wait is over, within the free
+    /// slots: those with an attempt of this process open are resumed (as the attempts found open
+    /// at start are), the rest forgotten (nothing of theirs was journalled, or it was closed: the
+    /// due list has them). Returns the seconds until the next wait ends (nil: none waiting).
+    private func restartStranded() async throws -> Double? {
         guard !engine.stranded.isEmpty else { return nil }
-        let capacity = engine.options.maximumInFlight - engine.inFlightCount
-        let (ids, nextIn) = engine.stranded.take(limit: capacity)
-        for id in ids { _ = engine.startInBackground(id, reason: .recovery) }
+        let inFlight = engine.inFlightIDs
+        let capacity = engine.options.maximumInFlight - inFlight.count
+        let (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight)
+        guard !ids.isEmpty else { return nextIn }
+        let open: Set<CredentialID>
+        do {
+            let owner = engine.leases.owner.id
+            open = Set(
+                try await engine.blocking { [engine] in try engine.vault.openAttempts(limit: 100_000) }
+                    .filter { $0.leaseOwner == owner }.map(\.credentialID))
+        } catch {
+            for id in ids { engine.stranded.putBack(id) }
+            throw error
+        }
+        for id in ids {
+            if !open.contains(id) {
+                engine.stranded.settle(id)
+            } else if !engine.startInBackground(id, reason: .recovery) {
+                engine.stranded.putBack(id)
+            }
+        }
         return nextIn
     }
 

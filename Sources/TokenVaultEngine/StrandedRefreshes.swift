@@ -1,34 +1,73 @@
 import Synchronization
 import TokenVaultCore
 
-/// Refreshes that ended on a storage error: the database went away in the middle of one. Its
-/// journal write may have committed without the node hearing so (the connection was lost before
-/// `COMMIT` was acknowledged), and journalling moves the credential's `refresh_at` to the end of
-/// the lease: left to the due list, the credential would wait a lease period (minutes) while its
-/// token expires. The scheduler starts these again as recoveries, after a scan of its own went
-/// through (the database answers again) and at least `pause` after the failure; journalling then
-/// resumes the attempt with the same refresh token, or starts one when none was written.
+/// Refreshes that a storage error ended: the database went away in the middle of one. Its
+/// journal write may have committed without the process hearing so (the connection was lost
+/// before `COMMIT` was acknowledged), which leaves an attempt of this process open and the
+/// credential's `refresh_at` at the end of the lease: left to the due list, it would wait a lease
+/// period (minutes) while its token expires. The scheduler resumes those (`RefreshScheduler`,
+/// `restartStranded`): only where this process's own attempt is open, so nothing is refreshed
+/// that the due list would have held back (a backoff, a pause, a newer generation); the rest are
+/// dropped, and the due list has them as before. Each credential waits `pause` after its first
+/// failure, doubling with each failure in a row up to `longestPause`; an end without a storage
+/// error (`settle`) forgets it.
 final class StrandedRefreshes: Sendable {
-    private let failedAt = Mutex<[CredentialID: ContinuousClock.Instant]>([:])
-    /// At most one retry a second per credential, as the due list retries a failing scan.
+    private struct Entry {
+        var failures: Int
+        var readyAt: ContinuousClock.Instant
+        /// Taken by the scheduler and not yet ended.
+        var running = false
+    }
+
+    private let entries = Mutex<[CredentialID: Entry]>([:])
     let pause: Duration
+    let longestPause: Duration
 
-    init(pause: Duration = .seconds(1)) { self.pause = pause }
+    init(pause: Duration = .seconds(1), longestPause: Duration = .seconds(60)) {
+        self.pause = pause
+        self.longestPause = longestPause
+    }
 
-    /// The refresh of `id` could not run.
-    func add(_ id: CredentialID) { failedAt.withLock { $0[id] = ContinuousClock.now } }
-
-    var isEmpty: Bool { failedAt.withLock { $0.isEmpty } }
-
-    /// Up to `limit` credentials whose pause is over, taken out (oldest failure first), and the
-    /// seconds until the next pause ends (nil: none pausing; those left over the limit wait for a
-    /// free slot, and a finishing refresh wakes the scheduler).
-    func take(limit: Int, now: ContinuousClock.Instant = .now) -> (ids: [CredentialID], nextIn: Double?) {
-        failedAt.withLock { failedAt in
-            let ready = failedAt.filter { now - $0.value >= pause }.sorted { $0.value < $1.value }.prefix(max(0, limit))
-            for (id, _) in ready { failedAt[id] = nil }
-            let pausing = failedAt.values.filter { now - $0 < pause }
-            return (ready.map(\.key), pausing.min().map { ($0 + pause - now) / .seconds(1) })
+    /// The refresh of `id` ended on a storage error.
+    func add(_ id: CredentialID, now: ContinuousClock.Instant = .now) {
+        entries.withLock { entries in
+            let failures = (entries[id]?.failures ?? 0) + 1
+            let wait = min(longestPause, pause * (1 << min(failures - 1, 20)))
+            entries[id] = Entry(failures: failures, readyAt: now + wait)
         }
     }
+
+    /// The refresh of `id` ended without a storage error (or another run will see to it).
+    func settle(_ id: CredentialID) {
+        entries.withLock { entries in
+            if !entries.isEmpty { entries[id] = nil }
+        }
+    }
+
+    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
+
+    /// Up to `limit` credentials whose wait is over and that are neither running nor in
+    /// `skipping` (in flight again: that run settles them), longest waiting first, marked
+    /// running; and the seconds until the next wait ends (nil: none waiting).
+    func take(limit: Int, skipping: Set<CredentialID> = [], now: ContinuousClock.Instant = .now) -> (
+        ids: [CredentialID], nextIn: Double?
+    ) {
+        entries.withLock { entries in
+            var ready: [(CredentialID, ContinuousClock.Instant)] = []
+            var next: ContinuousClock.Instant?
+            for (id, entry) in entries where !entry.running && !skipping.contains(id) {
+                if entry.readyAt <= now {
+                    ready.append((id, entry.readyAt))
+                } else {
+                    next = min(next ?? entry.readyAt, entry.readyAt)
+                }
+            }
+            let taken = ready.sorted { $0.1 < $1.1 }.prefix(max(0, limit)).map(\.0)
+            for id in taken { entries[id]?.running = true }
+            return (taken, next.map { max(0.001, ($0 - now) / .seconds(1)) })
+        }
+    }
+
+    /// A taken credential that did not start (its refresh was in flight): taken again next time.
+    func putBack(_ id: CredentialID) { entries.withLock { $0[id]?.running = false } }
 }

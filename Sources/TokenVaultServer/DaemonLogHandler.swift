@@ -98,10 +98,10 @@ public struct DaemonLogHandler: LogHandler {
         }
     }
 
-    /// A JSON string literal, written by the one JSON string writer (`TokenJSON`'s).
+    /// A JSON string literal, written by the one JSON string writer (`JSONBytes`).
     static func quoted(_ text: String) -> String {
         var text = text
-        var buffer = ByteBufferAllocator().buffer(capacity: text.utf8.count + 8)
+        var buffer = ByteBufferAllocator().buffer(capacity: JSONBytes.bound(string: text.utf8.count))
         text.withUTF8 { TokenJSON.writeString(UnsafeRawBufferPointer($0), to: &buffer) }
         return String(buffer: buffer)
     }

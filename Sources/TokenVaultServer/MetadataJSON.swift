@@ -10,7 +10,7 @@ import TokenVaultCore
 enum MetadataJSON {
     /// One credential's document.
     static func document(_ metadata: CredentialMetadata, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 640)
+        var buffer = allocator.buffer(capacity: bound(metadata))
         write(metadata, to: &buffer)
         return buffer
     }

@@ -39,8 +39,9 @@ extension VaultDatabase: CredentialStore {
     /// statement is), each naming only its own conditions: with `(?1 IS NULL OR namespace = ?1)`
     /// and the like, SQLite cannot know at planning which ones apply, and scanned the whole table
     /// in id order, from the first row to the cursor and past every row of another namespace.
-    /// Now `id > cursor` seeks, and a namespace (or the caller's namespaces) reads through the
-    /// namespace index. `?5`, the limit, is in every shape, so every filter's number is in range.
+    /// Now `id > cursor` seeks, and a namespace reads through the namespace index in id order
+    /// (a caller's namespaces too: one at a time, or past `namespacesReadApart` all together and
+    /// sorted). `?5`, the limit, is in every shape, so every filter's number is in range.
     static let listQueries: [String] = (0..<16).map { shape in
         let conditions = [
             "namespace = ?1", "status = ?2", "id > ?3", "namespace IN (SELECT value FROM json_each(?4))",
@@ -49,8 +50,33 @@ extension VaultDatabase: CredentialStore {
         return "SELECT \(metadataColumns) FROM credentials \(filter)ORDER BY id LIMIT ?5"
     }
 
+    /// Up to this many namespaces a caller may list are read one by one and merged (below).
+    static let namespacesReadApart = 16
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
-        try withReader { connection in
+        var query = query
+        if let namespaces = query.namespaces {
+            if let namespace = query.namespace {
+                // The caller's namespaces only narrow the one asked for.
+                guard namespaces.contains(namespace) else { return [] }
+                query.namespaces = nil
+            } else if namespaces.count == 1 {
+                query.namespace = namespaces.first
+                query.namespaces = nil
+            } else if namespaces.count <= Self.namespacesReadApart {
+                // A page of each through the namespace index, in id order from the cursor on,
+                // then the first `limit` of them: `namespace IN (...)` read every row of every
+                // namespace and sorted them all, for each page.
+                var merged: [CredentialMetadata] = []
+                for namespace in namespaces {
+                    var one = query
+                    (one.namespace, one.namespaces) = (namespace, nil)
+                    merged += try list(one)
+                }
+                return Array(merged.sorted { $0.id < $1.id }.prefix(max(0, query.limit)))
+            }
+        }
+        return try withReader { [query] connection in
             // A set of namespaces is bound as one JSON array: one statement for any number.
             let namespaces = query.namespaces.map { CompactJSONColumn.encode(strings: $0.sorted()) }
             let shape =

@@ -78,11 +78,32 @@ import TokenVaultTesting
         failing.loseNextJournalAcks(1)
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await eventually(within: 6) { try fixture.metadata(id).generation == 2 }
+        // Refreshed at about 1.5 s, resumed a second after the failure; the lease ends at 61 s.
+        try await eventually(within: 30) { try fixture.metadata(id).generation == 2 }
         #expect(fixture.logs.text.contains("injected loss of the connection after COMMIT"))
         #expect(fixture.engine.counters.recovered == 1)
         #expect(fixture.provider.presentedTwice.isEmpty)
         #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
+    }
+
+    /// A refresh a storage error ended before anything was journalled is not started again by
+    /// the restart (which would skip the failing credential's backoff): only an attempt of this
+    /// process left open is resumed; the due list has the rest, as before.
+    @Test func aStrandedRefreshWithNothingJournalledIsLeftToTheDueList() async throws {
+        let fixture = try EngineFixture(
+            realTime: true, planner: Self.planner, options: RefreshEngine.Options(leasePeriod: 60))
+        let (id, metadata) = try await fixture.store("backing-off", lifetime: 3600)
+        var update = ScheduleUpdate(metadata)
+        update.status = .failing
+        update.refreshAt = Timestamp.now().adding(seconds: 600)
+        try await fixture.vault.updateSchedule(update)
+        fixture.engine.stranded.add(id, now: .now - .seconds(5))
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await eventually(within: 5) { fixture.engine.stranded.isEmpty }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fixture.provider.calls == 0)
+        #expect(try fixture.metadata(id).generation == 1)
     }
 }
 

@@ -3,27 +3,36 @@ import TokenVaultCore
 
 @testable import TokenVaultEngine
 
-/// Refreshes a storage error ended wait their pause, go oldest first within the free slots, and
-/// the scheduler learns when the next pause ends.
+/// Refreshes a storage error ended wait a pause that doubles with each failure in a row, go
+/// longest waiting first within the free slots and not while in flight, and are forgotten once
+/// a run ends without a storage error.
 @Suite struct StrandedRefreshesTests {
-    @Test func theyWaitTheirPauseAndGoOldestFirstWithinTheSlots() throws {
-        let stranded = StrandedRefreshes(pause: .seconds(1))
+    @Test func theyWaitAPauseThatDoublesAndGoLongestWaitingFirst() throws {
+        let stranded = StrandedRefreshes(pause: .seconds(1), longestPause: .seconds(4))
         let (a, b, c) = (try CredentialID("t/a"), try CredentialID("t/b"), try CredentialID("t/c"))
-        stranded.add(a)
         let start = ContinuousClock.now
+        stranded.add(a, now: start)
         let none = stranded.take(limit: 10, now: start)
-        #expect(none.ids.isEmpty)
-        #expect((none.nextIn ?? 0) > 0.9 && (none.nextIn ?? 0) <= 1)
+        #expect(none.ids.isEmpty && none.nextIn == 1)
 
-        stranded.add(b)
-        stranded.add(c)
+        stranded.add(b, now: start + .milliseconds(100))
+        stranded.add(c, now: start + .milliseconds(200))
         let later = start + .seconds(2)
-        let first = stranded.take(limit: 2, now: later)
-        #expect(first.ids == [a, b])
-        // `c` is ready but over the limit: no pause to wait for (a finishing refresh wakes).
-        #expect(first.nextIn == nil)
-        #expect(stranded.take(limit: 0, now: later).ids.isEmpty)
-        #expect(stranded.take(limit: 5, now: later).ids == [c])
+        #expect(stranded.take(limit: 5, skipping: [a], now: later).ids == [b, c], "a is in flight")
+        #expect(stranded.take(limit: 5, now: later).ids == [a], "b and c are running")
+        #expect(stranded.take(limit: 5, now: later + .seconds(10)).ids.isEmpty)
+
+        // b failed again: two seconds, then four (the longest), then four.
+        for wait in [2, 4, 4] {
+            stranded.add(b, now: later)
+            let waiting = stranded.take(limit: 5, now: later)
+            #expect(waiting.ids.isEmpty && waiting.nextIn == Double(wait), "\(wait)")
+            #expect(stranded.take(limit: 5, now: later + .seconds(wait)).ids == [b])
+        }
+        stranded.putBack(b)
+        #expect(stranded.take(limit: 0, now: later + .seconds(9)).ids.isEmpty)
+        #expect(stranded.take(limit: 1, now: later + .seconds(9)).ids == [b])
+        for id in [a, b, c] { stranded.settle(id) }
         #expect(stranded.isEmpty)
     }
 }

@@ -16,19 +16,32 @@ import TokenVaultTesting
         for namespace in ["alpha", "beta", "gamma"] {
             for index in 0..<7 { ids.append(try CredentialID(namespace: namespace, name: "c\(index)")) }
         }
-        for id in ids.shuffled() { _ = try await fixture.vault.put(id, payload: payload, provider: "p") }
+        var failing: Set<CredentialID> = []
+        for id in ids.shuffled() {
+            let metadata = try await fixture.vault.put(id, payload: payload, provider: "p")
+            if Bool.random() {
+                var update = ScheduleUpdate(metadata)
+                update.status = .failing
+                _ = try await fixture.vault.updateSchedule(update)
+                failing.insert(id)
+            }
+        }
         let sorted = ids.sorted { $0.description < $1.description }
+        // Past `namespacesReadApart`, a caller's namespaces are read in one statement.
+        let many = Set((0...VaultDatabase.namespacesReadApart).map { "other\($0)" })
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<300 {
+        for _ in 0..<400 {
             var query = CredentialQuery(limit: Int.random(in: 1...25, using: &generator))
             if Bool.random(using: &generator) { query.namespace = ["alpha", "beta", "gamma", "none"].randomElement() }
             if Bool.random(using: &generator) { query.status = [.active, .failing].randomElement() }
             if Bool.random(using: &generator) { query.after = sorted.randomElement() }
             if Bool.random(using: &generator) {
                 query.namespaces = Set(["alpha", "beta", "gamma"].filter { _ in Bool.random(using: &generator) })
+                if Bool.random(using: &generator) { query.namespaces?.formUnion(many) }
             }
             let expected = sorted.filter { id in
-                (query.namespace.map { id.namespace == $0 } ?? true) && (query.status.map { $0 == .active } ?? true)
+                (query.namespace.map { id.namespace == $0 } ?? true)
+                    && (query.status.map { $0 == (failing.contains(id) ? .failing : .active) } ?? true)
                     && (query.after.map { id.description > $0.description } ?? true)
                     && (query.namespaces.map { $0.contains(id.namespace) } ?? true)
             }.prefix(query.limit)
@@ -37,6 +50,9 @@ import TokenVaultTesting
         }
     }
 
+    /// A shape with a namespace or a cursor reads an index range in id order: no scan of the
+    /// table, and no sort of everything it read (the caller's namespaces all together, past
+    /// `namespacesReadApart`, are sorted: they come from several ranges).
     @Test func noShapeWithACursorOrANamespaceScansTheTable() throws {
         let fixture = try TestVault()
         for (shape, sql) in VaultDatabase.listQueries.enumerated() where shape & (1 | 4 | 8) != 0 {
@@ -47,6 +63,9 @@ import TokenVaultTesting
                 return details
             }
             #expect(!plan.contains { $0.hasPrefix("SCAN credentials") }, "shape \(shape): \(plan)")
+            if shape & 8 == 0 {
+                #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "shape \(shape): \(plan)")
+            }
         }
     }
 }
