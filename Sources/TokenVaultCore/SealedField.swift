@@ -9,12 +9,24 @@ public enum SealedField: String, Sendable, CaseIterable {
     /// Associated data for this field of `id` at `generation`:
     /// `tokenvault.credential.v1 NUL id NUL generation NUL field`.
     /// A ciphertext copied to another row, field or generation no longer authenticates.
+    /// Built in one allocation: every token read opens a field (the id's text and an array of
+    /// the parts were made for each).
     public func associatedData(id: CredentialID, generation: Int64) -> [UInt8] {
-        var data = Array("tokenvault.credential.v1".utf8)
-        for part in [id.description, String(generation), rawValue] {
-            data.append(0)
-            data.append(contentsOf: part.utf8)
-        }
+        let label: StaticString = "tokenvault.credential.v1"
+        let number = String(generation)
+        var data: [UInt8] = []
+        data.reserveCapacity(
+            label.utf8CodeUnitCount + id.namespace.utf8.count + id.name.utf8.count + number.utf8.count
+                + rawValue.utf8.count + 4)
+        data.append(contentsOf: UnsafeBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount))
+        data.append(0)
+        data.append(contentsOf: id.namespace.utf8)
+        data.append(UInt8(ascii: "/"))
+        data.append(contentsOf: id.name.utf8)
+        data.append(0)
+        data.append(contentsOf: number.utf8)
+        data.append(0)
+        data.append(contentsOf: rawValue.utf8)
         return data
     }
 }
