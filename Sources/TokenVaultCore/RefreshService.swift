@@ -59,8 +59,11 @@ public enum RefreshReason: String, Sendable {
     case onDemand = "on_demand"
     /// `POST .../refresh`.
     case forced
-    /// An attempt left open by a crash, or by a storage error this process saw (`StrandedRefreshes`).
+    /// An attempt left open by a crash (or held back while this node could not renew its leases).
     case recovery
+    /// An attempt of this process that a storage error interrupted (`StrandedRefreshes`): resumed
+    /// with the same refresh token if it is still open, never started anew.
+    case resumption
 }
 
 public enum RefreshOutcome: Sendable, Equatable {

@@ -12,6 +12,9 @@ extension Vault {
         /// inside the journalling transaction; `currentBeat` reads the owner's node's beat
         /// counter there (nil: no row), so a takeover sees a beat made since it last looked.
         public var isOwnerGone: @Sendable (_ owner: String, _ currentBeat: () throws -> Int64?) throws -> Bool
+        /// Only resume the open attempt for this generation and refresh token; start, supersede
+        /// or replace nothing (a resumption: `RefreshReason.resumption`). Nil when there is none.
+        public var resumeOnly = false
 
         public init(
             metadata: CredentialMetadata, fingerprint: String, owner: String, leaseUntil: Timestamp,
@@ -68,6 +71,11 @@ extension Vault {
                 owner: request.owner
             ) { holder in
                 try request.isOwnerGone(holder) { try writer.nodeBeat(LeaseName.node(of: holder)) }
+            }
+            if request.resumeOnly {
+                guard case .resume(let old) = decision, old.refreshTokenFingerprint == request.fingerprint else {
+                    return nil
+                }
             }
             switch decision
             {

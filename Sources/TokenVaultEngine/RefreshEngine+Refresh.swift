@@ -22,9 +22,8 @@ extension RefreshEngine {
             statistics.record { $0.skipped += 1 }
             if let error = error as? VaultError, error.code.meansStorageFailed {
                 // Its journal write may have committed unheard: the due list would come back to
-                // it a lease period later (`StrandedRefreshes`). The scheduler learns its wait.
-                stranded.add(id)
-                wake.signal()
+                // it a lease period later (`StrandedRefreshes`).
+                if stranded.add(id) { wake.signal() }
             } else {
                 stranded.settle(id)
                 if error is CancellationError { return .skipped("the refresh was cancelled", nil) }
@@ -159,7 +158,7 @@ extension RefreshEngine {
         async throws -> RefreshOutcome
     {
         statistics.record { $0.skipped += 1 }
-        if reason == .scheduled || reason == .recovery {
+        if reason == .scheduled || reason == .recovery || reason == .resumption {
             let spread = max(1, gate.limits.breakerCooldown / 2) * Double.random(in: 0..<1)
             var update = ScheduleUpdate(metadata)
             update.refreshAt = until.adding(seconds: spread)
@@ -183,14 +182,18 @@ extension RefreshEngine {
         let journalStart = clock.now
         let fingerprint = vault.fingerprint(refreshToken)
         let lapses = leases.lapses
-        let request = Vault.AttemptRequest(
+        var request = Vault.AttemptRequest(
             metadata: metadata, fingerprint: fingerprint, owner: leases.owner.id,
             leaseUntil: vault.clock.now.adding(seconds: options.leasePeriod)
         ) { [leases] holder, currentBeat in try leases.isGone(holder, currentBeat: currentBeat) }
+        request.resumeOnly = reason == .resumption
         let journalled = try await vault.beginAttempt(request)
         timings.journal = clock.now - journalStart
         guard let (attempt, resumedFrom) = journalled else {
             statistics.record { $0.skipped += 1 }
+            if reason == .resumption {
+                return .skipped("no interrupted refresh attempt of \(id) is open any more", metadata)
+            }
             return .skipped("another process holds the refresh lease of \(id), or refreshed it already", metadata)
         }
         switch await leases.permit(journalled: lapses) {

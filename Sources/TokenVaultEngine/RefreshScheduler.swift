@@ -94,14 +94,16 @@ public struct RefreshScheduler: Service {
     }
 
     /// Refreshes a storage error ended (`StrandedRefreshes`) whose wait is over, within the free
-    /// slots: those with an attempt of this process open are resumed (as the attempts found open
-    /// at start are), the rest forgotten (nothing of theirs was journalled, or it was closed: the
-    /// due list has them). Returns the seconds until the next wait ends (nil: none waiting).
+    /// slots: those with an attempt of this process open (one read of the journal, a hint: the
+    /// resumption itself resumes only what is still open, `RefreshReason.resumption`) are
+    /// resumed, the rest forgotten (nothing of theirs was journalled, or it was closed: the due
+    /// list has them). Returns the seconds until the next wait ends (nil: none waiting; ready
+    /// ones left over wait for a slot, and a finishing refresh wakes the loop).
     private func restartStranded() async throws -> Double? {
         guard !engine.stranded.isEmpty else { return nil }
-        let inFlight = engine.inFlightIDs
-        let capacity = engine.options.maximumInFlight - inFlight.count
-        let (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight)
+        var inFlight = engine.inFlightIDs
+        var (ids, nextIn) = engine.stranded.take(
+            limit: engine.options.maximumInFlight - inFlight.count, skipping: inFlight)
         guard !ids.isEmpty else { return nextIn }
         let open: Set<CredentialID>
         do {
@@ -113,12 +115,19 @@ public struct RefreshScheduler: Service {
             for id in ids { engine.stranded.putBack(id) }
             throw error
         }
-        for id in ids {
-            if !open.contains(id) {
-                engine.stranded.settle(id)
-            } else if !engine.startInBackground(id, reason: .recovery) {
-                engine.stranded.putBack(id)
+        // Those forgotten take no slot: take more until the slots or the ready ones run out.
+        while !ids.isEmpty {
+            for id in ids {
+                if !open.contains(id) {
+                    engine.stranded.settle(id)
+                } else if !engine.startInBackground(id, reason: .resumption) {
+                    engine.stranded.putBack(id)
+                }
             }
+            inFlight = engine.inFlightIDs
+            let capacity = engine.options.maximumInFlight - inFlight.count
+            guard capacity > 0, ids.contains(where: { !open.contains($0) }) else { break }
+            (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight)
         }
         return nextIn
     }

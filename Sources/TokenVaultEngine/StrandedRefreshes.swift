@@ -6,9 +6,10 @@ import TokenVaultCore
 /// before `COMMIT` was acknowledged), which leaves an attempt of this process open and the
 /// credential's `refresh_at` at the end of the lease: left to the due list, it would wait a lease
 /// period (minutes) while its token expires. The scheduler resumes those (`RefreshScheduler`,
-/// `restartStranded`): only where this process's own attempt is open, so nothing is refreshed
-/// that the due list would have held back (a backoff, a pause, a newer generation); the rest are
-/// dropped, and the due list has them as before. Each credential waits `pause` after its first
+/// `restartStranded`, `RefreshReason.resumption`): only the attempt of this process still open
+/// for the credential's generation and refresh token is resumed, inside the journalling
+/// transaction; nothing is started anew that the due list would have held back (a backoff, a
+/// pause, a newer generation), and the rest are dropped: the due list has them as before. Each credential waits `pause` after its first
 /// failure, doubling with each failure in a row up to `longestPause`; an end without a storage
 /// error (`settle`) forgets it.
 final class StrandedRefreshes: Sendable {
@@ -28,12 +29,17 @@ final class StrandedRefreshes: Sendable {
         self.longestPause = longestPause
     }
 
-    /// The refresh of `id` ended on a storage error.
-    func add(_ id: CredentialID, now: ContinuousClock.Instant = .now) {
+    /// The refresh of `id` ended on a storage error. True when its wait ends before every other
+    /// entry's (the scheduler, which sleeps until the earliest, must be woken to learn of it):
+    /// during an outage each failure does not wake it again.
+    @discardableResult
+    func add(_ id: CredentialID, now: ContinuousClock.Instant = .now) -> Bool {
         entries.withLock { entries in
             let failures = (entries[id]?.failures ?? 0) + 1
-            let wait = min(longestPause, pause * (1 << min(failures - 1, 20)))
-            entries[id] = Entry(failures: failures, readyAt: now + wait)
+            let readyAt = now + min(longestPause, pause * (1 << min(failures - 1, 20)))
+            let earliest = entries.values.lazy.filter { !$0.running }.map(\.readyAt).min()
+            entries[id] = Entry(failures: failures, readyAt: readyAt)
+            return earliest.map { readyAt < $0 } ?? true
         }
     }
 

@@ -105,6 +105,31 @@ import TokenVaultTesting
         #expect(fixture.provider.calls == 0)
         #expect(try fixture.metadata(id).generation == 1)
     }
+
+    /// A credential replaced (`PUT`) after a storage error interrupted its refresh: the attempt
+    /// of the old generation is still open and this process's, but the resumption starts nothing
+    /// anew (it would refresh the tokens just stored); the due list has the credential.
+    @Test func aResumptionOfAReplacedCredentialStartsNothing() async throws {
+        let fixture = try EngineFixture(
+            realTime: true, planner: Self.planner, options: RefreshEngine.Options(leasePeriod: 60))
+        let (id, metadata) = try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-old")
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await eventually(within: 5) { fixture.engine.wake.isWaited }
+        let open = RefreshAttempt(
+            attemptID: "interrupted", credentialID: id, generation: metadata.generation,
+            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-old")),
+            leaseOwner: fixture.engine.leases.owner.id, leaseExpiresAt: Timestamp.now().adding(seconds: 60),
+            startedAt: Timestamp.now())
+        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-new")
+        fixture.engine.stranded.add(id, now: .now - .seconds(5))
+        fixture.engine.wakeScheduler()
+        try await eventually(within: 5) { fixture.engine.stranded.isEmpty }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fixture.provider.calls == 0)
+        #expect(try fixture.metadata(id).generation == 2)
+    }
 }
 
 /// `waitUntil`, recording a failure when the condition never held.

@@ -11,11 +11,11 @@ import TokenVaultCore
         let stranded = StrandedRefreshes(pause: .seconds(1), longestPause: .seconds(4))
         let (a, b, c) = (try CredentialID("t/a"), try CredentialID("t/b"), try CredentialID("t/c"))
         let start = ContinuousClock.now
-        stranded.add(a, now: start)
+        #expect(stranded.add(a, now: start), "the first entry wakes the scheduler")
         let none = stranded.take(limit: 10, now: start)
         #expect(none.ids.isEmpty && none.nextIn == 1)
 
-        stranded.add(b, now: start + .milliseconds(100))
+        #expect(!stranded.add(b, now: start + .milliseconds(100)), "its wait ends after a's")
         stranded.add(c, now: start + .milliseconds(200))
         let later = start + .seconds(2)
         #expect(stranded.take(limit: 5, skipping: [a], now: later).ids == [b, c], "a is in flight")
