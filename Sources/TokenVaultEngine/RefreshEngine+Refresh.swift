@@ -158,8 +158,13 @@ extension RefreshEngine {
         async throws -> RefreshOutcome
     {
         statistics.record { $0.skipped += 1 }
-        if reason == .scheduled || reason == .recovery || reason == .resumption {
-            let spread = max(1, gate.limits.breakerCooldown / 2) * Double.random(in: 0..<1)
+        let spread = max(1, gate.limits.breakerCooldown / 2) * Double.random(in: 0..<1)
+        if reason == .resumption {
+            // Nothing is written for a resumption (the row may be a newer generation, which must
+            // not come due sooner): it waits again, until the provider reopens.
+            let seconds = max(0, until.seconds - vault.clock.now.seconds) + spread
+            if stranded.add(metadata.id, notBefore: .now + .milliseconds(Int64(seconds * 1000))) { wake.signal() }
+        } else if reason == .scheduled || reason == .recovery {
             var update = ScheduleUpdate(metadata)
             update.refreshAt = until.adding(seconds: spread)
             try await vault.updateSchedule(update)

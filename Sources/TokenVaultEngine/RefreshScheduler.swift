@@ -105,6 +105,9 @@ public struct RefreshScheduler: Service {
         var (ids, nextIn) = engine.stranded.take(
             limit: engine.options.maximumInFlight - inFlight.count, skipping: inFlight)
         guard !ids.isEmpty else { return nextIn }
+        // Only entries ready before the read began are judged by it (one failing during the
+        // read may have journalled after it).
+        let readStart = ContinuousClock.now
         let open: Set<CredentialID>
         do {
             let owner = engine.leases.owner.id
@@ -127,7 +130,7 @@ public struct RefreshScheduler: Service {
             inFlight = engine.inFlightIDs
             let capacity = engine.options.maximumInFlight - inFlight.count
             guard capacity > 0, ids.contains(where: { !open.contains($0) }) else { break }
-            (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight)
+            (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight, now: readStart)
         }
         return nextIn
     }

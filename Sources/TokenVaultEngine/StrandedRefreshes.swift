@@ -6,12 +6,14 @@ import TokenVaultCore
 /// before `COMMIT` was acknowledged), which leaves an attempt of this process open and the
 /// credential's `refresh_at` at the end of the lease: left to the due list, it would wait a lease
 /// period (minutes) while its token expires. The scheduler resumes those (`RefreshScheduler`,
-/// `restartStranded`, `RefreshReason.resumption`): only the attempt of this process still open
-/// for the credential's generation and refresh token is resumed, inside the journalling
-/// transaction; nothing is started anew that the due list would have held back (a backoff, a
-/// pause, a newer generation), and the rest are dropped: the due list has them as before. Each credential waits `pause` after its first
-/// failure, doubling with each failure in a row up to `longestPause`; an end without a storage
-/// error (`settle`) forgets it.
+/// `restartStranded`, `RefreshReason.resumption`): only the attempt still open for the
+/// credential's generation and refresh token is resumed, inside the journalling transaction;
+/// nothing is started anew that the due list would have held back (a backoff, a pause, a newer
+/// generation), and the rest are dropped: the due list has them as before.
+///
+/// Each credential waits `pause` after its first failure, doubling with each failure in a row up
+/// to `longestPause` (or until its provider reopens: `add(_:notBefore:)`). A run the scheduler
+/// started that ends without a storage error forgets it (`settle`).
 final class StrandedRefreshes: Sendable {
     private struct Entry {
         var failures: Int
@@ -20,7 +22,14 @@ final class StrandedRefreshes: Sendable {
         var running = false
     }
 
-    private let entries = Mutex<[CredentialID: Entry]>([:])
+    private struct State {
+        var entries: [CredentialID: Entry] = [:]
+        /// When the scheduler's last `take` said the next wait ends (nil: none waiting): it sleeps
+        /// no longer than that, so an entry ready before it must wake it.
+        var plannedWake: ContinuousClock.Instant?
+    }
+
+    private let state = Mutex(State())
     let pause: Duration
     let longestPause: Duration
 
@@ -29,39 +38,48 @@ final class StrandedRefreshes: Sendable {
         self.longestPause = longestPause
     }
 
-    /// The refresh of `id` ended on a storage error. True when its wait ends before every other
-    /// entry's (the scheduler, which sleeps until the earliest, must be woken to learn of it):
-    /// during an outage each failure does not wake it again.
+    /// The refresh of `id` ended on a storage error (or, resuming, found its provider paused
+    /// until `notBefore`). True when the scheduler must be woken to learn of it: its wait ends
+    /// before the one the scheduler sleeps for (during an outage, failures do not wake it one by one).
     @discardableResult
-    func add(_ id: CredentialID, now: ContinuousClock.Instant = .now) -> Bool {
-        entries.withLock { entries in
-            let failures = (entries[id]?.failures ?? 0) + 1
-            let readyAt = now + min(longestPause, pause * (1 << min(failures - 1, 20)))
-            let earliest = entries.values.lazy.filter { !$0.running }.map(\.readyAt).min()
-            entries[id] = Entry(failures: failures, readyAt: readyAt)
-            return earliest.map { readyAt < $0 } ?? true
+    func add(_ id: CredentialID, now: ContinuousClock.Instant = .now, notBefore: ContinuousClock.Instant? = nil)
+        -> Bool
+    {
+        state.withLock { state in
+            let failures = (state.entries[id]?.failures ?? 0) + 1
+            let backoff = now + min(longestPause, pause * (1 << min(failures - 1, 20)))
+            let readyAt = max(backoff, notBefore ?? backoff)
+            state.entries[id] = Entry(failures: failures, readyAt: readyAt)
+            guard let planned = state.plannedWake, planned <= readyAt else {
+                state.plannedWake = readyAt
+                return true
+            }
+            return false
         }
     }
 
-    /// The refresh of `id` ended without a storage error (or another run will see to it).
+    /// A run of `id` that the scheduler took ended without a storage error: forgotten. (An entry
+    /// waiting again, put back by its own run, stays.)
     func settle(_ id: CredentialID) {
-        entries.withLock { entries in
-            if !entries.isEmpty { entries[id] = nil }
+        state.withLock { state in
+            guard state.entries[id]?.running == true else { return }
+            state.entries[id] = nil
+            if state.entries.isEmpty { state.plannedWake = nil }
         }
     }
 
-    var isEmpty: Bool { entries.withLock { $0.isEmpty } }
+    var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
 
     /// Up to `limit` credentials whose wait is over and that are neither running nor in
-    /// `skipping` (in flight again: that run settles them), longest waiting first, marked
-    /// running; and the seconds until the next wait ends (nil: none waiting).
+    /// `skipping` (in flight again), longest waiting first, marked running; and the seconds until
+    /// the next wait ends (nil: none waiting), which the scheduler sleeps for at most.
     func take(limit: Int, skipping: Set<CredentialID> = [], now: ContinuousClock.Instant = .now) -> (
         ids: [CredentialID], nextIn: Double?
     ) {
-        entries.withLock { entries in
+        state.withLock { state in
             var ready: [(CredentialID, ContinuousClock.Instant)] = []
             var next: ContinuousClock.Instant?
-            for (id, entry) in entries where !entry.running && !skipping.contains(id) {
+            for (id, entry) in state.entries where !entry.running && !skipping.contains(id) {
                 if entry.readyAt <= now {
                     ready.append((id, entry.readyAt))
                 } else {
@@ -69,11 +87,12 @@ final class StrandedRefreshes: Sendable {
                 }
             }
             let taken = ready.sorted { $0.1 < $1.1 }.prefix(max(0, limit)).map(\.0)
-            for id in taken { entries[id]?.running = true }
+            for id in taken { state.entries[id]?.running = true }
+            state.plannedWake = next
             return (taken, next.map { max(0.001, ($0 - now) / .seconds(1)) })
         }
     }
 
     /// A taken credential that did not start (its refresh was in flight): taken again next time.
-    func putBack(_ id: CredentialID) { entries.withLock { $0[id]?.running = false } }
+    func putBack(_ id: CredentialID) { state.withLock { $0.entries[id]?.running = false } }
 }

@@ -130,6 +130,35 @@ import TokenVaultTesting
         #expect(fixture.provider.calls == 0)
         #expect(try fixture.metadata(id).generation == 2)
     }
+
+    /// A resumption that finds its provider paused writes nothing (the row may be a newer
+    /// generation, whose `refresh_at` must not come sooner) and waits again until it reopens.
+    @Test func aResumptionWhileItsProviderIsPausedWritesNothingAndWaits() async throws {
+        let fixture = try EngineFixture(
+            realTime: true, limits: ProviderLimits(breakerThreshold: 1, breakerCooldown: 30), planner: Self.planner,
+            options: RefreshEngine.Options(leasePeriod: 60))
+        let (id, metadata) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-old")
+        let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
+        defer { scheduler.cancel() }
+        try await eventually(within: 5) { fixture.engine.wake.isWaited }
+        let open = RefreshAttempt(
+            attemptID: "interrupted", credentialID: id, generation: metadata.generation,
+            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-old")),
+            leaseOwner: fixture.engine.leases.owner.id, leaseExpiresAt: Timestamp.now().adding(seconds: 60),
+            startedAt: Timestamp.now())
+        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        let (_, replaced) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-new")
+        let gate = try #require(fixture.engine.slots.withLock { $0[fixture.provider.name] }?.gate)
+        let failure = ProviderFailure(kind: .transient, code: .timeout, message: "no answer")
+        #expect(gate.record(failure, credential: id, now: fixture.vault.clock.now) != nil, "paused")
+        let skippedBefore = fixture.engine.counters.skipped
+        fixture.engine.stranded.add(id, now: .now - .seconds(5))
+        fixture.engine.wakeScheduler()
+        try await eventually(within: 5) { fixture.engine.counters.skipped > skippedBefore }
+        #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
+        #expect(!fixture.engine.stranded.isEmpty, "waiting for the provider to reopen")
+        #expect(fixture.provider.calls == 0)
+    }
 }
 
 /// `waitUntil`, recording a failure when the condition never held.

@@ -34,5 +34,13 @@ import TokenVaultCore
         #expect(stranded.take(limit: 1, now: later + .seconds(9)).ids == [b])
         for id in [a, b, c] { stranded.settle(id) }
         #expect(stranded.isEmpty)
+
+        // A run that put its credential back to wait (a paused provider) does not forget it.
+        stranded.add(a, now: later)
+        stranded.settle(a)
+        #expect(!stranded.isEmpty, "a waiting entry stays")
+        #expect(stranded.take(limit: 1, now: later + .seconds(60)).ids == [a])
+        stranded.settle(a)
+        #expect(stranded.isEmpty)
     }
 }
