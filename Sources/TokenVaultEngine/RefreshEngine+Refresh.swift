@@ -9,14 +9,17 @@ extension RefreshEngine {
     /// (its commit failed) is not refreshed again: that would present a spent refresh token.
     func perform(_ id: CredentialID, _ reason: RefreshReason) async -> RefreshOutcome {
         leases.noteActivity()
+        // Only a resumption settles its `StrandedRefreshes` entry: a token read's run of the same
+        // credential while the scheduler holds the entry must not drop it.
+        let resuming = reason == .resumption
         if let held = vault.pendingCommit(for: id) {
-            stranded.settle(id)
+            if resuming { stranded.settle(id) }
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)
         }
         do {
             let outcome = try await performRefresh(id, reason)
-            stranded.settle(id)
+            if resuming { stranded.settle(id) }
             return outcome
         } catch {
             statistics.record { $0.skipped += 1 }
@@ -25,7 +28,7 @@ extension RefreshEngine {
                 // it a lease period later (`StrandedRefreshes`).
                 if stranded.add(id) { wake.signal() }
             } else {
-                stranded.settle(id)
+                if resuming { stranded.settle(id) }
                 if error is CancellationError { return .skipped("the refresh was cancelled", nil) }
             }
             logger.error(

@@ -40,15 +40,15 @@ public struct RefreshScheduler: Service {
         var lastPrune = engine.vault.clock.now
         while !Task.isCancelled {
             var delay: Double = 1
+            var retryAt: ContinuousClock.Instant?
             do {
                 let scan = try await startDueRefreshes()
-                let nextRetry = try await restartStranded()
+                retryAt = try await restartStranded()
                 // A full page started: more may be due beyond it. Otherwise everything due is in
                 // flight, and a finishing refresh wakes the loop; only with nothing due is the
                 // next due time read.
                 if scan.started > 0, scan.fullPage { continue }
                 delay = scan.due ? 1 : try await secondsUntilNextDue()
-                if let nextRetry { delay = min(delay, nextRetry) }
                 if engine.vault.clock.now.seconds - lastPrune.seconds > 600 {
                     lastPrune = engine.vault.clock.now
                     try await pruneJournal()
@@ -59,6 +59,8 @@ public struct RefreshScheduler: Service {
                 engine.logger.error("refresh scheduler: \(error)")
                 delay = 1
             }
+            // Counted from now, after the reads above: a stranded refresh's wait is a time.
+            if let retryAt { delay = min(delay, max(0.001, (retryAt - .now) / .seconds(1))) }
             await engine.wake.wait(seconds: delay)
         }
     }
@@ -97,14 +99,14 @@ public struct RefreshScheduler: Service {
     /// slots: those with an attempt of this process open (one read of the journal, a hint: the
     /// resumption itself resumes only what is still open, `RefreshReason.resumption`) are
     /// resumed, the rest forgotten (nothing of theirs was journalled, or it was closed: the due
-    /// list has them). Returns the seconds until the next wait ends (nil: none waiting; ready
-    /// ones left over wait for a slot, and a finishing refresh wakes the loop).
-    private func restartStranded() async throws -> Double? {
+    /// list has them). Returns when the next wait ends (nil: none waiting; ready ones left over
+    /// wait for a slot, and a finishing refresh wakes the loop).
+    private func restartStranded() async throws -> ContinuousClock.Instant? {
         guard !engine.stranded.isEmpty else { return nil }
         var inFlight = engine.inFlightIDs
-        var (ids, nextIn) = engine.stranded.take(
+        var (ids, nextAt) = engine.stranded.take(
             limit: engine.options.maximumInFlight - inFlight.count, skipping: inFlight)
-        guard !ids.isEmpty else { return nextIn }
+        guard !ids.isEmpty else { return nextAt }
         // Only entries ready before the read began are judged by it (one failing during the
         // read may have journalled after it).
         let readStart = ContinuousClock.now
@@ -130,9 +132,9 @@ public struct RefreshScheduler: Service {
             inFlight = engine.inFlightIDs
             let capacity = engine.options.maximumInFlight - inFlight.count
             guard capacity > 0, ids.contains(where: { !open.contains($0) }) else { break }
-            (ids, nextIn) = engine.stranded.take(limit: capacity, skipping: inFlight, now: readStart)
+            (ids, nextAt) = engine.stranded.take(limit: capacity, skipping: inFlight, now: readStart)
         }
-        return nextIn
+        return nextAt
     }
 
     /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but

@@ -46,8 +46,9 @@ final class StrandedRefreshes: Sendable {
         -> Bool
     {
         state.withLock { state in
-            let failures = (state.entries[id]?.failures ?? 0) + 1
-            let backoff = now + min(longestPause, pause * (1 << min(failures - 1, 20)))
+            // A pause is no failure of the database: it does not lengthen the next wait.
+            let failures = (state.entries[id]?.failures ?? 0) + (notBefore == nil ? 1 : 0)
+            let backoff = now + min(longestPause, pause * (1 << min(max(failures, 1) - 1, 20)))
             let readyAt = max(backoff, notBefore ?? backoff)
             state.entries[id] = Entry(failures: failures, readyAt: readyAt)
             guard let planned = state.plannedWake, planned <= readyAt else {
@@ -58,8 +59,9 @@ final class StrandedRefreshes: Sendable {
         }
     }
 
-    /// A run of `id` that the scheduler took ended without a storage error: forgotten. (An entry
-    /// waiting again, put back by its own run, stays.)
+    /// The resumption the scheduler started for `id` ended without a storage error: forgotten.
+    /// (An entry waiting again, put back by its own run, stays; other runs of the credential
+    /// leave it to the scheduler, which forgets it once the journal shows nothing to resume.)
     func settle(_ id: CredentialID) {
         state.withLock { state in
             guard state.entries[id]?.running == true else { return }
@@ -71,16 +73,20 @@ final class StrandedRefreshes: Sendable {
     var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
 
     /// Up to `limit` credentials whose wait is over and that are neither running nor in
-    /// `skipping` (in flight again), longest waiting first, marked running; and the seconds until
-    /// the next wait ends (nil: none waiting), which the scheduler sleeps for at most.
+    /// `skipping` (in flight again), longest waiting first, marked running; and when the next
+    /// wait ends (nil: none waiting), which the scheduler sleeps until at most. One in flight is
+    /// looked at again a second later at the latest (a token read's run does not wake it).
     func take(limit: Int, skipping: Set<CredentialID> = [], now: ContinuousClock.Instant = .now) -> (
-        ids: [CredentialID], nextIn: Double?
+        ids: [CredentialID], nextAt: ContinuousClock.Instant?
     ) {
         state.withLock { state in
             var ready: [(CredentialID, ContinuousClock.Instant)] = []
             var next: ContinuousClock.Instant?
-            for (id, entry) in state.entries where !entry.running && !skipping.contains(id) {
-                if entry.readyAt <= now {
+            for (id, entry) in state.entries where !entry.running {
+                if skipping.contains(id) {
+                    let again = max(entry.readyAt, now + .seconds(1))
+                    next = min(next ?? again, again)
+                } else if entry.readyAt <= now {
                     ready.append((id, entry.readyAt))
                 } else {
                     next = min(next ?? entry.readyAt, entry.readyAt)
@@ -89,7 +95,7 @@ final class StrandedRefreshes: Sendable {
             let taken = ready.sorted { $0.1 < $1.1 }.prefix(max(0, limit)).map(\.0)
             for id in taken { state.entries[id]?.running = true }
             state.plannedWake = next
-            return (taken, next.map { max(0.001, ($0 - now) / .seconds(1)) })
+            return (taken, next)
         }
     }
 

@@ -154,10 +154,27 @@ import TokenVaultTesting
         let skippedBefore = fixture.engine.counters.skipped
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         fixture.engine.wakeScheduler()
-        try await eventually(within: 5) { fixture.engine.counters.skipped > skippedBefore }
+        try await eventually(within: 5) {
+            fixture.engine.counters.skipped > skippedBefore && fixture.engine.inFlightCount == 0
+        }
         #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
         #expect(!fixture.engine.stranded.isEmpty, "waiting for the provider to reopen")
         #expect(fixture.provider.calls == 0)
+    }
+
+    /// While the scheduler holds a stranded credential (taken, its journal being read), another
+    /// run of the same credential (a token read's, a forced refresh) does not drop the entry:
+    /// only the resumption does.
+    @Test func onlyTheResumptionSettlesAStrandedCredential() async throws {
+        let fixture = try EngineFixture(realTime: true, planner: Self.planner)
+        let (id, _) = try await fixture.store("held", lifetime: 3600)
+        fixture.engine.stranded.add(id, now: .now - .seconds(5))
+        #expect(fixture.engine.stranded.take(limit: 1).ids == [id])
+        _ = try await fixture.engine.refresh(id, reason: .forced)
+        #expect(try fixture.metadata(id).generation == 2)
+        #expect(!fixture.engine.stranded.isEmpty, "the scheduler's entry is still there")
+        _ = try await fixture.engine.refresh(id, reason: .resumption)
+        #expect(fixture.engine.stranded.isEmpty)
     }
 }
 
