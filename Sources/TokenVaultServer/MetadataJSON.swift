@@ -10,8 +10,9 @@ import TokenVaultCore
 enum MetadataJSON {
     /// One credential's document.
     static func document(_ metadata: CredentialMetadata, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: bound(metadata))
-        write(metadata, to: &buffer)
+        let bound = bound(metadata)
+        var buffer = allocator.buffer(capacity: bound)
+        buffer.writeJSON(reserving: bound) { write(metadata, to: &$0) }
         return buffer
     }
 
@@ -66,15 +67,13 @@ enum MetadataJSON {
         json.string(metadata.kind.rawValue)
         json.raw(",\"labels\":{")
         // The encoder's order: by UTF-8 bytes (not `String`'s `<`, which compares canonical forms).
-        if !metadata.labels.isEmpty {
-            for (index, key) in metadata.labels.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-                .enumerated()
-            {
-                if index > 0 { json.raw(",") }
-                json.string(key)
-                json.raw(":")
-                json.string(metadata.labels[key] ?? "")
-            }
+        for (index, key) in metadata.labels.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            .enumerated()
+        {
+            if index > 0 { json.raw(",") }
+            json.string(key)
+            json.raw(":")
+            json.string(metadata.labels[key] ?? "")
         }
         json.raw("}")
         if let failure = metadata.lastError {

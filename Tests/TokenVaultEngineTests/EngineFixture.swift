@@ -56,6 +56,18 @@ struct EngineFixture {
 
     func metadata(_ id: CredentialID) throws -> CredentialMetadata { try vault.metadata(id) }
 
+    /// Journals an attempt of `owner` for `id` at `generation` that presented `refreshToken` and
+    /// was never closed (a process stopped, or a storage error, between journalling and commit).
+    func journalOpenAttempt(
+        _ id: CredentialID, generation: Int64, refreshToken: String, owner: String, attemptID: String = "left-open"
+    ) throws {
+        let open = RefreshAttempt(
+            attemptID: attemptID, credentialID: id, generation: generation,
+            refreshTokenFingerprint: testVault.keyring.fingerprint(SecretBytes(utf8: refreshToken)),
+            leaseOwner: owner, leaseExpiresAt: Timestamp.now().adding(seconds: 60), startedAt: Timestamp.now())
+        try testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+    }
+
     func secrets(_ id: CredentialID) throws -> CredentialSecrets { try vault.credential(id).secrets }
 }
 

@@ -49,13 +49,9 @@ import TokenVaultTesting
     @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
         let fixture = try EngineFixture(realTime: true, planner: Self.planner)
         let (id, metadata) = try await fixture.store("interrupted", lifetime: 3600, refreshToken: "rt-interrupted")
-        let open = RefreshAttempt(
-            attemptID: "left-open", credentialID: id, generation: metadata.generation,
-            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-interrupted")),
-            leaseOwner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "gone"),
-            leaseExpiresAt: Timestamp.now().adding(seconds: 60),
-            startedAt: Timestamp.now())
-        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try fixture.journalOpenAttempt(
+            id, generation: metadata.generation, refreshToken: "rt-interrupted",
+            owner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "gone"))
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         try await eventually { try fixture.metadata(id).generation == 2 }
@@ -66,8 +62,8 @@ import TokenVaultTesting
     /// The database committed an attempt's journal write, but the connection was lost before the
     /// node heard so (a PostgreSQL restart did this in a CI run): journalling moved `refresh_at` to
     /// the lease's end, so the scheduler came back a lease period later, after the token expired.
-    /// The scheduler now retries such a refresh once a scan goes through, and resumes the attempt
-    /// with the same refresh token.
+    /// The scheduler now resumes the attempt, with the same refresh token, a second after the
+    /// failure.
     @Test func aJournalWriteWhoseAcknowledgementWasLostIsRetriedBeforeTheLeaseEnds() async throws {
         let testVault = try TestVault()
         let failing = FailingStore(testVault.database)
@@ -116,12 +112,8 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         try await eventually(within: 5) { fixture.engine.wake.isWaited }
-        let open = RefreshAttempt(
-            attemptID: "interrupted", credentialID: id, generation: metadata.generation,
-            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-old")),
-            leaseOwner: fixture.engine.leases.owner.id, leaseExpiresAt: Timestamp.now().adding(seconds: 60),
-            startedAt: Timestamp.now())
-        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try fixture.journalOpenAttempt(
+            id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-new")
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         fixture.engine.wakeScheduler()
@@ -141,12 +133,8 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         try await eventually(within: 5) { fixture.engine.wake.isWaited }
-        let open = RefreshAttempt(
-            attemptID: "interrupted", credentialID: id, generation: metadata.generation,
-            refreshTokenFingerprint: fixture.testVault.keyring.fingerprint(SecretBytes(utf8: "rt-old")),
-            leaseOwner: fixture.engine.leases.owner.id, leaseExpiresAt: Timestamp.now().adding(seconds: 60),
-            startedAt: Timestamp.now())
-        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try fixture.journalOpenAttempt(
+            id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         let (_, replaced) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-new")
         let gate = try #require(fixture.engine.slots.withLock { $0[fixture.provider.name] }?.gate)
         let failure = ProviderFailure(kind: .transient, code: .timeout, message: "no answer")
