@@ -230,9 +230,26 @@ struct PostgresCredentialRow: CredentialRow {
 }
 
 extension PostgresLink {
-    /// One credential row by id: the one statement that reads it, for readers and writers alike.
+    /// One credential row by id: the one statement that reads it, for readers and writers alike,
+    /// prepared (every refresh reads its row first).
     func credentialRecord(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try query("SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = \(id.description)")
-            .rows.first.map { try PostgresCredentialRow($0).record(knownID: id) }
+        try execute(RecordByID(id: id.description)).first.map { try PostgresCredentialRow($0).record(knownID: id) }
     }
+}
+
+/// `PostgresLink.credentialRecord`'s statement.
+struct RecordByID: PostgresPreparedStatement {
+    static let name = "tokenvault_record_by_id"
+    static let sql = "SELECT \(PostgresDatabase.recordColumns) FROM credentials WHERE id = $1"
+    typealias Row = PostgresRow
+
+    let id: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(id)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }

@@ -76,6 +76,59 @@ final class PostgresLink: Sendable {
         }
     }
 
+    /// Runs `statement` as a statement PostgreSQL parsed and planned once on this connection
+    /// (postgres-nio prepares it by name at its first use on a connection) instead of parsing,
+    /// analysing and planning its text on every call, as an unnamed statement is: for a point
+    /// read that is about half of PostgreSQL's work (docs/benchmarks.md). postgres-nio runs named
+    /// statements from async code only: a task on the connection's event loop
+    /// (`EventLoopTaskExecutor`, never the cooperative pool) runs it, and this thread waits.
+    /// Inside a transaction it runs as text (preparing there could fail and abort it).
+    ///
+    /// A refusal closes the connection: postgres-nio keeps a statement prepared (or its failed
+    /// preparation) for the connection's life. A statement prepared before its table changed
+    /// (another node's migration: "cached plan must not change result type") runs once more, on
+    /// a new connection.
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow]
+    where Statement.Row == PostgresRow {
+        turn.lock()
+        defer { turn.unlock() }
+        if pinned.withLock({ $0 }) != nil {
+            return try query(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())).rows
+        }
+        for attempt in 1...2 {
+            let connection = try current()
+            let sent = try takeUnsettled(on: connection)
+            let rows = connection.eventLoop.makePromise(of: [PostgresRow].self)
+            Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) { [logger] in
+                do {
+                    var taken: [PostgresRow] = []
+                    for try await row in try await connection.execute(statement, logger: logger) { taken.append(row) }
+                    rows.succeed(taken)
+                } catch {
+                    rows.fail(error)
+                }
+            }
+            do {
+                let answer = Result { try wait(rows.futureResult, on: connection) }
+                if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
+                for earlier in sent { _ = try earlier.wait() }
+                return try answer.get()
+            } catch {
+                let thrown = failure(error, connection: connection)
+                guard let refusal = thrown as? PostgresStatementError else { throw thrown }
+                drop(connection)
+                guard attempt == 1, let state = refusal.sqlState, Self.preparedAgainStates.contains(state) else {
+                    throw thrown
+                }
+            }
+        }
+        preconditionFailure("the second attempt returns or throws")
+    }
+
+    /// A prepared statement's plan no longer fits its tables (0A000, "cached plan must not
+    /// change result type"), or the session does not have it (26000): prepared again.
+    static let preparedAgainStates: Set<String> = ["0A000", "26000"]
+
     /// Runs `queries` back to back with one wait of the calling thread and returns each one's
     /// rows; the first that failed is the error thrown. Not one network round trip: postgres-nio
     /// 1.33 sends each statement once the one before is answered (on its event loop, without
@@ -232,9 +285,7 @@ final class PostgresLink: Sendable {
     private func failure(_ error: any Error, connection lost: PostgresConnection) -> any Error {
         if let vaultError = error as? VaultError { return vaultError }
         if Self.isConnectionLost(error) {
-            self.connection.withLock { if $0 === lost { $0 = nil } }
-            unsettled.withLock { if $0?.connection === lost { $0 = nil } }
-            Self.closeEventually(lost)
+            drop(lost)
             return VaultError.storageUnavailable(
                 "the PostgreSQL connection (\(name)) was lost: \(Self.describe(error))")
         }
@@ -243,6 +294,13 @@ final class PostgresLink: Sendable {
             return VaultError.storageUnavailable("PostgreSQL (\(name)) refused for now: \(statementError)")
         }
         return statementError
+    }
+
+    /// Forgets `connection` (and what was sent on it) and closes it: the next statement connects anew.
+    private func drop(_ connection: PostgresConnection) {
+        self.connection.withLock { if $0 === connection { $0 = nil } }
+        unsettled.withLock { if $0?.connection === connection { $0 = nil } }
+        Self.closeEventually(connection)
     }
 
     /// Refusals that say nothing about the statement itself, only about the moment: a deadlock,
