@@ -28,30 +28,20 @@ extension PostgresCredentialWriter {
         // The rows are read by the next statement, which starts once the locks are had: it sees
         // every commit made before them. The active term comes with the locks (read once per
         // statement), not as a statement of its own: most groups seal something.
-        let queries: [PostgresQuery] = [
-            """
-            SELECT c.id, pg_try_advisory_xact_lock(hashtextextended(c.id, 0)),
-                   (SELECT term FROM key_terms WHERE state = 'active')
-            FROM unnest(\(ids)::text[]) AS c(id)
-            """,
-            "SELECT \(unescaped: PostgresDatabase.recordColumns) FROM credentials WHERE id = ANY(\(ids)::text[])",
-            """
-            SELECT \(unescaped: Self.attemptColumns) FROM refresh_attempts
-            WHERE credential_id = ANY(\(ids)::text[]) AND state = 'open'
-            """,
-        ]
-        let results = try tracked { try $0.pipeline(queries) }
+        let results = try tracked {
+            try $0.execute([LockClaims(ids: ids), RecordsByID(ids: ids), OpenAttemptsOf(ids: ids)])
+        }
         var entries: [CredentialID: PostgresWriteGroup.Entry] = [:]
-        for row in results[0].rows {
+        for row in results[0] {
             let (id, locked, active) = try row.decode((String, Bool, Int64?).self)
             entries[try CredentialID(id)] = .init(busy: !locked, row: nil, openAttempt: nil)
             if term == nil, let active { term = UInt32(truncatingIfNeeded: active) }
         }
-        for row in results[1].rows {
+        for row in results[1] {
             let record = try PostgresCredentialRow(row).record()
             entries[record.metadata.id]?.row = record
         }
-        for row in results[2].rows {
+        for row in results[2] {
             guard let attempt = try Self.attempt(row) else { continue }
             entries[attempt.credentialID]?.openAttempt = attempt
         }

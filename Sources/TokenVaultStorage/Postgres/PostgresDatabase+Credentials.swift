@@ -236,20 +236,3 @@ extension PostgresLink {
         try execute(RecordByID(id: id.description)).first.map { try PostgresCredentialRow($0).record(knownID: id) }
     }
 }
-
-/// `PostgresLink.credentialRecord`'s statement.
-struct RecordByID: PostgresPreparedStatement {
-    static let name = "tokenvault_record_by_id"
-    static let sql = "SELECT \(PostgresDatabase.recordColumns) FROM credentials WHERE id = $1"
-    typealias Row = PostgresRow
-
-    let id: String
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(id)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
-}

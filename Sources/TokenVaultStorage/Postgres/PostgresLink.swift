@@ -76,50 +76,61 @@ final class PostgresLink: Sendable {
         }
     }
 
-    /// Runs `statement` as a statement PostgreSQL parsed and planned once on this connection
-    /// (postgres-nio prepares it by name at its first use on a connection) instead of parsing,
-    /// analysing and planning its text on every call, as an unnamed statement is: for a point
-    /// read that is about half of PostgreSQL's work (docs/benchmarks.md). postgres-nio runs named
-    /// statements from async code only: a task on the connection's event loop
-    /// (`EventLoopTaskExecutor`, never the cooperative pool) runs it, and this thread waits.
-    /// Inside a transaction it runs as text (preparing there could fail and abort it).
+    /// Runs `statement` prepared (`execute(_:)` of several, for one).
+    func execute(_ statement: some PreparedStatement) throws -> [PostgresRow] {
+        try execute([statement])[0]
+    }
+
+    /// Runs `statements` back to back as statements PostgreSQL parsed and planned once on this
+    /// connection (postgres-nio prepares each by name at its first use on a connection) instead
+    /// of parsing, analysing and planning their text on every call, as unnamed statements are:
+    /// for a point read that is about half of PostgreSQL's work (docs/benchmarks.md). postgres-nio
+    /// runs named statements from async code only: a task on the connection's event loop
+    /// (`EventLoopTaskExecutor`, never the cooperative pool) runs them one after the other, as
+    /// `pipeline` does, and this thread waits once.
     ///
-    /// A refusal closes the connection: postgres-nio keeps a statement prepared (or its failed
-    /// preparation) for the connection's life. A statement prepared before its table changed
-    /// (another node's migration: "cached plan must not change result type") runs once more, on
-    /// a new connection.
-    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow]
-    where Statement.Row == PostgresRow {
+    /// postgres-nio keeps a statement prepared, or its failed preparation, for the connection's
+    /// life. So a refusal outside a transaction closes the connection, and a statement prepared
+    /// before its table changed (another node's migration: "cached plan must not change result
+    /// type") runs once more on a new connection; inside a transaction that closes the
+    /// connection too and fails as retryable, and any other refusal is the transaction's own
+    /// (rolled back on this connection, as for text).
+    func execute(_ statements: [any PreparedStatement]) throws -> [[PostgresRow]] {
         turn.lock()
         defer { turn.unlock() }
-        if pinned.withLock({ $0 }) != nil {
-            return try query(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())).rows
-        }
+        let inTransaction = pinned.withLock { $0 } != nil
         for attempt in 1...2 {
             let connection = try current()
             let sent = try takeUnsettled(on: connection)
-            let rows = connection.eventLoop.makePromise(of: [PostgresRow].self)
+            let answers = connection.eventLoop.makePromise(of: [[PostgresRow]].self)
             Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) { [logger] in
                 do {
-                    var taken: [PostgresRow] = []
-                    for try await row in try await connection.execute(statement, logger: logger) { taken.append(row) }
-                    rows.succeed(taken)
+                    var all: [[PostgresRow]] = []
+                    for statement in statements {
+                        all.append(try await Self.rows(of: statement, on: connection, logger))
+                    }
+                    answers.succeed(all)
                 } catch {
-                    rows.fail(error)
+                    answers.fail(error)
                 }
             }
             do {
-                let answer = Result { try wait(rows.futureResult, on: connection) }
+                let answer = Result { try wait(answers.futureResult, on: connection) }
                 if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
                 for earlier in sent { _ = try earlier.wait() }
                 return try answer.get()
             } catch {
                 let thrown = failure(error, connection: connection)
                 guard let refusal = thrown as? PostgresStatementError else { throw thrown }
-                drop(connection)
-                guard attempt == 1, let state = refusal.sqlState, Self.preparedAgainStates.contains(state) else {
-                    throw thrown
+                let stale = refusal.sqlState.map(Self.preparedAgainStates.contains) ?? false
+                if !inTransaction || stale { drop(connection) }
+                guard stale else { throw thrown }
+                if inTransaction {
+                    throw VaultError.storageUnavailable(
+                        "a statement prepared on the PostgreSQL connection (\(name)) no longer fits its table: \(refusal)"
+                    )
                 }
+                if attempt == 2 { throw thrown }
             }
         }
         preconditionFailure("the second attempt returns or throws")
@@ -128,6 +139,14 @@ final class PostgresLink: Sendable {
     /// A prepared statement's plan no longer fits its tables (0A000, "cached plan must not
     /// change result type"), or the session does not have it (26000): prepared again.
     static let preparedAgainStates: Set<String> = ["0A000", "26000"]
+
+    private static func rows(of statement: some PreparedStatement, on connection: PostgresConnection, _ logger: Logger)
+        async throws -> [PostgresRow]
+    {
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
 
     /// Runs `queries` back to back with one wait of the calling thread and returns each one's
     /// rows; the first that failed is the error thrown. Not one network round trip: postgres-nio
