@@ -9,7 +9,7 @@ import TokenVaultTesting
 /// (`PostgresLink.execute`): PostgreSQL parses and plans it once, not at every refresh.
 @Suite struct PostgresPreparedStatementTests {
     /// Reads go to the reader link as a prepared statement, whose plans PostgreSQL counts; the
-    /// same read inside a transaction runs as text and gives the same row.
+    /// same read inside a transaction is prepared on the writer and gives the same row.
     @Test func aPointReadIsPreparedOncePerConnection() async throws {
         let fixture = try await TestBackendVault.make(.postgres)
         let database = try #require(fixture.backend as? PostgresDatabase)
@@ -22,7 +22,13 @@ import TokenVaultTesting
                 "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
             ).rows.map { try $0.decode((String, Int64).self) }
             let inTransaction = try database.write(durability: .full) { writer in
-                try (writer as! PostgresCredentialWriter).link.credentialRecord(id)
+                let link = (writer as! PostgresCredentialWriter).link
+                let record = try link.credentialRecord(id)
+                let prepared = try link.query("SELECT name FROM pg_prepared_statements").rows.map {
+                    try $0.decode(String.self)
+                }
+                #expect(prepared.contains(RecordByID.name))
+                return record
             }
             return (statements, inTransaction)
         }
@@ -113,5 +119,25 @@ import TokenVaultTesting
             #expect(!plan.contains("Seq Scan on refresh_attempts"), "\(plan)")
             if let index = statement.index { #expect(plan.contains(index), "\(plan)") }
         }
+    }
+
+    /// A statement first prepared inside a transaction that had already failed is refused at its
+    /// preparation (25P02), and postgres-nio answers every later use of that name on the
+    /// connection with the same refusal: the connection is replaced, so the next transaction
+    /// works. (The writer pool hands back the link it gave last, as in the test above.)
+    @Test func aPreparationRefusedInAFailedTransactionDoesNotOutliveIt() async throws {
+        let fixture = try await PostgresGroupCommitTests.fixture()
+        let a = try await PostgresGroupCommitTests.put(fixture, "a")
+        await #expect(throws: (any Error).self) {
+            try await PostgresGroupCommitTests.write(fixture.database) { writer in
+                _ = try? writer.link.query("SELECT 1/0")
+                try writer.prefetch([a.id])
+            }
+        }
+        let read = { @Sendable (writer: PostgresCredentialWriter) in
+            try writer.prefetch([a.id])
+            return try writer.record(a.id)?.metadata.tokenType
+        }
+        #expect(try await PostgresGroupCommitTests.write(fixture.database, read) == "Bearer")
     }
 }

@@ -42,6 +42,9 @@ final class PostgresLink: Sendable {
     /// so a statement that connected again would run outside it, and a COMMIT there would report
     /// a commit that never happened (a refresh's new tokens "stored", its answer let go).
     private let pinned = Mutex<PostgresConnection?>(nil)
+    /// The prepared statements that have run on the open connection, by the connection's id
+    /// (`execute`).
+    private let proven = Mutex<(connection: PostgresConnection.ID, names: Set<String>)?>(nil)
 
     init(
         configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
@@ -92,9 +95,11 @@ final class PostgresLink: Sendable {
     /// postgres-nio keeps a statement prepared, or its failed preparation, for the connection's
     /// life. So a refusal outside a transaction closes the connection, and a statement prepared
     /// before its table changed (another node's migration: "cached plan must not change result
-    /// type") runs once more on a new connection; inside a transaction that closes the
-    /// connection too and fails as retryable, and any other refusal is the transaction's own
-    /// (rolled back on this connection, as for text).
+    /// type") runs once more on a new connection. Inside a transaction, a stale plan or a refusal
+    /// of a statement that never ran on this connection (its preparation may be what failed: a
+    /// lock timeout behind a migration, an aborted transaction) closes the connection too and
+    /// fails as retryable; any other refusal is the transaction's own (rolled back on this
+    /// connection, as for text).
     func execute(_ statements: [any PreparedStatement]) throws -> [[PostgresRow]] {
         turn.lock()
         defer { turn.unlock() }
@@ -114,23 +119,35 @@ final class PostgresLink: Sendable {
                     answers.fail(error)
                 }
             }
+            let names = statements.map { type(of: $0).name }
+            let proven = self.proven.withLock { $0?.connection == connection.id ? $0!.names : [] }
             do {
                 let answer = Result { try wait(answers.futureResult, on: connection) }
                 if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
                 for earlier in sent { _ = try earlier.wait() }
-                return try answer.get()
-            } catch {
-                let thrown = failure(error, connection: connection)
-                guard let refusal = thrown as? PostgresStatementError else { throw thrown }
-                let stale = refusal.sqlState.map(Self.preparedAgainStates.contains) ?? false
-                if !inTransaction || stale { drop(connection) }
-                guard stale else { throw thrown }
-                if inTransaction {
-                    throw VaultError.storageUnavailable(
-                        "a statement prepared on the PostgreSQL connection (\(name)) no longer fits its table: \(refusal)"
-                    )
+                let rows = try answer.get()
+                self.proven.withLock { proven in
+                    if proven?.connection != connection.id { proven = (connection.id, []) }
+                    proven?.names.formUnion(names)
                 }
-                if attempt == 2 { throw thrown }
+                return rows
+            } catch {
+                // A lost connection (a timeout included) is dropped by `failure`; what is left is
+                // the server's refusal, read before `failure` turns a transient one into
+                // `storage_unavailable`.
+                let thrown = failure(error, connection: connection)
+                guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { throw thrown }
+                let stale = Self.preparedAgainStates.contains(state)
+                // A statement that never ran here may have been refused at its preparation,
+                // which postgres-nio would answer with for the connection's life.
+                let unproven = !proven.isSuperset(of: names)
+                if !inTransaction || stale || unproven { drop(connection) }
+                if inTransaction {
+                    guard stale || unproven else { throw thrown }
+                    throw VaultError.storageUnavailable(
+                        "PostgreSQL refused a prepared statement (\(name)), whose connection is replaced: \(thrown)")
+                }
+                if !stale || attempt == 2 { throw thrown }
             }
         }
         preconditionFailure("the second attempt returns or throws")
