@@ -25,8 +25,22 @@ struct RecordByID: PreparedStatement {
     }
 }
 
+/// A statement of a group's claimed credentials (`PostgresCredentialWriter.prefetch`): their ids
+/// are its one parameter, a text array.
+protocol GroupStatement: PreparedStatement {
+    var ids: [String] { get }
+}
+
+extension GroupStatement {
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(ids)
+        return bindings
+    }
+}
+
 /// A group's claims locked without waiting, with the active key term (`prefetch`).
-struct LockClaims: PreparedStatement {
+struct LockClaims: GroupStatement {
     static let name = "tokenvault_lock_claims"
     static let sql = """
         SELECT c.id, pg_try_advisory_xact_lock(hashtextextended(c.id, 0)),
@@ -35,30 +49,18 @@ struct LockClaims: PreparedStatement {
         """
 
     let ids: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(ids)
-        return bindings
-    }
 }
 
 /// A group's claimed rows, read once their locks are had (`prefetch`).
-struct RecordsByID: PreparedStatement {
+struct RecordsByID: GroupStatement {
     static let name = "tokenvault_records_by_id"
     static let sql = "SELECT \(PostgresDatabase.recordColumns) FROM credentials WHERE id = ANY($1::text[])"
 
     let ids: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(ids)
-        return bindings
-    }
 }
 
 /// A group's claimed credentials' open refresh attempts (`prefetch`).
-struct OpenAttemptsOf: PreparedStatement {
+struct OpenAttemptsOf: GroupStatement {
     static let name = "tokenvault_open_attempts_of"
     static let sql = """
         SELECT \(PostgresCredentialWriter.attemptColumns) FROM refresh_attempts
@@ -66,10 +68,4 @@ struct OpenAttemptsOf: PreparedStatement {
         """
 
     let ids: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(ids)
-        return bindings
-    }
 }
