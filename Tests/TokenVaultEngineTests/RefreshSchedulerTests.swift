@@ -96,10 +96,7 @@ import TokenVaultTesting
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await eventually(within: 5) { fixture.engine.stranded.isEmpty }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(fixture.provider.calls == 0)
-        #expect(try fixture.metadata(id).generation == 1)
+        try await Self.expectForgottenWithoutARefresh(fixture, id, generation: 1)
     }
 
     /// A credential replaced (`PUT`) after a storage error interrupted its refresh: the attempt
@@ -117,10 +114,7 @@ import TokenVaultTesting
         try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-new")
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         fixture.engine.wakeScheduler()
-        try await eventually(within: 5) { fixture.engine.stranded.isEmpty }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(fixture.provider.calls == 0)
-        #expect(try fixture.metadata(id).generation == 2)
+        try await Self.expectForgottenWithoutARefresh(fixture, id, generation: 2)
     }
 
     /// A resumption that finds its provider paused writes nothing (the row may be a newer
@@ -148,6 +142,18 @@ import TokenVaultTesting
         #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
         #expect(!fixture.engine.stranded.isEmpty, "waiting for the provider to reopen")
         #expect(fixture.provider.calls == 0)
+    }
+
+    /// The scheduler forgets `id`'s stranded entry, and a moment later nothing has reached the
+    /// provider and the credential is still at `generation`: the restart started nothing.
+    static func expectForgottenWithoutARefresh(
+        _ fixture: EngineFixture, _ id: CredentialID, generation: Int64,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await eventually(within: 5, { fixture.engine.stranded.isEmpty }, sourceLocation: sourceLocation)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fixture.provider.calls == 0, sourceLocation: sourceLocation)
+        #expect(try fixture.metadata(id).generation == generation, sourceLocation: sourceLocation)
     }
 
     /// While the scheduler holds a stranded credential (taken, its journal being read), another
