@@ -42,9 +42,16 @@ extension RefreshEngine {
         // One read for both the state and the secrets: the refresh token presented must be the
         // one of the generation the attempt is journalled for.
         let credential: Credential
+        let fields: Set<SealedField> = [.refreshToken, .idToken, .extras]
         do {
-            credential = try await blocking { [vault] in
-                try vault.credential(id, opening: [.refreshToken, .idToken, .extras])
+            // The cache holds the row after this node's own last commit of it (a refresh's new
+            // tokens are kept as written): read there, without a blocking thread's wake-up. A
+            // miss, or a row that does not open, takes the read that may wait. Either may be
+            // behind another node's commit not heard yet: journalling checks the generation.
+            if let cached = try? vault.credentialWithoutWaiting(id, opening: fields) {
+                credential = cached
+            } else {
+                credential = try await blocking { [vault] in try vault.credential(id, opening: fields) }
             }
         } catch let error as VaultError where error.code == .credentialNotFound {
             return .skipped("credential \(id) does not exist", nil)

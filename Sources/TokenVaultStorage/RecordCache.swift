@@ -12,7 +12,9 @@ import TokenVaultCore
 /// invalidations): a change committed during the read would otherwise be overwritten by the
 /// older row for good. A row this process is writing is neither served nor kept until its
 /// transaction has ended (`beginWrite`, `endWrites`), so the moment between a commit and the
-/// invalidation that follows it never serves the row from before the commit.
+/// invalidation that follows it never serves the row from before the commit. A row the
+/// transaction wrote whole and committed may be kept as written (`WrittenRow`), on the same
+/// condition as a row read: nothing invalidated its shard since its write began.
 final class RecordCache: Sendable {
     /// A class, so that the dictionary holds a pointer per row rather than the whole record
     /// (several hundred bytes, times the table's spare capacity), and a hit updates `used` in
@@ -77,42 +79,64 @@ final class RecordCache: Sendable {
 
     /// Caches a row read with `ticket`, unless its id was invalidated since the ticket was taken.
     func insert(_ record: SealedCredentialRecord, ticket: Ticket) {
-        let key = record.metadata.id
         let bytes = record.approximateBytes
         state.withLock { state in
-            guard state.invalidations[ticket.shard] == ticket.count, bytes <= byteLimit,
-                state.writing.isEmpty || state.writing[key] == nil
-            else { return }
-            state.clock += 1
-            let replaced = state.entries.updateValue(
-                Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
-            state.bytes += bytes - (replaced?.bytes ?? 0)
-            if state.entries.count > capacity || state.bytes > byteLimit {
-                Self.evict(&state, keeping: capacity - capacity / 10, bytes: byteLimit - byteLimit / 10)
-            }
+            guard state.invalidations[ticket.shard] == ticket.count else { return }
+            keep(record, bytes: bytes, in: &state)
         }
     }
 
-    /// Called by a transaction's writer before it changes `id`'s row (before its commit).
-    func beginWrite(_ id: CredentialID) {
+    /// A row as a transaction of this process wrote it whole, with the ticket its first change
+    /// of the row took (`beginWrite`).
+    struct WrittenRow {
+        let record: SealedCredentialRecord
+        let ticket: Ticket
+    }
+
+    /// Called by a transaction's writer before it changes `id`'s row (before its commit). The
+    /// ticket goes with the row if the transaction writes it whole (`endWrites`).
+    @discardableResult
+    func beginWrite(_ id: CredentialID) -> Ticket {
         let key = id
-        state.withLock { state in
+        let shard = Self.shard(key)
+        return state.withLock { state in
             state.writing[key, default: 0] += 1
             if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
+            return Ticket(shard: shard, count: state.invalidations[shard])
         }
     }
 
     /// Called once the transaction that began writing `ids` has committed, rolled back or failed
     /// (a commit whose outcome is unknown may have happened): reads of them go to the database
-    /// again, and a row read before now is not kept.
-    func endWrites(_ ids: some Sequence<CredentialID>) {
+    /// again, and a row read before now is not kept. `committed` are rows the transaction wrote
+    /// whole and committed: each is kept as written unless its shard was invalidated since its
+    /// write began (another node's change of the row, committed after this one and heard before
+    /// now, must not be overwritten by it), so the next read of a row this process just
+    /// refreshed needs no database.
+    func endWrites(_ ids: some Sequence<CredentialID>, committed: [WrittenRow] = []) {
+        let sizes = committed.map(\.record.approximateBytes)
         state.withLock { state in
+            let current = zip(committed, sizes).filter { state.invalidations[$0.0.ticket.shard] == $0.0.ticket.count }
             for id in ids {
                 let key = id
                 state.invalidations[Self.shard(key)] &+= 1
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
             }
+            for (row, bytes) in current { keep(row.record, bytes: bytes, in: &state) }
+        }
+    }
+
+    /// Caches `record` unless a transaction of this process is writing its row (then its end
+    /// decides), evicting if a bound is passed.
+    private func keep(_ record: SealedCredentialRecord, bytes: Int, in state: inout State) {
+        let key = record.metadata.id
+        guard bytes <= byteLimit, state.writing.isEmpty || state.writing[key] == nil else { return }
+        state.clock += 1
+        let replaced = state.entries.updateValue(Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
+        state.bytes += bytes - (replaced?.bytes ?? 0)
+        if state.entries.count > capacity || state.bytes > byteLimit {
+            Self.evict(&state, keeping: capacity - capacity / 10, bytes: byteLimit - byteLimit / 10)
         }
     }
 

@@ -111,16 +111,20 @@ extension VaultDatabase: CredentialStore {
     }
 
     /// Rows the transaction changes are kept out of the cache from the first change until it has
-    /// committed or failed (a commit whose outcome is unknown may have happened).
+    /// committed or failed (a commit whose outcome is unknown may have happened); rows it wrote
+    /// whole are cached as written once it has committed (`RecordCache.Writes`).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
-        var touched: Set<CredentialID> = []
-        defer { cache.endWrites(touched) }
-        return try writeTransaction(durability: durability) { connection in
+        var writes = RecordCache.Writes()
+        var committed = false
+        defer { cache.end(writes, committed: committed) }
+        let result = try writeTransaction(durability: durability) { connection in
             let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
-            defer { touched = writer.touched }
+            defer { writes = writer.cacheWrites }
             return try body(writer)
         }
+        committed = true
+        return result
     }
 
     // MARK: Row mapping
@@ -149,7 +153,8 @@ extension VaultDatabase: CredentialStore {
 final class SQLiteCredentialWriter: CredentialWriter {
     let connection: SQLiteConnection
     private let cache: RecordCache
-    private(set) var touched: Set<CredentialID> = []
+    /// What the transaction changed, for the cache once it has ended.
+    var cacheWrites = RecordCache.Writes()
     /// The active term, read once per transaction (a writer lives for one): nothing inside a
     /// credential transaction changes `key_terms`, and a group commit seals hundreds of rows.
     private var term: UInt32?
@@ -165,7 +170,7 @@ final class SQLiteCredentialWriter: CredentialWriter {
 
     /// Every statement that changes a credential row says so here first.
     func touch(_ id: CredentialID) {
-        if touched.insert(id).inserted { cache.beginWrite(id) }
+        cacheWrites.touch(id, in: cache)
     }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
@@ -192,6 +197,7 @@ final class SQLiteCredentialWriter: CredentialWriter {
             try statement.bind(at: column.rawValue + 1, value)
         }
         try statement.run()
+        cacheWrites.saved(record)
     }
 
     func delete(_ id: CredentialID) throws -> Bool {

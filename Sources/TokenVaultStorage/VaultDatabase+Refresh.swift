@@ -159,6 +159,7 @@ extension SQLiteCredentialWriter {
             try connection.statement("RELEASE item").run()
             return result
         } catch {
+            cacheWrites.aWriteThrew = true
             try? connection.statement("ROLLBACK TO item").run()
             try? connection.statement("RELEASE item").run()
             throw error

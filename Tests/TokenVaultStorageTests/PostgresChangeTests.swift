@@ -255,10 +255,17 @@ import TokenVaultTesting
         #expect(seen.map(\.operation) == [.insert, .update, .delete])
         #expect(seen.allSatisfy { $0.id == id && !$0.isOwn })
         #expect(seen[1].oldGeneration == 1 && seen[1].newGeneration == 2)
-        // A node's own change reaches it too, marked as its own.
+        // A node's own change reaches it too, marked as its own, and leaves the row it wrote
+        // in its cache; another node's next change still reaches it.
         try await node2.put(id, payload: Self.payload("three"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 4 })
         #expect(changes.all.last?.isOwn == true)
+        let before = nodes.database2.rowCacheStatistics
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-three")
+        #expect(nodes.database2.rowCacheStatistics.misses == before.misses, "served from memory")
+        try await fixture.vault.put(id, payload: Self.payload("four"), provider: "idp")
+        #expect(try await waitUntil { changes.all.count >= 5 })
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-four")
     }
 
     /// A write that waits for a row another node holds locked gives up after the lock timeout

@@ -48,6 +48,47 @@ import TokenVaultTesting
         #expect(cache.record(row.metadata.id) == row)
     }
 
+    /// A row a transaction wrote whole is kept as written when it commits, unless anything
+    /// invalidated its shard since its write began (another node's later change, heard between
+    /// the commit and the end), the row was changed again after the save, a write of the
+    /// transaction threw, or another transaction of this process is writing the row.
+    @Test func aRowWrittenWholeIsKeptOnlyAsTheLastCommitLeftIt() throws {
+        let cache = RecordCache(capacity: 10)
+        let id = try Self.record("a").metadata.id
+        func transaction(_ generation: Int64, _ steps: (inout RecordCache.Writes) -> Void = { _ in }) throws
+            -> RecordCache.Writes
+        {
+            var writes = RecordCache.Writes()
+            writes.touch(id, in: cache)
+            writes.saved(try Self.record("a", generation: generation))
+            steps(&writes)
+            return writes
+        }
+        cache.end(try transaction(2), committed: true)
+        #expect(cache.record(id)?.metadata.generation == 2)
+
+        let heardBetween = try transaction(3)
+        cache.invalidate(id)  // another node's change of the row, committed after this one
+        cache.end(heardBetween, committed: true)
+        #expect(cache.record(id) == nil)
+
+        cache.end(try transaction(4), committed: false)
+        #expect(cache.record(id) == nil, "a commit that failed, or whose outcome is unknown")
+        cache.end(try transaction(5) { $0.aWriteThrew = true }, committed: true)
+        #expect(cache.record(id) == nil)
+        cache.end(try transaction(6) { $0.touch(id, in: cache) }, committed: true)
+        #expect(cache.record(id) == nil, "changed after the save: the saved row is not the database's")
+
+        let first = try transaction(7)
+        let second = try transaction(8)
+        cache.end(first, committed: true)
+        #expect(cache.record(id) == nil, "another transaction is writing it")
+        cache.end(second, committed: true)
+        #expect(cache.record(id) == nil, "the first one's end invalidated the second's ticket")
+        cache.end(try transaction(9), committed: true)
+        #expect(cache.record(id)?.metadata.generation == 9)
+    }
+
     @Test func theByteBoundDropsTheLeastRecentlyUsedRows() throws {
         // Names of one length: every row counts the same bytes.
         func name(_ index: Int) -> String { index < 10 ? "0\(index)" : "\(index)" }

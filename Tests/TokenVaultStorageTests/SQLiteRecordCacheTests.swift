@@ -130,6 +130,7 @@ import TokenVaultTesting
         let id = try CredentialID("cache/count")
         try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
+        fixture.database.cache.invalidate(id)  // the put left its row cached
         let before = fixture.database.cache.statistics
         _ = try fixture.database.record(id)
         _ = try fixture.database.record(id)

@@ -52,7 +52,8 @@ import TokenVaultTesting
 
     /// Another process on the same database (a second node) reads what the first wrote as soon
     /// as the write returned, and sees its deletes. (On SQLite the second process keeps no cache
-    /// of rows: a daemon's lock keeps any other writer out while it serves.)
+    /// of rows: a daemon's lock keeps any other writer out while it serves, and its cache holds
+    /// the rows it wrote itself.)
     @Test(arguments: TestBackendKind.allCases)
     func aSecondOpeningSeesEveryWriteOnceItReturned(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)
@@ -63,8 +64,8 @@ import TokenVaultTesting
         #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-one")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-two")
-        try await other.vault.delete(id)
-        #expect(throws: VaultError.self) { try fixture.vault.metadata(id) }
+        try await fixture.vault.delete(id)
+        #expect(throws: VaultError.self) { try other.vault.metadata(id) }
     }
 
     /// Two processes journal refreshes of the same credentials at once, both alive: each
@@ -237,6 +238,60 @@ import TokenVaultTesting
         #expect(try fixture.backend.record(c) != nil)
         try await fixture.vault.delete(a)
         #expect(try fixture.backend.record(a) == nil)
+    }
+
+    /// A row written whole (a put, a refresh's new tokens) is kept in the cache as written once
+    /// its transaction has committed, so the next read of it needs no database, and it is the
+    /// row the database has. A transaction that threw, or a write of one that threw after its
+    /// save (its savepoint rolled back), leaves nothing of its saves cached.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRowWrittenWholeIsReadFromMemoryOnceCommittedAndOnlyThen(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let backend = fixture.backend
+        // A PostgreSQL node trusts its cache while it hears every change, as a daemon does.
+        let listener = (backend as? PostgresDatabase).map { database in Task { await database.listenForChanges() } }
+        defer { listener?.cancel() }
+        if let database = backend as? PostgresDatabase {
+            #expect(try await waitUntil(within: 30) { database.listenerStatus.connected })
+        }
+        let (a, b) = (try CredentialID("pay/a"), try CredentialID("pay/b"))
+        for id in [a, b] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
+        let before = backend.rowCacheStatistics
+        let written = try #require(try backend.record(a))
+        #expect(backend.rowCacheStatistics.misses == before.misses, "the put's row was kept as written")
+        #expect(backend.rowCacheStatistics.hits == before.hits + 1)
+        #expect(try backend.records(after: nil, limit: 10).first == written, "and it is the database's row")
+
+        func bumped(_ row: SealedCredentialRecord) -> SealedCredentialRecord {
+            var row = row
+            row.metadata.generation += 1
+            return row
+        }
+        #expect(throws: Refused.self) {
+            try backend.write(durability: .full) { writer in
+                try writer.save(bumped(written))
+                throw Refused()
+            }
+        }
+        #expect(try backend.record(a) == written, "a transaction that threw keeps nothing")
+
+        let other = try #require(try backend.record(b))
+        let results = try backend.write(durability: .full) { writer in
+            (
+                Result { try writer.savepoint { try writer.save(bumped(written)) } },
+                Result {
+                    try writer.savepoint {
+                        try writer.save(bumped(other))
+                        throw Refused()
+                    }
+                }
+            )
+        }
+        #expect(throws: Never.self) { try results.0.get() }
+        #expect(throws: Refused.self) { try results.1.get() }
+        #expect(try backend.record(b) == other, "a save rolled back with its write is not kept")
+        #expect(try backend.record(a)?.metadata.generation == written.metadata.generation + 1)
+        #expect(try backend.records(after: nil, limit: 10).map(\.metadata.generation) == [2, 1])
     }
 
     @Test(arguments: TestBackendKind.allCases)

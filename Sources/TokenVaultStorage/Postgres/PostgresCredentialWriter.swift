@@ -14,7 +14,8 @@ import TokenVaultCore
 final class PostgresCredentialWriter: CredentialWriter {
     let link: PostgresLink
     private let cache: RecordCache
-    private(set) var touched: Set<CredentialID> = []
+    /// What the transaction changed, for the cache once it has ended.
+    private(set) var cacheWrites = RecordCache.Writes()
     var term: UInt32?
     /// Audit chains whose turn this transaction holds (one round trip the first time only).
     private var lockedChains: Set<String> = []
@@ -61,7 +62,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// Every statement that changes a credential row says so here first: the cache keeps the
     /// row out until the transaction has ended.
     func touch(_ id: CredentialID) {
-        if touched.insert(id).inserted { cache.beginWrite(id) }
+        cacheWrites.touch(id, in: cache)
     }
 
     /// Locks the credential's id for the rest of the transaction (another node's write of it
@@ -148,12 +149,13 @@ final class PostgresCredentialWriter: CredentialWriter {
         touch(id)
         if group?.locked(id) != nil {
             try keep(.save(record), id) { $0.row = record }
-            return
+        } else {
+            try lockLate(id)
+            var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
+            for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
+            try change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
         }
-        try lockLate(id)
-        var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
-        for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
-        try change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
+        cacheWrites.saved(record)
     }
 
     func delete(_ id: CredentialID) throws -> Bool {
@@ -310,6 +312,7 @@ final class PostgresCredentialWriter: CredentialWriter {
                 return try body()
             } catch {
                 rollbackOnly = true
+                cacheWrites.aWriteThrew = true
                 throw error
             }
         }
@@ -321,6 +324,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             return result
         } catch {
+            cacheWrites.aWriteThrew = true
             _ = try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
             // Locks taken inside the savepoint are released with it; rows it touched are not.
             lockedChains = lockedBefore
@@ -340,6 +344,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         do {
             return try body()
         } catch {
+            cacheWrites.aWriteThrew = true
             if changesSent == sentBefore && statementFailure == nil {
                 group?.rollBackWrite()
             } else {
@@ -353,7 +358,10 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// A write of the group failed after part of it was sent.
     var partialFailure = false
 
-    func markRollbackOnly() { rollbackOnly = true }
+    func markRollbackOnly() {
+        rollbackOnly = true
+        cacheWrites.aWriteThrew = true
+    }
 
     // MARK: Audit trail
 

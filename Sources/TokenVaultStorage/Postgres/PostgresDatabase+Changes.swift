@@ -79,7 +79,9 @@ extension PostgresDatabase {
     }
 
     private func deliver(_ change: Change) {
-        cache.invalidate(change.id)
+        // This node's own changes were dropped from its cache when their transactions ended,
+        // or kept as committed (`RecordCache.endWrites`): hearing of them again says nothing new.
+        if !change.isOwn { cache.invalidate(change.id) }
         let seen = listenerState.withLock { state -> Bool in
             defer { state.lastSequence = max(state.lastSequence, change.sequence) }
             return state.delivered.contains(change.sequence)

@@ -100,17 +100,21 @@ extension PostgresDatabase: CredentialStore {
     /// One transaction on a writer connection. `.normal` commits without waiting for the
     /// server's flush (`synchronous_commit = off`); `.full` waits for it (and for its standbys'
     /// as the server is configured). Rows the transaction changes stay out of this node's cache
-    /// until it has ended (other nodes hear of it through the change trigger).
+    /// until it has ended (other nodes hear of it through the change trigger); rows it wrote
+    /// whole are cached as written once it has committed (`RecordCache.endWrites`).
     public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
     {
         try writers.withLink { link in
             let transaction = PostgresCredentialWriter(link: link, cache: cache)
+            var committed = false
             // Also after a failure: a commit whose outcome is unknown may have happened.
-            defer { cache.endWrites(transaction.touched) }
-            return try link.transaction(
+            defer { cache.end(transaction.cacheWrites, committed: committed) }
+            let result = try link.transaction(
                 begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
                 rollbackOnly: { transaction.rollbackOnly }
             ) { try body(transaction) }
+            committed = true
+            return result
         }
     }
 }

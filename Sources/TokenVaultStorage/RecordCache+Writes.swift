@@ -1,0 +1,41 @@
+import TokenVaultCore
+
+extension RecordCache {
+    /// What one transaction changes, for the cache: the rows it touched, kept out of the cache
+    /// until it ends, and the rows it wrote whole, kept as written once it has committed
+    /// (`endWrites`): the next read of a credential this process just refreshed or stored then
+    /// needs no database. Each writer holds one for its transaction.
+    struct Writes {
+        private(set) var touched: Set<CredentialID> = []
+        /// The cache's ticket of each touched row, from its first change.
+        private var tickets: [CredentialID: Ticket] = [:]
+        /// Rows written whole (`save`) and not changed afterwards.
+        private var saved: [CredentialID: SealedCredentialRecord] = [:]
+        /// A write of the transaction threw: whatever of it was undone (a savepoint rolled back,
+        /// a group's write taken back in memory, the whole transaction to be rolled back), its
+        /// saves are not known to be in the database, and none is kept.
+        var aWriteThrew = false
+
+        /// Every statement that changes a credential row says so here first.
+        mutating func touch(_ id: CredentialID, in cache: RecordCache) {
+            if touched.insert(id).inserted { tickets[id] = cache.beginWrite(id) }
+            saved[id] = nil
+        }
+
+        /// `record` is the row as the transaction has written it (after `touch`).
+        mutating func saved(_ record: SealedCredentialRecord) {
+            saved[record.metadata.id] = record
+        }
+
+        var committedRows: [WrittenRow] {
+            guard !aWriteThrew else { return [] }
+            return saved.compactMap { id, record in tickets[id].map { WrittenRow(record: record, ticket: $0) } }
+        }
+    }
+
+    /// Ends a transaction's writes: `committed` says it committed (false also when its outcome is
+    /// unknown).
+    func end(_ writes: Writes, committed: Bool) {
+        endWrites(writes.touched, committed: committed ? writes.committedRows : [])
+    }
+}
