@@ -60,7 +60,7 @@ extension Vault {
             } catch let error as VaultError where error.code == .conflict {
                 return nil
             }
-            guard let current, current.metadata.generation == metadata.generation else { return nil }
+            guard let current, Self.isSameState(current.metadata, as: metadata) else { return nil }
             var attempt = RefreshAttempt(
                 attemptID: attemptID, credentialID: metadata.id, generation: metadata.generation,
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,
@@ -97,11 +97,21 @@ extension Vault {
                     attemptID: old.attemptID, state: .abandoned, outcome: "refresh token changed", at: now)
                 try writer.beginAttempt(attempt)
             }
-            var schedule = ScheduleUpdate(metadata)
+            var schedule = ScheduleUpdate(current.metadata)
             schedule.refreshAt = request.leaseUntil
             _ = try writer.updateSchedule(schedule)
             return (attempt, resumedFrom)
         }
+    }
+
+    /// Whether the row under the lock is the one a refresh was planned from, which may have been
+    /// read from a cache behind another node's change: the same generation of the same
+    /// credential (a generation starts again at 1 when a credential is deleted and stored again,
+    /// with a new `createdAt`) in the same status (another node may have marked it for deletion
+    /// or re-authorisation without a new generation). Otherwise the refresh is not started.
+    static func isSameState(_ current: CredentialMetadata, as planned: CredentialMetadata) -> Bool {
+        current.generation == planned.generation && current.createdAt == planned.createdAt
+            && current.status == planned.status
     }
 
     /// A provider's answer to a journalled refresh, to be committed.

@@ -294,6 +294,40 @@ import TokenVaultTesting
         #expect(try backend.records(after: nil, limit: 10).map(\.metadata.generation) == [2, 1])
     }
 
+    /// A refresh planned from a row read earlier (a node's cache may be behind another node's
+    /// change) is not started when the row under the lock is another one at the same generation:
+    /// the credential deleted and stored again (its generation starts at 1 again, with other
+    /// tokens), or marked for deletion meanwhile. Journalling it would present a refresh token of
+    /// the deleted grant and then write its answer over the new one, or undo the mark.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRefreshPlannedFromAnEarlierRowAtTheSameGenerationIsNotStarted(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        let id = try CredentialID("pay/again")
+        func request(_ metadata: CredentialMetadata) -> Vault.AttemptRequest {
+            Vault.AttemptRequest(
+                metadata: metadata, fingerprint: "fp", owner: "node-a",
+                leaseUntil: fixture.clock.now.adding(seconds: 60),
+                isOwnerGone: { _, _ in false })
+        }
+        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let planned = try vault.metadata(id)
+        fixture.clock.advance(seconds: 1)
+        try await vault.delete(id)
+        try await vault.put(id, payload: Self.payload("two"), provider: "idp")
+        #expect(try vault.metadata(id).generation == planned.generation)
+        #expect(try await vault.beginAttempt(request(planned)) == nil, "stored again since")
+
+        let replanned = try vault.metadata(id)
+        var marked = ScheduleUpdate(replanned)
+        marked.status = .revokePending
+        #expect(try await vault.updateSchedule(marked) != nil)
+        #expect(try await vault.beginAttempt(request(replanned)) == nil, "marked for deletion since")
+        #expect(try vault.metadata(id).status == .revokePending)
+        #expect(try vault.openAttempts(limit: 10).isEmpty)
+        #expect(try await vault.beginAttempt(request(try vault.metadata(id))) != nil)
+    }
+
     @Test(arguments: TestBackendKind.allCases)
     func migrationsAreAppliedOnceAndRecorded(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)

@@ -113,7 +113,9 @@ extension PostgresDatabase: CredentialStore {
                 begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
                 rollbackOnly: { transaction.rollbackOnly }
             ) { try body(transaction) }
-            committed = true
+            // A statement that failed leaves the transaction aborted, and PostgreSQL answers its
+            // COMMIT with a rollback, not an error: nothing of it is kept then.
+            committed = transaction.statementFailure == nil
             return result
         }
     }
