@@ -6,9 +6,8 @@ extension RecordCache {
     /// (`endWrites`): the next read of a credential this process just refreshed or stored then
     /// needs no database. Each writer holds one for its transaction.
     struct Writes {
-        private(set) var touched: Set<CredentialID> = []
-        /// The cache's ticket of each touched row, from its first change.
-        private var tickets: [CredentialID: Ticket] = [:]
+        /// The rows touched (`touch`), each with the cache's ticket from its first change.
+        fileprivate var tickets: [CredentialID: Ticket] = [:]
         /// Rows written whole (`save`) and not changed afterwards.
         private var saved: [CredentialID: SealedCredentialRecord] = [:]
         /// A write of the transaction threw: whatever of it was undone (a savepoint rolled back,
@@ -18,7 +17,7 @@ extension RecordCache {
 
         /// Every statement that changes a credential row says so here first.
         mutating func touch(_ id: CredentialID, in cache: RecordCache) {
-            if touched.insert(id).inserted { tickets[id] = cache.beginWrite(id) }
+            if tickets[id] == nil { tickets[id] = cache.beginWrite(id) }
             saved[id] = nil
         }
 
@@ -36,6 +35,6 @@ extension RecordCache {
     /// Ends a transaction's writes: `committed` says it committed (false also when its outcome is
     /// unknown).
     func end(_ writes: Writes, committed: Bool) {
-        endWrites(writes.touched, committed: committed ? writes.committedRows : [])
+        endWrites(writes.tickets.keys, committed: committed ? writes.committedRows : [])
     }
 }
