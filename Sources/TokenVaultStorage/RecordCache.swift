@@ -14,7 +14,9 @@ import TokenVaultCore
 /// transaction has ended (`beginWrite`, `endWrites`), so the moment between a commit and the
 /// invalidation that follows it never serves the row from before the commit. A row the
 /// transaction wrote whole and committed may be kept as written (`WrittenRow`), on the same
-/// condition as a row read: nothing invalidated its shard since its write began.
+/// condition as a row read: nothing invalidated its shard since its write began. Where the cache
+/// is only for speed (SQLite's file is always there to read), a row is kept from its second read
+/// on (`Doorkeeper`); PostgreSQL's keeps every row read: the last seen stands in during an outage.
 final class RecordCache: Sendable {
     /// A class, so that the dictionary holds a pointer per row rather than the whole record
     /// (several hundred bytes, times the table's spare capacity), and a hit updates `used` in
@@ -39,17 +41,26 @@ final class RecordCache: Sendable {
         var invalidations = [UInt64](repeating: 0, count: 256)
         /// Rows a transaction of this process is writing (how many at once), until it ends.
         var writing: [CredentialID: Int] = [:]
+        /// Nil when every row read is kept.
+        var doorkeeper: Doorkeeper?
         var hits = 0
         var misses = 0
     }
 
     let capacity: Int
     let byteLimit: Int
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(capacity: Int, bytes: Int = .max) {
+    /// `keepsRowsReadOnce`: false keeps a row read from the database from its second read on, and
+    /// a row written whole only if a read wanted it before or it was cached (`Doorkeeper`).
+    init(capacity: Int, bytes: Int = .max, keepsRowsReadOnce: Bool = true) {
         self.capacity = max(1, capacity)
         byteLimit = max(0, bytes)
+        var state = State()
+        if !keepsRowsReadOnce && byteLimit > 0 {
+            state.doorkeeper = Doorkeeper(rows: min(self.capacity, byteLimit / 1024))
+        }
+        self.state = Mutex(state)
     }
 
     /// A ticket taken before reading `id` from the database, handed back to `insert`.
@@ -82,7 +93,7 @@ final class RecordCache: Sendable {
         let bytes = record.approximateBytes
         state.withLock { state in
             guard state.invalidations[ticket.shard] == ticket.count else { return }
-            keep(record, bytes: bytes, in: &state)
+            keep(record, bytes: bytes, wanted: true, in: &state)
         }
     }
 
@@ -101,7 +112,11 @@ final class RecordCache: Sendable {
         let shard = Self.shard(key)
         return state.withLock { state in
             state.writing[key, default: 0] += 1
-            if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
+            if let removed = state.entries.removeValue(forKey: key) {
+                state.bytes -= removed.bytes
+                // A row that was cached is wanted: what the transaction writes of it may be kept.
+                _ = state.doorkeeper?.seenBefore(key)
+            }
             return Ticket(shard: shard, count: state.invalidations[shard])
         }
     }
@@ -123,15 +138,21 @@ final class RecordCache: Sendable {
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
             }
-            for (row, bytes) in current { keep(row.record, bytes: bytes, in: &state) }
+            for (row, bytes) in current { keep(row.record, bytes: bytes, wanted: false, in: &state) }
         }
     }
 
     /// Caches `record` unless a transaction of this process is writing its row (then its end
-    /// decides), evicting if a bound is passed.
-    private func keep(_ record: SealedCredentialRecord, bytes: Int, in state: inout State) {
+    /// decides) or the doorkeeper has not seen it wanted before, evicting if a bound is passed.
+    /// `wanted`: a read asked for the row (a write did not), which the doorkeeper notes.
+    private func keep(_ record: SealedCredentialRecord, bytes: Int, wanted: Bool, in state: inout State) {
         let key = record.metadata.id
         guard bytes <= byteLimit, state.writing.isEmpty || state.writing[key] == nil else { return }
+        if state.entries[key] == nil, state.doorkeeper != nil {
+            // In place: a copy of the doorkeeper would copy its bits.
+            let seen = wanted ? state.doorkeeper!.seenBefore(key) : state.doorkeeper!.contains(key)
+            guard seen else { return }
+        }
         state.clock += 1
         let replaced = state.entries.updateValue(Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
         state.bytes += bytes - (replaced?.bytes ?? 0)

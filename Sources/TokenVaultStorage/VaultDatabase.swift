@@ -24,7 +24,8 @@ public final class VaultDatabase: @unchecked Sendable {
     let cache: RecordCache
 
     /// The cache's default bound: about 16,000 rows of T-ID's size (a row costs about 1 KB),
-    /// the working set of a busy node, for 16 MiB of memory.
+    /// the working set of a busy node, for 16 MiB of memory. A row is kept from its second read
+    /// on, so a sweep of rows read once does not fill it (`RecordCache.Doorkeeper`).
     public static let defaultCacheBytes = 16 << 20
 
     /// Opens (creating if needed) the database at `path` and checks its schema against the
@@ -39,7 +40,7 @@ public final class VaultDatabase: @unchecked Sendable {
     ) throws {
         self.path = path
         self.clock = clock
-        cache = RecordCache(capacity: .max, bytes: cacheBytes)
+        cache = RecordCache(capacity: .max, bytes: cacheBytes, keepsRowsReadOnce: false)
         self.maximumIdleReaders = maximumIdleReaders
         migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
         writer = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)

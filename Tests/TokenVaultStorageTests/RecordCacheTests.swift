@@ -137,4 +137,71 @@ import TokenVaultTesting
         cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
         #expect(cache.record(row.metadata.id) == nil && cache.statistics.bytes == 0)
     }
+
+    /// Where the cache is only for speed, a row read once is not kept: a sweep over every
+    /// credential leaves the cache as it found it, and a row is kept from its second read on.
+    @Test func aRowIsKeptFromItsSecondReadWhenRowsReadOnceAreNot() throws {
+        let cache = RecordCache(capacity: .max, bytes: 16 << 20, keepsRowsReadOnce: false)
+        let hot = try Self.record("hot")
+        cache.insert(hot, ticket: cache.ticket(for: hot.metadata.id))
+        #expect(cache.record(hot.metadata.id) == nil, "read once: not kept")
+        cache.insert(hot, ticket: cache.ticket(for: hot.metadata.id))
+        #expect(cache.record(hot.metadata.id) == hot, "read again: kept")
+
+        // A sweep of 20,000 rows read once each keeps only the doorkeeper's false positives
+        // (about 1 in 40 at its fullest), and the row read again stays.
+        for index in 0..<20_000 {
+            let row = try Self.record("sweep\(index)", tokenBytes: 10)
+            cache.insert(row, ticket: cache.ticket(for: row.metadata.id))
+        }
+        #expect(cache.statistics.entries < 1 + 20_000 / 20, "kept \(cache.statistics.entries) of a sweep")
+        #expect(cache.record(hot.metadata.id) == hot)
+
+        // A cached row written whole is wanted: its written row is kept at once.
+        var writes = RecordCache.Writes()
+        writes.touch(hot.metadata.id, in: cache)
+        let written = try Self.record("hot", generation: 2)
+        writes.saved(written)
+        cache.end(writes, committed: true)
+        #expect(cache.record(hot.metadata.id) == written)
+
+        // A row written whole that was not cached is kept only if a read wanted it before: a
+        // write alone (an import) is not a want.
+        let new = try Self.record("new")
+        func put(_ row: SealedCredentialRecord) {
+            var writes = RecordCache.Writes()
+            writes.touch(row.metadata.id, in: cache)
+            writes.saved(row)
+            cache.end(writes, committed: true)
+        }
+        put(new)
+        #expect(cache.record(new.metadata.id) == nil, "a first write is not kept")
+        cache.insert(new, ticket: cache.ticket(for: new.metadata.id))
+        #expect(cache.record(new.metadata.id) == nil, "nor is the first read after it")
+        let newer = try Self.record("new", generation: 2)
+        put(newer)
+        #expect(cache.record(new.metadata.id) == newer, "a write after a read is kept")
+    }
+
+    /// The doorkeeper forgets once an eighth of its bits are set: a row must be wanted again
+    /// within so many first reads of other rows.
+    @Test func theDoorkeeperForgetsAfterAnEighthOfItsBits() throws {
+        var doorkeeper = RecordCache.Doorkeeper(rows: 1)  // 4,096 bits: forgets after 512 marks
+        let first = try CredentialID("cache/first")
+        let firstRead = doorkeeper.seenBefore(first)
+        let secondRead = doorkeeper.seenBefore(first)
+        #expect(!firstRead && secondRead)
+        // 511 more marks fill it (false positives mark nothing); the 512th resets it first.
+        var fresh = 0
+        var index = 0
+        while fresh < 512 && index < 1_000 {
+            if !doorkeeper.seenBefore(try CredentialID("cache/other\(index)")) { fresh += 1 }
+            index += 1
+        }
+        #expect(fresh == 512 && index < 600)
+        let afterReset = doorkeeper.seenBefore(first)
+        let again = doorkeeper.seenBefore(first)
+        #expect(!afterReset, "forgotten with the reset")
+        #expect(again)
+    }
 }
