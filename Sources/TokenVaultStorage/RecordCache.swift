@@ -49,6 +49,8 @@ final class RecordCache: Sendable {
 
     let capacity: Int
     let byteLimit: Int
+    /// False: a `Doorkeeper` admits rows.
+    private let keepsRowsReadOnce: Bool
     private let state: Mutex<State>
 
     /// `keepsRowsReadOnce`: false keeps a row read from the database from its second read on, and
@@ -56,10 +58,9 @@ final class RecordCache: Sendable {
     init(capacity: Int, bytes: Int = .max, keepsRowsReadOnce: Bool = true) {
         self.capacity = max(1, capacity)
         byteLimit = max(0, bytes)
+        self.keepsRowsReadOnce = keepsRowsReadOnce || byteLimit == 0
         var state = State()
-        if !keepsRowsReadOnce && byteLimit > 0 {
-            state.doorkeeper = Doorkeeper(rows: min(self.capacity, byteLimit / 1024))
-        }
+        if !self.keepsRowsReadOnce { state.doorkeeper = Doorkeeper(rows: min(self.capacity, byteLimit / 1024)) }
         self.state = Mutex(state)
     }
 
@@ -91,9 +92,12 @@ final class RecordCache: Sendable {
     /// Caches a row read with `ticket`, unless its id was invalidated since the ticket was taken.
     func insert(_ record: SealedCredentialRecord, ticket: Ticket) {
         let bytes = record.approximateBytes
+        let hash = keepsRowsReadOnce ? 0 : Doorkeeper.hash(record.metadata.id)
         state.withLock { state in
+            // The read wanted the row, whether or not it may be kept.
+            let admitted = state.doorkeeper?.seenBefore(hash) ?? true
             guard state.invalidations[ticket.shard] == ticket.count else { return }
-            keep(record, bytes: bytes, wanted: true, in: &state)
+            keep(record, bytes: bytes, admitted: admitted, in: &state)
         }
     }
 
@@ -110,12 +114,13 @@ final class RecordCache: Sendable {
     func beginWrite(_ id: CredentialID) -> Ticket {
         let key = id
         let shard = Self.shard(key)
+        let hash = keepsRowsReadOnce ? 0 : Doorkeeper.hash(id)
         return state.withLock { state in
             state.writing[key, default: 0] += 1
             if let removed = state.entries.removeValue(forKey: key) {
                 state.bytes -= removed.bytes
                 // A row that was cached is wanted: what the transaction writes of it may be kept.
-                _ = state.doorkeeper?.seenBefore(key)
+                _ = state.doorkeeper?.seenBefore(hash)
             }
             return Ticket(shard: shard, count: state.invalidations[shard])
         }
@@ -130,29 +135,33 @@ final class RecordCache: Sendable {
     /// refreshed needs no database.
     func endWrites(_ ids: some Sequence<CredentialID>, committed: [WrittenRow] = []) {
         let sizes = committed.map(\.record.approximateBytes)
+        let hashes = committed.map { keepsRowsReadOnce ? 0 : Doorkeeper.hash($0.record.metadata.id) }
         state.withLock { state in
-            let current = zip(committed, sizes).filter { state.invalidations[$0.0.ticket.shard] == $0.0.ticket.count }
+            // A row written whole is kept if a read wanted it before (a write alone, an import,
+            // is not a want); a row cached when its write began was marked then.
+            let current = zip(committed, zip(sizes, hashes)).filter {
+                state.invalidations[$0.0.ticket.shard] == $0.0.ticket.count
+            }
             for id in ids {
                 let key = id
                 state.invalidations[Self.shard(key)] &+= 1
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
             }
-            for (row, bytes) in current { keep(row.record, bytes: bytes, wanted: false, in: &state) }
+            for (row, (bytes, hash)) in current {
+                keep(row.record, bytes: bytes, admitted: state.doorkeeper?.contains(hash) ?? true, in: &state)
+            }
         }
     }
 
     /// Caches `record` unless a transaction of this process is writing its row (then its end
-    /// decides) or the doorkeeper has not seen it wanted before, evicting if a bound is passed.
-    /// `wanted`: a read asked for the row (a write did not), which the doorkeeper notes.
-    private func keep(_ record: SealedCredentialRecord, bytes: Int, wanted: Bool, in state: inout State) {
+    /// decides), or it is not `admitted` (the doorkeeper's word) and not cached already,
+    /// evicting if a bound is passed.
+    private func keep(_ record: SealedCredentialRecord, bytes: Int, admitted: Bool, in state: inout State) {
         let key = record.metadata.id
-        guard bytes <= byteLimit, state.writing.isEmpty || state.writing[key] == nil else { return }
-        if state.entries[key] == nil, state.doorkeeper != nil {
-            // In place: a copy of the doorkeeper would copy its bits.
-            let seen = wanted ? state.doorkeeper!.seenBefore(key) : state.doorkeeper!.contains(key)
-            guard seen else { return }
-        }
+        guard bytes <= byteLimit, state.writing.isEmpty || state.writing[key] == nil,
+            admitted || state.entries[key] != nil
+        else { return }
         state.clock += 1
         let replaced = state.entries.updateValue(Entry(record: record, bytes: bytes, used: state.clock), forKey: key)
         state.bytes += bytes - (replaced?.bytes ?? 0)

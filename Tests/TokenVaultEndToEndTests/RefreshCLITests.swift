@@ -56,7 +56,8 @@ import TokenVaultTesting
         let health = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/health").json()
         let providers = health["providers"] as? [[String: Any]] ?? []
         #expect(providers.contains { $0["name"] as? String == "idp" && $0["condition"] as? String == "ok" })
-        // Three reads of one credential: kept from the second, the third from the daemon's cache.
+        // Three reads of one credential: a row is kept from its second read at the latest, so the
+        // third comes from the daemon's cache.
         for _ in 0..<3 {
             #expect(
                 try UnixSocketHTTP.request(

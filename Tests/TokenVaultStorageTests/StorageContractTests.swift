@@ -256,8 +256,8 @@ import TokenVaultTesting
         }
         let (a, b) = (try CredentialID("pay/a"), try CredentialID("pay/b"))
         for id in [a, b] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
-        // Read once: SQLite's cache keeps a row from the second time it is wanted (the put was
-        // the first), so the next put of a cached row is one it keeps.
+        // Read once: SQLite's cache keeps a row written whole only if a read wanted it before
+        // (a put alone is not a want), so the next put of `a` is one it keeps.
         for id in [a, b] { _ = try backend.record(id) }
         try await fixture.vault.put(a, payload: Self.payload("\(a) again"), provider: "idp")
         let before = backend.rowCacheStatistics
