@@ -90,19 +90,30 @@ extension Vault {
     public func isAnswerStored(_ callKey: String) throws -> Bool { try store.isAnswerStored(callKey) }
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine,
-    /// which says `revoked` when the provider confirmed it).
-    public func delete(_ id: CredentialID, audit: AuditEvent? = nil, revoked: Bool = false) async throws {
+    /// which says `revoked` when the provider confirmed it). With `planned`, only if the row
+    /// under the lock is still the one `planned` was read as (`isSameState`): the engine's
+    /// removal of a credential whose revocation it retried from a row that may be behind another
+    /// node's delete and store again must not remove the new one. False when it was not removed
+    /// for that reason.
+    @discardableResult
+    public func delete(
+        _ id: CredentialID, audit: AuditEvent? = nil, revoked: Bool = false, ifStill planned: CredentialMetadata? = nil
+    ) async throws -> Bool {
         let appendAudit = auditAppender
         let announcer = announcer
-        let last = try await writes.write(.full) { writer -> CredentialMetadata? in
+        let (deleted, last) = try await writes.write(.full) { writer -> (Bool, CredentialMetadata?) in
             let last = try writer.record(id)?.metadata
+            if let planned {
+                guard let last, Self.isSameState(last, as: planned) else { return (false, last) }
+            }
             guard try writer.delete(id) else { throw VaultError.notFound(id) }
             if let audit { try appendAudit([audit], writer) }
             try announcer.deleted(last, revoked: revoked, id: id, writer)
-            return last
+            return (true, last)
         }
         // The event carries the last state, so watchers know what was deleted.
-        publish(.deleted, id, last)
+        if deleted { publish(.deleted, id, last) }
+        return deleted
     }
 
     /// Deletes a credential that cannot be refreshed once it has expired (an EBS verify token),

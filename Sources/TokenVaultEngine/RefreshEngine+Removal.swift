@@ -61,20 +61,27 @@ extension RefreshEngine {
         return .deleted(revoked: true)
     }
 
-    /// The scheduler's retry of a `revoke_pending` credential.
+    /// The scheduler's retry of a `revoke_pending` credential. `record` may come from a cache
+    /// behind another node's change: the row is removed only if it is still the one read.
     func retryRevocation(_ record: Credential) async throws -> RefreshOutcome {
         let id = record.metadata.id
         let slot = enterSlot(record.metadata.provider)
         defer { slot?.leave() }
+        let changed = RefreshOutcome.skipped("credential \(id) changed since its removal was planned; kept", nil)
         guard let slot, let provider = slot.provider, provider.supportsRevocation else {
-            try await delete(id, audit: systemAudit(id), detail: "no revocation endpoint: removed locally only")
+            let detail = "no revocation endpoint: removed locally only"
+            guard try await delete(id, audit: systemAudit(id), detail: detail, ifStill: record.metadata) else {
+                return changed
+            }
             return .skipped("credential \(id) removed", nil)
         }
         if let failure = await revoke(record, provider: provider, gate: slot.gate, tries: 1) {
             _ = try await keepPending(record, failure: failure)
             return .failed(failure, nil)
         }
-        try await delete(id, audit: systemAudit(id), detail: "revoked at the provider after a retry", revoked: true)
+        let detail = "revoked at the provider after a retry"
+        guard try await delete(id, audit: systemAudit(id), detail: detail, revoked: true, ifStill: record.metadata)
+        else { return changed }
         return .skipped("credential \(id) revoked and removed", nil)
     }
 
@@ -146,12 +153,24 @@ extension RefreshEngine {
         return .revokePending(updated ?? record.metadata, failure)
     }
 
-    private func delete(_ id: CredentialID, audit: AuditEvent?, detail: String, revoked: Bool = false) async throws {
+    /// `planned`: only if the row is still the one it was read as (`Vault.delete(ifStill:)`);
+    /// false when it was kept for that reason.
+    @discardableResult
+    private func delete(
+        _ id: CredentialID, audit: AuditEvent?, detail: String, revoked: Bool = false,
+        ifStill planned: CredentialMetadata? = nil
+    ) async throws -> Bool {
         var event = audit
         event?.detail = detail
-        try await vault.delete(id, audit: event, revoked: revoked)
+        guard try await vault.delete(id, audit: event, revoked: revoked, ifStill: planned) else {
+            logger.info(
+                "credential kept: it changed since its removal was planned",
+                metadata: ["tokenvault.credential.id": "\(id)"])
+            return false
+        }
         logger.info(
             "credential deleted", metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(detail)"])
+        return true
     }
 
     /// An audit row for something the engine did on its own (no peer asked): the daemon's

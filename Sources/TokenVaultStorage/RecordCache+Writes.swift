@@ -21,6 +21,14 @@ extension RecordCache {
             saved[id] = nil
         }
 
+        /// A row read under its lock (PostgreSQL): what the cache holds of it may be behind a
+        /// change of another node not heard yet, and a refresh planned from it is refused
+        /// (`Vault.isSameState`), so it is dropped when the transaction ends, as a row changed
+        /// is, unless the transaction keeps what it writes of it.
+        mutating func lockedRead(_ id: CredentialID, in cache: RecordCache) {
+            if tickets[id] == nil { tickets[id] = cache.beginWrite(id) }
+        }
+
         /// `record` is the row as the transaction has written it (after `touch`).
         mutating func saved(_ record: SealedCredentialRecord) {
             saved[record.metadata.id] = record

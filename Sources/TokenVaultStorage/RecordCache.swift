@@ -179,6 +179,24 @@ final class RecordCache: Sendable {
         }
     }
 
+    /// Drops `id`'s row as `invalidate` does, unless the cached row is the one a change of this
+    /// process's own left or a later one (`generation` and `status`; nil generation: the row
+    /// was deleted). The row its transaction kept as written says nothing new, nor does a row
+    /// kept by a later transaction (changes are heard in commit order). But a row read while a
+    /// commit whose outcome was unknown had not landed yet must go when it lands.
+    func invalidate(_ id: CredentialID, unlessCachedAs generation: Int64?, status: CredentialStatus?) {
+        let shard = Self.shard(id)
+        state.withLock { state in
+            if let generation, let cached = state.entries[id]?.record.metadata,
+                cached.generation > generation || (cached.generation == generation && cached.status == status)
+            {
+                return
+            }
+            state.invalidations[shard] &+= 1
+            if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
+        }
+    }
+
     /// Forgets everything (after a lost notification connection, or a write that may have
     /// changed any row).
     func invalidateAll() {

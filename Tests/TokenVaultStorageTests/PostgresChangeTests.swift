@@ -268,6 +268,72 @@ import TokenVaultTesting
         #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-four")
     }
 
+    /// A commit of this node whose outcome it could not learn (its connection lost, its deadline
+    /// passed) may land after its write ended and a read cached the row from before it. Its
+    /// notification is this node's own, and must still drop that row: the cache would otherwise
+    /// serve it until another node changed the credential. Here the late commit is made by hand
+    /// under node 2's name.
+    @Test func anOwnChangeTheCachedRowDoesNotReflectStillDropsIt() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, database2, changes) = (nodes.fixture, nodes.database2, nodes.changes)
+        let id = try CredentialID("pay/late")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        #expect(try await waitUntil { changes.all.count >= 1 })
+        #expect(try database2.record(id)?.metadata.status == .active)
+        #expect(database2.cache.record(id) != nil, "cached")
+
+        let server = try #require(fixture.server)
+        let node = database2.node.replacingOccurrences(of: "'", with: "''")
+        _ = try server.psql(
+            "SET tokenvault.node = '\(node)'; UPDATE credentials SET status = 'needs_reauth' WHERE id = '\(id)'",
+            database: try #require(fixture.postgresDatabase))
+        #expect(try await waitUntil { changes.all.count >= 2 })
+        #expect(changes.all.last?.isOwn == true)
+        #expect(try database2.record(id)?.metadata.status == .needsReauth)
+    }
+
+    /// Rows a node cached before its listener first connected (reads come before it) may be
+    /// behind changes it never heard: they are dropped once it listens, as after a reconnect.
+    @Test func rowsCachedBeforeTheListenerFirstConnectedAreDropped() async throws {
+        let fixture = try await TestBackendVault.make(.postgres)
+        let opened = try fixture.open(auditChain: "node-2")
+        let database2 = try #require(opened.backend as? PostgresDatabase)
+        defer { database2.close() }
+        let id = try CredentialID("pay/early")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-one")
+        try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
+        let listener = Task { await database2.listenForChanges() }
+        defer { listener.cancel() }
+        #expect(try await waitUntil(within: 30) { database2.listenerStatus.connected })
+        #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+    }
+
+    /// A row read under its lock is the database's: whatever the cache held of it (behind a
+    /// change not heard yet) is dropped when the transaction ends, so a refresh refused because
+    /// the cached row was older is not refused again and again until another change comes.
+    @Test func aRowReadUnderItsLockReplacesWhatTheCacheHeld() async throws {
+        let nodes = try await Self.twoNodes()
+        defer { nodes.close() }
+        let (fixture, node2, database2, changes) = (nodes.fixture, nodes.node2, nodes.database2, nodes.changes)
+        let id = try CredentialID("pay/behind")
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let old = try #require(try database2.record(id))
+        try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
+        #expect(try await waitUntil { changes.all.count >= 2 })
+        // Behind again, as if node 1's change had not been heard yet.
+        database2.cache.insert(old, ticket: database2.cache.ticket(for: id))
+        database2.cache.insert(old, ticket: database2.cache.ticket(for: id))
+        #expect(database2.cache.record(id) == old)
+        let request = Vault.AttemptRequest(
+            metadata: old.metadata, fingerprint: "fp", owner: "node-2",
+            leaseUntil: fixture.clock.now.adding(seconds: 60), isOwnerGone: { _, _ in false })
+        #expect(try await node2.beginAttempt(request) == nil, "planned from the older row: not started")
+        #expect(database2.cache.record(id) == nil, "and the older row is gone from the cache")
+        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
+    }
+
     /// A write that waits for a row another node holds locked gives up after the lock timeout
     /// (5 s) as `storage_unavailable`, which callers retry, instead of waiting as long as that
     /// node's transaction lasts; once the row is free the same write succeeds.

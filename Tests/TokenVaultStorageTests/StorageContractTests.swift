@@ -332,6 +332,28 @@ import TokenVaultTesting
         #expect(try await vault.beginAttempt(request(try vault.metadata(id))) != nil)
     }
 
+    /// A removal planned from an earlier row (the engine's retry of a revocation, from a cache
+    /// that may be behind another node's delete and store again) removes nothing when the row
+    /// under the lock is another one: the credential stored since keeps its refresh token.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRemovalPlannedFromAnEarlierRowRemovesNothingStoredSince(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        let id = try CredentialID("pay/removed")
+        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
+        var marked = ScheduleUpdate(try vault.metadata(id))
+        marked.status = .revokePending
+        #expect(try await vault.updateSchedule(marked) != nil)
+        let planned = try vault.metadata(id)
+        fixture.clock.advance(seconds: 1)
+        try await vault.delete(id)
+        try await vault.put(id, payload: Self.payload("two"), provider: "idp")
+        #expect(try await !vault.delete(id, ifStill: planned), "stored again since: kept")
+        #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        #expect(try await vault.delete(id, ifStill: try vault.metadata(id)))
+        #expect(throws: VaultError.self) { try vault.metadata(id) }
+    }
+
     @Test(arguments: TestBackendKind.allCases)
     func migrationsAreAppliedOnceAndRecorded(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)

@@ -73,6 +73,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// it was before the other node's commit (the multi-node kill test caught exactly that: a
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        cacheWrites.lockedRead(id, in: cache)
         if let entry = group?.locked(id) { return entry.row }
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it. In a group, `lockLate` takes it.
@@ -85,6 +86,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        cacheWrites.lockedRead(id, in: cache)
         if let entry = group?.entries[id] {
             guard !entry.busy else { throw Self.busy(id) }
             return entry.row

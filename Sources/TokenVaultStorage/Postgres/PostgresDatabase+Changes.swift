@@ -49,9 +49,11 @@ extension PostgresDatabase {
                 let pings = Task { await ping(connection) }
                 defer { pings.cancel() }
                 try await connection.listen(on: "tokenvault_changes") { notifications in
-                    // Listening now: catch up on whatever committed while we were not.
+                    // Listening now. Rows cached before (on the first connection too: reads that
+                    // came before it, while changes went unheard) are dropped; after a lost
+                    // connection, whatever committed meanwhile is replayed to the change handler.
+                    cache.invalidateAll()
                     if disconnected {
-                        cache.invalidateAll()
                         try await replay(on: connection)
                         listenerState.withLock { $0.reconnects += 1 }
                     }
@@ -79,9 +81,18 @@ extension PostgresDatabase {
     }
 
     private func deliver(_ change: Change) {
-        // This node's own changes were dropped from its cache when their transactions ended,
-        // or kept as committed (`RecordCache.endWrites`): hearing of them again says nothing new.
-        if !change.isOwn { cache.invalidate(change.id) }
+        // This node's own changes were dropped from its cache when their transactions ended, or
+        // kept as committed (`RecordCache.endWrites`): hearing of those again says nothing new.
+        // But a commit whose outcome was unknown (its connection lost, its deadline passed) may
+        // land after its end dropped the row and a read cached the row from before it: a cached
+        // row that is not the one the change left goes, own change or not.
+        if change.isOwn {
+            cache.invalidate(
+                change.id, unlessCachedAs: change.operation == .delete ? nil : change.newGeneration,
+                status: change.newStatus)
+        } else {
+            cache.invalidate(change.id)
+        }
         let seen = listenerState.withLock { state -> Bool in
             defer { state.lastSequence = max(state.lastSequence, change.sequence) }
             return state.delivered.contains(change.sequence)
