@@ -72,9 +72,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         case "https": break
         case "http" where Self.isLoopback(lowered): break
         case "http":
-            throw UpstreamURLProblem(
-                "'\(shown())' uses plain http to \(lowered); https is required except for loopback "
-                    + "(127.0.0.0/8, ::1, localhost)")
+            throw UpstreamURLProblem("'\(shown())' uses plain http to \(lowered); \(Self.plainHTTPRule)")
         default: throw UpstreamURLProblem("'\(shown())' has scheme '\(scheme)'; expected https")
         }
         try Self.checkPath(
@@ -90,11 +88,20 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         self.origin = "\(scheme)://\(self.authority)"
     }
 
-    /// `localhost`, `127.0.0.0/8` and `::1`, written any way a URL may give them.
+    /// Why plain http is refused, said the same way for every URL that carries a token.
+    public static let plainHTTPRule =
+        "https is required except to a loopback address written as one (127.0.0.0/8 or [::1]; not "
+        + "'localhost', which may resolve to ::1 first, where any local user can listen on a port "
+        + "the service holds on 127.0.0.1 only)"
+
+    /// `127.0.0.0/8` and `::1`, written any way a URL may give them: where plain http may carry a
+    /// token. Not a name such as `localhost`: resolved, it may give `::1` before `127.0.0.1`, and
+    /// any local user may listen on `[::1]:port` while the service listens on `127.0.0.1` only;
+    /// the token would go to them.
     public static func isLoopback(_ host: String) -> Bool {
         var host = host.lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        if host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)
         guard octets.count == 4 else { return false }
         let values = octets.compactMap { octet -> Int? in

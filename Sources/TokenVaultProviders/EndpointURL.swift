@@ -28,15 +28,13 @@ struct EndpointURL: Sendable, Equatable, CustomStringConvertible {
             return .success(EndpointURL(url: url))
         case "http":
             return .failure(
-                OptionProblem(
-                    "'\(text.prefix(200))' uses plain http to \(host); https is required except for loopback "
-                        + "(127.0.0.0/8, ::1, localhost)"))
+                OptionProblem("'\(text.prefix(200))' uses plain http to \(host); \(UpstreamURL.plainHTTPRule)"))
         default:
             return .failure(OptionProblem("'\(text.prefix(200))' has scheme '\(scheme)'; expected https"))
         }
     }
 
-    /// `localhost`, `127.0.0.0/8` and `::1` (one rule with the proxy's, `UpstreamURL`).
+    /// `127.0.0.0/8` and `::1` written as addresses (one rule with the proxy's, `UpstreamURL`).
     static func isLoopback(_ host: String) -> Bool { UpstreamURL.isLoopback(host) }
 }
 

@@ -16,6 +16,8 @@ import TokenVaultCore
 
     @Test(arguments: [
         ("http://bank.example/x", "https is required"),
+        // A name for loopback may resolve to ::1 first, where any local user may listen.
+        ("http://localhost:8099/x", "not 'localhost'"),
         ("ftp://bank.example/x", "expected https"),
         ("https://user:pw@bank.example/x", "user information"),
         ("https://bank.example/x#frag", "fragment"),
