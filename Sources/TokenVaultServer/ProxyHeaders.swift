@@ -74,23 +74,44 @@ enum ProxyHeaders {
         return names
     }
 
-    /// Whether `value` contains the token's bytes (every header of every answer is searched, so
-    /// it compares bytes in place rather than copying the value).
-    private static func contains(_ value: String, _ token: SecretBytes) -> Bool {
+    /// Whether `value` contains the token's bytes, as they are or percent-encoded in any case (a
+    /// `Location` or `Link` URL carrying the token in its query writes `+`, `/` and `=` as `%2B`,
+    /// `%2F` and `%3D`, and may escape any byte). Every header of every answer is searched, so it
+    /// compares bytes in place, decoding escapes as it goes, rather than copying the value.
+    static func contains(_ value: String, _ token: SecretBytes) -> Bool {
         guard token.count > 0, value.utf8.count >= token.count else { return false }
         var value = value
         return value.withUTF8 { text in
             token.withUnsafeBytes { secret in
-                let (length, first) = (secret.count, secret[0])
-                var start = 0
-                while start + length <= text.count {
-                    if text[start] == first, memcmp(text.baseAddress! + start, secret.baseAddress!, length) == 0 {
-                        return true
+                /// The byte at `index`, an escape decoded, and how many bytes of text it took.
+                func byte(at index: Int) -> (value: UInt8, width: Int)? {
+                    guard index < text.count else { return nil }
+                    if text[index] == UInt8(ascii: "%"), index + 2 < text.count, let high = hex(text[index + 1]),
+                        let low = hex(text[index + 2])
+                    {
+                        return (high << 4 | low, 3)
                     }
-                    start += 1
+                    return (text[index], 1)
+                }
+                for start in 0...(text.count - token.count) {
+                    var (index, matched) = (start, 0)
+                    while matched < secret.count, let next = byte(at: index), next.value == secret[matched] {
+                        index += next.width
+                        matched += 1
+                    }
+                    if matched == secret.count { return true }
                 }
                 return false
             }
+        }
+    }
+
+    private static func hex(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x41...0x46: digit - 0x37
+        case 0x61...0x66: digit - 0x57
+        default: nil
         }
     }
 }

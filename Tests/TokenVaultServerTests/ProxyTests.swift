@@ -116,6 +116,24 @@ import TokenVaultTesting
         }
     }
 
+    /// An upstream that writes the token back into its answer's headers, as it came or
+    /// percent-encoded in a URL: those headers stay behind, the others pass.
+    @Test(arguments: ProxyPath.allCases) func headersThatCarryTheTokenBackAreNotReturned(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let (server, token) = (fixture.server, fixture.token)
+            let response = try await server.request("GET", "/v1/credentials/ns/a/proxy/reflect")
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.headers["x-safe"] == "kept")
+            #expect(response.headers["x-echo-authorization"] == nil)
+            #expect(response.headers["location"] == nil)
+            let encoded = token.utf8.map { String(format: "%%%02x", $0) }.joined()
+            #expect(!"\(response.headers)".contains(token) && !"\(response.headers)".contains(encoded))
+        }
+    }
+
     @Test(arguments: ProxyPath.allCases) func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned(path: ProxyPath)
         async throws
     {

@@ -64,6 +64,21 @@ public final class TestUpstream: Sendable {
                 return try Self.dpopResource(request, dpop.verifier, dpop.boundKey)
             }
         }
+        // An upstream that writes the token it was sent back into its answer's headers: as it
+        // came, and percent-encoded (every byte, lower-case hex) in a URL, as a careless
+        // callback or a debugging header would.
+        router.get("/reflect") { request, _ -> Response in
+            let authorization = request.headers[.authorization] ?? ""
+            let token = String(authorization.split(separator: " ").last ?? "")
+            let encoded = token.utf8.map { String(format: "%%%02x", $0) }.joined()
+            return Response(
+                status: .ok,
+                headers: [
+                    .init("X-Echo-Authorization")!: authorization,
+                    .location: "https://elsewhere.example/callback?token=\(encoded)",
+                    .init("X-Safe")!: "kept",
+                ])
+        }
         router.get("/redirect") { request, _ -> Response in
             Response(status: .found, headers: [.location: request.uri.queryParameters.get("to") ?? "/"])
         }
