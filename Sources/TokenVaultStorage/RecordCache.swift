@@ -184,10 +184,17 @@ final class RecordCache: Sendable {
     /// was deleted). The row its transaction kept as written says nothing new, nor does a row
     /// kept by a later transaction (changes are heard in commit order). But a row read while a
     /// commit whose outcome was unknown had not landed yet must go when it lands.
+    /// A row this process is writing again is left to that write's end, which drops it and
+    /// turns away reads begun before it: counting an invalidation here as well would only keep
+    /// the write from keeping what it writes.
     func invalidate(_ id: CredentialID, unlessCachedAs generation: Int64?, status: CredentialStatus?) {
         let shard = Self.shard(id)
         state.withLock { state in
-            if let generation, let cached = state.entries[id]?.record.metadata,
+            guard let cached = state.entries[id]?.record.metadata else {
+                if state.writing[id] == nil { state.invalidations[shard] &+= 1 }
+                return
+            }
+            if let generation,
                 cached.generation > generation || (cached.generation == generation && cached.status == status)
             {
                 return

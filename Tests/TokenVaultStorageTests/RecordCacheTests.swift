@@ -218,4 +218,39 @@ import TokenVaultTesting
         let again = doorkeeper.seenBefore(first)
         #expect(!afterReset && again)
     }
+
+    /// A change of this process's own, heard on PostgreSQL's change feed: the row it left, or a
+    /// later one, stays; an older row or another status goes, and so does a read begun before;
+    /// a row being written again is left to that write.
+    @Test func anOwnChangeKeepsTheRowItLeftOrALaterOneOnly() throws {
+        let cache = RecordCache(capacity: 10)
+        let second = try Self.record("a", generation: 2)
+        let id = second.metadata.id
+        func cacheSecond() { cache.insert(second, ticket: cache.ticket(for: id)) }
+        cacheSecond()
+        cache.invalidate(id, unlessCachedAs: 2, status: .active)
+        cache.invalidate(id, unlessCachedAs: 1, status: .failing)
+        #expect(cache.record(id) == second, "the row the change left, or a later one: kept")
+        cache.invalidate(id, unlessCachedAs: 3, status: .active)
+        #expect(cache.record(id) == nil, "older than the change: dropped")
+        cacheSecond()
+        cache.invalidate(id, unlessCachedAs: 2, status: .needsReauth)
+        #expect(cache.record(id) == nil, "another status at the same generation: dropped")
+        cacheSecond()
+        cache.invalidate(id, unlessCachedAs: nil, status: nil)
+        #expect(cache.record(id) == nil, "deleted: dropped")
+
+        let begun = cache.ticket(for: id)
+        cache.invalidate(id, unlessCachedAs: 2, status: .active)
+        cache.insert(second, ticket: begun)
+        #expect(cache.record(id) == nil, "a read begun before the change is not kept")
+
+        var writes = RecordCache.Writes()
+        writes.touch(id, in: cache)
+        let third = try Self.record("a", generation: 3)
+        writes.saved(third)
+        cache.invalidate(id, unlessCachedAs: 2, status: .active)  // the previous write's, heard late
+        cache.end(writes, committed: true)
+        #expect(cache.record(id) == third, "a row being written again is left to its write")
+    }
 }
