@@ -42,6 +42,10 @@ public struct ScheduleUpdate: Sendable, Equatable {
     public var id: CredentialID
     /// Applied only if the row still has this generation (a refresh or put in between wins).
     public var generation: Int64
+    /// Applied only if the row still has this status (nil: whatever it has): an update planned
+    /// from an earlier read (a postponement, a failure's backoff) must not undo a status another
+    /// process set since at the same generation (a removal pending, a sign-in needed).
+    public var expectedStatus: CredentialStatus?
     public var status: CredentialStatus
     public var refreshAt: Timestamp?
     public var lastError: CredentialFailure?
@@ -49,16 +53,23 @@ public struct ScheduleUpdate: Sendable, Equatable {
     public var updatedAt: Timestamp
 
     public init(
-        id: CredentialID, generation: Int64, status: CredentialStatus, refreshAt: Timestamp?,
-        lastError: CredentialFailure?, refreshFailures: Int, updatedAt: Timestamp
+        id: CredentialID, generation: Int64, expectedStatus: CredentialStatus? = nil, status: CredentialStatus,
+        refreshAt: Timestamp?, lastError: CredentialFailure?, refreshFailures: Int, updatedAt: Timestamp
     ) {
         self.id = id
         self.generation = generation
+        self.expectedStatus = expectedStatus
         self.status = status
         self.refreshAt = refreshAt
         self.lastError = lastError
         self.refreshFailures = refreshFailures
         self.updatedAt = updatedAt
+    }
+
+    /// Whether the update applies to a row that reads `metadata`: the rule every store's
+    /// `updateSchedule` keeps (in its statement, or in memory for a group commit).
+    public func applies(to metadata: CredentialMetadata) -> Bool {
+        metadata.generation == generation && (expectedStatus == nil || metadata.status == expectedStatus)
     }
 }
 

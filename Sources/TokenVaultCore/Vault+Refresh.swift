@@ -275,10 +275,12 @@ extension Vault {
 }
 
 extension ScheduleUpdate {
-    /// The credential's current schedule and state, to be changed field by field.
+    /// The credential's current schedule and state, to be changed field by field; applied only
+    /// while the row has the generation and status read (`expectedStatus`).
     public init(_ metadata: CredentialMetadata) {
         self.init(
-            id: metadata.id, generation: metadata.generation, status: metadata.status, refreshAt: metadata.refreshAt,
-            lastError: metadata.lastError, refreshFailures: metadata.refreshFailures, updatedAt: metadata.updatedAt)
+            id: metadata.id, generation: metadata.generation, expectedStatus: metadata.status,
+            status: metadata.status, refreshAt: metadata.refreshAt, lastError: metadata.lastError,
+            refreshFailures: metadata.refreshFailures, updatedAt: metadata.updatedAt)
     }
 }

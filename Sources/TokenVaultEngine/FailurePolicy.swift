@@ -24,7 +24,8 @@ struct FailurePolicy: Sendable {
         random: Double
     ) -> Decision {
         var update = ScheduleUpdate(
-            id: metadata.id, generation: metadata.generation, status: .failing, refreshAt: nil,
+            id: metadata.id, generation: metadata.generation, expectedStatus: metadata.status, status: .failing,
+            refreshAt: nil,
             lastError: CredentialFailure(code: failure.code.rawValue, message: failure.message, at: now),
             refreshFailures: metadata.refreshFailures + 1, updatedAt: now)
         switch failure.kind {

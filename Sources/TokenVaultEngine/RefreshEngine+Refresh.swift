@@ -112,7 +112,8 @@ extension RefreshEngine {
         }
         if let refreshTokenExpiry = metadata.refreshTokenExpiresAt, refreshTokenExpiry <= now {
             let update = ScheduleUpdate(
-                id: metadata.id, generation: metadata.generation, status: .expired, refreshAt: nil,
+                id: metadata.id, generation: metadata.generation, expectedStatus: metadata.status, status: .expired,
+                refreshAt: nil,
                 lastError: CredentialFailure(
                     code: ProviderFailure.Code.refreshTokenExpired.rawValue,
                     message: "the refresh token expired at \(refreshTokenExpiry)",

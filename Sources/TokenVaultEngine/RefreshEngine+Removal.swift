@@ -130,6 +130,8 @@ extension RefreshEngine {
     {
         let now = vault.clock.now
         var update = ScheduleUpdate(record.metadata)
+        // The removal marked the row pending (or found it so): it still is, unless it changed.
+        update.expectedStatus = .revokePending
         update.status = .revokePending
         update.refreshFailures = record.metadata.refreshFailures + 1
         update.lastError = CredentialFailure(

@@ -140,12 +140,12 @@ extension SQLiteCredentialWriter {
             """
             UPDATE credentials SET status = ?3, refresh_at = ?4, last_error_code = ?5, last_error_message = ?6,
                 last_error_at = ?7, refresh_failures = ?8, updated_at = ?9
-            WHERE id = ?1 AND generation = ?2
+            WHERE id = ?1 AND generation = ?2 AND (?10 IS NULL OR status = ?10)
             """
         ).bind(
             update.id.description, update.generation, update.status.rawValue, update.refreshAt?.milliseconds,
             update.lastError?.code, update.lastError?.message, update.lastError?.at.milliseconds,
-            update.refreshFailures, update.updatedAt.milliseconds
+            update.refreshFailures, update.updatedAt.milliseconds, update.expectedStatus?.rawValue
         ).run()
         return connection.changes > 0
     }

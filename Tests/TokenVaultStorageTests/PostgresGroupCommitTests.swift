@@ -50,11 +50,12 @@ import TokenVaultTesting
         let a = try await Self.put(fixture, "a")
         let b = try await Self.put(fixture, "b")
         let c = try await Self.put(fixture, "c")
+        let d = try await Self.put(fixture, "d")
         let now = fixture.clock.now
         let attempt = Self.attempt(for: b, owner: "node-1/x", at: now)
         struct Undone: Error {}
         let results = try await Self.write(fixture.database) { writer in
-            try writer.prefetch([a.id, b.id, c.id])
+            try writer.prefetch([a.id, b.id, c.id, d.id])
             let sent = writer.changesSent
             var first = ScheduleUpdate(a)
             first.refreshAt = now.adding(seconds: 60)
@@ -77,12 +78,20 @@ import TokenVaultTesting
                 update.generation += 1
                 return try writer.updateSchedule(update)
             }
+            // Planned from a status the row no longer has: not applied, in memory or when sent.
+            let otherStatus = try writer.savepoint {
+                var update = ScheduleUpdate(d)
+                update.expectedStatus = .needsReauth
+                update.status = .failing
+                return try writer.updateSchedule(update)
+            }
             // What the writes read is what they changed, before anything was sent.
             let readBack = try writer.record(a.id)?.metadata.refreshAt
             let unsent = writer.changesSent == sent
             try writer.finishGroup()
-            return (applied, undone, begun, stale, readBack, unsent)
+            return (applied, undone, begun, stale, readBack, unsent, otherStatus)
         }
+        #expect(!results.6, "a schedule planned from another status was reported applied")
         #expect(results.0)
         guard case .failure(let error) = results.1, error is Undone else {
             Issue.record("the throwing write did not fail: \(results.1)")
@@ -98,6 +107,7 @@ import TokenVaultTesting
         #expect(try other.backend.record(a.id)?.metadata.refreshAt == now.adding(seconds: 60))
         #expect(try other.backend.openAttempts(limit: 10).map(\.attemptID) == [attempt.attemptID])
         #expect(try other.backend.record(b.id)?.metadata.refreshAt == b.refreshAt, "the undone write is stored")
+        #expect(try other.backend.record(d.id)?.metadata.status == .active)
         #expect(try other.backend.record(c.id)?.metadata.updatedAt == c.updatedAt)
     }
 

@@ -332,6 +332,40 @@ import TokenVaultTesting
         #expect(try await vault.beginAttempt(request(try vault.metadata(id))) != nil)
     }
 
+    /// A schedule change planned from an earlier read (a postponement, a failure's backoff) does
+    /// not undo a status set since at the same generation: a credential marked for removal, or
+    /// for a new sign-in, stays so. Twenty at once, so that PostgreSQL's group commit (which
+    /// decides in memory which of its updates apply) takes them together as well as alone.
+    @Test(arguments: TestBackendKind.allCases)
+    func aScheduleChangePlannedFromAnEarlierReadDoesNotUndoAStatusSetSince(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        let ids = try (0..<20).map { try CredentialID("pay/marked\($0)") }
+        for id in ids { try await vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
+        let planned = try ids.map { try vault.metadata($0) }
+        for metadata in planned {
+            var marked = ScheduleUpdate(metadata)
+            marked.status = .revokePending
+            #expect(try await vault.updateSchedule(marked) != nil)
+        }
+        let applied = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for metadata in planned {
+                group.addTask {
+                    var postponed = ScheduleUpdate(metadata)
+                    postponed.refreshAt = metadata.refreshAt?.adding(seconds: 600)
+                    return try await vault.updateSchedule(postponed) != nil
+                }
+            }
+            return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(applied == 0)
+        for id in ids { #expect(try vault.metadata(id).status == .revokePending) }
+        // Planned from the row as it is now, it applies.
+        var current = ScheduleUpdate(try vault.metadata(ids[0]))
+        current.refreshAt = fixture.clock.now.adding(seconds: 60)
+        #expect(try await vault.updateSchedule(current)?.refreshAt == current.refreshAt)
+    }
+
     /// A removal planned from an earlier row (the engine's retry of a revocation, from a cache
     /// that may be behind another node's delete and store again) removes nothing when the row
     /// under the lock is another one: the credential stored since keeps its refresh token.

@@ -144,7 +144,7 @@ extension PostgresCredentialWriter {
                     returns: nil))
         }
         if !schedules.isEmpty {
-            var binds = PostgresBindings(capacity: schedules.count * 9)
+            var binds = PostgresBindings(capacity: schedules.count * 10)
             let rows = schedules.map { schedule in
                 let update = schedule.update
                 let first = binds.count + 1
@@ -157,7 +157,8 @@ extension PostgresCredentialWriter {
                 binds.append(update.lastError?.at.milliseconds)
                 binds.append(Int64(update.refreshFailures))
                 binds.append(update.updatedAt.milliseconds)
-                let types = ["text", "bigint", "text", "bigint", "text", "text", "bigint", "bigint", "bigint"]
+                binds.append(update.expectedStatus?.rawValue)
+                let types = ["text", "bigint", "text", "bigint", "text", "text", "bigint", "bigint", "bigint", "text"]
                 return "(" + types.enumerated().map { "$\(first + $0.offset)::\($0.element)" }.joined(separator: ", ")
                     + ")"
             }
@@ -170,8 +171,11 @@ extension PostgresCredentialWriter {
                                 last_error_code = v.code, last_error_message = v.message, last_error_at = v.error_at,
                                 refresh_failures = v.failures, updated_at = v.updated_at
                             FROM (VALUES \(rows.joined(separator: ", ")))
-                                AS v(id, generation, status, refresh_at, code, message, error_at, failures, updated_at)
-                            WHERE c.id = v.id AND c.generation = v.generation RETURNING c.id
+                                AS v(id, generation, status, refresh_at, code, message, error_at, failures, updated_at,
+                                    expected_status)
+                            WHERE c.id = v.id AND c.generation = v.generation
+                                AND (v.expected_status IS NULL OR c.status = v.expected_status)
+                            RETURNING c.id
                             """, binds: binds),
                     returns: Set(schedules.filter(\.applies).map(\.update.id.description))))
         }

@@ -277,7 +277,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
         touch(update.id)
         if let entry = group?.locked(update.id) {
-            let applies = entry.row?.metadata.generation == update.generation
+            let applies = entry.row.map { update.applies(to: $0.metadata) } ?? false
             try keep(.schedule(update, applies: applies), update.id) {
                 if applies { $0.row?.metadata.apply(update) }
             }
@@ -290,7 +290,9 @@ final class PostgresCredentialWriter: CredentialWriter {
                 last_error_code = \(update.lastError?.code), last_error_message = \(update.lastError?.message),
                 last_error_at = \(update.lastError?.at.milliseconds), refresh_failures = \(Int64(update.refreshFailures)),
                 updated_at = \(update.updatedAt.milliseconds)
-            WHERE id = \(update.id.description) AND generation = \(update.generation) RETURNING 1
+            WHERE id = \(update.id.description) AND generation = \(update.generation)
+                AND (\(update.expectedStatus?.rawValue)::text IS NULL OR status = \(update.expectedStatus?.rawValue))
+            RETURNING 1
             """
         ).rows.count > 0
     }
