@@ -55,6 +55,8 @@ final class ProxyFastCall {
     private var link: UpstreamLink?
     /// The answer the link brings keeps the connection open for the next call.
     private var linkStaysOpen = false
+    /// The request went with `Connection: close` (`ProxyHeaders.endsConnection`).
+    private var endsLink = false
     private var refusal: (head: HTTPResponseHead, body: ByteBuffer)?
     /// An informational answer (1xx, such as 103 Early Hints) is under way: not the call's answer.
     private var informational = false
@@ -152,6 +154,8 @@ final class ProxyFastCall {
         if length > 0 || [.post, .put, .patch].contains(plan.method) {
             headers.add(name: "Content-Length", value: String(length))
         }
+        endsLink = ProxyHeaders.endsConnection(method: plan.method, hasBody: length > 0)
+        if endsLink { headers.add(name: "Connection", value: "close") }
         let uri = target.path + (target.query.map { "?" + $0 } ?? "")
         let head = HTTPRequestHead(
             version: .http1_1, method: HTTPMethod(rawValue: plan.method.rawValue), uri: uri, headers: headers)
@@ -201,7 +205,7 @@ final class ProxyFastCall {
         case (.end, .waiting) where informational:
             informational = false
         case (.head(let head), .waiting):
-            linkStaysOpen = head.isKeepAlive
+            linkStaysOpen = head.isKeepAlive && !endsLink
             if head.status == .unauthorized, !refreshed, api.engine != nil,
                 VaultAPI.refusesToken(head.headers, method: plan.method)
             {

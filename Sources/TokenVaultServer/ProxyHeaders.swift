@@ -19,6 +19,15 @@ enum ProxyHeaders {
         "trailer", "trailers", "transfer-encoding", "upgrade", "x-original-url", "x-rewrite-url", "forwarded",
         "x-http-method-override", "x-http-method", "x-method-override",
     ]
+    /// Whether the upstream connection ends with this call: a body on a method that defines none
+    /// (GET, DELETE). An upstream that ignores such a body would read it as the next request on
+    /// the connection, and kept connections are shared by every caller of the instance: one
+    /// caller's smuggled request would answer another's call, sent with its token. Such a call
+    /// goes with `Connection: close` and its connection is not kept.
+    static func endsConnection(method: HTTPRequest.Method, hasBody: Bool) -> Bool {
+        hasBody && ![.post, .put, .patch].contains(method)
+    }
+
     /// Lower-cased names never returned to the caller.
     static let notReturned: Set<String> = [
         "connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "trailers",

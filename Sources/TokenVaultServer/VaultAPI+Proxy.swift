@@ -211,6 +211,14 @@ extension VaultAPI {
             }
         }
 
+        let hasBody: Bool
+        switch body {
+        case .kept(let buffer): hasBody = buffer.map { $0.readableBytes > 0 } ?? false
+        case .streamed: hasBody = true
+        }
+        if let method = HTTPRequest.Method(method), ProxyHeaders.endsConnection(method: method, hasBody: hasBody) {
+            outgoing.headers.replaceOrAdd(name: "Connection", value: "close")
+        }
         switch body {
         case .kept(let buffer?): outgoing.body = .bytes(buffer)
         case .kept(nil): break

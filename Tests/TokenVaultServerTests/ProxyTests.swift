@@ -134,6 +134,29 @@ import TokenVaultTesting
         }
     }
 
+    /// A body on a GET or DELETE goes with `Connection: close`, so its upstream connection is
+    /// not kept for another caller's call (an upstream that ignored the body would read it as the
+    /// next request); a GET without one, or a POST, keeps the connection.
+    @Test(arguments: ProxyPath.allCases) func aBodyOnAMethodWithoutOneEndsTheUpstreamConnection(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let server = fixture.server
+            func connection(_ method: String, body: String?) async throws -> String? {
+                let response = try await server.request(method, "/v1/credentials/ns/a/proxy/echo", body: body)
+                #expect(response.status == 200, "\(method): \(response.text)")
+                return (response.json()["headers"] as? [String: String])?["connection"]
+            }
+            let smuggling = try await connection("GET", body: "GET /echo HTTP/1.1\r\n\r\n")
+            let delete = try await connection("DELETE", body: "x")
+            let plain = try await connection("GET", body: nil)
+            let post = try await connection("POST", body: "{}")
+            #expect(smuggling == "close" && delete == "close")
+            #expect(plain != "close" && post != "close")
+        }
+    }
+
     @Test(arguments: ProxyPath.allCases) func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned(path: ProxyPath)
         async throws
     {
