@@ -193,9 +193,15 @@ extension Vault {
                 _ = try writer.updateSchedule(update)
                 return .leaseLost(why)
             }
-            let next = NextGeneration(
+            var next = NextGeneration(
                 previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
                 succession: .refresh, id: id, issuedAt: received.sentAt, now: now, planner: planner, jitter: jitter)
+            if current.metadata.status == .revokePending {
+                // Removed while it was being refreshed (on another node): the new tokens are kept
+                // so that the removal's next try revokes them, at the time it set.
+                next.metadata.status = .revokePending
+                next.metadata.refreshAt = current.metadata.refreshAt
+            }
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
             try announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
             return .committed(next.metadata)

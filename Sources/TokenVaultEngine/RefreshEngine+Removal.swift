@@ -43,6 +43,9 @@ extension RefreshEngine {
             return .deleted(revoked: false)
         }
         var pending = ScheduleUpdate(record.metadata)
+        // A removal asked for overrides whatever status the row has now at this generation (its
+        // read may come from a cache behind another node's change of it).
+        pending.expectedStatus = nil
         pending.status = .revokePending
         // If this process dies before the revocation ends, the scheduler takes it up again then
         // (a living process sets the next try itself, or deletes the row).

@@ -103,6 +103,9 @@ enum ProxyHeaders {
                     return (text[index], 1)
                 }
                 for start in 0...(text.count - token.count) {
+                    guard text[start] == secret[0] || text[start] == UInt8(ascii: "%") else { continue }
+                    // As it is (a token may hold a literal `%`), then with escapes decoded.
+                    if memcmp(text.baseAddress! + start, secret.baseAddress!, secret.count) == 0 { return true }
                     var (index, matched) = (start, 0)
                     while matched < secret.count, let next = byte(at: index), next.value == secret[matched] {
                         index += next.width

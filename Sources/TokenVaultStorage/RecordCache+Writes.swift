@@ -10,6 +10,8 @@ extension RecordCache {
         fileprivate var tickets: [CredentialID: Ticket] = [:]
         /// Rows written whole (`save`) and not changed afterwards.
         private var saved: [CredentialID: SealedCredentialRecord] = [:]
+        /// Rows read under their lock and not changed (`lockedRead`).
+        fileprivate var readUnderLock: Set<CredentialID> = []
         /// A write of the transaction threw: whatever of it was undone (a savepoint rolled back,
         /// a group's write taken back in memory, the whole transaction to be rolled back), its
         /// saves are not known to be in the database, and none is kept.
@@ -24,9 +26,10 @@ extension RecordCache {
         /// A row read under its lock (PostgreSQL): what the cache holds of it may be behind a
         /// change of another node not heard yet, and a refresh planned from it is refused
         /// (`Vault.isSameState`), so it is dropped when the transaction ends, as a row changed
-        /// is, unless the transaction keeps what it writes of it.
-        mutating func lockedRead(_ id: CredentialID, in cache: RecordCache) {
-            if tickets[id] == nil { tickets[id] = cache.beginWrite(id) }
+        /// is, unless the transaction keeps what it writes of it. Read only: it is served from
+        /// the cache meanwhile, and a row it writes takes its ticket when it changes it.
+        mutating func lockedRead(_ id: CredentialID) {
+            if tickets[id] == nil { readUnderLock.insert(id) }
         }
 
         /// `record` is the row as the transaction has written it (after `touch`).
@@ -41,8 +44,11 @@ extension RecordCache {
     }
 
     /// Ends a transaction's writes: `committed` says it committed (false also when its outcome is
-    /// unknown).
+    /// unknown: its rows are then dropped again if a change of them made here is heard later).
     func end(_ writes: Writes, committed: Bool) {
-        endWrites(writes.tickets.keys, committed: committed ? writes.committedRows : [])
+        let touched = writes.tickets.keys
+        endWrites(
+            touched, readUnderLock: writes.readUnderLock.filter { !touched.contains($0) },
+            committed: committed ? writes.committedRows : [], uncertain: !committed)
     }
 }

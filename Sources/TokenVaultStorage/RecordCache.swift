@@ -43,12 +43,15 @@ final class RecordCache: Sendable {
         var writing: [CredentialID: Int] = [:]
         /// Nil when every row read is kept.
         var doorkeeper: Doorkeeper?
+        /// Rows whose last transaction here ended without knowing it committed (`heardOwnChange`).
+        var uncertain: Set<CredentialID> = []
         var hits = 0
         var misses = 0
     }
 
     let capacity: Int
     let byteLimit: Int
+    static let maximumUncertain = 4096
     /// False: a `Doorkeeper` admits rows.
     private let keepsRowsReadOnce: Bool
     private let state: Mutex<State>
@@ -133,7 +136,13 @@ final class RecordCache: Sendable {
     /// write began (another node's change of the row, committed after this one and heard before
     /// now, must not be overwritten by it), so the next read of a row this process just
     /// refreshed needs no database.
-    func endWrites(_ ids: some Sequence<CredentialID>, committed: [WrittenRow] = []) {
+    /// `readUnderLock`: rows the transaction read under their lock and did not change, dropped as
+    /// a change of them would be (another node's change may not have been heard yet). `uncertain`:
+    /// the transaction ended without knowing whether it committed (`heardOwnChange`).
+    func endWrites(
+        _ ids: some Sequence<CredentialID>, readUnderLock: Set<CredentialID> = [], committed: [WrittenRow] = [],
+        uncertain: Bool = false
+    ) {
         let sizes = committed.map(\.record.approximateBytes)
         let hashes = committed.map { keepsRowsReadOnce ? 0 : Doorkeeper.hash($0.record.metadata.id) }
         state.withLock { state in
@@ -147,6 +156,19 @@ final class RecordCache: Sendable {
                 state.invalidations[Self.shard(key)] &+= 1
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
+                if uncertain { state.uncertain.insert(key) }
+            }
+            for id in readUnderLock {
+                state.invalidations[Self.shard(id)] &+= 1
+                if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
+            }
+            // Bounded: past it (many failed transactions whose changes were never heard, or a store
+            // without a change feed), everything is dropped and the list starts anew.
+            if state.uncertain.count > Self.maximumUncertain {
+                state.uncertain = []
+                for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
+                state.entries = [:]
+                state.bytes = 0
             }
             for (row, (bytes, hash)) in current {
                 keep(row.record, bytes: bytes, admitted: state.doorkeeper?.contains(hash) ?? true, in: &state)
@@ -179,27 +201,16 @@ final class RecordCache: Sendable {
         }
     }
 
-    /// Drops `id`'s row as `invalidate` does, unless the cached row is the one a change of this
-    /// process's own left or a later one (`generation` and `status`; nil generation: the row
-    /// was deleted). The row its transaction kept as written says nothing new, nor does a row
-    /// kept by a later transaction (changes are heard in commit order). But a row read while a
-    /// commit whose outcome was unknown had not landed yet must go when it lands.
-    /// A row this process is writing again is left to that write's end, which drops it and
-    /// turns away reads begun before it: counting an invalidation here as well would only keep
-    /// the write from keeping what it writes.
-    func invalidate(_ id: CredentialID, unlessCachedAs generation: Int64?, status: CredentialStatus?) {
-        let shard = Self.shard(id)
+    /// A change this process made, heard on PostgreSQL's change feed. One whose transaction
+    /// ended knowing it committed says nothing new: the end dropped the row, turned away reads
+    /// begun before it, and kept what it wrote. One whose commit's outcome was unknown (its
+    /// connection lost, its deadline passed) may have landed after a read cached the row from
+    /// before it: that row goes, whatever it holds (a schedule moved, a failure counted, new
+    /// tokens), and so does any read begun before now.
+    func heardOwnChange(_ id: CredentialID) {
         state.withLock { state in
-            guard let cached = state.entries[id]?.record.metadata else {
-                if state.writing[id] == nil { state.invalidations[shard] &+= 1 }
-                return
-            }
-            if let generation,
-                cached.generation > generation || (cached.generation == generation && cached.status == status)
-            {
-                return
-            }
-            state.invalidations[shard] &+= 1
+            guard state.uncertain.remove(id) != nil else { return }
+            state.invalidations[Self.shard(id)] &+= 1
             if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
         }
     }

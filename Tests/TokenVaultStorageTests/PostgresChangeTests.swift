@@ -271,8 +271,8 @@ import TokenVaultTesting
     /// A commit of this node whose outcome it could not learn (its connection lost, its deadline
     /// passed) may land after its write ended and a read cached the row from before it. Its
     /// notification is this node's own, and must still drop that row: the cache would otherwise
-    /// serve it until another node changed the credential. Here the late commit is made by hand
-    /// under node 2's name.
+    /// serve it until another node changed the credential. Here the writer's end is played as
+    /// after such a COMMIT, and the late commit made by hand under node 2's name.
     @Test func anOwnChangeTheCachedRowDoesNotReflectStillDropsIt() async throws {
         let nodes = try await Self.twoNodes()
         defer { nodes.close() }
@@ -280,6 +280,9 @@ import TokenVaultTesting
         let id = try CredentialID("pay/late")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 1 })
+        var writes = RecordCache.Writes()
+        writes.touch(id, in: database2.cache)
+        database2.cache.end(writes, committed: false)
         #expect(try database2.record(id)?.metadata.status == .active)
         #expect(database2.cache.record(id) != nil, "cached")
 

@@ -219,38 +219,54 @@ import TokenVaultTesting
         #expect(!afterReset && again)
     }
 
-    /// A change of this process's own, heard on PostgreSQL's change feed: the row it left, or a
-    /// later one, stays; an older row or another status goes, and so does a read begun before;
-    /// a row being written again is left to that write.
-    @Test func anOwnChangeKeepsTheRowItLeftOrALaterOneOnly() throws {
+    /// A change of this process's own, heard on PostgreSQL's change feed, drops nothing after a
+    /// transaction that knew it committed; after one that did not (its COMMIT's outcome unknown),
+    /// it drops the row read since, whatever it holds, and reads begun before, once.
+    @Test func anOwnChangeDropsTheRowOnlyAfterACommitWhoseOutcomeWasUnknown() throws {
         let cache = RecordCache(capacity: 10)
-        let second = try Self.record("a", generation: 2)
-        let id = second.metadata.id
-        func cacheSecond() { cache.insert(second, ticket: cache.ticket(for: id)) }
-        cacheSecond()
-        cache.invalidate(id, unlessCachedAs: 2, status: .active)
-        cache.invalidate(id, unlessCachedAs: 1, status: .failing)
-        #expect(cache.record(id) == second, "the row the change left, or a later one: kept")
-        cache.invalidate(id, unlessCachedAs: 3, status: .active)
-        #expect(cache.record(id) == nil, "older than the change: dropped")
-        cacheSecond()
-        cache.invalidate(id, unlessCachedAs: 2, status: .needsReauth)
-        #expect(cache.record(id) == nil, "another status at the same generation: dropped")
-        cacheSecond()
-        cache.invalidate(id, unlessCachedAs: nil, status: nil)
-        #expect(cache.record(id) == nil, "deleted: dropped")
+        let first = try Self.record("a")
+        let id = first.metadata.id
+        func read(_ row: SealedCredentialRecord) { cache.insert(row, ticket: cache.ticket(for: id)) }
+        func transaction(committed: Bool) {
+            var writes = RecordCache.Writes()
+            writes.touch(id, in: cache)
+            cache.end(writes, committed: committed)
+        }
+        transaction(committed: true)
+        read(first)
+        cache.heardOwnChange(id)
+        #expect(cache.record(id) == first, "a known commit: nothing new")
 
+        transaction(committed: false)
+        read(first)  // the row from before the commit, which lands now
         let begun = cache.ticket(for: id)
-        cache.invalidate(id, unlessCachedAs: 2, status: .active)
-        cache.insert(second, ticket: begun)
-        #expect(cache.record(id) == nil, "a read begun before the change is not kept")
+        cache.heardOwnChange(id)
+        #expect(cache.record(id) == nil, "the commit landed after the read: dropped")
+        cache.insert(first, ticket: begun)
+        #expect(cache.record(id) == nil, "and a read begun before it is not kept")
+        let second = try Self.record("a", generation: 2)
+        read(second)
+        cache.heardOwnChange(id)
+        #expect(cache.record(id) == second, "once only")
+    }
 
+    /// A row read under its lock and not changed is still served while the transaction runs,
+    /// and dropped when it ends (another node's change of it may not have been heard yet).
+    @Test func aRowReadUnderItsLockIsDroppedWhenTheTransactionEnds() throws {
+        let cache = RecordCache(capacity: 10)
+        let row = try Self.record("a")
+        let id = row.metadata.id
+        cache.insert(row, ticket: cache.ticket(for: id))
         var writes = RecordCache.Writes()
-        writes.touch(id, in: cache)
-        let third = try Self.record("a", generation: 3)
-        writes.saved(third)
-        cache.invalidate(id, unlessCachedAs: 2, status: .active)  // the previous write's, heard late
+        writes.lockedRead(id)
+        #expect(cache.record(id) == row)
+        let begun = cache.ticket(for: id)
         cache.end(writes, committed: true)
-        #expect(cache.record(id) == third, "a row being written again is left to its write")
+        #expect(cache.record(id) == nil)
+        cache.insert(row, ticket: begun)
+        #expect(cache.record(id) == nil, "a read begun before the end is not kept")
+        cache.heardOwnChange(id)
+        cache.insert(row, ticket: cache.ticket(for: id))
+        #expect(cache.record(id) == row)
     }
 }

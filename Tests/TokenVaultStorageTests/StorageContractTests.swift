@@ -366,6 +366,42 @@ import TokenVaultTesting
         #expect(try await vault.updateSchedule(current)?.refreshAt == current.refreshAt)
     }
 
+    /// A credential marked for removal (on another node) while a refresh of it was in flight:
+    /// the refresh's new tokens are stored, since its refresh token is spent, but the mark stays,
+    /// with the removal's time for its next try, so that the removal revokes the new tokens.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRefreshCommittedAfterARemovalWasAskedForKeepsTheRemovalPending(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        let id = try CredentialID("pay/leaving")
+        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let planned = try vault.metadata(id)
+        let request = Vault.AttemptRequest(
+            metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
+            isOwnerGone: { _, _ in false })
+        let (attempt, _) = try #require(try await vault.beginAttempt(request))
+        var removal = ScheduleUpdate(try vault.metadata(id))
+        removal.expectedStatus = nil
+        removal.status = .revokePending
+        removal.refreshAt = fixture.clock.now.adding(seconds: 300)
+        #expect(try await vault.updateSchedule(removal) != nil)
+
+        let previous = try vault.credential(id)
+        let result = await vault.commitRefresh(
+            .init(
+                attempt: attempt, previous: planned, previousSecrets: previous.secrets,
+                payload: Self.payload("two"), sentAt: fixture.clock.now))
+        guard case .committed(.committed(let after)) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(after.generation == planned.generation + 1)
+        #expect(after.status == .revokePending && after.refreshAt == removal.refreshAt)
+        let stored = try vault.credential(id)
+        #expect(stored.metadata.status == .revokePending)
+        #expect(stored.secrets.accessToken.revealString() == "at-two")
+    }
+
     /// A removal planned from an earlier row (the engine's retry of a revocation, from a cache
     /// that may be behind another node's delete and store again) removes nothing when the row
     /// under the lock is another one: the credential stored since keeps its refresh token.

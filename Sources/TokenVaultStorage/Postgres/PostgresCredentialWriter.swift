@@ -73,7 +73,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// it was before the other node's commit (the multi-node kill test caught exactly that: a
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        cacheWrites.lockedRead(id, in: cache)
+        cacheWrites.lockedRead(id)
         if let entry = group?.locked(id) { return entry.row }
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it. In a group, `lockLate` takes it.
@@ -86,12 +86,13 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        cacheWrites.lockedRead(id, in: cache)
         if let entry = group?.entries[id] {
             guard !entry.busy else { throw Self.busy(id) }
+            cacheWrites.lockedRead(id)
             return entry.row
         }
         guard try tryLock(id) else { throw Self.busy(id) }
+        cacheWrites.lockedRead(id)
         return try tracked { try $0.credentialRecord(id) }
     }
 

@@ -81,18 +81,10 @@ extension PostgresDatabase {
     }
 
     private func deliver(_ change: Change) {
-        // This node's own changes were dropped from its cache when their transactions ended, or
-        // kept as committed (`RecordCache.endWrites`): hearing of those again says nothing new.
-        // But a commit whose outcome was unknown (its connection lost, its deadline passed) may
-        // land after its end dropped the row and a read cached the row from before it: a cached
-        // row that is not the one the change left goes, own change or not.
-        if change.isOwn {
-            cache.invalidate(
-                change.id, unlessCachedAs: change.operation == .delete ? nil : change.newGeneration,
-                status: change.newStatus)
-        } else {
-            cache.invalidate(change.id)
-        }
+        // This node's own changes were dropped from its cache when their transactions ended,
+        // or kept as committed: hearing of them again says nothing new, unless the transaction
+        // ended not knowing whether it committed (`RecordCache.heardOwnChange`).
+        if change.isOwn { cache.heardOwnChange(change.id) } else { cache.invalidate(change.id) }
         let seen = listenerState.withLock { state -> Bool in
             defer { state.lastSequence = max(state.lastSequence, change.sequence) }
             return state.delivered.contains(change.sequence)
