@@ -54,6 +54,9 @@ extension ProviderFailure {
         public static let refreshTokenExpired = Code(rawValue: "refresh_token_expired")
         /// The access token expired and there is nothing to refresh it with.
         public static let expired = Code(rawValue: "expired")
+        /// A removal revoked the tokens it read, but a refresh stored new ones meanwhile: the
+        /// credential stays pending removal, and the next try revokes those.
+        public static let refreshedDuringRemoval = Code(rawValue: "refreshed_during_removal")
         /// A failure of ours that has no better name (the daemon log has the details).
         public static let internalError = Code(rawValue: "internal_error")
     }

@@ -201,6 +201,8 @@ extension Vault {
                 // so that the removal's next try revokes them, at the time it set.
                 next.metadata.status = .revokePending
                 next.metadata.refreshAt = current.metadata.refreshAt
+                next.metadata.lastError = current.metadata.lastError
+                next.metadata.refreshFailures = current.metadata.refreshFailures
             }
             try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
             try announcer.newTokens(previous: current.metadata, after: next.metadata, writer)

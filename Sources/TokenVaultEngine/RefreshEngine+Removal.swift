@@ -51,16 +51,28 @@ extension RefreshEngine {
         // (a living process sets the next try itself, or deletes the row).
         pending.refreshAt = vault.clock.now.adding(seconds: options.leasePeriod)
         pending.updatedAt = vault.clock.now
-        try await vault.updateSchedule(pending, event: .revokePending)
+        // Not marked: another generation was stored since the read (a refresh, a put), whose
+        // tokens these would not revoke. The caller tries again.
+        guard let marked = try await vault.updateSchedule(pending, event: .revokePending) else {
+            throw VaultError.conflict("credential \(id) changed as its removal began; ask again")
+        }
 
         if let failure = await revoke(
             record, provider: provider, gate: slot.gate, tries: force ? 1 : options.revocationAttempts)
         {
-            guard force else { return try await keepPending(record, failure: failure) }
+            guard force else { return try await keepPending(record.metadata, failure: failure) }
             try await delete(id, audit: audit, detail: "forced: revocation failed (\(failure.code))")
             return .deleted(revoked: false)
         }
-        try await delete(id, audit: audit, detail: "revoked at the provider", revoked: true)
+        // Only the generation revoked: a refresh that was with the provider as the removal began
+        // may have stored new tokens since (still pending removal), which the next try revokes.
+        guard try await delete(id, audit: audit, detail: "revoked at the provider", revoked: true, ifStill: marked)
+        else {
+            let failure = ProviderFailure(
+                kind: .transient, code: .refreshedDuringRemoval,
+                message: "a refresh stored new tokens while the old ones were being revoked; they are revoked next")
+            return try await keepPending(try vault.metadata(id), failure: failure)
+        }
         return .deleted(revoked: true)
     }
 
@@ -79,7 +91,7 @@ extension RefreshEngine {
             return .skipped("credential \(id) removed", nil)
         }
         if let failure = await revoke(record, provider: provider, gate: slot.gate, tries: 1) {
-            _ = try await keepPending(record, failure: failure)
+            _ = try await keepPending(record.metadata, failure: failure)
             return .failed(failure, nil)
         }
         let detail = "revoked at the provider after a retry"
@@ -128,23 +140,23 @@ extension RefreshEngine {
         return nil
     }
 
-    private func keepPending(_ record: Credential, failure: ProviderFailure) async throws
+    private func keepPending(_ metadata: CredentialMetadata, failure: ProviderFailure) async throws
         -> RemovalOutcome
     {
         let now = vault.clock.now
-        var update = ScheduleUpdate(record.metadata)
+        var update = ScheduleUpdate(metadata)
         // The removal marked the row pending (or found it so): it still is, unless it changed.
         update.expectedStatus = .revokePending
         update.status = .revokePending
-        update.refreshFailures = record.metadata.refreshFailures + 1
+        update.refreshFailures = metadata.refreshFailures + 1
         update.lastError = CredentialFailure(
             code: failure.code.rawValue, message: "revocation failed: \(failure.message)", at: now)
-        let wait = limits(for: record.metadata.provider).retry.delay(
+        let wait = limits(for: metadata.provider).retry.delay(
             attempt: update.refreshFailures, retryAfter: failure.retryAfter, random: Double.random(in: 0..<1))
         update.refreshAt = now.adding(seconds: max(wait, 1))
         update.updatedAt = now
         // Announced once per removal: its retries fail on, and the webhook said so already.
-        let first = record.metadata.status != .revokePending
+        let first = metadata.status != .revokePending
         let updated = try await vault.updateSchedule(update, announcing: first ? [.revocationFailing] : [])
         // The scheduler may be asleep until the lease-long time `performRemoval` set: the retry
         // is due sooner.
@@ -152,10 +164,10 @@ extension RefreshEngine {
         logger.warning(
             "revocation failed; the credential stays revoke_pending and is retried",
             metadata: [
-                "tokenvault.credential.id": "\(record.metadata.id)", "tokenvault.error.code": "\(failure.code)",
+                "tokenvault.credential.id": "\(metadata.id)", "tokenvault.error.code": "\(failure.code)",
                 "tokenvault.refresh.next": "\(update.refreshAt?.description ?? "none")",
             ])
-        return .revokePending(updated ?? record.metadata, failure)
+        return .revokePending(updated ?? metadata, failure)
     }
 
     /// `planned`: only if the row is still the one it was read as (`Vault.delete(ifStill:)`);

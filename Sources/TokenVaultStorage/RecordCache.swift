@@ -43,8 +43,11 @@ final class RecordCache: Sendable {
         var writing: [CredentialID: Int] = [:]
         /// Nil when every row read is kept.
         var doorkeeper: Doorkeeper?
-        /// Rows whose last transaction here ended without knowing it committed (`heardOwnChange`).
-        var uncertain: Set<CredentialID> = []
+        /// Rows a transaction here ended without knowing whether it committed, until when their
+        /// own changes still drop them (`heardOwnChange`).
+        var uncertain: [CredentialID: ContinuousClock.Instant] = [:]
+        /// Set when `uncertain` overflowed: until then every own change drops its row.
+        var allOwnChangesUncertainUntil: ContinuousClock.Instant?
         var hits = 0
         var misses = 0
     }
@@ -52,6 +55,9 @@ final class RecordCache: Sendable {
     let capacity: Int
     let byteLimit: Int
     static let maximumUncertain = 4096
+    /// How long after such an end a change of the row heard here may still be that commit,
+    /// landing late (a COMMIT the server received commits as soon as it can; a minute is ample).
+    static let uncertainFor = Duration.seconds(60)
     /// False: a `Doorkeeper` admits rows.
     private let keepsRowsReadOnce: Bool
     private let state: Mutex<State>
@@ -144,6 +150,7 @@ final class RecordCache: Sendable {
         uncertain: Bool = false
     ) {
         let sizes = committed.map(\.record.approximateBytes)
+        let now = ContinuousClock.now
         let hashes = committed.map { keepsRowsReadOnce ? 0 : Doorkeeper.hash($0.record.metadata.id) }
         state.withLock { state in
             // A row written whole is kept if a read wanted it before (a write alone, an import,
@@ -156,19 +163,23 @@ final class RecordCache: Sendable {
                 state.invalidations[Self.shard(key)] &+= 1
                 if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
                 if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
-                if uncertain { state.uncertain.insert(key) }
+                if uncertain { state.uncertain[key] = now + Self.uncertainFor }
             }
             for id in readUnderLock {
                 state.invalidations[Self.shard(id)] &+= 1
                 if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
             }
-            // Bounded: past it (many failed transactions whose changes were never heard, or a store
-            // without a change feed), everything is dropped and the list starts anew.
+            // Bounded: past it (many failed transactions within the minute), everything is dropped
+            // and every own change is taken as uncertain until the minute is over.
             if state.uncertain.count > Self.maximumUncertain {
-                state.uncertain = []
-                for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
-                state.entries = [:]
-                state.bytes = 0
+                state.uncertain = state.uncertain.filter { $0.value > now }
+                if state.uncertain.count > Self.maximumUncertain {
+                    state.uncertain = [:]
+                    state.allOwnChangesUncertainUntil = now + Self.uncertainFor
+                    for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
+                    state.entries = [:]
+                    state.bytes = 0
+                }
             }
             for (row, (bytes, hash)) in current {
                 keep(row.record, bytes: bytes, admitted: state.doorkeeper?.contains(hash) ?? true, in: &state)
@@ -207,9 +218,16 @@ final class RecordCache: Sendable {
     /// connection lost, its deadline passed) may have landed after a read cached the row from
     /// before it: that row goes, whatever it holds (a schedule moved, a failure counted, new
     /// tokens), and so does any read begun before now.
+    /// The mark lasts `uncertainFor`, not one change: a late or replayed notification of an
+    /// earlier change of the row may come first.
     func heardOwnChange(_ id: CredentialID) {
+        let now = ContinuousClock.now
         state.withLock { state in
-            guard state.uncertain.remove(id) != nil else { return }
+            let everything = state.allOwnChangesUncertainUntil.map { now < $0 } ?? false
+            guard everything || state.uncertain[id].map({ now < $0 }) == true else {
+                state.uncertain[id] = nil
+                return
+            }
             state.invalidations[Self.shard(id)] &+= 1
             if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
         }

@@ -346,6 +346,44 @@ import TokenVaultTesting
         #expect(throws: VaultError.self) { try fixture.metadata(id) }
     }
 
+    /// Another node's refresh was with the provider as the removal began, and stores its new
+    /// tokens while the removal revokes the old ones: the removal does not delete them unrevoked.
+    /// The credential stays pending removal, and the next try revokes the new tokens and deletes.
+    @Test func tokensStoredByARefreshDuringARemovalAreRevokedBeforeTheRowGoes() async throws {
+        let fixture = try EngineFixture()
+        let (id, planned) = try await fixture.store("race", refreshToken: "rt-old")
+        let vault = fixture.vault
+        let request = Vault.AttemptRequest(
+            metadata: planned, fingerprint: "fp", owner: "node-a/1",
+            leaseUntil: fixture.testVault.clock.now.adding(seconds: 60), isOwnerGone: { _, _ in false })
+        let (attempt, _) = try #require(try await vault.beginAttempt(request))
+        let previous = try vault.credential(id)
+        fixture.provider.beforeNextRevocation {
+            let payload = TokenPayload(
+                kind: .oauth2,
+                secrets: CredentialSecrets(
+                    accessToken: SecretBytes(utf8: "at-new"), refreshToken: SecretBytes(utf8: "rt-new")),
+                tokenType: "Bearer", expiry: .after(seconds: 3600))
+            _ = await vault.commitRefresh(
+                .init(
+                    attempt: attempt, previous: planned, previousSecrets: previous.secrets, payload: payload,
+                    sentAt: fixture.testVault.clock.now))
+        }
+        let outcome = try await fixture.engine.remove(id, force: false, audit: nil)
+        guard case .revokePending(let after, let failure) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(failure.code == .refreshedDuringRemoval)
+        #expect(after.generation == planned.generation + 1 && after.status == .revokePending)
+        #expect(fixture.provider.revocations.map(\.token) == ["rt-old", "at-initial-race"])
+
+        let retry = try await fixture.engine.refresh(id, reason: .scheduled)
+        #expect(
+            fixture.provider.revocations.map(\.token) == ["rt-old", "at-initial-race", "rt-new", "at-new"], "\(retry)")
+        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+    }
+
     @Test func failedRevocationLeavesTheCredentialRevokePendingUnlessForced() async throws {
         let fixture = try EngineFixture(options: .init(revocationAttempts: 2))
         let (id, _) = try await fixture.store("stuck")

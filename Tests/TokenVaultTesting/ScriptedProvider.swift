@@ -24,6 +24,7 @@ public final class ScriptedProvider: TokenProvider {
         var presented: [String: Int] = [:]
         var revoked: [(String, TokenHint)] = []
         var revocationFailures: [ProviderFailure] = []
+        var beforeRevoking: (@Sendable () async -> Void)?
         var calls = 0
         var minted = 0
         var exchangeCalls: [ProviderCall] = []
@@ -44,6 +45,10 @@ public final class ScriptedProvider: TokenProvider {
 
     /// Steps for the next refresh calls, first in first out.
     public func script(_ steps: Step...) { state.withLock { $0.script += steps } }
+    /// Runs once, as the next revocation call arrives (something another node does meanwhile).
+    public func beforeNextRevocation(_ action: @escaping @Sendable () async -> Void) {
+        state.withLock { $0.beforeRevoking = action }
+    }
     /// Failures for the next revocation calls, first in first out.
     public func failRevocations(_ failures: ProviderFailure...) { state.withLock { $0.revocationFailures += failures } }
 
@@ -105,6 +110,11 @@ public final class ScriptedProvider: TokenProvider {
     }
 
     public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
+        if let action = state.withLock({ state in
+            defer { state.beforeRevoking = nil }; return state.beforeRevoking
+        }) {
+            await action()
+        }
         if let failure = state.withLock({ $0.revocationFailures.isEmpty ? nil : $0.revocationFailures.removeFirst() }) {
             throw failure
         }
