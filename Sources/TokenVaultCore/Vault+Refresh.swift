@@ -152,8 +152,10 @@ extension Vault {
         /// The new generation is durable and published.
         case committed(CredentialMetadata)
         /// Nothing written: the credential was replaced or deleted meanwhile (a `PUT` or a delete
-        /// wins over a refresh). The text says which.
-        case superseded(String)
+        /// wins over a refresh). The text says which; `deleted`: the credential the refresh
+        /// started from is gone (deleted, or deleted and stored again), so the tokens received
+        /// are nobody's and the engine revokes them.
+        case superseded(String, deleted: Bool)
         /// Nothing written: another node took the attempt over (it watched this node's heartbeat
         /// stand still for a lease period, or an operator forgot this node), so these tokens
         /// came from a refresh token that node presents again. Recorded on the credential
@@ -177,10 +179,19 @@ extension Vault {
         let body: @Sendable (any CredentialWriter) throws -> RefreshCommit = { [self] writer in
             let now = clock.now
             let attempt = received.attempt
-            guard let current = try writer.record(id), current.metadata.generation == attempt.generation else {
+            // The credential the refresh started from: the same generation of the same row (one
+            // deleted and stored again starts at generation 1 again, with a new `createdAt`).
+            let current = try writer.record(id)
+            guard let current, current.metadata.generation == attempt.generation,
+                current.metadata.createdAt == received.previous.createdAt
+            else {
+                let deleted = current.map { $0.metadata.createdAt != received.previous.createdAt } ?? true
                 try writer.finishAttempt(
                     attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
-                return .superseded("credential \(id) was replaced or deleted while it was being refreshed")
+                return .superseded(
+                    deleted
+                        ? "credential \(id) was deleted while it was being refreshed"
+                        : "credential \(id) was replaced while it was being refreshed", deleted: deleted)
             }
             guard try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
                 let why =

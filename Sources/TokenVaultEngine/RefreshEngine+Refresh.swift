@@ -318,11 +318,24 @@ extension RefreshEngine {
             // Reported by the ledger's observer (error log, metric, `last_error`).
             statistics.record { $0.skipped += 1 }
             return .skipped(why, nil)
-        case .committed(.superseded(let why)):
+        case .committed(.superseded(let why, let deleted)):
             statistics.record { $0.skipped += 1 }
             logger.notice(
                 "refresh answer not stored",
                 metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(why)"])
+            if deleted, provider.supportsRevocation {
+                // Removed while the provider was answering: a removal means revoked, and these
+                // tokens are held by nobody now. This call still holds the gate's permit.
+                var orphan = metadata
+                orphan.generation += 1
+                if let failure = await revoke(
+                    Credential(metadata: orphan, secrets: payload.secrets), provider: provider, gate: nil, tries: 2)
+                {
+                    logger.warning(
+                        "the tokens a refresh received for a credential deleted meanwhile could not be revoked",
+                        metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.error.code": "\(failure.code)"])
+                }
+            }
             return .skipped(why, nil)
         case .held(let pending):
             // The ledger holds the new tokens and retries; the stored ones are served meanwhile.

@@ -102,7 +102,9 @@ extension RefreshEngine {
 
     /// Revokes the refresh token, then the access token. Nil on success; otherwise the failure
     /// that stopped it. Transient failures are retried up to `tries` times per token.
-    private func revoke(_ record: Credential, provider: any TokenProvider, gate: ProviderGate, tries: Int) async
+    /// `gate`: nil when the caller holds a permit of it already (a refresh's call, revoking what
+    /// it received).
+    func revoke(_ record: Credential, provider: any TokenProvider, gate: ProviderGate?, tries: Int) async
         -> ProviderFailure?
     {
         let secrets = record.secrets
@@ -112,7 +114,7 @@ extension RefreshEngine {
             var attempt = 0
             while true {
                 attempt += 1
-                await gate.acquire()
+                await gate?.acquire()
                 // Keyed like a refresh, so an answer spooled while the daemon was down is used
                 // instead of a second request; revocation is idempotent, so it is settled at once.
                 let call = ProviderCall(
@@ -125,7 +127,7 @@ extension RefreshEngine {
                     result = error
                 }
                 settlement.settle(call.key)
-                gate.release()
+                gate?.release()
                 guard let failure = result else { break }
                 let retryable = failure.kind == .transient || failure.kind == .unknownOutcome
                 guard retryable, attempt < tries else {

@@ -384,6 +384,28 @@ import TokenVaultTesting
         #expect(throws: VaultError.self) { try fixture.metadata(id) }
     }
 
+    /// A credential deleted while the provider was answering its refresh (another node's removal
+    /// that finished first): the tokens received are not stored, and they are revoked, since
+    /// nobody holds them and a removal means revoked.
+    @Test func tokensReceivedForACredentialDeletedMeanwhileAreRevoked() async throws {
+        let fixture = try EngineFixture()
+        let (id, _) = try await fixture.store("gone", refreshToken: "rt-gone")
+        let latch = Latch()
+        fixture.provider.script(.hold(latch))
+        let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
+        #expect(try await waitUntil { latch.arrived == 1 })
+        try await fixture.vault.delete(id)
+        latch.open()
+        guard case .skipped(let why, _) = try await refresh.value else {
+            Issue.record("the refresh of a deleted credential was not skipped")
+            return
+        }
+        #expect(why.contains("deleted"), "\(why)")
+        let revoked = fixture.provider.revocations
+        #expect(revoked.map(\.hint) == [.refreshToken, .accessToken], "\(revoked.map(\.hint))")
+        #expect(revoked.allSatisfy { $0.token.hasPrefix("rt-scripted-") || $0.token.hasPrefix("at-scripted-") })
+    }
+
     @Test func failedRevocationLeavesTheCredentialRevokePendingUnlessForced() async throws {
         let fixture = try EngineFixture(options: .init(revocationAttempts: 2))
         let (id, _) = try await fixture.store("stuck")

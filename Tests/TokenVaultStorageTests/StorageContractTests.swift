@@ -402,6 +402,39 @@ import TokenVaultTesting
         #expect(stored.secrets.accessToken.revealString() == "at-two")
     }
 
+    /// A refresh whose credential was deleted and stored again while the provider was answering
+    /// (generation 1 again) stores nothing over the new one and says it was deleted: the new
+    /// credential keeps its tokens and shows no error.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRefreshOfACredentialDeletedAndStoredAgainStoresNothing(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let vault = fixture.vault
+        let id = try CredentialID("pay/again2")
+        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let planned = try vault.metadata(id)
+        let request = Vault.AttemptRequest(
+            metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
+            isOwnerGone: { _, _ in false })
+        let (attempt, _) = try #require(try await vault.beginAttempt(request))
+        let previous = try vault.credential(id)
+        fixture.clock.advance(seconds: 1)
+        try await vault.delete(id)
+        try await vault.put(id, payload: Self.payload("two"), provider: "idp")
+        #expect(try vault.metadata(id).generation == planned.generation)
+        let result = await vault.commitRefresh(
+            .init(
+                attempt: attempt, previous: planned, previousSecrets: previous.secrets,
+                payload: Self.payload("three"), sentAt: fixture.clock.now))
+        guard case .committed(.superseded(_, let deleted)) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(deleted)
+        let stored = try vault.credential(id)
+        #expect(stored.secrets.accessToken.revealString() == "at-two")
+        #expect(stored.metadata.lastError == nil)
+    }
+
     /// A removal planned from an earlier row (the engine's retry of a revocation, from a cache
     /// that may be behind another node's delete and store again) removes nothing when the row
     /// under the lock is another one: the credential stored since keeps its refresh token.
