@@ -152,10 +152,9 @@ extension Vault {
         /// The new generation is durable and published.
         case committed(CredentialMetadata)
         /// Nothing written: the credential was replaced or deleted meanwhile (a `PUT` or a delete
-        /// wins over a refresh). The text says which; `deleted`: the credential the refresh
-        /// started from is gone (deleted, or deleted and stored again), so the tokens received
-        /// are nobody's and the engine revokes them.
-        case superseded(String, deleted: Bool)
+        /// wins over a refresh). The text says which; `gone`: no row has its id now, so the tokens
+        /// received are nobody's and the engine revokes them.
+        case superseded(String, gone: Bool)
         /// Nothing written: another node took the attempt over (it watched this node's heartbeat
         /// stand still for a lease period, or an operator forgot this node), so these tokens
         /// came from a refresh token that node presents again. Recorded on the credential
@@ -185,13 +184,14 @@ extension Vault {
             guard let current, current.metadata.generation == attempt.generation,
                 current.metadata.createdAt == received.previous.createdAt
             else {
-                let deleted = current.map { $0.metadata.createdAt != received.previous.createdAt } ?? true
                 try writer.finishAttempt(
                     attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
-                return .superseded(
-                    deleted
-                        ? "credential \(id) was deleted while it was being refreshed"
-                        : "credential \(id) was replaced while it was being refreshed", deleted: deleted)
+                let why =
+                    current == nil
+                    ? "deleted"
+                    : current?.metadata.createdAt != received.previous.createdAt
+                        ? "deleted and stored again" : "replaced"
+                return .superseded("credential \(id) was \(why) while it was being refreshed", gone: current == nil)
             }
             guard try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
                 let why =

@@ -318,18 +318,20 @@ extension RefreshEngine {
             // Reported by the ledger's observer (error log, metric, `last_error`).
             statistics.record { $0.skipped += 1 }
             return .skipped(why, nil)
-        case .committed(.superseded(let why, let deleted)):
+        case .committed(.superseded(let why, let gone)):
             statistics.record { $0.skipped += 1 }
             logger.notice(
                 "refresh answer not stored",
                 metadata: ["tokenvault.credential.id": "\(id)", "tokenvault.detail": "\(why)"])
-            if deleted, provider.supportsRevocation {
+            if gone, provider.supportsRevocation {
                 // Removed while the provider was answering: a removal means revoked, and these
-                // tokens are held by nobody now. This call still holds the gate's permit.
-                var orphan = metadata
-                orphan.generation += 1
+                // tokens are held by nobody now. Once, with the permit this call holds, under a key
+                // of its own (a recovery settles it: no credential waits for it). Not when the
+                // credential was stored again: revoking the old grant's tokens may end the new
+                // grant's too at a provider that revokes per user and client.
                 if let failure = await revoke(
-                    Credential(metadata: orphan, secrets: payload.secrets), provider: provider, gate: nil, tries: 2)
+                    Credential(metadata: metadata, secrets: payload.secrets), provider: provider, gate: nil, tries: 1,
+                    keyedAs: "orphan-\(attempt.attemptID)")
                 {
                     logger.warning(
                         "the tokens a refresh received for a credential deleted meanwhile could not be revoked",

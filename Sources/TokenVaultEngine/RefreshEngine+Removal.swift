@@ -103,10 +103,11 @@ extension RefreshEngine {
     /// Revokes the refresh token, then the access token. Nil on success; otherwise the failure
     /// that stopped it. Transient failures are retried up to `tries` times per token.
     /// `gate`: nil when the caller holds a permit of it already (a refresh's call, revoking what
-    /// it received).
-    func revoke(_ record: Credential, provider: any TokenProvider, gate: ProviderGate?, tries: Int) async
-        -> ProviderFailure?
-    {
+    /// it received). `keyedAs`: the call's key part after the credential's id, by default its
+    /// generation (what a recovery after a restart looks for).
+    func revoke(
+        _ record: Credential, provider: any TokenProvider, gate: ProviderGate?, tries: Int, keyedAs: String? = nil
+    ) async -> ProviderFailure? {
         let secrets = record.secrets
         let tokens: [(SecretBytes, TokenHint)] =
             (secrets.refreshToken.map { [($0, TokenHint.refreshToken)] } ?? []) + [(secrets.accessToken, .accessToken)]
@@ -118,7 +119,7 @@ extension RefreshEngine {
                 // Keyed like a refresh, so an answer spooled while the daemon was down is used
                 // instead of a second request; revocation is idempotent, so it is settled at once.
                 let call = ProviderCall(
-                    key: "revoke:\(record.metadata.id):\(record.metadata.generation):\(hint.rawValue)")
+                    key: "revoke:\(record.metadata.id):\(keyedAs ?? "\(record.metadata.generation)"):\(hint.rawValue)")
                 let result: ProviderFailure?
                 do throws(ProviderFailure) {
                     try await provider.revoke(token, hint: hint, call: call)

@@ -406,6 +406,32 @@ import TokenVaultTesting
         #expect(revoked.allSatisfy { $0.token.hasPrefix("rt-scripted-") || $0.token.hasPrefix("at-scripted-") })
     }
 
+    /// Replaced while the provider was answering (a put of new tokens, or a delete and store
+    /// again): the row is someone's, so the tokens received are dropped and nothing is revoked
+    /// (a provider that revokes per user and client would end the new grant too).
+    @Test func tokensReceivedForACredentialReplacedMeanwhileAreNotRevoked() async throws {
+        let fixture = try EngineFixture()
+        for storedAgain in [false, true] {
+            let (id, _) = try await fixture.store("replaced-\(storedAgain)", refreshToken: "rt-replaced")
+            let latch = Latch()
+            fixture.provider.script(.hold(latch))
+            let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
+            #expect(try await waitUntil { latch.arrived == 1 })
+            if storedAgain {
+                fixture.testVault.clock.advance(seconds: 1)
+                try await fixture.vault.delete(id)
+            }
+            _ = try await fixture.store("replaced-\(storedAgain)", refreshToken: "rt-new-sign-in")
+            latch.open()
+            guard case .skipped = try await refresh.value else {
+                Issue.record("the refresh of a replaced credential was not skipped")
+                return
+            }
+            #expect(fixture.provider.revocations.isEmpty)
+            #expect(try fixture.vault.credential(id).secrets.refreshToken?.revealString() == "rt-new-sign-in")
+        }
+    }
+
     @Test func failedRevocationLeavesTheCredentialRevokePendingUnlessForced() async throws {
         let fixture = try EngineFixture(options: .init(revocationAttempts: 2))
         let (id, _) = try await fixture.store("stuck")
