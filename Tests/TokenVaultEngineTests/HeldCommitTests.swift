@@ -104,14 +104,18 @@ import TokenVaultTesting
         defer { other.close() }
         let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
         // Once the attempt is journalled (the provider is being called), take the write lock
-        // and keep it well past the vault's busy timeout.
+        // and keep it until the refresh's commit has met it and is held (a fixed second once
+        // ended before the commit came, on a machine busy with the other suites), at most 15 s.
         try await eventually(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty }
-        // Held on a thread of its own: a second asleep on the concurrency pool stalls other tests.
+        // Held on a thread of its own: a wait on the concurrency pool stalls other tests.
         let lockHeld = Task {
             try await offThePool {
                 try other.write(durability: .normal) { _ in
                     locked.open()
-                    Thread.sleep(forTimeInterval: 1.0)
+                    let deadline = ContinuousClock.now + .seconds(15)
+                    while fixture.vault.pendingCommit(for: id) == nil, ContinuousClock.now < deadline {
+                        Thread.sleep(forTimeInterval: 0.01)
+                    }
                 }
             }
         }

@@ -366,6 +366,19 @@ import TokenVaultTesting
         #expect(try await vault.updateSchedule(current)?.refreshAt == current.refreshAt)
     }
 
+    /// Stores `id` and journals a refresh of it, as a node does before it calls the provider.
+    static func refreshUnderWay(_ id: CredentialID, in fixture: TestBackendVault) async throws
+        -> (planned: CredentialMetadata, attempt: RefreshAttempt)
+    {
+        try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
+        let planned = try fixture.vault.metadata(id)
+        let request = Vault.AttemptRequest(
+            metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
+            isOwnerGone: { _, _ in false })
+        let (attempt, _) = try #require(try await fixture.vault.beginAttempt(request))
+        return (planned, attempt)
+    }
+
     /// A credential marked for removal (on another node) while a refresh of it was in flight:
     /// the refresh's new tokens are stored, since its refresh token is spent, but the mark stays,
     /// with the removal's time for its next try, so that the removal revokes the new tokens.
@@ -374,12 +387,7 @@ import TokenVaultTesting
         let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         let id = try CredentialID("pay/leaving")
-        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let planned = try vault.metadata(id)
-        let request = Vault.AttemptRequest(
-            metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
-            isOwnerGone: { _, _ in false })
-        let (attempt, _) = try #require(try await vault.beginAttempt(request))
+        let (planned, attempt) = try await Self.refreshUnderWay(id, in: fixture)
         var removal = ScheduleUpdate(try vault.metadata(id))
         removal.expectedStatus = nil
         removal.status = .revokePending
@@ -411,12 +419,7 @@ import TokenVaultTesting
         let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         let id = try CredentialID("pay/again2")
-        try await vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let planned = try vault.metadata(id)
-        let request = Vault.AttemptRequest(
-            metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
-            isOwnerGone: { _, _ in false })
-        let (attempt, _) = try #require(try await vault.beginAttempt(request))
+        let (planned, attempt) = try await Self.refreshUnderWay(id, in: fixture)
         let previous = try vault.credential(id)
         fixture.clock.advance(seconds: 1)
         try await vault.delete(id)
