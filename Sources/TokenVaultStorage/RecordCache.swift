@@ -50,6 +50,19 @@ final class RecordCache: Sendable {
         var allOwnChangesUncertainUntil: ContinuousClock.Instant?
         var hits = 0
         var misses = 0
+
+        /// Forgets `id`'s row, and turns away reads of its shard begun before now.
+        mutating func drop(_ id: CredentialID, shard: Int) {
+            invalidations[shard] &+= 1
+            if let removed = entries.removeValue(forKey: id) { bytes -= removed.bytes }
+        }
+
+        /// Forgets every row, and turns away every read begun before now.
+        mutating func dropAll() {
+            for shard in invalidations.indices { invalidations[shard] &+= 1 }
+            entries = [:]
+            bytes = 0
+        }
     }
 
     let capacity: Int
@@ -159,16 +172,11 @@ final class RecordCache: Sendable {
                 state.invalidations[$0.0.ticket.shard] == $0.0.ticket.count
             }
             for id in ids {
-                let key = id
-                state.invalidations[Self.shard(key)] &+= 1
-                if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
-                if let count = state.writing[key] { state.writing[key] = count > 1 ? count - 1 : nil }
-                if uncertain { state.uncertain[key] = now + Self.uncertainFor }
+                state.drop(id, shard: Self.shard(id))
+                if let count = state.writing[id] { state.writing[id] = count > 1 ? count - 1 : nil }
+                if uncertain { state.uncertain[id] = now + Self.uncertainFor }
             }
-            for id in readUnderLock {
-                state.invalidations[Self.shard(id)] &+= 1
-                if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
-            }
+            for id in readUnderLock { state.drop(id, shard: Self.shard(id)) }
             // Bounded: past it (many failed transactions within the minute), everything is dropped
             // and every own change is taken as uncertain until the minute is over.
             if state.uncertain.count > Self.maximumUncertain {
@@ -176,9 +184,7 @@ final class RecordCache: Sendable {
                 if state.uncertain.count > Self.maximumUncertain {
                     state.uncertain = [:]
                     state.allOwnChangesUncertainUntil = now + Self.uncertainFor
-                    for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
-                    state.entries = [:]
-                    state.bytes = 0
+                    state.dropAll()
                 }
             }
             for (row, (bytes, hash)) in current {
@@ -204,12 +210,8 @@ final class RecordCache: Sendable {
     }
 
     func invalidate(_ id: CredentialID) {
-        let key = id
-        let shard = Self.shard(key)
-        state.withLock { state in
-            state.invalidations[shard] &+= 1
-            if let removed = state.entries.removeValue(forKey: key) { state.bytes -= removed.bytes }
-        }
+        let shard = Self.shard(id)
+        state.withLock { $0.drop(id, shard: shard) }
     }
 
     /// A change this process made, heard on PostgreSQL's change feed. One whose transaction
@@ -222,25 +224,21 @@ final class RecordCache: Sendable {
     /// earlier change of the row may come first.
     func heardOwnChange(_ id: CredentialID) {
         let now = ContinuousClock.now
+        let shard = Self.shard(id)
         state.withLock { state in
             let everything = state.allOwnChangesUncertainUntil.map { now < $0 } ?? false
             guard everything || state.uncertain[id].map({ now < $0 }) == true else {
                 state.uncertain[id] = nil
                 return
             }
-            state.invalidations[Self.shard(id)] &+= 1
-            if let removed = state.entries.removeValue(forKey: id) { state.bytes -= removed.bytes }
+            state.drop(id, shard: shard)
         }
     }
 
     /// Forgets everything (after a lost notification connection, or a write that may have
     /// changed any row).
     func invalidateAll() {
-        state.withLock { state in
-            for shard in state.invalidations.indices { state.invalidations[shard] &+= 1 }
-            state.entries = [:]
-            state.bytes = 0
-        }
+        state.withLock { $0.dropAll() }
     }
 
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) {
