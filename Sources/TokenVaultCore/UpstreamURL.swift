@@ -31,7 +31,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         }
         let bytes = Array(text.utf8)
         func string(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
-        guard let schemeEnd = bytes.firstRange(of: Self.schemeSeparator) else {
+        guard let schemeEnd = Self.schemeSeparator(in: bytes) else {
             throw UpstreamURLProblem("'\(shown())' is not an absolute URL")
         }
         let scheme = string(0..<schemeEnd.lowerBound).lowercased()
@@ -99,16 +99,23 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
     /// any local user may listen on `[::1]:port` while the service listens on `127.0.0.1` only;
     /// the token would go to them.
     public static func isLoopback(_ host: String) -> Bool {
-        var host = host.lowercased()
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var host = Substring(host)
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         if host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4 else { return false }
-        let values = octets.compactMap { octet -> Int? in
-            guard (1...3).contains(octet.count), octet.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-            return Int(octet).flatMap { $0 <= 255 ? $0 : nil }
+        // Four decimal octets of one to three digits, each at most 255, the first 127; read as
+        // bytes (a proxied call checks its target's host every time).
+        var (octets, digits, value, first) = (0, 0, 0, 0)
+        for byte in host.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0, value <= 255 else { return false }
+                if octets == 0 { first = value }
+                (octets, digits, value) = (octets + 1, 0, 0)
+            } else {
+                guard (0x30...0x39).contains(byte), digits < 3 else { return false }
+                (digits, value) = (digits + 1, value * 10 + Int(byte - 0x30))
+            }
         }
-        return values.count == 4 && values[0] == 127
+        return octets == 3 && digits > 0 && value <= 255 && first == 127
     }
 
     private static func isHostText(_ host: ArraySlice<UInt8>) -> Bool {
@@ -124,26 +131,63 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         return host.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
-    private static let schemeSeparator = Array("://".utf8)
-    private static let refusedEncodings = ["%2f", "%5c", "%2e", "%00", "%25", "%u"].map { Array($0.utf8) }
+    /// The first `://`.
+    private static func schemeSeparator(in bytes: [UInt8]) -> Range<Int>? {
+        guard bytes.count >= 3 else { return nil }
+        for index in 0..<(bytes.count - 2)
+        where bytes[index] == UInt8(ascii: ":") && bytes[index + 1] == UInt8(ascii: "/")
+            && bytes[index + 2] == UInt8(ascii: "/")
+        {
+            return index..<(index + 3)
+        }
+        return nil
+    }
 
     /// A path a server reads the same way this type does: no dot segments (also as `..;x`, which
     /// Java servers read as `..`), no encoded separator or dot (`%2f`, `%5c`, `%2e`), nothing a
     /// server might decode twice or the IIS way (`%25`, `%u`), no backslash.
     private static func checkPath(_ path: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
         guard path.first == UInt8(ascii: "/") else { throw UpstreamURLProblem("'\(shown())' has no path") }
-        let lowered = path.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        for encoded in refusedEncodings where lowered.firstRange(of: encoded) != nil {
-            throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
-        }
-        guard !path.contains(UInt8(ascii: "\\")) else {
-            throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
-        }
-        for segment in path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst() {
-            let name = segment.prefix { $0 != UInt8(ascii: ";") }
-            if name.elementsEqual([UInt8(ascii: ".")]) || name.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
-                throw UpstreamURLProblem("'\(shown())' has a '.' or '..' segment in its path")
+        // One pass over the bytes (every proxied call's target is read here).
+        var segmentStart = path.startIndex + 1
+        var index = path.startIndex
+        while index <= path.endIndex {
+            let byte = index < path.endIndex ? path[index] : UInt8(ascii: "/")
+            switch byte {
+            case UInt8(ascii: "%"):
+                if Self.isRefusedEscape(path[(index + 1)...]) {
+                    throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
+                }
+            case UInt8(ascii: "\\"):
+                throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
+            case UInt8(ascii: "/") where index > path.startIndex:
+                let name = path[segmentStart..<index].prefix { $0 != UInt8(ascii: ";") }
+                if name.count == 1 && name.first == UInt8(ascii: ".")
+                    || name.count == 2 && name.allSatisfy({ $0 == UInt8(ascii: ".") })
+                {
+                    throw UpstreamURLProblem("'\(shown())' has a '.' or '..' segment in its path")
+                }
+                segmentStart = index + 1
+            default:
+                break
             }
+            index += 1
+        }
+    }
+
+    /// The bytes after a `%` begin `2f`, `5c`, `2e`, `00`, `25` or `u`, in any case.
+    private static func isRefusedEscape(_ next: ArraySlice<UInt8>) -> Bool {
+        guard let first = next.first.map({ $0 | 0x20 }) else { return false }
+        if first == UInt8(ascii: "u") { return true }
+        guard next.count >= 2 else { return false }
+        let second = next[next.startIndex + 1] | 0x20
+        switch (first, second) {
+        case (UInt8(ascii: "2"), UInt8(ascii: "f")), (UInt8(ascii: "5"), UInt8(ascii: "c")),
+            (UInt8(ascii: "2"), UInt8(ascii: "e")), (UInt8(ascii: "0"), UInt8(ascii: "0")),
+            (UInt8(ascii: "2"), UInt8(ascii: "5")):
+            return true
+        default:
+            return false
         }
     }
 }

@@ -26,12 +26,16 @@ enum FastTarget: Equatable {
 
     private static let healthPath = Array("/v1/health".utf8)
     private static let credentials = Array("/v1/credentials/".utf8)
+    private static let proxy = Array("proxy".utf8)
 
     init?(bytes target: UnsafeRawBufferPointer, routes: RouteTable) {
         if let token = TokenReadTarget(bytes: target) {
             self = .token(token)
             return
         }
+        // A proxied call is `ProxyFastPath`'s or the router's, and its route always exists:
+        // matching it against every route's template cost more than a token read.
+        guard !Self.isProxyCall(target) else { return nil }
         guard target.first == UInt8(ascii: "/"),
             !target.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") })
         else { return nil }
@@ -57,5 +61,20 @@ enum FastTarget: Equatable {
         let path = String(decoding: target, as: UTF8.self)
         guard routes.matchesNothing(path) else { return nil }
         self = .unmatched(path: path)
+    }
+
+    /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…`.
+    private static func isProxyCall(_ target: UnsafeRawBufferPointer) -> Bool {
+        guard target.starts(with: credentials) else { return false }
+        var index = credentials.count
+        var slashes = 0
+        while index < target.count, slashes < 2 {
+            if target[index] == UInt8(ascii: "/") { slashes += 1 }
+            index += 1
+        }
+        let rest = target[index...]
+        guard slashes == 2, rest.starts(with: proxy) else { return false }
+        let after = rest.dropFirst(proxy.count)
+        return after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?")
     }
 }

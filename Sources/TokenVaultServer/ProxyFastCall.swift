@@ -63,7 +63,6 @@ final class ProxyFastCall {
     private var refreshed = false
     private var retried = false
     private var bodyBytes = 0
-    private var deadline: Scheduled<Void>?
     private let started = ContinuousClock.now
     private let requestID = RequestIDs.next()
     /// Told when the call is over, and whether the caller's connection ends with it (then no
@@ -71,8 +70,14 @@ final class ProxyFastCall {
     private let ended: (_ connectionEnds: Bool) -> Void
     /// The caller's connection is closed, or closes once the answer is written.
     private var connectionEnds = false
-    /// `timeout_seconds` between the upstream's reads, as on the router's path.
-    private var readTimer: Scheduled<Void>?
+    /// When the call must be over (`proxy.deadline_seconds`).
+    private var callDeadline = NIODeadline.distantFuture
+    /// When the upstream last sent bytes, or the request went to it: `timeout_seconds` after it,
+    /// with nothing more, the read times out, as on the router's path.
+    private var lastRead = NIODeadline.distantFuture
+    /// One timer watches both: moved back only when a new wait ends sooner, not at every read
+    /// (a schedule and a cancel per read cost more than the comparison when it fires).
+    private var timer: (task: Scheduled<Void>, at: NIODeadline)?
 
     init(
         _ plan: Plan, api: VaultAPI, context: ChannelHandlerContext, pool: UpstreamConnectionPool,
@@ -96,10 +101,10 @@ final class ProxyFastCall {
     /// The request has been read whole: the call starts, under `proxy.deadline_seconds`.
     func start() {
         phase = .waiting
-        let seconds = Int64(api.options.proxy.deadlineSeconds)
-        deadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .seconds(seconds)) {
-            self.deadlinePassed()
-        }
+        let now = NIODeadline.now()
+        callDeadline = now + .seconds(Int64(api.options.proxy.deadlineSeconds))
+        // The request goes out now, or as soon as a connection is made: checked then.
+        arm(at: min(callDeadline, now + readTimeout))
         send()
     }
 
@@ -164,23 +169,41 @@ final class ProxyFastCall {
         if let body, length > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         link.handler.resume()
-        armReadTimer()
+        lastRead = .now()
+        arm(at: nextCheck)
     }
 
-    /// (Re)starts the wait for the upstream's next bytes.
-    private func armReadTimer() {
-        readTimer?.cancel()
-        let nanoseconds = Int64(plan.transport.timeouts.readSeconds * 1e9)
-        readTimer = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .nanoseconds(nanoseconds)) {
-            self.readTimedOut()
+    private var readTimeout: TimeAmount { .nanoseconds(Int64(plan.transport.timeouts.readSeconds * 1e9)) }
+
+    /// The deadline, or sooner the end of the wait for the upstream's next bytes while a
+    /// connection carries the call.
+    private var nextCheck: NIODeadline { link == nil ? callDeadline : min(callDeadline, lastRead + readTimeout) }
+
+    /// The timer fires at `at` unless it already fires sooner.
+    private func arm(at deadline: NIODeadline) {
+        if let timer, timer.at <= deadline { return }
+        timer?.task.cancel()
+        let task = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) {
+            self.timerFired()
         }
+        timer = (task, deadline)
+    }
+
+    private func timerFired() {
+        timer = nil
+        guard phase != .done else { return }
+        let now = NIODeadline.now()
+        if now >= callDeadline { return deadlinePassed() }
+        if link != nil, now >= lastRead + readTimeout {
+            // Held back for a slow caller, the upstream is not the one waiting: its wait starts again.
+            let paused = link?.handler.isPaused == true
+            lastRead = now
+            if !paused { readTimedOut() }
+        }
+        if phase != .done { arm(at: nextCheck) }
     }
 
     private func readTimedOut() {
-        readTimer = nil
-        guard link != nil else { return }
-        // Held back for a slow caller: the upstream is not the one waiting.
-        if link?.handler.isPaused == true { return armReadTimer() }
         switch phase {
         case .waiting, .refused:
             fail(
@@ -195,9 +218,8 @@ final class ProxyFastCall {
 
     private func upstream(_ event: UpstreamEvent) {
         switch event {
-        case .head, .body: armReadTimer()
-        case .end, .closed: readTimer?.cancel()
-        case .readComplete: break
+        case .head, .body: lastRead = .now()
+        case .end, .closed, .readComplete: break
         }
         switch (event, phase) {
         case (.head(let head), .waiting) where head.status.code < 200:
@@ -368,7 +390,6 @@ final class ProxyFastCall {
     }
 
     private func deadlinePassed() {
-        deadline = nil
         switch phase {
         case .waiting, .refused, .renewing:
             fail(
@@ -396,10 +417,8 @@ final class ProxyFastCall {
     private func finish(keepingLink: Bool) {
         guard phase != .done else { return }
         phase = .done
-        deadline?.cancel()
-        deadline = nil
-        readTimer?.cancel()
-        readTimer = nil
+        timer?.task.cancel()
+        timer = nil
         linkStaysOpen = linkStaysOpen && keepingLink
         releaseLink()
         api.limiter.releaseProxyCall(uid: plan.peer.uid)

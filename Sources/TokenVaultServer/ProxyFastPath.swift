@@ -184,10 +184,27 @@ final class ProxyFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// The route template the router records a proxied call under: `…/proxy`, or `…/proxy/**`
     /// with a path after it.
     static func route(of path: String) -> String {
-        let base = "/v1/credentials/{namespace}/{name}/proxy"
-        let segments = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/", maxSplits: 5)
-        return segments.count > 5 ? base + "/**" : base
+        // Something after the fifth segment's `/`, before any query: what splitting the path at
+        // `/` (empty segments dropped, at most five splits) would see, without the arrays.
+        var segments = 0
+        var inSegment = false
+        var afterFifth = false
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "?") { break }
+            if afterFifth { return proxyRestRoute }
+            if byte == UInt8(ascii: "/") {
+                afterFifth = inSegment && segments == 5
+                inSegment = false
+            } else if !inSegment {
+                inSegment = true
+                segments += 1
+            }
+        }
+        return proxyRoute
     }
+
+    private static let proxyRoute = "/v1/credentials/{namespace}/{name}/proxy"
+    private static let proxyRestRoute = proxyRoute + "/**"
 
     /// The credential a proxy path names: `/v1/credentials/{ns}/{name}/proxy`, then nothing, `/…`
     /// or `?…`. (`VaultAPI.proxyTarget` checks the rest, as for the router.)

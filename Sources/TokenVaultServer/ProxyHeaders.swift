@@ -76,11 +76,21 @@ enum ProxyHeaders {
             for item in value.utf8.split(separator: UInt8(ascii: ",")) {
                 let trimmed = item.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
                     .reversed()
-                let name = String(decoding: trimmed, as: UTF8.self).lowercased()
-                if name != "keep-alive", name != "close" { names.insert(name) }
+                // Compared as bytes first: nearly every answer says `keep-alive` and nothing else.
+                guard !equalsLowercased(trimmed, keepAlive), !equalsLowercased(trimmed, close) else { continue }
+                names.insert(String(decoding: trimmed, as: UTF8.self).lowercased())
             }
         }
         return names
+    }
+
+    private static let keepAlive = Array("keep-alive".utf8)
+    private static let close = Array("close".utf8)
+
+    /// `bytes` are `lowercase`'s, in any ASCII case.
+    private static func equalsLowercased(_ bytes: some Collection<UInt8>, _ lowercase: [UInt8]) -> Bool {
+        bytes.count == lowercase.count
+            && zip(bytes, lowercase).allSatisfy { ((0x41...0x5A).contains($0.0) ? $0.0 | 0x20 : $0.0) == $0.1 }
     }
 
     /// Whether `value` contains the token's bytes, as they are or percent-encoded in any case (a

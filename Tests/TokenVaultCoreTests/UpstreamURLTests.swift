@@ -12,6 +12,12 @@ import TokenVaultCore
         #expect(try UpstreamURL(parsing: "https://a.example").path == "/")
         #expect(try UpstreamURL(parsing: "https://a.example:443/x").origin == "https://a.example")
         #expect(try UpstreamURL(parsing: "http://[::1]:9000/x").host == "[::1]")
+        for loopback in ["http://127.0.0.1/x", "http://127.255.3.4:80/x", "http://[0:0:0:0:0:0:0:1]/x"] {
+            #expect(throws: Never.self) { try UpstreamURL(parsing: loopback) }
+        }
+        // Escapes other than the refused ones, and a `%` with too little after it, pass as written.
+        #expect(try UpstreamURL(parsing: "https://a.example/a%41b/%2").path == "/a%41b/%2")
+        #expect(try UpstreamURL(parsing: "https://a.example/a..b/.x/...").path == "/a..b/.x/...")
     }
 
     @Test(arguments: [
@@ -26,6 +32,18 @@ import TokenVaultCore
         ("https://bank.example/a/%2E%2E/b", "encoded"),
         ("https://bank.example/a%2fb", "encoded"),
         ("https://bank.example/a\\b", "backslash"),
+        ("https://bank.example/a/..", "'..' segment"),
+        ("https://bank.example/a/..;x/b", "'..' segment"),
+        ("https://bank.example/a%5Cb", "encoded"),
+        ("https://bank.example/a%252e", "encoded"),
+        ("https://bank.example/a%00", "encoded"),
+        ("https://bank.example/a%U002e", "encoded"),
+        // Loopback written any other way is not loopback.
+        ("http://127.0.0.256/x", "https is required"),
+        ("http://127.1/x", "https is required"),
+        ("http://0127.0.0.1/x", "https is required"),
+        ("http://127.0.0./x", "https is required"),
+        ("http://128.0.0.1/x", "https is required"),
         ("https://bank.example/a b", "spaces"),
         ("https://bank.example:0/x", "invalid port"),
         ("https://bank_example/x", "invalid host"),

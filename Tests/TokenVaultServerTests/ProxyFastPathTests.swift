@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 import TokenVaultCore
-import TokenVaultServer
 import TokenVaultTesting
+
+@testable import TokenVaultServer
 
 /// What only the event loop's proxy path (`ProxyFastPath`) has to get right: answers in the
 /// requests' order when calls, token reads and routed requests are pipelined on one connection,
@@ -35,6 +36,23 @@ import TokenVaultTesting
                 await upstream.stop()
             }
         ) { server in try await body(server, upstream) }
+    }
+
+    /// The route a call is recorded under, as splitting the path would give it.
+    @Test func callsAreRecordedUnderTheRouterTemplates() {
+        func split(_ path: String) -> String {
+            let segments = path.split(separator: "?", maxSplits: 1).first.map { $0.split(separator: "/", maxSplits: 5) }
+            return (segments?.count ?? 0) > 5
+                ? "/v1/credentials/{namespace}/{name}/proxy/**" : "/v1/credentials/{namespace}/{name}/proxy"
+        }
+        for path in [
+            "/v1/credentials/ns/a/proxy", "/v1/credentials/ns/a/proxy/", "/v1/credentials/ns/a/proxy/x",
+            "/v1/credentials/ns/a/proxy?x=/y", "/v1/credentials/ns/a/proxy/?x", "/v1/credentials/ns/a/proxy//",
+            "/v1/credentials/ns/a/proxy/x/y?z", "//v1/credentials/ns/a/proxy/x", "/v1/credentials/ns/a/proxy/x/",
+        ] {
+            #expect(ProxyFastPath.route(of: path) == split(path), "\(path)")
+        }
+        #expect(ProxyFastPath.route(of: "/v1/credentials/ns/a/proxy/x").hasSuffix("/**"))
     }
 
     @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {

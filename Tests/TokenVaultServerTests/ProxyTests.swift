@@ -336,6 +336,32 @@ import TokenVaultTesting
     }
 
     /// `credential:use` alone: calls go through, and no route shows the token.
+    /// `timeout_seconds` bounds the wait for the upstream's next bytes, well inside the deadline.
+    @Test(arguments: ProxyPath.allCases) func anUpstreamSilentForLongerThanTheReadTimeoutTimesOut(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path, configure: { $0.proxy.deadlineSeconds = 60 })
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let server = fixture.server
+            var settings = ProviderSettings(name: "quick", kind: "oauth2", options: ["timeout_seconds": .number(0.5)])
+            settings.apiBases = [try APIBase(parsing: fixture.upstream.base + "/")]
+            var table = server.fixture.vault.providers.settings
+            table["quick"] = settings
+            server.fixture.vault.install(ProviderTable(settings: table))
+            _ = try await server.fixture.vault.put(
+                try CredentialID("ns/quick"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
+                provider: "quick")
+            let started = ContinuousClock.now
+            let slow = try await server.request("GET", "/v1/credentials/ns/quick/proxy/hold?seconds=3")
+            #expect(slow.status == 504 && slow.json()["code"] as? String == "upstream_timeout", "\(slow.text)")
+            #expect((slow.json()["detail"] as? String ?? "").contains("a read timed out"), "\(slow.text)")
+            #expect(ContinuousClock.now - started < .seconds(2.5))
+            // An answer within the read timeout is unaffected.
+            let quick = try await server.request("GET", "/v1/credentials/ns/quick/proxy/hold?seconds=0.1")
+            #expect(quick.status == 200, "\(quick.text)")
+        }
+    }
+
     @Test(arguments: ProxyPath.allCases) func aCallerAllowedOnlyToUseNeverSeesTheToken(path: ProxyPath) async throws {
         let me = getuid()
         let policy = AccessPolicy(

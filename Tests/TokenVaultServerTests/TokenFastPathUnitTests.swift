@@ -61,11 +61,16 @@ import TokenVaultTesting
         #expect(Self.target("/v1/health", routes) == .health)
         #expect(Self.target("/v1/credentials/pay/alice", routes) == .show(try CredentialID("pay/alice")))
         #expect(Self.target("/v1/nothing/here", routes) == .unmatched(path: "/v1/nothing/here"))
+        // Neither is a proxied call, whose route always exists.
         #expect(
-            Self.target("/v1/credentials/pay/alice/proxy", routes)
-                == .unmatched(path: "/v1/credentials/pay/alice/proxy"))
+            Self.target("/v1/credentials/pay/alice/proxyx", routes)
+                == .unmatched(path: "/v1/credentials/pay/alice/proxyx"))
+        #expect(
+            Self.target("/v1/credentials/pay/alice/x/proxy", routes)
+                == .unmatched(path: "/v1/credentials/pay/alice/x/proxy"))
         for routed in [
             "/v1/admin/rotate-key", "/v1/credentials/pay/alice/proxy/x", "/v1/credentials/pay/alice/proxy/x/y",
+            "/v1/credentials/pay/alice/proxy",
             "/v1/health?verbose=1", "/v1/%68ealth", "/v1//health", "/v1/./health", "/v1/../x", "v1/health",
             "/v1/credentials/pay/al%20ice",
         ] {
