@@ -4,9 +4,8 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 
-/// Hummingbird's HTTP/1.1 child channel with `TokenFastPath` in front of the HTTP decoder,
-/// `HTTPActivityTracker` after Hummingbird's connection-state handler and `ProxyFastPath` after
-/// the tracker. The tracker keeps the idle timeout, so `http1` must be configured without one;
+/// Hummingbird's HTTP/1.1 child channel with `TokenFastPath` in front of the HTTP decoder and
+/// `HTTPActivityTracker` after Hummingbird's connection-state handler. The tracker keeps the idle timeout, so `http1` must be configured without one;
 /// Hummingbird's handler still does graceful shutdown. Everything else, the pipeline and the
 /// request loop, is `HTTP1Channel`'s own.
 struct FastPathHTTP1Channel: HTTPChannelHandler {
@@ -16,7 +15,7 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
     let idleTimeout: Duration
     let api: VaultAPI
     let serverName: String
-    /// The proxy fast path's upstream connections, per event loop.
+    /// The upstream connections of the proxied calls `TokenFastPath` makes, per event loop.
     let pools = UpstreamConnectionPools()
 
     var responder: Responder { http1.responder }
@@ -32,11 +31,11 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
                     minimumBodyRate: limits.minimumBodyBytesPerSecond))
             try pipeline.addHandler(tracker, position: .after(connectionState))
             let peers = PeerCredentialsHandler(limiter: api.limiter)
-            if api.options.proxyFastPath {
-                try pipeline.addHandler(ProxyFastPath(api: api, peers: peers, pools: pools), position: .after(tracker))
-            }
             try pipeline.addHandler(
-                TokenFastPath(api: api, serverName: serverName, tracker: tracker, peers: peers), position: .first)
+                TokenFastPath(
+                    api: api, serverName: serverName, tracker: tracker, peers: peers,
+                    pools: api.options.proxyFastPath ? pools : nil),
+                position: .first)
             try pipeline.addHandler(peers, position: .first)
             return value
         }

@@ -33,7 +33,7 @@ enum FastTarget: Equatable {
             self = .token(token)
             return
         }
-        // A proxied call is `ProxyFastPath`'s or the router's, and its route always exists:
+        // A proxied call is `ProxyFastCall`'s or the router's, and its route always exists:
         // matching it against every route's template cost more than a token read.
         guard !Self.isProxyCall(target) else { return nil }
         guard target.first == UInt8(ascii: "/"),
@@ -64,7 +64,7 @@ enum FastTarget: Equatable {
     }
 
     /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…`.
-    private static func isProxyCall(_ target: UnsafeRawBufferPointer) -> Bool {
+    static func isProxyCall(_ target: UnsafeRawBufferPointer) -> Bool {
         guard target.starts(with: credentials) else { return false }
         var index = credentials.count
         var slashes = 0

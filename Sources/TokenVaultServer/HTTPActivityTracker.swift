@@ -30,9 +30,10 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
         var bodyGrace: Duration = .seconds(5)
     }
 
-    /// Requests that reached the router and whose response has not ended: while there are any,
-    /// the fast path answers nothing on the connection, so responses keep the requests' order.
-    private(set) var routedInProgress = 0
+    /// Requests whose answer has not ended: the router's, and a proxied call the fast path makes.
+    /// While there are any, the fast path answers nothing on the connection, so answers keep the
+    /// requests' order, and the connection is never idle.
+    private(set) var answersOwed = 0
     private var isReadingRequest = false
     private var lastActive = ContinuousClock.now
     /// The first byte of a request whose head is not complete yet.
@@ -53,6 +54,21 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
     func noteAnswered(at instant: ContinuousClock.Instant) {
         lastActive = instant
         headStartedAt = nil
+    }
+
+    /// The fast path started a proxied call (its request arrived whole): the connection owes an
+    /// answer, as for a routed request, however long the call takes.
+    func noteCallStarted() {
+        answersOwed += 1
+        headStartedAt = nil
+        lastActive = .now
+    }
+
+    /// The proxied call's answer ended: the idle clock starts again.
+    func noteCallEnded() {
+        answersOwed = max(0, answersOwed - 1)
+        lastActive = .now
+        if answersOwed == 0, let context { schedule(context, at: lastActive + timeouts.idle) }
     }
 
     /// Bytes arrived on the connection (reported by the fast path, which sees them first): if no
@@ -85,7 +101,7 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
         lastActive = now
         switch unwrapInboundIn(data) {
         case .head:
-            routedInProgress += 1
+            answersOwed += 1
             isReadingRequest = true
             headStartedAt = nil
             bodyStartedAt = now
@@ -107,7 +123,7 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             break
         case .end:
-            routedInProgress = max(0, routedInProgress - 1)
+            answersOwed = max(0, answersOwed - 1)
             lastActive = .now
             if closeAfterResponse {
                 let written = promise ?? context.eventLoop.makePromise()
@@ -115,7 +131,7 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
                 context.write(data, promise: written)
                 return
             }
-            if routedInProgress == 0 { schedule(context, at: lastActive + timeouts.idle) }
+            if answersOwed == 0 { schedule(context, at: lastActive + timeouts.idle) }
         }
         context.write(data, promise: promise)
     }
@@ -152,7 +168,7 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
             schedule(context, at: now + .seconds(1))
         }
         // Waiting for the router: its response's end schedules the next check.
-        if routedInProgress > 0, !isReadingRequest { return }
+        if answersOwed > 0, !isReadingRequest { return }
         let deadline = lastActive + timeouts.idle
         if now >= deadline {
             context.close(promise: nil)

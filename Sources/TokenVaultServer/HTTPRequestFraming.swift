@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Where one HTTP/1.1 request ends in the bytes a connection received, read strictly enough
 /// that `TokenFastPath` and NIO's decoder always agree on it.
 ///
@@ -13,11 +15,17 @@ struct HTTPRequestFraming: Equatable {
     var headLength: Int
     /// `Content-Length`, or 0 without one.
     var bodyLength: Int
-    /// The request target's bytes, as an offset range in the head.
+    /// The method's and the request target's bytes, as offset ranges in the head.
+    var method: Range<Int>
     var target: Range<Int>
     var isGet: Bool
+    /// A `Connection` header (`close`, which the router's path and proxied calls honour, or the
+    /// names of hop-by-hop headers).
+    var hasConnection: Bool
+    /// An `Expect` header (`100-continue`: the router's to answer).
+    var hasExpect: Bool
     /// No body, no `Connection` or `Expect` header.
-    var isPlain: Bool
+    var isPlain: Bool { !hasConnection && !hasExpect && bodyLength == 0 }
     /// The only requests the fast path may answer.
     var isPlainGet: Bool { isGet && isPlain }
 
@@ -49,7 +57,7 @@ struct HTTPRequestFraming: Equatable {
         let isGet = bytes[method].elementsEqual(getMethod)
 
         var bodyLength: Int?
-        var plain = true
+        var (connection, expect) = (false, false)
         var lines = 0
         while true {
             guard reader.available >= 2 else { return reader.verdict }
@@ -74,17 +82,48 @@ struct HTTPRequestFraming: Equatable {
                 bodyLength = length
             case .transferEncoding, .upgrade:
                 return .unsupported
-            case .connection, .expect:
-                plain = false
+            case .connection:
+                connection = true
+            case .expect:
+                expect = true
             case .other:
                 break
             }
         }
         guard reader.offset <= maxHeadLength else { return .unsupported }
-        let body = bodyLength ?? 0
         return .request(
             HTTPRequestFraming(
-                headLength: reader.offset, bodyLength: body, target: target, isGet: isGet, isPlain: plain && body == 0))
+                headLength: reader.offset, bodyLength: bodyLength ?? 0, method: method, target: target, isGet: isGet,
+                hasConnection: connection, hasExpect: expect))
+    }
+
+    /// The header fields of `head`, a head `parse` delimited (so every line is known to be
+    /// well formed): for the requests the event loop forwards (`ProxyFastCall`), which need them
+    /// all.
+    static func fields(in head: UnsafeRawBufferPointer) -> HTTPFields {
+        var fields = HTTPFields()
+        var index = 0
+        // The request line.
+        while index < head.count, head[index] != lf { index += 1 }
+        index += 1
+        while index + 1 < head.count, head[index] != cr {
+            let nameStart = index
+            while head[index] != colon { index += 1 }
+            let nameEnd = index
+            index += 1
+            let valueStart = index
+            while head[index] != cr { index += 1 }
+            let value = trimmed(valueStart..<index, in: head)
+            index += 2
+            guard
+                let name = HTTPField.Name(
+                    String(decoding: UnsafeRawBufferPointer(rebasing: head[nameStart..<nameEnd]), as: UTF8.self))
+            else { continue }
+            fields.append(
+                HTTPField(
+                    name: name, value: String(decoding: UnsafeRawBufferPointer(rebasing: head[value]), as: UTF8.self)))
+        }
+        return fields
     }
 
     /// Header names the framing depends on, compared case-insensitively.

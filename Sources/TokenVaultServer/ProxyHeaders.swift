@@ -51,9 +51,7 @@ enum ProxyHeaders {
     static func returned(_ headers: [(name: String, value: String)], token: SecretBytes, refreshed: Bool) -> HTTPFields
     {
         let named = connectionNames(
-            headers.lazy.filter { $0.name.utf8.count == 10 }.compactMap { header in
-                HTTPField.Name(header.name) == .connection ? header.value : nil
-            })
+            headers.lazy.filter { equalsLowercased($0.name.utf8, connectionName) }.map(\.value))
         var fields = HTTPFields()
         fields.reserveCapacity(headers.count + 4)
         for (name, value) in headers {
@@ -64,7 +62,8 @@ enum ProxyHeaders {
             else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }
-        fields[.tokenVaultProxy] = refreshed ? "upstream; refreshed" : "upstream"
+        // Appended: the upstream's own `TokenVault-*` fields were dropped above.
+        fields.append(HTTPField(name: .tokenVaultProxy, value: refreshed ? "upstream; refreshed" : "upstream"))
         return fields
     }
 
@@ -74,8 +73,7 @@ enum ProxyHeaders {
         var names: Set<String> = []
         for value in values {
             for item in value.utf8.split(separator: UInt8(ascii: ",")) {
-                let trimmed = item.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
-                    .reversed()
+                let trimmed = trimmed(item)
                 // Compared as bytes first: nearly every answer says `keep-alive` and nothing else.
                 guard !equalsLowercased(trimmed, keepAlive), !equalsLowercased(trimmed, close) else { continue }
                 names.insert(String(decoding: trimmed, as: UTF8.self).lowercased())
@@ -84,6 +82,22 @@ enum ProxyHeaders {
         return names
     }
 
+    /// Whether a `Connection` header's value lists `close`.
+    static func says(close value: String) -> Bool {
+        value.utf8.split(separator: UInt8(ascii: ",")).contains { item in
+            equalsLowercased(trimmed(item), close)
+        }
+    }
+
+    /// Without leading and trailing spaces and tabs.
+    private static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ item: Bytes) -> Bytes.SubSequence {
+        var item = item[...]
+        while let first = item.first, first == 0x20 || first == 0x09 { item = item.dropFirst() }
+        while let last = item.last, last == 0x20 || last == 0x09 { item = item.dropLast() }
+        return item
+    }
+
+    private static let connectionName = Array("connection".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
     private static let close = Array("close".utf8)
 

@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import TokenVaultCore
 
@@ -21,19 +22,36 @@ import TokenVaultCore
 ///
 /// The read blocks the loop for its duration (on a cold page cache, a disk read), but never
 /// waits for a lock: SQLite's busy handler is off for it.
-final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// Proxied calls are made here too, from the bytes (`ProxyFastCall`, when `Plan.make` says every
+/// rule allows it, the body is in what was received and there is no `Connection` or `Expect`
+/// header). Such a call answers later: while it is made, the bytes behind it wait
+/// (`TokenFastPath+Proxy.swift`), so answers keep the requests' order.
+final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The route template under which the router records this route in the metrics.
     static let route = "/v1/credentials/{namespace}/{name}/token"
 
-    private let api: VaultAPI
+    let api: VaultAPI
     private let serverName: String
-    private let tracker: HTTPActivityTracker
+    let tracker: HTTPActivityTracker
     /// Who is calling: read once by the handler in front of this one, on the same event loop.
-    private let peers: PeerCredentialsHandler
+    let peers: PeerCredentialsHandler
+    /// The proxied calls' upstream connections, per event loop; nil when calls are the router's.
+    let pools: UpstreamConnectionPools?
+    /// This connection's loop's pool, looked up at its first call.
+    var pool: UpstreamConnectionPool?
+    /// The proxied call being made, and what arrived behind it, waiting for its end.
+    var call: ProxyFastCall?
+    var held: ByteBuffer?
+    /// A read was asked for while bytes waited: made once the call ends.
+    var readWithheld = false
+    /// The caller's half-close or graceful shutdown, while a call was made: acted on after it.
+    var heldEvents: [Any] = []
     /// Received bytes not yet answered or passed on: the start of a request whose head is incomplete.
     private var pending: ByteBuffer?
     /// Body bytes of a routed request still to pass on to the decoder.
@@ -42,17 +60,31 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     /// byte goes to the decoder.
     private var routesEverything = false
 
-    init(api: VaultAPI, serverName: String, tracker: HTTPActivityTracker, peers: PeerCredentialsHandler) {
+    init(
+        api: VaultAPI, serverName: String, tracker: HTTPActivityTracker, peers: PeerCredentialsHandler,
+        pools: UpstreamConnectionPools?
+    ) {
         self.api = api
         self.serverName = serverName
         self.tracker = tracker
         self.peers = peers
+        self.pools = pools
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         tracker.noteBytesArrived()
         guard !routesEverything else { return context.fireChannelRead(data) }
         var input = unwrapInboundIn(data)
+        guard call == nil else { return hold(&input) }
+        _ = process(context, input)
+    }
+
+    /// Answers, starts or passes on the requests in `input`, up to a proxied call (the bytes
+    /// after it wait). Returns whether anything went on to the decoder.
+    @discardableResult
+    func process(_ context: ChannelHandlerContext, _ input: ByteBuffer) -> Bool {
+        var input = input
+        var passed = false
         if var earlier = pending {
             pending = nil
             earlier.writeBuffer(&input)
@@ -64,6 +96,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
                 let chunk = input.readSlice(length: min(bodyToRoute, input.readableBytes))!
                 bodyToRoute -= chunk.readableBytes
                 context.fireChannelRead(wrapInboundOut(chunk))
+                passed = true
                 continue
             }
             let outcome = input.withUnsafeReadableBytes { HTTPRequestFraming.parse($0) }
@@ -74,18 +107,28 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             case .unsupported:
                 routesEverything = true
                 context.fireChannelRead(wrapInboundOut(input))
+                passed = true
                 input.moveReaderIndex(to: input.writerIndex)
             case .request(let request):
-                if handle(context, request, in: input) {
+                if startCall(context, request, in: input) {
+                    input.moveReaderIndex(forwardBy: request.headLength + request.bodyLength)
+                    // What follows waits for the call's end.
+                    if call != nil, input.readableBytes > 0 {
+                        hold(&input)
+                        input.moveReaderIndex(to: input.writerIndex)
+                    }
+                } else if handle(context, request, in: input) {
                     input.moveReaderIndex(forwardBy: request.headLength)
                     answered = true
                 } else {
                     context.fireChannelRead(wrapInboundOut(input.readSlice(length: request.headLength)!))
+                    passed = true
                     bodyToRoute = request.bodyLength
                 }
             }
         }
         if answered { context.flush() }
+        return passed
     }
 
     /// Answers the request if it is one the fast path can serve.
@@ -96,7 +139,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
             })
         else { return false }
         let arrived = ContinuousClock.now
-        let answerable = request.isPlain && tracker.routedInProgress == 0
+        let answerable = request.isPlain && tracker.answersOwed == 0
         guard case .token(let read) = target else {
             guard answerable, let status = answer(context, target) else { return false }
             tracker.noteAnswered(at: arrived)
@@ -194,21 +237,28 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case ChannelEvent.inputClosed:
-            // An incomplete request goes to the decoder, which reports it as it always did.
-            routeEverythingFromNowOn(context)
-            context.fireUserInboundEventTriggered(event)
-        case is ChannelShouldQuiesceEvent:
-            // Graceful shutdown: Hummingbird's connection handler closes the connection once the
-            // router owes nothing, which would drop a response of ours still queued behind a full
-            // socket buffer. Writes complete in order, so an empty write completing means every
-            // response before it has reached the socket.
-            routeEverythingFromNowOn(context)
-            let written = context.eventLoop.makePromise(of: Void.self)
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            written.futureResult.whenComplete { _ in loopBound.value.fireUserInboundEventTriggered(event) }
+        case ChannelEvent.inputClosed where call != nil, is ChannelShouldQuiesceEvent where call != nil:
+            heldEvents.append(event)
+        case ChannelEvent.inputClosed, is ChannelShouldQuiesceEvent:
+            passOnOnceWritten(context, event)
         default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// The caller's half-close, or graceful shutdown: the decoder and the router get every byte
+    /// from now on (an incomplete request goes to the decoder, which reports it as it always
+    /// did), and the event once what was written has gone. Hummingbird closes the connection
+    /// once the router owes nothing, which would drop an answer of ours still queued behind a
+    /// full socket buffer. Writes complete in order, so an empty write completing means every
+    /// answer before it has reached the socket.
+    func passOnOnceWritten(_ context: ChannelHandlerContext, _ event: Any) {
+        routeEverythingFromNowOn(context)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
+        let loopBound = NIOLoopBound((context, event), eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in
+            let (context, event) = loopBound.value
             context.fireUserInboundEventTriggered(event)
         }
     }

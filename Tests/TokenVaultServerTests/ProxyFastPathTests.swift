@@ -6,10 +6,10 @@ import TokenVaultTesting
 
 @testable import TokenVaultServer
 
-/// What only the event loop's proxy path (`ProxyFastPath`) has to get right: answers in the
-/// requests' order when calls, token reads and routed requests are pipelined on one connection,
-/// and kept upstream connections the upstream has dropped. (`ProxyTests` runs every proxy
-/// behaviour on both paths.)
+/// What only the event loop's proxy path (`ProxyFastCall`, started by `TokenFastPath`) has to get
+/// right: answers in the requests' order when calls, token reads and routed requests are
+/// pipelined on one connection, answers framed by the daemon itself, and kept upstream
+/// connections the upstream has dropped. (`ProxyTests` runs every proxy behaviour on both paths.)
 @Suite struct ProxyFastPathTests {
     /// A server whose `oauth2` instance lists `bases`, with the credential `ns/a`, and the
     /// caller's groups learnt (so plain calls take the event loop's path).
@@ -38,6 +38,21 @@ import TokenVaultTesting
         ) { server in try await body(server, upstream) }
     }
 
+    /// The credential a proxied path names, read from its bytes.
+    @Test func theCredentialIsReadFromTheProxyPath() throws {
+        let named = try CredentialID("ns/a")
+        for path in ["/v1/credentials/ns/a/proxy", "/v1/credentials/ns/a/proxy/x/y", "/v1/credentials/ns/a/proxy?x=/1"]
+        {
+            #expect(ProxyFastCall.credentialID(inProxyPath: path) == named, "\(path)")
+        }
+        for path in [
+            "/v1/credentials/ns/a/proxyx", "/v1/credentials/ns/a/token", "/v1/credentials/ns/proxy",
+            "/v1/credentials//a/proxy", "/v2/credentials/ns/a/proxy", "/v1/credentials/ns/a/b/proxy",
+        ] {
+            #expect(ProxyFastCall.credentialID(inProxyPath: path) == nil, "\(path)")
+        }
+    }
+
     /// The route a call is recorded under, as splitting the path would give it.
     @Test func callsAreRecordedUnderTheRouterTemplates() {
         func split(_ path: String) -> String {
@@ -50,9 +65,9 @@ import TokenVaultTesting
             "/v1/credentials/ns/a/proxy?x=/y", "/v1/credentials/ns/a/proxy/?x", "/v1/credentials/ns/a/proxy//",
             "/v1/credentials/ns/a/proxy/x/y?z", "//v1/credentials/ns/a/proxy/x", "/v1/credentials/ns/a/proxy/x/",
         ] {
-            #expect(ProxyFastPath.route(of: path) == split(path), "\(path)")
+            #expect(ProxyFastCall.route(of: path) == split(path), "\(path)")
         }
-        #expect(ProxyFastPath.route(of: "/v1/credentials/ns/a/proxy/x").hasSuffix("/**"))
+        #expect(ProxyFastCall.route(of: "/v1/credentials/ns/a/proxy/x").hasSuffix("/**"))
     }
 
     @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
@@ -87,6 +102,34 @@ import TokenVaultTesting
 
     /// `Connection: close` ends the connection with the answer, as on the router's path (the
     /// caller reading to the end would otherwise wait for the idle timeout).
+    /// The event loop writes a proxied answer's bytes itself: framed by the upstream's
+    /// `Content-Length`, chunked without one, with no body and no framing for 204 and 304. Each
+    /// answer ends exactly where the next begins on one connection.
+    @Test func answersAreFramedSoThatTheNextOneFollows() async throws {
+        try await Self.withServerAndUpstream { server, upstream in
+            let socketPath = server.socketPath
+            let answers = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(
+                    TokenFastPathTests.get("/v1/credentials/ns/a/proxy/status?code=204")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/stream?bytes=70000")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/status?code=304")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/echo")
+                        + TokenFastPathTests.get("/v1/credentials/ns/a/token"))
+                return try connection.readResponses(5, timeout: 30)
+            }
+            #expect(answers.map(\.status) == [204, 200, 304, 200, 200])
+            #expect(answers[0].headers["transfer-encoding"] == nil && answers[0].body.isEmpty)
+            #expect(answers[1].headers["transfer-encoding"] == "chunked" && answers[1].body.count == 70000)
+            #expect(answers[2].headers["transfer-encoding"] == nil && answers[2].body.isEmpty)
+            #expect(answers[3].headers["content-length"] == String(answers[3].body.count))
+            #expect(answers[4].json()["access_token"] != nil)
+            #expect(upstream.received.count == 4)
+            let metrics = try await server.request("GET", "/metrics").text
+            #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 4"#))
+        }
+    }
+
     @Test func aCallerThatAsksForCloseHasItsConnectionClosedAfterTheAnswer() async throws {
         try await Self.withServerAndUpstream { server, upstream in
             let socketPath = server.socketPath

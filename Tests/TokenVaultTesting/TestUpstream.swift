@@ -13,6 +13,7 @@ import Synchronization
 /// - `/stream?bytes=N`: N bytes, generated while they are sent (never held whole).
 /// - `/upload`: reads the body as it arrives, answers its length and a checksum.
 /// - `/hold?seconds=S`: answers after S seconds.
+/// - `/status?code=N`: answers N with no body (204 and 304 are framed by having none).
 /// - `/dpop` (GET, POST): a DPoP resource (RFC 9449 section 7): `Authorization: DPoP <token>` and a
 ///   proof `dpop`'s verifier accepts, made with the key the token is bound to; else 401 with a
 ///   `WWW-Authenticate: DPoP` challenge (and `DPoP-Nonce` when it wants a nonce). As `/echo` then.
@@ -78,6 +79,9 @@ public final class TestUpstream: Sendable {
                     .location: "https://elsewhere.example/callback?token=\(encoded)",
                     .init("X-Safe")!: "kept",
                 ])
+        }
+        router.get("/status") { request, _ -> Response in
+            Response(status: .init(code: request.uri.queryParameters.get("code").flatMap(Int.init) ?? 200))
         }
         router.get("/redirect") { request, _ -> Response in
             Response(status: .found, headers: [.location: request.uri.queryParameters.get("to") ?? "/"])

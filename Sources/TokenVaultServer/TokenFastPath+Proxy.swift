@@ -1,0 +1,94 @@
+import HTTPTypes
+import NIOCore
+
+/// The proxied calls `TokenFastPath` makes (`ProxyFastCall`), and the bytes that wait behind one.
+extension TokenFastPath {
+    /// Starts the call `request` asks for, if the event loop may make it: the proxy route, no
+    /// answer owed before it, no `Expect` header, its body already received, and every rule
+    /// saying yes (`ProxyFastCall.Plan.make`). False leaves the request to the rest.
+    func startCall(_ context: ChannelHandlerContext, _ request: HTTPRequestFraming, in input: ByteBuffer) -> Bool {
+        guard let pools, !request.hasExpect, tracker.answersOwed == 0,
+            input.readableBytes >= request.headLength + request.bodyLength
+        else { return false }
+        let asked = input.withUnsafeReadableBytes { bytes -> (HTTPRequest.Method, String, HTTPFields)? in
+            let target = UnsafeRawBufferPointer(rebasing: bytes[request.target])
+            guard FastTarget.isProxyCall(target),
+                let method = HTTPRequest.Method(
+                    String(decoding: UnsafeRawBufferPointer(rebasing: bytes[request.method]), as: UTF8.self))
+            else { return nil }
+            let head = UnsafeRawBufferPointer(rebasing: bytes[..<request.headLength])
+            return (method, String(decoding: target, as: UTF8.self), HTTPRequestFraming.fields(in: head))
+        }
+        guard let (method, path, fields) = asked,
+            let plan = ProxyFastCall.Plan.make(
+                api, peer: peers.peer, method: method, path: path, fields: fields, bodyLength: request.bodyLength)
+        else { return false }
+        let body =
+            request.bodyLength > 0
+            ? input.getSlice(at: input.readerIndex + request.headLength, length: request.bodyLength) : nil
+        let pool = self.pool ?? pools.pool(on: context.eventLoop)
+        self.pool = pool
+        let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let call = ProxyFastCall(plan, body: body, api: api, context: context, pool: pool) {
+            loop.value.callEnded(context, connectionEnds: $0)
+        }
+        self.call = call
+        tracker.noteCallStarted()
+        call.start()
+        return true
+    }
+
+    /// Bytes that arrived behind the call being made.
+    func hold(_ input: inout ByteBuffer) {
+        if held == nil {
+            held = input
+        } else {
+            held!.writeBuffer(&input)
+        }
+    }
+
+    /// The call is over: what waited behind it is taken, unless the caller's connection ends
+    /// (closed, or the answer was cut short).
+    private func callEnded(_ context: ChannelHandlerContext, connectionEnds: Bool) {
+        call = nil
+        tracker.noteCallEnded()
+        guard context.channel.isActive, !connectionEnds else {
+            held = nil
+            heldEvents = []
+            return
+        }
+        if let waiting = held {
+            held = nil
+            if process(context, waiting) { context.fireChannelReadComplete() }
+        }
+        // Another call may have started from what waited.
+        guard call == nil else { return }
+        if readWithheld {
+            readWithheld = false
+            context.read()
+        }
+        let events = heldEvents
+        heldEvents = []
+        for event in events { passOnOnceWritten(context, event) }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        // Once bytes wait behind the call, the connection is not read: more would only wait in
+        // memory. (Withholding every read during a call would cost two `epoll_ctl` calls per call.)
+        if call != nil, held != nil {
+            readWithheld = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        call?.callerGone()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        call?.callerWritable()
+        context.fireChannelWritabilityChanged()
+    }
+}
