@@ -168,6 +168,8 @@ final class ProxyFastCall {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         if let body, length > 0 { channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil) }
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        // Writing may have ended the call at once (a kept connection found closed).
+        guard phase != .done else { return }
         link.handler.resume()
         lastRead = .now()
         arm(at: nextCheck)
@@ -181,6 +183,7 @@ final class ProxyFastCall {
 
     /// The timer fires at `at` unless it already fires sooner.
     private func arm(at deadline: NIODeadline) {
+        guard phase != .done else { return }
         if let timer, timer.at <= deadline { return }
         timer?.task.cancel()
         let task = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) {

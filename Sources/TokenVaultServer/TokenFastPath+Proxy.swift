@@ -3,39 +3,53 @@ import NIOCore
 
 /// The proxied calls `TokenFastPath` makes (`ProxyFastCall`), and the bytes that wait behind one.
 extension TokenFastPath {
-    /// Starts the call `request` asks for, if the event loop may make it: the proxy route, no
-    /// answer owed before it, no `Expect` header, its body already received, and every rule
-    /// saying yes (`ProxyFastCall.Plan.make`). False leaves the request to the rest.
-    func startCall(_ context: ChannelHandlerContext, _ request: HTTPRequestFraming, in input: ByteBuffer) -> Bool {
-        guard let pools, !request.hasExpect, tracker.answersOwed == 0,
+    /// The call `request` asks for, if the event loop may make it: the proxy route, no answer
+    /// owed before it, no `Expect` header, its body already received, and every rule saying yes
+    /// (`ProxyFastCall.Plan.make`). Nil leaves the request to the rest (the router, for a
+    /// proxied one).
+    func proxyCall(_ context: ChannelHandlerContext, _ request: HTTPRequestFraming, in input: ByteBuffer)
+        -> ProxyFastCall?
+    {
+        guard let pools,
+            input.withUnsafeReadableBytes({
+                FastTarget.isProxyCall(UnsafeRawBufferPointer(rebasing: $0[request.target]))
+            })
+        else { return nil }
+        guard !request.hasExpect, tracker.answersOwed == 0,
             input.readableBytes >= request.headLength + request.bodyLength
-        else { return false }
+        else {
+            api.metrics.recordProxyFastPath(answered: false)
+            return nil
+        }
         let asked = input.withUnsafeReadableBytes { bytes -> (HTTPRequest.Method, String, HTTPFields)? in
-            let target = UnsafeRawBufferPointer(rebasing: bytes[request.target])
-            guard FastTarget.isProxyCall(target),
+            guard
                 let method = HTTPRequest.Method(
                     String(decoding: UnsafeRawBufferPointer(rebasing: bytes[request.method]), as: UTF8.self))
             else { return nil }
             let head = UnsafeRawBufferPointer(rebasing: bytes[..<request.headLength])
+            let target = UnsafeRawBufferPointer(rebasing: bytes[request.target])
             return (method, String(decoding: target, as: UTF8.self), HTTPRequestFraming.fields(in: head))
         }
         guard let (method, path, fields) = asked,
             let plan = ProxyFastCall.Plan.make(
                 api, peer: peers.peer, method: method, path: path, fields: fields, bodyLength: request.bodyLength)
-        else { return false }
+        else { return nil }
         let body =
             request.bodyLength > 0
             ? input.getSlice(at: input.readerIndex + request.headLength, length: request.bodyLength) : nil
         let pool = self.pool ?? pools.pool(on: context.eventLoop)
         self.pool = pool
         let loop = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let call = ProxyFastCall(plan, body: body, api: api, context: context, pool: pool) {
+        return ProxyFastCall(plan, body: body, api: api, context: context, pool: pool) {
             loop.value.callEnded(context, connectionEnds: $0)
         }
+    }
+
+    /// `call` is the connection's until it ends.
+    func start(_ call: ProxyFastCall) {
         self.call = call
         tracker.noteCallStarted()
         call.start()
-        return true
     }
 
     /// Bytes that arrived behind the call being made.
@@ -59,14 +73,15 @@ extension TokenFastPath {
         }
         if let waiting = held {
             held = nil
+            tracker.noteBytesArrived()
             if process(context, waiting) { context.fireChannelReadComplete() }
         }
-        // Another call may have started from what waited.
-        guard call == nil else { return }
-        if readWithheld {
+        // Reading resumes unless another call started from what waited and bytes wait behind it.
+        if readWithheld, held == nil {
             readWithheld = false
             context.read()
         }
+        guard call == nil else { return }
         let events = heldEvents
         heldEvents = []
         for event in events { passOnOnceWritten(context, event) }

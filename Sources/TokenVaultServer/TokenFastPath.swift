@@ -24,9 +24,9 @@ import TokenVaultCore
 /// waits for a lock: SQLite's busy handler is off for it.
 ///
 /// Proxied calls are made here too, from the bytes (`ProxyFastCall`, when `Plan.make` says every
-/// rule allows it, the body is in what was received and there is no `Connection` or `Expect`
-/// header). Such a call answers later: while it is made, the bytes behind it wait
-/// (`TokenFastPath+Proxy.swift`), so answers keep the requests' order.
+/// rule allows it, the body is in what was received and there is no `Expect` header). Such a
+/// call answers later: while it is made, the bytes behind it wait (`TokenFastPath+Proxy.swift`),
+/// so answers keep the requests' order.
 final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -72,11 +72,12 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var input = unwrapInboundIn(data)
+        // Bytes behind a call are looked at, and their head's clock started, once it ends.
+        guard call == nil else { return hold(&input) }
         tracker.noteBytesArrived()
         guard !routesEverything else { return context.fireChannelRead(data) }
-        var input = unwrapInboundIn(data)
-        guard call == nil else { return hold(&input) }
-        _ = process(context, input)
+        process(context, input)
     }
 
     /// Answers, starts or passes on the requests in `input`, up to a proxied call (the bytes
@@ -110,13 +111,15 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 passed = true
                 input.moveReaderIndex(to: input.writerIndex)
             case .request(let request):
-                if startCall(context, request, in: input) {
+                if let call = proxyCall(context, request, in: input) {
+                    // What follows waits for the call's end, held before the call starts: one
+                    // that ends at once takes it from there.
                     input.moveReaderIndex(forwardBy: request.headLength + request.bodyLength)
-                    // What follows waits for the call's end.
-                    if call != nil, input.readableBytes > 0 {
+                    if input.readableBytes > 0 {
                         hold(&input)
                         input.moveReaderIndex(to: input.writerIndex)
                     }
+                    start(call)
                 } else if handle(context, request, in: input) {
                     input.moveReaderIndex(forwardBy: request.headLength)
                     answered = true

@@ -6,7 +6,7 @@ import Synchronization
 import TokenVaultCore
 import TokenVaultProviders
 
-/// Kept-alive HTTP/1.1 connections to upstream origins for the proxied calls `ProxyFastPath`
+/// Kept-alive HTTP/1.1 connections to upstream origins for the proxied calls `ProxyFastCall`
 /// makes on one event loop. The connections live on that same loop, so a call never leaves it:
 /// no thread hop between the caller's socket and the upstream's. Not thread-safe: used on its
 /// loop only (`UpstreamConnectionPools` hands each loop its own).

@@ -13,8 +13,10 @@ import TokenVaultTesting
 @Suite struct ProxyFastPathTests {
     /// A server whose `oauth2` instance lists `bases`, with the credential `ns/a`, and the
     /// caller's groups learnt (so plain calls take the event loop's path).
-    private static func server(bases: [String]) async throws -> TestServer {
-        let server = try await TestServer()
+    private static func server(
+        bases: [String], configure: (inout VaultAPI.Options) -> Void = { _ in }
+    ) async throws -> TestServer {
+        let server = try await TestServer(configure: configure)
         var settings = ProviderSettings(name: "oauth2", kind: "oauth2")
         settings.apiBases = try bases.map { try APIBase(parsing: $0 + "/") }
         server.fixture.vault.install(ProviderTable(settings: ["oauth2": settings]))
@@ -26,9 +28,11 @@ import TokenVaultTesting
     }
 
     /// A `TestUpstream` and a server whose instance lists it, stopped after `body`.
-    private static func withServerAndUpstream(_ body: (TestServer, TestUpstream) async throws -> Void) async throws {
+    private static func withServerAndUpstream(
+        configure: (inout VaultAPI.Options) -> Void = { _ in }, _ body: (TestServer, TestUpstream) async throws -> Void
+    ) async throws {
         let upstream = try await TestUpstream()
-        let server = try await server(bases: [upstream.base])
+        let server = try await server(bases: [upstream.base], configure: configure)
         try await withStopping(
             server,
             stop: {
@@ -127,6 +131,22 @@ import TokenVaultTesting
             #expect(upstream.received.count == 4)
             let metrics = try await server.request("GET", "/metrics").text
             #expect(metrics.contains(#"tokenvault_http_proxy_fast_path_total{outcome="answered"} 4"#))
+        }
+    }
+
+    /// A request written while a call is made waits for the call's end without its head's clock
+    /// running: `limits.request_head_seconds` is not the call's limit.
+    @Test func aRequestBehindALongCallIsNotTimedOutWaiting() async throws {
+        try await Self.withServerAndUpstream(configure: { $0.connections.requestHeadSeconds = 1 }) { server, _ in
+            let socketPath = server.socketPath
+            let answers = try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(TokenFastPathTests.get("/v1/credentials/ns/a/proxy/hold?seconds=2.5"))
+                Thread.sleep(forTimeInterval: 0.3)
+                try connection.send(TokenFastPathTests.get("/v1/credentials/ns/a/token"))
+                return try connection.readResponses(2, timeout: 30).map(\.status)
+            }
+            #expect(answers == [200, 200])
         }
     }
 
