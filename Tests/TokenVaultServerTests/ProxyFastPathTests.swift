@@ -42,6 +42,16 @@ import TokenVaultTesting
         ) { server in try await body(server, upstream) }
     }
 
+    /// GETs of `targets` written at once on one connection, and their answers.
+    private static func pipelined(_ server: TestServer, _ targets: [String]) async throws -> [RawHTTPResponse] {
+        let socketPath = server.socketPath
+        return try await offThePool {
+            let connection = try UnixSocketConnection(path: socketPath)
+            try connection.send(targets.map { TokenFastPathTests.get($0) }.joined())
+            return try connection.readResponses(targets.count, timeout: 30)
+        }
+    }
+
     /// The credential a proxied path names, read from its bytes.
     @Test func theCredentialIsReadFromTheProxyPath() throws {
         let named = try CredentialID("ns/a")
@@ -76,23 +86,20 @@ import TokenVaultTesting
 
     @Test func pipelinedCallsReadsAndRoutedRequestsAreAnsweredInOrder() async throws {
         try await Self.withServerAndUpstream { server, upstream in
-            let socketPath = server.socketPath
             // One write: a token read (answered before the decoder), a call held upstream for a
             // second, a routed request behind it, and another call behind that.
-            let answers = try await offThePool {
-                let connection = try UnixSocketConnection(path: socketPath)
-                try connection.send(
-                    TokenFastPathTests.get("/v1/credentials/ns/a/token")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/hold?seconds=1")
-                        + TokenFastPathTests.get("/v1/health")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/echo?n=2"))
-                return try connection.readResponses(4, timeout: 30).map { response -> String in
-                    let json = response.json()
-                    let what =
-                        json["access_token"] != nil
-                        ? "token" : (json["path"] as? String ?? json["status"] as? String ?? response.text)
-                    return "\(response.status) \(what)"
-                }
+            let answers = try await Self.pipelined(
+                server,
+                [
+                    "/v1/credentials/ns/a/token", "/v1/credentials/ns/a/proxy/hold?seconds=1", "/v1/health",
+                    "/v1/credentials/ns/a/proxy/echo?n=2",
+                ]
+            ).map { response -> String in
+                let json = response.json()
+                let what =
+                    json["access_token"] != nil
+                    ? "token" : (json["path"] as? String ?? json["status"] as? String ?? response.text)
+                return "\(response.status) \(what)"
             }
             #expect(answers[0] == "200 token", "\(answers)")
             #expect(answers[1].hasPrefix("200"), "\(answers)")
@@ -104,24 +111,18 @@ import TokenVaultTesting
         }
     }
 
-    /// `Connection: close` ends the connection with the answer, as on the router's path (the
-    /// caller reading to the end would otherwise wait for the idle timeout).
     /// The event loop writes a proxied answer's bytes itself: framed by the upstream's
     /// `Content-Length`, chunked without one, with no body and no framing for 204 and 304. Each
     /// answer ends exactly where the next begins on one connection.
     @Test func answersAreFramedSoThatTheNextOneFollows() async throws {
         try await Self.withServerAndUpstream { server, upstream in
-            let socketPath = server.socketPath
-            let answers = try await offThePool {
-                let connection = try UnixSocketConnection(path: socketPath)
-                try connection.send(
-                    TokenFastPathTests.get("/v1/credentials/ns/a/proxy/status?code=204")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/stream?bytes=70000")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/status?code=304")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/proxy/echo")
-                        + TokenFastPathTests.get("/v1/credentials/ns/a/token"))
-                return try connection.readResponses(5, timeout: 30)
-            }
+            let answers = try await Self.pipelined(
+                server,
+                [
+                    "/v1/credentials/ns/a/proxy/status?code=204", "/v1/credentials/ns/a/proxy/stream?bytes=70000",
+                    "/v1/credentials/ns/a/proxy/status?code=304", "/v1/credentials/ns/a/proxy/echo",
+                    "/v1/credentials/ns/a/token",
+                ])
             #expect(answers.map(\.status) == [204, 200, 304, 200, 200])
             #expect(answers[0].headers["transfer-encoding"] == nil && answers[0].body.isEmpty)
             #expect(answers[1].headers["transfer-encoding"] == "chunked" && answers[1].body.count == 70000)
@@ -150,6 +151,8 @@ import TokenVaultTesting
         }
     }
 
+    /// `Connection: close` ends the connection with the answer, as on the router's path (the
+    /// caller reading to the end would otherwise wait for the idle timeout).
     @Test func aCallerThatAsksForCloseHasItsConnectionClosedAfterTheAnswer() async throws {
         try await Self.withServerAndUpstream { server, upstream in
             let socketPath = server.socketPath

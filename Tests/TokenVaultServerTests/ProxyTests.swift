@@ -35,6 +35,18 @@ import TokenVaultTesting
         }
 
         /// Stops, having checked the calls took the path under test.
+        /// An instance `name` listing `base`, and the credential `ns/<name>` through it.
+        func addInstance(_ name: String, base: String, options: [String: JSONValue] = [:]) async throws {
+            var settings = ProviderSettings(name: name, kind: "oauth2", options: options)
+            settings.apiBases = [try APIBase(parsing: base + "/")]
+            var table = server.fixture.vault.providers.settings
+            table[name] = settings
+            server.fixture.vault.install(ProviderTable(settings: table))
+            _ = try await server.fixture.vault.put(
+                try CredentialID(namespace: "ns", name: name),
+                payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: name)
+        }
+
         func checkPathAndStop() async {
             try? await expectPathTaken()
             await stop()
@@ -298,15 +310,7 @@ import TokenVaultTesting
             let slow = try await server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=3")
             #expect(slow.status == 504 && slow.json()["code"] as? String == "upstream_timeout", "\(slow.text)")
 
-            let closedPort = try Self.closedPort()
-            var settings = ProviderSettings(name: "gone", kind: "oauth2")
-            settings.apiBases = [try APIBase(parsing: "http://127.0.0.1:\(closedPort)/")]
-            var table = server.fixture.vault.providers.settings
-            table["gone"] = settings
-            server.fixture.vault.install(ProviderTable(settings: table))
-            _ = try await server.fixture.vault.put(
-                try CredentialID("ns/gone"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
-                provider: "gone")
+            try await fixture.addInstance("gone", base: "http://127.0.0.1:\(try Self.closedPort())")
             let gone = try await server.request("GET", "/v1/credentials/ns/gone/proxy/echo")
             #expect(gone.status == 502 && gone.json()["code"] as? String == "upstream_unavailable", "\(gone.text)")
 
@@ -343,14 +347,8 @@ import TokenVaultTesting
         let fixture = try await Self.fixture(path: path, configure: { $0.proxy.deadlineSeconds = 60 })
         try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let server = fixture.server
-            var settings = ProviderSettings(name: "quick", kind: "oauth2", options: ["timeout_seconds": .number(1)])
-            settings.apiBases = [try APIBase(parsing: fixture.upstream.base + "/")]
-            var table = server.fixture.vault.providers.settings
-            table["quick"] = settings
-            server.fixture.vault.install(ProviderTable(settings: table))
-            _ = try await server.fixture.vault.put(
-                try CredentialID("ns/quick"), payload: try SamplePayloads.decode(SamplePayloads.oauth().json),
-                provider: "quick")
+            try await fixture.addInstance(
+                "quick", base: fixture.upstream.base, options: ["timeout_seconds": .number(1)])
             let started = ContinuousClock.now
             let slow = try await server.request("GET", "/v1/credentials/ns/quick/proxy/hold?seconds=4")
             #expect(slow.status == 504 && slow.json()["code"] as? String == "upstream_timeout", "\(slow.text)")
