@@ -29,6 +29,12 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UpstreamURLProblem("'\(shown())' has spaces, control or non-ASCII characters; percent-encode them")
         }
+        // Characters RFC 3986 does not allow in a URL: sent as written on one path and
+        // percent-encoded (or refused) by the HTTP client's URL parser on the other, they would
+        // reach the upstream two ways.
+        guard !text.utf8.contains(where: Self.mustBeEncoded) else {
+            throw Self.unencoded(shown())
+        }
         let bytes = Array(text.utf8)
         func string(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
         guard let schemeEnd = Self.schemeSeparator(in: bytes) else {
@@ -41,7 +47,12 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         }
         var query: String?
         if let mark = bytes[rest].firstIndex(of: UInt8(ascii: "?")) {
-            query = string((mark + 1)..<rest.upperBound)
+            let range = (mark + 1)..<rest.upperBound
+            guard !bytes[range].contains(UInt8(ascii: "\\")) else {
+                throw Self.unencoded(shown())
+            }
+            try Self.checkEscapes(bytes[range], shown: shown)
+            query = string(range)
             rest = rest.lowerBound..<mark
         }
         let authorityEnd = bytes[rest].firstIndex(of: UInt8(ascii: "/")) ?? rest.upperBound
@@ -158,6 +169,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
                 if Self.isRefusedEscape(path[(index + 1)...]) {
                     throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
                 }
+                try Self.checkEscape(path[(index + 1)...], shown: shown)
             case UInt8(ascii: "\\"):
                 throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
             case UInt8(ascii: "/") where index > path.startIndex:
@@ -172,6 +184,40 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
                 break
             }
             index += 1
+        }
+    }
+
+    private static func unencoded(_ shown: String) -> UpstreamURLProblem {
+        UpstreamURLProblem(
+            "'\(shown)' has a character a URL must percent-encode (\" < > ^ ` { | }, or \\ in its query)")
+    }
+
+    /// `"`, `<`, `>`, `^`, `` ` ``, `{`, `|` and `}`.
+    private static func mustBeEncoded(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "^"), UInt8(ascii: "`"),
+            UInt8(ascii: "{"), UInt8(ascii: "|"), UInt8(ascii: "}"):
+            true
+        default: false
+        }
+    }
+
+    /// Every `%` in `bytes` begins an escape (`checkEscape`).
+    private static func checkEscapes(_ bytes: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
+        var index = bytes.startIndex
+        while let percent = bytes[index...].firstIndex(of: UInt8(ascii: "%")) {
+            try checkEscape(bytes[(percent + 1)...], shown: shown)
+            index = percent + 1
+        }
+    }
+
+    /// The bytes after a `%` begin with two hex digits (RFC 3986 `pct-encoded`).
+    private static func checkEscape(_ next: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
+        func isHex(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+        }
+        guard next.count >= 2, isHex(next[next.startIndex]), isHex(next[next.startIndex + 1]) else {
+            throw UpstreamURLProblem("'\(shown())' has a '%' that two hex digits do not follow; write '%25' for '%'")
         }
     }
 

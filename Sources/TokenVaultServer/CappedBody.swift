@@ -2,8 +2,10 @@ import NIOCore
 import Synchronization
 
 /// A body passed through a piece at a time, never collected: more than `limit` bytes end it with
-/// `CappedBody.TooLarge`. `slot` is released when the body ends, fails or is dropped unread (a
-/// proxied call holds its caller's slot until its answer has streamed back).
+/// `CappedBody.TooLarge`, a piece after `deadline` with `CappedBody.DeadlinePassed` (the caller
+/// sees the answer cut short, as on the event loop's path). `slot` is released when the body
+/// ends, fails or is dropped unread (a proxied call holds its caller's slot until its answer has
+/// streamed back).
 struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
 
@@ -11,15 +13,19 @@ struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where
         let limit: Int
     }
 
+    struct DeadlinePassed: Error {}
+
     let base: Base
     let limit: Int
     var slot: ProxyCallSlot?
+    var deadline: NIODeadline?
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
         var remaining: Int
         let limit: Int
         let slot: ProxyCallSlot?
+        let deadline: NIODeadline?
 
         mutating func next() async throws -> ByteBuffer? {
             do {
@@ -29,6 +35,7 @@ struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where
                 }
                 remaining -= buffer.readableBytes
                 guard remaining >= 0 else { throw TooLarge(limit: limit) }
+                if let deadline, NIODeadline.now() > deadline { throw DeadlinePassed() }
                 return buffer
             } catch {
                 slot?.release()
@@ -38,7 +45,7 @@ struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), remaining: limit, limit: limit, slot: slot)
+        AsyncIterator(base: base.makeAsyncIterator(), remaining: limit, limit: limit, slot: slot, deadline: deadline)
     }
 }
 

@@ -67,6 +67,12 @@ final class ProxyFastCall {
     /// An informational answer (1xx, such as 103 Early Hints) is under way: not the call's answer.
     private var informational = false
     private var refreshed = false
+    /// The token the call carried before a refresh replaced it: an answer's headers are searched
+    /// for it too.
+    private var refusedToken: SecretBytes?
+    /// The caller left before the answer's head: the call goes on to it, as on the router's path,
+    /// so that a request the upstream may have acted on is audited.
+    private var callerLeft = false
     private var retried = false
     private var bodyBytes = 0
     private let started = ContinuousClock.now
@@ -108,10 +114,18 @@ final class ProxyFastCall {
         send()
     }
 
-    /// The caller's connection closed: the call ends without an answer.
+    /// The caller's connection closed. Once the request may have gone out, the call waits for the
+    /// answer's head (or its end by failure or deadline) to audit it, as the router's path does;
+    /// nothing more is read.
     func callerGone() {
         guard phase != .done else { return }
-        finish(keepingLink: false)
+        connectionEnds = true
+        switch phase {
+        case .waiting, .refused, .renewing:
+            callerLeft = true
+        case .streaming, .done:
+            finish(keepingLink: false)
+        }
     }
 
     /// The caller's socket takes bytes again: read on from the upstream.
@@ -231,7 +245,7 @@ final class ProxyFastCall {
             informational = false
         case (.head(let head), .waiting):
             linkStaysOpen = head.isKeepAlive && !endsLink
-            if head.status == .unauthorized, !refreshed, api.engine != nil,
+            if head.status == .unauthorized, !refreshed, !callerLeft, api.engine != nil,
                 VaultAPI.refusesToken(head.headers, method: plan.method)
             {
                 phase = .refused
@@ -251,6 +265,7 @@ final class ProxyFastCall {
             writeBody(part)
         case (.end, .refused):
             releaseLink()
+            guard !callerLeft else { return returnRefusal(ended: true) }
             renew()
         case (.end, .streaming):
             endAnswer()
@@ -298,8 +313,11 @@ final class ProxyFastCall {
             plan.peer, plan.id, method: plan.method.rawValue, origin: origin, provider: plan.provider, status: status,
             since: started)
         recordRoute(status: status)
+        // Audited and counted; nobody is left to take the answer.
+        guard !callerLeft else { return finish(keepingLink: false) }
         var fields = ProxyHeaders.returned(
-            head.headers.map { ($0.name, $0.value) }, token: plan.credential.secrets.accessToken, refreshed: refreshed)
+            head.headers.map { ($0.name, $0.value) },
+            tokens: [plan.credential.secrets.accessToken] + (refusedToken.map { [$0] } ?? []), refreshed: refreshed)
         phase = .streaming
         writeHead(.init(code: status), &fields)
     }
@@ -309,6 +327,8 @@ final class ProxyFastCall {
     /// (`Transfer-Encoding`, `Connection`) never passes (`ProxyHeaders.notReturned`).
     private func writeHead(_ status: HTTPResponse.Status, _ fields: inout HTTPFields) {
         let bodyless = status.code < 200 || status.code == 204 || status.code == 304
+        // RFC 9110 section 8.6: never a length on a 204 (a 304's names the representation's).
+        if status.code == 204 { fields[.contentLength] = nil }
         chunked = !bodyless && fields[.contentLength] == nil
         // Neither is among the upstream's fields (`ProxyHeaders.notReturned`) or a problem's.
         if chunked { fields.append(HTTPField(name: .transferEncoding, value: "chunked")) }
@@ -365,10 +385,12 @@ final class ProxyFastCall {
 
     private func renewed(_ credential: Credential?) {
         guard phase == .renewing else { return }
-        guard let credential else {
+        // Nobody to send the call again for: the 401 is its answer.
+        guard let credential, !callerLeft else {
             phase = .refused
             return returnRefusal(ended: true)
         }
+        refusedToken = plan.credential.secrets.accessToken
         plan.credential = credential
         refreshed = true
         refusal = nil
@@ -385,6 +407,7 @@ final class ProxyFastCall {
             plan.peer, plan.id, method: plan.method.rawValue, origin: plan.target.origin, provider: plan.provider,
             problem)
         recordRoute(status: Int(problem.status.code))
+        guard !callerLeft else { return finish(keepingLink: false) }
         if let (headers, body) = try? problem.document(requestID: requestID) {
             var fields = headers
             fields[.contentLength] = String(body.readableBytes)

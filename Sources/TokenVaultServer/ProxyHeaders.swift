@@ -47,9 +47,11 @@ enum ProxyHeaders {
     }
 
     /// The upstream's headers that go back to the caller, with `TokenVault-Proxy` saying the answer
-    /// is the upstream's (and whether the token was refreshed and the call sent again).
-    static func returned(_ headers: [(name: String, value: String)], token: SecretBytes, refreshed: Bool) -> HTTPFields
-    {
+    /// is the upstream's (and whether the token was refreshed and the call sent again). `tokens`:
+    /// every token the call carried (after a refresh, the refused one too: an upstream may echo it).
+    static func returned(
+        _ headers: [(name: String, value: String)], tokens: [SecretBytes], refreshed: Bool
+    ) -> HTTPFields {
         let named = connectionNames(
             headers.lazy.filter { equalsLowercased($0.name.utf8, connectionName) }.map(\.value))
         var fields = HTTPFields()
@@ -58,7 +60,7 @@ enum ProxyHeaders {
             guard let fieldName = HTTPField.Name(name) else { continue }
             let lowered = fieldName.canonicalName
             guard !notReturned.contains(lowered), named.isEmpty || !named.contains(lowered),
-                !lowered.hasPrefix("tokenvault-"), !contains(value, token)
+                !lowered.hasPrefix("tokenvault-"), !tokens.contains(where: { contains(value, $0) })
             else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }

@@ -67,10 +67,14 @@ extension TokenFastPath {
         call = nil
         tracker.noteCallEnded()
         guard context.channel.isActive, !connectionEnds else {
+            closing = true
             held = nil
             heldEvents = []
             return
         }
+        // Graceful shutdown ends the connection after the answer in flight, as Hummingbird does:
+        // requests that waited behind it are not started.
+        if heldEvents.contains(where: { $0 is ChannelShouldQuiesceEvent }) { held = nil }
         if let waiting = held {
             held = nil
             tracker.noteBytesArrived()

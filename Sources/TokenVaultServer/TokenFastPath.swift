@@ -52,6 +52,9 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     var readWithheld = false
     /// The caller's half-close or graceful shutdown, while a call was made: acted on after it.
     var heldEvents: [Any] = []
+    /// A call's answer ended the connection (`Connection: close`): what arrives until it is
+    /// closed is not read, as Hummingbird reads nothing after such an answer.
+    var closing = false
     /// Received bytes not yet answered or passed on: the start of a request whose head is incomplete.
     private var pending: ByteBuffer?
     /// Body bytes of a routed request still to pass on to the decoder.
@@ -72,6 +75,7 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
         var input = unwrapInboundIn(data)
         // Bytes behind a call are looked at, and their head's clock started, once it ends.
         guard call == nil else { return hold(&input) }

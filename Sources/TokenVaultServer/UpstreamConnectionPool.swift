@@ -40,6 +40,8 @@ final class UpstreamConnectionPool {
     /// An idle connection for `key`, if one is still open.
     func take(_ key: Key) -> UpstreamLink? {
         while let link = idle[key]?.popLast() {
+            // An emptied key goes, and with it what it holds (a transport a reload replaced).
+            if idle[key]?.isEmpty == true { idle[key] = nil }
             if link.channel.isActive { return link }
         }
         return nil

@@ -100,11 +100,15 @@ extension VaultAPI {
                 dpop: dpop, deadline: deadline, refuse: refuse)
         }
         var refreshed = false
+        var tokens = [credential.secrets.accessToken]
         if response.status == .unauthorized, body.isReplayable, engine != nil,
             Self.refusesToken(response.headers, method: request.method)
         {
-            if let renewed = try await renewedAfterRefusal(id, used: credential) {
+            // A credential gone or a store that fails meanwhile: the 401 as it came, as on the
+            // event loop's path.
+            if let renewed = (try? await renewedAfterRefusal(id, used: credential)) ?? nil {
                 credential = renewed
+                tokens.append(renewed.secrets.accessToken)
                 refreshed = true
                 response = try await send(
                     client, method: method, target: target, headers: forwarded, body: body, credential: credential,
@@ -119,11 +123,12 @@ extension VaultAPI {
             peer, id, method: method, origin: target.origin, provider: metadata.provider, status: status, since: started
         )
         let headers = ProxyHeaders.returned(
-            response.headers.map { ($0.name, $0.value) }, token: credential.secrets.accessToken, refreshed: refreshed)
+            response.headers.map { ($0.name, $0.value) }, tokens: tokens, refreshed: refreshed)
         return Response(
             status: HTTPResponse.Status(code: status), headers: headers,
             body: ResponseBody(
-                asyncSequence: CappedBody(base: response.body, limit: options.proxy.maximumResponseBytes, slot: slot)))
+                asyncSequence: CappedBody(
+                    base: response.body, limit: options.proxy.maximumResponseBytes, slot: slot, deadline: deadline)))
     }
 
     /// A proxied call refused once authorised: audited and counted like the calls that went out.

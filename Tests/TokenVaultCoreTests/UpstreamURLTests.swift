@@ -15,8 +15,8 @@ import TokenVaultCore
         for loopback in ["http://127.0.0.1/x", "http://127.255.3.4:80/x", "http://[0:0:0:0:0:0:0:1]/x"] {
             #expect(throws: Never.self) { try UpstreamURL(parsing: loopback) }
         }
-        // Escapes other than the refused ones, and a `%` with too little after it, pass as written.
-        #expect(try UpstreamURL(parsing: "https://a.example/a%41b/%2").path == "/a%41b/%2")
+        // Escapes other than the refused ones pass as written.
+        #expect(try UpstreamURL(parsing: "https://a.example/a%41b/%2C?q=%7B%22a%22%7D").path == "/a%41b/%2C")
         #expect(try UpstreamURL(parsing: "https://a.example/a..b/.x/...").path == "/a..b/.x/...")
     }
 
@@ -44,6 +44,13 @@ import TokenVaultCore
         ("http://0127.0.0.1/x", "https is required"),
         ("http://127.0.0./x", "https is required"),
         ("http://128.0.0.1/x", "https is required"),
+        // What the HTTP client's URL parser would encode or refuse, so two paths would differ.
+        ("https://bank.example/search?q={\"a\":1}", "must percent-encode"),
+        ("https://bank.example/a|b", "must percent-encode"),
+        ("https://bank.example/a?b=c\\d", "must percent-encode"),
+        ("https://bank.example/a%2", "two hex digits"),
+        ("https://bank.example/a%zz", "two hex digits"),
+        ("https://bank.example/a?b=%", "two hex digits"),
         ("https://bank.example/a b", "spaces"),
         ("https://bank.example:0/x", "invalid port"),
         ("https://bank_example/x", "invalid host"),

@@ -29,8 +29,20 @@ import TokenVaultCore
                 (name: "Connection", value: "X-Hop"), (name: "X-Hop", value: "1"),
                 (name: "TokenVault-Proxy", value: "forged"), (name: "Location", value: "/cb?t=eyJ0%2Ba%2Fb%3Dc"),
                 (name: "X-Kept", value: "yes"),
-            ], token: Self.token, refreshed: false)
+            ], tokens: [Self.token], refreshed: false)
         #expect(fields.map { $0.name.canonicalName }.sorted() == ["content-type", "tokenvault-proxy", "x-kept"])
         #expect(fields[.init("TokenVault-Proxy")!] == "upstream")
+    }
+
+    /// After a refresh the call carried two tokens: an answer echoing either loses that header.
+    @Test func bothTokensOfARefreshedCallAreSearchedFor() {
+        let fields = ProxyHeaders.returned(
+            [
+                (name: "X-Old", value: "was eyJ0+a/b=c"), (name: "X-New", value: "now fresh-1"),
+                (name: "X-Kept", value: "1"),
+            ],
+            tokens: [SecretBytes(Array("fresh-1".utf8)), Self.token], refreshed: true)
+        #expect(fields.map { $0.name.canonicalName }.sorted() == ["tokenvault-proxy", "x-kept"])
+        #expect(fields[.init("TokenVault-Proxy")!] == "upstream; refreshed")
     }
 }

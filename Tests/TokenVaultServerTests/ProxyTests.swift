@@ -340,6 +340,52 @@ import TokenVaultTesting
     }
 
     /// `credential:use` alone: calls go through, and no route shows the token.
+    /// `proxy.deadline_seconds` bounds the whole call, an answer still streaming included: the
+    /// caller sees it cut short.
+    @Test(arguments: ProxyPath.allCases) func anAnswerStillStreamingAtTheDeadlineIsCutShort(path: ProxyPath)
+        async throws
+    {
+        let fixture = try await Self.fixture(path: path, configure: { $0.proxy.deadlineSeconds = 1 })
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let started = ContinuousClock.now
+            await #expect(throws: (any Error).self) {
+                _ = try await fixture.server.request("GET", "/v1/credentials/ns/a/proxy/drip?seconds=4")
+            }
+            #expect(ContinuousClock.now - started < .seconds(3.5))
+        }
+    }
+
+    /// A caller that leaves once its request went upstream: the upstream may act on it with the
+    /// token, so the call is audited and counted when its answer comes, as any other.
+    @Test(arguments: ProxyPath.allCases) func aCallWhoseCallerLeftIsStillAudited(path: ProxyPath) async throws {
+        let fixture = try await Self.fixture(path: path)
+        try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let socketPath = server.socketPath
+            try await offThePool {
+                let connection = try UnixSocketConnection(path: socketPath)
+                try connection.send(TokenFastPathTests.get("/v1/credentials/ns/a/proxy/hold?seconds=1"))
+                let sent = ContinuousClock.now
+                while !upstream.received.contains("GET /hold?seconds=1"), ContinuousClock.now - sent < .seconds(10) {
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+                // The connection closes as it goes.
+                _ = connection
+            }
+            var details: [String] = []
+            let waited = ContinuousClock.now
+            while details.isEmpty, ContinuousClock.now - waited < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(100))
+                let audit = try await server.request("GET", "/v1/admin/audit?credential=ns/a").json()
+                details = (audit["items"] as? [[String: Any]] ?? []).filter {
+                    $0["operation"] as? String == "credential.proxy"
+                }
+                .compactMap { $0["detail"] as? String }
+            }
+            #expect(details == ["GET \(upstream.base) 2xx"], "\(details)")
+        }
+    }
+
     /// `timeout_seconds` bounds the wait for the upstream's next bytes, well inside the deadline.
     @Test(arguments: ProxyPath.allCases) func anUpstreamSilentForLongerThanTheReadTimeoutTimesOut(path: ProxyPath)
         async throws

@@ -14,6 +14,7 @@ import Synchronization
 /// - `/upload`: reads the body as it arrives, answers its length and a checksum.
 /// - `/hold?seconds=S`: answers after S seconds.
 /// - `/status?code=N`: answers N with no body (204 and 304 are framed by having none).
+/// - `/drip?seconds=S`: a 200 whose body comes a line every 0.2 s for S seconds.
 /// - `/dpop` (GET, POST): a DPoP resource (RFC 9449 section 7): `Authorization: DPoP <token>` and a
 ///   proof `dpop`'s verifier accepts, made with the key the token is bound to; else 401 with a
 ///   `WWW-Authenticate: DPoP` challenge (and `DPoP-Nonce` when it wants a nonce). As `/echo` then.
@@ -79,6 +80,19 @@ public final class TestUpstream: Sendable {
                     .location: "https://elsewhere.example/callback?token=\(encoded)",
                     .init("X-Safe")!: "kept",
                 ])
+        }
+        router.get("/drip") { request, _ -> Response in
+            let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 1
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain"],
+                body: ResponseBody { writer in
+                    let started = ContinuousClock.now
+                    while ContinuousClock.now - started < .seconds(seconds) {
+                        try await writer.write(ByteBuffer(string: "drip\n"))
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.get("/status") { request, _ -> Response in
             Response(status: .init(code: request.uri.queryParameters.get("code").flatMap(Int.init) ?? 200))
