@@ -317,7 +317,10 @@ final class ProxyFastCall {
         guard !callerLeft else { return finish(keepingLink: false) }
         var fields = ProxyHeaders.returned(
             head.headers.map { ($0.name, $0.value) },
-            tokens: [plan.credential.secrets.accessToken] + (refusedToken.map { [$0] } ?? []), refreshed: refreshed)
+            tokens: refusedToken.map { [plan.credential.secrets.accessToken, $0] } ?? [
+                plan.credential.secrets.accessToken
+            ],
+            refreshed: refreshed)
         phase = .streaming
         writeHead(.init(code: status), &fields)
     }

@@ -29,6 +29,8 @@ final class UpstreamConnectionPool {
 
     /// Idle connections kept per key; more are closed when their call ends.
     static let maximumIdlePerKey = 64
+    /// Keys kept before the emptied ones are dropped.
+    static let maximumKeys = 32
 
     let eventLoop: any EventLoop
     private var idle: [Key: [UpstreamLink]] = [:]
@@ -40,8 +42,6 @@ final class UpstreamConnectionPool {
     /// An idle connection for `key`, if one is still open.
     func take(_ key: Key) -> UpstreamLink? {
         while let link = idle[key]?.popLast() {
-            // An emptied key goes, and with it what it holds (a transport a reload replaced).
-            if idle[key]?.isEmpty == true { idle[key] = nil }
             if link.channel.isActive { return link }
         }
         return nil
@@ -58,6 +58,10 @@ final class UpstreamConnectionPool {
         link.reused = true
         idle[key, default: []].removeAll { !$0.channel.isActive }
         idle[key, default: []].append(link)
+        // Keys whose connections are all gone (a transport a reload replaced, an origin called
+        // once) are dropped now and then, and the transports they hold with them; not at every
+        // call, which would allocate a list per call.
+        if idle.count > Self.maximumKeys { idle = idle.filter { !$0.value.isEmpty } }
     }
 
     /// A new connection to `target`'s origin: TCP (with the instance's connect timeout), TLS for

@@ -15,7 +15,8 @@ public final class TestPostgres: Sendable {
     public let directory: String
     public let port: Int
     /// `postgres` on the server, for `psql` and for making databases.
-    public let superuser = "postgres"
+    public let superuser = TestPostgres.superuserName
+    static let superuserName = "postgres"
     private let binaries: String
 
     /// The server of this test process, started on first use. Started and asked for databases
@@ -102,15 +103,29 @@ public final class TestPostgres: Sendable {
                 "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): run `make test`, which installs it")
         }
         self.binaries = binaries
-        directory = try Self.makeDirectory()
-        port = try Self.freePort()
+        let directory = try Self.makeDirectory()
+        self.directory = directory
         try Self.write(Self.password + "\n", to: directory + "/pwfile")
-        try run(
+        try Self.run(
             [
-                binaries + "/initdb", "-D", directory + "/data", "-U", superuser, "--pwfile=\(directory)/pwfile",
+                binaries + "/initdb", "-D", directory + "/data", "-U", Self.superuserName,
+                "--pwfile=\(directory)/pwfile",
                 "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
-            ], log: "initdb.log")
-        try start()
+            ], in: directory, log: "initdb.log")
+        // A port free when chosen may be taken before the server binds it: another, then.
+        var attempt = 0
+        while true {
+            let port = try Self.freePort()
+            do {
+                try Self.start(binaries: binaries, directory: directory, port: port)
+                self.port = port
+                break
+            } catch let error as TestPostgresError where attempt < 4 && error.description.contains("pg_ctl") {
+                attempt += 1
+                let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+                guard log.contains("Address already in use") else { throw error }
+            }
+        }
     }
 
     /// The socket directory's URL form (`host=` names the directory).
@@ -146,12 +161,16 @@ public final class TestPostgres: Sendable {
     }
 
     public func start() throws {
+        try Self.start(binaries: binaries, directory: directory, port: port)
+    }
+
+    private static func start(binaries: String, directory: String, port: Int) throws {
         try run(
             [
                 binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
                 "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
                 "start",
-            ], log: "pg_ctl.log")
+            ], in: directory, log: "pg_ctl.log")
     }
 
     // MARK: Processes
@@ -164,6 +183,11 @@ public final class TestPostgres: Sendable {
     /// inherited, so a pipe would never end; the server inherits nothing beyond them.
     @discardableResult
     private func run(_ arguments: [String], log: String?) throws -> String {
+        try Self.run(arguments, in: directory, log: log)
+    }
+
+    @discardableResult
+    private static func run(_ arguments: [String], in directory: String, log: String?) throws -> String {
         let command = Self.isRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments : arguments
         let name = log ?? "command-\(UUID().uuidString.prefix(8))"
         let outputPath = directory + "/" + name + ".out"
@@ -208,23 +232,28 @@ public final class TestPostgres: Sendable {
         chmod(path, 0o600)
     }
 
-    /// A TCP port nobody listens on now (bound and released).
+    /// A TCP port nobody listens on now, below Linux's ephemeral range (32768 and up by
+    /// default), which the kernel hands out for every outgoing connection and `bind` to port 0:
+    /// a port taken from there and released was seen taken by another test's socket before the
+    /// server could bind it.
     private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestPostgresError("socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+        for _ in 0..<100 {
+            let candidate = Int.random(in: 20_000..<32_000)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw TestPostgresError("socket() failed") }
+            defer { close(descriptor) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(candidate).bigEndian
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
+            if bound { return candidate }
         }
-        guard bound else { throw TestPostgresError("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw TestPostgresError("cannot find a free port")
     }
 }
 
