@@ -1,5 +1,6 @@
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 
 /// A whole HTTP/1.1 response, head and body, as the event loop's fast paths write it: the one
 /// place their heads are made, with what every answer of the daemon carries (`Content-Type`,
@@ -44,7 +45,11 @@ enum FastResponse {
         head.writeStaticString("HTTP/1.1 ")
         head.writeString(String(status.code))
         head.writeStaticString(" ")
-        head.writeString(status.reasonPhrase)
+        // A status made from a code alone has no phrase; NIO's table has the standard ones (the
+        // router's answers carry them), and none for a code it does not know.
+        head.writeString(
+            status.reasonPhrase.isEmpty
+                ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase)
         head.writeStaticString("\r\n")
         for field in fields where field.name != .requestID && field.name != .date && field.name != .server {
             head.writeString(field.name.rawName)
