@@ -9,7 +9,7 @@ import TokenVaultTesting
 /// The proxy against a loopback upstream: the token attached and never returned, the caller's
 /// credentials stripped, the base list enforced, redirects returned, a refused token refreshed
 /// and the call replayed once, bodies streamed both ways, the per-caller cap. Each test runs on
-/// both paths a call can take: the router's, and the event loop's (`ProxyFastPath`), which makes
+/// both paths a call can take: the router's, and the event loop's (`ProxyFastCall`), which makes
 /// plain calls once the caller's groups are known (the first request of the fixture learns them).
 @Suite struct ProxyTests {
     enum ProxyPath: CaseIterable, CustomStringConvertible {
