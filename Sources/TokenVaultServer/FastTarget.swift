@@ -35,7 +35,7 @@ enum FastTarget: Equatable {
         }
         // A proxied call is `ProxyFastCall`'s or the router's, and its route always exists:
         // matching it against every route's template cost more than a token read.
-        guard !Self.isProxyCall(target) else { return nil }
+        guard Self.proxyCall(target) == nil else { return nil }
         guard target.first == UInt8(ascii: "/"),
             !target.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") })
         else { return nil }
@@ -63,18 +63,26 @@ enum FastTarget: Equatable {
         self = .unmatched(path: path)
     }
 
-    /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…`.
-    static func isProxyCall(_ target: UnsafeRawBufferPointer) -> Bool {
-        guard target.starts(with: credentials) else { return false }
-        var index = credentials.count
-        var slashes = 0
-        while index < target.count, slashes < 2 {
-            if target[index] == UInt8(ascii: "/") { slashes += 1 }
-            index += 1
-        }
-        let rest = target[index...]
-        guard slashes == 2, rest.starts(with: proxy) else { return false }
+    /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…`: where the
+    /// namespace and the name are in `target` (either may be empty; `CredentialID` judges them).
+    static func proxyCall(_ target: UnsafeRawBufferPointer) -> (namespace: Range<Int>, name: Range<Int>)? {
+        guard target.starts(with: credentials) else { return nil }
+        let namespaceStart = credentials.count
+        guard let namespaceEnd = target[namespaceStart...].firstIndex(of: UInt8(ascii: "/")),
+            let nameEnd = target[(namespaceEnd + 1)...].firstIndex(of: UInt8(ascii: "/"))
+        else { return nil }
+        let rest = target[(nameEnd + 1)...]
+        guard rest.starts(with: proxy) else { return nil }
         let after = rest.dropFirst(proxy.count)
-        return after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?")
+        guard after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?") else { return nil }
+        return (namespaceStart..<namespaceEnd, (namespaceEnd + 1)..<nameEnd)
+    }
+
+    /// The credential a proxied call's target names, if it is one and the id is valid.
+    static func proxyCredentialID(_ target: UnsafeRawBufferPointer) -> CredentialID? {
+        guard let (namespace, name) = proxyCall(target) else { return nil }
+        return try? CredentialID(
+            namespace: String(decoding: UnsafeRawBufferPointer(rebasing: target[namespace]), as: UTF8.self),
+            name: String(decoding: UnsafeRawBufferPointer(rebasing: target[name]), as: UTF8.self))
     }
 }

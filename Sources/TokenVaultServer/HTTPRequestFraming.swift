@@ -131,9 +131,7 @@ struct HTTPRequestFraming: Equatable {
         case contentLength, transferEncoding, upgrade, connection, expect, other
 
         init(_ name: Slice<UnsafeRawBufferPointer>) {
-            func named(_ lowercase: [UInt8]) -> Bool {
-                name.count == lowercase.count && zip(name, lowercase).allSatisfy { $0 | 0x20 == $1 || $0 == $1 }
-            }
+            func named(_ lowercase: [UInt8]) -> Bool { name.equalsIgnoringASCIICase(lowercase) }
             self =
                 if named(contentLengthName) { .contentLength } else if named(transferEncodingName) {
                     .transferEncoding

@@ -8,13 +8,13 @@ extension ProxyFastCall.Plan {
     /// body is at most `proxy.replay_body_bytes` (and `proxy.max_request_bytes`), and the caller
     /// has a free slot (`limits.max_proxy_calls_per_uid`, taken here). Nil sends the request to
     /// the router, which answers it, refusals included.
+    /// `id`: the credential `path` names (`FastTarget.proxyCredentialID`).
     static func make(
-        _ api: VaultAPI, peer: PeerCredentials?, method: HTTPRequest.Method, path: String, fields: HTTPFields,
-        bodyLength: Int
+        _ api: VaultAPI, peer: PeerCredentials?, id: CredentialID, method: HTTPRequest.Method, path: String,
+        fields: HTTPFields, bodyLength: Int
     ) -> Self? {
         let proxy = api.options.proxy
         guard VaultAPI.proxyMethods.contains(method),
-            let id = ProxyFastCall.credentialID(inProxyPath: path),
             bodyLength <= min(proxy.replayBodyBytes, proxy.maximumRequestBytes),
             let upstream = api.options.upstream,
             let peer,
@@ -69,24 +69,4 @@ extension ProxyFastCall {
 
     private static let proxyRoute = "/v1/credentials/{namespace}/{name}/proxy"
     private static let proxyRestRoute = proxyRoute + "/**"
-
-    /// The credential a proxy path names: `/v1/credentials/{ns}/{name}/proxy`, then nothing, `/…`
-    /// or `?…`. (`VaultAPI.proxyTarget` checks the rest, as for the router.)
-    static func credentialID(inProxyPath path: String) -> CredentialID? {
-        let bytes = path.utf8
-        guard bytes.starts(with: credentialsPrefix.utf8) else { return nil }
-        let namespaceStart = bytes.index(bytes.startIndex, offsetBy: credentialsPrefix.utf8.count)
-        guard let namespaceEnd = bytes[namespaceStart...].firstIndex(of: UInt8(ascii: "/")),
-            case let nameStart = bytes.index(after: namespaceEnd),
-            let nameEnd = bytes[nameStart...].firstIndex(of: UInt8(ascii: "/")),
-            case let rest = bytes[bytes.index(after: nameEnd)...], rest.starts(with: proxyWord.utf8)
-        else { return nil }
-        let after = rest.dropFirst(proxyWord.utf8.count).first
-        guard after == nil || after == UInt8(ascii: "/") || after == UInt8(ascii: "?") else { return nil }
-        return try? CredentialID(
-            namespace: String(path[namespaceStart..<namespaceEnd]), name: String(path[nameStart..<nameEnd]))
-    }
-
-    private static let credentialsPrefix = "/v1/credentials/"
-    private static let proxyWord = "proxy"
 }

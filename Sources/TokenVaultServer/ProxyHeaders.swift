@@ -53,7 +53,7 @@ enum ProxyHeaders {
         _ headers: [(name: String, value: String)], tokens: [SecretBytes], refreshed: Bool
     ) -> HTTPFields {
         let named = connectionNames(
-            headers.lazy.filter { equalsLowercased($0.name.utf8, connectionName) }.map(\.value))
+            headers.lazy.filter { $0.name.utf8.equalsIgnoringASCIICase(connectionName) }.map(\.value))
         var fields = HTTPFields()
         fields.reserveCapacity(headers.count + 4)
         for (name, value) in headers {
@@ -77,7 +77,9 @@ enum ProxyHeaders {
             for item in value.utf8.split(separator: UInt8(ascii: ",")) {
                 let trimmed = trimmed(item)
                 // Compared as bytes first: nearly every answer says `keep-alive` and nothing else.
-                guard !equalsLowercased(trimmed, keepAlive), !equalsLowercased(trimmed, close) else { continue }
+                guard !trimmed.equalsIgnoringASCIICase(keepAlive), !trimmed.equalsIgnoringASCIICase(close) else {
+                    continue
+                }
                 names.insert(String(decoding: trimmed, as: UTF8.self).lowercased())
             }
         }
@@ -87,7 +89,7 @@ enum ProxyHeaders {
     /// Whether a `Connection` header's value lists `close`.
     static func says(close value: String) -> Bool {
         value.utf8.split(separator: UInt8(ascii: ",")).contains { item in
-            equalsLowercased(trimmed(item), close)
+            trimmed(item).equalsIgnoringASCIICase(close)
         }
     }
 
@@ -102,12 +104,6 @@ enum ProxyHeaders {
     private static let connectionName = Array("connection".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
     private static let close = Array("close".utf8)
-
-    /// `bytes` are `lowercase`'s, in any ASCII case.
-    private static func equalsLowercased(_ bytes: some Collection<UInt8>, _ lowercase: [UInt8]) -> Bool {
-        bytes.count == lowercase.count
-            && zip(bytes, lowercase).allSatisfy { ((0x41...0x5A).contains($0.0) ? $0.0 | 0x20 : $0.0) == $0.1 }
-    }
 
     /// Whether `value` contains the token's bytes, as they are or percent-encoded in any case (a
     /// `Location` or `Link` URL carrying the token in its query writes `+`, `/` and `=` as `%2B`,

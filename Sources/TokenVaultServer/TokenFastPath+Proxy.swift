@@ -1,5 +1,6 @@
 import HTTPTypes
 import NIOCore
+import TokenVaultCore
 
 /// The proxied calls `TokenFastPath` makes (`ProxyFastCall`), and the bytes that wait behind one.
 extension TokenFastPath {
@@ -12,7 +13,7 @@ extension TokenFastPath {
     {
         guard let pools,
             input.withUnsafeReadableBytes({
-                FastTarget.isProxyCall(UnsafeRawBufferPointer(rebasing: $0[request.target]))
+                FastTarget.proxyCall(UnsafeRawBufferPointer(rebasing: $0[request.target])) != nil
             })
         else { return nil }
         guard !request.hasExpect, tracker.answersOwed == 0,
@@ -21,18 +22,24 @@ extension TokenFastPath {
             api.metrics.recordProxyFastPath(answered: false)
             return nil
         }
-        let asked = input.withUnsafeReadableBytes { bytes -> (HTTPRequest.Method, String, HTTPFields)? in
-            guard
+        let asked = input.withUnsafeReadableBytes { bytes -> (CredentialID, HTTPRequest.Method, String, HTTPFields)? in
+            let target = UnsafeRawBufferPointer(rebasing: bytes[request.target])
+            guard let id = FastTarget.proxyCredentialID(target),
                 let method = HTTPRequest.Method(
                     String(decoding: UnsafeRawBufferPointer(rebasing: bytes[request.method]), as: UTF8.self))
             else { return nil }
             let head = UnsafeRawBufferPointer(rebasing: bytes[..<request.headLength])
-            let target = UnsafeRawBufferPointer(rebasing: bytes[request.target])
-            return (method, String(decoding: target, as: UTF8.self), HTTPRequestFraming.fields(in: head))
+            return (id, method, String(decoding: target, as: UTF8.self), HTTPRequestFraming.fields(in: head))
         }
-        guard let (method, path, fields) = asked,
+        guard let (id, method, path, fields) = asked else {
+            api.metrics.recordProxyFastPath(answered: false)
+            return nil
+        }
+        // Counted as made or routed there.
+        guard
             let plan = ProxyFastCall.Plan.make(
-                api, peer: peers.peer, method: method, path: path, fields: fields, bodyLength: request.bodyLength)
+                api, peer: peers.peer, id: id, method: method, path: path, fields: fields,
+                bodyLength: request.bodyLength)
         else { return nil }
         let body =
             request.bodyLength > 0

@@ -52,18 +52,23 @@ import TokenVaultTesting
         }
     }
 
+    private static func credentialID(inProxyPath path: String) -> CredentialID? {
+        var path = path
+        return path.withUTF8 { FastTarget.proxyCredentialID(UnsafeRawBufferPointer($0)) }
+    }
+
     /// The credential a proxied path names, read from its bytes.
     @Test func theCredentialIsReadFromTheProxyPath() throws {
         let named = try CredentialID("ns/a")
         for path in ["/v1/credentials/ns/a/proxy", "/v1/credentials/ns/a/proxy/x/y", "/v1/credentials/ns/a/proxy?x=/1"]
         {
-            #expect(ProxyFastCall.credentialID(inProxyPath: path) == named, "\(path)")
+            #expect(Self.credentialID(inProxyPath: path) == named, "\(path)")
         }
         for path in [
             "/v1/credentials/ns/a/proxyx", "/v1/credentials/ns/a/token", "/v1/credentials/ns/proxy",
             "/v1/credentials//a/proxy", "/v2/credentials/ns/a/proxy", "/v1/credentials/ns/a/b/proxy",
         ] {
-            #expect(ProxyFastCall.credentialID(inProxyPath: path) == nil, "\(path)")
+            #expect(Self.credentialID(inProxyPath: path) == nil, "\(path)")
         }
     }
 
