@@ -367,16 +367,31 @@ import TokenVaultTesting
     }
 
     /// Stores `id` and journals a refresh of it, as a node does before it calls the provider.
-    static func refreshUnderWay(_ id: CredentialID, in fixture: TestBackendVault) async throws
-        -> (planned: CredentialMetadata, attempt: RefreshAttempt)
-    {
+    static func refreshUnderWay(_ id: CredentialID, in fixture: TestBackendVault) async throws -> RefreshUnderWay {
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         let planned = try fixture.vault.metadata(id)
         let request = Vault.AttemptRequest(
             metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
             isOwnerGone: { _, _ in false })
         let (attempt, _) = try #require(try await fixture.vault.beginAttempt(request))
-        return (planned, attempt)
+        return RefreshUnderWay(
+            planned: planned, attempt: attempt, previousSecrets: try fixture.vault.credential(id).secrets)
+    }
+
+    /// A refresh begun from `planned` (`refreshUnderWay`), whose provider's answer is still to commit.
+    struct RefreshUnderWay {
+        let planned: CredentialMetadata
+        let attempt: RefreshAttempt
+        let previousSecrets: CredentialSecrets
+
+        /// Commits the provider's answer `payload`, as the engine does.
+        func commit(_ payload: TokenPayload, in fixture: TestBackendVault) async -> HeldOrCommitted<Vault.RefreshCommit>
+        {
+            await fixture.vault.commitRefresh(
+                .init(
+                    attempt: attempt, previous: planned, previousSecrets: previousSecrets, payload: payload,
+                    sentAt: fixture.clock.now))
+        }
     }
 
     /// A credential marked for removal (on another node) while a refresh of it was in flight:
@@ -387,18 +402,15 @@ import TokenVaultTesting
         let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         let id = try CredentialID("pay/leaving")
-        let (planned, attempt) = try await Self.refreshUnderWay(id, in: fixture)
+        let refresh = try await Self.refreshUnderWay(id, in: fixture)
+        let planned = refresh.planned
         var removal = ScheduleUpdate(try vault.metadata(id))
         removal.expectedStatus = nil
         removal.status = .revokePending
         removal.refreshAt = fixture.clock.now.adding(seconds: 300)
         #expect(try await vault.updateSchedule(removal) != nil)
 
-        let previous = try vault.credential(id)
-        let result = await vault.commitRefresh(
-            .init(
-                attempt: attempt, previous: planned, previousSecrets: previous.secrets,
-                payload: Self.payload("two"), sentAt: fixture.clock.now))
+        let result = await refresh.commit(Self.payload("two"), in: fixture)
         guard case .committed(.committed(let after)) = result else {
             Issue.record("\(result)")
             return
@@ -419,16 +431,12 @@ import TokenVaultTesting
         let fixture = try await TestBackendVault.make(kind)
         let vault = fixture.vault
         let id = try CredentialID("pay/again2")
-        let (planned, attempt) = try await Self.refreshUnderWay(id, in: fixture)
-        let previous = try vault.credential(id)
+        let refresh = try await Self.refreshUnderWay(id, in: fixture)
         fixture.clock.advance(seconds: 1)
         try await vault.delete(id)
         try await vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try vault.metadata(id).generation == planned.generation)
-        let result = await vault.commitRefresh(
-            .init(
-                attempt: attempt, previous: planned, previousSecrets: previous.secrets,
-                payload: Self.payload("three"), sentAt: fixture.clock.now))
+        #expect(try vault.metadata(id).generation == refresh.planned.generation)
+        let result = await refresh.commit(Self.payload("three"), in: fixture)
         guard case .committed(.superseded(let why, let gone)) = result else {
             Issue.record("\(result)")
             return
