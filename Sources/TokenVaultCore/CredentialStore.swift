@@ -9,7 +9,7 @@ public enum Durability: Sendable {
 }
 
 /// Filter and page for listing credentials, ordered by id.
-public struct CredentialQuery: Sendable, Equatable {
+public struct CredentialQuery: Sendable, Hashable {
     public var namespace: String?
     /// Only these namespaces (a caller allowed to list some): answered by the query itself,
     /// through the namespace index, never by reading every row and filtering. Nil: all.
@@ -40,6 +40,11 @@ public protocol CredentialStore: RefreshJournal, NodeRegistry {
     /// callers that must not block, such as an event loop).
     func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord?
     func list(_ query: CredentialQuery) throws -> [CredentialMetadata]
+    /// How many changes of credential rows this process knows of: its own writes as they begin
+    /// and end, other nodes' as they are heard. Nil while one of its writes is under way, or when
+    /// nothing could tell (no cache to follow changes): a page of `list` read after taking it is
+    /// as current as the store while the count is the same (`Vault.listingMark`).
+    func changeCount() -> UInt64?
     /// Up to `limit` rows with id greater than `after`, in id order (verification walks).
     func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
     /// Up to `limit` rows sealed under any term other than `term` (re-seal batches).
@@ -152,4 +157,9 @@ extension CredentialWriter {
     public func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
     public func prefetch(_ claims: [CredentialID]) throws {}
     public func finishGroup() throws {}
+}
+
+extension CredentialStore {
+    /// A store that cannot tell when rows change: no page of the listing is ever kept.
+    public func changeCount() -> UInt64? { nil }
 }

@@ -23,6 +23,8 @@ final class PendingCommits: Sendable {
     /// Holds in memory, readable without the lock: every token read asks `status`, and almost
     /// always there is nothing held, so the hot path is one atomic load.
     private let held = Atomic<Int>(0)
+    /// Holds ever begun: a listing page kept from before one began shows no `pending_commit`.
+    private let begun = Atomic<UInt64>(0)
 
     /// A number for a new hold (one write of received tokens).
     func newHold() -> Int {
@@ -63,6 +65,9 @@ final class PendingCommits: Sendable {
     /// Holds in memory, over every credential.
     var count: Int { held.load(ordering: .acquiring) }
 
+    /// Holds begun since start-up.
+    var begunCount: UInt64 { begun.load(ordering: .acquiring) }
+
     var snapshot: Totals { state.withLock { $0.totals } }
 
     /// Notes one more failed commit of `hold` and returns it as it now stands.
@@ -75,7 +80,10 @@ final class PendingCommits: Sendable {
             var entry =
                 state.holds[id]?[hold]
                 ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)
-            if entry.failures == 0 { held.add(1, ordering: .releasing) }
+            if entry.failures == 0 {
+                begun.add(1, ordering: .releasing)
+                held.add(1, ordering: .releasing)
+            }
             entry.failures += 1
             entry.lastError = error
             entry.nextAttemptAt = retryAt

@@ -150,6 +150,20 @@ public final class Vault: Sendable {
         try store.list(query).map(withPending)
     }
 
+    /// Taken before `list` to keep the page it returns (rendered) for as long as `isCurrent`
+    /// holds; nil when a page read now must not be kept: a write under way, a commit held, or a
+    /// store that cannot tell when rows change.
+    public func listingMark() -> ListingMark? {
+        let holdsBegun = pending.begunCount
+        guard pending.count == 0, let changes = store.changeCount() else { return nil }
+        return ListingMark(changes: changes, holdsBegun: holdsBegun)
+    }
+
+    /// Whether a page read under `mark` is still what `list` would return.
+    public func isCurrent(_ mark: ListingMark) -> Bool {
+        pending.count == 0 && pending.begunCount == mark.holdsBegun && store.changeCount() == mark.changes
+    }
+
     /// Up to `limit` credentials due for the scheduler (`refresh_at <= now`), earliest first,
     /// besides those in `skipping` (`RefreshJournal.dueCredentials`).
     public func dueCredentials(

@@ -1,13 +1,15 @@
 import TokenVaultCore
 
 /// A GET target the event loop may answer itself, parsed from the bytes received: a token read,
-/// a credential's metadata, the health check, or a path no route has. Anything unusual (a query
+/// a credential's metadata, a page of the listing, the health check, or a path no route has. Anything unusual (a query
 /// where none is read, percent-encoding, an empty or dot segment, an invalid id) is not
 /// recognised, and the router answers it with its own precise answer.
 enum FastTarget: Equatable {
     case token(TokenReadTarget)
     /// `/v1/credentials/{namespace}/{name}`.
     case show(CredentialID)
+    /// `/v1/credentials` with plain parameters (answered when `RenderedPages` holds the page).
+    case list(ListingParameters)
     /// `/v1/health`.
     case health
     /// A path of plain segments that no route's template matches (the router's 404).
@@ -18,6 +20,7 @@ enum FastTarget: Equatable {
         switch self {
         case .token: TokenFastPath.route
         case .show: "/v1/credentials/{namespace}/{name}"
+        case .list: "/v1/credentials"
         case .health: "/v1/health"
         // Hummingbird's not-found responder's endpoint path.
         case .unmatched: "NotFound"
@@ -36,6 +39,10 @@ enum FastTarget: Equatable {
         // A proxied call is `ProxyFastCall`'s or the router's, and its route always exists:
         // matching it against every route's template cost more than a token read.
         guard Self.proxyCall(target) == nil else { return nil }
+        if let listing = ListingParameters(target: target) {
+            self = .list(listing)
+            return
+        }
         guard target.first == UInt8(ascii: "/"),
             !target.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "%") })
         else { return nil }

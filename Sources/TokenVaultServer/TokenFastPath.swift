@@ -4,8 +4,9 @@ import TokenVaultCore
 
 /// Answers the hot request, `GET /v1/credentials/{ns}/{name}/token`, straight from the bytes
 /// the socket delivered, when the answer is a plain 200 (and, the same way, a credential's
-/// metadata, the health check while the database's last answer is recent, and the 404 of a path
-/// no route has: `FastTarget`): the peer may read tokens in the
+/// metadata, a page of the listing kept from an earlier read (`RenderedPages`), the health
+/// check while the database's last answer is recent, and the 404 of a path no route has:
+/// `FastTarget`): the peer may read tokens in the
 /// namespace (its groups already known), the credential exists, and its token is valid for
 /// `min_ttl` with no refresh due. That costs one point read from SQLite's page cache and one
 /// decryption (about 12 µs). The HTTP decoder, the header conversions and the router's hand-offs
@@ -163,10 +164,10 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         return true
     }
 
-    /// Writes the router's answer to a health check, a credential's metadata or a path no route
-    /// has, and returns its status; nil (nothing written) when the router must answer: the
-    /// database's last answer for health is older than a second, the caller's groups are not
-    /// known or do not allow the read, the row is not at hand.
+    /// Writes the router's answer to a health check, a credential's metadata, a page of the
+    /// listing or a path no route has, and returns its status; nil (nothing written) when the
+    /// router must answer: the database's last answer for health is older than a second, the
+    /// caller's groups are not known or do not allow the read, the row or page is not at hand.
     private func answer(_ context: ChannelHandlerContext, _ target: FastTarget) -> Int? {
         let body: ByteBuffer
         switch target {
@@ -185,6 +186,14 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             else { return nil }
             api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
             body = MetadataJSON.document(metadata, allocator: context.channel.allocator)
+        case .list(let listing):
+            guard let peer = peers.peer,
+                let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+                case .query(let query) = listing.scoped(
+                    to: api.policy.namespaces(uid: peer.uid, groups: groups, with: .credentialList)),
+                let page = api.pages.page(for: query)
+            else { return nil }
+            body = page
         case .unmatched:
             guard let notFound = Self.notFound else { return nil }
             let requestID = RequestIDs.next()

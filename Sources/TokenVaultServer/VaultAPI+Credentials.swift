@@ -31,10 +31,17 @@ extension VaultAPI {
         return json(body: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
     }
 
+    /// A page kept from an earlier read while nothing on it changed (`RenderedPages`), else read
+    /// and kept if the vault can tell when it stops being current.
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let (rows, nextCursor) = try await page(
-            request, context, permission: .credentialList, operation: "credential.list")
-        return json(body: MetadataJSON.page(rows, nextCursor: nextCursor, allocator: ByteBufferAllocator()))
+        let query = try await listingQuery(request, context, permission: .credentialList, operation: "credential.list")
+        if let page = pages.page(for: query) { return json(body: page) }
+        let mark = vault.listingMark()
+        let rows = try await blocking { [query] in try vault.list(query) }
+        let body = MetadataJSON.page(
+            rows, nextCursor: ListingParameters.nextCursor(rows, query), allocator: ByteBufferAllocator())
+        if let mark { pages.keep(body, for: query, mark: mark) }
+        return json(body: body)
     }
 
     /// `GET /v1/proxy/credentials`: the credentials the caller may use through the proxy (in the
@@ -52,47 +59,29 @@ extension VaultAPI {
                 }, nextCursor: nextCursor))
     }
 
-    /// One page of the credentials in the namespaces where the caller holds `permission`, by the
-    /// listing's query parameters (`namespace`, `status`, `limit`, `cursor`); 403 when it holds it
-    /// nowhere, or not in the namespace asked for.
+    /// One page of the credentials in the namespaces where the caller holds `permission`.
     private func page(
         _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: String
     ) async throws -> (rows: [CredentialMetadata], nextCursor: String?) {
+        let query = try await listingQuery(request, context, permission: permission, operation: operation)
+        let rows = try await blocking { [query] in try vault.list(query) }
+        return (rows, ListingParameters.nextCursor(rows, query))
+    }
+
+    /// The query of the listing's parameters (`ListingParameters`) over the namespaces where the
+    /// caller holds `permission`; 403 when it holds it nowhere, or not in the namespace asked for.
+    private func listingQuery(
+        _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: String
+    ) async throws -> CredentialQuery {
         let parameters = request.uri.queryParameters
-        var query = CredentialQuery()
-        if let namespace = parameters.get("namespace") {
-            try CredentialID.validateNamespace(namespace)
-            query.namespace = namespace
-        }
-        if let status = parameters.get("status") {
-            guard let parsed = CredentialStatus(rawValue: status) else {
-                throw VaultError.invalidField(
-                    "status",
-                    "'\(status)' is not one of \(CredentialStatus.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            query.status = parsed
-        }
-        query.limit = try limitParameter(request)
-        if let cursor = parameters.get("cursor") {
-            guard let after = try? CredentialID(cursor) else {
-                throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")
-            }
-            query.after = after
-        }
+        let listing = try ListingParameters { parameters.get($0) }
         let (peer, memberOf) = try await caller(context)
-        let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: permission)
-        if let namespace = query.namespace, let visible, !visible.contains(namespace) {
+        switch listing.scoped(to: policy.namespaces(uid: peer.uid, groups: memberOf, with: permission)) {
+        case .query(let query):
+            return query
+        case .denied(let namespace):
             throw await deny(
                 peer, groups: memberOf, context, operation: operation, namespace: namespace, permission: permission)
         }
-        if visible?.isEmpty == true {
-            throw await deny(
-                peer, groups: memberOf, context, operation: operation, namespace: nil, permission: permission)
-        }
-        // A peer allowed some namespaces gets a query over those only (the namespace index).
-        query.namespaces = visible
-        let rows = try await blocking { [query] in try vault.list(query) }
-        return (rows, rows.count == query.limit ? rows.last?.id.description : nil)
     }
-
 }

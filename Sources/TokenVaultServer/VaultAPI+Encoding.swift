@@ -11,11 +11,7 @@ extension VaultAPI {
 
     /// The `limit` query parameter of every listing: 1-500, 100 when absent.
     func limitParameter(_ request: Request) throws -> Int {
-        guard let text = request.uri.queryParameters.get("limit") else { return 100 }
-        guard let value = Int(text), (1...500).contains(value) else {
-            throw VaultError.invalidField("limit", "must be an integer 1-500")
-        }
-        return value
+        try ListingParameters.limit(request.uri.queryParameters.get("limit"))
     }
 
     /// Bodies are JSON: a declared media type that is not (`application/json` or `…+json`) is 415.

@@ -75,12 +75,15 @@ public struct VaultAPI: Sendable {
     /// The health document's JSON, for the router and the event loop.
     let healthBody = LastEncoding<HealthDocument>()
     let countsRead = RecentValue<[CredentialStatus: Int]?>(maximumAge: .seconds(1))
+    /// Pages of the listing kept while current, for the router and the event loop.
+    let pages: RenderedPages
 
     public init(
         vault: Vault, engine: (any RefreshService)? = nil, admin: any AdminStore, rotation: KeyRotation?,
         policy: AccessPolicy, audit: AuditRecorder, metrics: APIMetrics = APIMetrics(), options: Options
     ) {
         self.vault = vault
+        pages = RenderedPages(vault: vault)
         self.engine = engine
         self.admin = admin
         self.rotation = rotation

@@ -50,16 +50,20 @@ final class RecordCache: Sendable {
         var allOwnChangesUncertainUntil: ContinuousClock.Instant?
         var hits = 0
         var misses = 0
+        /// Every change of a row this process began, ended or heard of (`changeCount`).
+        var changes: UInt64 = 0
 
         /// Forgets `id`'s row, and turns away reads of its shard begun before now.
         mutating func drop(_ id: CredentialID, shard: Int) {
             invalidations[shard] &+= 1
+            changes &+= 1
             if let removed = entries.removeValue(forKey: id) { bytes -= removed.bytes }
         }
 
         /// Forgets every row, and turns away every read begun before now.
         mutating func dropAll() {
             for shard in invalidations.indices { invalidations[shard] &+= 1 }
+            changes &+= 1
             entries = [:]
             bytes = 0
         }
@@ -105,6 +109,16 @@ final class RecordCache: Sendable {
         }
     }
 
+    /// The changes counted so far, nil while a transaction of this process is writing a row (its
+    /// commit may land at any moment) or when the cache keeps nothing: a listing read after
+    /// taking it is current while the count is the same (`CredentialStore.changeCount`). Rows
+    /// changed by `invalidate`, `endWrites`, `heardOwnChange` and `invalidateAll` count, whether
+    /// or not they were cached.
+    func changeCount() -> UInt64? {
+        guard byteLimit > 0 else { return nil }
+        return state.withLock { $0.writing.isEmpty ? $0.changes : nil }
+    }
+
     /// Counts a row read from the database because the cache did not hold it (lookups that
     /// find nothing and read nothing, such as the event loop's, are not misses).
     func countMiss() {
@@ -139,6 +153,7 @@ final class RecordCache: Sendable {
         let hash = keepsRowsReadOnce ? 0 : Doorkeeper.hash(id)
         return state.withLock { state in
             state.writing[key, default: 0] += 1
+            state.changes &+= 1
             if let removed = state.entries.removeValue(forKey: key) {
                 state.bytes -= removed.bytes
                 // A row that was cached is wanted: what the transaction writes of it may be kept.

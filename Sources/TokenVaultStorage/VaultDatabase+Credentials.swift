@@ -53,6 +53,10 @@ extension VaultDatabase: CredentialStore {
     /// Up to this many namespaces a caller may list are read one by one and merged (below).
     static let namespacesReadApart = 16
 
+    /// The cache's count: every change of a row goes through this process's writer, which tells
+    /// the cache as it begins and ends.
+    public func changeCount() -> UInt64? { cache.changeCount() }
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         var query = query
         if let namespaces = query.namespaces {

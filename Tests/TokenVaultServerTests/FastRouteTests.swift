@@ -87,27 +87,6 @@ import TokenVaultTesting
         }
     }
 
-    /// A page of credentials is the router's, on the blocking pool, even when every rule says
-    /// yes: answered on the loop (tried, about 125 µs of CPU for a page of 50 against 220 routed),
-    /// eight connections listing held a token reader on the same loop at a p50 of 1.2 ms against
-    /// 36-61 µs (docs/benchmarks.md).
-    @Test func aPageIsLeftToTheRouter() async throws {
-        let server = try await TestServer()
-        try await withStopping(server, stop: { await $0.stop() }) { server in
-            let body = server.putBody(provider: "oauth2", token: SamplePayloads.oauth().json)
-            #expect(try await server.request("PUT", "/v1/credentials/pay/alice", body: body).status == 201)
-            let (routed, fast) = try await Self.bothWays(server, "/v1/credentials?limit=50")
-            #expect(routed.status == 200 && fast.status == 200 && fast.body == routed.body)
-            #expect(fast.text.contains("pay/alice"))
-            // Under any route label: every series of the loop's answers.
-            let metrics = try await server.request("GET", "/metrics").text
-            let answered = metrics.split(separator: "\n").filter {
-                $0.hasPrefix("tokenvault_http_fast_path_answers_total{")
-            }
-            #expect(answered.isEmpty, "\(answered)")
-        }
-    }
-
     /// Every route the router has, with its parameters filled in: never a path the loop calls
     /// unmatched.
     @Test func noRegisteredRouteIsCalledUnmatched() async throws {

@@ -268,6 +268,25 @@ import TokenVaultTesting
         #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-four")
     }
 
+    /// A page of the listing kept on node 2 stops being current once node 1's change is heard
+    /// there (`Vault.isCurrent`), and none is kept before node 2 listens: until then it would
+    /// not hear of changes at all.
+    @Test func aListingMarkFollowsOtherNodesChanges() async throws {
+        let fixture = try await TestBackendVault.make(.postgres)
+        let opened = try fixture.open(auditChain: "node-2")
+        let database2 = try #require(opened.backend as? PostgresDatabase)
+        defer { database2.close() }
+        #expect(opened.vault.listingMark() == nil, "not listening yet")
+        let listener = Task { await database2.listenForChanges() }
+        defer { listener.cancel() }
+        #expect(try await waitUntil(within: 30) { database2.listenerStatus.connected })
+        let mark = try #require(opened.vault.listingMark())
+        try await fixture.vault.put(try CredentialID("pay/listed"), payload: Self.payload("one"), provider: "idp")
+        #expect(try await waitUntil { !opened.vault.isCurrent(mark) })
+        let now = try #require(opened.vault.listingMark())
+        #expect(opened.vault.isCurrent(now))
+    }
+
     /// A commit of this node whose outcome it could not learn (its connection lost, its deadline
     /// passed) may land after its write ended and a read cached the row from before it. Its
     /// notification is this node's own, and must still drop that row: the cache would otherwise

@@ -32,6 +32,32 @@ import TokenVaultTesting
         #expect(cache.statistics.entries == 0)
     }
 
+    /// What a kept page of the listing is checked against: every change begun, ended or heard
+    /// moves the count, and there is none while a write is under way (its commit may land).
+    @Test func theChangeCountMovesWithEveryChangeAndIsAbsentDuringAWrite() throws {
+        let cache = RecordCache(capacity: 10)
+        let id = try Self.record("a").metadata.id
+        var seen: [UInt64] = []
+        func counted() throws {
+            let count = try #require(cache.changeCount())
+            #expect(!seen.contains(count), "\(seen) then \(count)")
+            seen.append(count)
+        }
+        try counted()
+        #expect(cache.changeCount() == seen.last, "a read moves nothing")
+        cache.insert(try Self.record("a"), ticket: cache.ticket(for: id))
+        #expect(cache.changeCount() == seen.last)
+        cache.beginWrite(id)
+        #expect(cache.changeCount() == nil)
+        cache.endWrites([id])
+        try counted()
+        cache.invalidate(try CredentialID("cache/never-cached"))  // another node's change, heard
+        try counted()
+        cache.invalidateAll()
+        try counted()
+        #expect(RecordCache(capacity: 10, bytes: 0).changeCount() == nil, "no cache, nothing to tell by")
+    }
+
     @Test func aRowBeingWrittenIsNeitherServedNorKept() throws {
         let cache = RecordCache(capacity: 10)
         let row = try Self.record("a")

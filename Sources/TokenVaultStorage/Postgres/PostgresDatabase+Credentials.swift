@@ -53,6 +53,13 @@ extension PostgresDatabase: CredentialStore {
         return cached
     }
 
+    /// The cache's count, while it is trusted: other nodes' changes are counted as their
+    /// notifications arrive, and are not heard while the listener is away.
+    public func changeCount() -> UInt64? {
+        guard cacheTrusted.load(ordering: .acquiring) else { return nil }
+        return cache.changeCount()
+    }
+
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         let namespaces = query.namespaces.map { Array($0).sorted() }
         return try withReader { reader in
