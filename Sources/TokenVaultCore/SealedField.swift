@@ -6,6 +6,9 @@ public enum SealedField: String, Sendable, CaseIterable {
     case idToken = "id_token"
     case extras
 
+    /// What a token read returns, so all it opens: built once, as every read asks for it.
+    public static let served: Set<SealedField> = [.accessToken, .idToken]
+
     /// Associated data for this field of `id` at `generation`:
     /// `tokenvault.credential.v1 NUL id NUL generation NUL field`.
     /// A ciphertext copied to another row, field or generation no longer authenticates.

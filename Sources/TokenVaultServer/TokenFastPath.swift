@@ -220,7 +220,7 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
             api.policy.allows(uid: peer.uid, groups: groups, .tokenRead, in: target.id.namespace),
             // Never waits for a lock on the loop: a busy database sends the request to the router.
-            let credential = try? api.vault.credentialWithoutWaiting(target.id, opening: [.accessToken, .idToken])
+            let credential = try? api.vault.credentialWithoutWaiting(target.id, opening: SealedField.served)
         else { return false }
         let metadata = credential.metadata
         let verdict = TokenReadVerdict(

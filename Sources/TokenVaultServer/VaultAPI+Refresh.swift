@@ -42,11 +42,11 @@ extension VaultAPI {
     /// two thread hops; a credential that does not exist is not looked for twice.
     func readCredential(_ id: CredentialID) async throws -> Credential {
         do {
-            return try vault.credentialWithoutWaiting(id, opening: [.accessToken, .idToken])
+            return try vault.credentialWithoutWaiting(id, opening: SealedField.served)
         } catch let error as VaultError where error.code == .credentialNotFound {
             throw error
         } catch {
-            return try await blocking { try vault.credential(id, opening: [.accessToken, .idToken]) }
+            return try await blocking { try vault.credential(id, opening: SealedField.served) }
         }
     }
 
