@@ -9,7 +9,8 @@ import TokenVaultCore
 /// ever gets a page of what it may list. Never holds a secret: pages are metadata.
 ///
 /// Bounded by bytes and by pages. Past a bound, pages read under another mark go first (they
-/// are stale or soon will be), then every other page.
+/// are stale), then every other page. While the vault changes all the time (refreshes
+/// committing), pages are rarely kept and read as before: a kept page is a quiet vault's.
 final class RenderedPages: Sendable {
     private struct Page {
         let mark: ListingMark
@@ -36,18 +37,25 @@ final class RenderedPages: Sendable {
         return page.body
     }
 
-    /// Keeps `body`, the page `query` read under `mark` (taken before the read).
+    /// Keeps `body`, the page `query` read under `mark` (taken before the read), if it is still
+    /// current: one read behind a change would otherwise push current pages out. It is copied
+    /// to a buffer of its own size (a page is written into room reserved for its longest form),
+    /// so the bound counts what is held.
     func keep(_ body: ByteBuffer, for query: CredentialQuery, mark: ListingMark) {
         let size = body.readableBytes
-        guard size <= Self.byteLimit / 8 else { return }
+        guard size <= Self.byteLimit / 8, vault.isCurrent(mark) else { return }
+        var exact = ByteBufferAllocator().buffer(capacity: size)
+        exact.writeImmutableBuffer(body)
+        let page = Page(mark: mark, body: exact)
         state.withLock { state in
-            let replaced = state.pages.updateValue(Page(mark: mark, body: body), forKey: query)
+            let replaced = state.pages.updateValue(page, forKey: query)
             state.bytes += size - (replaced?.body.readableBytes ?? 0)
             guard state.bytes > Self.byteLimit || state.pages.count > Self.pageLimit else { return }
+            // Pages under another mark are behind a change since: they go first.
             state.pages = state.pages.filter { $0.value.mark == mark }
             state.bytes = state.pages.values.reduce(0) { $0 + $1.body.readableBytes }
             if state.pages.count > Self.pageLimit / 2 || state.bytes > Self.byteLimit / 2 {
-                state.pages = [query: Page(mark: mark, body: body)]
+                state.pages = [query: page]
                 state.bytes = size
             }
         }

@@ -66,6 +66,27 @@ import TokenVaultTesting
         #expect(!fixture.logs.text.contains("rt-"), "no token in the log")
     }
 
+    /// A held answer shows as `pending_commit` in the listing without any row written: no page
+    /// of it is kept while anything is held, and one kept before is not served
+    /// (`Vault.listingMark`).
+    @Test func noPageOfTheListingIsKeptWhileAnAnswerIsHeld() async throws {
+        let (fixture, failing, id) = try await Self.refusingStore(retry: 0.05, credential: "listed")
+        let before = try #require(fixture.vault.listingMark())
+        failing.failNextRowCommits(3)
+        let outcome = try await fixture.engine.refresh(id, reason: .forced)
+        guard case .commitPending = outcome else {
+            Issue.record("expected the commit to be held, got \(outcome)")
+            return
+        }
+        if fixture.vault.pendingCommit(for: id) != nil {
+            #expect(fixture.vault.listingMark() == nil)
+            #expect(!fixture.vault.isCurrent(before))
+        }
+        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        let after = try #require(fixture.vault.listingMark())
+        #expect(after != before && fixture.vault.isCurrent(after))
+    }
+
     /// Heartbeats failed (the database unreachable) while an answer was held; the first beat that
     /// goes through again commits what the node holds before any provider call may go out, not
     /// when the held commit's backoff (30 s here) would have come round.

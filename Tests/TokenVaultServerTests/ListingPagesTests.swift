@@ -45,7 +45,10 @@ import TokenVaultTesting
             return
         }
         #expect(query.namespace == "pay" && query.namespaces == ["pay", "other"])
-        guard case .query(let everything) = listing.scoped(to: nil) else { return }
+        guard case .query(let everything) = listing.scoped(to: nil) else {
+            Issue.record("a caller who may list everything was refused")
+            return
+        }
         #expect(everything.namespaces == nil)
     }
 
@@ -122,8 +125,42 @@ import TokenVaultTesting
             let (routed, fast) = try await FastRouteTests.bothWays(server, "/v1/credentials?limit=50")
             #expect(routed.status == 200 && fast.body == routed.body)
             #expect(fast.text.contains("allowed/b") && !fast.text.contains("other/a"))
+            #expect(try await Self.answered(server) == 1, "its own page, kept by the router, from the loop")
             let refused = try await FastRouteTests.bothWays(server, "/v1/credentials?namespace=other")
             #expect(refused.routed.status == 403 && refused.fast.status == 403)
+            await server.audit.flush()
+            let denials = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter {
+                $0.event.operation == "credential.list" && $0.event.outcome == .denied
+            }
+            #expect(denials.count == 2, "each refusal audited, by the router")
+        }
+    }
+
+    /// The same target asked of the router (a `Connection` header sends it there) and then as
+    /// the loop may answer it: the same status and body, whatever the parameters.
+    @Test func theLoopAndTheRouterAnswerEveryTargetAlike() async throws {
+        let server = try await TestServer()
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body = server.putBody(provider: "oauth2", token: SamplePayloads.oauth().json)
+            for id in ["pay/a", "pay/b", "pay/c", "ops/d"] {
+                #expect(try await server.request("PUT", "/v1/credentials/\(id)", body: body).status == 201)
+            }
+            for target in [
+                "/v1/credentials", "/v1/credentials?limit=2", "/v1/credentials?limit=02",
+                "/v1/credentials?namespace=pay&limit=2&cursor=pay/a", "/v1/credentials?status=active",
+                "/v1/credentials?cursor=pay/c", "/v1/credentials?namespace=nobody", "/v1/credentials?limit=0",
+                "/v1/credentials?limit=x", "/v1/credentials?status=asleep", "/v1/credentials?cursor=bad",
+                "/v1/credentials?namespace=", "/v1/credentials?namespace=p%61y", "/v1/credentials?other=1",
+                "/v1/credentials?limit=1&limit=2", "/v1/credentials?namespace=pay;limit=1",
+            ] {
+                let (routed, fast) = try await FastRouteTests.bothWays(server, target)
+                #expect(routed.status == fast.status, "\(target)")
+                if routed.status == 200 { #expect(routed.body == fast.body, "\(target)") }
+                if routed.status == 400 {
+                    #expect(routed.json()["detail"] as? String == fast.json()["detail"] as? String)
+                }
+            }
+            #expect(try await Self.answered(server) >= 6)
         }
     }
 

@@ -58,6 +58,7 @@ public final class FailingStore: CredentialStore, Sendable {
         try base.recordWithoutWaiting(id)
     }
     public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] { try base.list(query) }
+    public func changeCount() -> UInt64? { base.changeCount() }
     public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
         try base.records(after: after, limit: limit)
     }

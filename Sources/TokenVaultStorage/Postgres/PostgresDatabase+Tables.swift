@@ -33,6 +33,8 @@ extension PostgresDatabase: TableStore {
     /// the change trigger for each of perhaps millions of rows; a copy runs with every daemon
     /// stopped, so nobody listens); the inserts run it, so nodes started later replay them.
     func replaceAllRows(_ fill: ((VaultTable, TableRows) throws -> Void) throws -> Void) throws {
+        // Also when the commit fails or its outcome is unknown, as SQLite's does.
+        defer { cache.invalidateAll() }
         try writer.transaction {
             let tables = VaultTable.allCases.map(\.rawValue).joined(separator: ", ")
             try writer.query(PostgresQuery(unsafeSQL: "TRUNCATE \(tables)"))
@@ -65,7 +67,6 @@ extension PostgresDatabase: TableStore {
                     GREATEST((SELECT max(id) FROM audit_events), (SELECT max(row_id) FROM audit_chain), 0) + 1, false)
                 """)
         }
-        cache.invalidateAll()
     }
 
     /// A cell as stored, by its PostgreSQL type (the vault tables use BIGINT, TEXT and BYTEA).
