@@ -20,7 +20,7 @@ enum FastTarget: Equatable {
         switch self {
         case .token: TokenFastPath.route
         case .show: "/v1/credentials/{namespace}/{name}"
-        case .list: "/v1/credentials"
+        case .list: ListingParameters.route
         case .health: "/v1/health"
         // Hummingbird's not-found responder's endpoint path.
         case .unmatched: "NotFound"

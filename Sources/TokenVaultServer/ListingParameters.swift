@@ -1,7 +1,8 @@
 import TokenVaultCore
 
 /// The listing's query parameters (`namespace`, `status`, `limit`, `cursor`), checked by one
-/// rule whether the router reads them (`VaultAPI.page`) or the event loop does (`FastTarget`).
+/// rule whether the router reads them (`VaultAPI.listingQuery`) or the event loop does
+/// (`FastTarget`).
 struct ListingParameters: Equatable {
     /// Namespace, status, cursor and limit; never the caller's namespaces (`scoped(to:)`).
     private(set) var query = CredentialQuery()
@@ -20,22 +21,13 @@ struct ListingParameters: Equatable {
             }
             query.status = parsed
         }
-        query.limit = try Self.limit(value("limit"))
+        query.limit = try PageSize.parse(value("limit"))
         if let cursor = value("cursor") {
             guard let after = try? CredentialID(cursor) else {
                 throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")
             }
             query.after = after
         }
-    }
-
-    /// A page's size: 100 unless `limit` says 1 to 500.
-    static func limit(_ text: String?) throws -> Int {
-        guard let text else { return 100 }
-        guard let value = Int(text), (1...500).contains(value) else {
-            throw VaultError.invalidField("limit", "must be an integer 1-500")
-        }
-        return value
     }
 
     /// What a caller who may list `visible` (nil: every namespace) is given.
@@ -56,12 +48,9 @@ struct ListingParameters: Equatable {
         return .query(query)
     }
 
-    /// The page's `next_cursor`: its last id when it is full, nil at the end.
-    static func nextCursor(_ rows: [CredentialMetadata], _ query: CredentialQuery) -> String? {
-        rows.count == query.limit ? rows.last?.id.description : nil
-    }
-
-    private static let path = Array("/v1/credentials".utf8)
+    /// The listing's route, as the router registers it and records it in metrics.
+    static let route = "/v1/credentials"
+    private static let path = Array(route.utf8)
     private static let names = ["namespace", "status", "limit", "cursor"]
 
     /// `/v1/credentials` with plain parameters, from the request's bytes: each a known name, at

@@ -23,6 +23,8 @@ final class RenderedPages: Sendable {
     }
 
     static let byteLimit = 1 << 20
+    /// A page larger than this is not kept (a full page of 500 may be).
+    static let pageByteLimit = byteLimit / 8
     static let pageLimit = 256
     private let vault: Vault
     private let state = Mutex(State())
@@ -43,11 +45,13 @@ final class RenderedPages: Sendable {
     /// so the bound counts what is held.
     func keep(_ body: ByteBuffer, for query: CredentialQuery, mark: ListingMark) {
         let size = body.readableBytes
-        guard size <= Self.byteLimit / 8, vault.isCurrent(mark) else { return }
+        guard size <= Self.pageByteLimit else { return }
         var exact = ByteBufferAllocator().buffer(capacity: size)
         exact.writeImmutableBuffer(body)
         let page = Page(mark: mark, body: exact)
         state.withLock { state in
+            // Under the lock, so that no page kept under a newer mark meanwhile is pushed out.
+            guard vault.listingMark() == mark else { return }
             let replaced = state.pages.updateValue(page, forKey: query)
             state.bytes += size - (replaced?.body.readableBytes ?? 0)
             guard state.bytes > Self.byteLimit || state.pages.count > Self.pageLimit else { return }

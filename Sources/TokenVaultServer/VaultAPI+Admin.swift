@@ -21,7 +21,7 @@ extension VaultAPI {
 
     func auditTrail(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let parameters = request.uri.queryParameters
-        let limit = try limitParameter(request)
+        let limit = try PageSize.parse(parameters.get("limit"))
         let after = try parameters.get("cursor").map { text in
             guard let value = Int64(text), value >= 0 else {
                 throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")

@@ -37,9 +37,8 @@ extension VaultAPI {
         let query = try await listingQuery(request, context, permission: .credentialList, operation: "credential.list")
         if let page = pages.page(for: query) { return json(body: page) }
         let mark = vault.listingMark()
-        let rows = try await blocking { [query] in try vault.list(query) }
-        let body = MetadataJSON.page(
-            rows, nextCursor: ListingParameters.nextCursor(rows, query), allocator: ByteBufferAllocator())
+        let (rows, nextCursor) = try await page(query)
+        let body = MetadataJSON.page(rows, nextCursor: nextCursor, allocator: ByteBufferAllocator())
         if let mark { pages.keep(body, for: query, mark: mark) }
         return json(body: body)
     }
@@ -48,7 +47,8 @@ extension VaultAPI {
     /// namespaces where it holds `credential:use`), each with where it may be used. What an agent
     /// needs to choose one, and nothing more: no token, no labels, no times.
     func usable(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let (rows, nextCursor) = try await page(request, context, permission: .credentialUse, operation: "proxy.list")
+        let (rows, nextCursor) = try await page(
+            try await listingQuery(request, context, permission: .credentialUse, operation: "proxy.list"))
         let table = vault.providers
         return try json(
             PageDocument(
@@ -59,13 +59,10 @@ extension VaultAPI {
                 }, nextCursor: nextCursor))
     }
 
-    /// One page of the credentials in the namespaces where the caller holds `permission`.
-    private func page(
-        _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: String
-    ) async throws -> (rows: [CredentialMetadata], nextCursor: String?) {
-        let query = try await listingQuery(request, context, permission: permission, operation: operation)
+    /// The page `query` reads, and its `next_cursor`: its last id when it is full, nil at the end.
+    private func page(_ query: CredentialQuery) async throws -> (rows: [CredentialMetadata], nextCursor: String?) {
         let rows = try await blocking { [query] in try vault.list(query) }
-        return (rows, ListingParameters.nextCursor(rows, query))
+        return (rows, rows.count == query.limit ? rows.last?.id.description : nil)
     }
 
     /// The query of the listing's parameters (`ListingParameters`) over the namespaces where the

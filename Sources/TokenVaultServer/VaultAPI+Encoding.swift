@@ -9,11 +9,6 @@ extension VaultAPI {
             namespace: context.parameters.get("namespace") ?? "", name: context.parameters.get("name") ?? "")
     }
 
-    /// The `limit` query parameter of every listing: 1-500, 100 when absent.
-    func limitParameter(_ request: Request) throws -> Int {
-        try ListingParameters.limit(request.uri.queryParameters.get("limit"))
-    }
-
     /// Bodies are JSON: a declared media type that is not (`application/json` or `…+json`) is 415.
     /// A missing Content-Type is accepted, as `curl -d` users often forget it.
     func requireJSON(_ request: Request) throws {

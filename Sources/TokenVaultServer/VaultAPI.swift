@@ -101,7 +101,7 @@ public struct VaultAPI: Sendable {
         router.get("/v1/health") { _, _ in try await health() }
         router.get("/metrics") { _, _ in try await scrape() }
 
-        let credentials = router.group("/v1/credentials")
+        let credentials = router.group(RouterPath(ListingParameters.route))
         credentials.get { request, context in try await list(request, context) }
         credentials.put(":namespace/:name") { request, context in try await put(request, context) }
         credentials.get(":namespace/:name") { request, context in try await show(request, context) }

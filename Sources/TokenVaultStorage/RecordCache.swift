@@ -111,9 +111,10 @@ final class RecordCache: Sendable {
 
     /// The changes counted so far, nil while a transaction of this process is writing a row (its
     /// commit may land at any moment) or when the cache keeps nothing: a listing read after
-    /// taking it is current while the count is the same (`CredentialStore.changeCount`). Rows
-    /// changed by `invalidate`, `endWrites`, `heardOwnChange` and `invalidateAll` count, whether
-    /// or not they were cached.
+    /// taking it is current while the count is the same (`CredentialStore.changeCount`). A write
+    /// counts as it begins (`beginWrite`) and ends (`endWrites`); another node's change as it is
+    /// heard (`invalidate`), an own commit whose outcome was unknown as it is heard landing
+    /// (`heardOwnChange`), and `invalidateAll`; whether or not the rows were cached.
     func changeCount() -> UInt64? {
         guard byteLimit > 0 else { return nil }
         return state.withLock { $0.writing.isEmpty ? $0.changes : nil }
