@@ -135,8 +135,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         if host.first == UInt8(ascii: "[") {
             return host.count >= 2 && host.last == UInt8(ascii: "]")
                 && host.dropFirst().dropLast().allSatisfy {
-                    isDigit($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) || $0 == UInt8(ascii: ":")
-                        || $0 == UInt8(ascii: ".")
+                    HexDigit.value($0) != nil || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".")
                 }
         }
         return host.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
@@ -213,10 +212,9 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The bytes after a `%` begin with two hex digits (RFC 3986 `pct-encoded`).
     private static func checkEscape(_ next: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
-        func isHex(_ byte: UInt8) -> Bool {
-            (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
-        }
-        guard next.count >= 2, isHex(next[next.startIndex]), isHex(next[next.startIndex + 1]) else {
+        guard next.count >= 2, HexDigit.value(next[next.startIndex]) != nil,
+            HexDigit.value(next[next.startIndex + 1]) != nil
+        else {
             throw UpstreamURLProblem("'\(shown())' has a '%' that two hex digits do not follow; write '%25' for '%'")
         }
     }

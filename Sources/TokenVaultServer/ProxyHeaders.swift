@@ -117,8 +117,9 @@ enum ProxyHeaders {
                 /// The byte at `index`, an escape decoded, and how many bytes of text it took.
                 func byte(at index: Int) -> (value: UInt8, width: Int)? {
                     guard index < text.count else { return nil }
-                    if text[index] == UInt8(ascii: "%"), index + 2 < text.count, let high = hex(text[index + 1]),
-                        let low = hex(text[index + 2])
+                    if text[index] == UInt8(ascii: "%"), index + 2 < text.count,
+                        let high = HexDigit.value(text[index + 1]),
+                        let low = HexDigit.value(text[index + 2])
                     {
                         return (high << 4 | low, 3)
                     }
@@ -137,15 +138,6 @@ enum ProxyHeaders {
                 }
                 return false
             }
-        }
-    }
-
-    private static func hex(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case 0x30...0x39: digit - 0x30
-        case 0x41...0x46: digit - 0x37
-        case 0x61...0x66: digit - 0x57
-        default: nil
         }
     }
 }
