@@ -32,11 +32,21 @@ final class UpstreamConnectionPool {
     /// Keys kept before the emptied ones are dropped.
     static let maximumKeys = 32
 
-    let eventLoop: any EventLoop
-    private var idle: [Key: [UpstreamLink]] = [:]
+    /// How long a connection is kept unused, as AsyncHTTPClient's pool keeps the router's path's
+    /// (its default): an upstream that never closes idle connections, or a transport a reload
+    /// replaced, does not keep them open for good.
+    static let defaultIdleTimeout = TimeAmount.seconds(60)
 
-    init(eventLoop: any EventLoop) {
+    let eventLoop: any EventLoop
+    let idleTimeout: TimeAmount
+    private var idle: [Key: [UpstreamLink]] = [:]
+    /// The next close of connections idle too long; scheduled only while some are idle, so an
+    /// idle daemon is not woken for it.
+    private var sweep: Scheduled<Void>?
+
+    init(eventLoop: any EventLoop, idleTimeout: TimeAmount = defaultIdleTimeout) {
         self.eventLoop = eventLoop
+        self.idleTimeout = idleTimeout
     }
 
     /// An idle connection for `key`, if one is still open.
@@ -56,8 +66,10 @@ final class UpstreamConnectionPool {
             return link.channel.close(promise: nil)
         }
         link.reused = true
+        link.idleSince = .now()
         idle[key, default: []].removeAll { !$0.channel.isActive }
         idle[key, default: []].append(link)
+        scheduleSweep()
         // Keys whose connections are all gone (a transport a reload replaced, an origin called
         // once) are dropped now and then, and the transports they hold with them; not at every
         // call, which would allocate a list per call.
@@ -94,8 +106,29 @@ final class UpstreamConnectionPool {
             }
     }
 
+    /// Closes the connections idle since before `idleTimeout` ago, then waits for the next one
+    /// to reach it. A key's connections are in the order they were given back (`take` takes
+    /// the last), so the oldest are first.
+    private func scheduleSweep() {
+        guard sweep == nil, let oldest = idle.values.compactMap({ $0.first?.idleSince }).min() else { return }
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        sweep = eventLoop.scheduleTask(deadline: oldest + idleTimeout) {
+            let pool = bound.value
+            pool.sweep = nil
+            let cutoff = NIODeadline.now() - pool.idleTimeout
+            for (key, links) in pool.idle {
+                let expired = links.prefix { $0.idleSince <= cutoff }
+                for link in expired { link.channel.close(promise: nil) }
+                pool.idle[key] = expired.count == links.count ? nil : Array(links.dropFirst(expired.count))
+            }
+            pool.scheduleSweep()
+        }
+    }
+
     /// Closes every idle connection (the server is stopping).
     func closeAll() {
+        sweep?.cancel()
+        sweep = nil
         for link in idle.values.joined() { link.channel.close(promise: nil) }
         idle = [:]
     }
@@ -108,6 +141,8 @@ final class UpstreamLink {
     /// It carried an answer before: an upstream may have closed it while it sat idle, so a call
     /// that finds it closed before any answer may try once more on a new one.
     var reused = false
+    /// When it was last given back to the pool.
+    var idleSince = NIODeadline.now()
 
     init(channel: any Channel, handler: UpstreamLinkHandler) {
         self.channel = channel
