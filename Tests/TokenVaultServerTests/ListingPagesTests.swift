@@ -187,13 +187,13 @@ import TokenVaultTesting
                 var pages = 0
                 while !Task.isCancelled {
                     _ = try await TokenFastPathTests.keepAlive(
-                        server, Array(repeating: TokenFastPathTests.get(target), count: 20))
-                    pages += 20
+                        server, Array(repeating: TokenFastPathTests.get(target), count: 10))
+                    pages += 10
                 }
                 return pages
             }
             let body = server.putBody(provider: "oauth2", token: SamplePayloads.oauth().json)
-            for index in 0..<150 {
+            for index in 0..<80 {
                 #expect(try await server.request("PUT", "/v1/credentials/race/c\(index)", body: body).status == 201)
                 let pages = try await TokenFastPathTests.keepAlive(
                     server, Array(repeating: TokenFastPathTests.get(target), count: 2))

@@ -348,8 +348,12 @@ import TokenVaultTesting
         let fixture = try await Self.fixture(path: path, configure: { $0.proxy.deadlineSeconds = 1 })
         try await withStopping(fixture, stop: { await $0.checkPathAndStop() }) { fixture in
             let started = ContinuousClock.now
-            await #expect(throws: (any Error).self) {
-                _ = try await fixture.server.request("GET", "/v1/credentials/ns/a/proxy/drip?seconds=4")
+            do {
+                let response = try await fixture.server.request("GET", "/v1/credentials/ns/a/proxy/drip?seconds=4")
+                // On a loaded machine the deadline may come before the answer's head: a 504 then.
+                #expect(response.status == 504, "the answer was not cut short: \(response.status)")
+            } catch {
+                // Cut short while streaming: the caller's read fails.
             }
             #expect(ContinuousClock.now - started < .seconds(3.5))
         }
