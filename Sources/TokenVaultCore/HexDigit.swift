@@ -1,6 +1,7 @@
 /// An ASCII hex digit's value, either case: the one reading of `%XX` escapes and IPv6 hosts for
 /// the URL checks (`UpstreamURL`) and the proxy's search of answers for a token (`ProxyHeaders`).
 public enum HexDigit {
+    @inlinable
     public static func value(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 0x30...0x39: byte - 0x30

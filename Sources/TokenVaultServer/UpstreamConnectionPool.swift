@@ -118,6 +118,7 @@ final class UpstreamConnectionPool {
             let cutoff = NIODeadline.now() - pool.idleTimeout
             for (key, links) in pool.idle {
                 let expired = links.prefix { $0.idleSince <= cutoff }
+                if expired.isEmpty && !links.isEmpty { continue }
                 for link in expired { link.channel.close(promise: nil) }
                 pool.idle[key] = expired.count == links.count ? nil : Array(links.dropFirst(expired.count))
             }

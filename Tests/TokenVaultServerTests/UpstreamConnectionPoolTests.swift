@@ -18,9 +18,10 @@ import TokenVaultTesting
             let target = try UpstreamURL(parsing: "http://127.0.0.1:\(upstream.port)/echo")
             let key = UpstreamConnectionPool.Key(transport: transport, origin: "http://127.0.0.1:\(upstream.port)")
             let pool = try await loop.submit {
-                NIOLoopBound(UpstreamConnectionPool(eventLoop: loop, idleTimeout: .seconds(1)), eventLoop: loop)
+                NIOLoopBound(UpstreamConnectionPool(eventLoop: loop, idleTimeout: .seconds(3)), eventLoop: loop)
             }.get()
-            // Two connections given back; the last is taken and given back again half a second on.
+            // Two connections given back; the last is taken and given back again 1.5 s on (wide
+            // margins: a loaded machine's sleeps overshoot).
             let channels = try await loop.flatSubmit {
                 let first = pool.value.connect(to: target, with: transport)
                 let second = pool.value.connect(to: target, with: transport)
@@ -30,7 +31,7 @@ import TokenVaultTesting
                     return [links.0.channel, links.1.channel]
                 }
             }.get()
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(1500))
             let used = try await loop.submit {
                 let link = pool.value.take(key)
                 if let link { pool.value.giveBack(link, key) }
@@ -38,9 +39,9 @@ import TokenVaultTesting
             }.get()
             #expect(used === channels[1], "the last given back is taken first")
             #expect(channels[0].isActive, "idle for half the timeout: kept")
-            #expect(try await waitUntil(within: 5) { !channels[0].isActive }, "idle past the timeout: closed")
-            #expect(channels[1].isActive, "used half a second later: kept half a second longer")
-            #expect(try await waitUntil(within: 5) { !channels[1].isActive })
+            #expect(try await waitUntil(within: 10) { !channels[0].isActive }, "idle past the timeout: closed")
+            #expect(channels[1].isActive, "used 1.5 s later: kept 1.5 s longer")
+            #expect(try await waitUntil(within: 10) { !channels[1].isActive })
             #expect(try await loop.submit { pool.value.take(key) == nil }.get())
         }
     }
