@@ -159,10 +159,9 @@ public final class Vault: Sendable {
         return ListingMark(changes: changes, holdsBegun: holdsBegun)
     }
 
-    /// Whether a page read under `mark` is still what `list` would return.
-    public func isCurrent(_ mark: ListingMark) -> Bool {
-        pending.count == 0 && pending.begunCount == mark.holdsBegun && store.changeCount() == mark.changes
-    }
+    /// Whether a page read under `mark` is still what `list` would return: the mark taken now
+    /// would be the same.
+    public func isCurrent(_ mark: ListingMark) -> Bool { listingMark() == mark }
 
     /// Up to `limit` credentials due for the scheduler (`refresh_at <= now`), earliest first,
     /// besides those in `skipping` (`RefreshJournal.dueCredentials`).

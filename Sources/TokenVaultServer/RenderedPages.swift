@@ -51,7 +51,7 @@ final class RenderedPages: Sendable {
         let page = Page(mark: mark, body: exact)
         state.withLock { state in
             // Under the lock, so that no page kept under a newer mark meanwhile is pushed out.
-            guard vault.listingMark() == mark else { return }
+            guard vault.isCurrent(mark) else { return }
             let replaced = state.pages.updateValue(page, forKey: query)
             state.bytes += size - (replaced?.body.readableBytes ?? 0)
             guard state.bytes > Self.byteLimit || state.pages.count > Self.pageLimit else { return }
