@@ -2,23 +2,23 @@ import HTTPTypes
 import TokenVaultCore
 
 extension ProxyFastCall.Plan {
-    /// The call, if every rule the router would apply already says yes: the caller's groups are
-    /// cached and give `credential:use`, the credential reads without waiting and its token needs
+    /// The call, if every rule the router would apply already says yes: the caller and its groups
+    /// are known (`TokenFastPath.knownCaller`) and give `credential:use`, the credential reads without waiting and its token needs
     /// no refresh first, the instance lists the target in `api_base_urls` and is not DPoP, the
     /// body is at most `proxy.replay_body_bytes` (and `proxy.max_request_bytes`), and the caller
     /// has a free slot (`limits.max_proxy_calls_per_uid`, taken here). Nil sends the request to
     /// the router, which answers it, refusals included.
     /// `id`: the credential `path` names (`FastTarget.proxyCredentialID`).
     static func make(
-        _ api: VaultAPI, peer: PeerCredentials?, id: CredentialID, method: HTTPRequest.Method, path: String,
+        _ api: VaultAPI, caller: (peer: PeerCredentials, groups: Set<UInt32>)?, id: CredentialID,
+        method: HTTPRequest.Method, path: String,
         fields: HTTPFields, bodyLength: Int
     ) -> Self? {
         let proxy = api.options.proxy
         guard VaultAPI.proxyMethods.contains(method),
             bodyLength <= min(proxy.replayBodyBytes, proxy.maximumRequestBytes),
             let upstream = api.options.upstream,
-            let peer,
-            let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+            let (peer, groups) = caller,
             api.policy.allows(uid: peer.uid, groups: groups, .credentialUse, in: id.namespace),
             let credential = try? api.vault.credentialWithoutWaiting(id, opening: [.accessToken]),
             TokenReadVerdict(

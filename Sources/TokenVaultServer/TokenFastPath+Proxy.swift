@@ -38,7 +38,7 @@ extension TokenFastPath {
         // Counted as made or routed there.
         guard
             let plan = ProxyFastCall.Plan.make(
-                api, peer: peers.peer, id: id, method: method, path: path, fields: fields,
+                api, caller: knownCaller, id: id, method: method, path: path, fields: fields,
                 bodyLength: request.bodyLength)
         else { return nil }
         let body =

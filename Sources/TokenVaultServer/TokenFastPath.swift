@@ -179,16 +179,14 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             else { return nil }
             body = document
         case .show(let id):
-            guard let peer = peers.peer,
-                let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+            guard let (peer, groups) = knownCaller,
                 api.policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace),
                 let metadata = try? api.vault.metadataWithoutWaiting(id)
             else { return nil }
             api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
             body = MetadataJSON.document(metadata, allocator: context.channel.allocator)
         case .list(let listing):
-            guard let peer = peers.peer,
-                let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+            guard let (peer, groups) = knownCaller,
                 case .query(let query) = listing.scoped(
                     to: api.policy.namespaces(uid: peer.uid, groups: groups, with: .credentialList)),
                 let page = api.pages.page(for: query)
@@ -214,10 +212,17 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         return 200
     }
 
+    /// The peer and its groups, when both are known without a lookup: the first request of a uid
+    /// not seen before goes to the router, which looks its groups up off the loop.
+    var knownCaller: (peer: PeerCredentials, groups: Set<UInt32>)? {
+        guard let peer = peers.peer, let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid)
+        else { return nil }
+        return (peer, groups)
+    }
+
     /// Writes the 200 if the read qualifies; false (nothing written) otherwise.
     private func answer(_ context: ChannelHandlerContext, _ target: TokenReadTarget) -> Bool {
-        guard let peer = peers.peer,
-            let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid),
+        guard let (peer, groups) = knownCaller,
             api.policy.allows(uid: peer.uid, groups: groups, .tokenRead, in: target.id.namespace),
             // Never waits for a lock on the loop: a busy database sends the request to the router.
             let credential = try? api.vault.credentialWithoutWaiting(target.id, opening: SealedField.served)
