@@ -71,12 +71,12 @@ struct HTTPRequestFraming: Equatable {
                 let rawValue = reader.token(endingWith: cr, allowed: isFieldValueByte, allowEmpty: true),
                 reader.expect(lf)
             else { return lines > maxHeaderLines ? .unsupported : reader.verdict }
-            let value = trimmed(rawValue, in: bytes)
+            let value = bytes[rawValue].trimmingSpacesAndTabs()
             switch Header(bytes[name]) {
             case .contentLength:
                 // Digits and spaces only: the decoder refuses a tab beside the number (found by
                 // the differential fuzz test).
-                guard bodyLength == nil, !bytes[rawValue].contains(0x09), let length = decimal(bytes[value]) else {
+                guard bodyLength == nil, !bytes[rawValue].contains(0x09), let length = decimal(value) else {
                     return .unsupported
                 }
                 bodyLength = length
@@ -113,7 +113,7 @@ struct HTTPRequestFraming: Equatable {
             index += 1
             let valueStart = index
             while head[index] != cr { index += 1 }
-            let value = trimmed(valueStart..<index, in: head)
+            let value = head[valueStart..<index].trimmingSpacesAndTabs()
             index += 2
             guard
                 let name = HTTPField.Name(
@@ -121,7 +121,7 @@ struct HTTPRequestFraming: Equatable {
             else { continue }
             fields.append(
                 HTTPField(
-                    name: name, value: String(decoding: UnsafeRawBufferPointer(rebasing: head[value]), as: UTF8.self)))
+                    name: name, value: String(decoding: UnsafeRawBufferPointer(rebasing: value), as: UTF8.self)))
         }
         return fields
     }
@@ -232,13 +232,15 @@ private func isTokenCharacter(_ byte: UInt8) -> Bool {
 /// Visible ASCII, space and tab; obs-text (bytes over 0x7E) is left to the decoder.
 private func isFieldValueByte(_ byte: UInt8) -> Bool { byte == 0x09 || (0x20...0x7E).contains(byte) }
 
-/// `range` without leading and trailing spaces and tabs.
-private func trimmed(_ range: Range<Int>, in bytes: UnsafeRawBufferPointer) -> Range<Int> {
-    var lower = range.lowerBound
-    var upper = range.upperBound
-    while lower < upper, bytes[lower] == space || bytes[lower] == 0x09 { lower += 1 }
-    while upper > lower, bytes[upper - 1] == space || bytes[upper - 1] == 0x09 { upper -= 1 }
-    return lower..<upper
+extension BidirectionalCollection<UInt8> {
+    /// Without leading and trailing spaces and tabs (a field value's optional whitespace): for
+    /// the framing's header values and the items of a `Connection` header (`ProxyHeaders`).
+    func trimmingSpacesAndTabs() -> SubSequence {
+        var item = self[...]
+        while let first = item.first, first == space || first == 0x09 { item = item.dropFirst() }
+        while let last = item.last, last == space || last == 0x09 { item = item.dropLast() }
+        return item
+    }
 }
 
 /// 1 to 15 decimal digits (so no overflow), else nil.

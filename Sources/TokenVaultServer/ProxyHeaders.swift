@@ -75,7 +75,7 @@ enum ProxyHeaders {
         var names: Set<String> = []
         for value in values {
             for item in value.utf8.split(separator: UInt8(ascii: ",")) {
-                let trimmed = trimmed(item)
+                let trimmed = item.trimmingSpacesAndTabs()
                 // Compared as bytes first: nearly every answer says `keep-alive` and nothing else.
                 guard !trimmed.equalsIgnoringASCIICase(keepAlive), !trimmed.equalsIgnoringASCIICase(close) else {
                     continue
@@ -89,16 +89,8 @@ enum ProxyHeaders {
     /// Whether a `Connection` header's value lists `close`.
     static func says(close value: String) -> Bool {
         value.utf8.split(separator: UInt8(ascii: ",")).contains { item in
-            trimmed(item).equalsIgnoringASCIICase(close)
+            item.trimmingSpacesAndTabs().equalsIgnoringASCIICase(close)
         }
-    }
-
-    /// Without leading and trailing spaces and tabs.
-    private static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ item: Bytes) -> Bytes.SubSequence {
-        var item = item[...]
-        while let first = item.first, first == 0x20 || first == 0x09 { item = item.dropFirst() }
-        while let last = item.last, last == 0x20 || last == 0x09 { item = item.dropLast() }
-        return item
     }
 
     private static let connectionName = Array("connection".utf8)
