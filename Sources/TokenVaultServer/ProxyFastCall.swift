@@ -67,9 +67,9 @@ final class ProxyFastCall {
     /// An informational answer (1xx, such as 103 Early Hints) is under way: not the call's answer.
     private var informational = false
     private var refreshed = false
-    /// The token the call carried before a refresh replaced it: an answer's headers are searched
-    /// for it too.
-    private var refusedToken: SecretBytes?
+    /// Every token the call carried (the refused one too, after a refresh), as on the router's
+    /// path: an answer's headers are searched for each.
+    private var carriedTokens: [SecretBytes]
     /// The caller left before the answer's head: the call goes on to it, as on the router's path,
     /// so that a request the upstream may have acted on is audited.
     private var callerLeft = false
@@ -97,6 +97,7 @@ final class ProxyFastCall {
         ended: @escaping (_ connectionEnds: Bool) -> Void
     ) {
         self.plan = plan
+        carriedTokens = [plan.credential.secrets.accessToken]
         self.body = body
         self.api = api
         self.context = context
@@ -317,10 +318,7 @@ final class ProxyFastCall {
         guard !callerLeft else { return finish(keepingLink: false) }
         var fields = ProxyHeaders.returned(
             head.headers.map { ($0.name, $0.value) },
-            tokens: refusedToken.map { [plan.credential.secrets.accessToken, $0] } ?? [
-                plan.credential.secrets.accessToken
-            ],
-            refreshed: refreshed)
+            tokens: carriedTokens, refreshed: refreshed)
         phase = .streaming
         writeHead(.init(code: status), &fields)
     }
@@ -393,7 +391,7 @@ final class ProxyFastCall {
             phase = .refused
             return returnRefusal(ended: true)
         }
-        refusedToken = plan.credential.secrets.accessToken
+        carriedTokens.append(credential.secrets.accessToken)
         plan.credential = credential
         refreshed = true
         refusal = nil
