@@ -5,8 +5,9 @@ import NIOCore
 import NIOHTTPTypes
 
 /// Hummingbird's HTTP/1.1 child channel with `TokenFastPath` in front of the HTTP decoder and
-/// `HTTPActivityTracker` after Hummingbird's connection-state handler. The tracker keeps the idle timeout, so `http1` must be configured without one;
-/// Hummingbird's handler still does graceful shutdown. Everything else, the pipeline and the
+/// `HTTPActivityTracker` after Hummingbird's connection-state handler. The tracker keeps the idle
+/// timeout, so `http1` must be configured without one; Hummingbird's handler still does graceful
+/// shutdown. Everything else, the pipeline and the
 /// request loop, is `HTTP1Channel`'s own.
 struct FastPathHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>

@@ -1,9 +1,9 @@
 import TokenVaultCore
 
 /// A GET target the event loop may answer itself, parsed from the bytes received: a token read,
-/// a credential's metadata, a page of the listing, the health check, or a path no route has. Anything unusual (a query
-/// where none is read, percent-encoding, an empty or dot segment, an invalid id) is not
-/// recognised, and the router answers it with its own precise answer.
+/// a credential's metadata, a page of the listing, the health check, or a path no route has.
+/// Anything unusual (a query where none is read, percent-encoding, an empty or dot segment, an
+/// invalid id) is not recognised, and the router answers it with its own precise answer.
 enum FastTarget: Equatable {
     case token(TokenReadTarget)
     /// `/v1/credentials/{namespace}/{name}`.

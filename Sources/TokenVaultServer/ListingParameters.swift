@@ -54,8 +54,8 @@ struct ListingParameters: Equatable {
     private static let names = ["namespace", "status", "limit", "cursor"]
 
     /// `/v1/credentials` with plain parameters, from the request's bytes: each a known name, at
-    /// most once, with no percent-encoding or `+` to decode (nor a `#`). Nil for anything else (the router
-    /// reads it), and for a parameter the rule refuses (the router answers the 400).
+    /// most once, with no percent-encoding or `+` to decode (nor a `#`). Nil for anything else
+    /// (the router reads it), and for a parameter the rule refuses (the router answers the 400).
     init?(target: UnsafeRawBufferPointer) {
         guard target.starts(with: Self.path) else { return nil }
         let rest = target[Self.path.count...]
