@@ -164,11 +164,14 @@ public final class TestPostgres: Sendable {
         try Self.start(binaries: binaries, directory: directory, port: port)
     }
 
+    /// Room for every suite at once on the shared server: each opening holds a writer, readers
+    /// and a listener, three-node tests run daemons and a CLI beside them, and a `make test` run
+    /// reached 200 ("too many clients already" for `tokenvault verify` in ScaleOutTests).
     private static func start(binaries: String, directory: String, port: Int) throws {
         try run(
             [
                 binaries + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60",
-                "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                "-o", "-k \(directory) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400",
                 "start",
             ], in: directory, log: "pg_ctl.log")
     }
