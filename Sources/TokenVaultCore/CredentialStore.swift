@@ -21,7 +21,7 @@ public struct CredentialQuery: Sendable, Hashable {
 
     public init(
         namespace: String? = nil, namespaces: Set<String>? = nil, status: CredentialStatus? = nil,
-        after: CredentialID? = nil, limit: Int = 100
+        after: CredentialID? = nil, limit: Int = PageSize.standard
     ) {
         self.namespace = namespace
         self.namespaces = namespaces

@@ -23,7 +23,7 @@ struct WebhooksCommand: ParsableCommand {
 
         @OptionGroup var options: VaultOptions
         @Option(help: "Only deliveries in this state: pending or failed.") var state: String?
-        @Option(help: "At most this many.") var limit = 100
+        @Option(help: "At most this many.") var limit = PageSize.standard
         @Flag(help: "Print JSON.") var json = false
 
         struct Row: Encodable {
