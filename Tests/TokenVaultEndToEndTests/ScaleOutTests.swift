@@ -123,7 +123,11 @@ import TokenVaultTesting
             executable: cli.executable, arguments: ["watch", "pay/alice", "--socket", socket(3)],
             environment: cli.environment, stdout: watchOutput)
         defer { watch.terminate() }
-        try await Task.sleep(for: .milliseconds(500))
+        // Its first line (the state now) before the change below, however long the CLI takes to start.
+        let watching = try await waitUntil(within: 10) {
+            ((try? String(contentsOfFile: watchOutput, encoding: .utf8)) ?? "").contains("generation 1")
+        }
+        #expect(watching, "watch on node 3 printed no first line")
 
         // Replaced on node 1: node 2 (which read and cached the old row) serves the new token.
         #expect(try client(2, ["token", "pay/alice"]).stdout == first.tokens[0] + "\n")

@@ -362,7 +362,6 @@ import TokenVaultTesting
         }
         let held = try await waitUntil(within: 15) { receiver.deliveries.count >= 2 }
         #expect(held, "no delivery reached the slow endpoint")
-        let heldSince = ContinuousClock.now
         let during = try await timedRefreshes()
         print(
             "slow endpoint: refresh p50 \(before[before.count / 2]) s, max \(before.last!) s without deliveries held; "
@@ -370,7 +369,8 @@ import TokenVaultTesting
         // Far below the endpoint's minute, however loaded the machine (the numbers above are the
         // measurement; a refresh that waited for a delivery would take a minute).
         #expect(during.last! < 10, "a refresh waited for the webhook endpoint")
-        if ContinuousClock.now - heldSince < .seconds(50) {
+        // A third may arrive once the first held one is answered, a minute after it arrived.
+        if let firstHeld = receiver.deliveries.first?.at, Date().timeIntervalSince(firstHeld) < 55 {
             #expect(receiver.deliveries.count <= 2, "more deliveries in flight than the endpoint's slots")
         }
     }
