@@ -131,7 +131,7 @@ public final class TestUpstream: Sendable {
             try await Task.sleep(for: .seconds(seconds))
             return Response(status: .ok)
         }
-        application = await LoopbackApplication.start(router, label: "test-upstream")
+        application = try await LoopbackApplication.start(router, label: "test-upstream")
         port = application.port
     }
 

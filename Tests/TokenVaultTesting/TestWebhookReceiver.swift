@@ -89,7 +89,7 @@ public final class TestWebhookReceiver: Sendable {
                 return Response(status: .ok)
             }
         }
-        let application = await LoopbackApplication.start(router, port: port, label: "test-webhook-receiver")
+        let application = try await LoopbackApplication.start(router, port: port, label: "test-webhook-receiver")
         state.withLock { state in
             state.port = application.port
             state.running = application
