@@ -54,9 +54,7 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         try base.records(notSealedWith: term, limit: limit)
     }
 
-    func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
-    }
+    func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try base.auditEvents(page) }
 
     func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
 

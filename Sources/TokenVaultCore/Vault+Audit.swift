@@ -56,6 +56,9 @@ extension Vault {
         }
     }
 
+    /// The audit rows `page` names, in its order.
+    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try store.auditEvents(page) }
+
     /// Audit rows with id greater than `after`, oldest first, optionally about one credential.
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
         try store.auditEvents(after: after, credentialID: credentialID, limit: limit)

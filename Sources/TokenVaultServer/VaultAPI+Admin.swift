@@ -22,7 +22,7 @@ extension VaultAPI {
     func auditTrail(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let parameters = request.uri.queryParameters
         let limit = try PageSize.parse(parameters.get("limit"))
-        let after = try parameters.get("cursor").map { text in
+        let cursor = try parameters.get("cursor").map { text in
             guard let value = Int64(text), value >= 0 else {
                 throw VaultError.invalidField("cursor", "must be the next_cursor of a previous page")
             }
@@ -32,7 +32,7 @@ extension VaultAPI {
         _ = try await authoriseAdmin(context, operation: "admin.audit")
         await audit.flush()
         let rows = try await blocking { [vault] in
-            try vault.auditEvents(after: after, credentialID: credential, limit: limit)
+            try vault.auditEvents(AuditPage(.newestFirst, cursor: cursor, credentialID: credential, limit: limit))
         }
         return try json(
             PageDocument(

@@ -8,14 +8,20 @@ extension VaultDatabase {
         + "chain, position"
     static let chainEndColumns = "chain, name, row_id, position, mac, seal"
 
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
         try withReader { connection in
             let statement = try connection.statement(
-                """
-                SELECT \(Self.auditColumns) FROM audit_events
-                WHERE id > ?1 AND (?2 IS NULL OR credential_id = ?2) ORDER BY id LIMIT ?3
-                """)
-            try statement.bind(after ?? 0, credentialID?.description, max(0, limit))
+                page.order == .oldestFirst
+                    ? """
+                    SELECT \(Self.auditColumns) FROM audit_events
+                    WHERE id > ?1 AND (?2 IS NULL OR credential_id = ?2) ORDER BY id LIMIT ?3
+                    """
+                    : """
+                    SELECT \(Self.auditColumns) FROM audit_events
+                    WHERE id < ?1 AND (?2 IS NULL OR credential_id = ?2) ORDER BY id DESC LIMIT ?3
+                    """)
+            let cursor = page.cursor ?? (page.order == .oldestFirst ? 0 : Int64.max)
+            try statement.bind(cursor, page.credentialID?.description, max(0, page.limit))
             return try Self.auditRows(from: statement)
         }
     }

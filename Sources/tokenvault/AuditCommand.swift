@@ -8,7 +8,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     @OptionGroup var client: ClientOptions
     @Option(help: "Only rows about this credential (namespace/name).") var credential: String?
-    @Option(help: "At most this many rows.") var limit: Int = PageSize.standard
+    @Option(help: "At most this many rows, newest first.") var limit: Int = PageSize.standard
 
     func run() async throws {
         try await client.withClient { vault in

@@ -34,6 +34,7 @@ struct AdminTests {
             let all = try await daemon.client.auditEvents()
             #expect(ids == all.items.map(\.id))
             #expect(Set(ids).count == ids.count)
+            #expect(ids == ids.sorted(by: >), "newest first")
         }
     }
 

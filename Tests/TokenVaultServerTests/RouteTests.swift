@@ -141,7 +141,7 @@ import TokenVaultTesting
         try await withStopping(server, stop: { await $0.stop() }) { server in
             let health = try await server.request("GET", "/v1/health").json()
             #expect(health["status"] as? String == "ok")
-            #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 6)
+            #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 7)
             let providers = health["providers"] as? [[String: Any]]
             #expect(providers?.first?["condition"] as? String == "ok")
             _ = try await server.request(
@@ -161,7 +161,7 @@ import TokenVaultTesting
             #expect(rotation["new_term"] as? Int == 2 && rotation["resealed"] as? Int == 1)
             let audit = try await server.request("GET", "/v1/admin/audit?credential=ns/a").json()
             let operations = (audit["items"] as? [[String: Any]] ?? []).compactMap { $0["operation"] as? String }
-            #expect(operations == ["credential.put", "token.read"])
+            #expect(operations == ["token.read", "credential.put"], "newest first")
             let backup = try await server.request("POST", "/v1/admin/backup").json()
             let path = try #require(backup["path"] as? String)
             #expect(FileManager.default.fileExists(atPath: path))

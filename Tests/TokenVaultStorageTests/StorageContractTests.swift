@@ -203,6 +203,40 @@ import TokenVaultTesting
         #expect(rows.count == 50 && rows.first?.event.detail == "b10")
     }
 
+    /// An operator's page of the audit trail is newest first; its cursor walks back through every
+    /// row once, and a credential's filter keeps only its own rows, on either backend.
+    @Test(arguments: TestBackendKind.allCases)
+    func theAuditTrailPagesNewestFirstByCursor(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let (a, b) = (try CredentialID("pay/a"), try CredentialID("pay/b"))
+        try await fixture.vault.appendAudits(
+            (0..<25).map {
+                AuditEvent(
+                    at: fixture.clock.now, operation: "token.read", credentialID: [a, b, nil][$0 % 3],
+                    outcome: .allowed, detail: "\($0)")
+            })
+        let oldestFirst = try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 100).map(\.id)
+        #expect(oldestFirst.count == 25 && oldestFirst == oldestFirst.sorted())
+        func walk(_ credential: CredentialID?) throws -> [StoredAuditEvent] {
+            var rows: [StoredAuditEvent] = []
+            var cursor: Int64?
+            repeat {
+                let page = try fixture.vault.auditEvents(
+                    AuditPage(.newestFirst, cursor: cursor, credentialID: credential, limit: 4))
+                rows += page
+                cursor = page.count == 4 ? page.last?.id : nil
+            } while cursor != nil
+            return rows
+        }
+        #expect(try walk(nil).map(\.id) == oldestFirst.reversed())
+        let ofA = try walk(a)
+        #expect(ofA.count == 9 && ofA.allSatisfy { $0.event.credentialID == a }, "\(ofA.map(\.event.detail))")
+        #expect(ofA.map(\.event.detail) == stride(from: 24, through: 0, by: -3).map { "\($0)" })
+        #expect(
+            try fixture.vault.auditEvents(AuditPage(.newestFirst, cursor: oldestFirst.first, limit: 4)).isEmpty,
+            "nothing is older than the first row")
+    }
+
     struct Refused: Error {}
 
     /// A write that throws leaves nothing behind and the others of its transaction stand, as the

@@ -65,9 +65,7 @@ public final class FailingStore: CredentialStore, Sendable {
     public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
         try base.records(notSealedWith: term, limit: limit)
     }
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try base.auditEvents(after: after, credentialID: credentialID, limit: limit)
-    }
+    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try base.auditEvents(page) }
     public func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
     public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
         -> [ScheduledCredential]

@@ -48,12 +48,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     /// How many times a write looked for delayed outbox rows to drop.
     public var webhookCancels: Int { lock.withLock { state.webhookCancels } }
 
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
+    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
         lock.withLock {
-            Array(
-                state.audit.filter {
-                    $0.id > (after ?? 0) && (credentialID == nil || $0.event.credentialID == credentialID)
-                }.prefix(limit))
+            let rows = state.audit.filter { page.includes(id: $0.id, credentialID: $0.event.credentialID) }
+            return Array((page.order == .oldestFirst ? rows : rows.reversed()).prefix(max(0, page.limit)))
         }
     }
 

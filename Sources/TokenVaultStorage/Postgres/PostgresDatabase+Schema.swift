@@ -219,15 +219,28 @@ extension PostgresDatabase: AdminStore {
 }
 
 extension PostgresDatabase {
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                WHERE id > \(after ?? 0) AND (\(credentialID?.description)::text IS NULL OR credential_id = \(credentialID?.description))
-                ORDER BY id LIMIT \(Int64(max(0, limit)))
-                """
-            ).rows.map(PostgresCredentialWriter.auditRow)
+    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
+        let credential = page.credentialID?.description
+        let limit = Int64(max(0, page.limit))
+        return try withReader { reader in
+            switch page.order {
+            case .oldestFirst:
+                try reader.query(
+                    """
+                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                    WHERE id > \(page.cursor ?? 0) AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                    ORDER BY id LIMIT \(limit)
+                    """
+                ).rows.map(PostgresCredentialWriter.auditRow)
+            case .newestFirst:
+                try reader.query(
+                    """
+                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                    WHERE id < \(page.cursor ?? Int64.max) AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                    ORDER BY id DESC LIMIT \(limit)
+                    """
+                ).rows.map(PostgresCredentialWriter.auditRow)
+            }
         }
     }
 
