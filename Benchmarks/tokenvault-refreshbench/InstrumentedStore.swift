@@ -54,7 +54,7 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         try base.records(notSealedWith: term, limit: limit)
     }
 
-    func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try base.auditEvents(page) }
+    func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try base.auditEvents(query) }
 
     func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
 

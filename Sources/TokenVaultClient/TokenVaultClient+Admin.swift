@@ -1,15 +1,19 @@
 /// `/v1/admin`: audit log, key rotation and backups. Each needs the `admin` permission
 /// (the daemon's own uid and root have it).
 extension TokenVaultClient {
-    /// `GET /v1/admin/audit`: one page of audit rows, newest first.
+    /// `GET /v1/admin/audit`: one page of audit rows, newest first unless `oldestFirst`.
     ///
     /// - Parameter credential: Only rows naming this credential id (`namespace/name`).
-    public func auditEvents(cursor: String? = nil, limit: Int? = nil, credential: String? = nil) async throws
-        -> AuditPage
-    {
+    /// - Parameter oldestFirst: Oldest first, the cursor walking forward (to follow new rows).
+    public func auditEvents(
+        cursor: String? = nil, limit: Int? = nil, credential: String? = nil, oldestFirst: Bool = false
+    ) async throws -> AuditPage {
         try await send(
             .get, "/v1/admin/audit",
-            query: [("cursor", cursor), ("limit", limit.map(String.init)), ("credential", credential)]
+            query: [
+                ("cursor", cursor), ("limit", limit.map(String.init)), ("credential", credential),
+                ("order", oldestFirst ? "oldest" : nil),
+            ]
         ).decode(AuditPage.self)
     }
 

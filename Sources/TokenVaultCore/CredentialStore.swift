@@ -49,8 +49,8 @@ public protocol CredentialStore: RefreshJournal, NodeRegistry {
     func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
     /// Up to `limit` rows sealed under any term other than `term` (re-seal batches).
     func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord]
-    /// The audit rows `page` names, in its order.
-    func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent]
+    /// The audit rows `query` names, in its order.
+    func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent]
     /// Both ends of every audit chain, as stored.
     func auditChainEnds() throws -> [AuditChainEnd]
     /// Whether a provider answer with this call key was stored (`CredentialWriter.recordReceivedAnswer`).
@@ -154,7 +154,7 @@ extension CredentialStore {
 
     /// Audit rows with id greater than `after`, oldest first, optionally for one credential.
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try auditEvents(AuditPage(.oldestFirst, cursor: after, credentialID: credentialID, limit: limit))
+        try auditEvents(AuditQuery(.oldestFirst, cursor: after, credentialID: credentialID, limit: limit))
     }
 }
 

@@ -56,8 +56,8 @@ extension Vault {
         }
     }
 
-    /// The audit rows `page` names, in its order.
-    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try store.auditEvents(page) }
+    /// The audit rows `query` names, in its order.
+    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try store.auditEvents(query) }
 
     /// Audit rows with id greater than `after`, oldest first, optionally about one credential.
     public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {

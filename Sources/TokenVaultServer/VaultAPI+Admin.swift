@@ -29,10 +29,17 @@ extension VaultAPI {
             return value
         }
         let credential = try parameters.get("credential").map { try CredentialID($0) }
+        let order = try parameters.get("order").map { text in
+            guard let order = AuditQuery.Order(rawValue: text) else {
+                throw VaultError.invalidField("order", "must be newest or oldest")
+            }
+            return order
+        }
         _ = try await authoriseAdmin(context, operation: "admin.audit")
         await audit.flush()
         let rows = try await blocking { [vault] in
-            try vault.auditEvents(AuditPage(.newestFirst, cursor: cursor, credentialID: credential, limit: limit))
+            try vault.auditEvents(
+                AuditQuery(order ?? .newestFirst, cursor: cursor, credentialID: credential, limit: limit))
         }
         return try json(
             PageDocument(

@@ -8,22 +8,24 @@ extension VaultDatabase {
         + "chain, position"
     static let chainEndColumns = "chain, name, row_id, position, mac, seal"
 
-    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
+    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
         try withReader { connection in
             let statement = try connection.statement(
-                page.order == .oldestFirst
-                    ? """
-                    SELECT \(Self.auditColumns) FROM audit_events
-                    WHERE id > ?1 AND (?2 IS NULL OR credential_id = ?2) ORDER BY id LIMIT ?3
-                    """
-                    : """
-                    SELECT \(Self.auditColumns) FROM audit_events
-                    WHERE id < ?1 AND (?2 IS NULL OR credential_id = ?2) ORDER BY id DESC LIMIT ?3
-                    """)
-            let cursor = page.cursor ?? (page.order == .oldestFirst ? 0 : Int64.max)
-            try statement.bind(cursor, page.credentialID?.description, max(0, page.limit))
+                Self.auditSQL(query.order, oneCredential: query.credentialID != nil))
+            let cursor = query.cursor ?? (query.order == .oldestFirst ? 0 : Int64.max)
+            try statement.bind(cursor, query.credentialID?.description, max(0, query.limit))
             return try Self.auditRows(from: statement)
         }
+    }
+
+    /// One text per order and filter (`?1` the cursor, `?2` the credential, `?3` the limit), so
+    /// SQLite plans each with its index: `?2 IS NULL OR credential_id = ?2` would walk the whole
+    /// trail for one credential's rows.
+    static func auditSQL(_ order: AuditQuery.Order, oneCredential: Bool) -> String {
+        let filter = oneCredential ? "credential_id = ?2 AND " : ""
+        let (comparison, direction) = order == .oldestFirst ? (">", "") : ("<", " DESC")
+        return
+            "SELECT \(auditColumns) FROM audit_events WHERE \(filter)id \(comparison) ?1 ORDER BY id\(direction) LIMIT ?3"
     }
 
     public func auditChainEnds() throws -> [AuditChainEnd] {

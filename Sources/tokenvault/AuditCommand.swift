@@ -9,10 +9,11 @@ struct AuditCommand: AsyncParsableCommand {
     @OptionGroup var client: ClientOptions
     @Option(help: "Only rows about this credential (namespace/name).") var credential: String?
     @Option(help: "At most this many rows, newest first.") var limit: Int = PageSize.standard
+    @Flag(help: "The oldest rows first instead.") var oldestFirst = false
 
     func run() async throws {
         try await client.withClient { vault in
-            let page = try await vault.auditEvents(limit: limit, credential: credential)
+            let page = try await vault.auditEvents(limit: limit, credential: credential, oldestFirst: oldestFirst)
             if client.json { return try printJSON(page.items) }
             printTable(
                 ["AT", "UID", "PID", "OPERATION", "CREDENTIAL", "OUTCOME", "COUNT", "DETAIL"],

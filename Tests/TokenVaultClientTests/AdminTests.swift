@@ -35,6 +35,14 @@ struct AdminTests {
             #expect(ids == all.items.map(\.id))
             #expect(Set(ids).count == ids.count)
             #expect(ids == ids.sorted(by: >), "newest first")
+
+            // Oldest first, and a follower passing its last row's id gets only what came since.
+            let oldest = try await daemon.client.auditEvents(oldestFirst: true)
+            #expect(oldest.items.map(\.id) == all.items.map(\.id).reversed())
+            let last = try #require(oldest.items.last?.id)
+            try await daemon.client.put("payments/carol", provider: "oauth2", token: Payload.oauth().data)
+            let since = try await daemon.client.auditEvents(cursor: String(last), oldestFirst: true)
+            #expect(since.items.map(\.credentialID) == ["payments/carol"], "\(since.items.map(\.operation))")
         }
     }
 

@@ -18,8 +18,8 @@ import TokenVaultTesting
             executable: harness.cli.executable,
             arguments: ["watch", ResilienceHarness.name(0), "--socket", harness.socket],
             environment: harness.cli.environment, stdout: outputPath)
-        // Lifetime 2 s, refreshed at half-life: the state when the watch began (generation 1, or
-        // 2 if the CLI took over a second to start) and two refreshes within about 3 s.
+        // Lifetime 2 s, refreshed at half-life: the state when the watch began (generation 1, or a
+        // later one if the CLI was slow to start) and two refreshes within about 3 s.
         func generations() -> [Int] {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             return text.split(separator: "\n").compactMap { line in
@@ -36,7 +36,7 @@ import TokenVaultTesting
         let lines = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n")
         #expect(lines.count >= 3, "expected the state and at least two refreshes: \(lines)")
         let seen = generations()
-        #expect((seen.first ?? 0) <= 2 && seen == seen.sorted() && Set(seen).count >= 3, "\(lines)")
+        #expect(seen == seen.sorted() && Set(seen).count >= 3, "\(lines)")
         #expect(!lines.joined().contains("rt-"), "a refresh token reached the watch output")
         // Revoked at the provider: refresh token, then access token.
         #expect(harness.server.revocationRequestCount == 2)

@@ -60,8 +60,8 @@ import TokenVaultTesting
         #expect(ready.text.contains("STATUS=serving 0 credentials"), "\(ready.text)")
         #expect(try UnixSocketHTTP.request(runSocket, "GET", "/v1/health").status == 200)
 
-        // Pings at least every interval (2 s; the daemon pings at half of it, so a loaded machine
-        // may stall it by a second) for five seconds.
+        // Pings at least every interval (2 s; the daemon's loops stamp every quarter of it and it
+        // pings within half, so a loaded machine may stall it by a second) for five seconds.
         Thread.sleep(forTimeInterval: 5)
         let pings = listener.received.filter { $0.text == "WATCHDOG=1" }.map(\.at)
         #expect(pings.count >= 3, "\(listener.received.map(\.text))")

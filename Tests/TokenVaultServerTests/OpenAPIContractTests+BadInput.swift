@@ -98,6 +98,7 @@ extension OpenAPIContractTests {
             .init(audit, "a cursor beyond Int64", "GET", "/v1/admin/audit?cursor=99999999999999999999", status: 400),
             .init(audit, "a cursor that is not a number", "GET", "/v1/admin/audit?cursor=abc", status: 400),
             .init(audit, "limit 0", "GET", "/v1/admin/audit?limit=0", status: 400),
+            .init(audit, "an order that is neither newest nor oldest", "GET", "/v1/admin/audit?order=asc", status: 400),
             .init(audit, "a credential filter with an escape", "GET", "/v1/admin/audit?credential=a/%1B", status: 400),
             .init(delete, "force neither true nor false", "DELETE", credential + "?force=maybe", status: 400),
         ]

@@ -56,6 +56,20 @@ import TokenVaultTesting
         #expect(plan.contains("credentials_refresh_due"), "\(plan)")
     }
 
+    /// A page of one credential's audit rows is read through its index in either order, not by
+    /// walking the trail (up to `audit.max_rows`) and filtering.
+    @Test(arguments: [AuditQuery.Order.oldestFirst, .newestFirst])
+    func oneCredentialsAuditRowsAreReadThroughTheIndex(_ order: AuditQuery.Order) throws {
+        let plan = try fixture.database.withWriter { connection in
+            let statement = try connection.statement(
+                "EXPLAIN QUERY PLAN " + VaultDatabase.auditSQL(order, oneCredential: true))
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(3) ?? "") }
+            return lines.joined(separator: "\n")
+        }
+        #expect(plan.contains("audit_events_credential"), "\(plan)")
+    }
+
     @Test(arguments: [
         "UPDATE credentials SET status = 'bogus'", "UPDATE credentials SET generation = 0",
         "UPDATE credentials SET seal_term = 99", "UPDATE credentials SET labels = '[1]'",

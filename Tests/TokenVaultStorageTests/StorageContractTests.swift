@@ -222,7 +222,7 @@ import TokenVaultTesting
             var cursor: Int64?
             repeat {
                 let page = try fixture.vault.auditEvents(
-                    AuditPage(.newestFirst, cursor: cursor, credentialID: credential, limit: 4))
+                    AuditQuery(.newestFirst, cursor: cursor, credentialID: credential, limit: 4))
                 rows += page
                 cursor = page.count == 4 ? page.last?.id : nil
             } while cursor != nil
@@ -233,8 +233,16 @@ import TokenVaultTesting
         #expect(ofA.count == 9 && ofA.allSatisfy { $0.event.credentialID == a }, "\(ofA.map(\.event.detail))")
         #expect(ofA.map(\.event.detail) == stride(from: 24, through: 0, by: -3).map { "\($0)" })
         #expect(
-            try fixture.vault.auditEvents(AuditPage(.newestFirst, cursor: oldestFirst.first, limit: 4)).isEmpty,
+            try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: oldestFirst.first, limit: 4)).isEmpty,
             "nothing is older than the first row")
+        #expect(try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: 0, limit: 100)).isEmpty)
+        #expect(
+            try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: .max, limit: 100)).map(\.id)
+                == oldestFirst.reversed())
+        // Oldest first, filtered, from a cursor: the walk the other way.
+        let laterOfB = try fixture.vault.auditEvents(
+            AuditQuery(.oldestFirst, cursor: oldestFirst[10], credentialID: b, limit: 3))
+        #expect(laterOfB.map(\.event.detail) == ["13", "16", "19"], "\(laterOfB.map(\.event.detail))")
     }
 
     struct Refused: Error {}

@@ -65,7 +65,7 @@ public final class FailingStore: CredentialStore, Sendable {
     public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
         try base.records(notSealedWith: term, limit: limit)
     }
-    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] { try base.auditEvents(page) }
+    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try base.auditEvents(query) }
     public func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
     public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
         -> [ScheduledCredential]

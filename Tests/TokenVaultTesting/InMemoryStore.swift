@@ -48,10 +48,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     /// How many times a write looked for delayed outbox rows to drop.
     public var webhookCancels: Int { lock.withLock { state.webhookCancels } }
 
-    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
+    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
         lock.withLock {
-            let rows = state.audit.filter { page.includes(id: $0.id, credentialID: $0.event.credentialID) }
-            return Array((page.order == .oldestFirst ? rows : rows.reversed()).prefix(max(0, page.limit)))
+            let rows = state.audit.filter { query.includes(id: $0.id, credentialID: $0.event.credentialID) }
+            return Array((query.order == .oldestFirst ? rows : rows.reversed()).prefix(max(0, query.limit)))
         }
     }
 

@@ -219,16 +219,16 @@ extension PostgresDatabase: AdminStore {
 }
 
 extension PostgresDatabase {
-    public func auditEvents(_ page: AuditPage) throws -> [StoredAuditEvent] {
-        let credential = page.credentialID?.description
-        let limit = Int64(max(0, page.limit))
+    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
+        let credential = query.credentialID?.description
+        let limit = Int64(max(0, query.limit))
         return try withReader { reader in
-            switch page.order {
+            switch query.order {
             case .oldestFirst:
                 try reader.query(
                     """
                     SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                    WHERE id > \(page.cursor ?? 0) AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                    WHERE id > \(query.cursor ?? 0) AND (\(credential)::text IS NULL OR credential_id = \(credential))
                     ORDER BY id LIMIT \(limit)
                     """
                 ).rows.map(PostgresCredentialWriter.auditRow)
@@ -236,7 +236,7 @@ extension PostgresDatabase {
                 try reader.query(
                     """
                     SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                    WHERE id < \(page.cursor ?? Int64.max) AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                    WHERE id < \(query.cursor ?? Int64.max) AND (\(credential)::text IS NULL OR credential_id = \(credential))
                     ORDER BY id DESC LIMIT \(limit)
                     """
                 ).rows.map(PostgresCredentialWriter.auditRow)

@@ -1,12 +1,14 @@
-/// Which audit rows a read returns: up to `limit` of them past `cursor` (a row id, not itself
-/// included) in `order`, optionally only those about one credential. Row ids follow the order
-/// rows were written, so they are the cursor either way.
-public struct AuditPage: Sendable, Equatable {
-    public enum Order: Sendable, Equatable {
-        /// Ids ascending: a walk of the whole trail (verification, copies).
-        case oldestFirst
-        /// Ids descending: what an operator reads (`GET /v1/admin/audit`, `tokenvault audit`).
-        case newestFirst
+/// Which audit rows a read returns, a page at a time: up to `limit` of them past `cursor` (a row
+/// id, not itself included) in `order`, optionally only those about one credential. Row ids
+/// follow the order rows were written, so they are the cursor either way.
+public struct AuditQuery: Sendable, Equatable {
+    /// Spelled as the API's `order` parameter.
+    public enum Order: String, Sendable, Equatable, CaseIterable {
+        /// Ids ascending: a walk of the whole trail (verification, copies, a log shipper
+        /// following new rows by cursor).
+        case oldestFirst = "oldest"
+        /// Ids descending: what an operator reads first (the API's and the CLI's default).
+        case newestFirst = "newest"
     }
 
     public var order: Order
