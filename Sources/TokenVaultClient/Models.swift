@@ -118,10 +118,10 @@ public struct AuditEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// One page of `GET /v1/admin/audit`, newest first.
+/// One page of `GET /v1/admin/audit`, newest first unless asked for the oldest first.
 public struct AuditPage: Codable, Sendable, Equatable {
     public var items: [AuditEvent]
-    /// Pass as `cursor` for the next (older) page; nil on the last page.
+    /// Pass as `cursor` for the next page (older rows, or newer ones oldest first); nil on the last.
     public var nextCursor: String?
 
     enum CodingKeys: String, CodingKey { case items, nextCursor = "next_cursor" }

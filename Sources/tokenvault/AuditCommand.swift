@@ -4,11 +4,12 @@ import TokenVaultCore
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "audit", abstract: "Show the audit trail (admins only): who did what to which credential.")
+        commandName: "audit",
+        abstract: "Show the audit trail, newest first (admins only): who did what to which credential.")
 
     @OptionGroup var client: ClientOptions
     @Option(help: "Only rows about this credential (namespace/name).") var credential: String?
-    @Option(help: "At most this many rows, newest first.") var limit: Int = PageSize.standard
+    @Option(help: "At most this many rows.") var limit: Int = PageSize.standard
     @Flag(help: "The oldest rows first instead.") var oldestFirst = false
 
     func run() async throws {

@@ -52,6 +52,15 @@ import TokenVaultTesting
         }
         let audit = try client(["audit", "--credential", "payments/alice"])
         #expect(audit.stdout.contains("credential.put") && audit.stdout.contains("token.read"))
+        // Newest first, or oldest first when asked: the put is the first row written about it.
+        func operations(_ extra: [String]) throws -> [String] {
+            let listed = try client(["audit", "--credential", "payments/alice", "--json"] + extra).stdout
+            let rows = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]] ?? []
+            return rows.compactMap { $0["operation"] as? String }
+        }
+        #expect(try operations(["--oldest-first"]).first == "credential.put")
+        #expect(try operations([]).last == "credential.put")
+        #expect(try operations([]) == operations(["--oldest-first"]).reversed())
         #expect(try client(["rm", "payments/alice"]).status == 0)
         let missing = try client(["show", "payments/alice"])
         #expect(missing.status == 3)
