@@ -185,7 +185,9 @@ import TokenVaultTesting
         for (index, at) in arrivals.enumerated() {
             worst = max(worst, arrivals[index...].prefix { $0.timeIntervalSince(at) < 1 }.count)
         }
-        #expect(worst <= 10, "\(worst) refreshes within one second after the outage (rate 5/s + burst 5)")
+        // At most 10 by the daemon's clock (rate 5/s + burst 5); timed at the provider, a stall of
+        // its event loop can bunch them, hence 12: forty at once without the limit.
+        #expect(worst <= 12, "\(worst) refreshes within one second after the outage (rate 5/s + burst 5)")
         print("outage: served \(during.served), refused \(during.refused); after: worst 1-s burst \(worst)")
     }
 }

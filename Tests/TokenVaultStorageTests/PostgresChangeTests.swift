@@ -387,7 +387,8 @@ import TokenVaultTesting
             ($0 as? VaultError)?.code == .storageUnavailable
         }
         let waited = ContinuousClock.now - started
-        #expect(waited >= .seconds(4) && waited < .seconds(7), "waited \(waited)")
+        // The 5 s lock timeout, with room for a loaded machine, and well short of the 12 s hold.
+        #expect(waited >= .seconds(4) && waited < .seconds(10), "waited \(waited)")
         try await holding
         try node1.write(durability: .full) { writer in try writer.save(record) }
     }
