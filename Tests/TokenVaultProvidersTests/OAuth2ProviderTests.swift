@@ -393,7 +393,8 @@ import TokenVaultTesting
             let failure = try #require(await fixture.refreshFailure(token))
             #expect(failure.kind == .transient, "\(failure)")
             #expect(failure.code == "connection_failed")
-            #expect(ContinuousClock.now - started < .seconds(2))
+            // Refused at once: under the 5 s connect timeout, with room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(4))
 
             try await fixture.server.comeBack()
             _ = try await fixture.provider.refresh(Fixture.refreshRequest(token))

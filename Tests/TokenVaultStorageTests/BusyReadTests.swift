@@ -25,7 +25,7 @@ import TokenVaultTesting
         reader.setBusyTimeout(milliseconds: 0)
         var started = ContinuousClock.now
         #expect(throws: VaultError.self) { try reader.scalarText("SELECT count(*) FROM t") }
-        #expect(ContinuousClock.now - started < .seconds(1), "no waiting in the busy handler (5 s by default)")
+        #expect(ContinuousClock.now - started < .seconds(3), "no waiting in the busy handler (5 s by default)")
         reader.setBusyTimeout(milliseconds: 400)
         started = ContinuousClock.now
         #expect(throws: VaultError.self) { try reader.scalarText("SELECT count(*) FROM t") }
