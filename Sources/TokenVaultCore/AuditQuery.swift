@@ -3,7 +3,7 @@
 /// follow the order rows were written, so they are the cursor either way.
 public struct AuditQuery: Sendable, Equatable {
     /// Spelled as the API's `order` parameter.
-    public enum Order: String, Sendable, Equatable, CaseIterable {
+    public enum Order: String, Sendable, Equatable {
         /// Ids ascending: a walk of the whole trail (verification, copies, a log shipper
         /// following new rows by cursor).
         case oldestFirst = "oldest"

@@ -59,11 +59,6 @@ extension Vault {
     /// The audit rows `query` names, in its order.
     public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try store.auditEvents(query) }
 
-    /// Audit rows with id greater than `after`, oldest first, optionally about one credential.
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try store.auditEvents(after: after, credentialID: credentialID, limit: limit)
-    }
-
     /// Deletes, `batch` rows per transaction, rows older than `before` and the oldest rows beyond
     /// `keepingAtMost`, moving each chain's anchor to its last row deleted. Returns how many went.
     @discardableResult

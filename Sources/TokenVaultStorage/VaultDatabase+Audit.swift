@@ -12,8 +12,7 @@ extension VaultDatabase {
         try withReader { connection in
             let statement = try connection.statement(
                 Self.auditSQL(query.order, oneCredential: query.credentialID != nil))
-            let cursor = query.cursor ?? (query.order == .oldestFirst ? 0 : Int64.max)
-            try statement.bind(cursor, query.credentialID?.description, max(0, query.limit))
+            try statement.bind(query.sqlCursor, query.credentialID?.description, max(0, query.limit))
             return try Self.auditRows(from: statement)
         }
     }
@@ -23,9 +22,8 @@ extension VaultDatabase {
     /// trail for one credential's rows.
     static func auditSQL(_ order: AuditQuery.Order, oneCredential: Bool) -> String {
         let filter = oneCredential ? "credential_id = ?2 AND " : ""
-        let (comparison, direction) = order == .oldestFirst ? (">", "") : ("<", " DESC")
-        return
-            "SELECT \(auditColumns) FROM audit_events WHERE \(filter)id \(comparison) ?1 ORDER BY id\(direction) LIMIT ?3"
+        return "SELECT \(auditColumns) FROM audit_events "
+            + "WHERE \(filter)id \(order.sqlComparison) ?1 ORDER BY id\(order.sqlDirection) LIMIT ?3"
     }
 
     public func auditChainEnds() throws -> [AuditChainEnd] {

@@ -21,7 +21,7 @@ import TokenVaultTesting
     }
 
     static func rows(_ fixture: TestVault) throws -> [StoredAuditEvent] {
-        try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 1_000)
+        try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 1_000))
     }
 
     @Test func aHundredThousandReadsAreAFewRows() async throws {

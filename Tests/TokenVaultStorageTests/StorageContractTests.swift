@@ -199,7 +199,7 @@ import TokenVaultTesting
             try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 50, batch: 15) == 40)
         verification = try fixture.vault.verifyAudit()
         #expect(verification.isClean && verification.rows == 50, "\(verification)")
-        let rows = try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 100)
+        let rows = try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100))
         #expect(rows.count == 50 && rows.first?.event.detail == "b10")
     }
 
@@ -215,7 +215,7 @@ import TokenVaultTesting
                     at: fixture.clock.now, operation: "token.read", credentialID: [a, b, nil][$0 % 3],
                     outcome: .allowed, detail: "\($0)")
             })
-        let oldestFirst = try fixture.vault.auditEvents(after: nil, credentialID: nil, limit: 100).map(\.id)
+        let oldestFirst = try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100)).map(\.id)
         #expect(oldestFirst.count == 25 && oldestFirst == oldestFirst.sorted())
         func walk(_ credential: CredentialID?) throws -> [StoredAuditEvent] {
             var rows: [StoredAuditEvent] = []

@@ -221,26 +221,15 @@ extension PostgresDatabase: AdminStore {
 extension PostgresDatabase {
     public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
         let credential = query.credentialID?.description
-        let limit = Int64(max(0, query.limit))
         return try withReader { reader in
-            switch query.order {
-            case .oldestFirst:
-                try reader.query(
-                    """
-                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                    WHERE id > \(query.cursor ?? 0) AND (\(credential)::text IS NULL OR credential_id = \(credential))
-                    ORDER BY id LIMIT \(limit)
-                    """
-                ).rows.map(PostgresCredentialWriter.auditRow)
-            case .newestFirst:
-                try reader.query(
-                    """
-                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                    WHERE id < \(query.cursor ?? Int64.max) AND (\(credential)::text IS NULL OR credential_id = \(credential))
-                    ORDER BY id DESC LIMIT \(limit)
-                    """
-                ).rows.map(PostgresCredentialWriter.auditRow)
-            }
+            try reader.query(
+                """
+                SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                WHERE id \(unescaped: query.order.sqlComparison) \(query.sqlCursor)
+                AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                ORDER BY id\(unescaped: query.order.sqlDirection) LIMIT \(Int64(max(0, query.limit)))
+                """
+            ).rows.map(PostgresCredentialWriter.auditRow)
         }
     }
 
