@@ -15,6 +15,9 @@ public struct ProviderSettings: Sendable, Equatable {
     /// Where the proxy may send this instance's credentials' tokens (`api_base_urls`); none:
     /// nowhere (the proxy refuses every call through them).
     public var apiBases: [APIBase] = []
+    /// Request headers the proxy forwards for this instance beyond `ForwardedHeaders.standard`
+    /// (`proxy_headers`, lower-cased): the ones its API needs, such as a version header.
+    public var proxyHeaders: Set<String> = []
     /// Sender-constrained tokens (`dpop: true`, RFC 9449): token requests and proxied calls carry
     /// proofs made with the instance's key (`DPoPSession`), so the provider binds its tokens to it.
     public var dpop = false

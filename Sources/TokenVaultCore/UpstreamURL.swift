@@ -1,6 +1,7 @@
 /// An absolute URL a credential's access token may be sent to, read strictly: `scheme://host
 /// [:port]/path[?query]`, no user info, no fragment, and no path that a server could read as
-/// leaving the prefix it was checked against (`.` or `..` segments, an encoded `/`, `\` or `.`).
+/// leaving the prefix it was checked against (`checkPath`: dot or empty segments, an encoded
+/// separator or delimiter, overlong UTF-8).
 /// What `APIBase.contains` judges and the proxy sends: one reading of the URL for both.
 public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
     /// `https`, or `http` to a loopback host.
@@ -153,30 +154,40 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         return nil
     }
 
-    /// A path a server reads the same way this type does: no dot segments (also as `..;x`, which
-    /// Java servers read as `..`), no encoded separator or dot (`%2f`, `%5c`, `%2e`), nothing a
-    /// server might decode twice or the IIS way (`%25`, `%u`), no backslash.
+    /// A path a server reads the same way this type does: no segment of dots alone (also as
+    /// `..;x`, which Java servers read as `..`, and `...`, which some read as `..` once trimmed),
+    /// no empty segment but a trailing one (`//evil.example/x` reads as a host to a framework
+    /// that resolves it against a base), no encoded separator, dot or delimiter (`%2f`, `%5c`,
+    /// `%2e`, `%3b`, `%3f`, `%23`: decoded by one server and not by another, they move the path's
+    /// end), nothing a server might decode twice or the IIS way (`%25`, `%u`), no backslash, and
+    /// escapes that decode to UTF-8 as RFC 3629 writes it (an overlong `%c0%ae` is a `.` to a
+    /// lenient decoder).
     private static func checkPath(_ path: ArraySlice<UInt8>, shown: () -> String) throws(UpstreamURLProblem) {
         guard path.first == UInt8(ascii: "/") else { throw UpstreamURLProblem("'\(shown())' has no path") }
         // One pass over the bytes (every proxied call's target is read here).
         var segmentStart = path.startIndex + 1
         var index = path.startIndex
+        var escapesBeyondASCII = false
         while index <= path.endIndex {
             let byte = index < path.endIndex ? path[index] : UInt8(ascii: "/")
             switch byte {
             case UInt8(ascii: "%"):
                 if Self.isRefusedEscape(path[(index + 1)...]) {
-                    throw UpstreamURLProblem("'\(shown())' has an encoded '/', '\\', '.', '%' or NUL in its path")
+                    throw UpstreamURLProblem(
+                        "'\(shown())' has an encoded '/', '\\', '.', ';', '?', '#', '%' or NUL in its path")
                 }
                 try Self.checkEscape(path[(index + 1)...], shown: shown)
+                escapesBeyondASCII = escapesBeyondASCII || HexDigit.value(path[index + 1])! >= 8
             case UInt8(ascii: "\\"):
                 throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
             case UInt8(ascii: "/") where index > path.startIndex:
-                let name = path[segmentStart..<index].prefix { $0 != UInt8(ascii: ";") }
-                if name.count == 1 && name.first == UInt8(ascii: ".")
-                    || name.count == 2 && name.allSatisfy({ $0 == UInt8(ascii: ".") })
-                {
-                    throw UpstreamURLProblem("'\(shown())' has a '.' or '..' segment in its path")
+                let segment = path[segmentStart..<index]
+                if segment.isEmpty, index < path.endIndex {
+                    throw UpstreamURLProblem("'\(shown())' has an empty segment ('//') in its path")
+                }
+                let name = segment.prefix { $0 != UInt8(ascii: ";") }
+                if !name.isEmpty, name.allSatisfy({ $0 == UInt8(ascii: ".") }) {
+                    throw UpstreamURLProblem("'\(shown())' has a segment of dots ('.', '..') in its path")
                 }
                 segmentStart = index + 1
             default:
@@ -184,6 +195,27 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
             }
             index += 1
         }
+        if escapesBeyondASCII, String(validating: Self.decoded(path), as: UTF8.self) == nil {
+            throw UpstreamURLProblem(
+                "'\(shown())' has escapes in its path that are not UTF-8 as RFC 3629 writes it (overlong or invalid)")
+        }
+    }
+
+    /// `path` with its escapes decoded (each known to be `%` and two hex digits).
+    private static func decoded(_ path: ArraySlice<UInt8>) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(path.count)
+        var index = path.startIndex
+        while index < path.endIndex {
+            if path[index] == UInt8(ascii: "%") {
+                bytes.append(HexDigit.value(path[index + 1])! << 4 | HexDigit.value(path[index + 2])!)
+                index += 3
+            } else {
+                bytes.append(path[index])
+                index += 1
+            }
+        }
+        return bytes
     }
 
     private static func unencoded(_ shown: String) -> UpstreamURLProblem {
@@ -219,7 +251,7 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The bytes after a `%` begin `2f`, `5c`, `2e`, `00`, `25` or `u`, in any case.
+    /// The bytes after a `%` begin `2f`, `5c`, `2e`, `3b`, `3f`, `23`, `00`, `25` or `u`, in any case.
     private static func isRefusedEscape(_ next: ArraySlice<UInt8>) -> Bool {
         guard let first = next.first.map({ $0 | 0x20 }) else { return false }
         if first == UInt8(ascii: "u") { return true }
@@ -227,8 +259,9 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         let second = next[next.startIndex + 1] | 0x20
         switch (first, second) {
         case (UInt8(ascii: "2"), UInt8(ascii: "f")), (UInt8(ascii: "5"), UInt8(ascii: "c")),
-            (UInt8(ascii: "2"), UInt8(ascii: "e")), (UInt8(ascii: "0"), UInt8(ascii: "0")),
-            (UInt8(ascii: "2"), UInt8(ascii: "5")):
+            (UInt8(ascii: "2"), UInt8(ascii: "e")), (UInt8(ascii: "3"), UInt8(ascii: "b")),
+            (UInt8(ascii: "3"), UInt8(ascii: "f")), (UInt8(ascii: "2"), UInt8(ascii: "3")),
+            (UInt8(ascii: "0"), UInt8(ascii: "0")), (UInt8(ascii: "2"), UInt8(ascii: "5")):
             return true
         default:
             return false

@@ -167,6 +167,25 @@ public struct ProviderKinds: ProviderCatalog {
             throw ProviderConfigurationError(
                 key: key + ".api_base_urls", problem: "expected a list of base URLs (https://host[:port]/prefix)")
         }
+        switch options.removeValue(forKey: "proxy_headers") {
+        case nil: break
+        case .array(let values)?:
+            for (index, value) in values.enumerated() {
+                guard case .string(let name) = value, HTTPToken.isToken(name) else {
+                    throw ProviderConfigurationError(
+                        key: key + ".proxy_headers[\(index)]", problem: "expected a header name")
+                }
+                let lowered = name.lowercased()
+                if let refusal = ForwardedHeaders.refusal(of: lowered) {
+                    throw ProviderConfigurationError(
+                        key: key + ".proxy_headers[\(index)]", problem: "\(name) is never forwarded: \(refusal)")
+                }
+                settings.proxyHeaders.insert(lowered)
+            }
+        default:
+            throw ProviderConfigurationError(
+                key: key + ".proxy_headers", problem: "expected a list of header names")
+        }
         switch options.removeValue(forKey: "dpop") {
         case nil: break
         case .bool(let value)?: settings.dpop = value

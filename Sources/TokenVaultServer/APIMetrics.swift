@@ -8,8 +8,6 @@ public final class APIMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let fastPathAnswered: Counter
     private let fastPathRouted: Counter
-    private let proxyFastPathAnswered: Counter
-    private let proxyFastPathRouted: Counter
     /// The series of a served token read, looked up once: the fast path records one per request.
     private let tokenServed: (count: Counter, duration: DurationHistogram)
     private static let buckets: [Duration] = [
@@ -28,14 +26,6 @@ public final class APIMetrics: Sendable {
         }
         fastPathAnswered = fastPathCounter("answered")
         fastPathRouted = fastPathCounter("routed")
-        func proxyFastPathCounter(_ outcome: String) -> Counter {
-            registry.makeCounter(
-                name: "tokenvault_http_proxy_fast_path_total", labels: [("outcome", outcome)],
-                help: "Proxied calls made on the event loop, or routed (a refusal, a refresh first, a streamed body, "
-                    + "DPoP, groups not yet known).")
-        }
-        proxyFastPathAnswered = proxyFastPathCounter("answered")
-        proxyFastPathRouted = proxyFastPathCounter("routed")
         tokenServed = Self.series(registry, route: TokenFastPath.route, method: "GET", status: 200)
     }
 
@@ -123,10 +113,6 @@ public final class APIMetrics: Sendable {
     /// Token reads the event-loop fast path answered itself, or passed on to the router.
     func recordFastPath(answered: Bool) {
         (answered ? fastPathAnswered : fastPathRouted).increment()
-    }
-
-    func recordProxyFastPath(answered: Bool) {
-        (answered ? proxyFastPathAnswered : proxyFastPathRouted).increment()
     }
 
     /// What each counter fed from the engine's running totals was last advanced to.

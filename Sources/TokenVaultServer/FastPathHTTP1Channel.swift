@@ -16,13 +16,11 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
     let idleTimeout: Duration
     let api: VaultAPI
     let serverName: String
-    /// The upstream connections of the proxied calls `TokenFastPath` makes, per event loop.
-    let pools = UpstreamConnectionPools()
 
     var responder: Responder { http1.responder }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        http1.setup(channel: channel, logger: logger).flatMapThrowing { [api, serverName, idleTimeout, pools] value in
+        http1.setup(channel: channel, logger: logger).flatMapThrowing { [api, serverName, idleTimeout] value in
             let pipeline = channel.pipeline.syncOperations
             let connectionState = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             let limits = api.options.connections
@@ -33,10 +31,7 @@ struct FastPathHTTP1Channel: HTTPChannelHandler {
             try pipeline.addHandler(tracker, position: .after(connectionState))
             let peers = PeerCredentialsHandler(limiter: api.limiter)
             try pipeline.addHandler(
-                TokenFastPath(
-                    api: api, serverName: serverName, tracker: tracker, peers: peers,
-                    pools: api.options.proxyFastPath ? pools : nil),
-                position: .first)
+                TokenFastPath(api: api, serverName: serverName, tracker: tracker, peers: peers), position: .first)
             try pipeline.addHandler(peers, position: .first)
             return value
         }

@@ -32,38 +32,4 @@ enum FastResponse {
         response.writeImmutableBuffer(body)
         return response
     }
-
-    /// A response's head with `fields` as they are (a proxied answer's, `ProxyFastCall`): the
-    /// status line, a line per field, then what every answer of the daemon carries (in place of
-    /// any `X-Request-Id`, `Date` or `Server` among `fields`), and the blank line. Field values
-    /// never hold CR or LF (`HTTPField` replaces them), so nothing in them can end the head early.
-    static func head(
-        status: HTTPResponse.Status, fields: HTTPFields, requestID: String, serverName: String,
-        allocator: ByteBufferAllocator
-    ) -> ByteBuffer {
-        var head = allocator.buffer(capacity: 160 + fields.count * 48)
-        head.writeStaticString("HTTP/1.1 ")
-        head.writeString(String(status.code))
-        head.writeStaticString(" ")
-        // A status made from a code alone has no phrase; NIO's table has the standard ones (the
-        // router's answers carry them), and none for a code it does not know.
-        head.writeString(
-            status.reasonPhrase.isEmpty
-                ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase)
-        head.writeStaticString("\r\n")
-        for field in fields where field.name != .requestID && field.name != .date && field.name != .server {
-            head.writeString(field.name.rawName)
-            head.writeStaticString(": ")
-            head.writeString(field.value)
-            head.writeStaticString("\r\n")
-        }
-        head.writeStaticString("X-Request-Id: ")
-        head.writeString(requestID)
-        head.writeStaticString("\r\nDate: ")
-        head.writeString(HTTPDateHeader.now)
-        head.writeStaticString("\r\nServer: ")
-        head.writeString(serverName)
-        head.writeStaticString("\r\n\r\n")
-        return head
-    }
 }

@@ -36,8 +36,8 @@ enum FastTarget: Equatable {
             self = .token(token)
             return
         }
-        // A proxied call is `ProxyFastCall`'s or the router's, and its route always exists:
-        // matching it against every route's template cost more than a token read.
+        // A proxied call is the router's, and its route always exists: matching it against every
+        // route's template cost more than a token read.
         guard Self.proxyCall(target) == nil else { return nil }
         if let listing = ListingParameters(target: target) {
             self = .list(listing)
@@ -83,13 +83,5 @@ enum FastTarget: Equatable {
         let after = rest.dropFirst(proxy.count)
         guard after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?") else { return nil }
         return (namespaceStart..<namespaceEnd, (namespaceEnd + 1)..<nameEnd)
-    }
-
-    /// The credential a proxied call's target names, if it is one and the id is valid.
-    static func proxyCredentialID(_ target: UnsafeRawBufferPointer) -> CredentialID? {
-        guard let (namespace, name) = proxyCall(target) else { return nil }
-        return try? CredentialID(
-            namespace: String(decoding: UnsafeRawBufferPointer(rebasing: target[namespace]), as: UTF8.self),
-            name: String(decoding: UnsafeRawBufferPointer(rebasing: target[name]), as: UTF8.self))
     }
 }

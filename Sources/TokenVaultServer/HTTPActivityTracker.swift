@@ -30,9 +30,9 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
         var bodyGrace: Duration = .seconds(5)
     }
 
-    /// Requests whose answer has not ended: the router's, and a proxied call the fast path makes.
-    /// While there are any, the fast path answers nothing on the connection, so answers keep the
-    /// requests' order, and the connection is never idle.
+    /// Requests whose answer from the router has not ended. While there are any, the fast path
+    /// answers nothing on the connection, so answers keep the requests' order, and the connection
+    /// is never idle.
     private(set) var answersOwed = 0
     private var isReadingRequest = false
     private var lastActive = ContinuousClock.now
@@ -54,21 +54,6 @@ final class HTTPActivityTracker: ChannelDuplexHandler, RemovableChannelHandler {
     func noteAnswered(at instant: ContinuousClock.Instant) {
         lastActive = instant
         headStartedAt = nil
-    }
-
-    /// The fast path started a proxied call (its request arrived whole): the connection owes an
-    /// answer, as for a routed request, however long the call takes.
-    func noteCallStarted() {
-        answersOwed += 1
-        headStartedAt = nil
-        lastActive = .now
-    }
-
-    /// The proxied call's answer ended: the idle clock starts again.
-    func noteCallEnded() {
-        answersOwed = max(0, answersOwed - 1)
-        lastActive = .now
-        if answersOwed == 0, let context { schedule(context, at: lastActive + timeouts.idle) }
     }
 
     /// Bytes arrived on the connection (reported by the fast path, which sees them first): if no

@@ -1,4 +1,5 @@
 import HTTPTypes
+import TokenVaultCore
 
 /// Where one HTTP/1.1 request ends in the bytes a connection received, read strictly enough
 /// that `TokenFastPath` and NIO's decoder always agree on it.
@@ -15,8 +16,7 @@ struct HTTPRequestFraming: Equatable {
     var headLength: Int
     /// `Content-Length`, or 0 without one.
     var bodyLength: Int
-    /// The method's and the request target's bytes, as offset ranges in the head.
-    var method: Range<Int>
+    /// The request target's bytes, as an offset range in the head.
     var target: Range<Int>
     var isGet: Bool
     /// A `Connection` header (`close`, which the router's path and proxied calls honour, or the
@@ -67,7 +67,7 @@ struct HTTPRequestFraming: Equatable {
             }
             lines += 1
             guard lines <= maxHeaderLines,
-                let name = reader.token(endingWith: colon, allowed: isTokenCharacter),
+                let name = reader.token(endingWith: colon, allowed: HTTPToken.isTokenCharacter),
                 let rawValue = reader.token(endingWith: cr, allowed: isFieldValueByte, allowEmpty: true),
                 reader.expect(lf)
             else { return lines > maxHeaderLines ? .unsupported : reader.verdict }
@@ -93,37 +93,8 @@ struct HTTPRequestFraming: Equatable {
         guard reader.offset <= maxHeadLength else { return .unsupported }
         return .request(
             HTTPRequestFraming(
-                headLength: reader.offset, bodyLength: bodyLength ?? 0, method: method, target: target, isGet: isGet,
+                headLength: reader.offset, bodyLength: bodyLength ?? 0, target: target, isGet: isGet,
                 hasConnection: connection, hasExpect: expect))
-    }
-
-    /// The header fields of `head`, a head `parse` delimited (so every line is known to be
-    /// well formed): for the requests the event loop forwards (`ProxyFastCall`), which need them
-    /// all.
-    static func fields(in head: UnsafeRawBufferPointer) -> HTTPFields {
-        var fields = HTTPFields()
-        var index = 0
-        // The request line.
-        while index < head.count, head[index] != lf { index += 1 }
-        index += 1
-        while index + 1 < head.count, head[index] != cr {
-            let nameStart = index
-            while head[index] != colon { index += 1 }
-            let nameEnd = index
-            index += 1
-            let valueStart = index
-            while head[index] != cr { index += 1 }
-            let value = head[valueStart..<index].trimmingSpacesAndTabs()
-            index += 2
-            guard
-                let name = HTTPField.Name(
-                    String(decoding: UnsafeRawBufferPointer(rebasing: head[nameStart..<nameEnd]), as: UTF8.self))
-            else { continue }
-            fields.append(
-                HTTPField(
-                    name: name, value: String(decoding: UnsafeRawBufferPointer(rebasing: value), as: UTF8.self)))
-        }
-        return fields
     }
 
     /// Header names the framing depends on, compared case-insensitively.
@@ -218,17 +189,6 @@ private let expectName = Array("expect".utf8)
 
 private func isUppercaseLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) }
 private func isVisible(_ byte: UInt8) -> Bool { (0x21...0x7E).contains(byte) }
-/// RFC 9110 `tchar`.
-private func isTokenCharacter(_ byte: UInt8) -> Bool {
-    switch byte {
-    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-        UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-        UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-        true
-    default: false
-    }
-}
 /// Visible ASCII, space and tab; obs-text (bytes over 0x7E) is left to the decoder.
 private func isFieldValueByte(_ byte: UInt8) -> Bool { byte == 0x09 || (0x20...0x7E).contains(byte) }
 

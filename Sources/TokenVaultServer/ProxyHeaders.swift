@@ -4,28 +4,23 @@ import TokenVaultCore
 
 /// Which headers pass the proxy, each way. Pure.
 ///
-/// Upstream: everything the caller sent except its own credentials (`Authorization`, `Cookie`,
-/// `DPoP`, `Proxy-*`), the hop-by-hop headers (RFC 9110 §7.6.1, and any the `Connection` header
-/// names), the ones the HTTP client sets itself (`Host`, `Content-Length`, `Expect`), the ones
-/// some servers let rewrite the path or method behind the base's prefix (`X-Original-URL`,
-/// `X-Rewrite-URL`, `Forwarded`, `X-Forwarded-*`, `X-HTTP-Method-Override` and kin) and the
-/// vault's own `TokenVault-*`. Back: everything the upstream sent except hop-by-hop headers,
-/// `Set-Cookie` (a session cookie is a credential the caller is not meant to hold) and any header
-/// whose value contains the access token.
+/// Upstream: the caller's headers that `ForwardedHeaders.standard` or the instance's
+/// `proxy_headers` name, except any the caller's `Connection` header names (hop-by-hop for its
+/// connection only). Everything else stays behind: the caller's own credentials, framing and
+/// hop-by-hop headers, and whatever a server or gateway might read as the request's real path.
+/// Back: everything the upstream sent except hop-by-hop headers, `Set-Cookie` (a session cookie
+/// is a credential the caller is not meant to hold) and any header whose value contains the
+/// access token.
 enum ProxyHeaders {
-    /// Lower-cased names never forwarded upstream.
-    static let notForwarded: Set<String> = [
-        "authorization", "cookie", "dpop", "host", "content-length", "expect", "connection", "keep-alive", "te",
-        "trailer", "trailers", "transfer-encoding", "upgrade", "x-original-url", "x-rewrite-url", "forwarded",
-        "x-http-method-override", "x-http-method", "x-method-override",
-    ]
-    /// Whether the upstream connection ends with this call: a body on a method that defines none
-    /// (GET, DELETE). An upstream that ignores such a body would read it as the next request on
-    /// the connection, and kept connections are shared by every caller of the instance: one
-    /// caller's smuggled request would answer another's call, sent with its token. Such a call
-    /// goes with `Connection: close` and its connection is not kept.
-    static func endsConnection(method: HTTPRequest.Method, hasBody: Bool) -> Bool {
-        hasBody && ![.post, .put, .patch].contains(method)
+    /// Whether the upstream connection ends with this call, because the upstream may not have
+    /// read all of the body: a body on a method that defines none (GET, DELETE), which an
+    /// upstream may ignore, or a streamed body (no `Content-Length`, or one too large to keep),
+    /// which the upstream may begin to answer before it has all arrived. What it left unread
+    /// would be read as the start of the next request on the connection. Connections are kept
+    /// per credential and caller (`UpstreamClients`), so that request could only be the same
+    /// caller's; ending the connection leaves nothing for it at all.
+    static func endsConnection(method: HTTPRequest.Method, hasBody: Bool, streamed: Bool) -> Bool {
+        streamed || hasBody && ![.post, .put, .patch].contains(method)
     }
 
     /// Lower-cased names never returned to the caller.
@@ -34,14 +29,15 @@ enum ProxyHeaders {
         "transfer-encoding", "upgrade", "set-cookie", "set-cookie2",
     ]
 
-    /// The caller's headers that go upstream, in order.
-    static func forward(_ fields: HTTPFields) -> [(name: String, value: String)] {
+    /// The caller's headers that go upstream, in order: those `ForwardedHeaders.standard` or
+    /// `added` (the instance's `proxy_headers`) name.
+    static func forward(_ fields: HTTPFields, adding added: Set<String> = []) -> [(name: String, value: String)] {
         let named = connectionNames(fields.filter { $0.name == .connection }.map(\.value))
         return fields.compactMap { field in
             let name = field.name.canonicalName
-            guard !notForwarded.contains(name), !named.contains(name), !name.hasPrefix("proxy-"),
-                !name.hasPrefix("tokenvault-"), !name.hasPrefix("x-forwarded-")
-            else { return nil }
+            guard ForwardedHeaders.standard.contains(name) || added.contains(name), !named.contains(name) else {
+                return nil
+            }
             return (field.name.rawName, field.value)
         }
     }

@@ -23,15 +23,9 @@ import TokenVaultCore
 ///
 /// The read blocks the loop for its duration (on a cold page cache, a disk read), but never
 /// waits for a lock: SQLite's busy handler is off for it.
-///
-/// Proxied calls are made here too, from the bytes (`ProxyFastCall`, when `Plan.make` says every
-/// rule allows it, the body is in what was received and there is no `Expect` header). Such a
-/// call answers later: while it is made, the bytes behind it wait (`TokenFastPath+Proxy.swift`),
-/// so answers keep the requests' order.
-final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The route template under which the router records this route in the metrics.
@@ -42,20 +36,6 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     let tracker: HTTPActivityTracker
     /// Who is calling: read once by the handler in front of this one, on the same event loop.
     let peers: PeerCredentialsHandler
-    /// The proxied calls' upstream connections, per event loop; nil when calls are the router's.
-    let pools: UpstreamConnectionPools?
-    /// This connection's loop's pool, looked up at its first call.
-    var pool: UpstreamConnectionPool?
-    /// The proxied call being made, and what arrived behind it, waiting for its end.
-    var call: ProxyFastCall?
-    var held: ByteBuffer?
-    /// A read was asked for while bytes waited: made once the call ends.
-    var readWithheld = false
-    /// The caller's half-close or graceful shutdown, while a call was made: acted on after it.
-    var heldEvents: [Any] = []
-    /// A call's answer ended the connection (`Connection: close`): what arrives until it is
-    /// closed is not read, as Hummingbird reads nothing after such an answer.
-    var closing = false
     /// Received bytes not yet answered or passed on: the start of a request whose head is incomplete.
     private var pending: ByteBuffer?
     /// Body bytes of a routed request still to pass on to the decoder.
@@ -64,33 +44,22 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// byte goes to the decoder.
     private var routesEverything = false
 
-    init(
-        api: VaultAPI, serverName: String, tracker: HTTPActivityTracker, peers: PeerCredentialsHandler,
-        pools: UpstreamConnectionPools?
-    ) {
+    init(api: VaultAPI, serverName: String, tracker: HTTPActivityTracker, peers: PeerCredentialsHandler) {
         self.api = api
         self.serverName = serverName
         self.tracker = tracker
         self.peers = peers
-        self.pools = pools
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closing else { return }
-        var input = unwrapInboundIn(data)
-        // Bytes behind a call are looked at, and their head's clock started, once it ends.
-        guard call == nil else { return hold(&input) }
         tracker.noteBytesArrived()
         guard !routesEverything else { return context.fireChannelRead(data) }
-        process(context, input)
+        process(context, unwrapInboundIn(data))
     }
 
-    /// Answers, starts or passes on the requests in `input`, up to a proxied call (the bytes
-    /// after it wait). Returns whether anything went on to the decoder.
-    @discardableResult
-    func process(_ context: ChannelHandlerContext, _ input: ByteBuffer) -> Bool {
+    /// Answers or passes on the requests in `input`.
+    private func process(_ context: ChannelHandlerContext, _ input: ByteBuffer) {
         var input = input
-        var passed = false
         if var earlier = pending {
             pending = nil
             earlier.writeBuffer(&input)
@@ -102,7 +71,6 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 let chunk = input.readSlice(length: min(bodyToRoute, input.readableBytes))!
                 bodyToRoute -= chunk.readableBytes
                 context.fireChannelRead(wrapInboundOut(chunk))
-                passed = true
                 continue
             }
             let outcome = input.withUnsafeReadableBytes { HTTPRequestFraming.parse($0) }
@@ -113,30 +81,18 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             case .unsupported:
                 routesEverything = true
                 context.fireChannelRead(wrapInboundOut(input))
-                passed = true
                 input.moveReaderIndex(to: input.writerIndex)
             case .request(let request):
-                if let call = proxyCall(context, request, in: input) {
-                    // What follows waits for the call's end, held before the call starts: one
-                    // that ends at once takes it from there.
-                    input.moveReaderIndex(forwardBy: request.headLength + request.bodyLength)
-                    if input.readableBytes > 0 {
-                        hold(&input)
-                        input.moveReaderIndex(to: input.writerIndex)
-                    }
-                    start(call)
-                } else if handle(context, request, in: input) {
+                if handle(context, request, in: input) {
                     input.moveReaderIndex(forwardBy: request.headLength)
                     answered = true
                 } else {
                     context.fireChannelRead(wrapInboundOut(input.readSlice(length: request.headLength)!))
-                    passed = true
                     bodyToRoute = request.bodyLength
                 }
             }
         }
         if answered { context.flush() }
-        return passed
     }
 
     /// Answers the request if it is one the fast path can serve.
@@ -214,7 +170,7 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The peer and its groups, when both are known without a lookup: the first request of a uid
     /// not seen before goes to the router, which looks its groups up off the loop.
-    var knownCaller: (peer: PeerCredentials, groups: Set<UInt32>)? {
+    private var knownCaller: (peer: PeerCredentials, groups: Set<UInt32>)? {
         guard let peer = peers.peer, let groups = api.groups.cachedGroups(uid: peer.uid, primaryGID: peer.gid)
         else { return nil }
         return (peer, groups)
@@ -258,8 +214,6 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case ChannelEvent.inputClosed where call != nil, is ChannelShouldQuiesceEvent where call != nil:
-            heldEvents.append(event)
         case ChannelEvent.inputClosed, is ChannelShouldQuiesceEvent:
             passOnOnceWritten(context, event)
         default:
@@ -273,7 +227,7 @@ final class TokenFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// once the router owes nothing, which would drop an answer of ours still queued behind a
     /// full socket buffer. Writes complete in order, so an empty write completing means every
     /// answer before it has reached the socket.
-    func passOnOnceWritten(_ context: ChannelHandlerContext, _ event: Any) {
+    private func passOnOnceWritten(_ context: ChannelHandlerContext, _ event: Any) {
         routeEverythingFromNowOn(context)
         let written = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)

@@ -61,7 +61,7 @@ extension VaultAPI {
         let client: HTTPClient
         let dpop: DPoPSession?
         do {
-            client = try upstream.client(for: settings)
+            client = try upstream.client(for: settings, owner: .init(credential: id, uid: peer.uid))
             dpop = try upstream.dpopSession(for: settings)
         } catch let error as ProviderConfigurationError {
             throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
@@ -81,7 +81,7 @@ extension VaultAPI {
         case .success(let usable): credential = usable
         case .failure(let refusal): throw refuse(refusal)
         }
-        let forwarded = ProxyHeaders.forward(request.headers)
+        let forwarded = ProxyHeaders.forward(request.headers, adding: settings.proxyHeaders)
         let started = ContinuousClock.now
         let deadline = NIODeadline.now() + .seconds(Int64(options.proxy.deadlineSeconds))
         var response = try await send(
@@ -216,12 +216,14 @@ extension VaultAPI {
             }
         }
 
-        let hasBody: Bool
+        let (hasBody, streamed): (Bool, Bool)
         switch body {
-        case .kept(let buffer): hasBody = buffer.map { $0.readableBytes > 0 } ?? false
-        case .streamed: hasBody = true
+        case .kept(let buffer): (hasBody, streamed) = (buffer.map { $0.readableBytes > 0 } ?? false, false)
+        case .streamed: (hasBody, streamed) = (true, true)
         }
-        if let method = HTTPRequest.Method(method), ProxyHeaders.endsConnection(method: method, hasBody: hasBody) {
+        if let method = HTTPRequest.Method(method),
+            ProxyHeaders.endsConnection(method: method, hasBody: hasBody, streamed: streamed)
+        {
             outgoing.headers.replaceOrAdd(name: "Connection", value: "close")
         }
         switch body {
@@ -350,13 +352,9 @@ extension VaultAPI {
     /// characters), `DPoP` for a DPoP instance's token of no stated type, `Bearer` otherwise (a stored type with a control character would make the
     /// header invalid, and the HTTP client's error would quote it, token included).
     static func scheme(_ tokenType: String?, dpop: Bool = false) -> String {
-        guard let tokenType, !tokenType.isEmpty, tokenType.utf8.count <= 64,
-            tokenType.unicodeScalars.allSatisfy({
-                $0.isASCII
-                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
-                        || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
-            })
-        else { return dpop ? "DPoP" : "Bearer" }
+        guard let tokenType, tokenType.utf8.count <= 64, HTTPToken.isToken(tokenType) else {
+            return dpop ? "DPoP" : "Bearer"
+        }
         return tokenType.lowercased() == "bearer" ? "Bearer" : tokenType
     }
 

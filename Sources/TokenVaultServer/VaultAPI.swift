@@ -32,9 +32,6 @@ public struct VaultAPI: Sendable {
         public var proxy = ProxySettings()
         /// The clients the proxy calls upstreams with (nil: no proxy; its route answers 503).
         public var upstream: UpstreamClients?
-        /// Plain proxied calls are made on the event loop (`ProxyFastCall`); off, every call takes
-        /// the router's path (tests check both give the same answers).
-        public var proxyFastPath = true
 
         public init(
             maximumBodySize: Int = 64 * 1024, version: String, backupDirectory: String,

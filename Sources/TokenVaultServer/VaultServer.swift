@@ -91,7 +91,6 @@ public enum VaultServer {
                         logger.error("accepting connections failed", metadata: ["tokenvault.error": "\(error)"])
                     }
                 }
-                connection.pools.closeAll()
             } onGracefulShutdown: {
                 quiescing.initiateShutdown(promise: nil)
             }

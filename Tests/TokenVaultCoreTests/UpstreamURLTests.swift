@@ -17,7 +17,10 @@ import TokenVaultCore
         }
         // Escapes other than the refused ones pass as written.
         #expect(try UpstreamURL(parsing: "https://a.example/a%41b/%2C?q=%7B%22a%22%7D").path == "/a%41b/%2C")
-        #expect(try UpstreamURL(parsing: "https://a.example/a..b/.x/...").path == "/a..b/.x/...")
+        #expect(try UpstreamURL(parsing: "https://a.example/a..b/.x/x...").path == "/a..b/.x/x...")
+        // A trailing `/` is an empty last segment, which APIs use; UTF-8 as RFC 3629 writes it passes.
+        #expect(try UpstreamURL(parsing: "https://a.example/v1/users/").path == "/v1/users/")
+        #expect(try UpstreamURL(parsing: "https://a.example/%D0%B8%D0%BC%D1%8F").path == "/%D0%B8%D0%BC%D1%8F")
     }
 
     @Test(arguments: [
@@ -27,13 +30,29 @@ import TokenVaultCore
         ("ftp://bank.example/x", "expected https"),
         ("https://user:pw@bank.example/x", "user information"),
         ("https://bank.example/x#frag", "fragment"),
-        ("https://bank.example/a/../b", "'..' segment"),
-        ("https://bank.example/a/./b", "'.' or '..'"),
+        ("https://bank.example/a/../b", "segment of dots"),
+        ("https://bank.example/a/./b", "segment of dots"),
+        ("https://bank.example/a/.../b", "segment of dots"),
+        ("https://bank.example/a/..../b", "segment of dots"),
+        ("https://bank.example/a/...;x", "segment of dots"),
+        // An empty segment: `//evil.example/x` reads as a host to a framework resolving it.
+        ("https://bank.example//evil.example/x", "empty segment"),
+        ("https://bank.example/v1//x", "empty segment"),
+        // Escaped delimiters, which one server decodes and another does not.
+        ("https://bank.example/a%3Bb", "encoded"),
+        ("https://bank.example/a%3bjsessionid=1", "encoded"),
+        ("https://bank.example/a%3Fb=c", "encoded"),
+        ("https://bank.example/a%23b", "encoded"),
+        // Overlong UTF-8: `%C0%AE` is a `.` to a lenient decoder, `%C0%AF` a `/`.
+        ("https://bank.example/a/%C0%AE%C0%AE/b", "not UTF-8"),
+        ("https://bank.example/a%C0%AFb", "not UTF-8"),
+        ("https://bank.example/a%E0%80%AEb", "not UTF-8"),
+        ("https://bank.example/a%FFb", "not UTF-8"),
         ("https://bank.example/a/%2E%2E/b", "encoded"),
         ("https://bank.example/a%2fb", "encoded"),
         ("https://bank.example/a\\b", "backslash"),
-        ("https://bank.example/a/..", "'..' segment"),
-        ("https://bank.example/a/..;x/b", "'..' segment"),
+        ("https://bank.example/a/..", "segment of dots"),
+        ("https://bank.example/a/..;x/b", "segment of dots"),
         ("https://bank.example/a%5Cb", "encoded"),
         ("https://bank.example/a%252e", "encoded"),
         ("https://bank.example/a%00", "encoded"),

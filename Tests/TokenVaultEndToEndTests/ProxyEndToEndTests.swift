@@ -22,7 +22,8 @@ import TokenVaultTesting
         let upstream = try await TestUpstream(accepts: { $0 == "never" })
         let harness = try await ResilienceHarness(
             lifetime: 3600, limits: "{}", refresh: "{}",
-            providers: #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"]}"#)
+            providers:
+                #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"], "proxy_headers": ["X-Keep"]}"#)
         let daemon = try await offThePool { try harness.startDaemon(logLevel: "debug") }
         let token = "at-proxy-\(UUID().uuidString)"
         let socket = harness.socket
@@ -41,10 +42,12 @@ import TokenVaultTesting
         let echo = try await cli(
             harness,
             [
-                "call", "bank/alice", "GET", "/echo?x=1", "-H", "X-Keep: kept", "--include",
+                "call", "bank/alice", "GET", "/echo?x=1", "-H", "X-Keep: kept", "-H", "X-Unlisted: 1", "--include",
             ])
         #expect(echo.status == 0, "\(echo.stderr)")
+        // X-Keep is the instance's `proxy_headers`; X-Unlisted is on no list and stays behind.
         #expect(echo.stdout.hasPrefix("HTTP 200\r\n") && echo.stdout.contains("\"x-keep\":\"kept\""), "\(echo.stdout)")
+        #expect(!echo.stdout.contains("x-unlisted"), "\(echo.stdout)")
         #expect(upstream.authorizations.last == "Bearer \(token)")
 
         let file = harness.directory.file("body.bin")
