@@ -30,7 +30,7 @@ final class VaultFixture {
         let vault = vault
         for id in ids {
             let payload = Self.payload()
-            try runBlocking { try await vault.put(id, payload: payload, provider: Self.provider) }
+            _ = try runBlocking { try await vault.put(id, payload: payload, provider: Self.provider) }
         }
         try database.checkpoint()
     }

@@ -35,7 +35,7 @@ struct DaemonTrial {
 
     func run() throws -> Result {
         try? FileManager.default.removeItem(atPath: socketPath)
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        writeFile(logPath)
         let log = FileHandle(forWritingAtPath: logPath)!
         log.seekToEndOfFile()
         let process = Process()

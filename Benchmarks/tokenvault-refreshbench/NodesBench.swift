@@ -1,7 +1,7 @@
 import Foundation
 import TokenVaultTesting
 
-/// Durable refreshes per second with 1, 2, 3… daemons on one PostgreSQL vault (issue 15): per
+/// Durable refreshes per second with 1, 2, 3… daemons on one PostgreSQL vault: per
 /// trial, a fresh database, `tokenvault init` on it, N credentials seeded through node 1 with
 /// tokens of the loopback test provider (rotating, reuse-detecting, no grace window), every node
 /// started with the provider configured, then the nodes' `tokenvault_refreshes_total{outcome=
@@ -87,12 +87,10 @@ struct NodesBench {
         for node in 1...nodes where node > 1 {
             try FileManager.default.createDirectory(
                 atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            FileManager.default.createFile(
-                atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+            writeFile(dataDir(node) + "/master.key", key, permissions: 0o600)
         }
         let secretFile = root + "/client.secret"
-        FileManager.default.createFile(
-            atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(secretFile, Data("vault-secret".utf8), permissions: 0o600)
         let config = root + "/config.json"
         let limits = #"{"concurrency": \#(concurrency), "rate_per_second": 100000, "burst": 100000}"#
         try Data(
@@ -115,12 +113,9 @@ struct NodesBench {
             merged.merge(environment) { $1 }
             merged["TOKENVAULT_LOG_LEVEL"] = "warning"
             process.environment = merged
-            let log =
-                FileHandle(forWritingAtPath: root + "/node\(node).log")
-                ?? {
-                    FileManager.default.createFile(atPath: root + "/node\(node).log", contents: nil)
-                    return FileHandle(forWritingAtPath: root + "/node\(node).log")!
-                }()
+            let logPath = root + "/node\(node).log"
+            if !FileManager.default.fileExists(atPath: logPath) { writeFile(logPath) }
+            let log = FileHandle(forWritingAtPath: logPath)!
             process.standardOutput = log
             process.standardError = log
             try process.run()

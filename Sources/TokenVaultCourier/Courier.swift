@@ -51,7 +51,7 @@ public enum Courier {
         let state = CourierState()
         _ = state.replaceInstances(hello.instances, version: hello.version, logger: logger)
         // The blocking read loop runs on a thread of its own; calls run as tasks.
-        let ended = await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 // Stateless between frames (it reads exactly one frame at a time).
                 var reader = FrameReader(descriptor: descriptor)
@@ -61,7 +61,6 @@ public enum Courier {
             thread.name = "tokenvault-courier-reader"
             thread.start()
         }
-        _ = ended
         // The daemon is gone: finish what is in flight, then spool what it never settled.
         while state.inFlight > 0 { try? await Task.sleep(for: .milliseconds(10)) }
         let unsettled = state.takeRetained()

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 import TokenVaultCore
 
-/// This node's side of the leases (issue 22): it keeps them alive, fences itself when it cannot,
+/// This node's side of the leases: it keeps them alive, fences itself when it cannot,
 /// and judges when another node's may be taken over.
 ///
 /// - **Renewal.** Every `interval` one heartbeat (`Vault.heartbeat`, one statement) raises this
@@ -42,7 +42,8 @@ final class LeaseKeeper: Sendable {
     /// name through the resolver, which can block for seconds where DNS does not answer.
     private let host: String = {
         var name = [CChar](repeating: 0, count: 256)
-        return gethostname(&name, name.count) == 0 ? String(cString: name) : "unknown"
+        guard gethostname(&name, name.count) == 0 else { return "unknown" }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
     private struct State {

@@ -20,7 +20,7 @@ public final class APIMetrics: Sendable {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         func fastPathCounter(_ outcome: String) -> Counter {
-            registry.makeCounter(
+            registry.counter(
                 name: "tokenvault_http_token_fast_path_total", labels: [("outcome", outcome)],
                 help: "GET .../token requests answered on the event loop, or routed (refresh due, refusal, error).")
         }
@@ -50,7 +50,7 @@ public final class APIMetrics: Sendable {
     func recordFastAnswer(route: String, status: Int, duration: Duration) {
         record(route: route, method: "GET", status: status, duration: duration)
         fastAnswers.series(route) {
-            registry.makeCounter(
+            registry.counter(
                 name: "tokenvault_http_fast_path_answers_total", labels: [("route", route)],
                 help: "GET requests other than token reads answered on the event loop (health, metadata, 404).")
         }.increment()
@@ -68,11 +68,11 @@ public final class APIMetrics: Sendable {
     private static func series(_ registry: PrometheusCollectorRegistry, route: String, method: String, status: Int)
         -> (count: Counter, duration: DurationHistogram)
     {
-        let count = registry.makeCounter(
+        let count = registry.counter(
             name: "tokenvault_http_requests_total",
             labels: [("route", route), ("method", method), ("code", String(status))],
             help: "HTTP requests answered, by route template, method and status code.")
-        let duration = registry.makeDurationHistogram(
+        let duration = registry.durationHistogram(
             name: "tokenvault_http_request_duration_seconds", labels: [("route", route), ("method", method)],
             buckets: buckets, help: "Time to answer an HTTP request.")
         return (count, duration)
@@ -90,11 +90,11 @@ public final class APIMetrics: Sendable {
         let statusClass = status.map { "\($0 / 100)xx" } ?? "refused"
         let series = proxySeries.series(ProxySeriesKey(provider: provider, statusClass: statusClass)) {
             (
-                registry.makeCounter(
+                registry.counter(
                     name: "tokenvault_proxy_calls_total",
                     labels: [("provider", provider), ("status_class", statusClass)],
                     help: "Calls made through the proxy, by provider instance and upstream status class."),
-                registry.makeDurationHistogram(
+                registry.durationHistogram(
                     name: "tokenvault_proxy_call_duration_seconds", labels: [("provider", provider)],
                     buckets: Self.proxyBuckets, help: "Time from a proxied call's arrival to the upstream's answer.")
             )
@@ -127,7 +127,7 @@ public final class APIMetrics: Sendable {
             last[key] = max(total, last[key] ?? 0)
             return step
         }
-        let counter = registry.makeCounter(name: name, labels: labels, help: help)
+        let counter = registry.counter(name: name, labels: labels, help: help)
         if step > 0 { counter.increment(by: Int64(step)) }
     }
 
@@ -143,32 +143,32 @@ public final class APIMetrics: Sendable {
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
         courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil
     ) -> [UInt8] {
-        registry.makeGauge(
+        registry.gauge(
             name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
         ).set(counts == nil ? 0.0 : 1.0)
         // Unknown while the database does not answer (NaN), not the last values read.
         for status in CredentialStatus.allCases {
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_credentials", labels: [("status", status.rawValue)],
                 help: "Stored credentials by status."
             ).set(counts.map { Double($0[status] ?? 0) } ?? .nan)
         }
         if let connected = storage?.changeFeedConnected {
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_change_feed_connected",
                 help: "PostgreSQL: 1 while this node hears the other nodes' changes (its cache is unused while 0)."
             ).set(connected ? 1.0 : 0.0)
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_change_feed_reconnects",
                 help: "PostgreSQL: times the change listener reconnected and replayed what it missed."
             ).set(Double(storage?.changeFeedReconnects ?? 0))
         }
         if let cache = storage?.rowCache {
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_row_cache_rows",
                 help: "Sealed rows held for token reads (storage.cache_bytes bounds them)."
             ).set(Double(cache.rows))
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_row_cache_bytes", help: "What the cached sealed rows hold, as the cache estimates it."
             ).set(Double(cache.bytes))
             advance(
@@ -203,7 +203,7 @@ public final class APIMetrics: Sendable {
             }
         }
         if let heldCommits {
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_held_commits",
                 help: "Provider answers held in memory because the database has not taken them yet (alert if > 0)."
             ).set(Double(heldCommits.held))
@@ -215,7 +215,7 @@ public final class APIMetrics: Sendable {
                 help: "Held provider answers committed after failing at first, since start-up.")
         }
         if let audit {
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_audit_pending", help: "Audit rows recorded and not written yet."
             ).set(Double(audit.pending))
             advance(
@@ -232,16 +232,16 @@ public final class APIMetrics: Sendable {
                 help: "Audit rows pruned by age or count since start-up.")
         }
         if let courier {
-            registry.makeGauge(name: "tokenvault_courier_up", help: "1 while the courier process runs (alert if 0).")
+            registry.gauge(name: "tokenvault_courier_up", help: "1 while the courier process runs (alert if 0).")
                 .set(courier.isUp ? 1.0 : 0.0)
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_courier_calls_in_flight", help: "Provider calls the courier is making now."
             ).set(Double(courier.callsInFlight))
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_courier_unsettled_answers",
                 help: "Answers the courier keeps for this daemon until they are committed."
             ).set(Double(courier.unsettled))
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_spool_refused_files",
                 help: "Spool files that could not be used (torn, foreign, renamed); see the log (alert if > 0)."
             ).set(Double(courier.refusedSpoolFiles))
@@ -266,14 +266,14 @@ public final class APIMetrics: Sendable {
         }
         for provider in providers {
             for condition in ProviderState.Condition.allCases {
-                registry.makeGauge(
+                registry.gauge(
                     name: "tokenvault_provider_condition",
                     labels: [("provider", provider.name), ("condition", condition.rawValue)],
                     help:
                         "1 for the provider instance's current condition (ok, circuit_open, misconfigured, not_configured)."
                 ).set(provider.condition == condition ? 1.0 : 0.0)
             }
-            registry.makeGauge(
+            registry.gauge(
                 name: "tokenvault_provider_in_flight", labels: [("provider", provider.name)],
                 help: "Calls in flight to the provider instance."
             ).set(Double(provider.inFlight))

@@ -54,7 +54,7 @@ public enum SocketGuard {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            _ = path.utf8CString.withUnsafeBytes {
+            path.utf8CString.withUnsafeBytes {
                 raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count)))
             }
         }

@@ -67,14 +67,14 @@ import TokenVaultTesting
         try write("refresh:attempt-1")
         let path = spool.directory + "/" + Spool.fileName(for: "refresh:attempt-1")
         let bytes = RawBytes.read(path)
-        FileManager.default.createFile(atPath: path, contents: Data(bytes.prefix(bytes.count - 7)))
+        writeFile(path, Data(bytes.prefix(bytes.count - 7)))
         #expect(throws: Spool.Refusal.self) { try read(Spool.fileName(for: "refresh:attempt-1")) }
         do throws(Spool.Refusal) {
             _ = try read(Spool.fileName(for: "refresh:attempt-1"))
         } catch {
             #expect(error.description.contains("is torn"), "\(error)")
         }
-        FileManager.default.createFile(atPath: path, contents: Data("garbage".utf8))
+        writeFile(path, Data("garbage".utf8))
         do throws(Spool.Refusal) {
             _ = try read(Spool.fileName(for: "refresh:attempt-1"))
             Issue.record("garbage was read")
@@ -111,7 +111,7 @@ import TokenVaultTesting
         let path = directory + "/" + Spool.fileName(for: "refresh:b")
         var bytes = RawBytes.read(path)
         bytes[bytes.count - 3] ^= 1
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        writeFile(path, Data(bytes))
         do throws(Spool.Refusal) {
             _ = try read(Spool.fileName(for: "refresh:b"))
             Issue.record("an altered file was opened")

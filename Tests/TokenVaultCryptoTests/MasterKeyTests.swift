@@ -9,7 +9,7 @@ import TokenVaultTesting
 
     func write(_ name: String, _ bytes: [UInt8], mode: Int) -> String {
         let path = directory.file(name)
-        FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: mode])
+        writeFile(path, Data(bytes), permissions: mode)
         return path
     }
 

@@ -86,9 +86,7 @@ import TokenVaultTesting
         // A wrong key: refused, and the vault is byte for byte what it was.
         let original = try Data(contentsOf: URL(fileURLWithPath: database))
         let wrongKey = directory.file("wrong.key")
-        FileManager.default.createFile(
-            atPath: wrongKey, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
-            attributes: [.posixPermissions: 0o600])
+        writeFile(wrongKey, Data((0..<32).map { _ in UInt8.random(in: 0...255) }), permissions: 0o600)
         let wrong = try run(["restore", backup, "--key-file", wrongKey])
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("the backup does not open"), "\(wrong.stderr)")

@@ -41,8 +41,7 @@ import TokenVaultTesting
     }
 
     func writePrivate(_ path: String, _ contents: String) {
-        FileManager.default.createFile(
-            atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(path, Data(contents.utf8), permissions: 0o600)
     }
 
     @Test func initCreatesPrivateDirectoryKeyAndDatabase() throws {

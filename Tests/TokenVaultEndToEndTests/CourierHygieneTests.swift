@@ -6,7 +6,7 @@ import TokenVaultTesting
     import Glibc
 #endif
 
-/// The courier is as hardened as the daemon (issue 23): it runs with an environment reduced to
+/// The courier is as hardened as the daemon: it runs with an environment reduced to
 /// what a process needs (never the daemon's `CREDENTIALS_DIRECTORY`, its `TOKENVAULT_*` settings
 /// or anything else a secret could be passed in), writes no core file and cannot be read
 /// through /proc by its user; and it still refreshes for an instance whose client secret comes
@@ -18,9 +18,7 @@ import TokenVaultTesting
             clientSecretByCredential: true)
         // systemd's LoadCredential= would put the master key there too.
         let key = try Data(contentsOf: URL(fileURLWithPath: harness.dataDir + "/master.key"))
-        FileManager.default.createFile(
-            atPath: harness.credentialsDirectory + "/tokenvault.key", contents: key,
-            attributes: [.posixPermissions: 0o400])
+        writeFile(harness.credentialsDirectory + "/tokenvault.key", key, permissions: 0o400)
         let marker = "marker-\(UUID().uuidString)"
         let daemon = try harness.startDaemon(
             environment: ["CREDENTIALS_DIRECTORY": harness.credentialsDirectory, "TOKENVAULT_TEST_MARKER": marker])

@@ -106,8 +106,8 @@ import TokenVaultTesting
         #expect(try client(["ls"]).status == 0, "the first daemon is unaffected")
     }
 
-    /// A socket named without a directory is made in the current one (it used to fail with
-    /// Foundation's "The file doesn't exist" for the directory "").
+    /// A socket named without a directory is made in the current one (its directory is "", which
+    /// Foundation's file calls report as "The file doesn't exist").
     @Test func aSocketNamedWithoutADirectoryIsMadeInTheCurrentOne() throws {
         let workingDirectory = directory.file("cwd")
         try FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
@@ -156,9 +156,9 @@ import TokenVaultTesting
         chmod(directory.path, 0o755)
         let sharedSocket = directory.file("shared/tokenvault.sock")
         let config = directory.file("config.json")
-        FileManager.default.createFile(
-            atPath: config,
-            contents: Data(
+        writeFile(
+            config,
+            Data(
                 """
                 {"socket": {"path": "\(sharedSocket)", "mode": "0660", "group": "4242"},
                  "access": [{"user": 4242, "namespaces": ["allowed"], "permissions": ["token:read", "credential:write"]}]}

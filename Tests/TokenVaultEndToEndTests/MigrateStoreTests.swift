@@ -78,9 +78,7 @@ import TokenVaultTesting
 
         // A wrong key is refused before anything is written.
         let wrongKey = directory.file("wrong.key")
-        FileManager.default.createFile(
-            atPath: wrongKey, contents: Data(String(repeating: "ab", count: 32).utf8),
-            attributes: [.posixPermissions: 0o600])
+        writeFile(wrongKey, Data(String(repeating: "ab", count: 32).utf8), permissions: 0o600)
         let back = directory.file("back")
         let refused = try migrate(url, "sqlite:\(back)/vault.db", key: wrongKey)
         #expect(refused.status == 1 && refused.stderr.contains("wrong_master_key"), "\(refused.stderr)")

@@ -97,6 +97,7 @@ import Yams
             "./usr/share/man/man1/tokenvault.1.gz", "./usr/share/man/man1/tokenvault-mcp.1.gz",
             "./usr/share/doc/tokenvault/README.md",
             "./usr/share/doc/tokenvault/operations.md", "./usr/share/doc/tokenvault/architecture.md",
+            "./usr/share/doc/tokenvault/configuration.md", "./usr/share/doc/tokenvault/webhooks.md",
             "./usr/share/doc/tokenvault/scale-out.md", "./usr/share/doc/tokenvault/copyright",
             "./usr/share/doc/tokenvault/changelog.Debian.gz",
             "./usr/share/tokenvault/prometheus/tokenvault-alerts.yml", "./usr/share/lintian/overrides/tokenvault",
@@ -138,7 +139,7 @@ import Yams
             try FileManager.default.createDirectory(atPath: "\(root)/\(path)", withIntermediateDirectories: true)
         }
         for file in ["status", "available"] {
-            _ = FileManager.default.createFile(atPath: "\(root)/var/lib/dpkg/\(file)", contents: nil)
+            writeFile("\(root)/var/lib/dpkg/\(file)")
         }
         let hostHadKey = FileManager.default.fileExists(atPath: "/etc/tokenvault/tokenvault.key")
         let hostHadUser = getpwnam("tokenvault") != nil

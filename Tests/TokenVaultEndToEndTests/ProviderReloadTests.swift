@@ -19,8 +19,7 @@ import TokenVaultTesting
 
     init() throws {
         _ = try cli.run(["init", "--data-dir", dataDir])
-        FileManager.default.createFile(
-            atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(secretFile, Data("vault-secret".utf8), permissions: 0o600)
     }
 
     func instance(_ name: String, _ server: TestOAuthServer, secretFile: String? = nil) -> String {
@@ -31,8 +30,7 @@ import TokenVaultTesting
     }
 
     func write(_ instances: String...) {
-        FileManager.default.createFile(
-            atPath: configPath, contents: Data(#"{"providers": {\#(instances.joined(separator: ", "))}}"#.utf8))
+        writeFile(configPath, Data(#"{"providers": {\#(instances.joined(separator: ", "))}}"#.utf8))
     }
 
     func put(_ name: String, provider: String, tokens: IssuedTokens) throws -> Int {

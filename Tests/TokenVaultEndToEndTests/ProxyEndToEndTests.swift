@@ -52,7 +52,7 @@ import TokenVaultTesting
 
         let file = harness.directory.file("body.bin")
         let body = Data((0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
-        FileManager.default.createFile(atPath: file, contents: body)
+        writeFile(file, body)
         let upload = try await cli(
             harness,
             [
@@ -150,7 +150,7 @@ import TokenVaultTesting
             FileManager.default.isExecutableFile(atPath: python),
             "no \(python): run make test (or scripts/install-deps.sh --test)")
         let script = harness.directory.file("client.py")
-        FileManager.default.createFile(atPath: script, contents: Data(Self.mcpClient.utf8))
+        writeFile(script, Data(Self.mcpClient.utf8))
         let arguments = [script, CommandRunner.locateBinary(), harness.socket, upstream.base]
         let run = try await offThePool { try CommandRunner(executable: python).run(arguments) }
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
@@ -178,7 +178,7 @@ import TokenVaultTesting
 
     /// `tokenvault mcp` without its `tokenvault-mcp` beside it says what is missing.
     @Test func mcpWithoutItsServerSaysWhatIsMissing() throws {
-        let directory = try TemporaryDirectory()
+        let directory = TemporaryDirectory()
         let lone = directory.file("tokenvault")
         try FileManager.default.copyItem(atPath: CommandRunner.locateBinary(), toPath: lone)
         let run = try CommandRunner(executable: lone).run(["mcp", "--socket", directory.file("none.sock")])

@@ -68,19 +68,15 @@ final class ResilienceHarness: Sendable {
             for node in 2...nodes {
                 try FileManager.default.createDirectory(
                     atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                FileManager.default.createFile(
-                    atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+                writeFile(dataDir(node) + "/master.key", key, permissions: 0o600)
             }
         }
         let secretFile = directory.file("client.secret")
-        FileManager.default.createFile(
-            atPath: secretFile, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(secretFile, Data("vault-secret".utf8), permissions: 0o600)
         // Or as systemd's LoadCredential= hands it over: a file in $CREDENTIALS_DIRECTORY.
         try FileManager.default.createDirectory(
             atPath: credentialsDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        FileManager.default.createFile(
-            atPath: credentialsDirectory + "/idp-secret", contents: Data("vault-secret".utf8),
-            attributes: [.posixPermissions: 0o400])
+        writeFile(credentialsDirectory + "/idp-secret", Data("vault-secret".utf8), permissions: 0o400)
         let secret =
             clientSecretByCredential
             ? #""client_secret_credential": "idp-secret""# : #""client_secret_file": "\#(secretFile)""#
@@ -90,7 +86,7 @@ final class ResilienceHarness: Sendable {
                 "client_id": "vault-client", \(secret),\(timeoutSeconds.map { " \"timeout_seconds\": \($0)," } ?? "")
                 "refresh": \(refresh), "limits": \(limits)\(idpOptions.map { ", " + $0 } ?? "")}\(providers.map { ", " + $0 } ?? "")}\(sections.map { ", " + $0 } ?? "")}
             """
-        FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
+        writeFile(configPath, Data(config.utf8))
     }
 
     /// `launcher` runs the daemon (`faketime`, for a clock that is off); `environment` adds to or

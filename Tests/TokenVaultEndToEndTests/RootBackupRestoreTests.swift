@@ -28,7 +28,7 @@ struct RootBackupRestoreTests {
         }
         mkdir(outside, 0o755)
         for (name, mode) in [("victim", mode_t(0o644)), ("secret", 0o600)] {
-            FileManager.default.createFile(atPath: outside + "/" + name, contents: Data("precious \(name)\n".utf8))
+            writeFile(outside + "/" + name, Data("precious \(name)\n".utf8))
             chmod(outside + "/" + name, mode)
         }
     }

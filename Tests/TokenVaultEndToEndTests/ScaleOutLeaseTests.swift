@@ -6,7 +6,7 @@ import TokenVaultTesting
     import Glibc
 #endif
 
-/// Leases on a shared PostgreSQL vault (issue 22), against the punishing provider (rotation,
+/// Leases on a shared PostgreSQL vault, against the punishing provider (rotation,
 /// reuse detection, no grace window): a node paused, a node cut off, the database stopped, a node
 /// whose clock is minutes off (a slow provider: `SlowProviderResilienceTests`). A lease lasts
 /// while its node's heartbeat goes on, and is taken over only after another node watched that
@@ -65,8 +65,7 @@ import TokenVaultTesting
         let proxy = try PartitionProxy(to: server.port)
         let directory = TemporaryDirectory("tokenvault-partition")
         let passwordFile = directory.file("pg-password")
-        FileManager.default.createFile(
-            atPath: passwordFile, contents: Data(TestPostgres.password.utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(passwordFile, Data(TestPostgres.password.utf8), permissions: 0o600)
         let (harness, daemons) = try await disturbNodeTwo(
             for: seconds, leaseSeconds: leaseSeconds, postgres: (server, database),
             nodeTwoEnvironment: [

@@ -32,8 +32,7 @@ import TokenVaultTesting
         for node in 2...max(2, nodes) {
             try FileManager.default.createDirectory(
                 atPath: dataDir(node), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            FileManager.default.createFile(
-                atPath: dataDir(node) + "/master.key", contents: key, attributes: [.posixPermissions: 0o600])
+            writeFile(dataDir(node) + "/master.key", key, permissions: 0o600)
         }
         // A second init against the same database refuses and says how nodes share it.
         let again = try cli.run(["init", "--data-dir", dataDir(2)], environment: storage)
@@ -78,7 +77,7 @@ import TokenVaultTesting
         #expect(try cli.run(["webhooks", "secret", secret]).status == 0)
         let config = directory.file("webhooks.json")
         let section = #"{"webhooks": {"endpoints": {"t": {"url": "\#(receiver.url)", "secret_file": "\#(secret)"}}}}"#
-        FileManager.default.createFile(atPath: config, contents: Data(section.utf8))
+        writeFile(config, Data(section.utf8))
         let nodes = try [1, 2].map { node in
             try DaemonProcess(
                 arguments: ["--data-dir", dataDir(node), "--config", config], socketPath: socket(node),
@@ -184,8 +183,7 @@ import TokenVaultTesting
         try initialise(nodes: 2)
         var wrong = storage
         let wrongFile = directory.file("wrong-password")
-        FileManager.default.createFile(
-            atPath: wrongFile, contents: Data("not-the-password\n".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(wrongFile, Data("not-the-password\n".utf8), permissions: 0o600)
         wrong["TOKENVAULT_STORAGE_PASSWORD_FILE"] = wrongFile
         let refused = try cli.run(["verify", "--data-dir", dataDir(2)], environment: wrong)
         #expect(refused.status != 0 && refused.stderr.contains("password authentication failed"), "\(refused.stderr)")

@@ -8,7 +8,7 @@ import TokenVaultTesting
     import Glibc
 #endif
 
-/// Webhooks with the built daemon and a loopback receiver (issue 26): every event signed, an
+/// Webhooks with the built daemon and a loopback receiver: every event signed, an
 /// endpoint down for a while, a daemon SIGKILLed between a change and its delivery, and an
 /// endpoint that answers after a minute while refreshes go on. Waits are settings in seconds.
 @Suite struct WebhookEndToEndTests {
@@ -22,8 +22,7 @@ import TokenVaultTesting
 
     init() throws {
         _ = try cli.run(["init", "--data-dir", dataDir])
-        FileManager.default.createFile(
-            atPath: clientSecret, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(clientSecret, Data("vault-secret".utf8), permissions: 0o600)
         // The secret as an operator makes it.
         let made = try cli.run(["webhooks", "secret", webhookSecret])
         #expect(made.status == 0, "\(made.stderr)")
@@ -46,7 +45,7 @@ import TokenVaultTesting
                           "retry_for_seconds": \(retryFor), \(extra)
                           "endpoints": {"test": {"url": "\(receiver)", "secret_file": "\(webhookSecret)"}}}}
             """
-        FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8))
+        writeFile(configPath, Data(config.utf8))
     }
 
     /// A loopback provider, a receiver answering as `mode` says, the configuration naming both,
@@ -302,9 +301,7 @@ import TokenVaultTesting
         let config = try String(contentsOfFile: configPath, encoding: .utf8)
         let endpoint = #""test": {"url": "\#(first.url)", "secret_file": "\#(webhookSecret)"}"#
         func write(_ extra: String) {
-            FileManager.default.createFile(
-                atPath: configPath,
-                contents: Data(config.replacingOccurrences(of: endpoint, with: endpoint + extra).utf8))
+            writeFile(configPath, Data(config.replacingOccurrences(of: endpoint, with: endpoint + extra).utf8))
         }
         write(#", "added": {"url": "\#(added.url)", "secret_file": "\#(webhookSecret)"}"#)
         try await reload(1)

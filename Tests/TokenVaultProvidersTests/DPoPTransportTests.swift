@@ -15,8 +15,7 @@ import TokenVaultTesting
         _ server: TestOAuthServer, _ directory: TemporaryDirectory, name: String = "acme", sessions: DPoPSessions
     ) throws -> any TokenProvider {
         let secret = directory.file("secret")
-        FileManager.default.createFile(
-            atPath: secret, contents: Data("vault-secret".utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(secret, Data("vault-secret".utf8), permissions: 0o600)
         var settings = ProviderTestSupport.settings(
             [
                 "token_endpoint": .string(server.tokenURL), "client_id": "vault-client",

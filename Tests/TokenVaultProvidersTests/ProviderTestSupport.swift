@@ -27,8 +27,7 @@ enum ProviderTestSupport {
 
     /// Writes `contents` to a new file with `mode`.
     static func write(_ contents: String, to path: String, mode: Int) {
-        FileManager.default.createFile(
-            atPath: path, contents: Data(contents.utf8), attributes: [.posixPermissions: mode])
+        writeFile(path, Data(contents.utf8), permissions: mode)
         _ = try? FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
     }
 

@@ -10,7 +10,7 @@ import TokenVaultTesting
 
     func load(_ json: String) throws -> DaemonConfiguration {
         let path = directory.file("config.json")
-        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        writeFile(path, Data(json.utf8))
         return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
     }
 
@@ -23,19 +23,19 @@ import TokenVaultTesting
         }
     }
 
-    /// The README's configuration reference names every setting the daemon reads, and the
-    /// environment variable of each that has one.
+    /// The configuration reference (docs/configuration.md) names every setting the daemon reads,
+    /// and the environment variable of each that has one.
     @Test func theReadmeDocumentsEverySetting() throws {
         let readme = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+                .deletingLastPathComponent().appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         let table =
             DaemonConfiguration.integerSettings.map { ($0.key, $0.environment) }
             + DaemonConfiguration.flagSettings.map { ($0.key, $0.environment) }
         for (key, environment) in table {
-            #expect(readme.contains("`\(key)`"), "README.md does not document \(key)")
+            #expect(readme.contains("`\(key)`"), "docs/configuration.md does not document \(key)")
             if let environment {
-                #expect(readme.contains("`\(environment)`"), "README.md does not name \(environment)")
+                #expect(readme.contains("`\(environment)`"), "docs/configuration.md does not name \(environment)")
             }
         }
     }

@@ -15,7 +15,7 @@ import TokenVaultTesting
 
     @Test func aLinkIsNeverFollowedOrWrittenThrough() throws {
         let held = try HeldDirectory(directory.path)
-        FileManager.default.createFile(atPath: directory.file("target"), contents: Data("kept".utf8))
+        writeFile(directory.file("target"), Data("kept".utf8))
         symlink(directory.file("target"), directory.file("link"))
         mkdir(directory.file("real"), 0o700)
         symlink(directory.file("real"), directory.file("dirlink"))
@@ -39,7 +39,7 @@ import TokenVaultTesting
 
     @Test func aHardLinkedFileIsRefusedAndACopyGoesThroughDescriptors() throws {
         let held = try HeldDirectory(directory.path)
-        FileManager.default.createFile(atPath: directory.file("data"), contents: Data(repeating: 7, count: 200_000))
+        writeFile(directory.file("data"), Data(repeating: 7, count: 200_000))
         link(directory.file("data"), directory.file("second-name"))
         #expect(throws: HeldDirectory.Failure.self) { try held.openFile("data") }
         unlink(directory.file("second-name"))

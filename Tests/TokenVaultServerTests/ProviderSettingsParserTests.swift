@@ -12,7 +12,7 @@ import TokenVaultTesting
 
     func load(_ providers: String) throws -> DaemonConfiguration {
         let path = directory.file("config.json")
-        FileManager.default.createFile(atPath: path, contents: Data("{\"providers\": \(providers)}".utf8))
+        writeFile(path, Data("{\"providers\": \(providers)}".utf8))
         return try DaemonConfiguration.load(path: path, catalog: ProviderKinds())
     }
 

@@ -142,7 +142,7 @@ import TokenVaultTesting
     @Test func onlyTheInstancesBasesAreReachedAndRedirectsAreReturned() async throws {
         let fixture = try await Self.fixture()
         try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
-            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let (server, upstream) = (fixture.server, fixture.upstream)
             let elsewhere = try await server.request(
                 "GET", "/v1/credentials/ns/a/proxy",
                 headers: ["TokenVault-Upstream-URL": "http://127.0.0.2:\(upstream.port)/echo"])
@@ -200,7 +200,7 @@ import TokenVaultTesting
     @Test func bodiesOfSeveralMebibytesStreamBothWays() async throws {
         let fixture = try await Self.fixture()
         try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
-            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let server = fixture.server
             let size = 4 << 20
             // A body over proxy.replay_body_bytes streams. Made off the concurrency pool (a debug
             // build takes a while over 4 MiB, and the suite's timers share the pool).
@@ -235,7 +235,7 @@ import TokenVaultTesting
                 options.proxy.maximumResponseBytes = 100_000
             })
         try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
-            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let server = fixture.server
             let big = String(repeating: "x", count: 200_000)
             let upload = try await server.request("POST", "/v1/credentials/ns/a/proxy/upload", body: big)
             #expect(upload.status == 413 && upload.json()["code"] as? String == "payload_too_large", "\(upload.text)")
@@ -251,7 +251,7 @@ import TokenVaultTesting
                 options.connections.maximumProxyCallsPerUID = 2
             })
         try await withStopping(fixture, stop: { await $0.stop() }) { fixture in
-            let (server, upstream, token) = (fixture.server, fixture.upstream, fixture.token)
+            let (server, upstream) = (fixture.server, fixture.upstream)
             async let first = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=5")
             async let second = server.request("GET", "/v1/credentials/ns/a/proxy/hold?seconds=5")
             #expect(try await waitUntil(within: 10) { upstream.received.count == 2 })

@@ -39,7 +39,7 @@ public struct CommandRunner: Sendable {
         // Output and input through files (SpawnedProcess says why not Foundation's Process).
         let base = NSTemporaryDirectory() + "tokenvault-cli-" + UUID().uuidString
         defer { for suffix in [".in", ".out", ".err"] { unlink(base + suffix) } }
-        FileManager.default.createFile(atPath: base + ".in", contents: Data((stdin ?? "").utf8))
+        writeFile(base + ".in", Data((stdin ?? "").utf8))
         let process = try SpawnedProcess(
             executable: executable, arguments: arguments, environment: environment.merging(extra) { $1 },
             stdin: base + ".in", stdout: base + ".out", stderr: base + ".err")

@@ -22,8 +22,8 @@ public final class DaemonProcess: @unchecked Sendable {
         self.socketPath = socketPath
         logPath = logDirectory + "/daemon-\(UUID().uuidString.prefix(8)).log"
         outputPath = logPath + ".out"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        writeFile(logPath)
+        writeFile(outputPath)
         var base = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOKENVAULT_") }
         base["CREDENTIALS_DIRECTORY"] = nil
         let command = launcher + [executable, "serve"] + arguments + ["--socket", socketPath]

@@ -9,12 +9,22 @@ public final class TemporaryDirectory: Sendable {
         var template = Array(base.standardizedFileURL.path.utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(created != nil, "mkdtemp failed")
-        path = String(cString: template)
+        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     public func file(_ name: String) -> String { path + "/" + name }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Writes `contents` to a new file at `path` (replacing one there) with `permissions`. A test
+/// cannot go on without its file, and a temporary directory that refuses one is a broken
+/// machine, not an outcome: it stops there, saying which file.
+public func writeFile(_ path: String, _ contents: Data = Data(), permissions: Int? = nil) {
+    let attributes: [FileAttributeKey: Any]? = permissions.map { [.posixPermissions: $0] }
+    guard FileManager.default.createFile(atPath: path, contents: contents, attributes: attributes) else {
+        preconditionFailure("cannot write \(path)")
+    }
 }
 
 /// Byte-level helpers for tests that inspect raw files.

@@ -41,8 +41,7 @@ public final class TestPostgres: Sendable {
     ) {
         let (server, database) = try await makeDatabase()
         let passwordFile = directory.file("pg-password")
-        FileManager.default.createFile(
-            atPath: passwordFile, contents: Data((password + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(passwordFile, Data((password + "\n").utf8), permissions: 0o600)
         return (server, server.tcpURL(database: database), passwordFile)
     }
 

@@ -4,7 +4,6 @@ import ServiceLifecycle
 import TokenVaultCore
 import TokenVaultProviders
 import TokenVaultServer
-import TokenVaultTesting
 
 /// A real server on a real Unix socket over a real SQLite vault, run in-process: the one the
 /// server tests talk raw HTTP to and the client tests drive through `TokenVaultClient`.

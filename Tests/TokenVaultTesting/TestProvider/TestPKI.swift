@@ -55,8 +55,7 @@ public struct TestPKI: Sendable {
     }
 
     private func generate() throws {
-        _ = FileManager.default.createFile(
-            atPath: passwordPath, contents: Data((Self.password + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        writeFile(passwordPath, Data((Self.password + "\n").utf8), permissions: 0o600)
         try write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
         try write("client.ext", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n")
         try makeCA("ca", subject: "/CN=tokenvault-test-ca")
