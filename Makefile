@@ -21,7 +21,8 @@ build: deps
 run: build
 	@bash scripts/run.sh "$(BIN)" "$(DATA_DIR)"
 
-# One build of everything (tests included), then every test: the in-process tests in
+# One build of everything (tests included), which fails on a warning in the project's own code
+# (scripts/build-checked.sh), then every test: the in-process tests in
 # parallel, then the end-to-end tests that run the built binary, then the tests on a
 # PostgreSQL server they start (initdb loads both cores for a few seconds; the three-node kill
 # test loads them for a minute), then the resilience tests (soak, crashes, outage: each loads
@@ -34,7 +35,7 @@ run: build
 POSTGRES_TESTS := StorageContractTests|WebhookOutboxTests|PostgresChangeTests|PostgresGroupCommitTests|ScaleOutTests|ScaleOutResilienceTests|ScaleOutLeaseTests|ScaleOutLongPauseTests|SlowProviderResilienceTests|MigrateStoreTests
 test:
 	@bash scripts/install-deps.sh --test
-	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) bash scripts/build-checked.sh --build-tests
 	$(SWIFT) build --product generate-manual
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --skip 'TokenVaultEndToEndTests|$(POSTGRES_TESTS)'
 	$(SWIFT) test --skip-build --parallel --num-workers 2 --filter TokenVaultEndToEndTests --skip 'ResilienceTests|$(POSTGRES_TESTS)'
