@@ -26,7 +26,7 @@ public final class APIMetrics: Sendable {
         }
         fastPathAnswered = fastPathCounter("answered")
         fastPathRouted = fastPathCounter("routed")
-        tokenServed = Self.series(registry, route: TokenFastPath.route, method: "GET", status: 200)
+        tokenServed = Self.series(registry, route: Route.token.template, method: "GET", status: 200)
     }
 
     func record(route: String, method: String, status: Int, duration: Duration) {

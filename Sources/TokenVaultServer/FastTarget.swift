@@ -18,17 +18,17 @@ enum FastTarget: Equatable {
     /// The route template the router records each under.
     var route: String {
         switch self {
-        case .token: TokenFastPath.route
-        case .show: "/v1/credentials/{namespace}/{name}"
-        case .list: ListingParameters.route
-        case .health: "/v1/health"
+        case .token: Route.token.template
+        case .show: Route.show.template
+        case .list: Route.list.template
+        case .health: Route.health.template
         // Hummingbird's not-found responder's endpoint path.
         case .unmatched: "NotFound"
         }
     }
 
-    private static let healthPath = Array("/v1/health".utf8)
-    private static let credentials = Array("/v1/credentials/".utf8)
+    private static let healthPath = Array(Route.health.template.utf8)
+    private static let credentials = Array((Route.list.template + "/").utf8)
     private static let proxy = Array("proxy".utf8)
 
     init?(bytes target: UnsafeRawBufferPointer, routes: RouteTable) {

@@ -48,9 +48,7 @@ struct ListingParameters: Equatable {
         return .query(query)
     }
 
-    /// The listing's route, as the router registers it and records it in metrics.
-    static let route = "/v1/credentials"
-    private static let path = Array(route.utf8)
+    private static let path = Array(Route.list.template.utf8)
     private static let names = ["namespace", "status", "limit", "cursor"]
 
     /// `/v1/credentials` with plain parameters, from the request's bytes: each a known name, at

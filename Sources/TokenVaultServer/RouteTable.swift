@@ -1,8 +1,6 @@
-import Synchronization
-
-/// The registered routes (method and path template), so an unmatched request can be told
-/// apart: a known path with another method is 405 with `Allow`, anything else 404.
-final class RouteTable: Sendable {
+/// The routes (method and path template, `Route`'s by default), so an unmatched request can be
+/// told apart: a known path with another method is 405 with `Allow`, anything else 404.
+struct RouteTable: Sendable {
     /// A template's segment, classified once when the routes are set: the event loop asks about
     /// every unknown path, and classifying text per request (`contains("{")` goes through
     /// Foundation's string search) cost more than the rest of the 404.
@@ -25,30 +23,23 @@ final class RouteTable: Sendable {
         }
     }
 
-    private let routes = Mutex<[(method: String, path: String, segments: [Segment])]>([])
+    private let routes: [(method: String, path: String, segments: [Segment])]
 
-    /// Records the router's routes once they are all registered.
-    func set(_ descriptions: [(method: String, path: String)]) {
-        let compiled = descriptions.map { ($0.method, $0.path, $0.path.split(separator: "/").map(Segment.init)) }
-        routes.withLock { $0 = compiled }
+    init(_ descriptions: [(method: String, path: String)] = Route.registered) {
+        routes = descriptions.map { ($0.method, $0.path, $0.path.split(separator: "/").map(Segment.init)) }
     }
 
     /// Whether no route's template, whatever its method, could match `path`: only then is the
-    /// path the router's 404. Empty until the routes are set, so nothing is called unmatched
-    /// before then.
+    /// path the router's 404.
     func matchesNothing(_ path: String) -> Bool {
         let segments = path.split(separator: "/")
-        return routes.withLock { routes in
-            !routes.isEmpty && !routes.contains { Self.matches($0.segments, segments) }
-        }
+        return !routes.contains { Self.matches($0.segments, segments) }
     }
 
     /// Methods registered for a concrete `path`, sorted.
     func methods(for path: String) -> [String] {
         let segments = path.split(separator: "/")
-        return routes.withLock { routes in
-            Set(routes.filter { Self.matches($0.segments, segments) }.map(\.method)).sorted()
-        }
+        return Set(routes.filter { Self.matches($0.segments, segments) }.map(\.method)).sorted()
     }
 
     private static func matches(_ template: [Segment], _ segments: [Substring]) -> Bool {
@@ -61,7 +52,5 @@ final class RouteTable: Sendable {
     }
 
     /// Every registered path template (for tests).
-    var templates: [String] {
-        routes.withLock { $0.map { "/" + $0.path.split(separator: "/").joined(separator: "/") } }
-    }
+    var templates: [String] { routes.map { "/" + $0.path.split(separator: "/").joined(separator: "/") } }
 }

@@ -28,9 +28,6 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// The route template under which the router records this route in the metrics.
-    static let route = "/v1/credentials/{namespace}/{name}/token"
-
     let api: VaultAPI
     private let serverName: String
     let tracker: HTTPActivityTracker
@@ -187,13 +184,9 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         let verdict = TokenReadVerdict(
             metadata, minimumTTL: target.minimumTTL, now: api.vault.clock.now, canRefresh: api.engine != nil)
         guard verdict == .serve else { return false }
-        api.audit.record(api.auditEvent(peer, "token.read", target.id, .allowed))
-
-        let body = TokenJSON.body(
-            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
-            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: context.channel.allocator)
+        let body = api.servedToken(credential, to: peer, allocator: context.channel.allocator)
         let response = FastResponse.make(
-            status: "200 OK", contentType: "application/json", headers: "Cache-Control: no-store\r\n", body: body,
+            status: "200 OK", contentType: "application/json", headers: TokenJSON.cacheControlLine, body: body,
             requestID: RequestIDs.next(), serverName: serverName, allocator: context.channel.allocator)
         context.write(wrapOutboundOut(response), promise: nil)
         return true

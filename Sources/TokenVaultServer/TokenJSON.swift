@@ -6,6 +6,11 @@ import TokenVaultCore
 /// writes `TokenDocument`), straight from the secrets' locked memory into the response buffer:
 /// no `String` copy of a token is made, and no encoder is allocated per request.
 enum TokenJSON {
+    /// A token never sits in a cache.
+    static let cacheControl = "no-store"
+    /// The same, as the event loop writes the header's line.
+    static let cacheControlLine = "Cache-Control: \(cacheControl)\r\n"
+
     static func body(
         accessToken: SecretBytes, tokenType: String, expiresAt: Timestamp?, idToken: SecretBytes?,
         allocator: ByteBufferAllocator

@@ -8,7 +8,7 @@ struct TokenReadTarget: Equatable {
     let id: CredentialID
     let minimumTTL: Double
 
-    private static let prefix = Array("/v1/credentials/".utf8)
+    private static let prefix = Array((Route.list.template + "/").utf8)
     private static let suffix = Array("/token".utf8)
     private static let query = Array("min_ttl=".utf8)
 

@@ -13,11 +13,6 @@ import TokenVaultProviders
 /// the route stays under the credential (authorised like every route of it: here
 /// `credential:use`, which `token:read` also gives), and the token never reaches the caller.
 extension VaultAPI {
-    /// The methods APIs are called with. (`HEAD` and `OPTIONS` are left out: a `HEAD` answer's
-    /// length describes a body that is not there, which a streaming proxy cannot check, and
-    /// `OPTIONS` is a browser's preflight, not a server's call.)
-    static let proxyMethods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete]
-
     func proxy(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialUse, id: id, operation: "credential.proxy")

@@ -26,14 +26,22 @@ extension VaultAPI {
             audit.record(auditEvent(peer, "token.read", id, .failed, detail: refusal.code.rawValue))
             throw refusal
         }
-        audit.record(auditEvent(peer, "token.read", id, .allowed))
-        let metadata = credential.metadata
-        let body = TokenJSON.body(
-            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
-            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: ByteBufferAllocator())
         return Response(
-            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: .init(byteBuffer: body))
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: TokenJSON.cacheControl],
+            body: .init(byteBuffer: servedToken(credential, to: peer, allocator: ByteBufferAllocator())))
+    }
+
+    /// A token read that is served: its audit row and its body. The one place a served read is
+    /// written, for the router's `token` and the event loop's `TokenFastPath` alike (both send it
+    /// with `TokenJSON.cacheControl`).
+    func servedToken(_ credential: Credential, to peer: PeerCredentials, allocator: ByteBufferAllocator)
+        -> ByteBuffer
+    {
+        let metadata = credential.metadata
+        audit.record(auditEvent(peer, "token.read", metadata.id, .allowed))
+        return TokenJSON.body(
+            accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
+            expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: allocator)
     }
 
     /// The credential with its access and ID tokens open, read where the caller runs when the

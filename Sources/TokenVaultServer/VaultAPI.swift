@@ -94,35 +94,38 @@ public struct VaultAPI: Sendable {
         limiter = ConnectionLimiter(limits: options.connections)
     }
 
+    /// Registers every route of `Route` on `router`.
     public func register(on router: Router<VaultRequestContext>) {
-        router.get("/v1/health") { _, _ in try await health() }
-        router.get("/metrics") { _, _ in try await scrape() }
-
-        let credentials = router.group(RouterPath(ListingParameters.route))
-        credentials.get { request, context in try await list(request, context) }
-        credentials.put(":namespace/:name") { request, context in try await put(request, context) }
-        credentials.get(":namespace/:name") { request, context in try await show(request, context) }
-        credentials.get(":namespace/:name/token") { request, context in try await token(request, context) }
-        credentials.delete(":namespace/:name") { request, context in try await delete(request, context) }
-        credentials.post(":namespace/:name/refresh") { request, context in try await forceRefresh(request, context) }
-        credentials.get(":namespace/:name/watch") { request, context in try await watch(request, context) }
-        router.get("/v1/events") { request, context in try await eventStream(request, context) }
-        router.get("/v1/proxy/credentials") { request, context in try await usable(request, context) }
-        credentials.post(":namespace/:name/exchange") { request, context in try await exchange(request, context) }
-        for method in Self.proxyMethods {
-            credentials.on(":namespace/:name/proxy", method: method) { request, context in
-                try await proxy(request, context)
-            }
-            credentials.on(":namespace/:name/proxy/**", method: method) { request, context in
-                try await proxy(request, context)
+        for route in Route.allCases {
+            for method in route.methods {
+                router.on(RouterPath(route.template), method: method) { request, context in
+                    try await respond(route, request, context)
+                }
             }
         }
+    }
 
-        let admin = router.group("/v1/admin")
-        admin.post("rotate-key") { _, context in try await rotateKey(context) }
-        admin.get("audit") { request, context in try await auditTrail(request, context) }
-        admin.post("backup") { _, context in try await backup(context) }
-        admin.get("status") { _, context in try await status(context) }
+    /// The handler of each route.
+    private func respond(_ route: Route, _ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        switch route {
+        case .health: try await health()
+        case .metrics: try await scrape()
+        case .list: try await list(request, context)
+        case .put: try await put(request, context)
+        case .show: try await show(request, context)
+        case .token: try await token(request, context)
+        case .delete: try await delete(request, context)
+        case .refresh: try await forceRefresh(request, context)
+        case .watch: try await watch(request, context)
+        case .exchange: try await exchange(request, context)
+        case .proxy, .proxyPath: try await proxy(request, context)
+        case .events: try await eventStream(request, context)
+        case .usable: try await usable(request, context)
+        case .rotateKey: try await rotateKey(context)
+        case .audit: try await auditTrail(request, context)
+        case .backup: try await backup(context)
+        case .status: try await status(context)
+        }
     }
 
     /// `ok`, or `degraded` when a provider is misconfigured or its circuit is open, provider

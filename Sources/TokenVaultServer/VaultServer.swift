@@ -32,7 +32,6 @@ public enum VaultServer {
         router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
         router.add(middleware: ProblemMiddleware(routes: api.routes))
         api.register(on: router)
-        api.routes.set(router.routes.map { ($0.method.rawValue, $0.path.description) })
         return Service(
             responder: router.buildResponder(), api: api, listener: listener,
             idleTimeout: .seconds(idleTimeoutSeconds), eventLoopGroup: eventLoopGroup, logger: logger,

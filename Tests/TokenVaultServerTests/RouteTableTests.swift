@@ -1,4 +1,6 @@
+import Hummingbird
 import Testing
+import TokenVaultTesting
 
 @testable import TokenVaultServer
 
@@ -6,13 +8,11 @@ import Testing
 /// asks which methods a path has (405 with `Allow`): one matcher for both.
 @Suite struct RouteTableTests {
     static func table() -> RouteTable {
-        let table = RouteTable()
-        table.set([
+        RouteTable([
             ("GET", "/v1/credentials/:namespace/:name"), ("DELETE", "/v1/credentials/:namespace/:name"),
             ("POST", "/v1/admin/rotate-key"), ("GET", "/v1/credentials/:namespace/:name/proxy/**"),
             ("PUT", "/v1/files/{name}.json"), ("GET", "/v1/static/*"),
         ])
-        return table
     }
 
     @Test func everyKindOfSegmentMatchesWhatTheRouterWould() {
@@ -40,8 +40,21 @@ import Testing
         #expect(table.methods(for: "/v1/no-such-route").isEmpty)
     }
 
-    @Test func nothingIsUnmatchedBeforeTheRoutesAreSet() {
-        #expect(!RouteTable().matchesNothing("/v1/no-such-route"))
-        #expect(Self.table().templates.contains("/v1/credentials/:namespace/:name/proxy/**"))
+    /// The routes are defined once: the router registers exactly `Route`'s methods and
+    /// templates, and the table the event loop and the 405s read is the same list.
+    @Test func theRouterAndTheTableServeTheRoutesDefinedOnce() async throws {
+        let server = try await TestServer()
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let router = Router(context: VaultRequestContext.self)
+            server.api.register(on: router)
+            let registered = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
+            let defined = Set(Route.registered.map { "\($0.method) \($0.path)" })
+            #expect(registered == defined, "\(registered.symmetricDifference(defined))")
+            #expect(Set(RouteTable().templates) == Set(Route.allCases.map(\.template)))
+            // No route is the 404 of a path written as its own template.
+            for route in Route.allCases where !route.template.contains("**") {
+                #expect(!RouteTable().matchesNothing(route.template), "\(route)")
+            }
+        }
     }
 }
