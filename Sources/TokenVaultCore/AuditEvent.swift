@@ -7,6 +7,7 @@ public struct AuditEvent: Sendable, Equatable {
     public var uid: UInt32?
     public var gid: UInt32?
     public var pid: Int32?
+    /// An `AuditOperation`'s name.
     public var operation: String
     public var credentialID: CredentialID?
     public var outcome: Outcome
@@ -17,7 +18,7 @@ public struct AuditEvent: Sendable, Equatable {
     public var lastAt: Timestamp?
 
     public init(
-        at: Timestamp, uid: UInt32? = nil, gid: UInt32? = nil, pid: Int32? = nil, operation: String,
+        at: Timestamp, uid: UInt32? = nil, gid: UInt32? = nil, pid: Int32? = nil, operation: AuditOperation,
         credentialID: CredentialID? = nil, outcome: Outcome, detail: String? = nil, count: Int = 1,
         lastAt: Timestamp? = nil
     ) {
@@ -25,7 +26,7 @@ public struct AuditEvent: Sendable, Equatable {
         self.uid = uid
         self.gid = gid
         self.pid = pid
-        self.operation = operation
+        self.operation = operation.name
         self.credentialID = credentialID
         self.outcome = outcome
         self.detail = detail

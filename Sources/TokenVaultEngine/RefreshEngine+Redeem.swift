@@ -160,7 +160,7 @@ struct SpooledExchange: Codable {
                 credentialID: id),
             nonce: nonce, labels: labels,
             audit: AuditEvent(
-                at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid, operation: "credential.exchange",
+                at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid, operation: .credentialExchange,
                 credentialID: id, outcome: .allowed, detail: "answer recovered from the spool"))
     }
 }

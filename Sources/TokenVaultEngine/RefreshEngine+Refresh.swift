@@ -145,7 +145,7 @@ extension RefreshEngine {
         }
         if metadata.kind == .verifyToken {
             let audit = systemAudit(
-                metadata.id, operation: "credential.purge", detail: "verify token expired at \(expiresAt)")
+                metadata.id, operation: .credentialPurge, detail: "verify token expired at \(expiresAt)")
             guard try await vault.purge(metadata.id, generation: metadata.generation, now: now, audit: audit) else {
                 return .skipped("credential \(metadata.id) changed before it could be purged", nil)
             }

@@ -195,7 +195,9 @@ extension RefreshEngine {
 
     /// An audit row for something the engine did on its own (no peer asked): the daemon's
     /// own uid, gid and pid.
-    func systemAudit(_ id: CredentialID, operation: String = "credential.delete", detail: String? = nil) -> AuditEvent {
+    func systemAudit(_ id: CredentialID, operation: AuditOperation = .credentialDelete, detail: String? = nil)
+        -> AuditEvent
+    {
         AuditEvent(
             at: vault.clock.now, uid: getuid(), gid: getgid(), pid: getpid(), operation: operation, credentialID: id,
             outcome: .succeeded, detail: detail)

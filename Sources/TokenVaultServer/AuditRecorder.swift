@@ -58,7 +58,7 @@ public final class AuditRecorder: Service, Sendable {
 
     /// Operations counted rather than written a row each: token reads and proxied calls (whose
     /// detail names the method, upstream origin and status class).
-    static let aggregatedOperations: Set<String> = ["token.read", "credential.proxy"]
+    static let aggregatedOperations: Set<String> = [AuditOperation.tokenRead.name, AuditOperation.credentialProxy.name]
 
     /// What aggregates one token-read (or proxied-call) row.
     private struct ReadKey: Hashable {
@@ -203,7 +203,8 @@ public final class AuditRecorder: Service, Sendable {
                 for (key, read) in state.reads {
                     batch.append(
                         AuditEvent(
-                            at: read.first, uid: key.uid, gid: key.gid, pid: key.pid, operation: key.operation,
+                            at: read.first, uid: key.uid, gid: key.gid, pid: key.pid,
+                            operation: AuditOperation(stored: key.operation),
                             credentialID: key.credentialID, outcome: key.outcome, detail: key.detail,
                             count: read.count, lastAt: read.count > 1 ? read.last : nil))
                 }

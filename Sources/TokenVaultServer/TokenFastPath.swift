@@ -136,7 +136,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
                 api.policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace),
                 let metadata = try? api.vault.metadataWithoutWaiting(id)
             else { return nil }
-            api.audit.record(api.auditEvent(peer, "credential.show", id, .allowed))
+            api.audit.record(api.auditEvent(peer, .credentialShow, id, .allowed))
             body = MetadataJSON.document(metadata, allocator: context.channel.allocator)
         case .list(let listing):
             guard let (peer, groups) = knownCaller,

@@ -4,12 +4,12 @@ import TokenVaultCore
 
 extension VaultAPI {
     func rotateKey(_ context: VaultRequestContext) async throws -> Response {
-        let peer = try await authoriseAdmin(context, operation: "admin.rotate_key")
+        let peer = try await authoriseAdmin(context, operation: .adminRotateKey)
         guard let rotation else {
             throw ProblemDetails(.conflict, detail: "this vault's keyring cannot rotate")
         }
         let report = try await rotation.rotate()
-        audit.record(auditEvent(peer, "admin.rotate_key", nil, .succeeded, detail: "term \(report.newTerm)"))
+        audit.record(auditEvent(peer, .adminRotateKey, nil, .succeeded, detail: "term \(report.newTerm)"))
         context.logger.notice(
             "data key rotated",
             metadata: ["tokenvault.key.term": "\(report.newTerm)", "tokenvault.key.resealed": "\(report.resealed)"])
@@ -35,7 +35,7 @@ extension VaultAPI {
             }
             return order
         }
-        _ = try await authoriseAdmin(context, operation: "admin.audit")
+        _ = try await authoriseAdmin(context, operation: .adminAudit)
         await audit.flush()
         let rows = try await blocking { [vault] in
             try vault.auditEvents(
@@ -48,21 +48,21 @@ extension VaultAPI {
     }
 
     func backup(_ context: VaultRequestContext) async throws -> Response {
-        let peer = try await authoriseAdmin(context, operation: "admin.backup")
+        let peer = try await authoriseAdmin(context, operation: .adminBackup)
         let path = BackupFile.path(in: options.backupDirectory, at: vault.clock.now)
         let name = (path as NSString).lastPathComponent
         let bytes = try await blocking { [admin] in
             try BackupFile.createDirectory(options.backupDirectory)
             return try admin.backup(to: path)
         }
-        audit.record(auditEvent(peer, "admin.backup", nil, .succeeded, detail: name))
+        audit.record(auditEvent(peer, .adminBackup, nil, .succeeded, detail: name))
         return try json(BackupDocument(path: path, bytes: bytes))
     }
 
     /// Health and what an operator looks at next: credentials by status, the next scheduled
     /// refresh, the audit trail's size. Counts the database cannot give now are left out (null).
     func status(_ context: VaultRequestContext) async throws -> Response {
-        _ = try await authoriseAdmin(context, operation: "admin.status")
+        _ = try await authoriseAdmin(context, operation: .adminStatus)
         let health = try await healthDocument()
         // One hop to the blocking pool for the three reads.
         let (counts, next, auditRows) = try await blocking { [admin, vault] in

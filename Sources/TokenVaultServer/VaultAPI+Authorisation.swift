@@ -10,7 +10,9 @@ extension VaultAPI {
 
     /// The peer, if it holds `permission` in the credential's namespace; otherwise an audit row
     /// and 403.
-    func authorise(_ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String)
+    func authorise(
+        _ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: AuditOperation
+    )
         async throws -> PeerCredentials
     {
         try await authorisedCaller(context, permission, id: id, operation: operation).peer
@@ -18,7 +20,7 @@ extension VaultAPI {
 
     /// `authorise`, with the caller's groups (a stream judges each event by them).
     func authorisedCaller(
-        _ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: String
+        _ context: VaultRequestContext, _ permission: Permission, id: CredentialID, operation: AuditOperation
     ) async throws -> (peer: PeerCredentials, groups: Set<UInt32>) {
         let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, permission, in: id.namespace) else {
@@ -30,7 +32,7 @@ extension VaultAPI {
     }
 
     /// The peer, if it is an admin (its own uid, root, or an `admin` rule for all namespaces).
-    func authoriseAdmin(_ context: VaultRequestContext, operation: String) async throws -> PeerCredentials {
+    func authoriseAdmin(_ context: VaultRequestContext, operation: AuditOperation) async throws -> PeerCredentials {
         let (peer, memberOf) = try await caller(context)
         guard policy.allows(uid: peer.uid, groups: memberOf, .admin, in: nil) else {
             throw await deny(peer, groups: memberOf, context, operation: operation, namespace: nil, permission: .admin)
@@ -47,7 +49,7 @@ extension VaultAPI {
         let visible = policy.namespaces(uid: peer.uid, groups: memberOf, with: .credentialList)
         guard visible != [] else {
             throw await deny(
-                peer, groups: memberOf, context, operation: "events.stream", namespace: nil, permission: .credentialList
+                peer, groups: memberOf, context, operation: .eventsStream, namespace: nil, permission: .credentialList
             )
         }
         return (peer, memberOf)
@@ -56,7 +58,7 @@ extension VaultAPI {
     /// An audit row, a log line and the 403. A caller no rule grants anything at all also loses
     /// its connection once the 403 is written: it has nothing to keep one open for.
     func deny(
-        _ peer: PeerCredentials, groups: Set<UInt32>, _ context: VaultRequestContext, operation: String,
+        _ peer: PeerCredentials, groups: Set<UInt32>, _ context: VaultRequestContext, operation: AuditOperation,
         id: CredentialID? = nil, namespace: String?, permission: Permission
     ) async -> ProblemDetails {
         audit.record(auditEvent(peer, operation, id, .denied, detail: "missing \(permission.rawValue)"))
@@ -75,7 +77,7 @@ extension VaultAPI {
     }
 
     func auditEvent(
-        _ peer: PeerCredentials, _ operation: String, _ id: CredentialID?, _ outcome: AuditEvent.Outcome,
+        _ peer: PeerCredentials, _ operation: AuditOperation, _ id: CredentialID?, _ outcome: AuditEvent.Outcome,
         detail: String? = nil
     ) -> AuditEvent {
         AuditEvent(

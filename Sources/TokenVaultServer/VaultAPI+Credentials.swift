@@ -6,11 +6,11 @@ import TokenVaultCore
 extension VaultAPI {
     func put(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.put")
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: .credentialPut)
         try requireJSON(request)
         let body = try await collectBody(request)
         let (payload, provider, labels, planner) = try decodePut(body)
-        let event = auditEvent(peer, "credential.put", id, .allowed)
+        let event = auditEvent(peer, .credentialPut, id, .allowed)
         let metadata = try await vault.put(
             id, payload: payload, provider: provider, labels: labels, audit: event, planner: planner)
         context.logger.info(
@@ -25,16 +25,16 @@ extension VaultAPI {
 
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialList, id: id, operation: "credential.show")
+        let peer = try await authorise(context, .credentialList, id: id, operation: .credentialShow)
         let metadata = try await blocking { try vault.metadata(id) }
-        audit.record(auditEvent(peer, "credential.show", id, .allowed))
+        audit.record(auditEvent(peer, .credentialShow, id, .allowed))
         return json(body: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
     }
 
     /// A page kept from an earlier read while nothing on it changed (`RenderedPages`), else read
     /// and kept if the vault can tell when it stops being current.
     func list(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
-        let query = try await listingQuery(request, context, permission: .credentialList, operation: "credential.list")
+        let query = try await listingQuery(request, context, permission: .credentialList, operation: .credentialList)
         if let page = pages.page(for: query) { return json(body: page) }
         let mark = vault.listingMark()
         let (rows, nextCursor) = try await page(query)
@@ -48,7 +48,7 @@ extension VaultAPI {
     /// needs to choose one, and nothing more: no token, no labels, no times.
     func usable(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let (rows, nextCursor) = try await page(
-            try await listingQuery(request, context, permission: .credentialUse, operation: "proxy.list"))
+            try await listingQuery(request, context, permission: .credentialUse, operation: .proxyList))
         let table = vault.providers
         return try json(
             PageDocument(
@@ -68,7 +68,7 @@ extension VaultAPI {
     /// The query of the listing's parameters (`ListingParameters`) over the namespaces where the
     /// caller holds `permission`; 403 when it holds it nowhere, or not in the namespace asked for.
     private func listingQuery(
-        _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: String
+        _ request: Request, _ context: VaultRequestContext, permission: Permission, operation: AuditOperation
     ) async throws -> CredentialQuery {
         let parameters = request.uri.queryParameters
         let listing = try ListingParameters { parameters.get($0) }

@@ -20,7 +20,7 @@ extension VaultAPI {
 
     func exchange(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.exchange")
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: .credentialExchange)
         try requireJSON(request)
         let body = try decodeExchange(try await collectBody(request))
         guard let engine else {
@@ -35,9 +35,9 @@ extension VaultAPI {
                         code: body.code, codeVerifier: body.codeVerifier, redirectURI: body.redirectURI,
                         state: body.state, credentialID: id),
                     nonce: body.nonce, labels: body.labels,
-                    audit: auditEvent(peer, "credential.exchange", id, .allowed)))
+                    audit: auditEvent(peer, .credentialExchange, id, .allowed)))
         } catch let failure as ProviderFailure {
-            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: failure.code.rawValue))
+            audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: failure.code.rawValue))
             if failure.code == .providerNotConfigured {
                 throw ProblemDetails(.providerNotConfigured, detail: failure.message)
             }
@@ -54,7 +54,7 @@ extension VaultAPI {
             }
         } catch let error as VaultError {
             // The id token failed its checks: nothing was stored.
-            audit.record(auditEvent(peer, "credential.exchange", id, .failed, detail: error.code.rawValue))
+            audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: error.code.rawValue))
             throw error
         }
         let payload = redeemed.payload

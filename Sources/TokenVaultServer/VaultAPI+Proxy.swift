@@ -15,7 +15,7 @@ import TokenVaultProviders
 extension VaultAPI {
     func proxy(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialUse, id: id, operation: "credential.proxy")
+        let peer = try await authorise(context, .credentialUse, id: id, operation: .credentialProxy)
         guard let upstream = options.upstream else {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without the proxy")
         }
@@ -132,7 +132,7 @@ extension VaultAPI {
         _ problem: ProblemDetails
     ) -> ProblemDetails {
         audit.record(
-            auditEvent(peer, "credential.proxy", id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
+            auditEvent(peer, .credentialProxy, id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
         metrics.recordProxyCall(provider: provider, status: nil, duration: nil)
         return problem
     }
@@ -144,7 +144,7 @@ extension VaultAPI {
         since started: ContinuousClock.Instant
     ) {
         audit.record(
-            auditEvent(peer, "credential.proxy", id, .allowed, detail: "\(method) \(origin) \(status / 100)xx"))
+            auditEvent(peer, .credentialProxy, id, .allowed, detail: "\(method) \(origin) \(status / 100)xx"))
         metrics.recordProxyCall(provider: provider, status: status, duration: .now - started)
     }
 

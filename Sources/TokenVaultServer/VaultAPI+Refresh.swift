@@ -18,12 +18,12 @@ extension VaultAPI {
                 guard let seconds = MinimumTTL.parse(text.utf8) else { throw MinimumTTL.problem }
                 return seconds
             } ?? 0
-        let peer = try await authorise(context, .tokenRead, id: id, operation: "token.read")
+        let peer = try await authorise(context, .tokenRead, id: id, operation: .tokenRead)
         let credential: Credential
         switch try await usableCredential(id, minimumTTL: minimumTTL) {
         case .success(let usable): credential = usable
         case .failure(let refusal):
-            audit.record(auditEvent(peer, "token.read", id, .failed, detail: refusal.code.rawValue))
+            audit.record(auditEvent(peer, .tokenRead, id, .failed, detail: refusal.code.rawValue))
             throw refusal
         }
         return Response(
@@ -38,7 +38,7 @@ extension VaultAPI {
         -> ByteBuffer
     {
         let metadata = credential.metadata
-        audit.record(auditEvent(peer, "token.read", metadata.id, .allowed))
+        audit.record(auditEvent(peer, .tokenRead, metadata.id, .allowed))
         return TokenJSON.body(
             accessToken: credential.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
             expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: allocator)
@@ -96,17 +96,17 @@ extension VaultAPI {
     /// maps its answer to a status.
     func forceRefresh(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .tokenRead, id: id, operation: "credential.refresh")
+        let peer = try await authorise(context, .tokenRead, id: id, operation: .credentialRefresh)
         guard let engine else {
             throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
         }
         let outcome = try await engine.refreshForced(id)
         switch outcome {
         case .refreshed(let refreshed):
-            audit.record(auditEvent(peer, "credential.refresh", id, .succeeded))
+            audit.record(auditEvent(peer, .credentialRefresh, id, .succeeded))
             return try json(CredentialMetadataDocument(refreshed))
         case .failed(let failure, _):
-            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: failure.code.rawValue))
+            audit.record(auditEvent(peer, .credentialRefresh, id, .failed, detail: failure.code.rawValue))
             if failure.code == .providerNotConfigured {
                 throw ProblemDetails(.notRefreshable, detail: failure.message)
             }
@@ -120,13 +120,13 @@ extension VaultAPI {
                 detail: "refreshing \(id) failed: \(failure.code): \(failure.message)",
                 retryAfter: failure.retryAfterWholeSeconds)
         case .skipped(let reason, _):
-            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "not_refreshable"))
+            audit.record(auditEvent(peer, .credentialRefresh, id, .failed, detail: "not_refreshable"))
             throw ProblemDetails(.notRefreshable, detail: reason)
         case .tooSoon(let wait, let reason):
-            audit.record(auditEvent(peer, "credential.refresh", id, .denied, detail: "rate_limited"))
+            audit.record(auditEvent(peer, .credentialRefresh, id, .denied, detail: "rate_limited"))
             throw ProblemDetails(.rateLimited, detail: reason, retryAfter: wait)
         case .commitPending(let held):
-            audit.record(auditEvent(peer, "credential.refresh", id, .failed, detail: "commit_pending"))
+            audit.record(auditEvent(peer, .credentialRefresh, id, .failed, detail: "commit_pending"))
             throw ProblemDetails(
                 .commitPending,
                 detail: "the provider answered, but the database has not taken the new tokens of \(id) yet "
@@ -146,8 +146,8 @@ extension VaultAPI {
         default:
             throw VaultError.invalidField("force", "must be true or false")
         }
-        let peer = try await authorise(context, .credentialWrite, id: id, operation: "credential.delete")
-        let event = auditEvent(peer, "credential.delete", id, .allowed)
+        let peer = try await authorise(context, .credentialWrite, id: id, operation: .credentialDelete)
+        let event = auditEvent(peer, .credentialDelete, id, .allowed)
         guard let engine else {
             try await vault.delete(id, audit: event)
             context.logger.info("credential deleted", metadata: ["tokenvault.credential.id": "\(id)"])
@@ -161,7 +161,7 @@ extension VaultAPI {
             response.headers[.tokenVaultRevoked] = revoked ? "true" : "false"
             return response
         case .revokePending(let metadata, let failure):
-            audit.record(auditEvent(peer, "credential.delete", id, .failed, detail: "revoke_pending: \(failure.code)"))
+            audit.record(auditEvent(peer, .credentialDelete, id, .failed, detail: "revoke_pending: \(failure.code)"))
             // The metadata's last_error says why; the credential is retried in the background.
             return try json(CredentialMetadataDocument(metadata), status: .accepted)
         }

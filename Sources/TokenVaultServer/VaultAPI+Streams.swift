@@ -16,7 +16,7 @@ import TokenVaultCore
 extension VaultAPI {
     func watch(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let (peer, _) = try await authorisedCaller(context, .credentialList, id: id, operation: "credential.watch")
+        let (peer, _) = try await authorisedCaller(context, .credentialList, id: id, operation: .credentialWatch)
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)

@@ -49,7 +49,7 @@ extension VaultDatabase {
                         uid: statement.optionalInt64(2).map { UInt32(truncatingIfNeeded: $0) },
                         gid: statement.optionalInt64(3).map { UInt32(truncatingIfNeeded: $0) },
                         pid: statement.optionalInt64(4).map { Int32(truncatingIfNeeded: $0) },
-                        operation: statement.text(5) ?? "",
+                        operation: AuditOperation(stored: statement.text(5) ?? ""),
                         credentialID: statement.text(6).flatMap { try? CredentialID($0) },
                         outcome: AuditEvent.Outcome(rawValue: statement.text(7) ?? "") ?? .failed,
                         detail: statement.text(8), count: Int(statement.int64(9)),

@@ -71,7 +71,7 @@ import TokenVaultTesting
         try await vault.delete(
             id,
             audit: AuditEvent(
-                at: clock.now, uid: 7, operation: "credential.delete", credentialID: id, outcome: .succeeded))
+                at: clock.now, uid: 7, operation: .credentialDelete, credentialID: id, outcome: .succeeded))
         #expect(store.auditEvents.map(\.operation) == ["credential.delete"])
         #expect(throws: VaultError.notFound(id)) { try vault.metadata(id) }
     }

@@ -8,7 +8,7 @@ import TokenVaultTesting
 
 /// A code exchange's answer the courier still keeps after it was stored (the daemon died before
 /// telling the courier it was safe) is recognised by its call key at the next start and not
-/// applied again: that would replace a newer refresh with older tokens (issue 22).
+/// applied again: that would replace a newer refresh with older tokens.
 @Suite struct ExchangeReplayTests {
     /// What a courier keeps: the key and context of each keyed call until the daemon settles it.
     final class KeptAnswers: AnswerSettlement, Sendable {
@@ -38,7 +38,7 @@ import TokenVaultTesting
                 credentialID: id),
             nonce: nil, labels: [:],
             audit: AuditEvent(
-                at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: "credential.exchange",
+                at: fixture.vault.clock.now, uid: 1000, gid: 1000, pid: 1, operation: .credentialExchange,
                 credentialID: id, outcome: .allowed, detail: nil))
     }
 

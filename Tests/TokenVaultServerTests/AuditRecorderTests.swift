@@ -16,7 +16,7 @@ import TokenVaultTesting
 
     static func read(_ fixture: TestVault, pid: Int32, outcome: AuditEvent.Outcome = .allowed) throws -> AuditEvent {
         AuditEvent(
-            at: fixture.clock.now, uid: 1000, gid: 1000, pid: pid, operation: "token.read",
+            at: fixture.clock.now, uid: 1000, gid: 1000, pid: pid, operation: .tokenRead,
             credentialID: try CredentialID("pay/alice"), outcome: outcome)
     }
 
@@ -31,7 +31,7 @@ import TokenVaultTesting
             recorder.record(try Self.read(fixture, pid: Int32(100 + index % 3)))
         }
         for _ in 0..<5 { recorder.record(try Self.read(fixture, pid: 100, outcome: .denied)) }
-        recorder.record(AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded))
+        recorder.record(AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded))
         await recorder.flush()
 
         let rows = try Self.rows(fixture)
@@ -54,7 +54,7 @@ import TokenVaultTesting
         let running = Task { try await recorder.run() }
         defer { running.cancel() }
         recorder.record(try Self.read(fixture, pid: 1))
-        recorder.record(AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded))
+        recorder.record(AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded))
         #expect(try await waitUntil { try Self.rows(fixture).count == 1 })
         #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put"])
         #expect(recorder.counters.pending == 1, "the read is being counted until its interval ends")
@@ -76,7 +76,7 @@ import TokenVaultTesting
         for index in 0..<1000 {
             recorder.record(
                 AuditEvent(
-                    at: fixture.clock.now, uid: 1000, pid: 7, operation: "token.read",
+                    at: fixture.clock.now, uid: 1000, pid: 7, operation: .tokenRead,
                     credentialID: try CredentialID("pay/c\(index)"), outcome: .allowed))
             if index % 100 == 99 { try await Task.sleep(for: .milliseconds(30)) }
         }
@@ -93,7 +93,7 @@ import TokenVaultTesting
         let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
         for index in 0..<25 {
             recorder.record(
-                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+                AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(index)"))
         }
         await recorder.flush()
         #expect(try Self.rows(fixture).map(\.event.detail) == (0..<25).map { "\($0)" })
@@ -128,7 +128,7 @@ import TokenVaultTesting
         #expect(try await waitUntil { holding.load(ordering: .acquiring) })
         for index in 0..<25 {
             recorder.record(
-                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+                AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(index)"))
         }
         await recorder.flush()
         #expect(recorder.counters.writeFailures >= 1)
@@ -151,7 +151,7 @@ import TokenVaultTesting
         let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
         for index in 0..<20 {
             recorder.record(
-                AuditEvent(at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(index)"))
+                AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(index)"))
         }
         let running = Task { try await recorder.run() }
         defer { running.cancel() }

@@ -33,6 +33,16 @@ import Yams
         #expect(!documented.isEmpty && !registered.isEmpty, "nothing compared: the document or router is empty")
     }
 
+    /// Every operation an audit row can name is documented where the audit row's `operation` is.
+    @Test func everyAuditOperationIsDocumented() throws {
+        let text = try String(contentsOfFile: OpenAPIDocument.defaultPath, encoding: .utf8)
+        let description = try #require(
+            text.range(of: "        operation:\n").map { String(text[$0.upperBound...].prefix(800)) })
+        for operation in AuditOperation.all {
+            #expect(description.contains("`\(operation.name)`"), "\(operation.name) is not in docs/openapi.yaml")
+        }
+    }
+
     /// Every error code is in the `Problem` schema's table, at the status `VaultError.Code`
     /// answers it with (one exhaustive switch), and the table names no code that does not exist.
     @Test func everyErrorCodeHasItsDocumentedStatus() throws {

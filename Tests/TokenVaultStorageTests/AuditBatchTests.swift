@@ -31,7 +31,7 @@ import TokenVaultTesting
         let detail: String? = index % 3 == 1 ? "missing token:read" : nil
         return AuditEvent(
             at: Timestamp(milliseconds: 1_795_000_000_000 + Int64(index)), uid: uid, gid: gid, pid: pid,
-            operation: index % 2 == 0 ? "token.read" : "credential.put", credentialID: id,
+            operation: index % 2 == 0 ? .tokenRead : .credentialPut, credentialID: id,
             outcome: index % 2 == 0 ? .allowed : .denied, detail: detail, count: index % 2 == 0 ? index + 1 : 1,
             lastAt: index % 2 == 0 ? Timestamp(milliseconds: 1_795_000_060_000 + Int64(index)) : nil)
     }

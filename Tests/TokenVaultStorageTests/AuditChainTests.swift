@@ -22,12 +22,12 @@ import TokenVaultTesting
             try await fixture.vault.put(
                 id, payload: SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "tinkoff-id",
                 audit: AuditEvent(
-                    at: fixture.clock.now, uid: 1000, operation: "credential.put", credentialID: id,
+                    at: fixture.clock.now, uid: 1000, operation: .credentialPut, credentialID: id,
                     outcome: .succeeded))
         }
         try await fixture.vault.delete(
             try CredentialID("pay/c0"),
-            audit: AuditEvent(at: fixture.clock.now, operation: "credential.delete", outcome: .succeeded))
+            audit: AuditEvent(at: fixture.clock.now, operation: .credentialDelete, outcome: .succeeded))
         try await fixture.vault.appendAudits(try (0..<14).map(AuditBatchTests.event))
     }
 
@@ -106,7 +106,7 @@ import TokenVaultTesting
         // By age: every row older than a cutoff, whatever the count.
         fixture.clock.advance(seconds: 3600)
         try await fixture.vault.appendAudits([
-            AuditEvent(at: fixture.clock.now, operation: "admin.backup", outcome: .succeeded)
+            AuditEvent(at: fixture.clock.now, operation: .adminBackup, outcome: .succeeded)
         ])
         #expect(try await fixture.vault.pruneAudit(before: fixture.clock.now, keepingAtMost: 1000) == 12)
         report = try fixture.vault.verifyAudit()
@@ -121,7 +121,7 @@ import TokenVaultTesting
         let start = fixture.clock.now
         try await fixture.vault.appendAudits([
             AuditEvent(
-                at: start, operation: "token.read", outcome: .allowed, count: 900, lastAt: start.adding(seconds: 60))
+                at: start, operation: .tokenRead, outcome: .allowed, count: 900, lastAt: start.adding(seconds: 60))
         ])
         #expect(try await fixture.vault.pruneAudit(before: start.adding(seconds: 30), keepingAtMost: 1000) == 0)
         #expect(try await fixture.vault.pruneAudit(before: start.adding(seconds: 61), keepingAtMost: 1000) == 1)

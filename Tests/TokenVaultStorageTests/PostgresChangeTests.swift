@@ -52,10 +52,10 @@ import TokenVaultTesting
 
     /// A writer connection killed after its transaction's last statement and before its COMMIT
     /// (`pg_terminate_backend`, as an administrator or a failover does): the server rolled the
-    /// transaction back, so the write fails as retryable and nothing of it is stored. (The link
-    /// used to connect again for the COMMIT, which then succeeded outside any transaction: a
+    /// transaction back, so the write fails as retryable and nothing of it is stored. (A link that
+    /// connected again for the COMMIT would run it outside any transaction, where it succeeds: a
     /// refresh's new tokens reported stored and its answer let go, then its spent refresh token
-    /// presented again. A CI run of the two-node kill test lost a credential that way.)
+    /// presented again.)
     @Test func aConnectionKilledBeforeItsCommitFailsTheWriteAndStoresNothing() async throws {
         let fixture = try await TestBackendVault.make(.postgres)
         let id = try CredentialID("pay/killed")
@@ -91,7 +91,7 @@ import TokenVaultTesting
     /// A node frozen inside a transaction that holds a credential's lock (it sends nothing more):
     /// the server ends its session after 10 s of idleness, so another node's write of that
     /// credential goes through within seconds of that, not when the frozen node wakes or its
-    /// connection is found dead (issue 22).
+    /// connection is found dead.
     @Test func aNodeFrozenHoldingACredentialHoldsOthersOffItForSecondsOnly() async throws {
         let nodes = try await Self.twoNodes()
         defer { nodes.close() }
@@ -125,7 +125,7 @@ import TokenVaultTesting
     }
 
     static func audit(_ id: CredentialID?, _ at: Timestamp) -> AuditEvent {
-        AuditEvent(at: at, uid: 0, gid: 0, pid: 1, operation: "credential.put", credentialID: id, outcome: .allowed)
+        AuditEvent(at: at, uid: 0, gid: 0, pid: 1, operation: .credentialPut, credentialID: id, outcome: .allowed)
     }
 
     /// Runs `write` on node 1 (again while it fails as retryable, for up to 25 s) while node 2 sits

@@ -187,7 +187,7 @@ import TokenVaultTesting
         func events(_ count: Int, _ label: String) -> [AuditEvent] {
             (0..<count).map {
                 AuditEvent(
-                    at: fixture.clock.now, operation: "credential.put", outcome: .succeeded, detail: "\(label)\($0)")
+                    at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(label)\($0)")
             }
         }
         try await fixture.vault.appendAudits(events(30, "a"))
@@ -212,7 +212,7 @@ import TokenVaultTesting
         try await fixture.vault.appendAudits(
             (0..<25).map {
                 AuditEvent(
-                    at: fixture.clock.now, operation: "token.read", credentialID: [a, b, nil][$0 % 3],
+                    at: fixture.clock.now, operation: .tokenRead, credentialID: [a, b, nil][$0 % 3],
                     outcome: .allowed, detail: "\($0)")
             })
         let oldestFirst = try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100)).map(\.id)

@@ -63,7 +63,7 @@ import TokenVaultTesting
     @Test func auditRowsAreWrittenWithTheChange() async throws {
         let id = try CredentialID("audit/x")
         let event = AuditEvent(
-            at: fixture.clock.now, uid: 1000, gid: 1000, pid: 42, operation: "credential.put", credentialID: id,
+            at: fixture.clock.now, uid: 1000, gid: 1000, pid: 42, operation: .credentialPut, credentialID: id,
             outcome: .allowed)
         try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p", audit: event)

@@ -395,7 +395,8 @@ final class PostgresCredentialWriter: CredentialWriter {
             event: AuditEvent(
                 at: Timestamp(milliseconds: at), uid: uid.map { UInt32(truncatingIfNeeded: $0) },
                 gid: gid.map { UInt32(truncatingIfNeeded: $0) }, pid: pid.map { Int32(truncatingIfNeeded: $0) },
-                operation: operation, credentialID: credential.flatMap { try? CredentialID($0) },
+                operation: AuditOperation(stored: operation),
+                credentialID: credential.flatMap { try? CredentialID($0) },
                 outcome: AuditEvent.Outcome(rawValue: outcome) ?? .failed, detail: detail, count: Int(count),
                 lastAt: lastAt.map(Timestamp.init(milliseconds:))),
             mac: mac.map { Array($0.readableBytesView) })
