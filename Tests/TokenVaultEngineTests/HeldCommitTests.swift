@@ -50,7 +50,7 @@ import TokenVaultTesting
             _ = try await fixture.engine.refresh(id, reason: .forced)
         }
 
-        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
         let after = try fixture.metadata(id)
         #expect(after.generation == 2)
         #expect(after.status == .active)
@@ -82,7 +82,7 @@ import TokenVaultTesting
         try #require(fixture.vault.pendingCommit(for: id) != nil)
         #expect(fixture.vault.listingMark() == nil)
         #expect(!fixture.vault.isCurrent(before))
-        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
         let after = try #require(fixture.vault.listingMark())
         #expect(after != before && fixture.vault.isCurrent(after))
     }
@@ -127,7 +127,7 @@ import TokenVaultTesting
         // Once the attempt is journalled (the provider is being called), take the write lock
         // and keep it until the refresh's commit has met it and is held (a fixed second once
         // ended before the commit came, on a machine busy with the other suites), at most 15 s.
-        try await eventually(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty }
+        #expect(try await waitUntil(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty })
         // Held on a thread of its own: a wait on the concurrency pool stalls other tests.
         let lockHeld = Task {
             try await offThePool {
@@ -147,7 +147,7 @@ import TokenVaultTesting
         }
         #expect(held.lastError.contains("locked") || held.lastError.contains("busy"), "\(held.lastError)")
         try await lockHeld.value
-        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
         let after = try fixture.metadata(id)
         #expect(after.generation == 2 && after.status == .active)
         #expect(fixture.provider.calls == 1)
@@ -167,7 +167,7 @@ import TokenVaultTesting
         }
         let replacement = try await fixture.store("replaced", refreshToken: "rt-from-a-new-sign-in").1
         #expect(replacement.generation == 2)
-        try await eventually(within: 5) { fixture.vault.pendingCommit(for: id) == nil }
+        #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
         #expect(try fixture.metadata(id).generation == 2)
         #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-a-new-sign-in")
     }

@@ -1,5 +1,6 @@
 import Testing
 import TokenVaultCore
+import TokenVaultTesting
 
 @testable import TokenVaultEngine
 
@@ -55,7 +56,7 @@ import TokenVaultCore
             name: "acme", kind: "oauth2", limits: ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
         await gate.acquire()
         let waiting = Task { await gate.acquire() }
-        try await eventually(within: 5) { gate.queued == 1 }
+        #expect(try await waitUntil(within: 5) { gate.queued == 1 })
         gate.update(ProviderLimits(concurrency: 2, ratePerSecond: 1000, burst: 1000))
         await waiting.value
         #expect(gate.limits.concurrency == 2)
@@ -69,7 +70,7 @@ import TokenVaultCore
         await gate.acquire()
         await gate.acquire()
         let waiting = Task { await gate.acquire() }
-        try await eventually(within: 5) { gate.queued == 1 }
+        #expect(try await waitUntil(within: 5) { gate.queued == 1 })
         gate.update(ProviderLimits(concurrency: 1, ratePerSecond: 1000, burst: 1000))
         // `release` decides at once whether the freed slot goes to the waiting call.
         gate.release()

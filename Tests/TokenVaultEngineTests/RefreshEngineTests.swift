@@ -259,7 +259,7 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("replaced")
         fixture.provider.script(.delay(0.5), .succeed())
         async let refresh = fixture.engine.refresh(id, reason: .forced)
-        try await eventually { fixture.provider.calls == 1 }  // the provider has the old token
+        #expect(try await waitUntil { fixture.provider.calls == 1 })  // the provider has the old token
         try await fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
         let outcome = try await refresh
         guard case .skipped = outcome else { Issue.record("\(outcome)"); return }

@@ -40,11 +40,11 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         // Asleep until the far one is due.
-        try await eventually(within: 5) { fixture.engine.wake.isWaited }
+        #expect(try await waitUntil(within: 5) { fixture.engine.wake.isWaited })
         let (soon, _) = try await fixture.store("soon", lifetime: 2)
         // Due after about 1 s (half-life); without the wake-up it would wait for the far one, half
         // an hour away. Up to 15 s for a machine busy with the other suites.
-        try await eventually(within: 15) { try fixture.metadata(soon).generation >= 2 }
+        #expect(try await waitUntil(within: 15) { try fixture.metadata(soon).generation >= 2 })
     }
 
     @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
@@ -55,7 +55,7 @@ import TokenVaultTesting
             owner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "gone"))
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await eventually { try fixture.metadata(id).generation == 2 }
+        #expect(try await waitUntil { try fixture.metadata(id).generation == 2 })
         #expect(fixture.engine.counters.recovered == 1)
         #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
     }
@@ -76,7 +76,7 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         // Refreshed at about 1.5 s, resumed a second after the failure; the lease ends at 61 s.
-        try await eventually(within: 30) { try fixture.metadata(id).generation == 2 }
+        #expect(try await waitUntil(within: 30) { try fixture.metadata(id).generation == 2 })
         #expect(fixture.logs.text.contains("injected loss of the connection after COMMIT"))
         #expect(fixture.engine.counters.recovered == 1)
         #expect(fixture.provider.presentedTwice.isEmpty)
@@ -109,7 +109,7 @@ import TokenVaultTesting
         let (id, metadata) = try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-old")
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await eventually(within: 5) { fixture.engine.wake.isWaited }
+        #expect(try await waitUntil(within: 5) { fixture.engine.wake.isWaited })
         try fixture.journalOpenAttempt(
             id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-new")
@@ -127,7 +127,7 @@ import TokenVaultTesting
         let (id, metadata) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-old")
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        try await eventually(within: 5) { fixture.engine.wake.isWaited }
+        #expect(try await waitUntil(within: 5) { fixture.engine.wake.isWaited })
         try fixture.journalOpenAttempt(
             id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         let (_, replaced) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-new")
@@ -137,9 +137,10 @@ import TokenVaultTesting
         let skippedBefore = fixture.engine.counters.skipped
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         fixture.engine.wakeScheduler()
-        try await eventually(within: 5) {
-            fixture.engine.counters.skipped > skippedBefore && fixture.engine.inFlightCount == 0
-        }
+        #expect(
+            try await waitUntil(within: 5) {
+                fixture.engine.counters.skipped > skippedBefore && fixture.engine.inFlightCount == 0
+            })
         #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
         #expect(!fixture.engine.stranded.isEmpty, "waiting for the provider to reopen")
         #expect(fixture.provider.calls == 0)
@@ -151,7 +152,7 @@ import TokenVaultTesting
         _ fixture: EngineFixture, _ id: CredentialID, generation: Int64,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
-        try await eventually(within: 5, { fixture.engine.stranded.isEmpty }, sourceLocation: sourceLocation)
+        #expect(try await waitUntil(within: 5) { fixture.engine.stranded.isEmpty }, sourceLocation: sourceLocation)
         try await Task.sleep(for: .milliseconds(300))
         #expect(fixture.provider.calls == 0, sourceLocation: sourceLocation)
         #expect(try fixture.metadata(id).generation == generation, sourceLocation: sourceLocation)
@@ -171,11 +172,4 @@ import TokenVaultTesting
         _ = try await fixture.engine.refresh(id, reason: .resumption)
         #expect(fixture.engine.stranded.isEmpty)
     }
-}
-
-/// `waitUntil`, recording a failure when the condition never held.
-func eventually(
-    within seconds: Double = 5, _ condition: () throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
-) async throws {
-    #expect(try await waitUntil(within: seconds, condition), "not within \(seconds) s", sourceLocation: sourceLocation)
 }
