@@ -1,12 +1,14 @@
 import NIOCore
 import TokenVaultCore
 
-/// Writes credential metadata (`CredentialMetadataDocument`) and pages of it byte for byte as
-/// `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes` writes them, without an
-/// encoder: the encoder built a dictionary per object, sorted its keys and boxed every value,
-/// about 20 µs per credential (a page of 50 cost over a millisecond of CPU). The keys below are
-/// in sorted order; absent optionals are left out, as the synthesized `Encodable` leaves them.
-/// `MetadataJSONTests` compares the two over many shapes.
+/// The one spelling of credential metadata in JSON (a credential's document, pages of the
+/// listing, stream lines, the exchange's answer), written byte for byte as `JSONEncoder` with
+/// `.sortedKeys` and `.withoutEscapingSlashes` would write the Codable model docs/openapi.yaml
+/// describes, without an encoder: the encoder built a dictionary per object, sorted its keys
+/// and boxed every value, about 20 µs per credential (a page of 50 cost over a millisecond of
+/// CPU). The keys below are in sorted order; absent optionals are left out, as a synthesized
+/// `Encodable` leaves them. `MetadataJSONTests` checks it against that model
+/// (`CredentialMetadataDocument`, in the tests) field by field over many shapes.
 enum MetadataJSON {
     /// One credential's document.
     static func document(_ metadata: CredentialMetadata, allocator: ByteBufferAllocator) -> ByteBuffer {

@@ -18,7 +18,7 @@ extension VaultAPI {
             metadata: [
                 "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(metadata.generation)",
             ])
-        var response = try json(CredentialMetadataDocument(metadata), status: metadata.generation == 1 ? .created : .ok)
+        var response = json(metadata, status: metadata.generation == 1 ? .created : .ok)
         response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
         return response
     }

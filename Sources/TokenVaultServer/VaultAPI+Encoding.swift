@@ -107,8 +107,13 @@ extension VaultAPI {
     }
 
     /// A 200 with a JSON body written elsewhere (`MetadataJSON`).
-    func json(body: ByteBuffer) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    func json(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    }
+
+    /// A credential's metadata, as every route writes it (`MetadataJSON`).
+    func json(_ metadata: CredentialMetadata, status: HTTPResponse.Status = .ok) -> Response {
+        json(body: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()), status: status)
     }
 
     /// The one JSON encoding of response documents, for the router and the event loop alike.

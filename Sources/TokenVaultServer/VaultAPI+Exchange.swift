@@ -73,7 +73,7 @@ extension VaultAPI {
         var response = Response(
             status: metadata.generation == 1 ? .created : .ok,
             headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: .init(byteBuffer: try exchangeBody(metadata, payload: payload)))
+            body: .init(byteBuffer: exchangeBody(metadata, payload: payload)))
         response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
         return response
     }
@@ -97,17 +97,15 @@ extension VaultAPI {
 
     /// `{"credential": {…}, "token": {…}}`: the metadata as every route writes it, the token part
     /// by `TokenJSON`, straight from locked memory (no `String` copy of a token).
-    private func exchangeBody(_ metadata: CredentialMetadata, payload: TokenPayload) throws -> ByteBuffer {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let credential = try encoder.encode(CredentialMetadataDocument(metadata))
+    private func exchangeBody(_ metadata: CredentialMetadata, payload: TokenPayload) -> ByteBuffer {
+        let credential = MetadataJSON.document(metadata, allocator: ByteBufferAllocator())
         let token = TokenJSON.body(
             accessToken: payload.secrets.accessToken, tokenType: metadata.tokenType ?? "Bearer",
             expiresAt: metadata.expiresAt, idToken: payload.secrets.idToken, allocator: ByteBufferAllocator())
         var body = ByteBuffer()
-        body.reserveCapacity(credential.count + token.readableBytes + 24)
+        body.reserveCapacity(credential.readableBytes + token.readableBytes + 24)
         body.writeStaticString("{\"credential\":")
-        body.writeBytes(credential)
+        body.writeImmutableBuffer(credential)
         body.writeStaticString(",\"token\":")
         body.writeImmutableBuffer(token)
         body.writeStaticString("}")

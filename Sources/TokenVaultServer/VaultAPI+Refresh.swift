@@ -104,7 +104,7 @@ extension VaultAPI {
         switch outcome {
         case .refreshed(let refreshed):
             audit.record(auditEvent(peer, .credentialRefresh, id, .succeeded))
-            return try json(CredentialMetadataDocument(refreshed))
+            return json(refreshed)
         case .failed(let failure, _):
             audit.record(auditEvent(peer, .credentialRefresh, id, .failed, detail: failure.code.rawValue))
             if failure.code == .providerNotConfigured {
@@ -163,7 +163,7 @@ extension VaultAPI {
         case .revokePending(let metadata, let failure):
             audit.record(auditEvent(peer, .credentialDelete, id, .failed, detail: "revoke_pending: \(failure.code)"))
             // The metadata's last_error says why; the credential is retried in the background.
-            return try json(CredentialMetadataDocument(metadata), status: .accepted)
+            return json(metadata, status: .accepted)
         }
     }
 }

@@ -21,14 +21,14 @@ extension VaultAPI {
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
         let current = try await blocking { try vault.metadata(id) }
-        return ndjson(events, peer: peer, slot: slot, first: [try Self.line(CredentialMetadataDocument(current))]) {
+        return ndjson(events, peer: peer, slot: slot, first: [Self.line(current)]) {
             event, last, groups in
             // The rules in force now, for the groups the caller is in now.
             guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
             guard let event else { return .skip }
             if event.kind == .deleted { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
-            return .write(try Self.line(CredentialMetadataDocument(metadata)), metadata)
+            return .write(Self.line(metadata), metadata)
         }
     }
 
@@ -136,10 +136,15 @@ extension VaultAPI {
     }
 
     static func line(_ document: some Encodable) throws -> ByteBuffer {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var bytes = try encoder.encode(document)
-        bytes.append(UInt8(ascii: "\n"))
-        return ByteBuffer(bytes: bytes)
+        var line = try jsonBody(document)
+        line.writeStaticString("\n")
+        return line
+    }
+
+    /// A credential's metadata as one line of a stream.
+    static func line(_ metadata: CredentialMetadata) -> ByteBuffer {
+        var line = MetadataJSON.document(metadata, allocator: ByteBufferAllocator())
+        line.writeStaticString("\n")
+        return line
     }
 }

@@ -1,45 +1,49 @@
-/// The JSON shape of credential metadata shown to people and programs (CLI `--json`, API).
-/// Times are RFC 3339 strings; there is deliberately no field that could carry a secret.
-public struct CredentialMetadataDocument: Encodable, Sendable {
-    public let id: String
-    public let namespace: String
-    public let name: String
-    public let provider: String
-    public let kind: String
-    public let subject: String?
-    public let status: String
-    public let generation: Int64
-    public let tokenType: String?
-    public let scopes: [String]
-    public let labels: [String: String]
-    public let issuedAt: String
-    public let expiresAt: String?
-    public let refreshAt: String?
-    public let refreshTokenExpiresAt: String?
-    public let hasRefreshToken: Bool
-    public let hasIDToken: Bool
-    public let lastError: LastError?
-    public let refreshFailures: Int
-    public let createdAt: String
-    public let updatedAt: String
+import TokenVaultCore
+
+/// Credential metadata as docs/openapi.yaml describes it, written the Codable way: the model
+/// `MetadataJSON`, which every route writes metadata with, is checked against field by field
+/// (`MetadataJSONTests`). Times are RFC 3339 strings; there is deliberately no field that could
+/// carry a secret.
+struct CredentialMetadataDocument: Encodable, Sendable {
+    let id: String
+    let namespace: String
+    let name: String
+    let provider: String
+    let kind: String
+    let subject: String?
+    let status: String
+    let generation: Int64
+    let tokenType: String?
+    let scopes: [String]
+    let labels: [String: String]
+    let issuedAt: String
+    let expiresAt: String?
+    let refreshAt: String?
+    let refreshTokenExpiresAt: String?
+    let hasRefreshToken: Bool
+    let hasIDToken: Bool
+    let lastError: LastError?
+    let refreshFailures: Int
+    let createdAt: String
+    let updatedAt: String
     /// Present while a provider's answer for this credential is held because the database has
     /// not taken it (see `PendingCommit`).
-    public let pendingCommit: Pending?
+    let pendingCommit: Pending?
 
-    public struct Pending: Encodable, Sendable {
-        public let since: String
-        public let failures: Int
-        public let lastError: String
-        public let nextAttemptAt: String
+    struct Pending: Encodable, Sendable {
+        let since: String
+        let failures: Int
+        let lastError: String
+        let nextAttemptAt: String
         enum CodingKeys: String, CodingKey {
             case since, failures, lastError = "last_error", nextAttemptAt = "next_attempt_at"
         }
     }
 
-    public struct LastError: Encodable, Sendable {
-        public let code: String
-        public let message: String
-        public let at: String
+    struct LastError: Encodable, Sendable {
+        let code: String
+        let message: String
+        let at: String
     }
 
     enum CodingKeys: String, CodingKey {
@@ -50,7 +54,7 @@ public struct CredentialMetadataDocument: Encodable, Sendable {
             "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit"
     }
 
-    public init(_ metadata: CredentialMetadata) {
+    init(_ metadata: CredentialMetadata) {
         id = metadata.id.description
         namespace = metadata.id.namespace
         name = metadata.id.name
