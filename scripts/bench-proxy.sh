@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the proxy (docs/benchmarks.md, "The proxy"; issue 24): proxied requests per second
+# Benchmark of the proxy (docs/benchmarks.md, "The proxy"): proxied requests per second
 # and latency against the same loopback upstream called directly, in the same run, at 1 and 16
 # connections, and the daemon's memory while 100 calls stream 10 MiB answers at once.
 #
@@ -7,13 +7,17 @@
 #
 # 1. builds `tokenvault` and `tokenvault-loadgen` in release mode;
 # 2. installs nginx with apt-get when missing (a benchmark script, not CI) and starts it on
-#    127.0.0.1:$PORT, one worker, serving a 13-byte /hello and a 10 MiB /big;
+#    127.0.0.1:$PORT, one worker, serving a 13-byte /hello and a 10 MiB /big; and a second nginx
+#    on 127.0.0.1:$((PORT + 1)), one process, that passes every request to the first with an
+#    added `Authorization` header over kept connections (`proxy_pass`): what a user could put in
+#    front of an API instead of the vault, the reference for the proxy's CPU per call;
 # 3. a fresh vault whose instance `bench-api` lists that upstream in `api_base_urls`, with the
 #    credential bench/api, and `tokenvault serve`;
-# 4. PAIRS times (default 3), alternately: GET /hello directly over TCP, then through the proxy
-#    (GET /v1/credentials/bench/api/proxy/hello on the socket), then the routed baseline
-#    GET /v1/health, at 1 and at 16 keep-alive connections (tokenvault-loadgen; the goals take the
-#    median pair);
+# 4. PAIRS times (default 3), alternately: GET /hello directly over TCP, through nginx's
+#    proxy_pass, through the vault's proxy (GET /v1/credentials/bench/api/proxy/hello on the
+#    socket), then the routed baseline GET /v1/health, at 1 and at 16 keep-alive connections
+#    (tokenvault-loadgen; the goals take the median pair); "srv us/req" is the CPU of the process
+#    answering (nginx's proxy for nginx-proxy, the daemon otherwise);
 # 5. restarts the daemon, makes one proxied call, reads its resident memory, starts 100 curl
 #    downloads of /big through the proxy at once, and reads its peak (VmHWM) when they are done;
 # 6. prints the pairs, the median pair and the goals.
@@ -50,11 +54,13 @@ DATA="$WORK/data"
 SOCKET="$WORK/tokenvault.sock"
 DAEMON_PID=""
 NGINX_PID=""
+NGINX_PROXY_PID=""
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
 cleanup() {
     stop_daemon
     [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+    [ -n "$NGINX_PROXY_PID" ] && kill "$NGINX_PROXY_PID" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -82,6 +88,35 @@ EOF
 "$NGINX" -c "$WORK/nginx.conf" -p "$WORK/nginx" &
 NGINX_PID=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/hello" >/dev/null && break; sleep 0.1; done
+# The reference proxy: one process (no master), so its pid is the one whose CPU is read.
+mkdir -p "$WORK/nginx-proxy"
+cat >"$WORK/nginx-proxy.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+error_log $WORK/nginx-proxy/error.log;
+pid $WORK/nginx-proxy/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $WORK/nginx-proxy; proxy_temp_path $WORK/nginx-proxy;
+    fastcgi_temp_path $WORK/nginx-proxy; uwsgi_temp_path $WORK/nginx-proxy; scgi_temp_path $WORK/nginx-proxy;
+    upstream api { server 127.0.0.1:$PORT; keepalive 64; }
+    server {
+        listen 127.0.0.1:$((PORT + 1));
+        location / {
+            proxy_pass http://api;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Authorization "Bearer bench-token";
+        }
+    }
+}
+EOF
+"$NGINX" -c "$WORK/nginx-proxy.conf" -p "$WORK/nginx-proxy" &
+NGINX_PROXY_PID=$!
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$((PORT + 1))/hello" >/dev/null && break; sleep 0.1; done
 
 "$TOKENVAULT" init --data-dir "$DATA" >/dev/null 2>&1
 cat >"$DATA/config.json" <<EOF
@@ -92,13 +127,14 @@ TOKENVAULT_CONFIG="$DATA/config.json" start_daemon ${DAEMON_ENV:-}
 echo '{"access_token":"bench-token","expires_in":86400}' |
     "$TOKENVAULT" put bench/api --provider bench-api --socket "$SOCKET" >/dev/null
 
-run() { # KEY TARGET PATH CONNECTIONS
-    measure "$1" "$DAEMON_PID" "$LOADGEN" run --socket "$2" --path "$3" --connections "$4" \
+run() { # KEY TARGET PATH CONNECTIONS [SERVER_PID]
+    measure "$1" "${5:-$DAEMON_PID}" "$LOADGEN" run --socket "$2" --path "$3" --connections "$4" \
         --duration "$DURATION" --warmup "$WARMUP"
 }
 for pair in $(seq "$PAIRS"); do
     for connections in 1 16; do
         run "direct-$connections-$pair" "tcp:127.0.0.1:$PORT" /hello "$connections"
+        run "nginx-proxy-$connections-$pair" "tcp:127.0.0.1:$((PORT + 1))" /hello "$connections" "$NGINX_PROXY_PID"
         run "proxy-$connections-$pair" "$SOCKET" /v1/credentials/bench/api/proxy/hello "$connections"
         # The floor of any routed request (NIO's decoder, the router, the handler task): the proxy
         # cannot be faster than this on the router's path.
@@ -117,21 +153,21 @@ for _ in $(seq "$STREAMS"); do
     curl -s --unix-socket "$SOCKET" -o /dev/null -w '%{size_download}\n' \
         http://localhost/v1/credentials/bench/api/proxy/big >>"$WORK/sizes" &
 done
-wait $(jobs -p | grep -v "^$NGINX_PID$" | grep -v "^$DAEMON_PID$") 2>/dev/null || true
+wait $(jobs -p | grep -v "^$NGINX_PID$" | grep -v "^$NGINX_PROXY_PID$" | grep -v "^$DAEMON_PID$") 2>/dev/null || true
 finished=$(date +%s.%N)
 PEAK_KB=$(status_kb "$DAEMON_PID" VmHWM)
 COMPLETE=$(grep -c "^$((10 << 20))$" "$WORK/sizes" || true)
 
 {
     echo "machine: $(nproc) cores, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '%-8s %5s %4s %10s %8s %8s %8s %12s %12s\n' target conns pair "req/s" "p50 us" "p99 us" "srv cores" "srv us/req" "machine cores"
+    printf '%-11s %5s %4s %10s %8s %8s %8s %12s %12s\n' target conns pair "req/s" "p50 us" "p99 us" "srv cores" "srv us/req" "machine cores"
     for pair in $(seq "$PAIRS"); do
         for connections in 1 16; do
-            for target in direct proxy health; do
+            for target in direct nginx-proxy proxy health; do
                 key="$target-$connections-$pair"
                 line=${RESULT[$key]}
                 rps=$(field "$line" rps)
-                printf '%-8s %5s %4s %10s %8s %8s %8s %12s %12s\n' "$target" "$connections" "$pair" "$rps" \
+                printf '%-11s %5s %4s %10s %8s %8s %8s %12s %12s\n' "$target" "$connections" "$pair" "$rps" \
                     "$(field "$line" p50_us)" "$(field "$line" p99_us)" "${SERVER_CORES[$key]}" \
                     "$(cpu_per_request "${SERVER_CORES[$key]}" "$rps")" "${MACHINE_CORES[$key]}"
             done

@@ -43,6 +43,18 @@ import Yams
         }
     }
 
+    /// The proxy's description names every request header it forwards, and no other.
+    @Test func theProxysForwardedHeadersAreDocumented() throws {
+        let text = try String(contentsOfFile: OpenAPIDocument.defaultPath, encoding: .utf8)
+        let start = try #require(text.range(of: "Request headers follow an allowlist: "))
+        let end = try #require(text.range(of: "and the\n", range: start.upperBound..<text.endIndex))
+        let listed = Set(
+            text[start.upperBound..<end.lowerBound].split(separator: "`", omittingEmptySubsequences: false).enumerated()
+                .filter { $0.offset % 2 == 1 }
+                .map { $0.element.lowercased() })
+        #expect(listed == ForwardedHeaders.standard, "\(listed.symmetricDifference(ForwardedHeaders.standard))")
+    }
+
     /// Every error code is in the `Problem` schema's table, at the status `VaultError.Code`
     /// answers it with (one exhaustive switch), and the table names no code that does not exist.
     @Test func everyErrorCodeHasItsDocumentedStatus() throws {
