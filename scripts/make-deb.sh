@@ -150,7 +150,8 @@ put 0644 "$repo/packaging/config.json" etc/tokenvault/config.json
 # Prometheus rules (not under /usr/share/doc, which minimal images leave out).
 put 0644 "$repo/packaging/prometheus/tokenvault-alerts.yml" usr/share/tokenvault/prometheus/tokenvault-alerts.yml
 
-# Documentation.
+# Documentation: README.md, every page of docs/ (configuration, operations, architecture,
+# webhooks, scale-out, benchmarks) and the provider pages (PackagingTests checks the main ones).
 doc=usr/share/doc/tokenvault
 put 0644 "$repo/README.md" "$doc/README.md"
 for file in "$repo"/docs/*.md; do

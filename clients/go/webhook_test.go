@@ -124,23 +124,23 @@ func TestTheDaemonsDeliveryIsAcceptedAndATamperedOneRefused(t *testing.T) {
 	if err := tokenvault.VerifyWebhook(d.webhookSecret, got.header, tampered, 5*time.Minute, time.Now()); !errors.Is(err, tokenvault.ErrWebhookNotVerified) {
 		t.Fatalf("a tampered delivery: %v", err)
 	}
-	if err := readmeVerifier(t, d.webhookSecret, got.header, got.body); err != nil {
-		t.Fatalf("the README's verifier refused the daemon's delivery: %v", err)
+	if err := documentedVerifier(t, d.webhookSecret, got.header, got.body); err != nil {
+		t.Fatalf("docs/webhooks.md's verifier refused the daemon's delivery: %v", err)
 	}
-	if readmeVerifier(t, d.webhookSecret, got.header, tampered) == nil {
-		t.Fatal("the README's verifier took a tampered delivery")
+	if documentedVerifier(t, d.webhookSecret, got.header, tampered) == nil {
+		t.Fatal("docs/webhooks.md's verifier took a tampered delivery")
 	}
 }
 
-// readmeVerifier runs the README's standard-library verification snippet on a delivery.
-func readmeVerifier(t *testing.T, secret string, header http.Header, body []byte) error {
-	readme, err := os.ReadFile(filepath.Join(repository, "README.md"))
+// documentedVerifier runs docs/webhooks.md's standard-library verification snippet on a delivery.
+func documentedVerifier(t *testing.T, secret string, header http.Header, body []byte) error {
+	readme, err := os.ReadFile(filepath.Join(repository, "docs", "webhooks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	snippet := regexp.MustCompile("(?s)```go\n(func verify\\(.*?)```").FindSubmatch(readme)
 	if snippet == nil {
-		t.Fatal("README.md has no Go verification snippet")
+		t.Fatal("docs/webhooks.md has no Go verification snippet")
 	}
 	directory := t.TempDir()
 	program := `package main

@@ -13,11 +13,11 @@ from tokenvault import Client, WebhookVerificationError, verify_webhook
 from daemon import REPOSITORY, Daemon, Provider, Receiver
 
 
-def readme_verifier():  # type: ignore[no-untyped-def]
-    """The README's standard-library verification snippet, as a function."""
-    with open(os.path.join(REPOSITORY, "README.md")) as file:
+def documented_verifier():  # type: ignore[no-untyped-def]
+    """docs/webhooks.md's standard-library verification snippet, as a function."""
+    with open(os.path.join(REPOSITORY, "docs", "webhooks.md")) as file:
         snippet = re.search(r"```python\n(import base64.*?def verify\(.*?)```", file.read(), re.S)
-    assert snippet is not None, "README.md has no Python verification snippet"
+    assert snippet is not None, "docs/webhooks.md has no Python verification snippet"
     scope: dict = {}
     exec(snippet.group(1), scope)
     return scope["verify"]
@@ -75,7 +75,7 @@ class DaemonDeliveryTests(unittest.TestCase):
             headers, body = delivery["headers"], delivery["body"]
             verify_webhook(daemon.webhook_secret, headers, body)  # type: ignore[arg-type]
             lowered = {name.lower(): value for name, value in headers.items()}  # type: ignore[union-attr]
-            readme_verifier()(daemon.webhook_secret, lowered, body)
+            documented_verifier()(daemon.webhook_secret, lowered, body)
             event = json.loads(body)  # type: ignore[arg-type]
             self.assertEqual(event["data"]["id"], "payments/alice")
             for token in provider.issued:
@@ -84,7 +84,7 @@ class DaemonDeliveryTests(unittest.TestCase):
             with self.assertRaises(WebhookVerificationError):
                 verify_webhook(daemon.webhook_secret, headers, tampered)  # type: ignore[arg-type]
             with self.assertRaises(ValueError):
-                readme_verifier()(daemon.webhook_secret, lowered, tampered)
+                documented_verifier()(daemon.webhook_secret, lowered, tampered)
         finally:
             daemon.close()
             receiver.close()
