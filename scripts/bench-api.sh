@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of the daemon's local API over its Unix socket, with Redis on a Unix socket as the
-# reference line (docs/benchmarks.md, "Local API over the Unix socket"; issue 3).
+# reference line (docs/benchmarks.md, "Local API over the Unix socket").
 #
 #   bash scripts/bench-api.sh
 #
@@ -168,7 +168,7 @@ for pair in $(seq "$PAIRS"); do
             -c "$connections" -n "$requests" -r "$SEED_COUNT" --csv
     done
 done
-# Baselines through the same daemon and client, for the analysis and issue 25's goals for
+# Baselines through the same daemon and client, for the analysis and the goals for
 # routes other than the token read: the health check (its database read at most once a
 # second), an unknown path (the problem+json 404), a credential's metadata and a page of 50.
 # The first three are answered on the event loop when they can be (FastTarget).
@@ -379,15 +379,15 @@ summary() {
     local cpu_ratio
     cpu_ratio=$(awk -v a="${SERVER_CPU_US[token-$N]}" -v b="${SERVER_CPU_US[redis-$N]}" \
         'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')
-    echo "| issue 25: throughput at $N connections vs redis GET (median pair) | >= 60% | ${share}% |" \
+    echo "| throughput at $N connections vs redis GET (median pair), second goal | >= 60% | ${share}% |" \
         "$(verdict "$share >= 60") |"
-    echo "| issue 25: server CPU per read at $N connections vs redis's | <= 2.5x | ${cpu_ratio}x" \
+    echo "| server CPU per read at $N connections vs redis's | <= 2.5x | ${cpu_ratio}x" \
         "(${SERVER_CPU_US[token-$N]} against ${SERVER_CPU_US[redis-$N]} us) | $(verdict "$cpu_ratio <= 2.5") |"
     for route in health-n notfound-n show-n; do
-        echo "| issue 25: server CPU per request, $route | <= 30 us | ${SERVER_CPU_US[$route]} us |" \
+        echo "| server CPU per request, $route | <= 30 us | ${SERVER_CPU_US[$route]} us |" \
             "$(verdict "${SERVER_CPU_US[$route]} <= 30") |"
     done
-    echo "| issue 25: server CPU per request, list-n (50 items) | <= 60 us | ${SERVER_CPU_US[list-n]} us |" \
+    echo "| server CPU per request, list-n (50 items) | <= 60 us | ${SERVER_CPU_US[list-n]} us |" \
         "$(verdict "${SERVER_CPU_US[list-n]} <= 60") |"
     if [ "$POSTGRES" = 1 ]; then
         echo "| PostgreSQL node vs SQLite node, $N connections (median pair) | >= 0.8x | ${pg_ratio}x |" \
@@ -395,7 +395,7 @@ summary() {
         local pg_share
         pg_share=$(awk -v a="$(field "${RESULT[pg-$N-$PAIR_N]}" rps)" \
             -v b="$(cut -d, -f2 <<<"${RESULT[redis-$N-$PAIR_N]}")" 'BEGIN { printf "%.1f", 100 * a / b }')
-        echo "| issue 25: PostgreSQL node vs redis GET, $N connections (the median pair) | >= 80% | ${pg_share}% |" \
+        echo "| PostgreSQL node vs redis GET, $N connections (the median pair) | >= 80% | ${pg_share}% |" \
             "$(verdict "$pg_share >= 80") |"
         local stale_p99
         stale_p99=$(field "$STALENESS" p99_ms)

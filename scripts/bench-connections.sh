@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What open connections cost the daemon: its resident memory with IDLE idle connections and
-# WATCHES watch streams open at once (docs/benchmarks.md, "Open connections"; issue 13).
+# WATCHES watch streams open at once (docs/benchmarks.md, "Open connections").
 #
 #   bash scripts/bench-connections.sh
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks of several daemons on one PostgreSQL vault (docs/benchmarks.md, "PostgreSQL: several
-# nodes"; issue 15). Token reads on a PostgreSQL node against the SQLite node, and staleness
+# nodes"). Token reads on a PostgreSQL node against the SQLite node, and staleness
 # between nodes, are in scripts/bench-api.sh (same run as the SQLite measurements).
 #
 #   bash scripts/bench-scale-out.sh

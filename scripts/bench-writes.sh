@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of durable writes through the daemon's socket API: PUT /v1/credentials/bench/c<k>
-# from 1 and WRITERS concurrent keep-alive connections (docs/benchmarks.md, "Writes"; issue 12).
+# from 1 and WRITERS concurrent keep-alive connections (docs/benchmarks.md, "Writes").
 # Every put is a FULL commit (it may carry a refresh token); the ledger's group commit lets
 # concurrent puts share one fsync.
 #

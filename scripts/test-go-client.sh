@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Go client's tests against the daemon `make test` built (clients/go; issue 26): `go vet`,
+# The Go client's tests against the daemon `make test` built (clients/go): `go vet`,
 # then `go test`, with Debian's golang-go (installed by scripts/install-deps.sh --test). The
 # module has no dependencies, so nothing is downloaded. The tests start the daemon themselves.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python client's tests against the daemon `make test` built (clients/python; issue 26):
+# The Python client's tests against the daemon `make test` built (clients/python):
 # installs the client with pip into a virtual environment of the build directory, as a user
 # would (`pip install ./clients/python`), and runs its tests with that environment's Python, so
 # they import the installed package, not the source tree. The tests start the daemon themselves.

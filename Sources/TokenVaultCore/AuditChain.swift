@@ -5,7 +5,7 @@
 /// row written: rows cut from the end are noticed). Pure, apart from the MAC function it is given.
 ///
 /// One chain per node: appending takes only the node's own chain's turn, so a node that froze in
-/// the middle of an audited write holds up nobody else's (issue 22). The chain named "" is the
+/// the middle of an audited write holds up nobody else's. The chain named "" is the
 /// vault's first; it keeps the version 1 encodings, under which its rows were written.
 public struct AuditChain: Sendable {
     /// The keyed MAC (32 bytes); nil when the vault has no audit key yet.

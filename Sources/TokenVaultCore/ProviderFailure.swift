@@ -1,4 +1,4 @@
-/// A failed call to a provider, classified the way docs/providers.md prescribes. The class
+/// A failed call to a provider, classified the way docs/providers/ describes. The class
 /// decides what happens to the credential; `code` and `message` are shown to operators and
 /// never contain a token.
 public struct ProviderFailure: Error, Sendable, Equatable, CustomStringConvertible {

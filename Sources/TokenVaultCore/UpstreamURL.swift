@@ -30,9 +30,9 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UpstreamURLProblem("'\(shown())' has spaces, control or non-ASCII characters; percent-encode them")
         }
-        // Characters RFC 3986 does not allow in a URL: sent as written on one path and
-        // percent-encoded (or refused) by the HTTP client's URL parser on the other, they would
-        // reach the upstream two ways.
+        // Characters RFC 3986 does not allow in a URL: the HTTP client's URL parser would
+        // percent-encode (or refuse) them, so the upstream would get another URL than the one
+        // checked.
         guard !text.utf8.contains(where: Self.mustBeEncoded) else {
             throw Self.unencoded(shown())
         }

@@ -7,7 +7,7 @@ import Synchronization
 #endif
 
 /// Messages over the daemon-courier socketpair: a 4-byte big-endian length, then the message.
-/// One thread reads (`FrameReader`, blocking). Writing never blocks its caller (issue 23): `send`
+/// One thread reads (`FrameReader`, blocking). Writing never blocks its caller: `send`
 /// queues the frame and one thread of the writer's own writes them in order, so a courier slow
 /// to read holds that thread, never one of the concurrency pool's few.
 final class FrameWriter: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import TokenVaultCore
 
-/// What a failed refresh does to the credential, per docs/providers.md. Pure: the random
+/// What a failed refresh does to the credential, per docs/providers/. Pure: the random
 /// number and the time come in, so every row is unit-tested.
 ///
 /// - `invalid_grant`: `needs_reauth`, never retried. If the attempt was resuming one whose

@@ -85,8 +85,8 @@ public final class WebhookDispatcher: Service, Sendable {
                     for (delivery, sender) in await claim() {
                         group.addTask { await self.deliver(delivery, with: sender) }
                     }
-                    // Without endpoints, asleep until a reload installs some (an idle daemon
-                    // wakes up for nothing: issue 25's idle wake-ups).
+                    // Without endpoints, asleep until a reload installs some: polling then would
+                    // only wake an idle daemon for nothing.
                     await wake.wait(seconds: state.withLock { $0.senders.isEmpty ? 86_400 : $0.options.pollSeconds })
                 }
             }

@@ -84,8 +84,8 @@ public struct HTTPAnswer: Sendable, Equatable {
 /// sent, and is retried freely. Waiting for the answer is long: a rotating call (refresh, code
 /// exchange) the vault gives up on has usually been processed by the provider anyway, so the
 /// retry presents a spent token and costs the credential, while an answer waited for costs a few
-/// reads a `token_expired` at most (issue 22: one late answer in ten lost 70 % of the credentials
-/// within 90 s with the old 10 s).
+/// reads a `token_expired` at most (with a 10 s read timeout, a provider that answered one call in
+/// ten late cost 70 % of the credentials within 90 s).
 public struct CallTimeouts: Sendable, Equatable {
     /// TCP connect and TLS handshake (`connect_timeout_seconds`).
     public var connectSeconds: Double

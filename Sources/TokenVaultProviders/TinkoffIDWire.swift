@@ -5,7 +5,7 @@ import TokenVaultCore
 public typealias TinkoffIDProvider = KindProvider<TinkoffIDWire>
 
 /// The requests of kind `tinkoff-id`. Its wire rules differ from plain RFC 6749 in small ways the
-/// SDKs rely on (`shared/design/providers.md`): HTTP Basic always (a mobile client's password is
+/// SDKs rely on (docs/providers/tinkoff-id.md): HTTP Basic always (a mobile client's password is
 /// empty), `client_id` in the body as well, and the header `X-SSO-No-Adapter: true` on every
 /// call, without which T-ID answers differently. Error bodies (`error_message`,
 /// `limit_exceeded`) are read by the shared classifier.

@@ -2,7 +2,7 @@ import Testing
 import TokenVaultCore
 
 /// When another node counts as silent: only after this node watched its counter stand still for a
-/// whole period, in readings close enough together (issue 22).
+/// whole period, in readings close enough together.
 @Suite struct SilenceWatchTests {
     static func reading(at seconds: Double, _ beats: [String: Int64]) -> HeartbeatReading {
         let now = Timestamp(seconds: seconds)

@@ -10,7 +10,7 @@ import TokenVaultTesting
 /// what a process needs (never the daemon's `CREDENTIALS_DIRECTORY`, its `TOKENVAULT_*` settings
 /// or anything else a secret could be passed in), writes no core file and cannot be read
 /// through /proc by its user; and it still refreshes for an instance whose client secret comes
-/// from `$CREDENTIALS_DIRECTORY`, which it no longer reads.
+/// from `$CREDENTIALS_DIRECTORY`, which it does not read.
 @Suite struct CourierHygieneTests {
     @Test func theCourierGetsNoneOfTheDaemonsEnvironmentAndStillRefreshes() async throws {
         let harness = try await ResilienceHarness(

@@ -29,8 +29,8 @@ import TokenVaultTesting
 
     /// A provider whose answers carry 5,000 header fields (the daemon reads at most 256 back
     /// from the courier): the courier keeps no more than that, so the answer crosses the link,
-    /// the refresh commits and the link stays up. Before, the daemon refused the frame, the link
-    /// broke and the retry presented the spent token.
+    /// the refresh commits and the link stays up. (A frame the daemon refused would break the link,
+    /// and the retry would present the spent token.)
     @Test func anAnswerWithFiveThousandHeaderFieldsCrossesTheLink() async throws {
         let harness = try await ResilienceHarness(
             lifetime: 4, limits: #"{"concurrency": 4}"#,

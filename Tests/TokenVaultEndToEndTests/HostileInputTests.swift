@@ -6,8 +6,8 @@ import TokenVaultTesting
     import Glibc
 #endif
 
-/// The reproducers of issue 13, each against the built daemon: numbers that used to trap, slow
-/// and greedy clients, and callers who would wear out a provider shared with others.
+/// Hostile input, each case against the built daemon: numbers that would trap, slow and greedy
+/// clients, and callers who would wear out a provider shared with others.
 @Suite struct HostileInputTests {
     /// `PUT` with an EBS `expired` of 1e300 milliseconds, and a provider answering a forced
     /// refresh and a code exchange with `Retry-After: 100000000000000000000`: each is refused

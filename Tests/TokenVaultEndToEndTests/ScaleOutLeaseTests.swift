@@ -190,8 +190,9 @@ import TokenVaultTesting
 
     /// A node whose clock is ten minutes ahead (faketime) joins while the other node has refreshes
     /// in flight: on its clock every attempt node 1 journalled is long past its recorded lease end.
-    /// Leases are judged by heartbeats on the database's clock, so it takes none over. (Before,
-    /// each looked expired to it, and it presented the same refresh token again.)
+    /// Leases are judged by heartbeats on the database's clock, so it takes none over. (Judged by
+    /// their recorded ends, each would look expired to it, and it would present the same refresh
+    /// token again.)
     @Test func aNodeWithItsClockMinutesAheadTakesNothingOver() async throws {
         let (server, database) = try await TestPostgres.makeDatabase()
         let count = 40

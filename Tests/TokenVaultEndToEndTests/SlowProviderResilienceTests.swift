@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import TokenVaultTesting
 
-/// A provider that does the refresh at once but answers half a minute later (issue 22's last
-/// row: one late answer in ten lost 140 of 200 credentials within 90 s with a 10 s read timeout).
+/// A provider that does the refresh at once but answers half a minute later (with a 10 s read
+/// timeout, one late answer in ten would cost 140 of 200 credentials within 90 s).
 /// With the default read timeout every answer is waited for: nothing is presented twice, no
 /// family is revoked. Some reads meanwhile find the access token expired and say so.
 @Suite(.serialized) struct SlowProviderResilienceTests {

@@ -7,7 +7,7 @@ import TokenVaultTesting
 
 /// Two engines on one database file, as two nodes: an attempt is taken over only after the other
 /// node's heartbeat was watched standing still for a whole lease period, never because a lease's
-/// recorded end passed on somebody's clock (issue 22). The database's clock is the vault's fake
+/// recorded end passed on somebody's clock. The database's clock is the vault's fake
 /// clock, so a period passes without waiting.
 @Suite(.serialized) struct LeaseTakeoverTests {
     static let period = 60.0

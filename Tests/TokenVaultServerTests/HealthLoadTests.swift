@@ -7,7 +7,7 @@ import TokenVaultTesting
 @testable import TokenVaultServer
 
 /// Health and metrics are open to every member of the socket's group, rights or not: they must
-/// not let such a caller load the database or wait on the ledger's writer (issue 23).
+/// not let such a caller load the database or wait on the ledger's writer.
 @Suite struct HealthLoadTests {
     /// A thousand health and metrics requests while the ledger's writer is held: every one is
     /// answered, and the writer is let go only after that (it waits at most a minute). Health

@@ -6,7 +6,7 @@ import TokenVaultTesting
 
 @testable import TokenVaultStorage
 
-/// Group commits on PostgreSQL (issue 25, item 3): a transaction's claimed credentials are locked
+/// Group commits on PostgreSQL: a transaction's claimed credentials are locked
 /// and read at once, its writes' changes are kept back and sent together, and every answer given
 /// from what was read is checked by the database before anything commits.
 @Suite struct PostgresGroupCommitTests {

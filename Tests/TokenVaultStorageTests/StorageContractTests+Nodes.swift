@@ -5,7 +5,7 @@ import TokenVaultTesting
 
 @testable import TokenVaultStorage
 
-/// Node heartbeats on both backends (issue 22): one call renews a node and reads every node's
+/// Node heartbeats on both backends: one call renews a node and reads every node's
 /// counter with the database's time; forgetting a node releases its open attempts.
 extension StorageContractTests {
     @Test(arguments: TestBackendKind.allCases)

@@ -2,7 +2,7 @@ import NIOCore
 import PostgresNIO
 import TokenVaultCore
 
-/// Group commits on PostgreSQL (issue 25, item 3): a transaction carries many writes, and the
+/// Group commits on PostgreSQL: a transaction carries many writes, and the
 /// statements they need are few and shared. The claimed credentials are locked (with the active
 /// term read alongside), then read with their open attempts, in one wait of the writer's thread;
 /// the writes' row changes are kept back and sent as at most four statements (saved rows,

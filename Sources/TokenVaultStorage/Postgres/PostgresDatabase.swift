@@ -6,7 +6,7 @@ import PostgresNIO
 import Synchronization
 import TokenVaultCore
 
-/// The vault on PostgreSQL, shared by any number of daemons (issue 15): the same tables and the
+/// The vault on PostgreSQL, shared by any number of daemons: the same tables and the
 /// same storage protocols as `VaultDatabase`, so the ledger, the engine and the API are unchanged.
 ///
 /// - A few writer connections take the ledger's write transactions side by side, so commits
@@ -163,7 +163,7 @@ public final class PostgresDatabase: Sendable {
         try writer.query("SELECT 1")
     }
 
-    /// What every connection sets first, so that one node cannot stall the others (issue 22): a
+    /// What every connection sets first, so that one node cannot stall the others: a
     /// transaction left idle by a node that froze or died inside it is ended by the server after
     /// 10 s (its row and advisory locks with it), a statement the client gave up on is cancelled
     /// by the server too, and the server's keepalives find a client host that went away within

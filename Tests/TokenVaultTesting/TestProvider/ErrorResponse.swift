@@ -31,7 +31,7 @@ enum ErrorResponse {
     static func reasonPhrase(_ status: Int) -> String { HTTPResponseStatus(statusCode: status).reasonPhrase }
 
     /// ESIA's numbers for the RFC 6749 codes; 007011, 007007, 007008 and 007053 are documented
-    /// (docs/providers.md), the rest are plausible guesses.
+    /// (docs/providers/esia.md), the rest are plausible guesses.
     static func esiaNumber(_ code: String) -> String {
         switch code {
         case "invalid_grant": return "007011"

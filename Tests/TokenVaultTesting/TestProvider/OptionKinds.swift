@@ -1,5 +1,5 @@
 /// The small option values of `TestOAuthServer.Options`. Each one names a way real providers
-/// differ (docs/providers.md), so a test picks a provider's quirk instead of coding it.
+/// differ (docs/providers/), so a test picks a provider's quirk instead of coding it.
 
 /// How the client proves its identity to the token and revocation endpoints (RFC 6749 2.3.1).
 public enum ClientAuthentication: String, Sendable {
@@ -44,7 +44,7 @@ public enum ErrorShape: Sendable {
     /// `{"httpCode": "401", "httpMessage": "Unauthorized", "moreInformation": "code: text"}` (Sber's API gateway).
     case sberGateway
     /// `{"error": code, "error_description": "ESIA-007011: text"}`. The number comes from the code
-    /// (docs/providers.md knows 007011, 007007, 007008, 007015 and 007053; the others are guesses);
+    /// (docs/providers/esia.md knows 007011, 007007, 007008, 007015 and 007053; the others are guesses);
     /// a description that already starts with `ESIA-` is sent as it is.
     case esia
 }

@@ -1,5 +1,5 @@
 extension TestOAuthServer {
-    /// How the server behaves. Each provider quirk in docs/providers.md is a setting here, so a
+    /// How the server behaves. Each provider quirk in docs/providers/ is a setting here, so a
     /// test imitates a provider without new server code; `TestOAuthServer.update` changes it on a
     /// running server (the next request sees the change).
     public struct Options: Sendable {
@@ -46,7 +46,7 @@ extension TestOAuthServer {
         public var tokenAnswerDelay: ClosedRange<Double>? = nil
         /// This share (0...1) of unscripted refreshes is handled at once (the refresh token
         /// rotates as the request arrives) and answered `seconds` later: a provider that did the
-        /// work but is slow to say so (issue 22). The answer is lost if the client left.
+        /// work but is slow to say so. The answer is lost if the client left.
         public var lateAnswers: (share: Double, seconds: Double)? = nil
         /// Extra header fields (`X-Pad-1: p` …) on every unscripted token answer: a provider (or
         /// a proxy in front of it) that sends thousands.

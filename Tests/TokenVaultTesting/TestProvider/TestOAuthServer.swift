@@ -4,7 +4,7 @@ import Synchronization
 
 /// A real OAuth 2.0 authorization server on 127.0.0.1 for tests: HTTP/1.1 over SwiftNIO (no
 /// framework in between, so a test controls the connection itself: answer late, answer garbage,
-/// hang up), imitating the providers of docs/providers.md. It keeps the true state of every
+/// hang up), imitating the providers of docs/providers/. It keeps the true state of every
 /// token it minted, so tests can assert what a real provider would have done to a client: "no
 /// refresh token was presented twice", "no expired token was served".
 ///
