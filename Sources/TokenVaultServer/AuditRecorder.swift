@@ -142,8 +142,8 @@ public final class AuditRecorder: Service, Sendable {
         var lastPrune = ContinuousClock.now
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                // Asleep until there is something to write or prune: an idle daemon no longer
-                // wakes four times a second to find nothing (issue 25). Events are then written
+                // Asleep until there is something to write or prune: an idle daemon does not
+                // wake four times a second to find nothing. Events are then written
                 // within `flushInterval`, gathered into one batch.
                 await wake.wait(seconds: secondsUntilWork(lastPrune: lastPrune))
                 guard !Task.isShuttingDownGracefully else { break }

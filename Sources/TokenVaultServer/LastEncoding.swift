@@ -4,7 +4,7 @@ import Synchronization
 /// A document's JSON, encoded again only when the document changed. The health check is polled
 /// (by load balancers, systemd, `tokenvault status`) and its document changes about once a second
 /// (`uptime_seconds`); building it is cheap, encoding it through `JSONEncoder` was most of the
-/// request's CPU (docs/benchmarks.md, issue 25). Compared whole, so a change of any field is
+/// request's CPU (docs/benchmarks.md). Compared whole, so a change of any field is
 /// always in the next answer.
 final class LastEncoding<Document: Encodable & Equatable & Sendable>: Sendable {
     private let last = Mutex<(document: Document, body: ByteBuffer)?>(nil)

@@ -3,7 +3,7 @@ import Synchronization
 /// A value computed at most once per `maximumAge` and shared by every caller meanwhile, and by
 /// every caller that asks while it is being computed. Health and metrics are open to every
 /// member of the socket's group: however often they are asked, the database is asked at most
-/// once a second (issue 23).
+/// once a second.
 final class RecentValue<Value: Sendable>: Sendable {
     private struct State {
         var latest: (value: Value, at: ContinuousClock.Instant)?
