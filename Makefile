@@ -22,26 +22,29 @@ run: build
 	@bash scripts/run.sh "$(BIN)" "$(DATA_DIR)"
 
 # One build of everything (tests included), which fails on a warning in the project's own code
-# (scripts/build-checked.sh), then every test: the in-process tests in
-# parallel, then the end-to-end tests that run the built binary, then the tests on a
-# PostgreSQL server they start (initdb loads both cores for a few seconds; the three-node kill
-# test loads them for a minute), then the resilience tests (soak, crashes, outage: each loads
-# both cores for up to a minute; their suites run side by side and are tuned for it, so the
-# three-node test and the slow-provider test, which run with the PostgreSQL ones, are not among
-# them: beside the soak they took the CPU its readers need). The soak runs on its own first:
-# its reads-served floor needs both cores. The runs are apart
-# because the end-to-end tests wait on child processes, which would starve the in-process tests'
-# timers of threads on a small machine, and the last two need the machine to themselves.
-POSTGRES_TESTS := StorageContractTests|WebhookOutboxTests|PostgresChangeTests|PostgresGroupCommitTests|ScaleOutTests|ScaleOutResilienceTests|ScaleOutLeaseTests|ScaleOutLongPauseTests|SlowProviderResilienceTests|MigrateStoreTests
+# (scripts/build-checked.sh), then every test, a phase per test target (a suite belongs to the
+# target of its phase, so none slips into another):
+# 1. the in-process tests, in parallel;
+# 2. TokenVaultEndToEndTests, the built binary run as a user would: apart from the first,
+#    because they wait on child processes, which would starve the in-process tests' timers of
+#    threads on a small machine;
+# 3. TokenVaultPostgresTests, everything that starts a PostgreSQL server (initdb loads both cores
+#    for a few seconds, the three-node kill test for a minute; TestPostgres refuses a suite of
+#    another target);
+# 4. TokenVaultResilienceTests (soak, crashes, key operations under load: each loads both cores
+#    for up to a minute): the soak alone first, since its reads-served floor needs both cores,
+#    then the others side by side;
+# then the Python and Go clients' tests against the built daemon.
 test:
 	@bash scripts/install-deps.sh --test
 	SWIFT=$(SWIFT) bash scripts/build-checked.sh --build-tests
 	$(SWIFT) build --product generate-manual
-	$(SWIFT) test --skip-build --parallel --num-workers 2 --skip 'TokenVaultEndToEndTests|$(POSTGRES_TESTS)'
-	$(SWIFT) test --skip-build --parallel --num-workers 2 --filter TokenVaultEndToEndTests --skip 'ResilienceTests|$(POSTGRES_TESTS)'
-	$(SWIFT) test --skip-build --filter '$(POSTGRES_TESTS)'
-	$(SWIFT) test --skip-build --filter 'ResilienceTests/soak'
-	$(SWIFT) test --skip-build --filter ResilienceTests --skip 'ScaleOutResilienceTests|SlowProviderResilienceTests|ResilienceTests/soak'
+	$(SWIFT) test --skip-build --parallel --num-workers 2 \
+		--skip 'TokenVaultEndToEndTests\.|TokenVaultPostgresTests\.|TokenVaultResilienceTests\.'
+	$(SWIFT) test --skip-build --parallel --num-workers 2 --filter 'TokenVaultEndToEndTests\.'
+	$(SWIFT) test --skip-build --filter 'TokenVaultPostgresTests\.'
+	$(SWIFT) test --skip-build --filter 'TokenVaultResilienceTests\.ResilienceTests/soak'
+	$(SWIFT) test --skip-build --filter 'TokenVaultResilienceTests\.' --skip 'ResilienceTests/soak'
 	bash scripts/test-python-client.sh
 	bash scripts/test-go-client.sh
 

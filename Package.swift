@@ -280,6 +280,7 @@ let package = Package(
                 "TokenVaultCourier", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The built binary, run as a user would (`make test` runs these after the in-process tests).
         .testTarget(
             name: "TokenVaultEndToEndTests",
             dependencies: [
@@ -287,6 +288,16 @@ let package = Package(
                 // PackagingTests reads the Prometheus alert rules.
                 .product(name: "Yams", package: "Yams"),
             ]),
+        // Every suite that starts a PostgreSQL server, in-process or through the built binary: a
+        // phase of its own in `make test` (`TestPostgres` refuses a suite of another target).
+        .testTarget(
+            name: "TokenVaultPostgresTests",
+            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCore", "TokenVaultCrypto"]),
+        // Crashes, soaks and key operations under load through the built binary: each loads both
+        // cores for up to a minute, so `make test` runs them last, the soak alone.
+        .testTarget(
+            name: "TokenVaultResilienceTests",
+            dependencies: ["TokenVaultTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

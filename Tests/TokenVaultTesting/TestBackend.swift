@@ -30,8 +30,8 @@ public struct TestBackendVault: Sendable {
     public let postgresDatabase: String?
 
     /// A fresh vault; on PostgreSQL a new database on the shared test server.
-    public static func make(_ kind: TestBackendKind) async throws -> TestBackendVault {
-        let postgres = kind == .postgres ? try await TestPostgres.makeDatabase() : nil
+    public static func make(_ kind: TestBackendKind, caller: String = #fileID) async throws -> TestBackendVault {
+        let postgres = kind == .postgres ? try await TestPostgres.makeDatabase(caller: caller) : nil
         return try TestBackendVault(kind, postgres: postgres)
     }
 

@@ -22,13 +22,33 @@ public final class TestPostgres: Sendable {
     /// The server of this test process, started on first use. Started and asked for databases
     /// on a queue of its own, never on the cooperative pool: `initdb` takes seconds, and blocking
     /// the pool's few threads that long starves every other test's timers.
-    public static func shared() async throws -> TestPostgres {
-        try await onQueue { try sharedBlocking() }
+    public static func shared(caller: String = #fileID) async throws -> TestPostgres {
+        try placed(caller)
+        return try await onQueue { try sharedBlocking() }
+    }
+
+    /// The test target every suite that starts a server lives in: `make test` runs it in a phase
+    /// of its own (a server's start loads both cores, and the suites share one server), by
+    /// target, not by a list of names that a new suite would have to join.
+    public static let testTarget = "TokenVaultPostgresTests"
+
+    /// A suite in another target that asks for a server fails at once, saying where it belongs.
+    private static func placed(_ caller: String) throws {
+        guard caller.hasPrefix(testTarget + "/") else {
+            throw PlacementError(
+                description: "\(caller) uses PostgreSQL: move it to Tests/\(testTarget), which make test runs in "
+                    + "its own phase")
+        }
+    }
+
+    struct PlacementError: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// A new, empty database on the shared server; its name.
-    public static func makeDatabase() async throws -> (TestPostgres, String) {
-        try await onQueue {
+    public static func makeDatabase(caller: String = #fileID) async throws -> (TestPostgres, String) {
+        try placed(caller)
+        return try await onQueue {
             let server = try sharedBlocking()
             return (server, try server.makeDatabase())
         }
@@ -36,10 +56,10 @@ public final class TestPostgres: Sendable {
 
     /// A new database on the shared server as operators configure one: its TCP URL and the
     /// superuser's password in a file (mode 0600) in `directory`.
-    public static func makeDatabaseWithPasswordFile(in directory: TemporaryDirectory) async throws -> (
-        server: TestPostgres, url: String, passwordFile: String
-    ) {
-        let (server, database) = try await makeDatabase()
+    public static func makeDatabaseWithPasswordFile(in directory: TemporaryDirectory, caller: String = #fileID)
+        async throws -> (server: TestPostgres, url: String, passwordFile: String)
+    {
+        let (server, database) = try await makeDatabase(caller: caller)
         let passwordFile = directory.file("pg-password")
         writeFile(passwordFile, Data((password + "\n").utf8), permissions: 0o600)
         return (server, server.tcpURL(database: database), passwordFile)
@@ -47,8 +67,9 @@ public final class TestPostgres: Sendable {
 
     /// A server of the caller's own, for a test that stops and starts it (the shared one serves
     /// other tests meanwhile). `destroy()` it at the end.
-    public static func dedicated() async throws -> TestPostgres {
-        try await onQueue { try TestPostgres() }
+    public static func dedicated(caller: String = #fileID) async throws -> TestPostgres {
+        try placed(caller)
+        return try await onQueue { try TestPostgres() }
     }
 
     /// A new, empty database on this server; its name.

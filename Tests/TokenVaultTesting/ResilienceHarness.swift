@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import Testing
-import TokenVaultTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -10,26 +9,28 @@ import TokenVaultTesting
 /// The built daemon refreshing real credentials against the loopback `TestOAuthServer`: a
 /// vault, a config naming the provider instance `idp`, helpers to seed credentials, read
 /// tokens over the socket and check what the provider saw.
-final class ResilienceHarness: Sendable {
-    let directory = TemporaryDirectory("tokenvault-resilience")
-    let cli = CommandRunner()
-    let server: TestOAuthServer
-    let lifetime: Double
+public final class ResilienceHarness: Sendable {
+    public let directory = TemporaryDirectory("tokenvault-resilience")
+    public let cli = CommandRunner()
+    public let server: TestOAuthServer
+    public let lifetime: Double
     /// How the daemons find a PostgreSQL vault (empty: each node's SQLite file), and the lease
     /// period when a test sets one.
-    let storageEnvironment: [String: String]
+    public let storageEnvironment: [String: String]
     /// The shared PostgreSQL vault, when there is one.
-    let postgres: (server: TestPostgres, database: String)?
-    var dataDir: String { dataDir(1) }
-    var socket: String { socket(1) }
-    var configPath: String { directory.file("config.json") }
+    public let postgres: (server: TestPostgres, database: String)?
+    public var dataDir: String { dataDir(1) }
+    public var socket: String { socket(1) }
+    public var configPath: String { directory.file("config.json") }
     /// Holds the client secret as `idp-secret` (`clientSecretByCredential`): the daemon's
     /// `CREDENTIALS_DIRECTORY` then.
-    var credentialsDirectory: String { directory.file("credentials") }
+    public var credentialsDirectory: String { directory.file("credentials") }
 
     /// Node 1 is the one every single-daemon test uses; more nodes share a PostgreSQL vault.
-    func dataDir(_ node: Int) -> String { directory.file(node == 1 ? "data" : "data\(node)") }
-    func socket(_ node: Int) -> String { directory.file(node == 1 ? "tokenvault.sock" : "tokenvault\(node).sock") }
+    public func dataDir(_ node: Int) -> String { directory.file(node == 1 ? "data" : "data\(node)") }
+    public func socket(_ node: Int) -> String {
+        directory.file(node == 1 ? "tokenvault.sock" : "tokenvault\(node).sock")
+    }
 
     /// `limits` and `refresh` are the provider instance's config sections; `answerDelay` makes
     /// the provider answer every refresh after a random wait in that range (seconds).
@@ -41,7 +42,7 @@ final class ResilienceHarness: Sendable {
     /// timeout (nil: the default). `leaseSeconds`: `limits.lease_seconds` (nil: the default).
     /// `dpop`: the provider requires DPoP proofs, checked by it; `idpOptions`: more members of the
     /// `idp` instance (`"dpop": true, …`).
-    init(
+    public init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
         answerDelay: ClosedRange<Double>? = nil, lateAnswers: (share: Double, seconds: Double)? = nil,
         timeoutSeconds: Double? = 5, leaseSeconds: Int? = nil, providers: String? = nil, sections: String? = nil,
@@ -91,7 +92,7 @@ final class ResilienceHarness: Sendable {
 
     /// `launcher` runs the daemon (`faketime`, for a clock that is off); `environment` adds to or
     /// replaces the shared one (a node reaching the database another way).
-    func startDaemon(
+    public func startDaemon(
         logLevel: String = "notice", node: Int = 1, launcher: [String] = [], environment: [String: String] = [:]
     ) throws -> DaemonProcess {
         try DaemonProcess(
@@ -104,7 +105,7 @@ final class ResilienceHarness: Sendable {
 
     /// Refresh attempts `node` has journalled and not finished (PostgreSQL): each has its
     /// provider call out or about to go out.
-    func openAttempts(node: Int) throws -> Int {
+    public func openAttempts(node: Int) throws -> Int {
         guard let postgres else { return 0 }
         let identity = try String(contentsOfFile: dataDir(node) + "/node.id", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -115,14 +116,14 @@ final class ResilienceHarness: Sendable {
     }
 
     /// `tokenvault verify` on node 1's view of the vault.
-    func verify() throws -> CommandRunner.Result {
+    public func verify() throws -> CommandRunner.Result {
         try cli.run(["verify", "--data-dir", dataDir], environment: storageEnvironment)
     }
 
-    static func name(_ index: Int) -> String { "idp/c\(index)" }
+    public static func name(_ index: Int) -> String { "idp/c\(index)" }
 
     /// Tokens minted by the test provider (`at-…`, `rt-…`) found in a daemon log: must be none.
-    static func leakedTokens(in log: String) -> [String] {
+    public static func leakedTokens(in log: String) -> [String] {
         log.matches(of: /\b(?:at|rt)-[A-Za-z0-9_-]{16,}/).map { String($0.output) }
     }
 
@@ -132,7 +133,7 @@ final class ResilienceHarness: Sendable {
     private let families = Mutex<[String: String]>([:])
 
     /// Stores `count` credentials, each a fresh token family at the provider.
-    func seed(_ count: Int) throws {
+    public func seed(_ count: Int) throws {
         let connection = try UnixSocketConnection(path: socket)
         for index in 0..<count {
             let issuedAt = Date()
@@ -156,7 +157,7 @@ final class ResilienceHarness: Sendable {
     }
 
     /// Every credential's metadata, through the API, page by page.
-    func list() throws -> [[String: Any]] {
+    public func list() throws -> [[String: Any]] {
         var items: [[String: Any]] = []
         var cursor: String?
         repeat {
@@ -170,7 +171,7 @@ final class ResilienceHarness: Sendable {
 
     /// Reads tokens in a loop until `deadline`, checking each served token with the provider.
     /// Returns what it saw; runs on a thread of its own.
-    func readTokens(
+    public func readTokens(
         until deadline: Date, count: Int, minimumTTL: Double, pause: Double = 0, node: Int = 1
     ) throws -> TokenReadReport {
         var report = TokenReadReport()
@@ -179,7 +180,7 @@ final class ResilienceHarness: Sendable {
     }
 
     /// `readTokens`, adding to `report` as it goes (what was seen before a lost connection counts).
-    func readTokens(
+    public func readTokens(
         until deadline: Date, count: Int, minimumTTL: Double, pause: Double, node: Int,
         into report: inout TokenReadReport
     ) throws {
@@ -220,7 +221,7 @@ final class ResilienceHarness: Sendable {
 
     /// `readTokens` on a node that may be killed and restarted meanwhile: a lost or refused
     /// connection is counted and the reader connects again (until `deadline`).
-    func readTokensThroughRestarts(
+    public func readTokensThroughRestarts(
         until deadline: Date, count: Int, minimumTTL: Double, pause: Double, node: Int
     ) -> (report: TokenReadReport, interruptions: Int) {
         var total = TokenReadReport()
@@ -239,7 +240,7 @@ final class ResilienceHarness: Sendable {
 
     /// What a run that must lose nothing ends with: all `count` credentials there and active,
     /// no family revoked at the provider, no refresh token presented twice, `verify` clean.
-    func checkNothingLost(listed: [[String: Any]], count: Int) throws {
+    public func checkNothingLost(listed: [[String: Any]], count: Int) throws {
         #expect(listed.count == count, "credentials lost: \(count - listed.count)")
         let notActive = listed.filter { $0["status"] as? String != "active" }
         #expect(notActive.isEmpty, "not active: \(notActive.prefix(3))")
@@ -253,7 +254,7 @@ final class ResilienceHarness: Sendable {
 
     /// Per token family, the longest time between its issue or one refresh at the provider and
     /// the next (or the end of the run): more than the lifetime means the credential expired.
-    func longestGaps(to end: Date) -> [String: Double] {
+    public func longestGaps(to end: Date) -> [String: Double] {
         var last = issued.withLock { $0 }
         let start = last.values.min() ?? end
         var longest: [String: Double] = [:]
@@ -272,7 +273,7 @@ final class ResilienceHarness: Sendable {
     /// What a failure report needs about a token family: its credential, when the provider saw
     /// it issued and each refresh (seconds from the first issue), and the daemon log lines that
     /// name the credential.
-    func history(of family: String, logs: String) -> String {
+    public func history(of family: String, logs: String) -> String {
         let issued = issued.withLock { $0 }
         let start = issued.values.min() ?? Date()
         let name = families.withLock { $0[family] } ?? "?"
@@ -292,16 +293,18 @@ final class ResilienceHarness: Sendable {
     }
 }
 
-struct TokenReadReport: Sendable {
-    var served = 0
-    var tooShort = 0
-    var invalid: [String] = []
-    var refused: [String: Int] = [:]
-    var refusalDetails: [String] = []
-    var unexpected: [String] = []
-    var refreshTokenLeaks = 0
+public struct TokenReadReport: Sendable {
+    public var served = 0
+    public var tooShort = 0
+    public var invalid: [String] = []
+    public var refused: [String: Int] = [:]
+    public var refusalDetails: [String] = []
+    public var unexpected: [String] = []
+    public var refreshTokenLeaks = 0
 
-    mutating func add(_ other: TokenReadReport) {
+    public init() {}
+
+    public mutating func add(_ other: TokenReadReport) {
         served += other.served
         tooShort += other.tooShort
         invalid += other.invalid
