@@ -1,10 +1,13 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-/// Module boundaries follow docs/architecture.md: implementation targets depend on
-/// TokenVaultCore (domain + protocols) and TokenVaultSystem (the process and file system calls);
-/// besides those, only the courier depends on others (Crypto to seal its spool, Providers for
-/// the transports it runs). The executable wires them.
+/// The dependency rule (docs/architecture.md, "Modules"; `ModuleRuleTests` checks every source
+/// file's imports against it): Core imports nothing of the project and no library (Foundation,
+/// Dispatch, Synchronization and the C library only). System imports Core; Crypto imports Core and System and
+/// alone imports libsodium and swift-crypto; Storage imports Core and alone imports the database
+/// drivers. Providers imports Core and System; Engine imports Core only; Server imports Core,
+/// System and Providers; Courier imports Core, System, Crypto and Providers; Client imports
+/// nothing of the project. The executables wire them and may import any of them.
 let package = Package(
     name: "TokenVault",
     platforms: [.macOS(.v15)],
@@ -43,7 +46,8 @@ let package = Package(
         // Fixed-argument wrappers for variadic libc calls (prctl).
         .systemLibrary(name: "CProcess"),
 
-        // Domain: credentials, secrets in memory, errors, protocols. No I/O.
+        // The domain (credentials, secrets in memory, errors, rules) and the ledger (`Vault`), which
+        // reaches storage and sealing through Core's protocols: no networking, driver or library.
         .target(name: "TokenVaultCore"),
         // POSIX helpers every module that touches secret files or the process itself shares:
         // private files opened and checked one way, core dumps off. A platform layer, like the

@@ -5,8 +5,10 @@ import TokenVaultCore
 import TokenVaultProviders
 
 /// The local API: authorisation by peer credentials, JSON in, JSON or problem+json out.
-/// Every vault call here hops to the blocking pool; nothing here blocks an event loop. (The one
-/// exception lives outside the router: `TokenFastPath` answers plain token reads on the loop.)
+/// A read that would wait for the store runs on the blocking pool (`blocking`); a credential the
+/// store holds at hand (SQLite's page cache, PostgreSQL's record cache) is read where the
+/// handler runs (`readCredential`), and `TokenFastPath` answers plain token reads on the event
+/// loop from the same cache. Nothing here waits for a lock on an event loop.
 public struct VaultAPI: Sendable {
     public struct Options: Sendable {
         public var maximumBodySize: Int
