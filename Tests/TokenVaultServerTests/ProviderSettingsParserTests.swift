@@ -49,6 +49,25 @@ import TokenVaultTesting
         #expect(config.providerNames == ["acme", "tinkoff-id"])
     }
 
+    /// `proxy_headers`: more request headers the proxy forwards for the instance, lower-cased;
+    /// a name that is never forwarded, or that is not a header name, is refused with its key.
+    @Test func proxyHeadersAreReadAndChecked() throws {
+        let config = try load(#"{"bank": {"kind": "oauth2", "proxy_headers": ["X-Api-Version", "notion-version"]}}"#)
+        #expect(config.providers["bank"]?.proxyHeaders == ["x-api-version", "notion-version"])
+        #expect(config.providers["bank"]?.options.isEmpty == true, "not one of the kind's options")
+        for (name, why) in [
+            ("Authorization", "the caller's own credentials"), ("Cookie", "the caller's own credentials"),
+            ("Host", "frames the message"), ("Proxy-Authorization", "frames the message"),
+            ("TokenVault-Upstream-URL", "the vault's own"), ("X-Forwarded-Host", "path, method or origin"),
+            ("X-Original-URI", "path, method or origin"), ("X-Envoy-Original-Path", "path, method or origin"),
+        ] {
+            let message = error(#"{"bank": {"kind": "oauth2", "proxy_headers": ["\#(name)"]}}"#)
+            #expect(message.contains("providers.bank.proxy_headers[0]") && message.contains(why), "\(message)")
+        }
+        #expect(error(#"{"bank": {"kind": "oauth2", "proxy_headers": ["X Bad"]}}"#).contains("expected a header name"))
+        #expect(error(#"{"bank": {"kind": "oauth2", "proxy_headers": "X-A"}}"#).contains("a list of header names"))
+    }
+
     /// `api_base_urls`: where the proxy may send the instance's tokens, each entry checked.
     @Test func apiBaseURLsAreReadAndChecked() throws {
         let config = try load(
