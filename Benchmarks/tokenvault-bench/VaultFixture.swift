@@ -9,12 +9,12 @@ import TokenVaultStorage
 final class VaultFixture {
     static let provider = "bench-provider"
 
-    let database: VaultDatabase
+    let database: SQLiteDatabase
     let vault: Vault
     let ids: [CredentialID]
 
     init(path: String, count: Int) throws {
-        database = try VaultDatabase(path: path, checksum: SHA256.hex)
+        database = try SQLiteDatabase(path: path, checksum: SHA256.hex)
         try database.migrate()
         let masterKey = SodiumRandom.secret(count: XChaCha20Poly1305.keySize)
         let keyring = try Keyring.bootstrap(masterKey: masterKey, store: database)

@@ -27,7 +27,7 @@ func seed(_ options: SeedOptions) async throws {
     guard access(databasePath, F_OK) == 0 else {
         fail("no vault at \(databasePath); create one with: tokenvault init --data-dir \(options.dataDir)")
     }
-    let database = try VaultDatabase(path: databasePath, checksum: { SHA256.hex($0) })
+    let database = try SQLiteDatabase(path: databasePath, checksum: { SHA256.hex($0) })
     defer { database.close() }
     let keyring = try Keyring(
         masterKey: try MasterKey.read(keyFile: options.dataDir + "/master.key"), store: database)

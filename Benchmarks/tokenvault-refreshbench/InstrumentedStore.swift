@@ -23,11 +23,11 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         var batches = PhaseRecorder.makeHistogram()
     }
 
-    let base: VaultDatabase
+    let base: SQLiteDatabase
     let durability: Durability?
     private let counters = Mutex(Counters())
 
-    init(_ base: VaultDatabase, durability: Durability? = nil) {
+    init(_ base: SQLiteDatabase, durability: Durability? = nil) {
         self.base = base
         self.durability = durability
     }

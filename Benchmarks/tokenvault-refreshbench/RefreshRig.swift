@@ -50,7 +50,7 @@ final class RefreshRig: Sendable {
     let source: any TokenSource
     let directory: String
     private let temporary: TemporaryDirectory?
-    let database: VaultDatabase
+    let database: SQLiteDatabase
     let store: InstrumentedStore
     let keyring: Keyring
     let vault: Vault
@@ -71,7 +71,7 @@ final class RefreshRig: Sendable {
             directory = temporary!.path
         }
         umask(0o077)
-        database = try VaultDatabase(path: directory + "/vault.db", checksum: { SHA256.hex($0) })
+        database = try SQLiteDatabase(path: directory + "/vault.db", checksum: { SHA256.hex($0) })
         try database.migrate()
         keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: database)
         store = InstrumentedStore(database, durability: settings.durability)

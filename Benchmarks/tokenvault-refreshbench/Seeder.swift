@@ -21,7 +21,7 @@ struct Seeder {
     /// Adds credentials `c<start>..c<start+count-1>`.
     func seed(start: Int, count: Int, batch: Int = 10_000) async throws {
         umask(0o077)
-        let database = try VaultDatabase(path: dataDir + "/vault.db", checksum: { SHA256.hex($0) })
+        let database = try SQLiteDatabase(path: dataDir + "/vault.db", checksum: { SHA256.hex($0) })
         defer { database.close() }
         let keyring = try Keyring(masterKey: try MasterKey.read(keyFile: dataDir + "/master.key"), store: database)
         try database.migrate()

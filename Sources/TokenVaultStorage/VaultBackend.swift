@@ -1,6 +1,6 @@
 import TokenVaultCore
 
-/// A database that holds a vault: SQLite in the data directory (`VaultDatabase`) or PostgreSQL
+/// A database that holds a vault: SQLite in the data directory (`SQLiteDatabase`) or PostgreSQL
 /// shared by several hosts (`PostgresDatabase`). The wiring opens one and hands it to the ledger,
 /// the keyring and the admin routes, which see only these protocols.
 public protocol VaultBackend: CredentialStore, KeyTermStore, AdminStore, WebhookOutbox {
@@ -40,7 +40,7 @@ extension VaultBackend {
     }
 }
 
-extension VaultDatabase: VaultBackend {
+extension SQLiteDatabase: VaultBackend {
     public var location: String { path }
     public var writesPerTransaction: Int { 256 }
     public var groupsUnclaimedWrites: Bool { true }

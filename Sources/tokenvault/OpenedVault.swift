@@ -85,8 +85,8 @@ struct OpenedVault {
         let url: String
         switch location {
         case .sqlite(let path):
-            return try VaultDatabase(
-                path: path, checksum: SHA256.hex, cacheBytes: cacheBytes ?? VaultDatabase.defaultCacheBytes)
+            return try SQLiteDatabase(
+                path: path, checksum: SHA256.hex, cacheBytes: cacheBytes ?? SQLiteDatabase.defaultCacheBytes)
         case .postgres(let given): url = given
         }
         var password: String?

@@ -136,7 +136,7 @@ struct RestoreCommand: ParsableCommand {
         }
         let document = try VerifyCommand.check(opened, spoolDirectory: nil)
         // Everything in the main file before it is renamed: the WAL would not follow it.
-        try (database as? VaultDatabase)?.checkpoint()
+        try (database as? SQLiteDatabase)?.checkpoint()
         guard document.ok else {
             throw VaultError(
                 code: .integrityError,

@@ -154,7 +154,7 @@ extension ServeCommand {
         // On SQLite this daemon is the only process that journals: nobody watches its heartbeat,
         // so while it holds nothing it beats once a lease period instead of every few seconds
         // (an idle daemon's wake-ups, docs/benchmarks.md).
-        if opened.database is VaultDatabase {
+        if opened.database is SQLiteDatabase {
             engineOptions.idleHeartbeatInterval = Double(settings.leaseSeconds)
         }
         engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)

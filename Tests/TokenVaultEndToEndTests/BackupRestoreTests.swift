@@ -35,7 +35,7 @@ import TokenVaultTesting
     func rows(of path: String) throws -> [String] {
         let copy = directory.file("inspect-\(UUID().uuidString.prefix(8)).db")
         try FileManager.default.copyItem(atPath: path, toPath: copy)
-        let database = try VaultDatabase(path: copy, checksum: SHA256.hex)
+        let database = try SQLiteDatabase(path: copy, checksum: SHA256.hex)
         defer { database.close() }
         return [
             String(describing: try database.records(after: nil, limit: 1000)),

@@ -198,7 +198,7 @@ import TokenVaultTesting
         // process reads once).
         #expect(clean.stdout.contains("\"audit_rows\" : 23"), "\(clean.stdout)")
 
-        let database = try VaultDatabase(path: databaseFile, checksum: SHA256.hex)
+        let database = try SQLiteDatabase(path: databaseFile, checksum: SHA256.hex)
         try database.withWriter { try $0.execute("UPDATE audit_events SET outcome = 'denied' WHERE id = 2") }
         var tampered = try run(["verify"])
         #expect(tampered.status == 4)

@@ -100,7 +100,7 @@ import TokenVaultTesting
     }
 
     private static func expectKeyNowhere(_ harness: ResilienceHarness, thumbprint: String) throws {
-        let database = try VaultDatabase(
+        let database = try SQLiteDatabase(
             path: harness.dataDir + "/vault.db", checksum: TokenVaultCrypto.SHA256.hex, clock: SystemClock())
         let keyring = try Keyring(
             masterKey: try MasterKey.read(keyFile: harness.dataDir + "/master.key"), store: database)

@@ -21,7 +21,7 @@ struct EngineFixture {
         realTime: Bool = false, limits: ProviderLimits = ProviderLimits(),
         planner: RefreshPlanner = RefreshPlanner(), provider: ScriptedProvider = ScriptedProvider(),
         options: RefreshEngine.Options = RefreshEngine.Options(), vaultOptions: Vault.Options = Vault.Options(),
-        testVault: TestVault? = nil, store: ((VaultDatabase) -> any CredentialStore)? = nil
+        testVault: TestVault? = nil, store: ((SQLiteDatabase) -> any CredentialStore)? = nil
     ) throws {
         let testVault = try testVault ?? TestVault()
         self.testVault = testVault

@@ -120,7 +120,7 @@ import TokenVaultTesting
         // it whatever the machine's load (a fixed 0.4 s answer once came before the lock).
         let locked = Latch()
         fixture.provider.script(.hold(locked), .succeed())
-        let other = try VaultDatabase(
+        let other = try SQLiteDatabase(
             path: testVault.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
         defer { other.close() }
         let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }

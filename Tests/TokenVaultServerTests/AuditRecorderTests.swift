@@ -109,7 +109,7 @@ import TokenVaultTesting
         var options = AuditRecorder.Options()
         options.maximumPending = 10
         let recorder = AuditRecorder(vault: fixture.vault, options: options, logger: Self.logger)
-        let other = try VaultDatabase(path: fixture.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
+        let other = try SQLiteDatabase(path: fixture.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
         defer { other.close() }
 
         // On a thread of its own, from before the batch is recorded until its first flush has

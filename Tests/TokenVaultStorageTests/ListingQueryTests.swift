@@ -28,7 +28,7 @@ import TokenVaultTesting
         }
         let sorted = ids.sorted { $0.description < $1.description }
         // Past `namespacesReadApart`, a caller's namespaces are read in one statement.
-        let many = Set((0...VaultDatabase.namespacesReadApart).map { "other\($0)" })
+        let many = Set((0...SQLiteDatabase.namespacesReadApart).map { "other\($0)" })
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<400 {
             var query = CredentialQuery(limit: Int.random(in: 1...25, using: &generator))
@@ -55,7 +55,7 @@ import TokenVaultTesting
     /// `namespacesReadApart`, are sorted: they come from several ranges).
     @Test func noShapeWithACursorOrANamespaceScansTheTable() throws {
         let fixture = try TestVault()
-        for (shape, sql) in VaultDatabase.listQueries.enumerated() where shape & (1 | 4 | 8) != 0 {
+        for (shape, sql) in SQLiteDatabase.listQueries.enumerated() where shape & (1 | 4 | 8) != 0 {
             let plan = try fixture.database.withReader { connection -> [String] in
                 let statement = try connection.statement("EXPLAIN QUERY PLAN " + sql)
                 var details: [String] = []

@@ -13,8 +13,8 @@ import TokenVaultTesting
     static let repositoryMigrations = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations")
 
-    func open(_ migrations: [Migration]? = nil) throws -> VaultDatabase {
-        try VaultDatabase(path: path, migrations: migrations, checksum: SHA256.hex)
+    func open(_ migrations: [Migration]? = nil) throws -> SQLiteDatabase {
+        try SQLiteDatabase(path: path, migrations: migrations, checksum: SHA256.hex)
     }
 
     /// The main file and WAL as they are on disk.

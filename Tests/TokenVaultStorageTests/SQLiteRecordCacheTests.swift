@@ -117,11 +117,11 @@ import TokenVaultTesting
                 throw Failure()
             }
         }
-        guard var row = try database.withReader({ try VaultDatabase.record(a, on: $0) }) else { return }
+        guard var row = try database.withReader({ try SQLiteDatabase.record(a, on: $0) }) else { return }
         row.metadata.generation += 1
         let written = row.metadata.generation
         try database.write(durability: .normal) { try $0.save(row) }
-        #expect(try database.withReader { try VaultDatabase.record(a, on: $0) }?.metadata.generation == written)
+        #expect(try database.withReader { try SQLiteDatabase.record(a, on: $0) }?.metadata.generation == written)
         #expect(try database.record(a)?.metadata.generation == written)
     }
 
@@ -174,7 +174,7 @@ import TokenVaultTesting
 
     @Test func aCacheOfNoBytesReadsTheDatabaseEachTime() async throws {
         let fixture = try TestVault()
-        let database = try VaultDatabase(path: fixture.databasePath, checksum: SHA256.hex, cacheBytes: 0)
+        let database = try SQLiteDatabase(path: fixture.databasePath, checksum: SHA256.hex, cacheBytes: 0)
         defer { database.close() }
         let id = try CredentialID("cache/none")
         try await fixture.vault.put(

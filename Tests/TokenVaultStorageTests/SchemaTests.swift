@@ -62,7 +62,7 @@ import TokenVaultTesting
     func oneCredentialsAuditRowsAreReadThroughTheIndex(_ order: AuditQuery.Order) throws {
         let plan = try fixture.database.withWriter { connection in
             let statement = try connection.statement(
-                "EXPLAIN QUERY PLAN " + VaultDatabase.auditSQL(order, oneCredential: true))
+                "EXPLAIN QUERY PLAN " + SQLiteDatabase.auditSQL(order, oneCredential: true))
             var lines: [String] = []
             while try statement.step() { lines.append(statement.text(3) ?? "") }
             return lines.joined(separator: "\n")

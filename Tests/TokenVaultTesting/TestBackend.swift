@@ -101,9 +101,9 @@ public struct TestBackendVault: Sendable {
     ) throws -> any VaultBackend {
         switch (kind, server) {
         case (.sqlite, _), (.postgres, nil):
-            return try VaultDatabase(
+            return try SQLiteDatabase(
                 path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock,
-                cacheBytes: cacheBytes ?? VaultDatabase.defaultCacheBytes)
+                cacheBytes: cacheBytes ?? SQLiteDatabase.defaultCacheBytes)
         case (.postgres, let server?):
             var configuration = try PostgresDatabase.Configuration(
                 url: server.socketURL(database: database ?? "postgres"), password: nil)

@@ -6,7 +6,7 @@ import TokenVaultStorage
 /// A real vault on a real SQLite file in a temporary directory, for integration tests.
 public struct TestVault: Sendable {
     public let directory: TemporaryDirectory
-    public let database: VaultDatabase
+    public let database: SQLiteDatabase
     public let keyring: Keyring
     public let vault: Vault
     public let masterKey: SecretBytes
@@ -23,7 +23,7 @@ public struct TestVault: Sendable {
         self.directory = directory
         clock = FakeClock(Timestamp.now())
         self.masterKey = masterKey ?? SodiumRandom.secret(count: 32)
-        database = try VaultDatabase(
+        database = try SQLiteDatabase(
             path: directory.file("vault.db"), checksum: SHA256.hex, clock: clock,
             busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         try database.migrate()
@@ -32,8 +32,8 @@ public struct TestVault: Sendable {
     }
 
     /// Reopens the same file with another master key (as a restarted process would).
-    public func reopen(masterKey: SecretBytes) throws -> (VaultDatabase, Keyring) {
-        let database = try VaultDatabase(path: databasePath, checksum: SHA256.hex, clock: clock)
+    public func reopen(masterKey: SecretBytes) throws -> (SQLiteDatabase, Keyring) {
+        let database = try SQLiteDatabase(path: databasePath, checksum: SHA256.hex, clock: clock)
         return (database, try Keyring(masterKey: masterKey, store: database, clock: clock))
     }
 }

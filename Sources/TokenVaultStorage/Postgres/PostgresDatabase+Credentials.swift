@@ -212,7 +212,7 @@ extension PostgresDatabase: RefreshJournal {
             """
             DELETE FROM received_answers
             WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
-                              - \(Int64(VaultDatabase.receivedAnswerRetention * 1000))
+                              - \(Int64(SQLiteDatabase.receivedAnswerRetention * 1000))
             """)
         try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
         return try writer.query(

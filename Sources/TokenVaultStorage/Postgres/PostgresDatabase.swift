@@ -7,7 +7,7 @@ import Synchronization
 import TokenVaultCore
 
 /// The vault on PostgreSQL, shared by any number of daemons: the same tables and the
-/// same storage protocols as `VaultDatabase`, so the ledger, the engine and the API are unchanged.
+/// same storage protocols as `SQLiteDatabase`, so the ledger, the engine and the API are unchanged.
 ///
 /// - A few writer connections take the ledger's write transactions side by side, so commits
 ///   waiting for their flush overlap; a transaction carries a group of writes whose credentials

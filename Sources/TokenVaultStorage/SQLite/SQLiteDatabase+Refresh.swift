@@ -2,7 +2,7 @@ import TokenVaultCore
 
 /// The refresh scheduler's reads: all through indexes (`credentials_refresh_due`,
 /// `refresh_attempts_one_open`, `refresh_attempts_finished`), never a full scan.
-extension VaultDatabase: RefreshJournal {
+extension SQLiteDatabase: RefreshJournal {
     /// Reads `skipping.count` rows more and leaves those out: the file is in this process, so
     /// reading a row costs little, and the statement stays the same.
     public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
@@ -88,11 +88,11 @@ extension VaultDatabase: RefreshJournal {
 extension SQLiteCredentialWriter {
     func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
         let statement = try connection.statement(
-            "SELECT \(VaultDatabase.attemptColumns) FROM refresh_attempts WHERE credential_id = ?1 AND state = 'open'")
+            "SELECT \(SQLiteDatabase.attemptColumns) FROM refresh_attempts WHERE credential_id = ?1 AND state = 'open'")
         try statement.bind(id.description)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
-        return VaultDatabase.attempt(from: statement)
+        return SQLiteDatabase.attempt(from: statement)
     }
 
     func beginAttempt(_ attempt: RefreshAttempt) throws {

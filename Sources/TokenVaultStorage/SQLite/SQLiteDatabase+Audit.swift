@@ -2,7 +2,7 @@ import TokenVaultCore
 
 /// The audit trail's rows and the chains' ends, as SQL. The MACs come from the ledger (Storage
 /// holds no key); rows are inserted with the ids and positions the ledger chained them under.
-extension VaultDatabase {
+extension SQLiteDatabase {
     static let auditColumns =
         "id, at, actor_uid, actor_gid, actor_pid, operation, credential_id, outcome, detail, count, last_at, mac, "
         + "chain, position"
@@ -99,9 +99,9 @@ extension SQLiteCredentialWriter {
 
     func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
         let statement = try connection.statement(
-            "SELECT \(VaultDatabase.auditColumns) FROM audit_events WHERE id > ?1 ORDER BY id LIMIT ?2")
+            "SELECT \(SQLiteDatabase.auditColumns) FROM audit_events WHERE id > ?1 ORDER BY id LIMIT ?2")
         try statement.bind(after, max(0, limit))
-        return try VaultDatabase.auditRows(from: statement)
+        return try SQLiteDatabase.auditRows(from: statement)
     }
 
     func deleteAudits(_ ids: [Int64]) throws -> Int {
@@ -124,17 +124,17 @@ extension SQLiteCredentialWriter {
 
     func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
         let statement = try connection.statement(
-            "SELECT \(VaultDatabase.chainEndColumns) FROM audit_chain WHERE chain = ?1 AND name = ?2")
+            "SELECT \(SQLiteDatabase.chainEndColumns) FROM audit_chain WHERE chain = ?1 AND name = ?2")
         try statement.bind(chain, name.rawValue)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
-        return VaultDatabase.chainEnd(from: statement)
+        return SQLiteDatabase.chainEnd(from: statement)
     }
 
     func setAuditChainEnd(_ end: AuditChainEnd) throws {
         try connection.statement(
             """
-            INSERT INTO audit_chain (\(VaultDatabase.chainEndColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO audit_chain (\(SQLiteDatabase.chainEndColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (chain, name) DO UPDATE
             SET row_id = excluded.row_id, position = excluded.position, mac = excluded.mac, seal = excluded.seal
             WHERE audit_chain.position < excluded.position
@@ -185,7 +185,7 @@ extension SQLiteCredentialWriter {
     }
 
     private static func auditInsertSQL(rows: Int) -> String {
-        "INSERT INTO audit_events (\(VaultDatabase.auditColumns)) VALUES "
+        "INSERT INTO audit_events (\(SQLiteDatabase.auditColumns)) VALUES "
             + (0..<rows).map { row in
                 "(" + (1...auditValuesPerRow).map { "?\(row * auditValuesPerRow + $0)" }.joined(separator: ", ") + ")"
             }.joined(separator: ", ")

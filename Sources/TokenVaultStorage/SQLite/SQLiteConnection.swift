@@ -3,7 +3,7 @@ import TokenVaultCore
 
 /// One SQLite connection with a cache of prepared statements.
 ///
-/// Not thread-safe by itself: `VaultDatabase` hands each connection to one thread at a time.
+/// Not thread-safe by itself: `SQLiteDatabase` hands each connection to one thread at a time.
 /// Error messages carry SQLite's message, never a bound argument.
 final class SQLiteConnection: @unchecked Sendable {
     let path: String

@@ -1,7 +1,7 @@
 import Foundation
 import TokenVaultCore
 
-extension VaultDatabase: CredentialStore {
+extension SQLiteDatabase: CredentialStore {
     static let metadataColumns = CredentialColumn.metadataSelectList
     static let recordColumns = CredentialColumn.recordSelectList
 
@@ -178,7 +178,7 @@ final class SQLiteCredentialWriter: CredentialWriter {
     }
 
     func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try VaultDatabase.record(id, on: connection)
+        try SQLiteDatabase.record(id, on: connection)
     }
 
     func activeTerm() throws -> UInt32 {

@@ -3,7 +3,7 @@ import TokenVaultCore
 /// The webhook outbox on SQLite (`migrations/0006_webhook_outbox.sql`). One process writes the
 /// file, so its clock is the database's; claims still fence, so a delivery that outlived its
 /// claim (the process paused past it) cannot undo a later attempt's outcome.
-extension VaultDatabase: WebhookOutbox {
+extension SQLiteDatabase: WebhookOutbox {
     public func claimWebhookDeliveries(owner: String, endpoints: [String], leaseSeconds: Double, limit: Int) throws
         -> [WebhookDelivery]
     {

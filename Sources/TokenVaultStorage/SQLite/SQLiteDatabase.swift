@@ -12,7 +12,7 @@ import TokenVaultCore
 /// Rows read are kept sealed in a `RecordCache`: this process is the file's only writer while it
 /// serves (`DatabaseLock`), so its own writes are every change, and each drops what it touched
 /// from the cache once committed (or once its outcome is unknown).
-public final class VaultDatabase: @unchecked Sendable {
+public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     let migrator: Migrator
     private let writer: SQLiteConnection

@@ -2,7 +2,7 @@ import TokenVaultCore
 
 /// Node heartbeats and stored answers' keys on SQLite (`migrations/0004_node_heartbeats.sql`). One host owns the file, so
 /// the database's clock is this host's (`clock`).
-extension VaultDatabase: NodeRegistry {
+extension SQLiteDatabase: NodeRegistry {
     public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
         let now = clock.now
         return try writeTransaction(durability: .normal) { connection in
@@ -47,7 +47,7 @@ extension VaultDatabase: NodeRegistry {
     }
 }
 
-extension VaultDatabase {
+extension SQLiteDatabase {
     public func isAnswerStored(_ callKey: String) throws -> Bool {
         try withReader { connection in
             let statement = try connection.statement("SELECT 1 FROM received_answers WHERE call_key = ?1")

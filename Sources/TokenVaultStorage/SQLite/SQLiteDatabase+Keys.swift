@@ -1,6 +1,6 @@
 import TokenVaultCore
 
-extension VaultDatabase: KeyTermStore {
+extension SQLiteDatabase: KeyTermStore {
     public func terms() throws -> [WrappedTerm] {
         try withReader { connection in
             // A vault not yet migrated has no key table: report "no terms" rather than an SQL error.

@@ -1,7 +1,7 @@
 import TokenVaultCore
 
 /// The vault tables row for row, for `StoreCopy`.
-extension VaultDatabase: TableStore {
+extension SQLiteDatabase: TableStore {
     func rowCount(_ table: VaultTable) throws -> Int {
         try withReader { Int(try $0.statement("SELECT count(*) FROM \(table.rawValue)").firstInt64() ?? 0) }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import TokenVaultCore
 
-extension VaultDatabase: AdminStore {
+extension SQLiteDatabase: AdminStore {
     /// `VACUUM INTO`: a consistent, compacted copy taken while reads and writes continue.
     public func backup(to path: String) throws -> Int64 {
         guard !FileManager.default.fileExists(atPath: path) else {
