@@ -23,7 +23,7 @@ import TokenVaultTesting
         let harness = try await ResilienceHarness(
             lifetime: 3600, limits: "{}", refresh: "{}",
             providers:
-                #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"], "proxy_headers": ["X-Keep"]}"#)
+                #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"], "proxy_headers": ["X-Keep", "X-MCP"]}"#)
         let daemon = try await offThePool { try harness.startDaemon(logLevel: "debug") }
         let token = "at-proxy-\(UUID().uuidString)"
         let socket = harness.socket
