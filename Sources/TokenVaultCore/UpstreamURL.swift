@@ -181,11 +181,12 @@ public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
             case UInt8(ascii: "\\"):
                 throw UpstreamURLProblem("'\(shown())' has a backslash in its path")
             case UInt8(ascii: "/") where index > path.startIndex:
-                let segment = path[segmentStart..<index]
-                if segment.isEmpty, index < path.endIndex {
-                    throw UpstreamURLProblem("'\(shown())' has an empty segment ('//') in its path")
+                // A segment's name is what precedes its `;` parameters: `/;/host` reads as `//host`
+                // to a server that drops parameters, so an empty name is an empty segment.
+                let name = path[segmentStart..<index].prefix { $0 != UInt8(ascii: ";") }
+                if name.isEmpty, index < path.endIndex {
+                    throw UpstreamURLProblem("'\(shown())' has an empty segment ('//' or '/;') in its path")
                 }
-                let name = segment.prefix { $0 != UInt8(ascii: ";") }
                 if !name.isEmpty, name.allSatisfy({ $0 == UInt8(ascii: ".") }) {
                     throw UpstreamURLProblem("'\(shown())' has a segment of dots ('.', '..') in its path")
                 }

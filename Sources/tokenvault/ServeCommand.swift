@@ -62,8 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
-            let upstream = UpstreamClients(
-                dpop: dpop, eventLoopGroup: eventLoops, longestCall: .seconds(settings.proxy.deadlineSeconds))
+            let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
             let webhooks = try await Self.startWebhooks(opened, settings, options, logger: logger)
             let api = Self.makeAPI(
                 opened, engine, audit, settings, options, courier: courier, upstream: upstream,

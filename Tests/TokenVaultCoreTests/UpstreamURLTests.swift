@@ -20,6 +20,9 @@ import TokenVaultCore
         #expect(try UpstreamURL(parsing: "https://a.example/a..b/.x/x...").path == "/a..b/.x/x...")
         // A trailing `/` is an empty last segment, which APIs use; UTF-8 as RFC 3629 writes it passes.
         #expect(try UpstreamURL(parsing: "https://a.example/v1/users/").path == "/v1/users/")
+        // Parameters on a named segment, or alone on the last one, as Java servers write a session.
+        #expect(try UpstreamURL(parsing: "https://a.example/v1/a;v=2/b").path == "/v1/a;v=2/b")
+        #expect(try UpstreamURL(parsing: "https://a.example/v1/;jsessionid=1").path == "/v1/;jsessionid=1")
         #expect(try UpstreamURL(parsing: "https://a.example/%D0%B8%D0%BC%D1%8F").path == "/%D0%B8%D0%BC%D1%8F")
     }
 
@@ -38,6 +41,9 @@ import TokenVaultCore
         // An empty segment: `//evil.example/x` reads as a host to a framework resolving it.
         ("https://bank.example//evil.example/x", "empty segment"),
         ("https://bank.example/v1//x", "empty segment"),
+        // A segment of parameters only: `/;/evil.example` is `//evil.example` once they are dropped.
+        ("https://bank.example/;/evil.example/x", "empty segment"),
+        ("https://bank.example/v1/;jsessionid=1/x", "empty segment"),
         // Escaped delimiters, which one server decodes and another does not.
         ("https://bank.example/a%3Bb", "encoded"),
         ("https://bank.example/a%3bjsessionid=1", "encoded"),

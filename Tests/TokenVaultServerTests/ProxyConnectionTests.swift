@@ -61,15 +61,81 @@ import TokenVaultTesting
         let clients = UpstreamClients()
         let settings = ProviderSettings(name: "oauth2", kind: "oauth2")
         let (a, b) = (try CredentialID("ns/a"), try CredentialID("ns/b"))
-        let first = try clients.client(for: settings, owner: .init(credential: a, uid: 1000))
-        #expect(try clients.client(for: settings, owner: .init(credential: a, uid: 1000)) === first)
-        #expect(try clients.client(for: settings, owner: .init(credential: b, uid: 1000)) !== first)
-        #expect(try clients.client(for: settings, owner: .init(credential: a, uid: 1001)) !== first)
+        func use(_ id: CredentialID, _ uid: UInt32) throws -> UpstreamClients.Use {
+            try clients.use(for: settings, version: 1, owner: .init(credential: id, uid: uid))
+        }
+        let first = try use(a, 1000)
+        #expect(try use(a, 1000).client === first.client)
+        #expect(try use(b, 1000).client !== first.client)
+        #expect(try use(a, 1001).client !== first.client)
         #expect(clients.count == 3)
         await clients.shutdown()
-        #expect(throws: ProviderConfigurationError.self) {
-            try clients.client(for: settings, owner: .init(credential: a, uid: 1000))
+        #expect(throws: ProviderConfigurationError.self) { try use(a, 1000) }
+    }
+
+    /// A client is shut down once idle for its retention, never while a call holds it (an
+    /// answer still streaming, a call waiting for a refresh before its second try).
+    @Test func aClientACallHoldsOutlivesItsRetention() async throws {
+        let clients = UpstreamClients(idleRetention: .milliseconds(20))
+        let settings = ProviderSettings(name: "oauth2", kind: "oauth2")
+        func use(_ name: String) throws -> UpstreamClients.Use {
+            try clients.use(for: settings, version: 1, owner: .init(credential: try CredentialID("ns/\(name)"), uid: 1))
         }
+        let held = try use("a")
+        try await Task.sleep(for: .milliseconds(60))
+        let other = try use("b")
+        #expect(clients.count == 2, "a client in use was swept")
+        #expect(try use("a").client === held.client)
+        held.end()
+        other.end()
+        try await Task.sleep(for: .milliseconds(60))
+        _ = try use("c")
+        #expect(clients.count == 1, "idle clients were kept past their retention")
+        await clients.shutdown()
+    }
+
+    /// Past `maximumClients`, the least recently used idle client goes; held ones stay.
+    @Test func clientsOverCapacityGoLeastRecentlyUsedFirst() async throws {
+        let clients = UpstreamClients(maximumClients: 2)
+        let settings = ProviderSettings(name: "oauth2", kind: "oauth2")
+        func use(_ name: String) throws -> UpstreamClients.Use {
+            try clients.use(for: settings, version: 1, owner: .init(credential: try CredentialID("ns/\(name)"), uid: 1))
+        }
+        let a = try use("a")
+        a.end()
+        let b = try use("b")
+        b.end()
+        let c = try use("c")
+        #expect(clients.count == 2)
+        #expect(try use("b").client === b.client, "the more recently used client went")
+        #expect(try use("a").client !== a.client, "the least recently used client was kept")
+        // Every client held: none can go, so the cap gives way rather than refuse a call.
+        let held = try (0..<3).map { try use("h\($0)") }
+        #expect(clients.count >= 3 && held.count == 3)
+        withExtendedLifetime(c) {}
+        await clients.shutdown()
+    }
+
+    /// A reload that changes the instance's transport gives new calls a new client; the old one
+    /// finishes the calls that hold it. A call that took the older table gets the newer client.
+    @Test func aReloadedTransportGetsANewClientAndTheOldOneFinishes() async throws {
+        let clients = UpstreamClients()
+        var settings = ProviderSettings(name: "oauth2", kind: "oauth2")
+        settings.options = ["token_url": .string("https://id.example/token"), "keep_alive_seconds": .integer(4)]
+        let owner = UpstreamClients.Owner(credential: try CredentialID("ns/a"), uid: 1)
+        let before = try clients.use(for: settings, version: 1, owner: owner)
+        settings.options["keep_alive_seconds"] = .integer(9)
+        let after = try clients.use(for: settings, version: 2, owner: owner)
+        #expect(after.client !== before.client)
+        #expect(clients.count == 2, "the replaced client went while a call held it")
+        var older = settings
+        older.options["keep_alive_seconds"] = .integer(4)
+        #expect(try clients.use(for: older, version: 1, owner: owner).client === after.client)
+        before.end()
+        #expect(clients.count == 1, "the replaced client outlived its last call")
+        // A new table that leaves the transport as it was keeps the client.
+        #expect(try clients.use(for: settings, version: 3, owner: owner).client === after.client)
+        await clients.shutdown()
     }
 
     /// Paths that one server reads one way and another server another, each refused with its
@@ -95,6 +161,7 @@ import TokenVaultTesting
                 // An empty segment: `//evil.example/x` is a host to a framework resolving it.
                 ("//evil.example/x", "upstream_not_allowed"),
                 ("/echo//x", "upstream_not_allowed"),
+                ("/;/evil.example/x", "upstream_not_allowed"),
                 // Escaped delimiters: `;`, `?` and `#` moved into the path by one decoder.
                 ("/echo%3Bjsessionid=1", "upstream_not_allowed"),
                 ("/echo%3fadmin=1", "upstream_not_allowed"),

@@ -100,7 +100,7 @@ extension OptionReader {
         case nil, .null?: return []
         case .object(let fields)?:
             return try fields.sorted(by: { $0.key < $1.key }).map { (name, value) throws(ProviderConfigurationError) in
-                guard isToken(name) else { throw fail("\(key).\(name)", "is not a valid header name") }
+                guard HTTPToken.isToken(name) else { throw fail("\(key).\(name)", "is not a valid header name") }
                 guard !OAuth2Configuration.reservedHeaders.contains(name.lowercased()) else {
                     throw fail("\(key).\(name)", "is set by TokenVault itself (see client_authentication)")
                 }
@@ -114,15 +114,5 @@ extension OptionReader {
             }
         case let other?: throw fail(key, "expected an object of header names to values, got \(other.typeName)")
         }
-    }
-
-    /// RFC 9110 token characters.
-    private func isToken(_ name: String) -> Bool {
-        !name.isEmpty
-            && name.unicodeScalars.allSatisfy { scalar in
-                scalar.isASCII
-                    && (Character(scalar).isLetter || Character(scalar).isNumber
-                        || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar))
-            }
     }
 }

@@ -104,7 +104,7 @@ extension TransportSettings {
 }
 
 /// A TLS client certificate chain and its private key, as read from a PKCS#12 file.
-public struct TLSClientIdentity: Sendable {
+public struct TLSClientIdentity: Sendable, Equatable {
     public let certificateChain: [NIOSSLCertificate]
     public let privateKey: NIOSSLPrivateKey
 }

@@ -107,7 +107,7 @@ public struct CallTimeouts: Sendable, Equatable {
 
 /// What a transport needs to know about a provider instance: how long to wait, whom to trust,
 /// how many connections, which client certificate to present.
-public struct TransportSettings: Sendable {
+public struct TransportSettings: Sendable, Equatable {
     public var timeouts: CallTimeouts
     /// A PEM bundle trusted in addition to the system roots.
     public var caFile: String?

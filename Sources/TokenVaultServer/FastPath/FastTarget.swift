@@ -38,7 +38,7 @@ enum FastTarget: Equatable {
         }
         // A proxied call is the router's, and its route always exists: matching it against every
         // route's template cost more than a token read.
-        guard Self.proxyCall(target) == nil else { return nil }
+        guard !Self.isProxyCall(target) else { return nil }
         if let listing = ListingParameters(target: target) {
             self = .list(listing)
             return
@@ -70,18 +70,15 @@ enum FastTarget: Equatable {
         self = .unmatched(path: path)
     }
 
-    /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…`: where the
-    /// namespace and the name are in `target` (either may be empty; `CredentialID` judges them).
-    static func proxyCall(_ target: UnsafeRawBufferPointer) -> (namespace: Range<Int>, name: Range<Int>)? {
-        guard target.starts(with: credentials) else { return nil }
-        let namespaceStart = credentials.count
-        guard let namespaceEnd = target[namespaceStart...].firstIndex(of: UInt8(ascii: "/")),
+    /// `/v1/credentials/{namespace}/{name}/proxy`, then nothing, `/…` or `?…` (the router's).
+    static func isProxyCall(_ target: UnsafeRawBufferPointer) -> Bool {
+        guard target.starts(with: credentials) else { return false }
+        guard let namespaceEnd = target[credentials.count...].firstIndex(of: UInt8(ascii: "/")),
             let nameEnd = target[(namespaceEnd + 1)...].firstIndex(of: UInt8(ascii: "/"))
-        else { return nil }
+        else { return false }
         let rest = target[(nameEnd + 1)...]
-        guard rest.starts(with: proxy) else { return nil }
+        guard rest.starts(with: proxy) else { return false }
         let after = rest.dropFirst(proxy.count)
-        guard after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?") else { return nil }
-        return (namespaceStart..<namespaceEnd, (namespaceEnd + 1)..<nameEnd)
+        return after.isEmpty || after.first == UInt8(ascii: "/") || after.first == UInt8(ascii: "?")
     }
 }

@@ -19,8 +19,8 @@ struct HTTPRequestFraming: Equatable {
     /// The request target's bytes, as an offset range in the head.
     var target: Range<Int>
     var isGet: Bool
-    /// A `Connection` header (`close`, which the router's path and proxied calls honour, or the
-    /// names of hop-by-hop headers).
+    /// A `Connection` header (`close`, which the router honours, or the names of hop-by-hop
+    /// headers).
     var hasConnection: Bool
     /// An `Expect` header (`100-continue`: the router's to answer).
     var hasExpect: Bool

@@ -141,8 +141,15 @@ public final class APIMetrics: Sendable {
     func exposition(
         credentialsByStatus counts: [CredentialStatus: Int]?, refresh: RefreshCounters? = nil,
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
-        courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil
+        courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil,
+        upstreamClients: Int? = nil
     ) -> [UInt8] {
+        if let upstreamClients {
+            registry.gauge(
+                name: "tokenvault_proxy_upstream_clients",
+                help: "HTTP clients the proxy keeps, one per provider instance, credential and caller."
+            ).set(Double(upstreamClients))
+        }
         registry.gauge(
             name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
         ).set(counts == nil ? 0.0 : 1.0)

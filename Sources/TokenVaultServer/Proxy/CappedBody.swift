@@ -1,9 +1,10 @@
 import NIOCore
 import Synchronization
+import TokenVaultProviders
 
 /// A body passed through a piece at a time, never collected: more than `limit` bytes end it with
 /// `CappedBody.TooLarge`, a piece after `deadline` with `CappedBody.DeadlinePassed` (the caller
-/// sees the answer cut short, as on the event loop's path). `slot` is released when the body
+/// sees the answer cut short). `slot` is released when the body
 /// ends, fails or is dropped unread (a proxied call holds its caller's slot until its answer has
 /// streamed back).
 struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
@@ -51,17 +52,29 @@ struct CappedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where
 
 /// One of a caller's proxied calls in flight (`limits.max_proxy_calls_per_uid`): released once,
 /// when its answer has been streamed back, when the call fails, or when nothing holds it any more.
+/// The upstream client the call uses is held as long (`hold`), so it is not shut down while the
+/// answer streams.
 final class ProxyCallSlot: Sendable {
     private let onRelease: @Sendable () -> Void
-    private let released = Mutex(false)
+    private let state = Mutex<(released: Bool, use: UpstreamClients.Use?)>((false, nil))
 
     init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
 
-    func release() {
-        let first = released.withLock { done in
-            defer { done = true }
-            return !done
+    /// Keeps `use` until the slot is released (ends it now if it was).
+    func hold(_ use: UpstreamClients.Use) {
+        let released = state.withLock { state in
+            if !state.released { state.use = use }
+            return state.released
         }
+        if released { use.end() }
+    }
+
+    func release() {
+        let (first, use) = state.withLock { state in
+            defer { (state.released, state.use) = (true, nil) }
+            return (!state.released, state.use)
+        }
+        use?.end()
         if first { onRelease() }
     }
 

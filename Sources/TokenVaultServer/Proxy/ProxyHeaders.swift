@@ -82,13 +82,6 @@ enum ProxyHeaders {
         return names
     }
 
-    /// Whether a `Connection` header's value lists `close`.
-    static func says(close value: String) -> Bool {
-        value.utf8.split(separator: UInt8(ascii: ",")).contains { item in
-            item.trimmingSpacesAndTabs().equalsIgnoringASCIICase(close)
-        }
-    }
-
     private static let connectionName = Array("connection".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
     private static let close = Array("close".utf8)

@@ -28,7 +28,8 @@ extension VaultAPI {
         func refuse(_ problem: ProblemDetails) -> ProblemDetails {
             proxyRefused(peer, id, method: method, origin: origin, provider: metadata.provider, problem)
         }
-        guard let settings = vault.providers.settings[metadata.provider], !settings.apiBases.isEmpty else {
+        let table = vault.providers
+        guard let settings = table.settings[metadata.provider], !settings.apiBases.isEmpty else {
             throw refuse(
                 ProblemDetails(
                     .upstreamNotAllowed,
@@ -53,18 +54,6 @@ extension VaultAPI {
                         + "flight (limits.max_proxy_calls_per_uid)", retryAfter: 1))
         }
         let slot = ProxyCallSlot { [limiter] in limiter.releaseProxyCall(uid: peer.uid) }
-        let client: HTTPClient
-        let dpop: DPoPSession?
-        do {
-            client = try upstream.client(for: settings, owner: .init(credential: id, uid: peer.uid))
-            dpop = try upstream.dpopSession(for: settings)
-        } catch let error as ProviderConfigurationError {
-            throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
-        } catch {
-            throw refuse(
-                ProblemDetails(
-                    .providerNotConfigured, detail: "\(metadata.provider)'s DPoP key is unavailable: \(error)"))
-        }
         let body: ProxiedBody
         do {
             body = try await proxiedBody(request)
@@ -76,6 +65,21 @@ extension VaultAPI {
         case .success(let usable): credential = usable
         case .failure(let refusal): throw refuse(refusal)
         }
+        let use: UpstreamClients.Use
+        let dpop: DPoPSession?
+        do {
+            use = try upstream.use(for: settings, version: table.version, owner: .init(credential: id, uid: peer.uid))
+            dpop = try upstream.dpopSession(for: settings)
+        } catch let error as ProviderConfigurationError {
+            throw refuse(ProblemDetails(.providerNotConfigured, detail: error.description))
+        } catch {
+            throw refuse(
+                ProblemDetails(
+                    .providerNotConfigured, detail: "\(metadata.provider)'s DPoP key is unavailable: \(error)"))
+        }
+        // The client is held until the answer has streamed back, with the caller's slot.
+        slot.hold(use)
+        let client = use.client
         let forwarded = ProxyHeaders.forward(request.headers, adding: settings.proxyHeaders)
         let started = ContinuousClock.now
         let deadline = NIODeadline.now() + .seconds(Int64(options.proxy.deadlineSeconds))
@@ -99,8 +103,7 @@ extension VaultAPI {
         if response.status == .unauthorized, body.isReplayable, engine != nil,
             Self.refusesToken(response.headers, method: request.method)
         {
-            // A credential gone or a store that fails meanwhile: the 401 as it came, as on the
-            // event loop's path.
+            // A credential gone or a store that fails meanwhile: the 401 as it came.
             if let renewed = (try? await renewedAfterRefusal(id, used: credential)) ?? nil {
                 credential = renewed
                 tokens.append(renewed.secrets.accessToken)

@@ -184,7 +184,7 @@ public struct VaultAPI: Sendable {
             heldCommits: .init(
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
             audit: audit.counters, courier: options.courier?(), storage: options.storage?(),
-            webhooks: options.webhooks?())
+            webhooks: options.webhooks?(), upstreamClients: options.upstream?.count)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))
