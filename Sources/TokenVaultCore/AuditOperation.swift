@@ -36,7 +36,6 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     public static let all: [Self] = [
         .tokenRead, .credentialPut, .credentialShow, .credentialList, .credentialDelete, .credentialPurge,
         .credentialRefresh, .credentialExchange, .credentialWatch, .credentialProxy, .proxyList, .eventsStream,
-        .adminRotateKey,
-        .adminAudit, .adminBackup, .adminStatus,
+        .adminRotateKey, .adminAudit, .adminBackup, .adminStatus,
     ]
 }

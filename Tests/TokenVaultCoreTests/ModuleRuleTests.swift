@@ -31,14 +31,43 @@ import Testing
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources")
 
-    /// `import X`, `@testable import X`, `import struct X.Y`: X, per line.
-    static func imports(of file: URL) throws -> [String] {
-        try String(contentsOf: file, encoding: .utf8).split(separator: "\n").compactMap { line in
-            let words = line.split(separator: " ").filter { !$0.hasPrefix("@") }
-            guard words.first == "import", words.count >= 2 else { return nil }
-            let module = words.count >= 3 ? words[2] : words[1]
-            return String(module.split(separator: ".")[0])
+    /// X of every import declaration in `text`: `import X`, with attributes (`@testable`,
+    /// `@_exported`, `@preconcurrency`), an access level (`public import X`), a kind
+    /// (`import struct X.Y`) or a comment after it.
+    static func imports(in text: String) -> [String] {
+        let modifiers: Set<Substring> = ["public", "package", "internal", "fileprivate", "private"]
+        let kinds: Set<Substring> = ["struct", "class", "enum", "protocol", "func", "var", "let", "typealias"]
+        return text.split(separator: "\n").compactMap { line in
+            let code = line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            var words = code.split(whereSeparator: { $0 == " " || $0 == "\t" })[...]
+            while let first = words.first, first.hasPrefix("@") || modifiers.contains(first) { words.removeFirst() }
+            guard words.first == "import" else { return nil }
+            words.removeFirst()
+            if let kind = words.first, kinds.contains(kind) { words.removeFirst() }
+            return words.first.map { String($0.split(separator: ".")[0]) }
         }
+    }
+
+    static func imports(of file: URL) throws -> [String] {
+        imports(in: try String(contentsOf: file, encoding: .utf8))
+    }
+
+    /// Every way an import can be written is read as one, so none slips past the rule.
+    @Test func everyFormOfImportIsRead() {
+        let text = """
+            import TokenVaultA
+            @testable import TokenVaultB
+            public import TokenVaultC
+            package import TokenVaultD // for the tests
+            @_exported import TokenVaultE
+            @preconcurrency internal import TokenVaultF
+            import struct TokenVaultG.Thing
+            \timport TokenVaultH
+            // import NotAnImport
+            let important = 1
+            """
+        #expect(
+            Self.imports(in: text) == (["A", "B", "C", "D", "E", "F", "G", "H"].map { "TokenVault\($0)" }))
     }
 
     static func swiftFiles(of target: String) -> [URL] {

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Testing
 import TokenVaultTesting
@@ -54,6 +55,22 @@ import TokenVaultTesting
             // No route is the 404 of a path written as its own template.
             for route in Route.allCases where !route.template.contains("**") {
                 #expect(!RouteTable().matchesNothing(route.template), "\(route)")
+            }
+        }
+    }
+
+    /// Each method of each route reaches a handler of its own over the socket: never the
+    /// router's 404 or 405, whatever the handler then says of the request (a credential that
+    /// does not exist, a body missing). `GET /v1/events` is left out: its answer never ends.
+    @Test func everyDefinedRouteIsAnsweredByAHandler() async throws {
+        let server = try await TestServer()
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            for (method, template) in Route.registered where template != Route.events.template {
+                let path = template.replacingOccurrences(of: "{namespace}", with: "ns")
+                    .replacingOccurrences(of: "{name}", with: "missing").replacingOccurrences(of: "**", with: "x")
+                let response = try await server.request(method, path, body: method == "GET" ? nil : "{}")
+                let code = response.json()["code"] as? String
+                #expect(code != "not_found" && response.status != 405, "\(method) \(path): \(response.text)")
             }
         }
     }

@@ -28,7 +28,7 @@ extension VaultAPI {
         let peer = try await authorise(context, .credentialList, id: id, operation: .credentialShow)
         let metadata = try await blocking { try vault.metadata(id) }
         audit.record(auditEvent(peer, .credentialShow, id, .allowed))
-        return json(body: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
+        return json(metadata)
     }
 
     /// A page kept from an earlier read while nothing on it changed (`RenderedPages`), else read

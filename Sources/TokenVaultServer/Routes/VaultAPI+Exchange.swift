@@ -72,7 +72,7 @@ extension VaultAPI {
             ])
         var response = Response(
             status: metadata.generation == 1 ? .created : .ok,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: [.contentType: "application/json", .cacheControl: TokenJSON.cacheControl],
             body: .init(byteBuffer: exchangeBody(metadata, payload: payload)))
         response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
         return response

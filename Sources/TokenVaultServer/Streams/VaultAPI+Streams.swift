@@ -86,7 +86,7 @@ extension VaultAPI {
     ) -> Response {
         let heartbeat = Duration.seconds(options.connections.streamHeartbeatSeconds)
         return Response(
-            status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
+            status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: TokenJSON.cacheControl],
             body: ResponseBody { writer in
                 // The caller's stream slot is held until the stream ends.
                 defer { withExtendedLifetime(slot) {} }
