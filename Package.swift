@@ -3,11 +3,12 @@ import PackageDescription
 
 /// The dependency rule (docs/architecture.md, "Modules"; `ModuleRuleTests` checks every source
 /// file's imports against it): Core imports nothing of the project and no library (Foundation,
-/// Dispatch, Synchronization and the C library only). System imports Core; Crypto imports Core and System and
-/// alone imports libsodium and swift-crypto; Storage imports Core and alone imports the database
-/// drivers. Providers imports Core and System; Engine imports Core only; Server imports Core,
-/// System and Providers; Courier imports Core, System, Crypto and Providers; Client imports
-/// nothing of the project. The executables wire them and may import any of them.
+/// Dispatch, Synchronization and the C library only). Ledger imports Core. System imports Core;
+/// Crypto imports Core and System and alone imports libsodium and swift-crypto; Storage imports
+/// Core and alone imports the database drivers. Providers imports Core and System; Engine imports
+/// Core and Ledger; Server imports Core, Ledger, System and Providers; Courier imports Core,
+/// System, Crypto and Providers; Client imports nothing of the project. The executables wire them
+/// and may import any of them.
 let package = Package(
     name: "TokenVault",
     platforms: [.macOS(.v15)],
@@ -46,9 +47,13 @@ let package = Package(
         // Fixed-argument wrappers for variadic libc calls (prctl).
         .systemLibrary(name: "CProcess"),
 
-        // The domain (credentials, secrets in memory, errors, rules) and the ledger (`Vault`), which
-        // reaches storage and sealing through Core's protocols: no networking, driver or library.
+        // The domain (credentials, secrets in memory, errors, rules, the protocols of storage and
+        // sealing): no I/O, no sleeping, no executors; no networking, driver or library.
         .target(name: "TokenVaultCore"),
+        // The ledger (`Vault`): the one way to read or write a credential, over Core's storage and
+        // sealing protocols; the vault's writes, held commits and their retries, write coalescing,
+        // the webhook outbox's routing, key rotation, and the executor its store calls run on.
+        .target(name: "TokenVaultLedger", dependencies: ["TokenVaultCore"]),
         // POSIX helpers every module that touches secret files or the process itself shares:
         // private files opened and checked one way, core dumps off. A platform layer, like the
         // C targets: it depends on Core only (for SecretBytes), and nothing here is domain logic.
@@ -78,7 +83,7 @@ let package = Package(
         .target(
             name: "TokenVaultServer",
             dependencies: [
-                "TokenVaultCore", "TokenVaultSystem", "TokenVaultProviders",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultSystem", "TokenVaultProviders",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -114,7 +119,7 @@ let package = Package(
         .target(
             name: "TokenVaultEngine",
             dependencies: [
-                "TokenVaultCore",
+                "TokenVaultCore", "TokenVaultLedger",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -148,7 +153,8 @@ let package = Package(
         .executableTarget(
             name: "tokenvault",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer", "TokenVaultClient",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultServer",
+                "TokenVaultClient",
                 "TokenVaultProviders", "TokenVaultEngine", "TokenVaultSystem", "TokenVaultCourier",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -174,7 +180,8 @@ let package = Package(
         .executableTarget(
             name: "tokenvault-bench",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite", "BenchmarkSupport",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage", "CSodium", "CSQLite",
+                "BenchmarkSupport",
             ],
             path: "Benchmarks/tokenvault-bench"),
 
@@ -183,7 +190,7 @@ let package = Package(
         .executableTarget(
             name: "tokenvault-loadgen",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "BenchmarkSupport",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage", "BenchmarkSupport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Benchmarks/tokenvault-loadgen"),
@@ -193,7 +200,8 @@ let package = Package(
         .executableTarget(
             name: "tokenvault-refreshbench",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine", "TokenVaultProviders",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultEngine",
+                "TokenVaultProviders",
                 "TokenVaultServer", "TokenVaultTesting", "BenchmarkSupport", "TokenVaultCourier",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -208,7 +216,8 @@ let package = Package(
         .target(
             name: "TokenVaultTesting",
             dependencies: [
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem", "TokenVaultServer",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage", "TokenVaultSystem",
+                "TokenVaultServer",
                 "TokenVaultProviders",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -223,12 +232,16 @@ let package = Package(
             path: "Tests/TokenVaultTesting"),
 
         .testTarget(
-            name: "TokenVaultCoreTests", dependencies: ["TokenVaultCore", "TokenVaultCrypto", "TokenVaultTesting"]),
+            name: "TokenVaultCoreTests",
+            dependencies: ["TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultCore", "TokenVaultTesting"]),
         .testTarget(
             name: "TokenVaultStorageTests",
-            dependencies: ["TokenVaultStorage", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultTesting", "CSQLite"]),
+            dependencies: [
+                "TokenVaultStorage", "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultTesting",
+                "CSQLite",
+            ]),
         .testTarget(
             name: "TokenVaultProvidersTests",
             dependencies: [
@@ -241,7 +254,8 @@ let package = Package(
         .testTarget(
             name: "TokenVaultEngineTests",
             dependencies: [
-                "TokenVaultEngine", "TokenVaultProviders", "TokenVaultCore", "TokenVaultStorage", "TokenVaultCrypto",
+                "TokenVaultEngine", "TokenVaultProviders", "TokenVaultCore", "TokenVaultLedger", "TokenVaultStorage",
+                "TokenVaultCrypto",
                 "TokenVaultTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -250,7 +264,7 @@ let package = Package(
             name: "TokenVaultServerTests",
             dependencies: [
                 "TokenVaultServer", "TokenVaultTesting", "TokenVaultProviders", "TokenVaultSystem", "TokenVaultEngine",
-                "TokenVaultCore", "TokenVaultCrypto", "TokenVaultStorage",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -261,7 +275,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultClientTests",
             dependencies: [
-                "TokenVaultClient", "TokenVaultServer", "TokenVaultTesting", "TokenVaultCore",
+                "TokenVaultClient", "TokenVaultServer", "TokenVaultTesting", "TokenVaultCore", "TokenVaultLedger",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -271,7 +285,7 @@ let package = Package(
         .testTarget(
             name: "TokenVaultFuzzTests",
             dependencies: [
-                "TokenVaultCore", "TokenVaultProviders", "TokenVaultServer",
+                "TokenVaultCore", "TokenVaultLedger", "TokenVaultProviders", "TokenVaultServer",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -281,7 +295,8 @@ let package = Package(
         .testTarget(
             name: "TokenVaultCourierTests",
             dependencies: [
-                "TokenVaultCourier", "TokenVaultCore", "TokenVaultCrypto", "TokenVaultProviders", "TokenVaultTesting",
+                "TokenVaultCourier", "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultProviders",
+                "TokenVaultTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The built binary, run as a user would (`make test` runs these after the in-process tests).
@@ -296,7 +311,9 @@ let package = Package(
         // phase of its own in `make test` (`TestPostgres` refuses a suite of another target).
         .testTarget(
             name: "TokenVaultPostgresTests",
-            dependencies: ["TokenVaultTesting", "TokenVaultStorage", "TokenVaultCore", "TokenVaultCrypto"]),
+            dependencies: [
+                "TokenVaultTesting", "TokenVaultStorage", "TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto",
+            ]),
         // Crashes, soaks and key operations under load through the built binary: each loads both
         // cores for up to a minute, so `make test` runs them last, the soak alone.
         .testTarget(

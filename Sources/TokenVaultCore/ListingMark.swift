@@ -3,6 +3,11 @@
 /// served again while `Vault.isCurrent` says neither moved and nothing is held: no row changed,
 /// no change was under way, and no credential on it gained a `pending_commit` since.
 public struct ListingMark: Sendable, Equatable {
-    let changes: UInt64
-    let holdsBegun: UInt64
+    package let changes: UInt64
+    package let holdsBegun: UInt64
+
+    package init(changes: UInt64, holdsBegun: UInt64) {
+        self.changes = changes
+        self.holdsBegun = holdsBegun
+    }
 }

@@ -1,5 +1,6 @@
 import Logging
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Logs the ledger's held commits: a provider's answer the database refused is an error the
 /// operator must see (the tokens are in memory only until it goes through), and its recovery a

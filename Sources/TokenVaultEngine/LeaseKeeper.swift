@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import TokenVaultCore
+import TokenVaultLedger
 
 /// This node's side of the leases: it keeps them alive, fences itself when it cannot,
 /// and judges when another node's may be taken over.

@@ -1,5 +1,6 @@
 import Foundation
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Server-side code exchange, and its recovery: the call is keyed (`exchange:<id>`) with
 /// everything needed to store its result as context, so if the daemon dies while the provider

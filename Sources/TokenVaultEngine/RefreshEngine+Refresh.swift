@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TokenVaultCore
+import TokenVaultLedger
 
 extension RefreshEngine {
     /// One refresh of one credential, start to finish. Runs under the credential's single

@@ -3,6 +3,7 @@ import Logging
 import NIOPosix
 import Synchronization
 import TokenVaultCore
+import TokenVaultLedger
 
 /// The refresh engine: keeps credentials fresh, once per credential, without ever losing a
 /// rotated refresh token.

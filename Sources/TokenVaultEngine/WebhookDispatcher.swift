@@ -2,6 +2,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Delivers the webhook outbox. It claims due rows for the endpoints it knows (on PostgreSQL,
 /// rows another node claimed are skipped, so each row goes out from one node), sends each, and

@@ -2,6 +2,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Collects the audit rows of requests and writes them through the ledger in batches (one
 /// transaction per flush), so that auditing every token read does not cost a commit per

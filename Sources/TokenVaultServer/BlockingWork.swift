@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Runs blocking work (every SQLite call, Argon2id) on NIO's blocking thread pool, never on an
 /// event-loop thread and never on the Swift concurrency cooperative pool. The daemon hands it to

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultServer
 import TokenVaultStorage
 

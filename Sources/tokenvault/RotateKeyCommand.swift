@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TokenVaultClient
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultServer
 
 struct RotateKeyCommand: AsyncParsableCommand {

@@ -7,6 +7,7 @@ import Synchronization
 import TokenVaultCore
 import TokenVaultCourier
 import TokenVaultEngine
+import TokenVaultLedger
 import TokenVaultProviders
 import TokenVaultServer
 import TokenVaultStorage

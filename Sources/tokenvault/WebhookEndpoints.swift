@@ -2,6 +2,7 @@ import Synchronization
 import TokenVaultCore
 import TokenVaultCrypto
 import TokenVaultEngine
+import TokenVaultLedger
 import TokenVaultProviders
 import TokenVaultServer
 

@@ -7,12 +7,13 @@ import Testing
     /// The project's library targets, each with the project modules it may import.
     static let projectImports: [String: Set<String>] = [
         "TokenVaultCore": [],
+        "TokenVaultLedger": ["TokenVaultCore"],
         "TokenVaultSystem": ["TokenVaultCore"],
         "TokenVaultCrypto": ["TokenVaultCore", "TokenVaultSystem"],
         "TokenVaultStorage": ["TokenVaultCore"],
         "TokenVaultProviders": ["TokenVaultCore", "TokenVaultSystem"],
-        "TokenVaultEngine": ["TokenVaultCore"],
-        "TokenVaultServer": ["TokenVaultCore", "TokenVaultSystem", "TokenVaultProviders"],
+        "TokenVaultEngine": ["TokenVaultCore", "TokenVaultLedger"],
+        "TokenVaultServer": ["TokenVaultCore", "TokenVaultLedger", "TokenVaultSystem", "TokenVaultProviders"],
         "TokenVaultCourier": ["TokenVaultCore", "TokenVaultSystem", "TokenVaultCrypto", "TokenVaultProviders"],
         "TokenVaultClient": [],
     ]
@@ -98,5 +99,18 @@ import Testing
         }
         #expect(checked > 200, "only \(checked) files found under \(Self.sources.path)")
         #expect(Set(Self.projectImports.keys).isSubset(of: Set(targets)))
+    }
+
+    /// Core is the domain: no sleeping and no executors. Waiting, retrying and running blocking
+    /// work belong to the ledger and the modules that drive it.
+    @Test func coreNeitherSleepsNorRunsWorkElsewhere() throws {
+        let forbidden = ["Task.sleep", "DispatchQueue", "Thread(", "TaskExecutor", "usleep(", "nanosleep("]
+        for file in Self.swiftFiles(of: "TokenVaultCore") {
+            let code = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+                .map { $0.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false)[0] }
+            for word in forbidden where code.contains(where: { $0.contains(word) }) {
+                Issue.record("TokenVaultCore/\(file.lastPathComponent) uses \(word)")
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Testing
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultTesting
 
 /// The vault's logic over an in-memory store and a real keyring.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultTesting
 
 /// Which change announces which webhook event, written by the ledger in the change's own

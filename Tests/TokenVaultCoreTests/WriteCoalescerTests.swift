@@ -4,6 +4,7 @@ import Testing
 import TokenVaultTesting
 
 @testable import TokenVaultCore
+@testable import TokenVaultLedger
 
 /// Group commit runs as many transactions at once as the store takes: one on SQLite, one per
 /// writer connection on PostgreSQL, where their flushes overlap. A group's claims reach the store

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultStorage
 import TokenVaultTesting
 

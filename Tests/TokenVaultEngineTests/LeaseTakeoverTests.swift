@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultTesting
 
 @testable import TokenVaultEngine

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultTesting
 
 @testable import TokenVaultStorage

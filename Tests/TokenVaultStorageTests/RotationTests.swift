@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultTesting
 
 @testable import TokenVaultStorage

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultTesting
 
 @testable import TokenVaultStorage

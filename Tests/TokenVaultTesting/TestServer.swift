@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultProviders
 import TokenVaultServer
 

@@ -1,6 +1,7 @@
 import Foundation
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultStorage
 
 /// A real vault on a real SQLite file in a temporary directory, for integration tests.

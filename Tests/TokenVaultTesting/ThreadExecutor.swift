@@ -1,5 +1,6 @@
 import Foundation
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Runs each call on a thread of its own: for tests whose blocking work waits a long time on
 /// purpose. On Linux Dispatch's global queues and the Swift concurrency pool share their

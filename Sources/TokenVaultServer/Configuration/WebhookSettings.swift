@@ -1,4 +1,5 @@
 import TokenVaultCore
+import TokenVaultLedger
 
 /// The `webhooks` section: where events go and how hard the daemon tries. Its numbers are in
 /// the settings table (`webhooks.*`); the endpoints are read here. All of it is put in force by

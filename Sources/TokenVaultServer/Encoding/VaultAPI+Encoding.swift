@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import TokenVaultCore
+import TokenVaultLedger
 
 extension VaultAPI {
     func credentialID(_ context: VaultRequestContext) throws -> CredentialID {

@@ -1,6 +1,7 @@
 import NIOCore
 import Synchronization
 import TokenVaultCore
+import TokenVaultLedger
 
 /// Pages of `GET /v1/credentials` as sent, kept while the vault says nothing they show has
 /// changed (`Vault.isCurrent`): asked again, such a page costs a lookup instead of fifty rows

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import TokenVaultCore
+import TokenVaultLedger
 import TokenVaultProviders
 
 /// The local API: authorisation by peer credentials, JSON in, JSON or problem+json out.

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// The audit trail, written, chained, pruned and verified by the ledger: every row (the ones a
 /// write carries in its own transaction, and the recorder's batches) is appended by
 /// `appendChained` (through `auditAppender`), which links it to the head of this process's chain inside the same

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Webhook events, written to the outbox by the ledger inside the transaction of the change that
 /// causes them: a crash after the commit loses nothing, and a write that rolls back announces
 /// nothing. Which change announces what is decided here, once (`WebhookAnnouncer`); the writes

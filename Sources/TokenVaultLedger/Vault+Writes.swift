@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Writes of whole credentials: put, bulk import, a code exchange's result, delete and purge.
 extension Vault {
     /// A credential to store, as `put` and `importCredentials` take it.

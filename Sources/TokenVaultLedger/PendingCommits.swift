@@ -1,4 +1,5 @@
 import Synchronization
+import TokenVaultCore
 
 /// The registry of provider answers not yet committed: what `show`, health and metrics report
 /// while `Vault` retries them (see `Vault+PendingCommits.swift`). A credential may have more than

@@ -1,4 +1,5 @@
 import Dispatch
+import TokenVaultCore
 
 /// Runs blocking work (every database call) on threads made for it, never on the Swift
 /// concurrency pool. The daemon passes NIO's blocking thread pool; Core has no pool of its own,

@@ -1,5 +1,6 @@
 import Testing
 import TokenVaultCore
+import TokenVaultEngine
 
 /// When another node counts as silent: only after this node watched its counter stand still for a
 /// whole period, in readings close enough together.

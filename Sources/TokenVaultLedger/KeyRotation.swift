@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Online key rotation: a new term takes new writes at once; existing rows are re-sealed in
 /// small transactions while reads and writes go on; old terms are dropped once no row uses
 /// them (the schema's foreign key refuses to drop a term still in use).

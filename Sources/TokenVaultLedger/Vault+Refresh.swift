@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// The refresh engine's writes: journal an attempt, commit its answer, close it failed, and
 /// change a credential's schedule or state. The engine decides; the ledger writes.
 extension Vault {

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Which endpoints hear of which events (the `webhooks` section, replaced whole by a reload).
 /// The ledger consults it inside each write's transaction and writes one outbox row per
 /// endpoint that wants the event, so what an endpoint gets is decided when the change commits.

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Decides when another node has been silent long enough that its refresh attempts may be
 /// taken over: only when this node itself watched that node's beat counter stand still for a
 /// whole lease period, in readings of its own heartbeats that followed one another closely

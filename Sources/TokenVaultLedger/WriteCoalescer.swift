@@ -1,4 +1,5 @@
 import Synchronization
+import TokenVaultCore
 
 /// Group commit: writes that arrive while a transaction is being committed wait and go into
 /// the next one together, so one `fsync` covers many refreshes. Each write runs inside its own

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Told about commits of received tokens that fail and recover, so the daemon can log them
 /// (Core has no logger of its own).
 public protocol LedgerObserver: Sendable {

@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// The node's heartbeat (`NodeHeartbeat`), on the ledger's blocking executor, outside the group
 /// commit (a beat must not wait behind a queue of writes). Listing and forgetting nodes is the
 /// operator's (`tokenvault nodes`), on the store directly: it needs no key.

@@ -1,4 +1,5 @@
 import Synchronization
+import TokenVaultCore
 
 /// The ledger: the one way to read or write a credential row.
 ///

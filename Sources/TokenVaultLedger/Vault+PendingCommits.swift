@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Tokens a provider has issued exist only in its answer: once received, they are never
 /// dropped. A write that carries them is tried at once; if the database refuses it (locked past
 /// the busy timeout, full, a key term removed under it, unreachable), the write is held in memory

@@ -1,4 +1,5 @@
 import Synchronization
+import TokenVaultCore
 
 /// Lets a loop sleep until a deadline or until something changes, whichever comes first: the
 /// refresh scheduler (a sooner credential arrived, a refresh finished), the audit recorder (a row

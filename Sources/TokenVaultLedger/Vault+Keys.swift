@@ -1,3 +1,5 @@
+import TokenVaultCore
+
 /// Key rotation's re-seal and `verify`: the two walks over every row, done by the ledger like
 /// every other read and write of a row.
 extension Vault {
