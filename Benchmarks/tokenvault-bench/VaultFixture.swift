@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultStorage
 
 /// A real vault wired as the `tokenvault` tool wires it (database, migrations, keyring from a

@@ -43,6 +43,12 @@ struct RunOptions: Sendable {
     /// Token reads, or writes: `PUT /v1/credentials/<ns>/c<k>` with a fixed token payload (the
     /// group-commit benchmark; each write commits with `synchronous=FULL`).
     var writes = false
+    /// Each request carries `Connection: keep-alive`, which the daemon's event loop leaves to the
+    /// router: the same request answered both ways, for what the loop's answer gains.
+    var routed = false
+
+    /// The header lines every request carries.
+    var headerLines: String { "Host: localhost\r\n" + (routed ? "Connection: keep-alive\r\n" : "") }
 
     /// What the report calls the requests.
     var target: String {
@@ -160,7 +166,7 @@ private func preflight(_ options: RunOptions) {
         let connection = try HTTPConnection(socketPath: options.socketPath)
         connection.keepBody = true
         let path = options.fixedPath ?? "/v1/credentials/\(options.namespace)/c0/token"
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        let request = Array("GET \(path) HTTP/1.1\r\n\(options.headerLines)\r\n".utf8)
         let status = try request.withUnsafeBytes { try connection.exchange($0) }
         guard status == options.expectedStatus else {
             fail(
@@ -243,15 +249,15 @@ struct RequestSequence {
                 #"{"provider":"tinkoff-id","token":{"access_token":"t.bench-write","refresh_token":"bench-refresh","expires_in":3600}}"#
             prefix = Array("PUT /v1/credentials/\(options.namespace)/c".utf8)
             suffix = Array(
-                " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                " HTTP/1.1\r\n\(options.headerLines)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
                     .utf8)
         } else {
             prefix = Array("GET /v1/credentials/\(options.namespace)/c".utf8)
-            suffix = Array("/token HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+            suffix = Array("/token HTTP/1.1\r\n\(options.headerLines)\r\n".utf8)
         }
         bytes = [UInt8](repeating: 0, count: prefix.count + 20 + suffix.count)
         bytes.replaceSubrange(0..<prefix.count, with: prefix)
-        if let path = options.fixedPath { bytes = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8) }
+        if let path = options.fixedPath { bytes = Array("GET \(path) HTTP/1.1\r\n\(options.headerLines)\r\n".utf8) }
         generator = SplitMix64(seed: 0x7F4A_7C15 &+ UInt64(worker) &* 0x9E37_79B9)
         sequence = worker % options.credentials
     }

@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultStorage
 
 #if canImport(Glibc)

@@ -22,9 +22,9 @@ let usage = """
     usage: tokenvault-loadgen seed --data-dir DIR --count N [--start I] [--batch B]
            tokenvault-loadgen run --socket PATH --connections N --duration SECONDS --credentials COUNT
                                   [--warmup SECONDS] [--order random|sequential] [--namespace NS]
-                                  [--requests TOTAL] [--client auto|events|threads] [--writes]
+                                  [--requests TOTAL] [--client auto|events|threads] [--writes] [--routed]
            tokenvault-loadgen run --socket PATH|tcp:IP:PORT --connections N --duration SECONDS --path /fixed/path
-                                  [--expect STATUS] [--warmup SECONDS]
+                                  [--expect STATUS] [--warmup SECONDS] [--routed]
            tokenvault-loadgen hold --socket PATH --seconds SECONDS [--idle N] [--watches M]
                                   [--credentials COUNT] [--namespace NS]
            tokenvault-loadgen staleness --writer PATH --reader PATH [--rounds N] [--credentials C]
@@ -48,6 +48,8 @@ let usage = """
           proxy's baseline).
           With --writes, every request stores c<k> again (PUT with a fixed T-ID token payload,
           expect 200): each write is a durable commit, so this measures group commit.
+          With --routed, every request carries `Connection: keep-alive`, which the daemon's
+          event loop leaves to the router: the same request answered the other way.
     hold  opens N idle connections (sending nothing) and M `watch` streams over COUNT
           credentials, prints READY once every stream has its first line, keeps everything
           open for SECONDS (reading the streams' heartbeats), then prints RESULT with how
@@ -103,7 +105,7 @@ case "run":
             guard let total = Int(text), total > 0 else { fail("--requests must be a positive number", exitCode: 64) }
             return total
         },
-        client: client, writes: arguments.flag("--writes"))
+        client: client, writes: arguments.flag("--writes"), routed: arguments.flag("--routed"))
     arguments.finish()
     runLoad(options)
 case "hold":

@@ -4,6 +4,7 @@ import TokenVaultCore
 import TokenVaultCourier
 import TokenVaultCrypto
 import TokenVaultEngine
+import TokenVaultLedger
 import TokenVaultServer
 import TokenVaultStorage
 import TokenVaultTesting

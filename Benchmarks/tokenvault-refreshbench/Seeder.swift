@@ -2,6 +2,7 @@ import BenchmarkSupport
 import Foundation
 import TokenVaultCore
 import TokenVaultCrypto
+import TokenVaultLedger
 import TokenVaultStorage
 
 /// Writes credentials `bench/c<i>` of provider `idp` into an initialised vault through the
