@@ -1,7 +1,7 @@
 // tokenvault-bench: our wrappers next to raw libsodium / SQLite, for 2 KiB secrets.
 //
 //   1. seal + open                  Envelope.seal + Envelope.open   vs  libsodium encrypt + decrypt
-//   2. point read by id + decrypt   Vault.credential(id)            vs  SQLite point read (+ libsodium open)
+//   2. point read by id + decrypt   Vault.credentialWithoutWaiting  vs  SQLite point read (+ libsodium open)
 //   3. durable update (FULL)        Vault.put of an existing id     vs  INSERT OR REPLACE, one txn per op
 //
 // Run with `make bench`; results and goals are recorded in docs/benchmarks.md.

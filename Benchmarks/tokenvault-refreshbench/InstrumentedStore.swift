@@ -39,65 +39,76 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
 
     // MARK: CredentialStore
 
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+    func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         counters.withLock { $0.recordReads += 1 }
-        return try base.record(id)
+        return try await base.record(id)
     }
 
-    func list(_ query: CredentialQuery) throws -> [CredentialMetadata] { try base.list(query) }
-
-    func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
-        try base.records(after: after, limit: limit)
+    func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        try base.recordWithoutWaiting(id)
     }
 
-    func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
-        try base.records(notSealedWith: term, limit: limit)
+    func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] { try await base.list(query) }
+
+    func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await base.records(after: after, limit: limit)
     }
 
-    func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try base.auditEvents(query) }
+    func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await base.records(notSealedWith: term, limit: limit)
+    }
 
-    func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
+    func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] { try await base.auditEvents(query) }
 
-    func write<Result>(durability requested: Durability, _ body: (any CredentialWriter) throws -> Result) throws
-        -> Result
-    {
+    func auditChainEnds() async throws -> [AuditChainEnd] { try await base.auditChainEnds() }
+
+    func write<Result: Sendable>(
+        durability requested: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result {
         let effective = durability ?? requested
         let started = monotonicSeconds()
-        var bodySeconds = 0.0
-        var batch = 0
+        let inside = BodyMeasure()
         defer {
             let total = monotonicSeconds() - started
             counters.withLock {
                 $0.transactions += 1
                 if effective == .full { $0.fullTransactions += 1 }
                 $0.writeSeconds += total
-                $0.bodySeconds += bodySeconds
-                if batch > 0 { $0.batches.record(UInt64(batch)) }
+                $0.bodySeconds += inside.seconds
+                if inside.batch > 0 { $0.batches.record(UInt64(inside.batch)) }
             }
         }
-        return try base.write(durability: effective) { writer in
+        return try await base.write(durability: effective) { writer in
             let bodyStarted = monotonicSeconds()
             let counting = CountingWriter(writer)
             defer {
-                bodySeconds = monotonicSeconds() - bodyStarted
-                batch = counting.savepoints
+                inside.seconds = monotonicSeconds() - bodyStarted
+                inside.batch = counting.savepoints
             }
             return try body(counting)
         }
     }
 
+    /// What the body of one transaction took, written on the store's thread and read after it.
+    private final class BodyMeasure: @unchecked Sendable {
+        var seconds = 0.0
+        var batch = 0
+    }
+
     // MARK: NodeRegistry
 
-    func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading { try base.heartbeat(beat) }
-    func nodes() throws -> [NodeRecord] { try base.nodes() }
-    func isAnswerStored(_ callKey: String) throws -> Bool { try base.isAnswerStored(callKey) }
-    func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
+    func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading { try await base.heartbeat(beat) }
+    func nodes() async throws -> [NodeRecord] { try await base.nodes() }
+    func isAnswerStored(_ callKey: String) async throws -> Bool { try await base.isAnswerStored(callKey) }
+    func forgetNode(_ node: String) async throws -> Int? { try await base.forgetNode(node) }
 
     // MARK: RefreshJournal
 
-    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws -> [ScheduledCredential] {
+    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
+        -> [ScheduledCredential]
+    {
         let started = monotonicSeconds()
-        let due = try base.dueCredentials(at: now, limit: limit, skipping: skipping)
+        let due = try await base.dueCredentials(at: now, limit: limit, skipping: skipping)
         let elapsed = monotonicSeconds() - started
         counters.withLock {
             $0.dueQueries += 1
@@ -107,11 +118,11 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         return due
     }
 
-    func earliestRefreshAt() throws -> Timestamp? { try base.earliestRefreshAt() }
+    func earliestRefreshAt() async throws -> Timestamp? { try await base.earliestRefreshAt() }
 
-    func openAttempts(limit: Int) throws -> [RefreshAttempt] { try base.openAttempts(limit: limit) }
+    func openAttempts(limit: Int) async throws -> [RefreshAttempt] { try await base.openAttempts(limit: limit) }
 
-    func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try base.pruneFinishedAttempts(before: before, limit: limit)
+    func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
+        try await base.pruneFinishedAttempts(before: before, limit: limit)
     }
 }

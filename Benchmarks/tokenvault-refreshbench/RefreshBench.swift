@@ -62,7 +62,7 @@ struct RefreshBench {
         while rig.engine.inFlightCount > 0, monotonicSeconds() - drainStarted < 30 {
             try await Task.sleep(for: .milliseconds(20))
         }
-        let verification = try rig.verify(count: count)
+        let verification = try await rig.verify(count: count)
         report(rig, first, last, phases, verification)
         let sizeAfter = try rig.checkpointedSize()
         let total = rig.engine.counters.refreshed

@@ -77,7 +77,7 @@ final class RefreshRig: Sendable {
         keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: database)
         store = InstrumentedStore(database, durability: settings.durability)
         let planner = RefreshPlanner()
-        vault = Vault(store: store, sealer: keyring, executor: BlockingWork())
+        vault = Vault(store: store, sealer: keyring)
 
         var logger = Logger(label: "refreshbench") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .warning
@@ -146,13 +146,13 @@ final class RefreshRig: Sendable {
 
     /// After the run: for every credential, whether the refresh token the vault holds is the
     /// one the provider will accept next (not spent, not revoked), and the generations summed.
-    func verify(count: Int) throws -> (live: Int, notLive: [String], refreshesStored: Int) {
+    func verify(count: Int) async throws -> (live: Int, notLive: [String], refreshesStored: Int) {
         var live = 0
         var notLive: [String] = []
         var refreshesStored = 0
         for index in 0..<count {
             let id = try CredentialID(namespace: "bench", name: "c\(index)")
-            let credential = try vault.credential(id, opening: [.refreshToken])
+            let credential = try await vault.credential(id, opening: [.refreshToken])
             refreshesStored += Int(credential.metadata.generation) - 1
             if let token = credential.secrets.refreshToken?.revealString(), source.isLive(token) {
                 live += 1

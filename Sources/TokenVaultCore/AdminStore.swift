@@ -2,11 +2,11 @@
 /// ledger's: `Vault` writes, chains and reads it.)
 public protocol AdminStore: Sendable {
     /// Writes a consistent copy of the database (ciphertext only) to `path`; returns its size.
-    func backup(to path: String) throws -> Int64
+    func backup(to path: String) async throws -> Int64
     /// The newest applied migration's version.
-    func schemaVersion() throws -> Int
+    func schemaVersion() async throws -> Int
     /// How many credentials are in each status (for metrics).
-    func credentialCountsByStatus() throws -> [CredentialStatus: Int]
+    func credentialCountsByStatus() async throws -> [CredentialStatus: Int]
     /// Rows in the audit trail (for `tokenvault status`).
-    func auditRowCount() throws -> Int
+    func auditRowCount() async throws -> Int
 }

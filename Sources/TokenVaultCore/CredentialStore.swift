@@ -35,29 +35,34 @@ public struct CredentialQuery: Sendable, Hashable {
 /// TokenVaultStorage over SQLite or PostgreSQL; it never sees a plaintext secret. Only `Vault`
 /// (the ledger) holds one: everything else reads and writes rows through the vault's operations.
 public protocol CredentialStore: RefreshJournal, NodeRegistry {
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    func record(_ id: CredentialID) async throws -> SealedCredentialRecord?
     /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for
     /// callers that must not block, such as an event loop).
     func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord?
-    func list(_ query: CredentialQuery) throws -> [CredentialMetadata]
+    func list(_ query: CredentialQuery) async throws -> [CredentialMetadata]
     /// How many changes of credential rows this process knows of: its own writes as they begin
     /// and end, other nodes' as they are heard. Nil while one of its writes is under way, or when
     /// nothing could tell (no cache to follow changes): a page of `list` read after taking it is
     /// as current as the store while the count is the same (`Vault.listingMark`).
     func changeCount() -> UInt64?
     /// Up to `limit` rows with id greater than `after`, in id order (verification walks).
-    func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord]
+    func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord]
     /// Up to `limit` rows sealed under any term other than `term` (re-seal batches).
-    func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord]
+    func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord]
     /// The audit rows `query` names, in its order.
-    func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent]
+    func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent]
     /// Both ends of every audit chain, as stored.
-    func auditChainEnds() throws -> [AuditChainEnd]
+    func auditChainEnds() async throws -> [AuditChainEnd]
     /// Whether a provider answer with this call key was stored (`CredentialWriter.recordReceivedAnswer`).
-    func isAnswerStored(_ callKey: String) throws -> Bool
+    func isAnswerStored(_ callKey: String) async throws -> Bool
     /// Runs `body` in one write transaction; it commits when `body` returns and rolls back
     /// when it throws, so nothing is ever half-written.
-    func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
+    ///
+    /// The body is synchronous: a store runs the whole transaction on a thread of its own, where
+    /// its statements may block, so no caller ever hops to one.
+    func write<Result: Sendable>(
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result
 }
 
 /// The operations allowed inside a write transaction.
@@ -150,11 +155,15 @@ public protocol CredentialWriter {
 }
 
 extension CredentialStore {
-    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
+    /// A store without a cache of its own cannot answer without waiting: the caller takes the
+    /// path that may (`record`).
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        throw VaultError.storageUnavailable("credential \(id) is not cached here; read it from the store")
+    }
 
     /// Audit rows with id greater than `after`, oldest first, optionally for one credential.
-    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) throws -> [StoredAuditEvent] {
-        try auditEvents(AuditQuery(.oldestFirst, cursor: after, credentialID: credentialID, limit: limit))
+    public func auditEvents(after: Int64?, credentialID: CredentialID?, limit: Int) async throws -> [StoredAuditEvent] {
+        try await auditEvents(AuditQuery(.oldestFirst, cursor: after, credentialID: credentialID, limit: limit))
     }
 }
 

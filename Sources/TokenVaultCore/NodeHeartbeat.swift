@@ -65,14 +65,14 @@ public struct HeartbeatReading: Sendable, Equatable {
 public protocol NodeRegistry: Sendable {
     /// Registers or renews `beat.node` (one statement on PostgreSQL) and reads every node's row,
     /// with the database's time.
-    func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading
+    func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading
     /// Every node's row, for `tokenvault nodes`.
-    func nodes() throws -> [NodeRecord]
+    func nodes() async throws -> [NodeRecord]
     /// The operator's word that `node` is gone for good: its row is deleted and its open refresh
     /// attempts are released (their lease owner becomes `LeaseName.released`), so other nodes
     /// resume them at once. Returns how many attempts were released, or nil when no such node
     /// is registered and it held no attempt.
-    func forgetNode(_ node: String) throws -> Int?
+    func forgetNode(_ node: String) async throws -> Int?
 }
 
 /// How lease owners are named in the journal.

@@ -7,19 +7,20 @@ public protocol RefreshJournal: Sendable {
     /// another node's scan returned moments ago are left out, and those returned are claimed for
     /// this node for a few seconds (a claim spreads work, it fences nothing: the journal's lease
     /// does).
-    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws -> [ScheduledCredential]
+    func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
+        -> [ScheduledCredential]
     /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
-    func earliestRefreshAt() throws -> Timestamp?
+    func earliestRefreshAt() async throws -> Timestamp?
     /// Attempts still open (interrupted by a crash, or in flight in another process).
-    func openAttempts(limit: Int) throws -> [RefreshAttempt]
+    func openAttempts(limit: Int) async throws -> [RefreshAttempt]
     /// Deletes up to `limit` closed attempts finished before `before`; returns how many.
-    func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int
+    func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int
 }
 
 extension RefreshJournal {
     /// Up to `limit` due credentials, skipping none.
-    public func dueCredentials(at now: Timestamp, limit: Int) throws -> [ScheduledCredential] {
-        try dueCredentials(at: now, limit: limit, skipping: [])
+    public func dueCredentials(at now: Timestamp, limit: Int) async throws -> [ScheduledCredential] {
+        try await dueCredentials(at: now, limit: limit, skipping: [])
     }
 }
 

@@ -80,19 +80,19 @@ public protocol WebhookOutbox: Sendable {
     /// endpoint and credential (a credential's events go out in order), that nobody holds a live
     /// claim on; claimed for `leaseSeconds` under a new claim named after `owner` (this node),
     /// which the rows carry.
-    func claimWebhookDeliveries(owner: String, endpoints: [String], leaseSeconds: Double, limit: Int) throws
+    func claimWebhookDeliveries(owner: String, endpoints: [String], leaseSeconds: Double, limit: Int) async throws
         -> [WebhookDelivery]
     /// Drops the claims `owner` holds (a node starting again holds none: its deliveries died with
     /// its last process); returns how many.
-    func releaseWebhookClaims(owner: String) throws -> Int
+    func releaseWebhookClaims(owner: String) async throws -> Int
     /// The endpoint took it: the row goes. False when the claim was no longer this one's.
-    func finishWebhookDelivery(id: Int64, claim: String) throws -> Bool
+    func finishWebhookDelivery(id: Int64, claim: String) async throws -> Bool
     /// Failed: tried again `afterSeconds` from now, or, with nil, dead-lettered. False when the
     /// claim was no longer this one's.
-    func failWebhookDelivery(id: Int64, claim: String, error: String, retryAfterSeconds: Double?) throws -> Bool
+    func failWebhookDelivery(id: Int64, claim: String, error: String, retryAfterSeconds: Double?) async throws -> Bool
     /// Rows in `state` (nil: every state), oldest first, after id `after`.
-    func webhookDeliveries(state: WebhookDelivery.State?, after: Int64?, limit: Int) throws -> [WebhookDelivery]
+    func webhookDeliveries(state: WebhookDelivery.State?, after: Int64?, limit: Int) async throws -> [WebhookDelivery]
     /// Makes failed rows (these ids, or every failed row with nil) pending and due at once, with
     /// their attempts counted from zero again; returns how many.
-    func redeliverWebhooks(ids: [Int64]?) throws -> Int
+    func redeliverWebhooks(ids: [Int64]?) async throws -> Int
 }

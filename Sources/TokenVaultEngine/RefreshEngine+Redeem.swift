@@ -66,7 +66,7 @@ extension RefreshEngine {
         for (key, context) in settlement.spooled(prefix: "exchange:") {
             // Stored before the daemon died, not yet settled: applying it again would replace
             // whatever the credential got since (a refresh) with these older tokens.
-            if (try? await blocking({ [vault] in try vault.isAnswerStored(key) })) == true {
+            if (try? await vault.isAnswerStored(key)) == true {
                 settlement.settle(key)
                 logger.info("a spooled code exchange was stored already", metadata: ["tokenvault.call.key": "\(key)"])
                 continue
@@ -95,7 +95,7 @@ extension RefreshEngine {
             }
         }
         do {
-            let open = Set(try await blocking { [vault] in try vault.openAttempts(limit: 100_000) }.map(\.attemptID))
+            let open = Set(try await vault.openAttempts(limit: 100_000).map(\.attemptID))
             for (key, _) in settlement.spooled(prefix: "refresh:")
             where !open.contains(String(key.dropFirst("refresh:".count))) {
                 settlement.settle(key)
@@ -104,7 +104,8 @@ extension RefreshEngine {
                 let parts = key.split(separator: ":")
                 let id = parts.count == 4 ? try? CredentialID(String(parts[1])) : nil
                 // Gone (notFound) reads as nil: nothing waits for that revocation any more.
-                let metadata = try await blocking { [vault] in id.flatMap { try? vault.metadata($0) } }
+                var metadata: CredentialMetadata?
+                if let id { metadata = try? await vault.metadata(id) }
                 if metadata?.status != .revokePending || "\(metadata?.generation ?? 0)" != parts[2] {
                     settlement.settle(key)
                 } else if let id {

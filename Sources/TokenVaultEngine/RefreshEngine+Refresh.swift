@@ -46,20 +46,15 @@ extension RefreshEngine {
         let fields: Set<SealedField> = [.refreshToken, .idToken, .extras]
         do {
             // The cache holds the row after this node's own last commit of it (a refresh's new
-            // tokens are kept as written): read there, without a blocking thread's wake-up. A
-            // miss, or a row that does not open, takes the read that may wait. Either may be
-            // behind another node's commit not heard yet: journalling checks the generation.
-            if let cached = try? vault.credentialWithoutWaiting(id, opening: fields) {
-                credential = cached
-            } else {
-                credential = try await blocking { [vault] in try vault.credential(id, opening: fields) }
-            }
+            // tokens are kept as written), and the store answers from it without a thread hop. It
+            // may be behind another node's commit not heard yet: journalling checks the generation.
+            credential = try await vault.credential(id, opening: fields)
         } catch let error as VaultError where error.code == .credentialNotFound {
             return .skipped("credential \(id) does not exist", nil)
         } catch let error as VaultError where error.code.meansUnreadable {
             // A row that does not open (tampered, or its key term is gone) is not retried in a
             // loop: it is recorded as failing and probed at the slow interval.
-            let metadata = try await blocking { [vault] in try vault.metadata(id) }
+            let metadata = try await vault.metadata(id)
             return try await recordFailure(
                 ProviderFailure.unreadable(error), metadata: metadata, attempt: nil, resumingLostAnswer: false)
         }

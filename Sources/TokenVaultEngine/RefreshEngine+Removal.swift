@@ -29,7 +29,7 @@ extension RefreshEngine {
         }
         let record: Credential
         do {
-            record = try await blocking { [vault] in try vault.credential(id, opening: [.refreshToken]) }
+            record = try await vault.credential(id, opening: [.refreshToken])
         } catch let error as VaultError where error.code.meansUnreadable {
             // Tokens that do not open cannot be revoked: only a forced delete removes the row.
             guard force else { throw error }

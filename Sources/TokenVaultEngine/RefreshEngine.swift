@@ -121,7 +121,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     public func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
         // A refresh already in flight costs the provider nothing more: join it.
         guard !flight.isRunning(id) else { return await refreshWaitingAtMost(id) }
-        let current = try await blocking { [vault] in try vault.metadata(id) }
+        let current = try await vault.metadata(id)
         if let refusal = onDemand.refusal(for: current, minimumTTL: minimumTTL) {
             statistics.record { $0.skipped += 1 }
             return .skipped(refusal, current)
@@ -142,7 +142,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     /// from the credential's last attempt as stored (`last_refresh_attempt`), so a node that did
     /// not make that attempt counts it too.
     public func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome {
-        let current = try await blocking { [vault] in try vault.metadata(id) }
+        let current = try await vault.metadata(id)
         let since = max(0, vault.clock.now.seconds - current.lastRefreshAttempt.seconds)
         guard since >= options.onDemandInterval else {
             let wait = max(1, Int((options.onDemandInterval - since).rounded(.up)))
@@ -222,10 +222,6 @@ public final class RefreshEngine: RefreshService, Sendable {
     public func wakeSchedulerSoon() { remoteWake.poke() }
 
     // MARK: Helpers
-
-    func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await vault.blocking(body)
-    }
 
     func limits(for provider: String) -> ProviderLimits {
         slots.withLock { $0[provider] }?.gate.limits ?? ProviderLimits()

@@ -85,9 +85,7 @@ public struct RefreshScheduler: Service {
             return Scan(due: true)
         }
         let now = engine.vault.clock.now
-        let due = try await engine.blocking { [engine] in
-            try engine.vault.dueCredentials(at: now, limit: capacity, skipping: inFlight)
-        }
+        let due = try await engine.vault.dueCredentials(at: now, limit: capacity, skipping: inFlight)
         var scan = Scan(due: !due.isEmpty || !inFlight.isEmpty, fullPage: due.count == capacity)
         for credential in due where scan.started < capacity {
             if engine.startInBackground(credential.id, reason: .scheduled) { scan.started += 1 }
@@ -114,8 +112,8 @@ public struct RefreshScheduler: Service {
         do {
             let owner = engine.leases.owner.id
             open = Set(
-                try await engine.blocking { [engine] in try engine.vault.openAttempts(limit: 100_000) }
-                    .filter { $0.leaseOwner == owner }.map(\.credentialID))
+                try await engine.vault.openAttempts(limit: 100_000).filter { $0.leaseOwner == owner }.map(
+                    \.credentialID))
         } catch {
             for id in ids { engine.stranded.putBack(id) }
             throw error
@@ -140,7 +138,7 @@ public struct RefreshScheduler: Service {
     /// Seconds to sleep: until the earliest `refresh_at`, or briefly if something is due but
     /// every due credential is already in flight (a finishing refresh wakes the loop).
     private func secondsUntilNextDue() async throws -> Double {
-        let next = try await engine.blocking { [engine] in try engine.vault.earliestRefreshAt() }
+        let next = try await engine.vault.earliestRefreshAt()
         guard let next else { return maximumSleep }
         let wait = next.seconds - engine.vault.clock.now.seconds
         return wait > 0 ? min(wait + 0.001, maximumSleep) : 1
@@ -150,7 +148,7 @@ public struct RefreshScheduler: Service {
     /// journalling and committing. Retried with the same refresh token.
     private func resumeOpenAttempts() async {
         do {
-            let open = try await engine.blocking { [engine] in try engine.vault.openAttempts(limit: 100_000) }
+            let open = try await engine.vault.openAttempts(limit: 100_000)
             if !open.isEmpty {
                 engine.logger.notice("resuming \(open.count) refresh attempt(s) left open by an earlier run")
             }
@@ -165,11 +163,7 @@ public struct RefreshScheduler: Service {
 
     private func pruneJournal() async throws {
         let before = engine.vault.clock.now.adding(seconds: -engine.options.journalRetention)
-        while try await engine.blocking({ [engine] in
-            try engine.vault.pruneFinishedAttempts(before: before, limit: 1000)
-        })
-            == 1000
-        {}
+        while try await engine.vault.pruneFinishedAttempts(before: before, limit: 1000) == 1000 {}
     }
 
     /// Waits for refreshes in flight and for answers the ledger still holds (their commit

@@ -42,7 +42,6 @@ public final class WebhookDispatcher: Service, Sendable {
     private let outbox: any WebhookOutbox
     /// Whose claims this dispatcher's are (the node).
     private let owner: String
-    private let executor: any BlockingExecutor
     private let logger: Logger
     private let state: Mutex<State>
     private let wake = WakeSignal()
@@ -51,12 +50,10 @@ public final class WebhookDispatcher: Service, Sendable {
     /// `owner`: the node's name; claims are named after it, and those of its earlier processes
     /// are dropped when it starts.
     public init(
-        outbox: any WebhookOutbox, owner: String, executor: any BlockingExecutor, options: Options = Options(),
-        logger: Logger
+        outbox: any WebhookOutbox, owner: String, options: Options = Options(), logger: Logger
     ) {
         self.outbox = outbox
         self.owner = owner
-        self.executor = executor
         self.logger = logger
         state = Mutex(State(options: options))
     }
@@ -77,7 +74,7 @@ public final class WebhookDispatcher: Service, Sendable {
 
     public func run() async throws {
         // A claim of this node's earlier process would keep its rows waiting for the lease.
-        _ = try? await executor.run { [outbox, owner] in try outbox.releaseWebhookClaims(owner: owner) }
+        _ = try? await outbox.releaseWebhookClaims(owner: owner)
         await cancelWhenGracefulShutdown { [self] in
             // Deliveries in flight when the daemon stops are cancelled: their rows stay and are
             // sent again (a receiver tells a repeat by its webhook-id).
@@ -94,7 +91,7 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         // What was cut off goes to whichever node looks next, not after the claims' lease (this
         // node may not come back).
-        _ = try? await executor.run { [outbox, owner] in try outbox.releaseWebhookClaims(owner: owner) }
+        _ = try? await outbox.releaseWebhookClaims(owner: owner)
     }
 
     /// Claims what each endpoint has slots for.
@@ -109,10 +106,8 @@ public final class WebhookDispatcher: Service, Sendable {
         for (endpoint, slots) in wanted.sorted(by: { $0.0 < $1.0 }) {
             let rows: [WebhookDelivery]
             do {
-                rows = try await executor.run { [outbox, owner] in
-                    try outbox.claimWebhookDeliveries(
-                        owner: owner, endpoints: [endpoint], leaseSeconds: options.leaseSeconds, limit: slots)
-                }
+                rows = try await outbox.claimWebhookDeliveries(
+                    owner: owner, endpoints: [endpoint], leaseSeconds: options.leaseSeconds, limit: slots)
             } catch {
                 // Once per outage, not at every look (the database being down is reported already).
                 if noteOutbox(failing: true) {
@@ -154,8 +149,7 @@ public final class WebhookDispatcher: Service, Sendable {
         let kept: Bool?
         switch attempt {
         case .delivered:
-            kept = try? await executor.run { [outbox] in try outbox.finishWebhookDelivery(id: delivery.id, claim: claim)
-            }
+            kept = try? await outbox.finishWebhookDelivery(id: delivery.id, claim: claim)
             if kept == true {
                 tally.withLock { $0.delivered += 1 }
                 logger.debug(
@@ -167,9 +161,8 @@ public final class WebhookDispatcher: Service, Sendable {
             }
         case .failed(let reason, let retryAfter):
             let delay = retry.delay(afterFailures: delivery.attempts + 1, retryAfter: retryAfter)
-            kept = try? await executor.run { [outbox] in
-                try outbox.failWebhookDelivery(id: delivery.id, claim: claim, error: reason, retryAfterSeconds: delay)
-            }
+            kept = try? await outbox.failWebhookDelivery(
+                id: delivery.id, claim: claim, error: reason, retryAfterSeconds: delay)
             tally.withLock {
                 $0.failedAttempts += 1
                 if delay == nil && kept == true { $0.deadLettered += 1 }

@@ -59,7 +59,9 @@ extension Vault {
     }
 
     /// The audit rows `query` names, in its order.
-    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try store.auditEvents(query) }
+    public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
+        try await store.auditEvents(query)
+    }
 
     /// Deletes, `batch` rows per transaction, rows older than `before` and the oldest rows beyond
     /// `keepingAtMost`, moving each chain's anchor to its last row deleted. Returns how many went.
@@ -101,10 +103,10 @@ extension Vault {
 
     /// Walks every chain from its anchor to its head and reports every row that does not
     /// verify: edited, removed from the middle or the end, or chain ends that were moved.
-    public func verifyAudit(batchSize: Int = 1000) throws -> AuditVerification {
+    public func verifyAudit(batchSize: Int = 1000) async throws -> AuditVerification {
         let chain = auditChain
         var report = AuditVerification()
-        let ends = try store.auditChainEnds()
+        let ends = try await store.auditChainEnds()
         for end in ends where chain.seal(end).map({ $0 != end.seal }) ?? false {
             report.failures.append(
                 "audit \(Self.chainName(end.chain)) \(end.name.rawValue) (row \(end.rowID)) was altered")
@@ -117,7 +119,7 @@ extension Vault {
         }
         var after: Int64?
         while true {
-            let rows = try store.auditEvents(after: after, credentialID: nil, limit: batchSize)
+            let rows = try await store.auditEvents(after: after, credentialID: nil, limit: batchSize)
             guard !rows.isEmpty else { break }
             for row in rows {
                 report.rows += 1

@@ -8,7 +8,7 @@ extension Vault {
     /// picked is re-read inside the transaction, so a concurrent write is never overwritten with
     /// older tokens.
     public func reseal(onto term: UInt32, limit: Int) async throws -> (picked: Int, resealed: Int) {
-        let batch = try await blocking { [store] in try store.records(notSealedWith: term, limit: limit) }
+        let batch = try await store.records(notSealedWith: term, limit: limit)
         guard !batch.isEmpty else { return (0, 0) }
         let resealed = try await writes.write(.normal) { [self] writer in
             var count = 0
@@ -29,11 +29,11 @@ extension Vault {
 
     /// Opens every sealed field of every credential and reports what failed, by id and field,
     /// without printing any secret. Backs `tokenvault verify`.
-    public func verify(batchSize: Int = 500) throws -> VerificationReport {
+    public func verify(batchSize: Int = 500) async throws -> VerificationReport {
         var report = VerificationReport()
         var after: CredentialID?
         while true {
-            let batch = try store.records(after: after, limit: batchSize)
+            let batch = try await store.records(after: after, limit: batchSize)
             guard let last = batch.last else { break }
             for record in batch {
                 report.credentials += 1

@@ -89,7 +89,7 @@ extension Vault {
 
     /// Whether the answer of call `callKey` was stored already: a replay from the spool of an
     /// answer committed before the daemon died must not be applied again.
-    public func isAnswerStored(_ callKey: String) throws -> Bool { try store.isAnswerStored(callKey) }
+    public func isAnswerStored(_ callKey: String) async throws -> Bool { try await store.isAnswerStored(callKey) }
 
     /// Removes the credential (local only; provider revocation belongs to the refresh engine,
     /// which says `revoked` when the provider confirmed it). With `planned`, only if the row

@@ -16,9 +16,8 @@ import TokenVaultCore
 /// memory and the commit is retried with backoff for as long as the process lives
 /// (`Vault+PendingCommits.swift`).
 ///
-/// Reads are synchronous and block on the store: call them from a blocking thread (the fast
-/// path's `credentialWithoutWaiting` is the exception: it never waits for a lock). Writes are
-/// `async` and run on the vault's `BlockingExecutor`.
+/// Reads and writes are `async`: the store does its blocking on threads of its own. The fast
+/// path's `credentialWithoutWaiting` is synchronous, for an event loop: it never waits.
 public final class Vault: Sendable {
     public struct Options: Sendable {
         /// First wait before a failed commit of received tokens is tried again; it doubles per
@@ -60,7 +59,6 @@ public final class Vault: Sendable {
     private let table: Mutex<ProviderTable>
     /// Every committed change is published here, for the watch and event streams.
     public let events: ChangeFeed
-    let executor: any BlockingExecutor
     let writes: WriteCoalescer
     let pending = PendingCommits()
     let options: Options
@@ -71,8 +69,7 @@ public final class Vault: Sendable {
     public init(
         store: any CredentialStore, sealer: any Sealer, clock: any VaultClock = SystemClock(),
         planner: RefreshPlanner = RefreshPlanner(), providers: ProviderTable = .empty,
-        events: ChangeFeed = ChangeFeed(), executor: any BlockingExecutor = DispatchExecutor(),
-        options: Options = Options()
+        events: ChangeFeed = ChangeFeed(), options: Options = Options()
     ) {
         self.store = store
         self.sealer = sealer
@@ -80,10 +77,9 @@ public final class Vault: Sendable {
         self.defaultPlanner = planner
         self.table = Mutex(providers)
         self.events = events
-        self.executor = executor
         self.options = options
         writes = WriteCoalescer(
-            store: store, executor: executor, maximumBatch: options.maximumGroup,
+            store: store, maximumBatch: options.maximumGroup,
             transactions: options.concurrentTransactions, groupsUnclaimed: options.groupsUnclaimedWrites)
     }
 
@@ -105,16 +101,11 @@ public final class Vault: Sendable {
     /// the same step as its own slots); a vault without an engine (tools, tests) directly.
     public func install(_ providers: ProviderTable) { table.withLock { $0 = providers } }
 
-    /// Runs blocking work (reads) on the vault's executor.
-    public func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await executor.run(body)
-    }
-
     // MARK: Reads
 
     /// Metadata only; nothing is decrypted.
-    public func metadata(_ id: CredentialID) throws -> CredentialMetadata {
-        guard let record = try store.record(id) else { throw VaultError.notFound(id) }
+    public func metadata(_ id: CredentialID) async throws -> CredentialMetadata {
+        guard let record = try await store.record(id) else { throw VaultError.notFound(id) }
         return withPending(record.metadata)
     }
 
@@ -128,10 +119,10 @@ public final class Vault: Sendable {
     /// The credential with its secrets opened: all of them, or only `fields` (the access token
     /// is always opened). Serving a token opens just what it returns, so the refresh token is
     /// not decrypted into memory on every read.
-    public func credential(_ id: CredentialID, opening fields: Set<SealedField> = Set(SealedField.allCases)) throws
-        -> Credential
+    public func credential(_ id: CredentialID, opening fields: Set<SealedField> = Set(SealedField.allCases))
+        async throws -> Credential
     {
-        guard let record = try store.record(id) else { throw VaultError.notFound(id) }
+        guard let record = try await store.record(id) else { throw VaultError.notFound(id) }
         return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 
@@ -140,15 +131,15 @@ public final class Vault: Sendable {
     public func credentialWithoutWaiting(_ id: CredentialID, opening fields: Set<SealedField>) throws -> Credential {
         guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
         // A term another process added since this one loaded its keys (a key rotation on another
-        // node): loading it reads the store, which the blocking path does.
+        // node): loading it reads the store, which `credential(_:opening:)` may do.
         guard sealer.hasKey(for: record.sealTerm) else {
             throw VaultError.storageUnavailable("data key term \(record.sealTerm) is not loaded yet")
         }
         return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 
-    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
-        try store.list(query).map(withPending)
+    public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] {
+        try await store.list(query).map(withPending)
     }
 
     /// Taken before `list` to keep the page it returns (rendered) for as long as `isCurrent`
@@ -168,19 +159,21 @@ public final class Vault: Sendable {
     /// besides those in `skipping` (`RefreshJournal.dueCredentials`).
     public func dueCredentials(
         at now: Timestamp, limit: Int, skipping: Set<CredentialID> = []
-    ) throws -> [ScheduledCredential] {
-        try store.dueCredentials(at: now, limit: limit, skipping: skipping)
+    ) async throws -> [ScheduledCredential] {
+        try await store.dueCredentials(at: now, limit: limit, skipping: skipping)
     }
 
     /// The earliest `refresh_at` of any credential, or nil when nothing is scheduled.
-    public func earliestRefreshAt() throws -> Timestamp? { try store.earliestRefreshAt() }
+    public func earliestRefreshAt() async throws -> Timestamp? { try await store.earliestRefreshAt() }
 
     /// Refresh attempts still open (interrupted by a crash, or in flight in another process).
-    public func openAttempts(limit: Int) throws -> [RefreshAttempt] { try store.openAttempts(limit: limit) }
+    public func openAttempts(limit: Int) async throws -> [RefreshAttempt] {
+        try await store.openAttempts(limit: limit)
+    }
 
     /// Deletes up to `limit` closed journal entries finished before `before`; returns how many.
-    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try store.pruneFinishedAttempts(before: before, limit: limit)
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
+        try await store.pruneFinishedAttempts(before: before, limit: limit)
     }
 
     /// A one-way fingerprint of a secret, for the journal (never the secret itself).
@@ -263,7 +256,7 @@ extension Vault {
         guard events.hasSubscriber(for: kind, id) else { return }
         var metadata: CredentialMetadata?
         if kind != .deleted {
-            metadata = try? await blocking { [store] in try store.record(id)?.metadata }
+            metadata = try? await store.record(id)?.metadata
             // Gone again by the time it was read: its own deletion follows.
             if metadata == nil { return }
         }

@@ -13,9 +13,9 @@ import TokenVaultCore
 /// back together (`finishGroup`). When the store cannot commit a group as one
 /// (`WriteGroupSplit`), each of its writes is run again in a transaction of its own, unclaimed.
 ///
-/// Owned by `Vault`: every credential write, puts included, goes through it. The transactions
-/// run on the vault's `BlockingExecutor`, never on the Swift concurrency pool. Up to
-/// `transactions` of them run at once: one on SQLite (one writer, large groups), a few on
+/// Owned by `Vault`: every credential write, puts included, goes through it. The store runs each
+/// transaction on a thread of its own (`CredentialStore.write`). Up to `transactions` of them
+/// run at once: one on SQLite (one writer, large groups), a few on
 /// PostgreSQL (a connection each, so one group's commit overlaps the next).
 final class WriteCoalescer: Sendable {
     private struct Pending: Sendable {
@@ -32,7 +32,6 @@ final class WriteCoalescer: Sendable {
     }
 
     private let store: any CredentialStore
-    private let executor: any BlockingExecutor
     private let state = Mutex(State())
     /// Writes per transaction at most (bounds how long one commit holds the writer).
     private let maximumBatch: Int
@@ -44,11 +43,9 @@ final class WriteCoalescer: Sendable {
     private let groupsUnclaimed: Bool
 
     init(
-        store: any CredentialStore, executor: any BlockingExecutor, maximumBatch: Int = 256, transactions: Int = 1,
-        groupsUnclaimed: Bool = true
+        store: any CredentialStore, maximumBatch: Int = 256, transactions: Int = 1, groupsUnclaimed: Bool = true
     ) {
         self.store = store
-        self.executor = executor
         self.maximumBatch = maximumBatch
         self.transactions = max(1, transactions)
         self.groupsUnclaimed = groupsUnclaimed
@@ -72,19 +69,13 @@ final class WriteCoalescer: Sendable {
                 return true
             }
             if startDrain {
-                Task.detached { [self] in
-                    do {
-                        try await executor.run { self.drain() }
-                    } catch {
-                        self.failAll(error)
-                    }
-                }
+                Task.detached { [self] in await drain() }
             }
         }
     }
 
     /// Commits batches until the queue is empty.
-    private func drain() {
+    private func drain() async {
         while true {
             let batch = state.withLock { state -> [Pending] in
                 var count = min(maximumBatch, state.pending.count)
@@ -102,11 +93,17 @@ final class WriteCoalescer: Sendable {
             guard !batch.isEmpty else { return }
             let results: [Result<any Sendable, any Error>]
             do {
-                results = try commit(batch, claims: batch.flatMap(\.claims))
+                results = try await commit(batch, claims: batch.flatMap(\.claims))
             } catch is WriteGroupSplit {
-                results = batch.map { pending in
-                    Result { try commit([pending], claims: []).first!.get() }
+                var alone: [Result<any Sendable, any Error>] = []
+                for pending in batch {
+                    do {
+                        alone.append(try await commit([pending], claims: []).first!)
+                    } catch {
+                        alone.append(.failure(error))
+                    }
                 }
+                results = alone
             } catch {
                 results = batch.map { _ in .failure(error) }
             }
@@ -116,9 +113,9 @@ final class WriteCoalescer: Sendable {
 
     /// One transaction for `batch`, durable if any of its writes asks for it. Each write's own
     /// failure is its result; the transaction's failure is thrown.
-    private func commit(_ batch: [Pending], claims: [CredentialID]) throws -> [Result<any Sendable, any Error>] {
+    private func commit(_ batch: [Pending], claims: [CredentialID]) async throws -> [Result<any Sendable, any Error>] {
         let durability: Durability = batch.contains { $0.durability == .full } ? .full : .normal
-        return try store.write(durability: durability) { writer in
+        return try await store.write(durability: durability) { writer in
             if !claims.isEmpty { try writer.prefetch(claims) }
             let results = batch.map { pending in
                 Result { try writer.savepoint { try pending.body(writer) } }
@@ -126,16 +123,5 @@ final class WriteCoalescer: Sendable {
             try writer.finishGroup()
             return results
         }
-    }
-
-    private func failAll(_ error: any Error) {
-        let batch = state.withLock { state -> [Pending] in
-            defer {
-                state.pending.removeAll()
-                state.draining -= 1
-            }
-            return state.pending
-        }
-        for pending in batch { pending.complete(.failure(error)) }
     }
 }

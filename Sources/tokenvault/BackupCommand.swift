@@ -52,7 +52,7 @@ struct BackupCommand: AsyncParsableCommand {
             if let holder = DatabaseLock.holder(databasePath: options.databasePath), let socket = holder.socket {
                 written = try await throughDaemon(socket: socket, holder: holder, dataDir: dataDir, target: target)
             } else {
-                written = try fromFile(dataDir: dataDir, target: target)
+                written = try await fromFile(dataDir: dataDir, target: target)
             }
             print(
                 "backup written: \(written.path) (\(written.bytes) bytes). It opens only with this vault's master key.")
@@ -103,7 +103,7 @@ struct BackupCommand: AsyncParsableCommand {
     /// held for the copies only) into a scratch directory of this process's own, and SQLite makes
     /// the copy there, so it never opens a path in a directory another account controls. The
     /// scratch directory needs room for the database twice.
-    private func fromFile(dataDir: HeldDirectory, target: String?) throws -> (path: String, bytes: Int64) {
+    private func fromFile(dataDir: HeldDirectory, target: String?) async throws -> (path: String, bytes: Int64) {
         let scratch = try held { try HeldDirectory.scratch() }
         defer { scratch.removeScratch() }
         let database = URL(fileURLWithPath: options.databasePath).lastPathComponent
@@ -116,7 +116,7 @@ struct BackupCommand: AsyncParsableCommand {
         }
         let backend = try OpenedVault.openBackend(.sqlite(scratch.pathOf(database)), passwordFile: nil)
         defer { backend.close() }
-        _ = try backend.backup(to: scratch.pathOf("backup.db"))
+        _ = try await backend.backup(to: scratch.pathOf("backup.db"))
         let copy = try held { try scratch.openFile("backup.db") }
         if let target {
             return (target, try Self.copy(copy, toNew: { try HeldFile.create(target) }, removing: { unlink(target) }))

@@ -6,7 +6,7 @@ import TokenVaultServer
 import TokenVaultStorage
 
 /// Moves a whole vault between the embedded SQLite file and PostgreSQL (either way).
-struct MigrateStoreCommand: ParsableCommand {
+struct MigrateStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate-store",
         abstract:
@@ -31,9 +31,9 @@ struct MigrateStoreCommand: ParsableCommand {
     var to: String
     @Flag(help: "Replace a vault already in the target.") var force = false
 
-    func run() throws {
+    func run() async throws {
         var clean = true
-        try reportingErrors {
+        try await reportingErrorsAsync {
             TokenVaultCommand.restrictFileCreation()
             let source = try StorageLocation(argument: from, option: "--from")
             let target = try StorageLocation(argument: to, option: "--to")
@@ -72,8 +72,8 @@ struct MigrateStoreCommand: ParsableCommand {
 
             let (keyring, _) = try OpenedVault.unlock(into, options)
             let vault = Vault(store: into, sealer: keyring)
-            let fields = try vault.verify()
-            let audit = try vault.verifyAudit()
+            let fields = try await vault.verify()
+            let audit = try await vault.verifyAudit()
             clean = fields.isClean && audit.isClean
             let rows = report.rows
             print(

@@ -17,7 +17,7 @@ struct NodesCommand: ParsableCommand {
             """,
         subcommands: [ListNodes.self, ForgetNode.self], defaultSubcommand: ListNodes.self)
 
-    struct ListNodes: ParsableCommand {
+    struct ListNodes: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List the nodes.")
 
         @OptionGroup var options: VaultOptions
@@ -38,12 +38,12 @@ struct NodesCommand: ParsableCommand {
             }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrorsAsync {
                 let database = try OpenedVault.openBackend(options)
                 defer { database.close() }
                 let this = NodeIdentity.existing(dataDirectory: options.resolvedDataDir)
-                let nodes = try database.nodes().map {
+                let nodes = try await database.nodes().map {
                     Node(
                         node: $0.node, incarnation: $0.incarnation, beat: $0.beat, lastBeat: "\($0.beatAt)",
                         startedAt: "\($0.startedAt)", host: $0.host, pid: $0.pid, this: $0.node == this)
@@ -59,7 +59,7 @@ struct NodesCommand: ParsableCommand {
         }
     }
 
-    struct ForgetNode: ParsableCommand {
+    struct ForgetNode: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "forget",
             abstract: "Release the refresh leases of a node that is gone for good.",
@@ -73,11 +73,11 @@ struct NodesCommand: ParsableCommand {
         @OptionGroup var options: VaultOptions
         @Argument(help: "The node, as 'tokenvault nodes' lists it.") var node: String
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrorsAsync {
                 let database = try OpenedVault.openBackend(options)
                 defer { database.close() }
-                guard let released = try database.forgetNode(node) else {
+                guard let released = try await database.forgetNode(node) else {
                     throw ValidationError("no node \(node) in this vault, and no attempt leased to it")
                 }
                 print("forgot node \(node): \(released) refresh attempt(s) released")

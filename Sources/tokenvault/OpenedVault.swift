@@ -20,11 +20,8 @@ struct OpenedVault {
     let vault: Vault
     let keyDescription: String
 
-    /// `executor`: where the vault's blocking work runs (the daemon passes NIO's pool). The
-    /// daemon's provider table is put in force by its engine.
-    static func open(
-        _ options: VaultOptions, executor: any BlockingExecutor = DispatchExecutor(), commitRetryCap: Double = 30
-    ) throws -> OpenedVault {
+    /// The daemon's provider table is put in force by its engine.
+    static func open(_ options: VaultOptions, commitRetryCap: Double = 30) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
         let database = try openBackend(options)
@@ -34,7 +31,7 @@ struct OpenedVault {
                 code: .vaultNotFound,
                 message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
         }
-        return try open(database, options, executor: executor, commitRetryCap: commitRetryCap)
+        return try open(database, options, commitRetryCap: commitRetryCap)
     }
 
     /// A database already opened (the vault's own, or a copy of a backup that `restore` checks):
@@ -42,8 +39,7 @@ struct OpenedVault {
     /// between tries of a held commit (the daemon keeps it well under the lease period, so an
     /// answer held through an outage is committed before anyone could take its attempt over).
     static func open(
-        _ database: any VaultBackend, _ options: VaultOptions, executor: any BlockingExecutor = DispatchExecutor(),
-        commitRetryCap: Double = 30
+        _ database: any VaultBackend, _ options: VaultOptions, commitRetryCap: Double = 30
     ) throws -> OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
@@ -51,7 +47,7 @@ struct OpenedVault {
         return OpenedVault(
             database: database, keyring: keyring,
             vault: Vault(
-                store: database, sealer: keyring, executor: executor,
+                store: database, sealer: keyring,
                 options: Vault.Options(
                     commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
                     concurrentTransactions: database.concurrentWriteTransactions,

@@ -9,7 +9,7 @@ import TokenVaultSystem
     import Glibc
 #endif
 
-struct RestoreCommand: ParsableCommand {
+struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Replace the vault's database with a backup, after checking the backup opens with the key.",
@@ -24,8 +24,8 @@ struct RestoreCommand: ParsableCommand {
     @OptionGroup var options: VaultOptions
     @Argument(help: ArgumentHelp("The backup file (from tokenvault backup).", valueName: "file")) var file: String
 
-    func run() throws {
-        try reportingErrors {
+    func run() async throws {
+        try await reportingErrorsAsync {
             TokenVaultCommand.restrictFileCreation()
             if try options.resolvedStorageURL() != nil {
                 throw VaultError.invalidField(
@@ -55,7 +55,7 @@ struct RestoreCommand: ParsableCommand {
             let scratch = try held { try HeldDirectory.scratch() }
             defer { scratch.removeScratch() }
             try held { try backup.copy(to: try scratch.createFile("vault.db")) }
-            let document = try Self.check(scratch.pathOf("vault.db"), options)
+            let document = try await Self.check(scratch.pathOf("vault.db"), options)
 
             let database = URL(fileURLWithPath: options.databasePath).lastPathComponent
             let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
@@ -124,7 +124,7 @@ struct RestoreCommand: ParsableCommand {
 
     /// Opens the copy with the key as the daemon would (migrating it if the backup is older) and
     /// checks it; throws, naming the backup, when it does not open or does not verify.
-    static func check(_ candidate: String, _ options: VaultOptions) throws -> VerifyCommand.Document {
+    static func check(_ candidate: String, _ options: VaultOptions) async throws -> VerifyCommand.Document {
         let database = try OpenedVault.openBackend(.sqlite(candidate), passwordFile: nil)
         defer { database.close() }
         let opened: OpenedVault
@@ -134,7 +134,7 @@ struct RestoreCommand: ParsableCommand {
             throw VaultError(
                 code: error.code, message: "the backup does not open: \(error.message); nothing was replaced")
         }
-        let document = try VerifyCommand.check(opened, spoolDirectory: nil)
+        let document = try await VerifyCommand.check(opened, spoolDirectory: nil)
         // Everything in the main file before it is renamed: the WAL would not follow it.
         try (database as? SQLiteDatabase)?.checkpoint()
         guard document.ok else {

@@ -36,12 +36,6 @@ extension ServeCommand {
     /// Signals, logging, systemd's notify socket and listening socket, core dumps, locked memory,
     /// the data directory's mode: everything before a secret is read.
     static func prepareProcess(_ options: VaultOptions, _ settings: DaemonConfiguration) throws -> Process {
-        // On PostgreSQL every statement waits on a blocking thread: one per connection.
-        if let url = try? options.resolvedStorageURL(),
-            let storage = try? PostgresDatabase.Configuration(url: url, password: nil)
-        {
-            BlockingWork.reserve(waitingThreads: PostgresDatabase.blockingThreads(for: storage))
-        }
         // SIGHUP reloads once the daemon serves; until then it must not end the process (its
         // default action), so it is ignored from the start.
         signal(SIGHUP, SIG_IGN)
@@ -121,7 +115,7 @@ extension ServeCommand {
     ) async throws -> WebhookEndpoints {
         let node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
         let dispatcher = WebhookDispatcher(
-            outbox: opened.database, owner: node, executor: BlockingWork(), logger: logger)
+            outbox: opened.database, owner: node, logger: logger)
         let endpoints = WebhookEndpoints(dispatcher: dispatcher, vault: opened.vault)
         do {
             try await endpoints.prepare(settings.webhooks).install()
@@ -139,8 +133,7 @@ extension ServeCommand {
         TokenVaultCommand.restrictFileCreation()
         try OpenedVault.requireVault(options)
         let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
-        let opened = try OpenedVault.open(
-            options, executor: BlockingWork(), commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
+        let opened = try OpenedVault.open(options, commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
         return (lock, opened)
     }
 
@@ -197,11 +190,10 @@ extension ServeCommand {
             policy: AccessPolicy(rules: settings.rules, daemonUID: getuid()), audit: audit, options: apiOptions)
     }
 
-    /// The `STATUS=` line systemd shows. Off the concurrency pool: on PostgreSQL the count may
-    /// wait for a connection.
+    /// The `STATUS=` line systemd shows.
     static func statusLine(_ opened: OpenedVault, _ engine: RefreshEngine) -> @Sendable () async -> String {
-        { [vault = opened.vault, database = opened.database] in
-            let counts = try? await vault.blocking { try database.credentialCountsByStatus() }
+        { [database = opened.database] in
+            let counts = try? await database.credentialCountsByStatus()
             let instances = engine.providerStates()
             let refreshing = instances.filter { $0.condition != .notConfigured }.count
             return "serving \(counts.map { String($0.values.reduce(0, +)) } ?? "?") credentials, "

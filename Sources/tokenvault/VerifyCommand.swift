@@ -2,7 +2,7 @@ import ArgumentParser
 import TokenVaultCore
 import TokenVaultCourier
 
-struct VerifyCommand: ParsableCommand {
+struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract:
@@ -33,11 +33,11 @@ struct VerifyCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         var clean = true
-        try reportingErrors {
+        try await reportingErrorsAsync {
             let opened = try OpenedVault.open(options)
-            let document = try Self.check(opened, spoolDirectory: options.resolvedDataDir + "/spool")
+            let document = try await Self.check(opened, spoolDirectory: options.resolvedDataDir + "/spool")
             clean = document.ok
             let failures = document.failures
             if json { return try printJSON(document) }
@@ -53,11 +53,12 @@ struct VerifyCommand: ParsableCommand {
     }
 
     /// Every check on an opened vault; `spoolDirectory` nil leaves the spool out (a backup has none).
-    static func check(_ opened: OpenedVault, spoolDirectory: String?) throws -> Document {
+    static func check(_ opened: OpenedVault, spoolDirectory: String?) async throws -> Document {
         let integrity = try opened.database.integrityCheck()
-        let report = try opened.vault.verify()
-        let audit = try opened.vault.verifyAudit()
-        let spool = try spoolDirectory.map { try checkSpool($0, opened: opened) } ?? (pending: 0, failures: [])
+        let report = try await opened.vault.verify()
+        let audit = try await opened.vault.verifyAudit()
+        var spool: (pending: Int, failures: [String]) = (0, [])
+        if let spoolDirectory { spool = try await checkSpool(spoolDirectory, opened: opened) }
         let failures = report.failures + audit.failures + spool.failures
         return Document(
             integrityCheck: integrity, credentials: report.credentials, sealedFields: report.sealedFields,
@@ -68,9 +69,10 @@ struct VerifyCommand: ParsableCommand {
 
     /// Every spool file must open with this vault's key and belong to a call still waiting: an
     /// open refresh attempt, a code exchange (stored at the next start), a pending revocation.
-    static func checkSpool(_ directory: String, opened: OpenedVault) throws -> (pending: Int, failures: [String]) {
+    static func checkSpool(_ directory: String, opened: OpenedVault) async throws -> (pending: Int, failures: [String])
+    {
         let spool = Spool(directory: directory)
-        let open = Set(try opened.vault.openAttempts(limit: 1_000_000).map { "refresh:" + $0.attemptID })
+        let open = Set(try await opened.vault.openAttempts(limit: 1_000_000).map { "refresh:" + $0.attemptID })
         var pending = 0
         var failures: [String] = []
         for file in spool.files() {

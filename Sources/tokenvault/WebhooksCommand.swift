@@ -17,7 +17,7 @@ struct WebhooksCommand: ParsableCommand {
             """,
         subcommands: [ListDeliveries.self, Redeliver.self, NewSecret.self], defaultSubcommand: ListDeliveries.self)
 
-    struct ListDeliveries: ParsableCommand {
+    struct ListDeliveries: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list", abstract: "List pending and failed deliveries, oldest first.")
 
@@ -43,8 +43,8 @@ struct WebhooksCommand: ParsableCommand {
             }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrorsAsync {
                 let wanted = try state.map { name in
                     guard let parsed = WebhookDelivery.State(rawValue: name) else {
                         throw ValidationError("--state must be pending or failed")
@@ -53,7 +53,7 @@ struct WebhooksCommand: ParsableCommand {
                 }
                 let database = try OpenedVault.openBackend(options)
                 defer { database.close() }
-                let rows = try database.webhookDeliveries(state: wanted, after: nil, limit: max(1, limit)).map {
+                let rows = try await database.webhookDeliveries(state: wanted, after: nil, limit: max(1, limit)).map {
                     Row(
                         id: $0.id, endpoint: $0.endpoint, type: $0.kind, credential: $0.credentialID?.description,
                         state: $0.state.rawValue, attempts: $0.attempts, created: "\($0.createdAt)",
@@ -73,7 +73,7 @@ struct WebhooksCommand: ParsableCommand {
         }
     }
 
-    struct Redeliver: ParsableCommand {
+    struct Redeliver: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "redeliver",
             abstract: "Send failed deliveries again, with the whole retry period ahead of them.")
@@ -86,11 +86,11 @@ struct WebhooksCommand: ParsableCommand {
             guard ids.isEmpty == allFailed else { throw ValidationError("give delivery ids or --all-failed, not both") }
         }
 
-        func run() throws {
-            try reportingErrors {
+        func run() async throws {
+            try await reportingErrorsAsync {
                 let database = try OpenedVault.openBackend(options)
                 defer { database.close() }
-                let count = try database.redeliverWebhooks(ids: allFailed ? nil : ids)
+                let count = try await database.redeliverWebhooks(ids: allFailed ? nil : ids)
                 print("\(count) \(count == 1 ? "delivery" : "deliveries") queued again")
                 if !allFailed && count < ids.count {
                     throw ValidationError("\(ids.count - count) of the ids given are not failed deliveries")

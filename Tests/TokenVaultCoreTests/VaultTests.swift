@@ -20,13 +20,13 @@ import TokenVaultTesting
         for (index, sample) in [SamplePayloads.tinkoff(), SamplePayloads.oauth(), SamplePayloads.ebs()].enumerated() {
             let id = try CredentialID("test/c\(index)")
             let stored = try await vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
-            let read = try vault.credential(id)
+            let read = try await vault.credential(id)
             #expect(read.metadata == stored)
             #expect(read.secrets.accessToken.revealString() == sample.tokens[0])
         }
-        #expect(try vault.metadata(CredentialID("test/c2")).kind == .verifyToken)
+        await #expect(try vault.metadata(CredentialID("test/c2")).kind == .verifyToken)
         // Never refreshed: the engine acts on it once, at its expiry (purge).
-        let ebs = try vault.metadata(CredentialID("test/c2"))
+        let ebs = try await vault.metadata(CredentialID("test/c2"))
         #expect(ebs.refreshAt != nil && ebs.refreshAt == ebs.expiresAt)
     }
 
@@ -34,11 +34,11 @@ import TokenVaultTesting
         let id = try CredentialID("test/opening")
         let sample = SamplePayloads.oauth()
         try await vault.put(id, payload: try SamplePayloads.decode(sample.json), provider: "p")
-        let served = try vault.credential(id, opening: [.idToken])
+        let served = try await vault.credential(id, opening: [.idToken])
         #expect(served.secrets.accessToken.revealString() == sample.tokens[0])
         #expect(served.secrets.idToken?.revealString() == sample.tokens[2])
         #expect(served.secrets.refreshToken == nil && served.secrets.extras == nil)
-        #expect(try vault.credential(id).secrets.refreshToken?.revealString() == sample.tokens[1])
+        await #expect(try vault.credential(id).secrets.refreshToken?.revealString() == sample.tokens[1])
     }
 
     @Test func replacingBumpsGenerationAndKeepsCreation() async throws {
@@ -61,8 +61,8 @@ import TokenVaultTesting
         await #expect(throws: VaultError.self) {
             try await vault.put(id, payload: payload, provider: "p", labels: ["": "empty key"])
         }
-        #expect(try store.list(CredentialQuery()).isEmpty)
-        #expect(throws: VaultError.notFound(id)) { try vault.credential(id) }
+        await #expect(try store.list(CredentialQuery()).isEmpty)
+        await #expect(throws: VaultError.notFound(id)) { try await vault.credential(id) }
         await #expect(throws: VaultError.notFound(id)) { try await vault.delete(id) }
     }
 
@@ -74,7 +74,7 @@ import TokenVaultTesting
             audit: AuditEvent(
                 at: clock.now, uid: 7, operation: .credentialDelete, credentialID: id, outcome: .succeeded))
         #expect(store.auditEvents.map(\.operation) == ["credential.delete"])
-        #expect(throws: VaultError.notFound(id)) { try vault.metadata(id) }
+        await #expect(throws: VaultError.notFound(id)) { try await vault.metadata(id) }
     }
 
     @Test func rotationMovesEveryRowAndDropsTheOldTerm() async throws {
@@ -88,6 +88,6 @@ import TokenVaultTesting
         #expect(report.resealed == 25)
         #expect(report.removedTerms == [1])
         #expect(try store.terms().map(\.term) == [2])
-        #expect(try vault.verify() == .init(credentials: 25, sealedFields: 100, failures: []))
+        await #expect(try vault.verify() == .init(credentials: 25, sealedFields: 100, failures: []))
     }
 }

@@ -10,35 +10,18 @@ import TokenVaultTesting
 /// writer connection on PostgreSQL, where their flushes overlap. A group's claims reach the store
 /// first; a group the store splits is retried one write at a time.
 @Suite struct WriteCoalescerTests {
-    /// Counts the coalescer's transactions under way at the same moment: each runs in a call of
-    /// the executor, on a thread of its own (the memory store still runs their bodies one at a
-    /// time, under its lock; what is counted is the coalescer's side).
-    final class OverlapProbe: BlockingExecutor {
-        private let inside = Atomic<Int>(0)
-        private let most = Atomic<Int>(0)
-        var concurrent: Int { inside.load(ordering: .relaxed) }
-        var mostAtOnce: Int { most.load(ordering: .relaxed) }
-
-        func run<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-            try await ThreadExecutor().run { [self] in
-                _ = most.max(inside.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
-                defer { inside.subtract(1, ordering: .relaxed) }
-                return try body()
-            }
-        }
-    }
-
     /// The first write holds its transaction until a second transaction has begun, or `patience`
-    /// has passed; the rest just write.
-    static func run(transactions: Int, writes: Int, patience: Double) async throws -> OverlapProbe {
-        let probe = OverlapProbe()
-        let coalescer = WriteCoalescer(
-            store: InMemoryStore(), executor: probe, maximumBatch: 1, transactions: transactions)
+    /// has passed; the rest just write. The memory store counts the coalescer's transactions
+    /// under way at once (it runs their bodies one at a time, under its lock; what is counted is
+    /// the coalescer's side).
+    static func run(transactions: Int, writes: Int, patience: Double) async throws -> InMemoryStore {
+        let probe = InMemoryStore()
+        let coalescer = WriteCoalescer(store: probe, maximumBatch: 1, transactions: transactions)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try await coalescer.write(.full) { _ in
                     let deadline = Date().addingTimeInterval(patience)
-                    while probe.concurrent < 2, Date() < deadline { usleep(1000) }
+                    while probe.writesAtOnce < 2, Date() < deadline { usleep(1000) }
                 }
             }
             for _ in 1..<writes {
@@ -51,13 +34,13 @@ import TokenVaultTesting
 
     @Test func severalTransactionsRunAtOnceWhenTheStoreTakesThem() async throws {
         let probe = try await Self.run(transactions: 4, writes: 16, patience: 30)
-        #expect(probe.mostAtOnce >= 2)
-        #expect(probe.mostAtOnce <= 4)
+        #expect(probe.mostWritesAtOnce >= 2)
+        #expect(probe.mostWritesAtOnce <= 4)
     }
 
     @Test func oneTransactionAtATimeByDefault() async throws {
         let probe = try await Self.run(transactions: 1, writes: 16, patience: 0.5)
-        #expect(probe.mostAtOnce == 1)
+        #expect(probe.mostWritesAtOnce == 1)
     }
 
     /// Queues `writes` behind a first write that holds the only transaction until they are all
@@ -74,7 +57,7 @@ import TokenVaultTesting
             try observe(claims, count)
         }
         let coalescer = WriteCoalescer(
-            store: store, executor: ThreadExecutor(), maximumBatch: 64, transactions: 1,
+            store: store, maximumBatch: 64, transactions: 1,
             groupsUnclaimed: groupsUnclaimed)
         let release = Atomic<Bool>(false)
         let holding = Atomic<Bool>(false)

@@ -32,19 +32,19 @@ import TokenVaultTesting
 
     /// What must survive the round trip, row for row: credentials (sealed), key terms (wrapped)
     /// and the audit trail. Read from a copy, since opening a database file may change it.
-    func rows(of path: String) throws -> [String] {
+    func rows(of path: String) async throws -> [String] {
         let copy = directory.file("inspect-\(UUID().uuidString.prefix(8)).db")
         try FileManager.default.copyItem(atPath: path, toPath: copy)
         let database = try SQLiteDatabase(path: copy, checksum: SHA256.hex)
         defer { database.close() }
-        return [
+        return await [
             String(describing: try database.records(after: nil, limit: 1000)),
             String(describing: try database.terms()),
             String(describing: try database.auditEvents(after: nil, credentialID: nil, limit: 100_000)),
         ]
     }
 
-    @Test func backUpOnlineDestroyRestoreAndVerify() throws {
+    @Test func backUpOnlineDestroyRestoreAndVerify() async throws {
         let daemon = try startDaemon()
         let alice = SamplePayloads.tinkoff()
         for (name, sample) in [
@@ -80,7 +80,7 @@ import TokenVaultTesting
         #expect(refused.stderr.contains("Stop the daemon before restoring"), "\(refused.stderr)")
         daemon.terminate()
         #expect(try run(["status", "--socket", socket]).status == 5)
-        let inBackup = try rows(of: backup)
+        let inBackup = try await rows(of: backup)
         #expect(inBackup[0].contains("payments/carol") && inBackup[2].contains("credential.put"))
 
         // A wrong key: refused, and the vault is byte for byte what it was.
@@ -99,7 +99,7 @@ import TokenVaultTesting
         let restored = try run(["restore", backup])
         #expect(restored.status == 0, "\(restored.stderr)")
         #expect(restored.stdout.contains("3 credentials, key terms 2,"), "\(restored.stdout)")
-        #expect(try rows(of: database) == inBackup, "credentials, terms and audit as they were backed up")
+        #expect(try await rows(of: database) == inBackup, "credentials, terms and audit as they were backed up")
         let verify = try run(["verify"])
         #expect(verify.status == 0, "\(verify.stdout)")
         let served = try startDaemon()

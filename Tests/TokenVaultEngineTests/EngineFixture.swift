@@ -55,21 +55,21 @@ struct EngineFixture {
         return (id, try await vault.put(id, payload: payload, provider: provider ?? self.provider.name))
     }
 
-    func metadata(_ id: CredentialID) throws -> CredentialMetadata { try vault.metadata(id) }
+    func metadata(_ id: CredentialID) async throws -> CredentialMetadata { try await vault.metadata(id) }
 
     /// Journals an attempt of `owner` for `id` at `generation` that presented `refreshToken` and
     /// was never closed (a process stopped, or a storage error, between journalling and commit).
     func journalOpenAttempt(
         _ id: CredentialID, generation: Int64, refreshToken: String, owner: String, attemptID: String = "left-open"
-    ) throws {
+    ) async throws {
         let open = RefreshAttempt(
             attemptID: attemptID, credentialID: id, generation: generation,
             refreshTokenFingerprint: testVault.keyring.fingerprint(SecretBytes(utf8: refreshToken)),
             leaseOwner: owner, leaseExpiresAt: Timestamp.now().adding(seconds: 60), startedAt: Timestamp.now())
-        try testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try await testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
     }
 
-    func secrets(_ id: CredentialID) throws -> CredentialSecrets { try vault.credential(id).secrets }
+    func secrets(_ id: CredentialID) async throws -> CredentialSecrets { try await vault.credential(id).secrets }
 }
 
 /// Collects log lines in memory so tests can assert what was (and was not) logged.

@@ -61,14 +61,14 @@ import TokenVaultTesting
             Issue.record("the refresh failed")
             return
         }
-        let newer = try fixture.secrets(id)
+        let newer = try await fixture.secrets(id)
         let calls = fixture.provider.calls
 
         // The next daemon recovers the spool: the answer is recognised, settled, not applied.
         await engine().recoverSpool()
-        #expect(try fixture.metadata(id).generation == 2)
-        #expect(try fixture.secrets(id).accessToken == newer.accessToken)
-        #expect(try fixture.secrets(id).refreshToken == newer.refreshToken)
+        await #expect(try fixture.metadata(id).generation == 2)
+        await #expect(try fixture.secrets(id).accessToken == newer.accessToken)
+        await #expect(try fixture.secrets(id).refreshToken == newer.refreshToken)
         #expect(spool.spooled(prefix: "exchange:").isEmpty)
         #expect(fixture.provider.calls == calls)
     }

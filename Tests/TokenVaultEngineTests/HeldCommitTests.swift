@@ -34,7 +34,7 @@ import TokenVaultTesting
         let failing = FailingStore(testVault.database)
         let fixture = try EngineFixture(vaultOptions: Self.quickRetries, testVault: testVault, store: { _ in failing })
         let (id, _) = try await fixture.store("held")
-        let before = try fixture.secrets(id).accessToken.revealString()
+        let before = try await fixture.secrets(id).accessToken.revealString()
         failing.failNextRowCommits(5)
 
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
@@ -45,18 +45,18 @@ import TokenVaultTesting
         #expect(held.failures >= 1 && held.lastError.contains("injected commit failure"))
         // While it is held: the previous token is still what is stored and served, and a second
         // refresh does not present the (now spent) refresh token again.
-        if let shown = try fixture.metadata(id).pendingCommit {
+        if let shown = try await fixture.metadata(id).pendingCommit {
             #expect(shown.failures >= 1)
-            #expect(try fixture.secrets(id).accessToken.revealString() == before)
+            await #expect(try fixture.secrets(id).accessToken.revealString() == before)
             _ = try await fixture.engine.refresh(id, reason: .forced)
         }
 
         #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
-        let after = try fixture.metadata(id)
+        let after = try await fixture.metadata(id)
         #expect(after.generation == 2)
         #expect(after.status == .active)
         #expect(after.pendingCommit == nil)
-        #expect(try fixture.secrets(id).accessToken.revealString() != before)
+        await #expect(try fixture.secrets(id).accessToken.revealString() != before)
         #expect(failing.failures == 5)
         #expect(fixture.provider.calls == 1)
         #expect(fixture.provider.presentedTwice.isEmpty)
@@ -108,7 +108,7 @@ import TokenVaultTesting
         _ = await leases.permit(journalled: leases.lapses)
         #expect(fixture.vault.pendingCommit(for: id) == nil, "the answer is still held")
         #expect(ContinuousClock.now - started < .seconds(5))
-        #expect(try fixture.metadata(id).generation == 2)
+        await #expect(try fixture.metadata(id).generation == 2)
     }
 
     /// The real thing: a second SQLite connection holds `BEGIN IMMEDIATE` past the busy timeout
@@ -128,16 +128,15 @@ import TokenVaultTesting
         // Once the attempt is journalled (the provider is being called), take the write lock
         // and keep it until the refresh's commit has met it and is held (a fixed second once
         // ended before the commit came, on a machine busy with the other suites), at most 15 s.
-        #expect(try await waitUntil(within: 5) { try !fixture.vault.openAttempts(limit: 1).isEmpty })
-        // Held on a thread of its own: a wait on the concurrency pool stalls other tests.
+        #expect(try await waitUntil(within: 5) { try await !fixture.vault.openAttempts(limit: 1).isEmpty })
+        // Held on a thread of the store's own: a wait on the concurrency pool stalls other tests.
+        let vault = fixture.vault
         let lockHeld = Task {
-            try await offThePool {
-                try other.write(durability: .normal) { _ in
-                    locked.open()
-                    let deadline = ContinuousClock.now + .seconds(15)
-                    while fixture.vault.pendingCommit(for: id) == nil, ContinuousClock.now < deadline {
-                        Thread.sleep(forTimeInterval: 0.01)
-                    }
+            try await other.write(durability: .normal) { _ in
+                locked.open()
+                let deadline = ContinuousClock.now + .seconds(15)
+                while vault.pendingCommit(for: id) == nil, ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.01)
                 }
             }
         }
@@ -149,11 +148,11 @@ import TokenVaultTesting
         #expect(held.lastError.contains("locked") || held.lastError.contains("busy"), "\(held.lastError)")
         try await lockHeld.value
         #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
-        let after = try fixture.metadata(id)
+        let after = try await fixture.metadata(id)
         #expect(after.generation == 2 && after.status == .active)
         #expect(fixture.provider.calls == 1)
         #expect(fixture.provider.presentedTwice.isEmpty)
-        #expect(try fixture.vault.openAttempts(limit: 10).isEmpty, "the attempt closed with the commit")
+        await #expect(try fixture.vault.openAttempts(limit: 10).isEmpty, "the attempt closed with the commit")
     }
 
     /// A put that replaces the credential while its refresh answer is held wins: the held
@@ -169,7 +168,7 @@ import TokenVaultTesting
         let replacement = try await fixture.store("replaced", refreshToken: "rt-from-a-new-sign-in").1
         #expect(replacement.generation == 2)
         #expect(try await waitUntil(within: 5) { fixture.vault.pendingCommit(for: id) == nil })
-        #expect(try fixture.metadata(id).generation == 2)
-        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-a-new-sign-in")
+        await #expect(try fixture.metadata(id).generation == 2)
+        await #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-a-new-sign-in")
     }
 }

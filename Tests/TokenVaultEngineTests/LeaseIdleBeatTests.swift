@@ -17,8 +17,8 @@ import TokenVaultTesting
         return try EngineFixture(provider: ScriptedProvider(name: "idle"), options: options)
     }
 
-    static func beats(_ fixture: EngineFixture) throws -> Int64 {
-        try fixture.testVault.database.nodes().first?.beat ?? 0
+    static func beats(_ fixture: EngineFixture) async throws -> Int64 {
+        try await fixture.testVault.database.nodes().first?.beat ?? 0
     }
 
     @Test func anIdleNodeBeatsAtTheIdleIntervalAndAtTheNormalOneWhileARefreshRuns() async throws {
@@ -26,9 +26,9 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("busy", refreshToken: "r1")
         let loop = Task { await fixture.engine.keepLeasesAlive() }
         defer { loop.cancel() }
-        #expect(try await waitUntil { try Self.beats(fixture) == 1 })
+        #expect(try await waitUntil { try await Self.beats(fixture) == 1 })
         try await Task.sleep(for: .milliseconds(500))
-        #expect(try Self.beats(fixture) == 1, "an idle node beat again within its idle interval")
+        await #expect(try Self.beats(fixture) == 1, "an idle node beat again within its idle interval")
 
         // A refresh whose provider call hangs: the idle wait ends, and the node beats every
         // 0.05 s while the call is in flight.
@@ -36,11 +36,11 @@ import TokenVaultTesting
         fixture.provider.script(.hold(latch))
         let refresh = Task { try await fixture.engine.refresh(id, reason: .forced) }
         #expect(try await waitUntil { latch.arrived == 1 })
-        let during = try Self.beats(fixture)
+        let during = try await Self.beats(fixture)
         // Within 15 s, not the 30 s of the idle wait (a loaded machine slows the 0.05 s beats:
         // `make test` runs the suites side by side on two cores).
         #expect(
-            try await waitUntil(within: 15) { try Self.beats(fixture) >= during + 3 },
+            try await waitUntil(within: 15) { try await Self.beats(fixture) >= during + 3 },
             "no beats while a refresh was in flight")
         latch.open()
         _ = try await refresh.value
@@ -53,7 +53,7 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("after-idle", refreshToken: "r1")
         let loop = Task { await fixture.engine.keepLeasesAlive() }
         defer { loop.cancel() }
-        #expect(try await waitUntil { try Self.beats(fixture) == 1 })
+        #expect(try await waitUntil { try await Self.beats(fixture) == 1 })
         try await Task.sleep(for: .milliseconds(1_200))  // longer than fenceAfter, 1 s
         _ = try await fixture.engine.refresh(id, reason: .forced)
         #expect(fixture.provider.calls == 1)
@@ -66,6 +66,6 @@ import TokenVaultTesting
         defer { loop.cancel() }
         // Four beats of 0.05 s; 15 s for a machine busy with the other suites (a node with an idle
         // interval beats once in 300 s).
-        #expect(try await waitUntil(within: 15) { try Self.beats(fixture) >= 4 })
+        #expect(try await waitUntil(within: 15) { try await Self.beats(fixture) >= 4 })
     }
 }

@@ -67,7 +67,7 @@ import TokenVaultTesting
         // The lease's recorded end has passed, but B has watched A's counter for 55 s only (its
         // first beat came 5 s after A's): not a reason to take it over.
         await nodes.secondWatches(for: Self.period)
-        #expect(
+        await #expect(
             try nodes.first.vault.openAttempts(limit: 1).first!.leaseExpiresAt <= nodes.first.testVault.clock.now)
         #expect(Self.keptOff(try await nodes.second.refresh(nodes.id, reason: .forced)))
         #expect(nodes.first.provider.calls == 1)
@@ -89,7 +89,7 @@ import TokenVaultTesting
             return
         }
         #expect(why.contains("another node took the attempt over"))
-        let metadata = try nodes.first.metadata(nodes.id)
+        let metadata = try await nodes.first.metadata(nodes.id)
         #expect(metadata.generation == 1 && metadata.status == .needsReauth)
         #expect(metadata.lastError?.code == Vault.leaseTakenOverCode)
         #expect(nodes.first.engine.counters.answersLostToTakeover == 1)
@@ -113,7 +113,7 @@ import TokenVaultTesting
             return
         }
         #expect(why.contains("replaced"))
-        #expect(try nodes.first.metadata(nodes.id).generation == 2)
+        await #expect(try nodes.first.metadata(nodes.id).generation == 2)
         #expect(nodes.first.engine.counters.answersLostToTakeover == 0)
     }
 
@@ -172,8 +172,8 @@ import TokenVaultTesting
         let (latch, held) = try await nodes.startHeldRefreshOnA()
         #expect(await nodes.second.leases.beat())
         #expect(Self.keptOff(try await nodes.second.refresh(nodes.id, reason: .forced)))
-        #expect(try nodes.first.testVault.database.forgetNode("node-a") == 1)
-        #expect(try nodes.first.testVault.database.nodes().map(\.node) == ["node-b"])
+        await #expect(try nodes.first.testVault.database.forgetNode("node-a") == 1)
+        await #expect(try nodes.first.testVault.database.nodes().map(\.node) == ["node-b"])
         guard case .refreshed = try await nodes.second.refresh(nodes.id, reason: .forced) else {
             Issue.record("the forgotten node's attempt was not resumed")
             return
@@ -183,6 +183,6 @@ import TokenVaultTesting
             Issue.record("the forgotten node stored an answer over a newer generation")
             return
         }
-        #expect(try nodes.first.testVault.database.forgetNode("no-such-node") == nil)
+        await #expect(try nodes.first.testVault.database.forgetNode("no-such-node") == nil)
     }
 }

@@ -17,15 +17,15 @@ import TokenVaultTesting
         guard case .refreshed(let after) = outcome else { Issue.record("not refreshed: \(outcome)"); return }
         #expect(after.generation == before.generation + 1)
         #expect(after.status == .active && after.lastError == nil && after.refreshFailures == 0)
-        let secrets = try fixture.secrets(id)
+        let secrets = try await fixture.secrets(id)
         #expect(secrets.accessToken.revealString().hasPrefix("at-scripted-1-"))
         #expect(secrets.refreshToken!.revealString().hasPrefix("rt-scripted-1-"))
-        #expect(try fixture.metadata(id) == after)
-        let journal = try fixture.testVault.database.openAttempts(limit: 10)
+        await #expect(try fixture.metadata(id) == after)
+        let journal = try await fixture.testVault.database.openAttempts(limit: 10)
         #expect(journal.isEmpty)
         // A succeeded attempt is not kept (the new generation records it).
         let farFuture = Timestamp(milliseconds: 1 << 50)
-        #expect(try fixture.testVault.database.pruneFinishedAttempts(before: farFuture, limit: 10) == 0)
+        await #expect(try fixture.testVault.database.pruneFinishedAttempts(before: farFuture, limit: 10) == 0)
         var iterator = events.makeAsyncIterator()
         let event = await iterator.next()
         #expect(event?.kind == .refreshed && event?.metadata?.generation == after.generation)
@@ -54,8 +54,8 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("keep", refreshToken: "rt-kept")
         fixture.provider.script(.succeed(lifetime: 600, rotate: false))
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-kept")
-        #expect(try fixture.metadata(id).hasRefreshToken)
+        await #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-kept")
+        await #expect(try fixture.metadata(id).hasRefreshToken)
     }
 
     @Test func concurrentRequestsJoinOneRefresh() async throws {
@@ -90,7 +90,7 @@ import TokenVaultTesting
         let again = try await fixture.engine.refresh(id, reason: .forced)
         guard case .skipped = again else { Issue.record("\(again)"); return }
         #expect(fixture.provider.calls == 1)
-        #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-dead")
+        await #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-dead")
     }
 
     /// Reads asking for a fresher token than a failing credential holds: the first refreshes on
@@ -147,7 +147,7 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("lost-then-unsent")
         fixture.provider.script(.fail(.courierLost), .fail(.courierUnavailable), .fail(.testInvalidGrant))
         for _ in 0..<2 { _ = try await fixture.engine.refresh(id, reason: .forced) }
-        #expect(try fixture.metadata(id).lastError?.code == "courier_unavailable")
+        await #expect(try fixture.metadata(id).lastError?.code == "courier_unavailable")
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .failed(_, let after?) = outcome else { Issue.record("\(outcome)"); return }
         #expect(after.status == .needsReauth)
@@ -160,23 +160,23 @@ import TokenVaultTesting
         fixture.provider.script(.fail(.testUnavailable))
         let now = fixture.vault.clock.now
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        let metadata = try fixture.metadata(id)
+        let metadata = try await fixture.metadata(id)
         #expect(metadata.status == .failing && metadata.refreshFailures == 1)
         #expect(metadata.lastError?.code == "http_503")
         let wait = metadata.refreshAt!.seconds - now.seconds
         #expect(wait > 0 && wait <= ProviderLimits().retry.base + 0.01)
-        #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-flaky")
+        await #expect(try fixture.secrets(id).accessToken.revealString() == "at-initial-flaky")
         // Token reads in a loop wait for the backoff instead of calling the provider again.
         let onDemand = try await fixture.engine.refresh(id, reason: .onDemand)
         guard case .skipped(let reason, _) = onDemand else { Issue.record("\(onDemand)"); return }
         #expect(reason.contains("http_503") && fixture.provider.calls == 1)
         // The failed attempt is kept for diagnosis until pruned.
-        #expect(
+        await #expect(
             try fixture.testVault.database.pruneFinishedAttempts(before: Timestamp(milliseconds: 1 << 50), limit: 10)
                 == 1)
         // The next success clears the failure.
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        let recovered = try fixture.metadata(id)
+        let recovered = try await fixture.metadata(id)
         #expect(recovered.status == .active && recovered.refreshFailures == 0 && recovered.lastError == nil)
     }
 
@@ -188,7 +188,7 @@ import TokenVaultTesting
         fixture.provider.script(.fail(failure))
         let now = fixture.vault.clock.now
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        let wait = try fixture.metadata(id).refreshAt!.seconds - now.seconds
+        let wait = try await fixture.metadata(id).refreshAt!.seconds - now.seconds
         #expect(wait >= 120 && wait <= 132.01)
     }
 
@@ -202,7 +202,7 @@ import TokenVaultTesting
             leaseOwner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "dead"),
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60),
             startedAt: fixture.vault.clock.now)
-        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(stale) }
+        try await fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(stale) }
         fixture.provider.script(.fail(.testInvalidGrant))
         let outcome = try await fixture.engine.refresh(id, reason: .recovery)
         guard case .failed(_, let after?) = outcome else { Issue.record("\(outcome)"); return }
@@ -210,7 +210,7 @@ import TokenVaultTesting
         #expect(after.lastError?.message.contains("answer was lost") == true)
         #expect(fixture.engine.counters.recovered == 1)
         let journal = fixture.testVault.database
-        #expect(try journal.openAttempts(limit: 10).isEmpty)
+        await #expect(try journal.openAttempts(limit: 10).isEmpty)
     }
 
     @Test func anotherLiveProcessesLeaseKeepsUsOff() async throws {
@@ -220,7 +220,7 @@ import TokenVaultTesting
             attemptID: "other-host-attempt", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: "00", leaseOwner: "other-node/abc",
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60), startedAt: fixture.vault.clock.now)
-        try fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(foreign) }
+        try await fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(foreign) }
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .skipped(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
         #expect(reason.contains("lease"))
@@ -246,9 +246,9 @@ import TokenVaultTesting
         let (id, _) = try await fixture.store("lost")
         fixture.provider.script(.fail(.testTimeout), .fail(.testInvalidGrant))
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        #expect(try fixture.metadata(id).status == .failing)
+        await #expect(try fixture.metadata(id).status == .failing)
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        let metadata = try fixture.metadata(id)
+        let metadata = try await fixture.metadata(id)
         #expect(metadata.status == .needsReauth)
         #expect(metadata.lastError?.message.contains("answer was lost") == true)
         // Both attempts presented the same (unchanged) refresh token: that is the retry rule.
@@ -264,7 +264,7 @@ import TokenVaultTesting
         try await fixture.store("replaced", refreshToken: "rt-from-new-sign-in")
         let outcome = try await refresh
         guard case .skipped = outcome else { Issue.record("\(outcome)"); return }
-        #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-new-sign-in")
+        await #expect(try fixture.secrets(id).refreshToken?.revealString() == "rt-from-new-sign-in")
     }
 
     @Test func anUnconfiguredProviderIsReportedNotHammered() async throws {
@@ -291,7 +291,7 @@ import TokenVaultTesting
         #expect(reason.contains("paused"))
         #expect(fixture.provider.calls == 3)
         // Deferred past the breaker's reopening, not hammered.
-        #expect(try fixture.metadata(ids[4]).refreshAt! >= fixture.vault.clock.now.adding(seconds: 30))
+        await #expect(try fixture.metadata(ids[4]).refreshAt! >= fixture.vault.clock.now.adding(seconds: 30))
         // After the cooldown one probe goes out and its success closes the breaker.
         fixture.testVault.clock.advance(seconds: 31)
         _ = try await fixture.engine.refresh(ids[4], reason: .forced)
@@ -327,7 +327,7 @@ import TokenVaultTesting
         fixture.testVault.clock.advance(seconds: 3000)
         _ = try await fixture.engine.refresh(bad, reason: .scheduled)
         #expect(fixture.engine.providerStates().first?.condition == .ok)
-        let badAfter = try fixture.metadata(bad)
+        let badAfter = try await fixture.metadata(bad)
         #expect(badAfter.status == .failing && badAfter.lastError?.code == "invalid_scope")
         #expect((badAfter.refreshAt?.seconds ?? 0) - fixture.testVault.clock.now.seconds >= 250, "a slow probe")
         guard case .refreshed = try await fixture.engine.refresh(good, reason: .scheduled) else {
@@ -344,7 +344,7 @@ import TokenVaultTesting
         #expect(outcome == .deleted(revoked: true))
         #expect(fixture.provider.revocations.map(\.token) == ["rt-bye", "at-initial-bye"])
         #expect(fixture.provider.revocations.map(\.hint) == [.refreshToken, .accessToken])
-        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+        await #expect(throws: VaultError.self) { try await fixture.metadata(id) }
     }
 
     /// Another node's refresh was with the provider as the removal began, and stores its new
@@ -358,7 +358,7 @@ import TokenVaultTesting
             metadata: planned, fingerprint: "fp", owner: "node-a/1",
             leaseUntil: fixture.testVault.clock.now.adding(seconds: 60), isOwnerGone: { _, _ in false })
         let (attempt, _) = try #require(try await vault.beginAttempt(request))
-        let previous = try vault.credential(id)
+        let previous = try await vault.credential(id)
         fixture.provider.beforeNextRevocation {
             let payload = TokenPayload(
                 kind: .oauth2,
@@ -382,7 +382,7 @@ import TokenVaultTesting
         let retry = try await fixture.engine.refresh(id, reason: .scheduled)
         #expect(
             fixture.provider.revocations.map(\.token) == ["rt-old", "at-initial-race", "rt-new", "at-new"], "\(retry)")
-        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+        await #expect(throws: VaultError.self) { try await fixture.metadata(id) }
     }
 
     /// A credential deleted while the provider was answering its refresh (another node's removal
@@ -429,7 +429,7 @@ import TokenVaultTesting
                 return
             }
             #expect(fixture.provider.revocations.isEmpty)
-            #expect(try fixture.vault.credential(id).secrets.refreshToken?.revealString() == "rt-new-sign-in")
+            await #expect(try fixture.vault.credential(id).secrets.refreshToken?.revealString() == "rt-new-sign-in")
         }
     }
 
@@ -447,12 +447,12 @@ import TokenVaultTesting
         // The background retry (the scheduler's path) completes it.
         fixture.testVault.clock.advance(seconds: 600)
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
-        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+        await #expect(throws: VaultError.self) { try await fixture.metadata(id) }
 
         let (forced, _) = try await fixture.store("forced")
         fixture.provider.failRevocations(.testUnavailable)
         #expect(try await fixture.engine.remove(forced, force: true, audit: nil) == .deleted(revoked: false))
-        #expect(throws: VaultError.self) { try fixture.metadata(forced) }
+        await #expect(throws: VaultError.self) { try await fixture.metadata(forced) }
     }
 
     @Test func noTokenValueReachesTheLogs() async throws {
@@ -494,7 +494,7 @@ import TokenVaultTesting
         // holds the file's lock, so no second writer exists outside this test).
         let (check, _) = try first.testVault.reopen(masterKey: first.testVault.masterKey)
         defer { check.close() }
-        #expect(try check.record(id)?.metadata.generation == 2)
+        await #expect(try check.record(id)?.metadata.generation == 2)
     }
 
     static func options(_ node: String) -> RefreshEngine.Options {
@@ -515,15 +515,15 @@ import TokenVaultTesting
         let events = fixture.vault.events.subscribe(to: id)
         // Not before its expiry.
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
-        #expect(try fixture.metadata(id).kind == .verifyToken)
+        await #expect(try fixture.metadata(id).kind == .verifyToken)
         fixture.testVault.clock.advance(seconds: 61)
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
-        #expect(throws: VaultError.self) { try fixture.metadata(id) }
+        await #expect(throws: VaultError.self) { try await fixture.metadata(id) }
         var iterator = events.makeAsyncIterator()
         #expect(await iterator.next()?.kind == .deleted)
         #expect(fixture.provider.calls == 0)
         let audit = fixture.testVault.database
-        #expect(
+        await #expect(
             try audit.auditEvents(after: nil, credentialID: id, limit: 10).contains {
                 $0.event.operation == "credential.purge"
             })
@@ -538,7 +538,7 @@ import TokenVaultTesting
         try await fixture.vault.put(id, payload: payload, provider: "scripted")
         fixture.testVault.clock.advance(seconds: 1801)
         _ = try await fixture.engine.refresh(id, reason: .scheduled)
-        let metadata = try fixture.metadata(id)
+        let metadata = try await fixture.metadata(id)
         #expect(metadata.status == .expired && metadata.refreshAt == nil && metadata.lastError?.code == "expired")
         #expect(fixture.provider.calls == 0)
     }

@@ -25,11 +25,11 @@ import TokenVaultTesting
         var expiredSeen = 0
         while ContinuousClock.now < end {
             let now = Timestamp.now()
-            for id in ids where try fixture.metadata(id).expiresAt! <= now { expiredSeen += 1 }
+            for id in ids where try await fixture.metadata(id).expiresAt! <= now { expiredSeen += 1 }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(expiredSeen == 0)
-        for id in ids { #expect(try fixture.metadata(id).generation >= 2, "\(id) was never refreshed") }
+        for id in ids { await #expect(try fixture.metadata(id).generation >= 2, "\(id) was never refreshed") }
         #expect(fixture.provider.presentedTwice.isEmpty)
     }
 
@@ -44,20 +44,20 @@ import TokenVaultTesting
         let (soon, _) = try await fixture.store("soon", lifetime: 2)
         // Due after about 1 s (half-life); without the wake-up it would wait for the far one, half
         // an hour away. Up to 15 s for a machine busy with the other suites.
-        #expect(try await waitUntil(within: 15) { try fixture.metadata(soon).generation >= 2 })
+        #expect(try await waitUntil(within: 15) { try await fixture.metadata(soon).generation >= 2 })
     }
 
     @Test func anAttemptLeftOpenIsResumedAtStart() async throws {
         let fixture = try EngineFixture(realTime: true, planner: Self.planner)
         let (id, metadata) = try await fixture.store("interrupted", lifetime: 3600, refreshToken: "rt-interrupted")
-        try fixture.journalOpenAttempt(
+        try await fixture.journalOpenAttempt(
             id, generation: metadata.generation, refreshToken: "rt-interrupted",
             owner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "gone"))
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
-        #expect(try await waitUntil { try fixture.metadata(id).generation == 2 })
+        #expect(try await waitUntil { try await fixture.metadata(id).generation == 2 })
         #expect(fixture.engine.counters.recovered == 1)
-        #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
+        await #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
     }
 
     /// The database committed an attempt's journal write, but the connection was lost before the
@@ -76,11 +76,11 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         // Refreshed at about 1.5 s, resumed a second after the failure; the lease ends at 61 s.
-        #expect(try await waitUntil(within: 30) { try fixture.metadata(id).generation == 2 })
+        #expect(try await waitUntil(within: 30) { try await fixture.metadata(id).generation == 2 })
         #expect(fixture.logs.text.contains("injected loss of the connection after COMMIT"))
         #expect(fixture.engine.counters.recovered == 1)
         #expect(fixture.provider.presentedTwice.isEmpty)
-        #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
+        await #expect(try fixture.testVault.database.openAttempts(limit: 10).isEmpty)
     }
 
     /// A refresh a storage error ended before anything was journalled is not started again by
@@ -110,7 +110,7 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         #expect(try await waitUntil(within: 5) { fixture.engine.wake.isWaited })
-        try fixture.journalOpenAttempt(
+        try await fixture.journalOpenAttempt(
             id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         try await fixture.store("replaced", lifetime: 3600, refreshToken: "rt-new")
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
@@ -128,7 +128,7 @@ import TokenVaultTesting
         let scheduler = Task { try await RefreshScheduler(engine: fixture.engine).run() }
         defer { scheduler.cancel() }
         #expect(try await waitUntil(within: 5) { fixture.engine.wake.isWaited })
-        try fixture.journalOpenAttempt(
+        try await fixture.journalOpenAttempt(
             id, generation: metadata.generation, refreshToken: "rt-old", owner: fixture.engine.leases.owner.id)
         let (_, replaced) = try await fixture.store("paused", lifetime: 3600, refreshToken: "rt-new")
         let gate = try #require(fixture.engine.slots.withLock { $0[fixture.provider.name] }?.gate)
@@ -141,7 +141,7 @@ import TokenVaultTesting
             try await waitUntil(within: 5) {
                 fixture.engine.counters.skipped > skippedBefore && fixture.engine.inFlightCount == 0
             })
-        #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
+        await #expect(try fixture.metadata(id).refreshAt == replaced.refreshAt, "nothing written")
         #expect(!fixture.engine.stranded.isEmpty, "waiting for the provider to reopen")
         #expect(fixture.provider.calls == 0)
     }
@@ -155,7 +155,7 @@ import TokenVaultTesting
         #expect(try await waitUntil(within: 5) { fixture.engine.stranded.isEmpty }, sourceLocation: sourceLocation)
         try await Task.sleep(for: .milliseconds(300))
         #expect(fixture.provider.calls == 0, sourceLocation: sourceLocation)
-        #expect(try fixture.metadata(id).generation == generation, sourceLocation: sourceLocation)
+        await #expect(try fixture.metadata(id).generation == generation, sourceLocation: sourceLocation)
     }
 
     /// While the scheduler holds a stranded credential (taken, its journal being read), another
@@ -167,7 +167,7 @@ import TokenVaultTesting
         fixture.engine.stranded.add(id, now: .now - .seconds(5))
         #expect(fixture.engine.stranded.take(limit: 1).ids == [id])
         _ = try await fixture.engine.refresh(id, reason: .forced)
-        #expect(try fixture.metadata(id).generation == 2)
+        await #expect(try fixture.metadata(id).generation == 2)
         #expect(!fixture.engine.stranded.isEmpty, "the scheduler's entry is still there")
         _ = try await fixture.engine.refresh(id, reason: .resumption)
         #expect(fixture.engine.stranded.isEmpty)

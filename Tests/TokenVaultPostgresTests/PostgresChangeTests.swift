@@ -64,29 +64,31 @@ import TokenVaultTesting
         let server = try #require(fixture.server)
         let database = try #require(fixture.postgresDatabase)
         let backend = fixture.backend
-        let metadata = try fixture.vault.metadata(id)
+        let metadata = try await fixture.vault.metadata(id)
         var update = ScheduleUpdate(metadata)
         update.lastError = CredentialFailure(
             code: "marker", message: "written by the killed transaction", at: metadata.updatedAt)
         let written = update
-        let outcome = try await offThePool {
-            Result {
-                try backend.write(durability: .full) { writer in
-                    _ = try writer.updateSchedule(written)
-                    // This connection now sits idle in its transaction: end it from outside.
-                    let ended = try server.psql(
-                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                            + "WHERE datname = '\(database)' AND state = 'idle in transaction'")
-                    #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(ended)")
-                }
+        let outcome: Result<Void, any Error>
+        do {
+            try await backend.write(durability: .full) { writer in
+                _ = try writer.updateSchedule(written)
+                // This connection now sits idle in its transaction: end it from outside.
+                let ended = try server.psql(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        + "WHERE datname = '\(database)' AND state = 'idle in transaction'")
+                #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(ended)")
             }
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
         }
         guard case .failure(let error) = outcome else {
             Issue.record("the write reported success after its connection was killed")
             return
         }
         #expect((error as? VaultError)?.code == .storageUnavailable, "\(error)")
-        #expect(try fixture.vault.metadata(id).lastError == nil, "the killed transaction's write is stored")
+        await #expect(try fixture.vault.metadata(id).lastError == nil, "the killed transaction's write is stored")
     }
 
     /// A node frozen inside a transaction that holds a credential's lock (it sends nothing more):
@@ -121,7 +123,7 @@ import TokenVaultTesting
         // been seen taking 4.4 s without it.
         #expect(waited < .seconds(9), "the audited writes waited \(waited)")
         // Both chains verify, whoever reads them.
-        let report = try nodes.node2.verifyAudit()
+        let report = try await nodes.node2.verifyAudit()
         #expect(report.isClean && report.rows == 3, "\(report.failures)")
     }
 
@@ -138,12 +140,11 @@ import TokenVaultTesting
     ) async throws -> Duration {
         let database2 = nodes.database2
         let holds = DispatchSemaphore(value: 0)
-        async let frozen: Void = offThePool {
-            _ = try? database2.write(durability: .full) { writer in
-                try hold(writer)
-                holds.signal()
-                Thread.sleep(forTimeInterval: seconds)
-            }
+        // The transaction runs on a thread of the store's own, where its sleep stalls nobody else.
+        async let frozen: Void? = try? database2.write(durability: .full) { writer in
+            try hold(writer)
+            holds.signal()
+            Thread.sleep(forTimeInterval: seconds)
         }
         try await offThePool { holds.wait() }
         let started = ContinuousClock.now
@@ -158,7 +159,7 @@ import TokenVaultTesting
         }
         let waited = ContinuousClock.now - started
         #expect(written, "the write never went through")
-        try await frozen
+        _ = await frozen
         return waited
     }
 
@@ -214,26 +215,26 @@ import TokenVaultTesting
                 try CredentialID("pay/due\(number)"), payload: Self.payload("\(number)"), provider: "idp")
         }
         let later = fixture.clock.now.adding(seconds: 86_400)
-        let first = try fixture.vault.dueCredentials(at: later, limit: 2)
+        let first = try await fixture.vault.dueCredentials(at: later, limit: 2)
         #expect(first.count == 2)
-        let second = try node2.dueCredentials(at: later, limit: 10)
+        let second = try await node2.dueCredentials(at: later, limit: 10)
         #expect(second.count == 2)
         #expect(Set(second.map(\.id)).isDisjoint(with: first.map(\.id)))
         // A node's own claims come back to it; the other's do not.
-        #expect(Set(try fixture.vault.dueCredentials(at: later, limit: 10).map(\.id)) == Set(first.map(\.id)))
+        await #expect(Set(try fixture.vault.dueCredentials(at: later, limit: 10).map(\.id)) == Set(first.map(\.id)))
         // Once the claims are over, any node gets everything due.
-        #expect(try node2.dueCredentials(at: later.adding(seconds: 6), limit: 10).count == 4)
+        await #expect(try node2.dueCredentials(at: later.adding(seconds: 6), limit: 10).count == 4)
         // What a node skips (its refreshes in flight) it does not return, but it keeps their
         // lapsed claims: the other node does not start what this one has in flight.
         let atLast = later.adding(seconds: 12)
-        let all = try fixture.vault.dueCredentials(at: atLast, limit: 10, skipping: []).map(\.id)
+        let all = try await fixture.vault.dueCredentials(at: atLast, limit: 10, skipping: []).map(\.id)
         let skipped = Set(all.prefix(1))
-        let afterSkipping = try fixture.vault.dueCredentials(
+        let afterSkipping = try await fixture.vault.dueCredentials(
             at: atLast.adding(seconds: 6), limit: 10, skipping: skipped)
         #expect(afterSkipping.count == 3 && Set(afterSkipping.map(\.id)).isDisjoint(with: skipped))
-        #expect(try node2.dueCredentials(at: atLast.adding(seconds: 6), limit: 10).isEmpty)
+        await #expect(try node2.dueCredentials(at: atLast.adding(seconds: 6), limit: 10).isEmpty)
         // Once this node stops scanning, its claims lapse and the other node gets everything.
-        #expect(try node2.dueCredentials(at: atLast.adding(seconds: 12), limit: 10).count == 4)
+        await #expect(try node2.dueCredentials(at: atLast.adding(seconds: 12), limit: 10).count == 4)
     }
 
     @Test func everyNodeHearsEveryChangeAndItsCacheFollows() async throws {
@@ -244,13 +245,13 @@ import TokenVaultTesting
         let id = try CredentialID("pay/watched")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
         // Node 2 reads (and caches) the row; node 1 replaces it; node 2 must not serve the old one.
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-one")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-one")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 2 })
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
         try await fixture.vault.delete(id)
         #expect(try await waitUntil { changes.all.count >= 3 })
-        #expect(throws: VaultError.self) { try node2.metadata(id) }
+        await #expect(throws: VaultError.self) { try await node2.metadata(id) }
 
         let seen = changes.all
         #expect(seen.map(\.operation) == [.insert, .update, .delete])
@@ -262,11 +263,11 @@ import TokenVaultTesting
         #expect(try await waitUntil { changes.all.count >= 4 })
         #expect(changes.all.last?.isOwn == true)
         let before = nodes.database2.rowCacheStatistics
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-three")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-three")
         #expect(nodes.database2.rowCacheStatistics.misses == before.misses, "served from memory")
         try await fixture.vault.put(id, payload: Self.payload("four"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 5 })
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-four")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-four")
     }
 
     /// A page of the listing kept on node 2 stops being current once node 1's change is heard
@@ -304,7 +305,7 @@ import TokenVaultTesting
         var writes = RecordCache.Writes()
         writes.touch(id, in: database2.cache)
         database2.cache.end(writes, committed: false)
-        #expect(try database2.record(id)?.metadata.status == .active)
+        await #expect(try database2.record(id)?.metadata.status == .active)
         #expect(database2.cache.record(id) != nil, "cached")
 
         let server = try #require(fixture.server)
@@ -314,7 +315,7 @@ import TokenVaultTesting
             database: try #require(fixture.postgresDatabase))
         #expect(try await waitUntil { changes.all.count >= 2 })
         #expect(changes.all.last?.isOwn == true)
-        #expect(try database2.record(id)?.metadata.status == .needsReauth)
+        await #expect(try database2.record(id)?.metadata.status == .needsReauth)
     }
 
     /// Rows a node cached before its listener first connected (reads come before it) may be
@@ -326,12 +327,12 @@ import TokenVaultTesting
         defer { database2.close() }
         let id = try CredentialID("pay/early")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-one")
+        await #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-one")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         let listener = Task { await database2.listenForChanges() }
         defer { listener.cancel() }
         #expect(try await waitUntil(within: 30) { database2.listenerStatus.connected })
-        #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try opened.vault.credential(id).secrets.accessToken.revealString() == "at-two")
     }
 
     /// A row read under its lock is the database's: whatever the cache held of it (behind a
@@ -343,7 +344,7 @@ import TokenVaultTesting
         let (fixture, node2, database2, changes) = (nodes.fixture, nodes.node2, nodes.database2, nodes.changes)
         let id = try CredentialID("pay/behind")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let old = try #require(try database2.record(id))
+        let old = try await #require(try database2.record(id))
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         #expect(try await waitUntil { changes.all.count >= 2 })
         // Behind again, as if node 1's change had not been heard yet.
@@ -355,7 +356,7 @@ import TokenVaultTesting
             leaseUntil: fixture.clock.now.adding(seconds: 60), isOwnerGone: { _, _ in false })
         #expect(try await node2.beginAttempt(request) == nil, "planned from the older row: not started")
         #expect(database2.cache.record(id) == nil, "and the older row is gone from the cache")
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
     }
 
     /// A write that waits for a row another node holds locked gives up after the lock timeout
@@ -366,24 +367,22 @@ import TokenVaultTesting
         defer { nodes.close() }
         let id = try CredentialID("pay/locked")
         try await nodes.fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let record = try #require(try nodes.database2.record(id))
+        let record = try await #require(try nodes.database2.record(id))
         let database2 = nodes.database2
-        // On a thread of its own: a sleep on the cooperative pool would starve the other tests.
+        // On a thread of the store's own, where its sleep stalls nobody else.
         let holds = DispatchSemaphore(value: 0)
-        async let holding: Void = offThePool {
-            try database2.write(durability: .full) { writer in
-                try Self.allowIdling(writer)
-                try writer.save(record)
-                holds.signal()
-                // Long enough that a loaded machine cannot let it end before node 1 has tried.
-                Thread.sleep(forTimeInterval: 12)
-            }
+        async let holding: Void = database2.write(durability: .full) { writer in
+            try Self.allowIdling(writer)
+            try writer.save(record)
+            holds.signal()
+            // Long enough that a loaded machine cannot let it end before node 1 has tried.
+            Thread.sleep(forTimeInterval: 12)
         }
         try await offThePool { holds.wait() }
         let node1 = nodes.fixture.backend
         let started = ContinuousClock.now
-        #expect {
-            try node1.write(durability: .full) { writer in try writer.save(record) }
+        await #expect {
+            try await node1.write(durability: .full) { writer in try writer.save(record) }
         } throws: {
             ($0 as? VaultError)?.code == .storageUnavailable
         }
@@ -391,7 +390,7 @@ import TokenVaultTesting
         // The 5 s lock timeout, with room for a loaded machine, and well short of the 12 s hold.
         #expect(waited >= .seconds(4) && waited < .seconds(10), "waited \(waited)")
         try await holding
-        try node1.write(durability: .full) { writer in try writer.save(record) }
+        try await node1.write(durability: .full) { writer in try writer.save(record) }
     }
 
     /// Refresh work spreads over the nodes instead of queueing: a node does not wait for a
@@ -402,26 +401,24 @@ import TokenVaultTesting
         let fixture = nodes.fixture
         let id = try CredentialID("pay/claimed")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let record = try #require(try nodes.database2.record(id))
+        let record = try await #require(try nodes.database2.record(id))
         let database2 = nodes.database2
         // Node 2 in the middle of writing the credential, as the ledger writes one: its lock
-        // first (`record`), then the row. On a thread of its own, off the cooperative pool.
+        // first (`record`), then the row. On a thread of the store's own.
         let holds = DispatchSemaphore(value: 0)
         let released = Atomic(false)
-        async let holding: Void = offThePool {
-            try database2.write(durability: .full) { writer in
-                try Self.allowIdling(writer)
-                _ = try writer.record(id)
-                try writer.save(record)
-                holds.signal()
-                // Long enough that a loaded machine cannot let it end before node 1 has tried.
-                Thread.sleep(forTimeInterval: 10)
-                released.store(true, ordering: .sequentiallyConsistent)
-            }
+        async let holding: Void = database2.write(durability: .full) { writer in
+            try Self.allowIdling(writer)
+            _ = try writer.record(id)
+            try writer.save(record)
+            holds.signal()
+            // Long enough that a loaded machine cannot let it end before node 1 has tried.
+            Thread.sleep(forTimeInterval: 10)
+            released.store(true, ordering: .sequentiallyConsistent)
         }
         // Until node 2 holds the lock (a fixed head start was not enough on a loaded machine).
         try await offThePool { holds.wait() }
-        let metadata = try fixture.vault.metadata(id)
+        let metadata = try await fixture.vault.metadata(id)
         func request(_ owner: String) -> Vault.AttemptRequest {
             Vault.AttemptRequest(
                 metadata: metadata, fingerprint: "fp", owner: owner,
@@ -447,7 +444,7 @@ import TokenVaultTesting
         let (fixture, node2, database2, changes) = (nodes.fixture, nodes.node2, nodes.database2, nodes.changes)
         let id = try CredentialID("pay/missed")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        _ = try node2.credential(id)
+        _ = try await node2.credential(id)
 
         // Kill the nodes' listening connections. By name: the last query pg_stat_activity shows
         // for one is its ping as often as its LISTEN (the test failed whenever a ping came first).
@@ -460,7 +457,7 @@ import TokenVaultTesting
         #expect(try await waitUntil { !database2.listenerStatus.connected })
         // Meanwhile node 1 changes the row: node 2 must not serve the old one, cache or not.
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try node2.credential(id).secrets.accessToken.revealString() == "at-two")
         #expect(try await waitUntil(within: 15) { database2.listenerStatus.reconnects >= 1 })
         #expect(try await waitUntil { changes.all.contains { $0.operation == .update && $0.newGeneration == 2 } })
     }
@@ -491,9 +488,9 @@ import TokenVaultTesting
         #expect(try await waitUntil(within: 40) { vault.pendingCommitCount == 0 }, "the held write never committed")
         // A reader connection that was refused moments ago fails at once for up to half a
         // second (PostgresLink.refusalMemory) before it connects again.
-        #expect(try await waitUntil(within: 5) { (try? vault.credential(id)) != nil })
-        #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-issued")
-        #expect(try vault.metadata(id).generation == 2)
+        #expect(try await waitUntil(within: 5) { (try? await vault.credential(id)) != nil })
+        await #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-issued")
+        await #expect(try vault.metadata(id).generation == 2)
     }
 
     @Test func urlsAreReadLikeLibpqAndNeverHoldAPassword() throws {

@@ -33,13 +33,11 @@ import TokenVaultTesting
             startedAt: now)
     }
 
-    /// One write transaction on a blocking thread, with the PostgreSQL writer itself.
+    /// One write transaction, with the PostgreSQL writer itself.
     static func write<Value: Sendable>(
         _ database: PostgresDatabase, _ body: @escaping @Sendable (PostgresCredentialWriter) throws -> Value
     ) async throws -> Value {
-        try await offThePool {
-            try database.write(durability: .full) { try body($0 as! PostgresCredentialWriter) }
-        }
+        try await database.write(durability: .full) { try body($0 as! PostgresCredentialWriter) }
     }
 
     /// One transaction, three claimed credentials: one round trip reads them all, each write reads
@@ -104,11 +102,11 @@ import TokenVaultTesting
         // Committed: read through a second opening (its own connections, no cache of this one).
         let other = try fixture.vault.open(auditChain: "node-2")
         defer { other.backend.close() }
-        #expect(try other.backend.record(a.id)?.metadata.refreshAt == now.adding(seconds: 60))
-        #expect(try other.backend.openAttempts(limit: 10).map(\.attemptID) == [attempt.attemptID])
-        #expect(try other.backend.record(b.id)?.metadata.refreshAt == b.refreshAt, "the undone write is stored")
-        #expect(try other.backend.record(d.id)?.metadata.status == .active)
-        #expect(try other.backend.record(c.id)?.metadata.updatedAt == c.updatedAt)
+        await #expect(try other.backend.record(a.id)?.metadata.refreshAt == now.adding(seconds: 60))
+        await #expect(try other.backend.openAttempts(limit: 10).map(\.attemptID) == [attempt.attemptID])
+        await #expect(try other.backend.record(b.id)?.metadata.refreshAt == b.refreshAt, "the undone write is stored")
+        await #expect(try other.backend.record(d.id)?.metadata.status == .active)
+        await #expect(try other.backend.record(c.id)?.metadata.updatedAt == c.updatedAt)
     }
 
     /// The race the check is for: between the group's read and its commit, another node forgets
@@ -126,11 +124,13 @@ import TokenVaultTesting
         let other = try fixture.vault.open(auditChain: "node-2")
         defer { other.backend.close() }
         let database = fixture.database
-        let outcome = try await offThePool {
-            Result {
-                try database.write(durability: .full) { writer in
+        let otherBackend = other.backend
+        let outcome: Result<Void, any Error>
+        do {
+            outcome = .success(
+                try await database.write(durability: .full) { writer in
                     try writer.prefetch([a.id])
-                    #expect(try other.backend.forgetNode("node-gone") == 1)
+                    #expect(try waitOnThisThread { try await otherBackend.forgetNode("node-gone") } == 1)
                     let closed = try writer.savepoint {
                         let closed = try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: "node-gone")
                         var row = try #require(try writer.record(a.id))
@@ -140,16 +140,17 @@ import TokenVaultTesting
                     }
                     #expect(closed, "answered from what was read")
                     try writer.finishGroup()
-                }
-            }
+                })
+        } catch {
+            outcome = .failure(error)
         }
         guard case .failure(let error) = outcome else {
             Issue.record("the group committed a close the database did not make")
             return
         }
         #expect(error is WriteGroupSplit, "\(error)")
-        #expect(try other.backend.record(a.id)?.metadata.generation == a.generation)
-        #expect(try other.backend.openAttempts(limit: 10).map(\.attemptID) == [attempt.attemptID])
+        await #expect(try other.backend.record(a.id)?.metadata.generation == a.generation)
+        await #expect(try other.backend.openAttempts(limit: 10).map(\.attemptID) == [attempt.attemptID])
     }
 
     /// Through the ledger, with the claims read ahead: a refresh whose attempt was released
@@ -169,7 +170,7 @@ import TokenVaultTesting
             Issue.record("no attempt")
             return
         }
-        _ = try fixture.database.forgetNode("node-gone")
+        _ = try await fixture.database.forgetNode("node-gone")
         let secrets = CredentialSecrets(
             accessToken: SecretBytes(utf8: "at-a"), refreshToken: SecretBytes(utf8: "rt-a"))
         let result = await vault.commitRefresh(
@@ -180,7 +181,7 @@ import TokenVaultTesting
             Issue.record("\(result)")
             return
         }
-        #expect(try vault.metadata(a.id).generation == a.generation)
+        await #expect(try vault.metadata(a.id).generation == a.generation)
     }
 
     /// A claim never waits for a credential another node is writing (the whole group would
@@ -197,18 +198,16 @@ import TokenVaultTesting
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let backend2 = other.backend
-        async let held: Void = offThePool {
-            try backend2.write(durability: .full) { writer in
-                // The checks below may take the server's 10 s of idleness on a loaded machine
-                // (CI failed once when the server ended this session and let go of `a`).
-                try PostgresChangeTests.allowIdling(writer)
-                _ = try writer.record(a.id)
-                var update = ScheduleUpdate(a)
-                update.refreshFailures = 7
-                _ = try writer.updateSchedule(update)
-                holding.signal()
-                release.wait()
-            }
+        async let held: Void = backend2.write(durability: .full) { writer in
+            // The checks below may take the server's 10 s of idleness on a loaded machine
+            // (CI failed once when the server ended this session and let go of `a`).
+            try PostgresChangeTests.allowIdling(writer)
+            _ = try writer.record(a.id)
+            var update = ScheduleUpdate(a)
+            update.refreshFailures = 7
+            _ = try writer.updateSchedule(update)
+            holding.signal()
+            release.wait()
         }
         try await offThePool { holding.wait() }
         let busy = try await Self.write(fixture.database) { writer -> Bool in

@@ -16,21 +16,20 @@ import TokenVaultTesting
         let id = try CredentialID("pay/prepared")
         try await fixture.vault.put(id, payload: PostgresChangeTests.payload("one"), provider: "idp")
         let reader = database.readers.links[0]
-        let (executions, inTransaction) = try await offThePool {
+        let executions = try await offThePool {
             for _ in 0..<3 { #expect(try reader.credentialRecord(id)?.metadata.id == id) }
-            let statements = try reader.query(
+            return try reader.query(
                 "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
             ).rows.map { try $0.decode((String, Int64).self) }
-            let inTransaction = try database.write(durability: .full) { writer in
-                let link = (writer as! PostgresCredentialWriter).link
-                let record = try link.credentialRecord(id)
-                let prepared = try link.query("SELECT name FROM pg_prepared_statements").rows.map {
-                    try $0.decode(String.self)
-                }
-                #expect(prepared.contains(RecordByID.name))
-                return record
+        }
+        let inTransaction = try await database.write(durability: .full) { writer in
+            let link = (writer as! PostgresCredentialWriter).link
+            let record = try link.credentialRecord(id)
+            let prepared = try link.query("SELECT name FROM pg_prepared_statements").rows.map {
+                try $0.decode(String.self)
             }
-            return (statements, inTransaction)
+            #expect(prepared.contains(RecordByID.name))
+            return record
         }
         #expect(executions.count == 1)
         #expect(executions.first?.0 == RecordByID.name)

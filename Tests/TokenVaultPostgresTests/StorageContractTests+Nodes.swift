@@ -16,19 +16,20 @@ extension StorageContractTests {
         defer { other.backend.close() }
         let a = NodeBeat(node: "node-a", incarnation: "1", host: "h1", pid: 10)
         let b = NodeBeat(node: "node-b", incarnation: "1", host: "h2", pid: 20)
-        _ = try fixture.backend.heartbeat(a)
-        _ = try other.backend.heartbeat(b)
-        let second = try fixture.backend.heartbeat(a)
+        _ = try await fixture.backend.heartbeat(a)
+        _ = try await other.backend.heartbeat(b)
+        let second = try await fixture.backend.heartbeat(a)
         #expect(second.nodes.map(\.node).sorted() == ["node-a", "node-b"])
         #expect(second.nodes.first { $0.node == "node-a" }?.beat == 2)
         #expect(second.nodes.first { $0.node == "node-b" }?.beat == 1)
         // The time is the database's: within a minute of this host's on the test machine.
         #expect(abs(second.databaseNow.seconds - Date().timeIntervalSince1970) < 60 || kind == .sqlite)
-        let listed = try other.backend.nodes()
+        let listed = try await other.backend.nodes()
         #expect(listed.map(\.node) == ["node-a", "node-b"] && listed[1].host == "h2" && listed[1].pid == 20)
         // A new incarnation of a node keeps its counter going and restarts its start time.
         let started = listed[0].startedAt
-        let restarted = try fixture.backend.heartbeat(NodeBeat(node: "node-a", incarnation: "2", host: "h1", pid: 11))
+        let restarted = try await fixture.backend.heartbeat(
+            NodeBeat(node: "node-a", incarnation: "2", host: "h1", pid: 11))
         let again = try #require(restarted.nodes.first { $0.node == "node-a" })
         #expect(again.beat == 3 && again.incarnation == "2" && again.pid == 11 && again.startedAt >= started)
     }
@@ -40,7 +41,7 @@ extension StorageContractTests {
         for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
         // Owners of two nodes whose names are prefixes and LIKE patterns of each other.
         let owners = ["no_de/1", "no_de/2", "no%de/1"]
-        _ = try fixture.backend.heartbeat(NodeBeat(node: "no_de", incarnation: "2", host: "h", pid: 1))
+        _ = try await fixture.backend.heartbeat(NodeBeat(node: "no_de", incarnation: "2", host: "h", pid: 1))
         for (id, owner) in zip(ids, owners) {
             let started = try await fixture.vault.beginAttempt(
                 Vault.AttemptRequest(
@@ -48,12 +49,13 @@ extension StorageContractTests {
                     leaseUntil: fixture.clock.now.adding(seconds: 60), isOwnerGone: { _, _ in false }))
             #expect(started != nil)
         }
-        #expect(try fixture.backend.forgetNode("no_de") == 2)
-        let open = try fixture.vault.openAttempts(limit: 10).map { "\($0.credentialID)=\($0.leaseOwner)" }.sorted()
+        await #expect(try fixture.backend.forgetNode("no_de") == 2)
+        let open = try await fixture.vault.openAttempts(limit: 10).map { "\($0.credentialID)=\($0.leaseOwner)" }
+            .sorted()
         #expect(open == ["pay/a=\(LeaseName.released)", "pay/b=\(LeaseName.released)", "pay/c=no%de/1"])
-        #expect(try fixture.backend.nodes().isEmpty)
-        #expect(try fixture.backend.forgetNode("no_de") == nil)
-        #expect(try fixture.backend.forgetNode("no%de") == 1)
+        await #expect(try fixture.backend.nodes().isEmpty)
+        await #expect(try fixture.backend.forgetNode("no_de") == nil)
+        await #expect(try fixture.backend.forgetNode("no%de") == 1)
     }
 
     /// A stored answer's call key is kept for 30 days, so a replay of its spooled copy is
@@ -63,15 +65,15 @@ extension StorageContractTests {
     func storedAnswerKeysAreKeptForThirtyDays(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)
         let id = try CredentialID("pay/answered")
-        try fixture.backend.write(durability: .full) {
+        try await fixture.backend.write(durability: .full) {
             try $0.recordReceivedAnswer("exchange:a1", credentialID: id, at: fixture.clock.now)
         }
-        #expect(try fixture.backend.isAnswerStored("exchange:a1"))
-        #expect(try !fixture.backend.isAnswerStored("exchange:a2"))
-        _ = try fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
-        #expect(try fixture.backend.isAnswerStored("exchange:a1"))
+        await #expect(try fixture.backend.isAnswerStored("exchange:a1"))
+        await #expect(try !fixture.backend.isAnswerStored("exchange:a2"))
+        _ = try await fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
+        await #expect(try fixture.backend.isAnswerStored("exchange:a1"))
         fixture.clock.advance(seconds: 40 * 86_400)
-        _ = try fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
-        #expect(try fixture.backend.isAnswerStored("exchange:a1") == (kind == .postgres))
+        _ = try await fixture.backend.pruneFinishedAttempts(before: fixture.clock.now, limit: 100)
+        await #expect(try fixture.backend.isAnswerStored("exchange:a1") == (kind == .postgres))
     }
 }

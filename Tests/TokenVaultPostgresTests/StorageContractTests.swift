@@ -26,29 +26,29 @@ import TokenVaultTesting
         for id in ["pay/a", "pay/b", "ops/c"] {
             try await vault.put(try CredentialID(id), payload: Self.payload(id), provider: "idp", labels: ["k": id])
         }
-        let a = try vault.credential(try CredentialID("pay/a"))
+        let a = try await vault.credential(try CredentialID("pay/a"))
         #expect(a.secrets.accessToken.revealString() == "at-pay/a")
         #expect(a.secrets.refreshToken?.revealString() == "rt-pay/a")
         #expect(a.metadata.labels == ["k": "pay/a"] && a.metadata.generation == 1 && a.metadata.hasRefreshToken)
 
-        let everything = try vault.list(CredentialQuery())
+        let everything = try await vault.list(CredentialQuery())
         #expect(everything.map(\.id.description) == ["ops/c", "pay/a", "pay/b"])
-        #expect(try vault.list(CredentialQuery(namespace: "pay")).map(\.id.description) == ["pay/a", "pay/b"])
-        #expect(try vault.list(CredentialQuery(namespaces: ["ops"])).map(\.id.description) == ["ops/c"])
-        #expect(
+        await #expect(try vault.list(CredentialQuery(namespace: "pay")).map(\.id.description) == ["pay/a", "pay/b"])
+        await #expect(try vault.list(CredentialQuery(namespaces: ["ops"])).map(\.id.description) == ["ops/c"])
+        await #expect(
             try vault.list(CredentialQuery(after: try CredentialID("pay/a"), limit: 5)).map(\.id.description)
                 == ["pay/b"])
-        #expect(try vault.list(CredentialQuery(status: .failing)).isEmpty)
-        #expect(try fixture.backend.credentialCountsByStatus() == [.active: 3])
+        await #expect(try vault.list(CredentialQuery(status: .failing)).isEmpty)
+        await #expect(try fixture.backend.credentialCountsByStatus() == [.active: 3])
 
         // A second put replaces the tokens and raises the generation.
         try await vault.put(try CredentialID("pay/a"), payload: Self.payload("second"), provider: "idp")
-        let replaced = try vault.credential(try CredentialID("pay/a"))
+        let replaced = try await vault.credential(try CredentialID("pay/a"))
         #expect(replaced.metadata.generation == 2 && replaced.secrets.accessToken.revealString() == "at-second")
 
         try await vault.delete(try CredentialID("pay/b"))
-        #expect(throws: VaultError.self) { try vault.metadata(try CredentialID("pay/b")) }
-        #expect(try vault.list(CredentialQuery()).count == 2)
+        await #expect(throws: VaultError.self) { try await vault.metadata(try CredentialID("pay/b")) }
+        await #expect(try vault.list(CredentialQuery()).count == 2)
     }
 
     /// Another process on the same database (a second node) reads what the first wrote as soon
@@ -62,11 +62,11 @@ import TokenVaultTesting
         defer { other.backend.close() }
         let id = try CredentialID("pay/shared")
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-one")
+        await #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-one")
         try await fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-two")
         try await fixture.vault.delete(id)
-        #expect(throws: VaultError.self) { try other.vault.metadata(id) }
+        await #expect(throws: VaultError.self) { try await other.vault.metadata(id) }
     }
 
     /// Two processes journal refreshes of the same credentials at once, both alive: each
@@ -83,7 +83,7 @@ import TokenVaultTesting
             for id in ids {
                 for (owner, vault) in [("node-a", fixture.vault), ("node-b", other.vault)] {
                     group.addTask {
-                        let metadata = try vault.metadata(id)
+                        let metadata = try await vault.metadata(id)
                         let started = try await vault.beginAttempt(
                             Vault.AttemptRequest(
                                 metadata: metadata, fingerprint: "fp-\(id.name)", owner: owner, leaseUntil: leaseUntil,
@@ -97,7 +97,7 @@ import TokenVaultTesting
             return winners
         }
         #expect(winners.count == ids.count && winners.values.allSatisfy { $0 == 1 }, "\(winners)")
-        #expect(try fixture.vault.openAttempts(limit: 100).count == ids.count)
+        await #expect(try fixture.vault.openAttempts(limit: 100).count == ids.count)
     }
 
     /// The schedule is fenced by generation: an update computed from an older row changes nothing.
@@ -112,11 +112,11 @@ import TokenVaultTesting
             lastError: CredentialFailure(code: "stale", message: "from an old row", at: fixture.clock.now),
             refreshFailures: 1, updatedAt: fixture.clock.now)
         #expect(try await fixture.vault.updateSchedule(stale) == nil)
-        let current = try fixture.vault.metadata(id)
+        let current = try await fixture.vault.metadata(id)
         #expect(current.status == .active && current.lastError == nil && current.generation == 2)
-        let due = try fixture.vault.dueCredentials(at: fixture.clock.now.adding(seconds: 86_400), limit: 10)
+        let due = try await fixture.vault.dueCredentials(at: fixture.clock.now.adding(seconds: 86_400), limit: 10)
         #expect(due.map(\.id) == [id])
-        #expect(try fixture.vault.earliestRefreshAt() == current.refreshAt)
+        await #expect(try fixture.vault.earliestRefreshAt() == current.refreshAt)
     }
 
     /// The scan skips this process's refreshes in flight without counting them against its
@@ -127,12 +127,12 @@ import TokenVaultTesting
         let ids = try (0..<5).map { try CredentialID("pay/due\($0)") }
         for id in ids { try await fixture.vault.put(id, payload: Self.payload(id.name), provider: "idp") }
         let later = fixture.clock.now.adding(seconds: 86_400)
-        let all = try fixture.vault.dueCredentials(at: later, limit: 10, skipping: []).map(\.id)
+        let all = try await fixture.vault.dueCredentials(at: later, limit: 10, skipping: []).map(\.id)
         #expect(Set(all) == Set(ids))
         let inFlight = Set(all.prefix(3))
-        let due = try fixture.vault.dueCredentials(at: later, limit: 2, skipping: inFlight).map(\.id)
+        let due = try await fixture.vault.dueCredentials(at: later, limit: 2, skipping: inFlight).map(\.id)
         #expect(due == Array(all.suffix(2)), "the two due after the three in flight, in order")
-        #expect(try fixture.vault.dueCredentials(at: later, limit: 1, skipping: inFlight).map(\.id) == [all[3]])
+        await #expect(try fixture.vault.dueCredentials(at: later, limit: 1, skipping: inFlight).map(\.id) == [all[3]])
     }
 
     /// Key rotation: a new term, every row resealed onto it, the old term removed; the vault
@@ -151,9 +151,9 @@ import TokenVaultTesting
         let reopened = try fixture.open()
         defer { reopened.backend.close() }
         for id in ids {
-            #expect(try reopened.vault.credential(id).secrets.accessToken.revealString() == "at-\(id.name)")
+            await #expect(try reopened.vault.credential(id).secrets.accessToken.revealString() == "at-\(id.name)")
         }
-        #expect(try reopened.vault.verify().isClean)
+        await #expect(try reopened.vault.verify().isClean)
     }
 
     /// A key rotation made by another opening (another node): rows sealed under the term this
@@ -174,7 +174,7 @@ import TokenVaultTesting
         } throws: {
             ($0 as? VaultError)?.code == .storageUnavailable
         }
-        #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-old")
+        await #expect(try other.vault.credential(id).secrets.accessToken.revealString() == "at-old")
         #expect(try other.vault.credentialWithoutWaiting(id, opening: [.accessToken]).secrets.accessToken.count > 0)
     }
 
@@ -194,13 +194,13 @@ import TokenVaultTesting
         try await fixture.vault.appendAudits(events(30, "a"))
         try await other.vault.appendAudits(events(30, "b"))
         try await fixture.vault.appendAudits(events(30, "c"))
-        var verification = try other.vault.verifyAudit()
+        var verification = try await other.vault.verifyAudit()
         #expect(verification.isClean && verification.rows == 90, "\(verification)")
         #expect(
             try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 50, batch: 15) == 40)
-        verification = try fixture.vault.verifyAudit()
+        verification = try await fixture.vault.verifyAudit()
         #expect(verification.isClean && verification.rows == 50, "\(verification)")
-        let rows = try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100))
+        let rows = try await fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100))
         #expect(rows.count == 50 && rows.first?.event.detail == "b10")
     }
 
@@ -216,32 +216,32 @@ import TokenVaultTesting
                     at: fixture.clock.now, operation: .tokenRead, credentialID: [a, b, nil][$0 % 3],
                     outcome: .allowed, detail: "\($0)")
             })
-        let oldestFirst = try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100)).map(\.id)
+        let oldestFirst = try await fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 100)).map(\.id)
         #expect(oldestFirst.count == 25 && oldestFirst == oldestFirst.sorted())
-        func walk(_ credential: CredentialID?) throws -> [StoredAuditEvent] {
+        func walk(_ credential: CredentialID?) async throws -> [StoredAuditEvent] {
             var rows: [StoredAuditEvent] = []
             var cursor: Int64?
             repeat {
-                let page = try fixture.vault.auditEvents(
+                let page = try await fixture.vault.auditEvents(
                     AuditQuery(.newestFirst, cursor: cursor, credentialID: credential, limit: 4))
                 rows += page
                 cursor = page.count == 4 ? page.last?.id : nil
             } while cursor != nil
             return rows
         }
-        #expect(try walk(nil).map(\.id) == oldestFirst.reversed())
-        let ofA = try walk(a)
+        await #expect(try walk(nil).map(\.id) == oldestFirst.reversed())
+        let ofA = try await walk(a)
         #expect(ofA.count == 9 && ofA.allSatisfy { $0.event.credentialID == a }, "\(ofA.map(\.event.detail))")
         #expect(ofA.map(\.event.detail) == stride(from: 24, through: 0, by: -3).map { "\($0)" })
-        #expect(
+        await #expect(
             try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: oldestFirst.first, limit: 4)).isEmpty,
             "nothing is older than the first row")
-        #expect(try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: 0, limit: 100)).isEmpty)
-        #expect(
+        await #expect(try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: 0, limit: 100)).isEmpty)
+        await #expect(
             try fixture.vault.auditEvents(AuditQuery(.newestFirst, cursor: .max, limit: 100)).map(\.id)
                 == oldestFirst.reversed())
         // Oldest first, filtered, from a cursor: the walk the other way.
-        let laterOfB = try fixture.vault.auditEvents(
+        let laterOfB = try await fixture.vault.auditEvents(
             AuditQuery(.oldestFirst, cursor: oldestFirst[10], credentialID: b, limit: 3))
         #expect(laterOfB.map(\.event.detail) == ["13", "16", "19"], "\(laterOfB.map(\.event.detail))")
     }
@@ -256,7 +256,7 @@ import TokenVaultTesting
         let fixture = try await TestBackendVault.make(kind)
         let (a, b, c) = (try CredentialID("pay/a"), try CredentialID("pay/b"), try CredentialID("pay/c"))
         for id in [a, b, c] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
-        let alone = try fixture.backend.write(durability: .full) { writer in
+        let alone = try await fixture.backend.write(durability: .full) { writer in
             Result {
                 try writer.savepoint {
                     _ = try writer.delete(a); throw Refused()
@@ -264,7 +264,7 @@ import TokenVaultTesting
             }
         }
         #expect(throws: Refused.self) { try alone.get() }
-        let pair = try fixture.backend.write(durability: .full) { writer in
+        let pair = try await fixture.backend.write(durability: .full) { writer in
             (
                 Result { try writer.savepoint { try writer.delete(b) } },
                 Result {
@@ -276,11 +276,11 @@ import TokenVaultTesting
         }
         #expect(try pair.0.get() == true)
         #expect(throws: Refused.self) { try pair.1.get() }
-        #expect(try fixture.backend.record(a) != nil)
-        #expect(try fixture.backend.record(b) == nil)
-        #expect(try fixture.backend.record(c) != nil)
+        await #expect(try fixture.backend.record(a) != nil)
+        await #expect(try fixture.backend.record(b) == nil)
+        await #expect(try fixture.backend.record(c) != nil)
         try await fixture.vault.delete(a)
-        #expect(try fixture.backend.record(a) == nil)
+        await #expect(try fixture.backend.record(a) == nil)
     }
 
     /// A row written whole (a put, a refresh's new tokens) is kept in the cache as written once
@@ -301,29 +301,29 @@ import TokenVaultTesting
         for id in [a, b] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
         // Read once: SQLite's cache keeps a row written whole only if a read wanted it before
         // (a put alone is not a want), so the next put of `a` is one it keeps.
-        for id in [a, b] { _ = try backend.record(id) }
+        for id in [a, b] { _ = try await backend.record(id) }
         try await fixture.vault.put(a, payload: Self.payload("\(a) again"), provider: "idp")
         let before = backend.rowCacheStatistics
-        let written = try #require(try backend.record(a))
+        let written = try await #require(try backend.record(a))
         #expect(backend.rowCacheStatistics.misses == before.misses, "the put's row was kept as written")
         #expect(backend.rowCacheStatistics.hits == before.hits + 1)
-        #expect(try backend.records(after: nil, limit: 10).first == written, "and it is the database's row")
+        await #expect(try backend.records(after: nil, limit: 10).first == written, "and it is the database's row")
 
-        func bumped(_ row: SealedCredentialRecord) -> SealedCredentialRecord {
+        @Sendable func bumped(_ row: SealedCredentialRecord) -> SealedCredentialRecord {
             var row = row
             row.metadata.generation += 1
             return row
         }
-        #expect(throws: Refused.self) {
-            try backend.write(durability: .full) { writer in
+        await #expect(throws: Refused.self) {
+            try await backend.write(durability: .full) { writer in
                 try writer.save(bumped(written))
                 throw Refused()
             }
         }
-        #expect(try backend.record(a) == written, "a transaction that threw keeps nothing")
+        await #expect(try backend.record(a) == written, "a transaction that threw keeps nothing")
 
-        let other = try #require(try backend.record(b))
-        let results = try backend.write(durability: .full) { writer in
+        let other = try await #require(try backend.record(b))
+        let results = try await backend.write(durability: .full) { writer in
             (
                 Result { try writer.savepoint { try writer.save(bumped(written)) } },
                 Result {
@@ -336,9 +336,9 @@ import TokenVaultTesting
         }
         #expect(throws: Never.self) { try results.0.get() }
         #expect(throws: Refused.self) { try results.1.get() }
-        #expect(try backend.record(b) == other, "a save rolled back with its write is not kept")
-        #expect(try backend.record(a)?.metadata.generation == written.metadata.generation + 1)
-        #expect(try backend.records(after: nil, limit: 10).map(\.metadata.generation) == [3, 1])
+        await #expect(try backend.record(b) == other, "a save rolled back with its write is not kept")
+        await #expect(try backend.record(a)?.metadata.generation == written.metadata.generation + 1)
+        await #expect(try backend.records(after: nil, limit: 10).map(\.metadata.generation) == [3, 1])
     }
 
     /// A refresh planned from a row read earlier (a node's cache may be behind another node's
@@ -358,20 +358,20 @@ import TokenVaultTesting
                 isOwnerGone: { _, _ in false })
         }
         try await vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let planned = try vault.metadata(id)
+        let planned = try await vault.metadata(id)
         fixture.clock.advance(seconds: 1)
         try await vault.delete(id)
         try await vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try vault.metadata(id).generation == planned.generation)
+        await #expect(try vault.metadata(id).generation == planned.generation)
         #expect(try await vault.beginAttempt(request(planned)) == nil, "stored again since")
 
-        let replanned = try vault.metadata(id)
+        let replanned = try await vault.metadata(id)
         var marked = ScheduleUpdate(replanned)
         marked.status = .revokePending
         #expect(try await vault.updateSchedule(marked) != nil)
         #expect(try await vault.beginAttempt(request(replanned)) == nil, "marked for deletion since")
-        #expect(try vault.metadata(id).status == .revokePending)
-        #expect(try vault.openAttempts(limit: 10).isEmpty)
+        await #expect(try vault.metadata(id).status == .revokePending)
+        await #expect(try vault.openAttempts(limit: 10).isEmpty)
         #expect(try await vault.beginAttempt(request(try vault.metadata(id))) != nil)
     }
 
@@ -385,7 +385,7 @@ import TokenVaultTesting
         let vault = fixture.vault
         let ids = try (0..<20).map { try CredentialID("pay/marked\($0)") }
         for id in ids { try await vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
-        let planned = try ids.map { try vault.metadata($0) }
+        let planned = try await ids.asyncMap { try await vault.metadata($0) }
         for metadata in planned {
             var marked = ScheduleUpdate(metadata)
             marked.status = .revokePending
@@ -402,9 +402,9 @@ import TokenVaultTesting
             return try await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
         }
         #expect(applied == 0)
-        for id in ids { #expect(try vault.metadata(id).status == .revokePending) }
+        for id in ids { await #expect(try vault.metadata(id).status == .revokePending) }
         // Planned from the row as it is now, it applies.
-        var current = ScheduleUpdate(try vault.metadata(ids[0]))
+        var current = ScheduleUpdate(try await vault.metadata(ids[0]))
         current.refreshAt = fixture.clock.now.adding(seconds: 60)
         #expect(try await vault.updateSchedule(current)?.refreshAt == current.refreshAt)
     }
@@ -412,12 +412,12 @@ import TokenVaultTesting
     /// Stores `id` and journals a refresh of it, as a node does before it calls the provider.
     static func refreshUnderWay(_ id: CredentialID, in fixture: TestBackendVault) async throws -> RefreshUnderWay {
         try await fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let planned = try fixture.vault.metadata(id)
+        let planned = try await fixture.vault.metadata(id)
         let request = Vault.AttemptRequest(
             metadata: planned, fingerprint: "fp", owner: "node-a", leaseUntil: fixture.clock.now.adding(seconds: 60),
             isOwnerGone: { _, _ in false })
         let (attempt, _) = try #require(try await fixture.vault.beginAttempt(request))
-        return RefreshUnderWay(
+        return await RefreshUnderWay(
             planned: planned, attempt: attempt, previousSecrets: try fixture.vault.credential(id).secrets)
     }
 
@@ -447,7 +447,7 @@ import TokenVaultTesting
         let id = try CredentialID("pay/leaving")
         let refresh = try await Self.refreshUnderWay(id, in: fixture)
         let planned = refresh.planned
-        var removal = ScheduleUpdate(try vault.metadata(id))
+        var removal = await ScheduleUpdate(try vault.metadata(id))
         removal.expectedStatus = nil
         removal.status = .revokePending
         removal.refreshAt = fixture.clock.now.adding(seconds: 300)
@@ -460,7 +460,7 @@ import TokenVaultTesting
         }
         #expect(after.generation == planned.generation + 1)
         #expect(after.status == .revokePending && after.refreshAt == removal.refreshAt)
-        let stored = try vault.credential(id)
+        let stored = try await vault.credential(id)
         #expect(stored.metadata.status == .revokePending)
         #expect(stored.secrets.accessToken.revealString() == "at-two")
     }
@@ -478,14 +478,14 @@ import TokenVaultTesting
         fixture.clock.advance(seconds: 1)
         try await vault.delete(id)
         try await vault.put(id, payload: Self.payload("two"), provider: "idp")
-        #expect(try vault.metadata(id).generation == refresh.planned.generation)
+        await #expect(try vault.metadata(id).generation == refresh.planned.generation)
         let result = await refresh.commit(Self.payload("three"), in: fixture)
         guard case .committed(.superseded(let why, let gone)) = result else {
             Issue.record("\(result)")
             return
         }
         #expect(!gone && why.contains("deleted and stored again"), "\(why)")
-        let stored = try vault.credential(id)
+        let stored = try await vault.credential(id)
         #expect(stored.secrets.accessToken.revealString() == "at-two")
         #expect(stored.metadata.lastError == nil)
     }
@@ -499,17 +499,17 @@ import TokenVaultTesting
         let vault = fixture.vault
         let id = try CredentialID("pay/removed")
         try await vault.put(id, payload: Self.payload("one"), provider: "idp")
-        var marked = ScheduleUpdate(try vault.metadata(id))
+        var marked = await ScheduleUpdate(try vault.metadata(id))
         marked.status = .revokePending
         #expect(try await vault.updateSchedule(marked) != nil)
-        let planned = try vault.metadata(id)
+        let planned = try await vault.metadata(id)
         fixture.clock.advance(seconds: 1)
         try await vault.delete(id)
         try await vault.put(id, payload: Self.payload("two"), provider: "idp")
         #expect(try await !vault.delete(id, ifStill: planned), "stored again since: kept")
-        #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-two")
+        await #expect(try vault.credential(id).secrets.accessToken.revealString() == "at-two")
         #expect(try await vault.delete(id, ifStill: try vault.metadata(id)))
-        #expect(throws: VaultError.self) { try vault.metadata(id) }
+        await #expect(throws: VaultError.self) { try await vault.metadata(id) }
     }
 
     @Test(arguments: TestBackendKind.allCases)
@@ -518,7 +518,7 @@ import TokenVaultTesting
         #expect(try fixture.backend.pendingMigrations().isEmpty)
         #expect(try fixture.backend.migrate().isEmpty)
         let shipped = kind == .sqlite ? try EmbeddedMigrations.all() : try EmbeddedMigrations.postgres()
-        #expect(try fixture.backend.schemaVersion() == shipped.count)
+        await #expect(try fixture.backend.schemaVersion() == shipped.count)
         #expect(try fixture.backend.integrityCheck() == ["ok"])
     }
 }

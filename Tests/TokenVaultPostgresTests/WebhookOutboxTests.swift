@@ -11,8 +11,10 @@ import TokenVaultTesting
 /// ledger's writes, claimed in order per endpoint and credential, fenced by their claim, retried,
 /// dead-lettered, redelivered, and released when their node starts again.
 @Suite struct WebhookOutboxTests {
-    static func claim(_ outbox: any WebhookOutbox, _ owner: String, _ endpoint: String) throws -> [WebhookDelivery] {
-        try outbox.claimWebhookDeliveries(owner: owner, endpoints: [endpoint], leaseSeconds: 60, limit: 10)
+    static func claim(_ outbox: any WebhookOutbox, _ owner: String, _ endpoint: String) async throws
+        -> [WebhookDelivery]
+    {
+        try await outbox.claimWebhookDeliveries(owner: owner, endpoints: [endpoint], leaseSeconds: 60, limit: 10)
     }
 
     @Test(arguments: TestBackendKind.allCases)
@@ -26,43 +28,43 @@ import TokenVaultTesting
         try await vault.delete(id, revoked: true)
 
         // A credential's events go out one at a time per endpoint, in order.
-        let first = try Self.claim(outbox, "n1", "a")
+        let first = try await Self.claim(outbox, "n1", "a")
         #expect(first.map(\.kind) == ["credential.revoked"])
-        #expect(try Self.claim(outbox, "n2", "a").isEmpty, "the claimed row holds the next one back")
+        await #expect(try Self.claim(outbox, "n2", "a").isEmpty, "the claimed row holds the next one back")
         let claim = try #require(first[0].claim)
         #expect(claim.hasPrefix("n1/"))
-        #expect(try !outbox.finishWebhookDelivery(id: first[0].id, claim: "n2/stale"))
-        #expect(try outbox.finishWebhookDelivery(id: first[0].id, claim: claim))
+        await #expect(try !outbox.finishWebhookDelivery(id: first[0].id, claim: "n2/stale"))
+        await #expect(try outbox.finishWebhookDelivery(id: first[0].id, claim: claim))
 
         // Failed: tried again when due (at once here), then dead-lettered; dead rows hold nothing back.
-        let second = try #require(try Self.claim(outbox, "n2", "a").first)
+        let second = try await #require(try Self.claim(outbox, "n2", "a").first)
         #expect(second.kind == "credential.deleted" && second.attempts == 0)
-        #expect(
+        await #expect(
             try outbox.failWebhookDelivery(id: second.id, claim: second.claim!, error: "HTTP 503", retryAfterSeconds: 0)
         )
-        let again = try #require(try Self.claim(outbox, "n2", "a").first)
+        let again = try await #require(try Self.claim(outbox, "n2", "a").first)
         #expect(again.id == second.id && again.attempts == 1 && again.lastError == "HTTP 503")
-        #expect(
+        await #expect(
             try !outbox.failWebhookDelivery(id: again.id, claim: second.claim!, error: "late", retryAfterSeconds: 0))
-        #expect(
+        await #expect(
             try outbox.failWebhookDelivery(id: again.id, claim: again.claim!, error: "HTTP 500", retryAfterSeconds: nil)
         )
-        #expect(try Self.claim(outbox, "n2", "a").isEmpty)
-        let failed = try outbox.webhookDeliveries(state: .failed, after: nil, limit: 10)
+        await #expect(try Self.claim(outbox, "n2", "a").isEmpty)
+        let failed = try await outbox.webhookDeliveries(state: .failed, after: nil, limit: 10)
         #expect(failed.map(\.id) == [second.id] && failed[0].attempts == 2 && failed[0].lastError == "HTTP 500")
 
         // Redelivered: pending again with the whole retry period ahead.
-        #expect(try outbox.redeliverWebhooks(ids: [second.id, 999_999]) == 1)
-        let redelivered = try #require(try Self.claim(outbox, "n3", "a").first)
+        await #expect(try outbox.redeliverWebhooks(ids: [second.id, 999_999]) == 1)
+        let redelivered = try await #require(try Self.claim(outbox, "n3", "a").first)
         #expect(redelivered.id == second.id && redelivered.attempts == 0)
         // A node starting again drops its own claims, not others'.
-        #expect(try outbox.releaseWebhookClaims(owner: "n") == 0)
-        #expect(try outbox.releaseWebhookClaims(owner: "n3") == 1)
-        #expect(try Self.claim(outbox, "n1", "a").map(\.id) == [second.id])
+        await #expect(try outbox.releaseWebhookClaims(owner: "n") == 0)
+        await #expect(try outbox.releaseWebhookClaims(owner: "n3") == 1)
+        await #expect(try Self.claim(outbox, "n1", "a").map(\.id) == [second.id])
 
         // The other endpoint's rows are its own.
-        #expect(try Self.claim(outbox, "n1", "b").map(\.kind) == ["credential.revoked"])
-        #expect(try outbox.webhookDeliveries(state: nil, after: nil, limit: 10).count == 3)
+        await #expect(try Self.claim(outbox, "n1", "b").map(\.kind) == ["credential.revoked"])
+        await #expect(try outbox.webhookDeliveries(state: nil, after: nil, limit: 10).count == 3)
         // The payload is as written, tokens nowhere.
         let text = String(decoding: redelivered.payload, as: UTF8.self)
         #expect(text.contains(#""type":"credential.deleted""#) && !text.contains("at-x") && !text.contains("rt-x"))
@@ -77,18 +79,18 @@ import TokenVaultTesting
         let row = NewWebhookDelivery(
             endpoint: "a", messageID: "msg_1", kind: "credential.refresh_failing", credentialID: id, payload: [],
             delaySeconds: 600)
-        try fixture.backend.write(durability: .full) { try $0.insertWebhookDeliveries([row, row]) }
-        #expect(
+        try await fixture.backend.write(durability: .full) { try $0.insertWebhookDeliveries([row, row]) }
+        await #expect(
             try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).count == 1, "one row per message")
-        #expect(try Self.claim(fixture.backend, "n1", "a").isEmpty)
-        #expect(
+        await #expect(try Self.claim(fixture.backend, "n1", "a").isEmpty)
+        await #expect(
             try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: "b") }
                 .isEmpty)
-        #expect(
+        await #expect(
             try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: nil) } == [
                 "a"
             ])
-        #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
+        await #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
     }
 
     /// Failures recorded at once (they share group commits when they arrive while one commits;
@@ -118,7 +120,7 @@ import TokenVaultTesting
             }
             try await group.waitForAll()
         }
-        let rows = try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 100)
+        let rows = try await fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 100)
         #expect(rows.count == stored.count && rows.allSatisfy { $0.kind == "credential.needs_reauth" })
         #expect(Set(rows.compactMap(\.credentialID)) == Set(stored.map(\.id)))
         #expect(Set(rows.map(\.messageID)).count == rows.count)
@@ -140,14 +142,12 @@ import TokenVaultTesting
         let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
             for (index, outbox) in outboxes.enumerated() {
                 group.addTask {
-                    try await offThePool {
-                        var ids: [Int64] = []
-                        while true {
-                            let rows = try outbox.claimWebhookDeliveries(
-                                owner: "n\(index)", endpoints: ["a"], leaseSeconds: 60, limit: 3)
-                            guard !rows.isEmpty else { return ids }
-                            ids += rows.map(\.id)
-                        }
+                    var ids: [Int64] = []
+                    while true {
+                        let rows = try await outbox.claimWebhookDeliveries(
+                            owner: "n\(index)", endpoints: ["a"], leaseSeconds: 60, limit: 3)
+                        guard !rows.isEmpty else { return ids }
+                        ids += rows.map(\.id)
                     }
                 }
             }

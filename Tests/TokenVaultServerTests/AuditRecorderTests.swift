@@ -20,8 +20,8 @@ import TokenVaultTesting
             credentialID: try CredentialID("pay/alice"), outcome: outcome)
     }
 
-    static func rows(_ fixture: TestVault) throws -> [StoredAuditEvent] {
-        try fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 1_000))
+    static func rows(_ fixture: TestVault) async throws -> [StoredAuditEvent] {
+        try await fixture.vault.auditEvents(AuditQuery(.oldestFirst, limit: 1_000))
     }
 
     @Test func aHundredThousandReadsAreAFewRows() async throws {
@@ -34,7 +34,7 @@ import TokenVaultTesting
         recorder.record(AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded))
         await recorder.flush()
 
-        let rows = try Self.rows(fixture)
+        let rows = try await Self.rows(fixture)
         let reads = rows.filter { $0.event.operation == "token.read" && $0.event.outcome == .allowed }
         #expect(reads.count == 3, "one row per caller")
         #expect(reads.map(\.event.count).reduce(0, +) == 100_000)
@@ -42,7 +42,7 @@ import TokenVaultTesting
         #expect(rows.filter { $0.event.outcome == .denied }.count == 5, "denials keep a row each")
         #expect(rows.count == 3 + 5 + 1)
         #expect(recorder.counters.written == 9 && recorder.counters.pending == 0)
-        #expect(try fixture.vault.verifyAudit().isClean)
+        await #expect(try fixture.vault.verifyAudit().isClean)
     }
 
     @Test func readsWaitForTheirIntervalOtherEventsDoNot() async throws {
@@ -55,11 +55,11 @@ import TokenVaultTesting
         defer { running.cancel() }
         recorder.record(try Self.read(fixture, pid: 1))
         recorder.record(AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded))
-        #expect(try await waitUntil { try Self.rows(fixture).count == 1 })
-        #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put"])
+        #expect(try await waitUntil { try await Self.rows(fixture).count == 1 })
+        await #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put"])
         #expect(recorder.counters.pending == 1, "the read is being counted until its interval ends")
         await recorder.flush()
-        #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put", "token.read"])
+        await #expect(try Self.rows(fixture).map(\.event.operation) == ["credential.put", "token.read"])
     }
 
     /// A caller reading many credentials: beyond `maximumReadCounts` the counts are written at
@@ -80,7 +80,8 @@ import TokenVaultTesting
                     credentialID: try CredentialID("pay/c\(index)"), outcome: .allowed))
             if index % 100 == 99 { try await Task.sleep(for: .milliseconds(30)) }
         }
-        #expect(try await waitUntil { try Self.rows(fixture).count == 1000 }, "the counts waited for their interval")
+        #expect(
+            try await waitUntil { try await Self.rows(fixture).count == 1000 }, "the counts waited for their interval")
         #expect(recorder.counters.pending == 0)
     }
 
@@ -96,9 +97,9 @@ import TokenVaultTesting
                 AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(index)"))
         }
         await recorder.flush()
-        #expect(try Self.rows(fixture).map(\.event.detail) == (0..<25).map { "\($0)" })
+        await #expect(try Self.rows(fixture).map(\.event.detail) == (0..<25).map { "\($0)" })
         #expect(recorder.counters.written == 25)
-        let verification = try fixture.vault.verifyAudit()
+        let verification = try await fixture.vault.verifyAudit()
         #expect(verification.isClean && verification.rows == 25, "\(verification)")
     }
 
@@ -112,17 +113,15 @@ import TokenVaultTesting
         let other = try SQLiteDatabase(path: fixture.databasePath, checksum: SHA256.hex, busyTimeoutMilliseconds: 5000)
         defer { other.close() }
 
-        // On a thread of its own, from before the batch is recorded until its first flush has
-        // returned (a fixed hold ran out before the flush on a loaded machine).
+        // On a thread of the store's own, from before the batch is recorded until its first flush
+        // has returned (a fixed hold ran out before the flush on a loaded machine).
         let holding = Atomic<Bool>(false)
         let release = Atomic<Bool>(false)
         let locked = Task.detached {
-            try await ThreadExecutor().run {
-                try other.write(durability: .normal) { _ in
-                    holding.store(true, ordering: .releasing)
-                    let deadline = Date().addingTimeInterval(30)
-                    while !release.load(ordering: .acquiring), Date() < deadline { usleep(5000) }
-                }
+            try await other.write(durability: .normal) { _ in
+                holding.store(true, ordering: .releasing)
+                let deadline = Date().addingTimeInterval(30)
+                while !release.load(ordering: .acquiring), Date() < deadline { usleep(5000) }
             }
         }
         #expect(try await waitUntil { holding.load(ordering: .acquiring) })
@@ -137,7 +136,7 @@ import TokenVaultTesting
         try await locked.value
 
         await recorder.flush()
-        let rows = try Self.rows(fixture)
+        let rows = try await Self.rows(fixture)
         #expect(rows.map { $0.event.detail ?? "" } == (15..<25).map(String.init), "the newest ten, in order")
         #expect(recorder.counters.pending == 0 && recorder.counters.written == 10)
     }
@@ -157,7 +156,7 @@ import TokenVaultTesting
         defer { running.cancel() }
         // Generous: the parallel phase can keep the concurrency pool busy for seconds (seen twice at 5).
         #expect(try await waitUntil(within: 30) { recorder.counters.pruned >= 15 })
-        #expect(try Self.rows(fixture).map { $0.event.detail ?? "" } == (15..<20).map(String.init))
-        #expect(try fixture.vault.verifyAudit().isClean)
+        await #expect(try Self.rows(fixture).map { $0.event.detail ?? "" } == (15..<20).map(String.init))
+        await #expect(try fixture.vault.verifyAudit().isClean)
     }
 }

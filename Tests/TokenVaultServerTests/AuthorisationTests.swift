@@ -24,7 +24,7 @@ import TokenVaultTesting
             #expect(try await server.request("POST", "/v1/admin/rotate-key").status == 403)
 
             await server.audit.flush()
-            let rows = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+            let rows = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
             let summary = rows.map {
                 "\($0.event.operation) \($0.event.credentialID?.description ?? "-") \($0.event.outcome.rawValue)"
             }

@@ -68,7 +68,8 @@ import TokenVaultTesting
             #expect(try await Self.bothWays(server, "/v1/credentials/pay/nobody").fast.status == 404)
             #expect(try await Self.answered(server, "/v1/credentials/{namespace}/{name}") == 1)
             await server.audit.flush()
-            let shows = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter {
+            let shows = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter
+            {
                 $0.event.operation == "credential.show" && $0.event.outcome == .allowed
             }
             #expect(shows.count == 2)

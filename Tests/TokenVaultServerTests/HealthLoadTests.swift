@@ -20,13 +20,13 @@ import TokenVaultTesting
             let holding = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
             let heldTooLong = Counter()
-            let writer = Thread {
-                _ = try? database.write(durability: .normal) { _ in
+            // The transaction waits on a thread of the store's own.
+            let writer = Task {
+                _ = try? await database.write(durability: .normal) { _ in
                     holding.signal()
                     if release.wait(timeout: .now() + 60) == .timedOut { heldTooLong.add() }
                 }
             }
-            writer.start()
             try await offThePool { holding.wait() }
             let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
                 for worker in 0..<4 {
@@ -47,6 +47,7 @@ import TokenVaultTesting
                 return try await group.reduce(into: [Int]()) { $0 += $1 }
             }
             release.signal()
+            await writer.value
             #expect(statuses.count == 1000 && statuses.allSatisfy { $0 == 200 })
             #expect(heldTooLong.value == 0, "the requests waited for the writer")
         }

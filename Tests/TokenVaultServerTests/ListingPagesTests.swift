@@ -140,9 +140,10 @@ import TokenVaultTesting
             let refused = try await FastRouteTests.bothWays(server, "/v1/credentials?namespace=other")
             #expect(refused.routed.status == 403 && refused.fast.status == 403)
             await server.audit.flush()
-            let denials = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter {
-                $0.event.operation == "credential.list" && $0.event.outcome == .denied
-            }
+            let denials = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+                .filter {
+                    $0.event.operation == "credential.list" && $0.event.outcome == .denied
+                }
             #expect(denials.count == 2, "each refusal audited, by the router")
         }
     }

@@ -235,7 +235,7 @@ extension OpenAPIContractTests {
                     body: server.putBody(token: SamplePayloads.tinkoff().json))
                 try #require(seeded.status == 201, "seeding contract/\(name): \(seeded.text)")
             }
-            let before = try Self.state(server)
+            let before = try await Self.state(server)
 
             #expect(Self.badInputs.count > 80)
             for bad in Self.badInputs {
@@ -248,16 +248,16 @@ extension OpenAPIContractTests {
                 checkProblem(response, code: code, label: "\(bad)", in: document)
             }
 
-            #expect(try Self.state(server) == before, "a refused request changed a credential")
-            #expect(try Self.state(server).count == 2)
+            await #expect(try Self.state(server) == before, "a refused request changed a credential")
+            await #expect(try Self.state(server).count == 2)
             let health = try await server.request("GET", "/v1/health")
             #expect(health.status == 200, "the server still answers")
         }
     }
 
     /// Every credential row as it is: id, generation, update time.
-    static func state(_ server: TestServer) throws -> [String] {
-        try server.fixture.vault.list(CredentialQuery(limit: 1000)).map {
+    static func state(_ server: TestServer) async throws -> [String] {
+        try await server.fixture.vault.list(CredentialQuery(limit: 1000)).map {
             "\($0.id) \($0.generation) \($0.updatedAt)"
         }
     }

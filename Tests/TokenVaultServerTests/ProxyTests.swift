@@ -470,7 +470,7 @@ private struct RotatingRefreshService: RefreshService {
     let script: RotationScript
 
     func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
-        .refreshed(try vault.metadata(id))
+        await .refreshed(try vault.metadata(id))
     }
 
     func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {
@@ -479,7 +479,7 @@ private struct RotatingRefreshService: RefreshService {
 
     func refreshForced(_ id: CredentialID) async throws -> RefreshOutcome {
         script.refreshes.withLock { $0 += 1 }
-        guard script.changesToken.withLock({ $0 }) else { return .refreshed(try vault.metadata(id)) }
+        guard script.changesToken.withLock({ $0 }) else { return await .refreshed(try vault.metadata(id)) }
         let payload = SamplePayloads.oauth()
         script.accepted.withLock { $0 = payload.tokens[0] }
         return .refreshed(

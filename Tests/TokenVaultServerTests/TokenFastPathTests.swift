@@ -70,7 +70,8 @@ import TokenVaultTesting
             #expect(fast.headers["date"]?.hasSuffix(" GMT") == true)
 
             await server.audit.flush()
-            let reads = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter {
+            let reads = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).filter
+            {
                 $0.event.operation == "token.read"
             }
             // Both reads came from this process: one aggregated row that counts two.
@@ -104,7 +105,7 @@ import TokenVaultTesting
             #expect(responses[2].json()["field"] as? String == "min_ttl")
             #expect(try await Self.fastPathCounts(server) == (answered: 1, routed: 2))
             await server.audit.flush()
-            let summary = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).map {
+            let summary = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).map {
                 "\($0.event.operation) \($0.event.outcome.rawValue) \($0.event.detail ?? "-")"
             }
             #expect(
@@ -143,7 +144,7 @@ import TokenVaultTesting
             #expect(responses.map(\.status) == [403, 200])
             #expect(responses[0].json()["permission"] as? String == "token:read")
             await server.audit.flush()
-            let summary = try server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).map {
+            let summary = try await server.fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100).map {
                 "\($0.event.operation) \($0.event.credentialID?.description ?? "-") \($0.event.outcome.rawValue)"
             }
             #expect(summary.contains("token.read other/a denied") && summary.contains("token.read allowed/a allowed"))

@@ -15,11 +15,11 @@ import TokenVaultTesting
         let fixture = try TestVault()
         let events = try (0..<count).map(Self.event)
         try await fixture.vault.appendAudits(events)
-        let stored = try fixture.database.auditEvents(after: nil, credentialID: nil, limit: 500)
+        let stored = try await fixture.database.auditEvents(after: nil, credentialID: nil, limit: 500)
         #expect(stored.map(\.event) == events)
         #expect(stored.map(\.id) == Array(1...Int64(count)))
         #expect(stored.allSatisfy { $0.mac?.count == 32 })
-        #expect(try fixture.vault.verifyAudit().isClean)
+        await #expect(try fixture.vault.verifyAudit().isClean)
     }
 
     /// Row `index`, with every optional column both set and empty across the rows.

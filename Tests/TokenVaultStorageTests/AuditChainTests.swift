@@ -36,11 +36,11 @@ import TokenVaultTesting
         try fixture.database.withWriter { try $0.execute(sql) }
     }
 
-    func failures() throws -> [String] { try fixture.vault.verifyAudit(batchSize: 7).failures }
+    func failures() async throws -> [String] { try await fixture.vault.verifyAudit(batchSize: 7).failures }
 
     @Test func everythingWrittenThroughTheLedgerVerifies() async throws {
         try await writeTwentyRows()
-        let report = try fixture.vault.verifyAudit(batchSize: 7)
+        let report = try await fixture.vault.verifyAudit(batchSize: 7)
         #expect(report.isClean, "\(report.failures)")
         #expect(report.rows == 20 && report.unchainedRows == 0)
     }
@@ -48,14 +48,14 @@ import TokenVaultTesting
     @Test func anEditedRowIsNamed() async throws {
         try await writeTwentyRows()
         try execute("UPDATE audit_events SET detail = 'nothing happened' WHERE id = 9")
-        #expect(try failures() == ["audit row 9 was edited (or the row before it was replaced)"])
+        await #expect(try failures() == ["audit row 9 was edited (or the row before it was replaced)"])
     }
 
     @Test func anEditedCountOrActorIsNamed() async throws {
         try await writeTwentyRows()
         try execute("UPDATE audit_events SET count = count + 1 WHERE id = 12")
         try execute("UPDATE audit_events SET actor_uid = 0 WHERE id = 3")
-        #expect(
+        await #expect(
             try failures().sorted() == [
                 "audit row 12 was edited (or the row before it was replaced)",
                 "audit row 3 was edited (or the row before it was replaced)",
@@ -65,22 +65,22 @@ import TokenVaultTesting
     @Test func rowsRemovedFromTheMiddleAreNamed() async throws {
         try await writeTwentyRows()
         try execute("DELETE FROM audit_events WHERE id IN (7, 8)")
-        #expect(try failures() == ["audit rows 7-8 were removed"])
+        await #expect(try failures() == ["audit rows 7-8 were removed"])
     }
 
     @Test func rowsRemovedFromTheEndAreNamed() async throws {
         try await writeTwentyRows()
         try execute("DELETE FROM audit_events WHERE id > 17")
-        #expect(try failures() == ["audit rows 18-20 were removed from the end"])
+        await #expect(try failures() == ["audit rows 18-20 were removed from the end"])
         // And the chain is not quietly continued over the gap: the next row still shows it.
         try await fixture.vault.appendAudits([try AuditBatchTests.event(1)])
-        #expect(try failures().contains("audit rows 18-20 were removed"))
+        await #expect(try failures().contains("audit rows 18-20 were removed"))
     }
 
     @Test func aRowRemovedFromTheStartIsNamed() async throws {
         try await writeTwentyRows()
         try execute("DELETE FROM audit_events WHERE id = 1")
-        #expect(try failures() == ["audit row 1 was removed"])
+        await #expect(try failures() == ["audit row 1 was removed"])
     }
 
     @Test func aMovedChainEndIsNamed() async throws {
@@ -92,16 +92,16 @@ import TokenVaultTesting
             UPDATE audit_chain SET row_id = 17, position = 17, mac = (SELECT mac FROM audit_events WHERE id = 17)
             WHERE name = 'head'
             """)
-        #expect(try failures() == ["audit chain head (row 17) was altered"])
+        await #expect(try failures() == ["audit chain head (row 17) was altered"])
     }
 
     @Test func pruningKeepsTheChainCheckable() async throws {
         try await writeTwentyRows()
         #expect(
             try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 12, batch: 3) == 8)
-        let left = try fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+        let left = try await fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
         #expect(left.map(\.id) == Array(9...20))
-        var report = try fixture.vault.verifyAudit(batchSize: 5)
+        var report = try await fixture.vault.verifyAudit(batchSize: 5)
         #expect(report.isClean && report.rows == 12, "\(report.failures)")
 
         // By age: every row older than a cutoff, whatever the count.
@@ -110,12 +110,12 @@ import TokenVaultTesting
             AuditEvent(at: fixture.clock.now, operation: .adminBackup, outcome: .succeeded)
         ])
         #expect(try await fixture.vault.pruneAudit(before: fixture.clock.now, keepingAtMost: 1000) == 12)
-        report = try fixture.vault.verifyAudit()
+        report = try await fixture.vault.verifyAudit()
         #expect(report.isClean && report.rows == 1, "\(report.failures)")
 
         // Removing the row after the anchor is still seen.
         try execute("DELETE FROM audit_events")
-        #expect(try failures() == ["audit row 21 was removed from the end"])
+        await #expect(try failures() == ["audit row 21 was removed from the end"])
     }
 
     @Test func aReadAggregateIsPrunedByItsLastRead() async throws {
@@ -137,13 +137,13 @@ import TokenVaultTesting
                 (2, 'token.read', 'allowed', 2)
             """)
         try await writeTwentyRows()
-        let report = try fixture.vault.verifyAudit(batchSize: 4)
+        let report = try await fixture.vault.verifyAudit(batchSize: 4)
         #expect(report.isClean && report.rows == 22 && report.unchainedRows == 2, "\(report.failures)")
         try execute("UPDATE audit_events SET outcome = 'failed' WHERE id = 4")
-        #expect(try failures() == ["audit row 4 was edited (or the row before it was replaced)"])
+        await #expect(try failures() == ["audit row 4 was edited (or the row before it was replaced)"])
         // A chained row cannot pass for an older one by losing its MAC.
         try execute("UPDATE audit_events SET mac = NULL WHERE id = 10")
-        #expect(try failures().contains("audit row 10 has lost its MAC"))
+        await #expect(try failures().contains("audit row 10 has lost its MAC"))
     }
 
     /// A vault several nodes share: each appends to a chain of its own (so none waits for
@@ -167,22 +167,22 @@ import TokenVaultTesting
 
     @Test func chainsOfSeveralNodesInterleaveAndVerify() async throws {
         try await writeThreeChains()
-        let rows = try fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
+        let rows = try await fixture.database.auditEvents(after: nil, credentialID: nil, limit: 100)
         #expect(
             rows.map(\.chain) == [
                 "node-a", "node-a", "node-a", "node-b", "node-b", "", "node-a", "node-a", "node-b", "node-b",
             ])
         #expect(rows.filter { $0.chain == "node-a" }.map(\.position) == [1, 2, 3, 4, 5])
-        let report = try node("node-c").verifyAudit(batchSize: 3)
+        let report = try await node("node-c").verifyAudit(batchSize: 3)
         #expect(report.isClean && report.rows == 10, "\(report.failures)")
-        #expect(Set(try fixture.database.auditChainEnds().map(\.chain)) == ["", "node-a", "node-b"])
+        await #expect(Set(try fixture.database.auditChainEnds().map(\.chain)) == ["", "node-a", "node-b"])
     }
 
     @Test func aRowRemovedFromOneNodesChainIsCountedThere() async throws {
         try await writeThreeChains()
         try execute("DELETE FROM audit_events WHERE id = 2")
         try execute("DELETE FROM audit_events WHERE id = 10")
-        #expect(
+        await #expect(
             try failures() == [
                 "1 audit row of chain node-a was removed before row 3",
                 "1 audit row of chain node-b was removed from the end",
@@ -198,26 +198,26 @@ import TokenVaultTesting
                 (SELECT row_id, position, mac, seal FROM audit_chain WHERE chain = 'node-a' AND name = 'head')
             WHERE chain = 'node-b' AND name = 'head'
             """)
-        #expect(try failures().contains("audit chain node-b head (row 8) was altered"))
+        await #expect(try failures().contains("audit chain node-b head (row 8) was altered"))
     }
 
     @Test func pruningAnchorsEveryChainItCutsAndNeverMovesAnAnchorBack() async throws {
         try await writeThreeChains()
         #expect(try await fixture.vault.pruneAudit(before: Timestamp(milliseconds: 0), keepingAtMost: 3, batch: 4) == 7)
-        let anchors = try fixture.database.auditChainEnds().filter { $0.name == .anchor }
+        let anchors = try await fixture.database.auditChainEnds().filter { $0.name == .anchor }
         #expect(
             Dictionary(uniqueKeysWithValues: anchors.map { ($0.chain, $0.rowID) }) == ["node-a": 7, "node-b": 5, "": 6])
-        let report = try fixture.vault.verifyAudit(batchSize: 2)
+        let report = try await fixture.vault.verifyAudit(batchSize: 2)
         #expect(report.isClean && report.rows == 3, "\(report.failures)")
         // A slower pruner that read an older row does not move node-a's anchor back to it.
         let older = try #require(anchors.first { $0.chain == "node-a" })
         var stale = older
         (stale.rowID, stale.position) = (1, 1)
-        try fixture.database.write(durability: .normal) { try $0.setAuditChainEnd(stale) }
-        #expect(try fixture.database.auditChainEnds().contains(older))
+        try await fixture.database.write(durability: .normal) { [stale] in try $0.setAuditChainEnd(stale) }
+        await #expect(try fixture.database.auditChainEnds().contains(older))
         // New rows continue each chain after its anchor.
         try await node("node-b").appendAudits([try AuditBatchTests.event(5)])
-        #expect(try fixture.vault.verifyAudit().isClean)
+        await #expect(try fixture.vault.verifyAudit().isClean)
     }
 
     /// Rekey re-wraps the audit key: the chain written under the old master key still verifies.
@@ -227,14 +227,14 @@ import TokenVaultTesting
         try fixture.keyring.rekey(to: newKey, settings: [:])
         let (database, keyring) = try fixture.reopen(masterKey: newKey)
         let reopened = Vault(store: database, sealer: keyring, clock: fixture.clock)
-        #expect(try reopened.verifyAudit().isClean)
+        await #expect(try reopened.verifyAudit().isClean)
     }
 
     /// Another key (a vault whose audit key was replaced) sees every row as edited.
     @Test func anotherAuditKeyDoesNotVerify() async throws {
         try await writeTwentyRows()
         let forged = Vault(store: fixture.database, sealer: ForgedAuditKey(fixture.keyring), clock: fixture.clock)
-        #expect(try forged.verifyAudit().failures.count > 2)
+        await #expect(try forged.verifyAudit().failures.count > 2)
     }
 }
 

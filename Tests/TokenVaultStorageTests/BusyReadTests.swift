@@ -37,7 +37,7 @@ import TokenVaultTesting
         let id = try CredentialID("ns/a")
         _ = try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
-        #expect(try fixture.database.recordWithoutWaiting(id) == fixture.database.record(id))
+        await #expect(try fixture.database.recordWithoutWaiting(id) == fixture.database.record(id))
         let timeout = try fixture.database.withReader { try $0.scalarText("PRAGMA busy_timeout") }
         #expect(timeout == String(SQLiteConnection.defaultBusyTimeoutMilliseconds))
     }
@@ -49,9 +49,9 @@ import TokenVaultTesting
         let fixture = try TestVault()
         let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
         _ = try await fixture.vault.put(try CredentialID("ns/a"), payload: payload, provider: "p")
-        #expect(try fixture.database.auditRowCount() == 0, "a put without an audit event writes no row")
+        await #expect(try fixture.database.auditRowCount() == 0, "a put without an audit event writes no row")
         _ = try await fixture.vault.put(try CredentialID("ns/b"), payload: payload, provider: "p")
-        #expect(try fixture.database.credentialCountsByStatus()[.active] == 2)
-        #expect(try fixture.database.record(CredentialID("ns/b")) != nil)
+        await #expect(try fixture.database.credentialCountsByStatus()[.active] == 2)
+        await #expect(try fixture.database.record(CredentialID("ns/b")) != nil)
     }
 }

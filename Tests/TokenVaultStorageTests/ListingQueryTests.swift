@@ -45,7 +45,7 @@ import TokenVaultTesting
                     && (query.after.map { id.description > $0.description } ?? true)
                     && (query.namespaces.map { $0.contains(id.namespace) } ?? true)
             }.prefix(query.limit)
-            let listed = try fixture.database.list(query)
+            let listed = try await fixture.database.list(query)
             #expect(listed.map(\.id) == Array(expected), "\(query)")
         }
     }

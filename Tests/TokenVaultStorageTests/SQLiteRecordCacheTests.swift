@@ -16,17 +16,17 @@ import TokenVaultTesting
         let id = try CredentialID("cache/a")
         let payload = try SamplePayloads.decode(SamplePayloads.tinkoff().json)
         try await fixture.vault.put(id, payload: payload, provider: "p")
-        _ = try fixture.vault.credential(id, opening: [.accessToken])  // read once: not kept yet
-        let first = try fixture.vault.credential(id, opening: [.accessToken])
+        _ = try await fixture.vault.credential(id, opening: [.accessToken])  // read once: not kept yet
+        let first = try await fixture.vault.credential(id, opening: [.accessToken])
         let before = fixture.database.cache.statistics
         #expect(try fixture.vault.credentialWithoutWaiting(id, opening: [.accessToken]).metadata == first.metadata)
-        #expect(try fixture.vault.credential(id, opening: [.accessToken]).metadata == first.metadata)
+        await #expect(try fixture.vault.credential(id, opening: [.accessToken]).metadata == first.metadata)
         #expect(fixture.database.cache.statistics.hits == before.hits + 2, "both reads came from memory")
 
         // A put of new tokens, read at once: the new generation, not the cached one.
         let replacement = SamplePayloads.oauth()
         try await fixture.vault.put(id, payload: try SamplePayloads.decode(replacement.json), provider: "p")
-        let second = try fixture.vault.credential(id, opening: [.accessToken])
+        let second = try await fixture.vault.credential(id, opening: [.accessToken])
         #expect(second.metadata.generation > first.metadata.generation)
         #expect(second.secrets.accessToken.revealString() == replacement.tokens[0])
 
@@ -48,21 +48,19 @@ import TokenVaultTesting
         let stop = StopFlag()
         let readers = (0..<2).map { _ in
             Task {
-                try await offThePool {
-                    while !stop.raised.load(ordering: .relaxed) { _ = try database.record(id) }
+                while !stop.raised.load(ordering: .relaxed) {
+                    _ = try await database.record(id)
+                    await Task.yield()
                 }
             }
         }
-        let stale = try await offThePool { () throws -> Int in
-            var stale = 0
-            for _ in 0..<2_000 {
-                guard var row = try database.record(id) else { return -1 }
-                row.metadata.generation += 1
-                let written = row.metadata.generation
-                try database.write(durability: .normal) { try $0.save(row) }
-                if try database.record(id)?.metadata.generation != written { stale += 1 }
-            }
-            return stale
+        var stale = 0
+        for _ in 0..<2_000 {
+            guard var row = try await database.record(id) else { Issue.record("the row is gone"); return }
+            row.metadata.generation += 1
+            let written = row.metadata.generation
+            try await database.write(durability: .normal) { [row] in try $0.save(row) }
+            if try await database.record(id)?.metadata.generation != written { stale += 1 }
         }
         stop.raised.store(true, ordering: .relaxed)
         for reader in readers { try await reader.value }
@@ -81,21 +79,17 @@ import TokenVaultTesting
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
         let stop = StopFlag()
         let writer = Task {
-            try await offThePool {
-                while !stop.raised.load(ordering: .relaxed) {
-                    guard var row = try database.record(id) else { return }
-                    row.metadata.generation += 1
-                    try database.write(durability: .normal) { try $0.save(row) }
-                }
+            while !stop.raised.load(ordering: .relaxed) {
+                guard var row = try await database.record(id) else { return }
+                row.metadata.generation += 1
+                try await database.write(durability: .normal) { [row] in try $0.save(row) }
             }
         }
-        let behind = try await offThePool { () throws -> Int in
-            var behind = 0
-            for _ in 0..<3_000 {
-                let committed = try database.list(CredentialQuery(namespace: "cache", limit: 1)).first?.generation ?? 0
-                if (try database.record(id)?.metadata.generation ?? 0) < committed { behind += 1 }
-            }
-            return behind
+        var behind = 0
+        for _ in 0..<3_000 {
+            let committed =
+                try await database.list(CredentialQuery(namespace: "cache", limit: 1)).first?.generation ?? 0
+            if (try await database.record(id)?.metadata.generation ?? 0) < committed { behind += 1 }
         }
         stop.raised.store(true, ordering: .relaxed)
         try await writer.value
@@ -121,9 +115,9 @@ import TokenVaultTesting
         guard var row = try database.withReader({ try SQLiteDatabase.record(a, on: $0) }) else { return }
         row.metadata.generation += 1
         let written = row.metadata.generation
-        try database.write(durability: .normal) { try $0.save(row) }
+        try await database.write(durability: .normal) { [row] in try $0.save(row) }
         #expect(try database.withReader { try SQLiteDatabase.record(a, on: $0) }?.metadata.generation == written)
-        #expect(try database.record(a)?.metadata.generation == written)
+        await #expect(try database.record(a)?.metadata.generation == written)
     }
 
     /// A sweep that reads every credential once (an export, a batch job) leaves the cache as it
@@ -136,13 +130,13 @@ import TokenVaultTesting
         try await fixture.vault.importCredentials(
             ids.map { Vault.NewCredential(id: $0, payload: payload, provider: "p") })
         #expect(fixture.database.cache.statistics.entries == 0, "an import keeps nothing")
-        for _ in 0..<2 { _ = try fixture.database.record(ids[0]) }
+        for _ in 0..<2 { _ = try await fixture.database.record(ids[0]) }
         #expect(fixture.database.cache.statistics.entries == 1, "the row read twice is kept")
-        for id in ids.dropFirst() { _ = try fixture.database.record(id) }
+        for id in ids.dropFirst() { _ = try await fixture.database.record(id) }
         let statistics = fixture.database.cache.statistics
         #expect(statistics.entries < 1 + 2_000 / 20, "kept \(statistics.entries) rows of a sweep of 2,000")
         let hits = statistics.hits
-        _ = try fixture.database.record(ids[0])
+        _ = try await fixture.database.record(ids[0])
         #expect(fixture.database.cache.statistics.hits == hits + 1, "the row read before the sweep is still there")
     }
 
@@ -154,9 +148,9 @@ import TokenVaultTesting
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
         let before = fixture.database.cache.statistics
         // The put kept nothing, and a row is kept from its second read on: two misses, then hits.
-        _ = try fixture.database.record(id)
-        _ = try fixture.database.record(id)
-        _ = try fixture.database.record(id)
+        _ = try await fixture.database.record(id)
+        _ = try await fixture.database.record(id)
+        _ = try await fixture.database.record(id)
         _ = try fixture.database.recordWithoutWaiting(id)
         let after = fixture.database.cache.statistics
         #expect(after.misses - before.misses == 2 && after.hits - before.hits == 2)
@@ -167,10 +161,10 @@ import TokenVaultTesting
         let id = try CredentialID("cache/raw")
         try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
-        for _ in 0..<2 { _ = try fixture.database.record(id) }  // kept from the second read
+        for _ in 0..<2 { _ = try await fixture.database.record(id) }  // kept from the second read
         #expect(fixture.database.cache.statistics.entries == 1)
         try fixture.database.withWriter { try $0.execute("UPDATE credentials SET subject = 'changed'") }
-        #expect(try fixture.database.record(id)?.metadata.subject == "changed")
+        await #expect(try fixture.database.record(id)?.metadata.subject == "changed")
     }
 
     @Test func aCacheOfNoBytesReadsTheDatabaseEachTime() async throws {
@@ -180,7 +174,8 @@ import TokenVaultTesting
         let id = try CredentialID("cache/none")
         try await fixture.vault.put(
             id, payload: try SamplePayloads.decode(SamplePayloads.tinkoff().json), provider: "p")
-        #expect(try database.record(id) != nil && database.record(id) != nil)
+        await #expect(try database.record(id) != nil)
+        await #expect(try database.record(id) != nil)
         #expect(database.cache.statistics.entries == 0 && database.cache.statistics.hits == 0)
     }
 }

@@ -55,6 +55,7 @@ import TokenVaultTesting
         #expect(RawBytes.read(fixture.databasePath + "-wal") == walBefore)
         // The right key still opens it.
         let (database, keyring) = try fixture.reopen(masterKey: fixture.masterKey)
-        #expect(try Vault(store: database, sealer: keyring).credential(CredentialID("ns/a")).metadata.generation == 1)
+        await #expect(
+            try Vault(store: database, sealer: keyring).credential(CredentialID("ns/a")).metadata.generation == 1)
     }
 }

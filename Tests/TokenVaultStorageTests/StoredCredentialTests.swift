@@ -24,19 +24,19 @@ import TokenVaultTesting
         let (database, keyring) = try fixture.reopen(masterKey: fixture.masterKey)
         let reopened = Vault(store: database, sealer: keyring)
         for (name, sample) in samples {
-            let credential = try reopened.credential(try CredentialID("shapes/\(name)"))
+            let credential = try await reopened.credential(try CredentialID("shapes/\(name)"))
             let secrets = credential.secrets
             let opened = [secrets.accessToken, secrets.refreshToken, secrets.idToken].compactMap { $0?.revealString() }
             #expect(Array(opened) == Array(sample.tokens.prefix(opened.count)))
             #expect(credential.metadata.labels == ["team": "payments"])
         }
-        let rfc = try reopened.credential(try CredentialID("shapes/rfc"))
+        let rfc = try await reopened.credential(try CredentialID("shapes/rfc"))
         #expect(rfc.metadata.scopes == ["openid", "profile"])
         #expect(rfc.metadata.tokenType == "Bearer")
         #expect(rfc.metadata.subject == "user-1")
         #expect(rfc.secrets.extras?.revealString().contains("session_state") == true)
         #expect(rfc.metadata.expiresAt == fixture.clock.now.adding(seconds: 3600))
-        let ebs = try reopened.metadata(try CredentialID("shapes/ebs"))
+        let ebs = try await reopened.metadata(try CredentialID("shapes/ebs"))
         #expect(ebs.kind == .verifyToken && !ebs.hasRefreshToken && ebs.refreshAt == ebs.expiresAt)
     }
 
@@ -51,14 +51,14 @@ import TokenVaultTesting
         var query = CredentialQuery(limit: 3)
         var seen: [String] = []
         while true {
-            let page = try fixture.vault.list(query)
+            let page = try await fixture.vault.list(query)
             seen += page.map(\.id.description)
             guard page.count == query.limit, let last = page.last else { break }
             query.after = last.id
         }
         #expect(seen == ["a/c0", "a/c1", "a/c2", "a/c3", "a/c4", "b/c0", "b/c1", "b/c2", "b/c3", "b/c4"])
-        #expect(try fixture.vault.list(CredentialQuery(namespace: "b")).count == 5)
-        #expect(try fixture.vault.list(CredentialQuery(status: .needsReauth)).isEmpty)
+        await #expect(try fixture.vault.list(CredentialQuery(namespace: "b")).count == 5)
+        await #expect(try fixture.vault.list(CredentialQuery(status: .needsReauth)).isEmpty)
     }
 
     @Test func auditRowsAreWrittenWithTheChange() async throws {

@@ -39,47 +39,47 @@ import TokenVaultTesting
         }
     }
 
-    func expectFailure(_ id: CredentialID, field: String, code: VaultError.Code = .integrityError) {
-        #expect {
-            _ = try fixture.vault.credential(id)
+    func expectFailure(_ id: CredentialID, field: String, code: VaultError.Code = .integrityError) async {
+        await #expect {
+            _ = try await fixture.vault.credential(id)
         } throws: { error in
             let error = error as! VaultError
             return error.code == code && error.message.contains("credential \(id)") && error.message.contains(field)
         }
     }
 
-    @Test func flippedByteInAnySealedColumn() throws {
+    @Test func flippedByteInAnySealedColumn() async throws {
         for column in ["access_token", "refresh_token", "id_token", "extras"] {
             let original = try blob(column, of: alice)
             var tampered = original
             tampered[tampered.count / 2] ^= 0x20
             try setBlob(column, of: alice, to: tampered)
-            expectFailure(alice, field: column)
+            await expectFailure(alice, field: column)
             try setBlob(column, of: alice, to: original)
         }
-        #expect(try fixture.vault.credential(alice).metadata.id == alice)
+        #expect(try await fixture.vault.credential(alice).metadata.id == alice)
     }
 
-    @Test func truncatedEnvelope() throws {
+    @Test func truncatedEnvelope() async throws {
         try setBlob("access_token", of: alice, to: Array(try blob("access_token", of: alice).prefix(20)))
-        expectFailure(alice, field: "access_token")
+        await expectFailure(alice, field: "access_token")
         try setBlob("refresh_token", of: bob, to: Array(try blob("refresh_token", of: bob).dropLast(3)))
-        expectFailure(bob, field: "refresh_token")
+        await expectFailure(bob, field: "refresh_token")
     }
 
-    @Test func ciphertextSwappedBetweenRows() throws {
+    @Test func ciphertextSwappedBetweenRows() async throws {
         let alicesToken = try blob("access_token", of: alice)
         try setBlob("access_token", of: alice, to: try blob("access_token", of: bob))
         try setBlob("access_token", of: bob, to: alicesToken)
-        expectFailure(alice, field: "access_token")
-        expectFailure(bob, field: "access_token")
+        await expectFailure(alice, field: "access_token")
+        await expectFailure(bob, field: "access_token")
     }
 
-    @Test func ciphertextSwappedBetweenFields() throws {
+    @Test func ciphertextSwappedBetweenFields() async throws {
         let access = try blob("access_token", of: alice)
         try setBlob("access_token", of: alice, to: try blob("refresh_token", of: alice))
         try setBlob("refresh_token", of: alice, to: access)
-        expectFailure(alice, field: "access_token")
+        await expectFailure(alice, field: "access_token")
     }
 
     @Test func ciphertextFromAnOlderGeneration() async throws {
@@ -87,18 +87,18 @@ import TokenVaultTesting
         try await fixture.vault.put(
             alice, payload: try SamplePayloads.decode(SamplePayloads.oauth().json), provider: "p")
         try setBlob("refresh_token", of: alice, to: oldRefresh)
-        expectFailure(alice, field: "refresh_token")
+        await expectFailure(alice, field: "refresh_token")
     }
 
-    @Test func envelopeRelabelledWithAnotherTerm() throws {
+    @Test func envelopeRelabelledWithAnotherTerm() async throws {
         _ = try fixture.keyring.addTerm()
         var relabelled = try blob("access_token", of: alice)
         relabelled[4] = 2
         try setBlob("access_token", of: alice, to: relabelled)
-        expectFailure(alice, field: "access_token")
+        await expectFailure(alice, field: "access_token")
         relabelled[4] = 9
         try setBlob("access_token", of: alice, to: relabelled)
-        expectFailure(alice, field: "access_token", code: .unknownKeyTerm)
+        await expectFailure(alice, field: "access_token", code: .unknownKeyTerm)
     }
 
     @Test func verifyReportsEveryDamagedFieldWithoutSecrets() async throws {
@@ -108,7 +108,7 @@ import TokenVaultTesting
         var damaged = try blob("id_token", of: carol)
         damaged[damaged.count - 1] ^= 1
         try setBlob("id_token", of: carol, to: damaged)
-        let report = try fixture.vault.verify()
+        let report = try await fixture.vault.verify()
         #expect(report.credentials == 3)
         #expect(report.failures.count == 1)
         #expect(report.failures[0].contains("tamper/carol") && report.failures[0].contains("id_token"))

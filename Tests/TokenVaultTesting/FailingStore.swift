@@ -28,9 +28,10 @@ public final class FailingStore: CredentialStore, Sendable {
     /// Row commits failed so far.
     public var failures: Int { failed.withLock { $0 } }
 
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
-    {
-        let (result, journalled) = try base.write(durability: durability) { writer in
+    public func write<Result: Sendable>(
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result {
+        let (result, journalled) = try await base.write(durability: durability) { [self] writer in
             let spy = SavingSpy(writer)
             let result = try body(spy)
             let fail = remaining.withLock { count -> Bool in
@@ -53,37 +54,39 @@ public final class FailingStore: CredentialStore, Sendable {
         return result
     }
 
-    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { try base.record(id) }
+    public func record(_ id: CredentialID) async throws -> SealedCredentialRecord? { try await base.record(id) }
     public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
         try base.recordWithoutWaiting(id)
     }
-    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] { try base.list(query) }
+    public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] { try await base.list(query) }
     public func changeCount() -> UInt64? { base.changeCount() }
-    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
-        try base.records(after: after, limit: limit)
+    public func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await base.records(after: after, limit: limit)
     }
-    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
-        try base.records(notSealedWith: term, limit: limit)
+    public func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await base.records(notSealedWith: term, limit: limit)
     }
-    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] { try base.auditEvents(query) }
-    public func auditChainEnds() throws -> [AuditChainEnd] { try base.auditChainEnds() }
-    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+    public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
+        try await base.auditEvents(query)
+    }
+    public func auditChainEnds() async throws -> [AuditChainEnd] { try await base.auditChainEnds() }
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
         -> [ScheduledCredential]
     {
-        try base.dueCredentials(at: now, limit: limit, skipping: skipping)
+        try await base.dueCredentials(at: now, limit: limit, skipping: skipping)
     }
-    public func earliestRefreshAt() throws -> Timestamp? { try base.earliestRefreshAt() }
-    public func openAttempts(limit: Int) throws -> [RefreshAttempt] { try base.openAttempts(limit: limit) }
-    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try base.pruneFinishedAttempts(before: before, limit: limit)
+    public func earliestRefreshAt() async throws -> Timestamp? { try await base.earliestRefreshAt() }
+    public func openAttempts(limit: Int) async throws -> [RefreshAttempt] { try await base.openAttempts(limit: limit) }
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
+        try await base.pruneFinishedAttempts(before: before, limit: limit)
     }
-    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
+    public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
         if heartbeatsFail.withLock({ $0 }) { throw VaultError.storageUnavailable("injected heartbeat failure") }
-        return try base.heartbeat(beat)
+        return try await base.heartbeat(beat)
     }
-    public func nodes() throws -> [NodeRecord] { try base.nodes() }
-    public func isAnswerStored(_ callKey: String) throws -> Bool { try base.isAnswerStored(callKey) }
-    public func forgetNode(_ node: String) throws -> Int? { try base.forgetNode(node) }
+    public func nodes() async throws -> [NodeRecord] { try await base.nodes() }
+    public func isAnswerStored(_ callKey: String) async throws -> Bool { try await base.isAnswerStored(callKey) }
+    public func forgetNode(_ node: String) async throws -> Int? { try await base.forgetNode(node) }
 }
 
 /// Passes every call through and notes whether a row was saved or an attempt journalled.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenVaultCore
 
 /// A `CredentialStore` and `KeyTermStore` in memory, for unit tests of logic above storage.
@@ -29,6 +30,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     private var state = State()
     private let lock = NSLock()
+    private let writesUnderWay = Atomic<Int>(0)
+    private let mostWrites = Atomic<Int>(0)
     /// Told, at each transaction's `finishGroup`, the claims it was given (`prefetch`; none
     /// when it was not called) and how many writes it ran; what it throws, the group throws.
     private var groupObserver: (@Sendable (_ claims: [CredentialID], _ writes: Int) throws -> Void)?
@@ -48,18 +51,23 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     /// How many times a write looked for delayed outbox rows to drop.
     public var webhookCancels: Int { lock.withLock { state.webhookCancels } }
 
-    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
+    public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
         lock.withLock {
             let rows = state.audit.filter { query.includes(id: $0.id, credentialID: $0.event.credentialID) }
             return Array((query.order == .oldestFirst ? rows : rows.reversed()).prefix(max(0, query.limit)))
         }
     }
 
-    public func auditChainEnds() throws -> [AuditChainEnd] { lock.withLock { Array(state.auditEnds.values) } }
+    public func auditChainEnds() async throws -> [AuditChainEnd] { lock.withLock { Array(state.auditEnds.values) } }
 
-    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? { lock.withLock { state.credentials[id] } }
+    public func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
+        lock.withLock { state.credentials[id] }
+    }
+    public func recordWithoutWaiting(_ id: CredentialID) throws -> SealedCredentialRecord? {
+        lock.withLock { state.credentials[id] }
+    }
 
-    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
+    public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] {
         let all = lock.withLock { Array(state.credentials.values.map(\.metadata)) }
         let matching = all.filter { metadata in
             (query.namespace == nil || metadata.id.namespace == query.namespace)
@@ -70,7 +78,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         return Array(matching.sorted { $0.id < $1.id }.prefix(query.limit))
     }
 
-    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
+    public func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
         lock.withLock {
             Array(
                 state.credentials.values.filter { after == nil || $0.metadata.id > after! }
@@ -78,12 +86,12 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
+    public func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
         lock.withLock { Array(state.credentials.values.filter { $0.sealTerm != term }.prefix(limit)) }
     }
 
     /// Heartbeats on the wall clock (this store has no clock of its own).
-    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
+    public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
         lock.withLock {
             let now = Timestamp.now()
             var record =
@@ -100,13 +108,15 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func isAnswerStored(_ callKey: String) throws -> Bool {
+    public func isAnswerStored(_ callKey: String) async throws -> Bool {
         lock.withLock { state.receivedAnswers.contains(callKey) }
     }
 
-    public func nodes() throws -> [NodeRecord] { lock.withLock { state.nodes.values.sorted { $0.node < $1.node } } }
+    public func nodes() async throws -> [NodeRecord] {
+        lock.withLock { state.nodes.values.sorted { $0.node < $1.node } }
+    }
 
-    public func forgetNode(_ node: String) throws -> Int? {
+    public func forgetNode(_ node: String) async throws -> Int? {
         lock.withLock {
             let removed = state.nodes.removeValue(forKey: node) != nil
             var released = 0
@@ -119,15 +129,26 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
-    {
-        try lock.withLock {
-            let writer = Writer(state: state, groupObserver: groupObserver)
-            let result = try body(writer)
-            state = writer.state
-            return result
+    public func write<Result: Sendable>(
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result {
+        // On a thread of its own, as a backend runs a transaction: a body may wait (a test's).
+        try await ThreadExecutor().run { [self] in
+            _ = mostWrites.max(writesUnderWay.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+            defer { writesUnderWay.subtract(1, ordering: .relaxed) }
+            return try lock.withLock {
+                let writer = Writer(state: state, groupObserver: groupObserver)
+                let result = try body(writer)
+                state = writer.state
+                return result
+            }
         }
     }
+
+    /// Calls of `write` under way now (waiting for the store's lock or inside it), and the most
+    /// at once so far.
+    public var writesAtOnce: Int { writesUnderWay.load(ordering: .relaxed) }
+    public var mostWritesAtOnce: Int { mostWrites.load(ordering: .relaxed) }
 
     final class Writer: CredentialWriter {
         var state: State
@@ -258,7 +279,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     // MARK: RefreshJournal
 
-    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
         -> [ScheduledCredential]
     {
         lock.withLock {
@@ -271,15 +292,15 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func earliestRefreshAt() throws -> Timestamp? {
+    public func earliestRefreshAt() async throws -> Timestamp? {
         lock.withLock { state.credentials.values.compactMap(\.metadata.refreshAt).min() }
     }
 
-    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
+    public func openAttempts(limit: Int) async throws -> [RefreshAttempt] {
         lock.withLock { Array(state.attempts.values.filter { $0.state == .open }.map(\.attempt).prefix(limit)) }
     }
 
-    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
         lock.withLock {
             let old = state.attempts.filter { $0.value.finishedAt.map { $0 < before } ?? false }.prefix(limit)
             for (key, _) in old { state.attempts.removeValue(forKey: key) }

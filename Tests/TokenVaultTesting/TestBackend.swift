@@ -52,7 +52,7 @@ public struct TestBackendVault: Sendable {
         try backend.migrate()
         keyring = try Keyring.bootstrap(masterKey: masterKey, store: backend, clock: clock)
         vault = Vault(
-            store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind),
+            store: backend, sealer: keyring, clock: clock,
             options: Self.options(backend, auditChain: Self.chain(kind)))
     }
 
@@ -62,15 +62,6 @@ public struct TestBackendVault: Sendable {
         Vault.Options(
             maximumGroup: backend.writesPerTransaction, concurrentTransactions: backend.concurrentWriteTransactions,
             groupsUnclaimedWrites: backend.groupsUnclaimedWrites, auditChain: auditChain)
-    }
-
-    /// Where a vault's database calls run. On PostgreSQL, threads of their own (`ThreadExecutor`):
-    /// tests there hold row and advisory locks across nodes on purpose, and a write waiting 10 s
-    /// for one on Dispatch's global queue (two threads on a two-core machine, shared with the
-    /// concurrency pool) stalled every other test in the process for as long (a CI run saw three
-    /// frozen-node tests time out together).
-    static func executor(_ kind: TestBackendKind) -> any BlockingExecutor {
-        kind == .postgres ? ThreadExecutor() : DispatchExecutor()
     }
 
     /// The audit chain of the first vault: "" on SQLite (one writer), a node's on PostgreSQL.
@@ -92,7 +83,7 @@ public struct TestBackendVault: Sendable {
         let options = Self.options(backend, auditChain: auditChain ?? Self.chain(kind))
         return (
             backend,
-            Vault(store: backend, sealer: keyring, clock: clock, executor: Self.executor(kind), options: options)
+            Vault(store: backend, sealer: keyring, clock: clock, options: options)
         )
     }
 

@@ -151,7 +151,7 @@ public struct StubRefreshService: RefreshService {
     public init(vault: Vault) { self.vault = vault }
 
     public func refresh(_ id: CredentialID, reason: RefreshReason) async throws -> RefreshOutcome {
-        .refreshed(try vault.metadata(id))
+        .refreshed(try await vault.metadata(id))
     }
 
     public func refreshOnDemand(_ id: CredentialID, minimumTTL: Double) async throws -> RefreshOutcome {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -201,4 +202,19 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
+}
+
+/// Waits on this thread for `body`, run as a task: for a test whose blocking code (a transaction's
+/// body, which runs on a thread of the store's own) must make an async call meanwhile.
+public func waitOnThisThread<T: Sendable>(for body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let outcome = Mutex<Result<T, any Error>?>(nil)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return try outcome.withLock { $0! }.get()
 }

@@ -1,10 +1,19 @@
 /// Polls `condition` every 20 ms until it holds (true) or `within` seconds pass (false): for
 /// outcomes that happen in the background at a time the test does not control.
-public func waitUntil(within seconds: Double = 5, _ condition: () throws -> Bool) async throws -> Bool {
+public func waitUntil(within seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
-        if try condition() { return true }
+        if try await condition() { return true }
         try await Task.sleep(for: .milliseconds(20))
     }
-    return try condition()
+    return try await condition()
+}
+
+extension Array {
+    /// `map` with an async transform, one element after the other.
+    public func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
 }

@@ -97,10 +97,6 @@ extension VaultAPI {
         return labels
     }
 
-    func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await BlockingWork.run(body)
-    }
-
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         Response(
             status: status, headers: [.contentType: "application/json"],

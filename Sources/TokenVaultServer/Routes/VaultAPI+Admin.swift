@@ -37,10 +37,8 @@ extension VaultAPI {
         }
         _ = try await authoriseAdmin(context, operation: .adminAudit)
         await audit.flush()
-        let rows = try await blocking { [vault] in
-            try vault.auditEvents(
-                AuditQuery(order ?? .newestFirst, cursor: cursor, credentialID: credential, limit: limit))
-        }
+        let rows = try await vault.auditEvents(
+            AuditQuery(order ?? .newestFirst, cursor: cursor, credentialID: credential, limit: limit))
         return try json(
             PageDocument(
                 items: rows.map(AuditEventDocument.init),
@@ -51,10 +49,8 @@ extension VaultAPI {
         let peer = try await authoriseAdmin(context, operation: .adminBackup)
         let path = BackupFile.path(in: options.backupDirectory, at: vault.clock.now)
         let name = (path as NSString).lastPathComponent
-        let bytes = try await blocking { [admin] in
-            try BackupFile.createDirectory(options.backupDirectory)
-            return try admin.backup(to: path)
-        }
+        try await BlockingWork.run { try BackupFile.createDirectory(options.backupDirectory) }
+        let bytes = try await admin.backup(to: path)
         audit.record(auditEvent(peer, .adminBackup, nil, .succeeded, detail: name))
         return try json(BackupDocument(path: path, bytes: bytes))
     }
@@ -64,10 +60,10 @@ extension VaultAPI {
     func status(_ context: VaultRequestContext) async throws -> Response {
         _ = try await authoriseAdmin(context, operation: .adminStatus)
         let health = try await healthDocument()
-        // One hop to the blocking pool for the three reads.
-        let (counts, next, auditRows) = try await blocking { [admin, vault] in
-            (try? admin.credentialCountsByStatus(), try? vault.earliestRefreshAt(), try? admin.auditRowCount())
-        }
+        async let countsRead = try? admin.credentialCountsByStatus()
+        async let nextRead = try? vault.earliestRefreshAt()
+        async let auditRowsRead = try? admin.auditRowCount()
+        let (counts, next, auditRows) = await (countsRead, nextRead, auditRowsRead)
         let recorder = audit.counters
         return try json(
             StatusDocument(

@@ -26,7 +26,7 @@ extension VaultAPI {
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialList, id: id, operation: .credentialShow)
-        let metadata = try await blocking { try vault.metadata(id) }
+        let metadata = try await vault.metadata(id)
         audit.record(auditEvent(peer, .credentialShow, id, .allowed))
         return json(metadata)
     }
@@ -61,7 +61,7 @@ extension VaultAPI {
 
     /// The page `query` reads, and its `next_cursor`: its last id when it is full, nil at the end.
     private func page(_ query: CredentialQuery) async throws -> (rows: [CredentialMetadata], nextCursor: String?) {
-        let rows = try await blocking { [query] in try vault.list(query) }
+        let rows = try await vault.list(query)
         return (rows, rows.count == query.limit ? rows.last?.id.description : nil)
     }
 

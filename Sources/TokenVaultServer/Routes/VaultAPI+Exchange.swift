@@ -92,7 +92,7 @@ extension VaultAPI {
             guard ContinuousClock.now < deadline else { return nil }
             try await Task.sleep(for: .milliseconds(50))
         }
-        return try await blocking { try vault.metadata(id) }
+        return try await vault.metadata(id)
     }
 
     /// `{"credential": {…}, "token": {…}}`: the metadata as every route writes it, the token part

@@ -54,7 +54,7 @@ extension VaultAPI {
         } catch let error as VaultError where error.code == .credentialNotFound {
             throw error
         } catch {
-            return try await blocking { try vault.credential(id, opening: SealedField.served) }
+            return try await vault.credential(id, opening: SealedField.served)
         }
     }
 

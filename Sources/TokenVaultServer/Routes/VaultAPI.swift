@@ -142,7 +142,7 @@ public struct VaultAPI: Sendable {
         // (degraded): cached tokens may still be served, and the operator needs to see why.
         let schemaVersion = try await schemaVersionRead.get { [admin] in
             do {
-                return try await BlockingWork.run { try admin.schemaVersion() }
+                return try await admin.schemaVersion()
             } catch let error as VaultError where error.code == .storageUnavailable {
                 return nil
             }
@@ -177,7 +177,7 @@ public struct VaultAPI: Sendable {
     func scrape() async throws -> Response {
         // Without the database the counts are unknown (NaN), not the rest (its state is what matters then).
         let counts = try await countsRead.get { [admin] in
-            try? await BlockingWork.run { try admin.credentialCountsByStatus() }
+            try? await admin.credentialCountsByStatus()
         }
         let commits = vault.commitCounters
         let body = metrics.exposition(

@@ -20,7 +20,7 @@ extension VaultAPI {
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
-        let current = try await blocking { try vault.metadata(id) }
+        let current = try await vault.metadata(id)
         return ndjson(events, peer: peer, slot: slot, first: [Self.line(current)]) {
             event, last, groups in
             // The rules in force now, for the groups the caller is in now.

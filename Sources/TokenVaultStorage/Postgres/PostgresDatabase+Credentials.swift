@@ -11,9 +11,12 @@ extension PostgresDatabase: CredentialStore {
     /// reader (and then cached). When the database cannot be reached, the last row this node
     /// read stands in: its tokens are served until they expire (no node can change the row
     /// meanwhile, unless only this node is cut off; docs/scale-out.md).
-    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        let trusted = cacheTrusted.load(ordering: .acquiring)
-        if trusted, let cached = cache.record(id) { return cached }
+    public func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
+        if cacheTrusted.load(ordering: .acquiring), let cached = cache.record(id) { return cached }
+        return try await threads.run { [self] in try readRecord(id) }
+    }
+
+    private func readRecord(_ id: CredentialID) throws -> SealedCredentialRecord? {
         let ticket = cache.ticket(for: id)
         cache.countMiss()
         let record: SealedCredentialRecord?
@@ -60,42 +63,48 @@ extension PostgresDatabase: CredentialStore {
         return cache.changeCount()
     }
 
-    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
-        let namespaces = query.namespaces.map { Array($0).sorted() }
-        return try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: Self.metadataColumns) FROM credentials
-                WHERE (\(query.namespace)::text IS NULL OR namespace = \(query.namespace))
-                  AND (\(query.status?.rawValue)::text IS NULL OR status = \(query.status?.rawValue))
-                  AND (\(query.after?.description)::text IS NULL OR id > \(query.after?.description))
-                  AND (\(namespaces)::text[] IS NULL OR namespace = ANY(\(namespaces)))
-                ORDER BY id LIMIT \(Int64(max(0, query.limit)))
-                """
-            ).rows.map { try PostgresCredentialRow($0).metadata() }
+    public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] {
+        try await threads.run { [self] in
+            let namespaces = query.namespaces.map { Array($0).sorted() }
+            return try withReader { reader in
+                try reader.query(
+                    """
+                    SELECT \(unescaped: Self.metadataColumns) FROM credentials
+                    WHERE (\(query.namespace)::text IS NULL OR namespace = \(query.namespace))
+                      AND (\(query.status?.rawValue)::text IS NULL OR status = \(query.status?.rawValue))
+                      AND (\(query.after?.description)::text IS NULL OR id > \(query.after?.description))
+                      AND (\(namespaces)::text[] IS NULL OR namespace = ANY(\(namespaces)))
+                    ORDER BY id LIMIT \(Int64(max(0, query.limit)))
+                    """
+                ).rows.map { try PostgresCredentialRow($0).metadata() }
+            }
         }
     }
 
-    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
-        try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: Self.recordColumns) FROM credentials
-                WHERE \(after?.description)::text IS NULL OR id > \(after?.description)
-                ORDER BY id LIMIT \(Int64(limit))
-                """
-            ).rows.map { try PostgresCredentialRow($0).record() }
+    public func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query(
+                    """
+                    SELECT \(unescaped: Self.recordColumns) FROM credentials
+                    WHERE \(after?.description)::text IS NULL OR id > \(after?.description)
+                    ORDER BY id LIMIT \(Int64(limit))
+                    """
+                ).rows.map { try PostgresCredentialRow($0).record() }
+            }
         }
     }
 
-    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
-        try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE seal_term <> \(Int64(term))
-                ORDER BY seal_term LIMIT \(Int64(limit))
-                """
-            ).rows.map { try PostgresCredentialRow($0).record() }
+    public func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query(
+                    """
+                    SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE seal_term <> \(Int64(term))
+                    ORDER BY seal_term LIMIT \(Int64(limit))
+                    """
+                ).rows.map { try PostgresCredentialRow($0).record() }
+            }
         }
     }
 
@@ -109,21 +118,24 @@ extension PostgresDatabase: CredentialStore {
     /// as the server is configured). Rows the transaction changes stay out of this node's cache
     /// until it has ended (other nodes hear of it through the change trigger); rows it wrote
     /// whole are cached as written once it has committed (`RecordCache.endWrites`).
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
-    {
-        try writers.withLink { link in
-            let transaction = PostgresCredentialWriter(link: link, cache: cache)
-            var committed = false
-            // Also after a failure: a commit whose outcome is unknown may have happened.
-            defer { cache.end(transaction.cacheWrites, committed: committed) }
-            let result = try link.transaction(
-                begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
-                rollbackOnly: { transaction.rollbackOnly }
-            ) { try body(transaction) }
-            // A statement that failed leaves the transaction aborted, and PostgreSQL answers its
-            // COMMIT with a rollback, not an error: nothing of it is kept then.
-            committed = transaction.statementFailure == nil
-            return result
+    public func write<Result: Sendable>(
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result {
+        try await threads.run { [self] in
+            try writers.withLink { link in
+                let transaction = PostgresCredentialWriter(link: link, cache: cache)
+                var committed = false
+                // Also after a failure: a commit whose outcome is unknown may have happened.
+                defer { cache.end(transaction.cacheWrites, committed: committed) }
+                let result = try link.transaction(
+                    begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
+                    rollbackOnly: { transaction.rollbackOnly }
+                ) { try body(transaction) }
+                // A statement that failed leaves the transaction aborted, and PostgreSQL answers its
+                // COMMIT with a rollback, not an error: nothing of it is kept then.
+                committed = transaction.statementFailure == nil
+                return result
+            }
         }
     }
 }
@@ -142,86 +154,94 @@ extension PostgresDatabase: RefreshJournal {
     /// Their claims that lapsed are taken again, as the scan always did for them, so that another
     /// node does not start what waits at this node's provider gate. All claims are locked in one
     /// `refresh_at`, then id, order, so that two scans lock them in the same order.
-    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
         -> [ScheduledCredential]
     {
-        let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
-        let skipped = skipping.map(\.description)
-        return try withReader { reader in
-            try reader.query(
-                """
-                WITH due AS (
-                    SELECT id, refresh_at, status FROM credentials c
-                    WHERE refresh_at IS NOT NULL AND refresh_at <= \(at) AND NOT (c.id = ANY(\(skipped)))
-                      AND NOT EXISTS (SELECT 1 FROM refresh_claims k
-                                      WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
-                    ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
-                ), running AS (
-                    SELECT id, refresh_at FROM credentials
-                    WHERE id = ANY(\(skipped)) AND refresh_at IS NOT NULL AND refresh_at <= \(at)
-                ), claimed AS (
-                    INSERT INTO refresh_claims (credential_id, node, until)
-                    SELECT id, \(node), \(until)
-                    FROM (SELECT id, refresh_at FROM due UNION ALL SELECT id, refresh_at FROM running) wanted
+        try await threads.run { [self] in
+            let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
+            let skipped = skipping.map(\.description)
+            return try withReader { reader in
+                try reader.query(
+                    """
+                    WITH due AS (
+                        SELECT id, refresh_at, status FROM credentials c
+                        WHERE refresh_at IS NOT NULL AND refresh_at <= \(at) AND NOT (c.id = ANY(\(skipped)))
+                          AND NOT EXISTS (SELECT 1 FROM refresh_claims k
+                                          WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
+                        ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
+                    ), running AS (
+                        SELECT id, refresh_at FROM credentials
+                        WHERE id = ANY(\(skipped)) AND refresh_at IS NOT NULL AND refresh_at <= \(at)
+                    ), claimed AS (
+                        INSERT INTO refresh_claims (credential_id, node, until)
+                        SELECT id, \(node), \(until)
+                        FROM (SELECT id, refresh_at FROM due UNION ALL SELECT id, refresh_at FROM running) wanted
+                        ORDER BY refresh_at, id
+                        ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
+                        WHERE refresh_claims.until <= \(at)
+                        RETURNING credential_id
+                    )
+                    SELECT id, refresh_at, status FROM due
+                    WHERE id IN (SELECT credential_id FROM claimed)
+                       OR EXISTS (SELECT 1 FROM refresh_claims k
+                                  WHERE k.credential_id = due.id AND k.node = \(node) AND k.until > \(at))
                     ORDER BY refresh_at, id
-                    ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
-                    WHERE refresh_claims.until <= \(at)
-                    RETURNING credential_id
-                )
-                SELECT id, refresh_at, status FROM due
-                WHERE id IN (SELECT credential_id FROM claimed)
-                   OR EXISTS (SELECT 1 FROM refresh_claims k
-                              WHERE k.credential_id = due.id AND k.node = \(node) AND k.until > \(at))
-                ORDER BY refresh_at, id
-                """
-            ).rows.compactMap { row in
-                let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
-                guard let id = try? CredentialID(text), let status = CredentialStatus(rawValue: status) else {
-                    return nil
+                    """
+                ).rows.compactMap { row in
+                    let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
+                    guard let id = try? CredentialID(text), let status = CredentialStatus(rawValue: status) else {
+                        return nil
+                    }
+                    return ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: refreshAt), status: status)
                 }
-                return ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: refreshAt), status: status)
             }
         }
     }
 
-    public func earliestRefreshAt() throws -> Timestamp? {
-        try withReader { reader in
-            try reader.query("SELECT min(refresh_at) FROM credentials WHERE refresh_at IS NOT NULL").rows.first
-                .flatMap { try $0.decode(Int64?.self) }.map(Timestamp.init(milliseconds:))
+    public func earliestRefreshAt() async throws -> Timestamp? {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query("SELECT min(refresh_at) FROM credentials WHERE refresh_at IS NOT NULL").rows.first
+                    .flatMap { try $0.decode(Int64?.self) }.map(Timestamp.init(milliseconds:))
+            }
         }
     }
 
-    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
-        try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: PostgresCredentialWriter.attemptColumns) FROM refresh_attempts WHERE state = 'open'
-                ORDER BY started_at LIMIT \(Int64(max(0, limit)))
-                """
-            ).rows.compactMap(PostgresCredentialWriter.attempt)
+    public func openAttempts(limit: Int) async throws -> [RefreshAttempt] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query(
+                    """
+                    SELECT \(unescaped: PostgresCredentialWriter.attemptColumns) FROM refresh_attempts WHERE state = 'open'
+                    ORDER BY started_at LIMIT \(Int64(max(0, limit)))
+                    """
+                ).rows.compactMap(PostgresCredentialWriter.attempt)
+            }
         }
     }
 
     /// Also prunes the change table (kept ten minutes, for nodes that lost their connection) and
     /// claims long over.
-    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try pruneChanges(olderThan: 600)
-        // By the database's clock, which wrote `stored_at` (a node's clock ahead must not prune
-        // keys the others still need).
-        try writer.query(
-            """
-            DELETE FROM received_answers
-            WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
-                              - \(Int64(SQLiteDatabase.receivedAnswerRetention * 1000))
-            """)
-        try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
-        return try writer.query(
-            """
-            DELETE FROM refresh_attempts WHERE attempt_id IN (
-                SELECT attempt_id FROM refresh_attempts WHERE finished_at IS NOT NULL AND finished_at < \(before.milliseconds)
-                LIMIT \(Int64(max(0, limit))))
-            """
-        ).metadata.rows ?? 0
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
+        try await threads.run { [self] in
+            try pruneChanges(olderThan: 600)
+            // By the database's clock, which wrote `stored_at` (a node's clock ahead must not prune
+            // keys the others still need).
+            try writer.query(
+                """
+                DELETE FROM received_answers
+                WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
+                                  - \(Int64(SQLiteDatabase.receivedAnswerRetention * 1000))
+                """)
+            try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
+            return try writer.query(
+                """
+                DELETE FROM refresh_attempts WHERE attempt_id IN (
+                    SELECT attempt_id FROM refresh_attempts WHERE finished_at IS NOT NULL AND finished_at < \(before.milliseconds)
+                    LIMIT \(Int64(max(0, limit))))
+                """
+            ).metadata.rows ?? 0
+        }
     }
 }
 

@@ -23,40 +23,46 @@ extension PostgresDatabase: NodeRegistry {
         """
     }
 
-    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
-        let rows = try heartbeatLink.query(Self.beat(beat)).rows
-        var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
-        for row in rows {
-            let columns = row.makeRandomAccess()
-            reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
-            reading.nodes.append(try Self.node(columns))
+    public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
+        try await threads.run { [self] in
+            let rows = try heartbeatLink.query(Self.beat(beat)).rows
+            var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
+            for row in rows {
+                let columns = row.makeRandomAccess()
+                reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
+                reading.nodes.append(try Self.node(columns))
+            }
+            return reading
         }
-        return reading
     }
 
-    public func nodes() throws -> [NodeRecord] {
-        try withReader { reader in
-            try reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
-                try Self.node($0.makeRandomAccess())
+    public func nodes() async throws -> [NodeRecord] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
+                    try Self.node($0.makeRandomAccess())
+                }
             }
         }
     }
 
     /// One statement: the row goes and the attempts are released together.
-    public func forgetNode(_ node: String) throws -> Int? {
-        let counts = try writer.query(
-            """
-            WITH gone AS (DELETE FROM nodes WHERE node = \(node) RETURNING node),
-            released AS (
-                UPDATE refresh_attempts SET lease_owner = \(LeaseName.released)
-                WHERE state = 'open' AND (lease_owner = \(node) OR lease_owner LIKE \(NodeSQL.ownerPattern(node)) ESCAPE '\\')
-                RETURNING attempt_id)
-            SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM released) AS released
-            """
-        ).rows.first?.makeRandomAccess()
-        let removed = try counts?["removed"].decode(Int64.self) ?? 0
-        let released = try counts?["released"].decode(Int64.self) ?? 0
-        return removed == 0 && released == 0 ? nil : Int(released)
+    public func forgetNode(_ node: String) async throws -> Int? {
+        try await threads.run { [self] in
+            let counts = try writer.query(
+                """
+                WITH gone AS (DELETE FROM nodes WHERE node = \(node) RETURNING node),
+                released AS (
+                    UPDATE refresh_attempts SET lease_owner = \(LeaseName.released)
+                    WHERE state = 'open' AND (lease_owner = \(node) OR lease_owner LIKE \(NodeSQL.ownerPattern(node)) ESCAPE '\\')
+                    RETURNING attempt_id)
+                SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM released) AS released
+                """
+            ).rows.first?.makeRandomAccess()
+            let removed = try counts?["removed"].decode(Int64.self) ?? 0
+            let released = try counts?["released"].decode(Int64.self) ?? 0
+            return removed == 0 && released == 0 ? nil : Int(released)
+        }
     }
 
     private static func node(_ row: PostgresRandomAccessRow) throws -> NodeRecord {
@@ -70,8 +76,10 @@ extension PostgresDatabase: NodeRegistry {
 }
 
 extension PostgresDatabase {
-    public func isAnswerStored(_ callKey: String) throws -> Bool {
-        try withReader { try !$0.query("SELECT 1 FROM received_answers WHERE call_key = \(callKey)").rows.isEmpty }
+    public func isAnswerStored(_ callKey: String) async throws -> Bool {
+        try await threads.run { [self] in
+            try withReader { try !$0.query("SELECT 1 FROM received_answers WHERE call_key = \(callKey)").rows.isEmpty }
+        }
     }
 }
 

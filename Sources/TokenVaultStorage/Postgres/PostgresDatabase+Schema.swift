@@ -187,7 +187,7 @@ extension PostgresDatabase: KeyTermStore {
 extension PostgresDatabase: AdminStore {
     /// A consistent copy of a PostgreSQL vault is the database's own business (`pg_dump`, base
     /// backups, replicas): the rows are ciphertext either way.
-    public func backup(to path: String) throws -> Int64 {
+    public func backup(to path: String) async throws -> Int64 {
         throw VaultError.conflict(
             "tokenvault backup writes SQLite files; back up a PostgreSQL vault with pg_dump or the server's own backups"
         )
@@ -195,49 +195,59 @@ extension PostgresDatabase: AdminStore {
 
     /// The newest migration applied, read on a reader connection (health asks for it; the
     /// writers are the ledger's).
-    public func schemaVersion() throws -> Int {
-        try withReader { try appliedMigrationRecords(on: $0).keys.max() ?? 0 }
-    }
-
-    public func auditRowCount() throws -> Int {
-        try withReader { reader in
-            guard let row = try reader.query("SELECT count(*) FROM audit_events").rows.first else { return 0 }
-            return Int(try row.decode(Int64.self))
+    public func schemaVersion() async throws -> Int {
+        try await threads.run { [self] in
+            try withReader { try appliedMigrationRecords(on: $0).keys.max() ?? 0 }
         }
     }
 
-    public func credentialCountsByStatus() throws -> [CredentialStatus: Int] {
-        try withReader { reader in
-            var counts: [CredentialStatus: Int] = [:]
-            for row in try reader.query("SELECT status, count(*) FROM credentials GROUP BY status").rows {
-                let (status, count) = try row.decode((String, Int64).self)
-                if let status = CredentialStatus(rawValue: status) { counts[status] = Int(count) }
+    public func auditRowCount() async throws -> Int {
+        try await threads.run { [self] in
+            try withReader { reader in
+                guard let row = try reader.query("SELECT count(*) FROM audit_events").rows.first else { return 0 }
+                return Int(try row.decode(Int64.self))
             }
-            return counts
+        }
+    }
+
+    public func credentialCountsByStatus() async throws -> [CredentialStatus: Int] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                var counts: [CredentialStatus: Int] = [:]
+                for row in try reader.query("SELECT status, count(*) FROM credentials GROUP BY status").rows {
+                    let (status, count) = try row.decode((String, Int64).self)
+                    if let status = CredentialStatus(rawValue: status) { counts[status] = Int(count) }
+                }
+                return counts
+            }
         }
     }
 }
 
 extension PostgresDatabase {
-    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
-        let credential = query.credentialID?.description
-        return try withReader { reader in
-            try reader.query(
-                """
-                SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                WHERE id \(unescaped: query.order.sqlComparison) \(query.sqlCursor)
-                AND (\(credential)::text IS NULL OR credential_id = \(credential))
-                ORDER BY id\(unescaped: query.order.sqlDirection) LIMIT \(Int64(max(0, query.limit)))
-                """
-            ).rows.map(PostgresCredentialWriter.auditRow)
+    public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
+        try await threads.run { [self] in
+            let credential = query.credentialID?.description
+            return try withReader { reader in
+                try reader.query(
+                    """
+                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                    WHERE id \(unescaped: query.order.sqlComparison) \(query.sqlCursor)
+                    AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                    ORDER BY id\(unescaped: query.order.sqlDirection) LIMIT \(Int64(max(0, query.limit)))
+                    """
+                ).rows.map(PostgresCredentialWriter.auditRow)
+            }
         }
     }
 
-    public func auditChainEnds() throws -> [AuditChainEnd] {
-        try withReader { reader in
-            try reader.query(
-                "SELECT \(unescaped: PostgresCredentialWriter.chainEndColumns) FROM audit_chain ORDER BY chain, name"
-            ).rows.compactMap(PostgresCredentialWriter.chainEnd)
+    public func auditChainEnds() async throws -> [AuditChainEnd] {
+        try await threads.run { [self] in
+            try withReader { reader in
+                try reader.query(
+                    "SELECT \(unescaped: PostgresCredentialWriter.chainEndColumns) FROM audit_chain ORDER BY chain, name"
+                ).rows.compactMap(PostgresCredentialWriter.chainEnd)
+            }
         }
     }
 }

@@ -12,8 +12,9 @@ import TokenVaultCore
 /// - A few writer connections take the ledger's write transactions side by side, so commits
 ///   waiting for their flush overlap; a transaction carries a group of writes whose credentials
 ///   are locked and read together and whose changes are sent together
-///   (`PostgresCredentialWriter+Group.swift`); a few reader connections serve reads. Every call waits on a blocking thread with a deadline (`PostgresLink`), so the
-///   daemon's blocking pool has a thread per connection (`blockingThreads`).
+///   (`PostgresCredentialWriter+Group.swift`); a few reader connections serve reads. Every statement
+///   waits with a deadline (`PostgresLink`) on a thread of `DatabaseThreads`, to which each
+///   `async` method of the storage protocols hops itself.
 /// - Read-modify-write of one credential is serialised across nodes by a transaction-level
 ///   advisory lock on its id (`record` inside a transaction takes it); one open refresh attempt per
 ///   credential is the unique index's to enforce, and a second node's attempt reads as a lease
@@ -94,6 +95,8 @@ public final class PostgresDatabase: Sendable {
     /// The node's heartbeats only (`PostgresDatabase+Nodes`).
     let heartbeatLink: PostgresLink
     let cache: RecordCache
+    /// A thread for each connection but the listener's, and one to spare (`DatabaseThreads`).
+    let threads: DatabaseThreads
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).
     let changeHandler = Mutex<ChangeHandler?>(nil)
@@ -154,6 +157,7 @@ public final class PostgresDatabase: Sendable {
         heartbeatLink = PostgresLink(
             configuration: connection, name: "heartbeat", setup: session, statementTimeout: timeout, logger: logger)
         cache = RecordCache(capacity: configuration.cacheCapacity, bytes: configuration.cacheBytes)
+        threads = DatabaseThreads(threads: max(1, configuration.readers) + max(1, configuration.writers) + 2)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
         case .tcp(let host, let port): location = "postgres://\(configuration.username)@\(host):\(port)/\(database)"
@@ -203,12 +207,6 @@ public final class PostgresDatabase: Sendable {
     /// Runs `body` on a reader connection (waiting for a free one).
     func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
         try readers.withLink(body)
-    }
-
-    /// Threads the daemon's blocking pool needs for this configuration: one per connection, each
-    /// of which a caller waits on (the heartbeat's included), besides the CPU-bound work it runs for the cores.
-    public static func blockingThreads(for configuration: Configuration) -> Int {
-        max(1, configuration.readers) + max(1, configuration.writers) + 1
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

@@ -8,12 +8,14 @@ extension SQLiteDatabase {
         + "chain, position"
     static let chainEndColumns = "chain, name, row_id, position, mac, seal"
 
-    public func auditEvents(_ query: AuditQuery) throws -> [StoredAuditEvent] {
-        try withReader { connection in
-            let statement = try connection.statement(
-                Self.auditSQL(query.order, oneCredential: query.credentialID != nil))
-            try statement.bind(query.sqlCursor, query.credentialID?.description, max(0, query.limit))
-            return try Self.auditRows(from: statement)
+    public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    Self.auditSQL(query.order, oneCredential: query.credentialID != nil))
+                try statement.bind(query.sqlCursor, query.credentialID?.description, max(0, query.limit))
+                return try Self.auditRows(from: statement)
+            }
         }
     }
 
@@ -26,15 +28,17 @@ extension SQLiteDatabase {
             + "WHERE \(filter)id \(order.sqlComparison) ?1 ORDER BY id\(order.sqlDirection) LIMIT ?3"
     }
 
-    public func auditChainEnds() throws -> [AuditChainEnd] {
-        try withReader { connection in
-            let statement = try connection.statement(
-                "SELECT \(Self.chainEndColumns) FROM audit_chain ORDER BY chain, name")
-            var ends: [AuditChainEnd] = []
-            while try statement.step() {
-                if let end = Self.chainEnd(from: statement) { ends.append(end) }
+    public func auditChainEnds() async throws -> [AuditChainEnd] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT \(Self.chainEndColumns) FROM audit_chain ORDER BY chain, name")
+                var ends: [AuditChainEnd] = []
+                while try statement.step() {
+                    if let end = Self.chainEnd(from: statement) { ends.append(end) }
+                }
+                return ends
             }
-            return ends
         }
     }
 

@@ -6,8 +6,11 @@ extension SQLiteDatabase: CredentialStore {
     static let recordColumns = CredentialColumn.recordSelectList
 
     /// From the cache when it holds the row, else from a reader (and then cached).
-    public func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try cachedRecord(id) { try withReader { try Self.record(id, on: $0) } }
+    public func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
+        if let cached = cache.record(id) { return cached }
+        return try await threads.run { [self] in
+            try cachedRecord(id) { try withReader { try Self.record(id, on: $0) } }
+        }
     }
 
     /// The same, with no busy handler for the read: SQLITE_BUSY comes back at once (as a
@@ -57,7 +60,11 @@ extension SQLiteDatabase: CredentialStore {
     /// the cache as it begins and ends.
     public func changeCount() -> UInt64? { cache.changeCount() }
 
-    public func list(_ query: CredentialQuery) throws -> [CredentialMetadata] {
+    public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] {
+        try await threads.run { [self] in try listed(query) }
+    }
+
+    private func listed(_ query: CredentialQuery) throws -> [CredentialMetadata] {
         var query = query
         if let namespaces = query.namespaces {
             if let namespace = query.namespace {
@@ -75,7 +82,7 @@ extension SQLiteDatabase: CredentialStore {
                 for namespace in namespaces {
                     var one = query
                     (one.namespace, one.namespaces) = (namespace, nil)
-                    merged += try list(one)
+                    merged += try listed(one)
                 }
                 return Array(merged.sorted { $0.id < $1.id }.prefix(max(0, query.limit)))
             }
@@ -96,39 +103,46 @@ extension SQLiteDatabase: CredentialStore {
         }
     }
 
-    public func records(after: CredentialID?, limit: Int) throws -> [SealedCredentialRecord] {
-        try withReader { connection in
-            let statement = try connection.statement(
-                "SELECT \(Self.recordColumns) FROM credentials WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2")
-            try statement.bind(after?.description, limit)
-            return try Self.records(from: statement)
+    public func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT \(Self.recordColumns) FROM credentials WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2")
+                try statement.bind(after?.description, limit)
+                return try Self.records(from: statement)
+            }
         }
     }
 
-    public func records(notSealedWith term: UInt32, limit: Int) throws -> [SealedCredentialRecord] {
-        try withReader { connection in
-            let statement = try connection.statement(
-                "SELECT \(Self.recordColumns) FROM credentials WHERE seal_term <> ?1 ORDER BY seal_term LIMIT ?2")
-            try statement.bind(term, limit)
-            return try Self.records(from: statement)
+    public func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT \(Self.recordColumns) FROM credentials WHERE seal_term <> ?1 ORDER BY seal_term LIMIT ?2")
+                try statement.bind(term, limit)
+                return try Self.records(from: statement)
+            }
         }
     }
 
     /// Rows the transaction changes are kept out of the cache from the first change until it has
     /// committed or failed (a commit whose outcome is unknown may have happened); rows it wrote
     /// whole are cached as written once it has committed (`RecordCache.Writes`).
-    public func write<Result>(durability: Durability, _ body: (any CredentialWriter) throws -> Result) throws -> Result
-    {
-        var writes = RecordCache.Writes()
-        var committed = false
-        defer { cache.end(writes, committed: committed) }
-        let result = try writeTransaction(durability: durability) { connection in
-            let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
-            defer { writes = writer.cacheWrites }
-            return try body(writer)
+    public func write<Result: Sendable>(
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+    ) async throws -> Result {
+        try await threads.run { [self] in
+            var writes = RecordCache.Writes()
+            var committed = false
+            defer { cache.end(writes, committed: committed) }
+            let result = try writeTransaction(durability: durability) { connection in
+                let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
+                defer { writes = writer.cacheWrites }
+                return try body(writer)
+            }
+            committed = true
+            return result
         }
-        committed = true
-        return result
     }
 
     // MARK: Row mapping

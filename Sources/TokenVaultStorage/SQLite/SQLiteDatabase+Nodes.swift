@@ -3,32 +3,38 @@ import TokenVaultCore
 /// Node heartbeats and stored answers' keys on SQLite (`migrations/0004_node_heartbeats.sql`). One host owns the file, so
 /// the database's clock is this host's (`clock`).
 extension SQLiteDatabase: NodeRegistry {
-    public func heartbeat(_ beat: NodeBeat) throws -> HeartbeatReading {
-        let now = clock.now
-        return try writeTransaction(durability: .normal) { connection in
-            try connection.statement(NodeSQL.sqliteBeat).bind(
-                beat.node, beat.incarnation, now.milliseconds, beat.host, beat.pid
-            ).run()
-            return HeartbeatReading(databaseNow: now, nodes: try Self.nodes(on: connection))
+    public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
+        try await threads.run { [self] in
+            let now = clock.now
+            return try writeTransaction(durability: .normal) { connection in
+                try connection.statement(NodeSQL.sqliteBeat).bind(
+                    beat.node, beat.incarnation, now.milliseconds, beat.host, beat.pid
+                ).run()
+                return HeartbeatReading(databaseNow: now, nodes: try Self.nodes(on: connection))
+            }
         }
     }
 
-    public func nodes() throws -> [NodeRecord] {
-        try withReader { try Self.nodes(on: $0) }
+    public func nodes() async throws -> [NodeRecord] {
+        try await threads.run { [self] in
+            try withReader { try Self.nodes(on: $0) }
+        }
     }
 
-    public func forgetNode(_ node: String) throws -> Int? {
-        try writeTransaction(durability: .full) { connection in
-            try connection.statement("DELETE FROM nodes WHERE node = ?1").bind(node).run()
-            let removed = connection.changes
-            try connection.statement(
-                """
-                UPDATE refresh_attempts SET lease_owner = ?2
-                WHERE state = 'open' AND (lease_owner = ?1 OR lease_owner LIKE ?3 ESCAPE '\\')
-                """
-            ).bind(node, LeaseName.released, NodeSQL.ownerPattern(node)).run()
-            let released = connection.changes
-            return removed == 0 && released == 0 ? nil : released
+    public func forgetNode(_ node: String) async throws -> Int? {
+        try await threads.run { [self] in
+            try writeTransaction(durability: .full) { connection in
+                try connection.statement("DELETE FROM nodes WHERE node = ?1").bind(node).run()
+                let removed = connection.changes
+                try connection.statement(
+                    """
+                    UPDATE refresh_attempts SET lease_owner = ?2
+                    WHERE state = 'open' AND (lease_owner = ?1 OR lease_owner LIKE ?3 ESCAPE '\\')
+                    """
+                ).bind(node, LeaseName.released, NodeSQL.ownerPattern(node)).run()
+                let released = connection.changes
+                return removed == 0 && released == 0 ? nil : released
+            }
         }
     }
 
@@ -48,12 +54,14 @@ extension SQLiteDatabase: NodeRegistry {
 }
 
 extension SQLiteDatabase {
-    public func isAnswerStored(_ callKey: String) throws -> Bool {
-        try withReader { connection in
-            let statement = try connection.statement("SELECT 1 FROM received_answers WHERE call_key = ?1")
-            try statement.bind(callKey)
-            defer { statement.reset() }
-            return try statement.step()
+    public func isAnswerStored(_ callKey: String) async throws -> Bool {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement("SELECT 1 FROM received_answers WHERE call_key = ?1")
+                try statement.bind(callKey)
+                defer { statement.reset() }
+                return try statement.step()
+            }
         }
     }
 }

@@ -5,66 +5,78 @@ import TokenVaultCore
 extension SQLiteDatabase: RefreshJournal {
     /// Reads `skipping.count` rows more and leaves those out: the file is in this process, so
     /// reading a row costs little, and the statement stays the same.
-    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) throws
+    public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
         -> [ScheduledCredential]
     {
-        try withReader { connection in
-            let statement = try connection.statement(
-                """
-                SELECT id, refresh_at, status FROM credentials INDEXED BY credentials_refresh_due
-                WHERE refresh_at IS NOT NULL AND refresh_at <= ?1 ORDER BY refresh_at LIMIT ?2
-                """)
-            // Reset on the way out: a statement left part-way holds its read snapshot open.
-            defer { statement.reset() }
-            try statement.bind(now.milliseconds, max(0, limit) + skipping.count)
-            var due: [ScheduledCredential] = []
-            while due.count < limit, try statement.step() {
-                guard let id = try? CredentialID(statement.text(0) ?? ""), !skipping.contains(id),
-                    let status = CredentialStatus(rawValue: statement.text(2) ?? "")
-                else { continue }
-                due.append(
-                    ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: statement.int64(1)), status: status))
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    """
+                    SELECT id, refresh_at, status FROM credentials INDEXED BY credentials_refresh_due
+                    WHERE refresh_at IS NOT NULL AND refresh_at <= ?1 ORDER BY refresh_at LIMIT ?2
+                    """)
+                // Reset on the way out: a statement left part-way holds its read snapshot open.
+                defer { statement.reset() }
+                try statement.bind(now.milliseconds, max(0, limit) + skipping.count)
+                var due: [ScheduledCredential] = []
+                while due.count < limit, try statement.step() {
+                    guard let id = try? CredentialID(statement.text(0) ?? ""), !skipping.contains(id),
+                        let status = CredentialStatus(rawValue: statement.text(2) ?? "")
+                    else { continue }
+                    due.append(
+                        ScheduledCredential(
+                            id: id, refreshAt: Timestamp(milliseconds: statement.int64(1)), status: status))
+                }
+                return due
             }
-            return due
         }
     }
 
-    public func earliestRefreshAt() throws -> Timestamp? {
-        try withReader { connection in
-            let statement = try connection.statement(
-                "SELECT min(refresh_at) FROM credentials INDEXED BY credentials_refresh_due WHERE refresh_at IS NOT NULL"
-            )
-            defer { statement.reset() }
-            guard try statement.step() else { return nil }
-            return statement.optionalInt64(0).map(Timestamp.init(milliseconds:))
+    public func earliestRefreshAt() async throws -> Timestamp? {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT min(refresh_at) FROM credentials INDEXED BY credentials_refresh_due WHERE refresh_at IS NOT NULL"
+                )
+                defer { statement.reset() }
+                guard try statement.step() else { return nil }
+                return statement.optionalInt64(0).map(Timestamp.init(milliseconds:))
+            }
         }
     }
 
-    public func openAttempts(limit: Int) throws -> [RefreshAttempt] {
-        try withReader { connection in
-            let statement = try connection.statement(
-                "SELECT \(Self.attemptColumns) FROM refresh_attempts WHERE state = 'open' ORDER BY started_at LIMIT ?1")
-            try statement.bind(max(0, limit))
-            var attempts: [RefreshAttempt] = []
-            while try statement.step() { if let attempt = Self.attempt(from: statement) { attempts.append(attempt) } }
-            return attempts
+    public func openAttempts(limit: Int) async throws -> [RefreshAttempt] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT \(Self.attemptColumns) FROM refresh_attempts WHERE state = 'open' ORDER BY started_at LIMIT ?1"
+                )
+                try statement.bind(max(0, limit))
+                var attempts: [RefreshAttempt] = []
+                while try statement.step() {
+                    if let attempt = Self.attempt(from: statement) { attempts.append(attempt) }
+                }
+                return attempts
+            }
         }
     }
 
-    public func pruneFinishedAttempts(before: Timestamp, limit: Int) throws -> Int {
-        try writeTransaction(durability: .normal) { connection in
-            try connection.statement(
-                """
-                DELETE FROM refresh_attempts WHERE rowid IN (
-                    SELECT rowid FROM refresh_attempts INDEXED BY refresh_attempts_finished
-                    WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2)
-                """
-            ).bind(before.milliseconds, max(0, limit)).run()
-            let pruned = connection.changes
-            try connection.statement("DELETE FROM received_answers WHERE stored_at < ?1").bind(
-                clock.now.adding(seconds: -Self.receivedAnswerRetention).milliseconds
-            ).run()
-            return pruned
+    public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
+        try await threads.run { [self] in
+            try writeTransaction(durability: .normal) { connection in
+                try connection.statement(
+                    """
+                    DELETE FROM refresh_attempts WHERE rowid IN (
+                        SELECT rowid FROM refresh_attempts INDEXED BY refresh_attempts_finished
+                        WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2)
+                    """
+                ).bind(before.milliseconds, max(0, limit)).run()
+                let pruned = connection.changes
+                try connection.statement("DELETE FROM received_answers WHERE stored_at < ?1").bind(
+                    clock.now.adding(seconds: -Self.receivedAnswerRetention).milliseconds
+                ).run()
+                return pruned
+            }
         }
     }
 

@@ -4,103 +4,117 @@ import TokenVaultCore
 /// file, so its clock is the database's; claims still fence, so a delivery that outlived its
 /// claim (the process paused past it) cannot undo a later attempt's outcome.
 extension SQLiteDatabase: WebhookOutbox {
-    public func claimWebhookDeliveries(owner: String, endpoints: [String], leaseSeconds: Double, limit: Int) throws
+    public func claimWebhookDeliveries(owner: String, endpoints: [String], leaseSeconds: Double, limit: Int)
+        async throws
         -> [WebhookDelivery]
     {
-        guard !endpoints.isEmpty, limit > 0 else { return [] }
-        let now = clock.now
-        let claim = WebhookSQL.newClaim(owner)
-        return try writeTransaction(durability: .normal) { connection in
-            let statement = try connection.statement(
-                """
-                UPDATE webhook_deliveries SET claim = ?1, claimed_until = ?2
-                WHERE id IN (
-                    SELECT d.id FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= ?3
-                      AND (d.claimed_until IS NULL OR d.claimed_until <= ?3)
-                      AND d.endpoint IN (\(endpoints.indices.map { "?\($0 + 5)" }.joined(separator: ", ")))
-                      AND NOT EXISTS (
-                          SELECT 1 FROM webhook_deliveries e INDEXED BY webhook_deliveries_order
-                          WHERE e.state = 'pending' AND e.endpoint = d.endpoint
-                            AND e.credential_id = d.credential_id AND e.id < d.id)
-                    ORDER BY d.id LIMIT ?4)
-                RETURNING \(WebhookSQL.columns)
-                """)
-            try statement.bind(claim, now.adding(seconds: leaseSeconds).milliseconds, now.milliseconds, Int64(limit))
-            for (index, endpoint) in endpoints.enumerated() { try statement.bind(at: Int32(index + 5), endpoint) }
-            return try Self.deliveries(from: statement).sorted { $0.id < $1.id }
+        try await threads.run { [self] in
+            guard !endpoints.isEmpty, limit > 0 else { return [] }
+            let now = clock.now
+            let claim = WebhookSQL.newClaim(owner)
+            return try writeTransaction(durability: .normal) { connection in
+                let statement = try connection.statement(
+                    """
+                    UPDATE webhook_deliveries SET claim = ?1, claimed_until = ?2
+                    WHERE id IN (
+                        SELECT d.id FROM webhook_deliveries d INDEXED BY webhook_deliveries_due
+                        WHERE d.state = 'pending' AND d.next_attempt_at <= ?3
+                          AND (d.claimed_until IS NULL OR d.claimed_until <= ?3)
+                          AND d.endpoint IN (\(endpoints.indices.map { "?\($0 + 5)" }.joined(separator: ", ")))
+                          AND NOT EXISTS (
+                              SELECT 1 FROM webhook_deliveries e INDEXED BY webhook_deliveries_order
+                              WHERE e.state = 'pending' AND e.endpoint = d.endpoint
+                                AND e.credential_id = d.credential_id AND e.id < d.id)
+                        ORDER BY d.id LIMIT ?4)
+                    RETURNING \(WebhookSQL.columns)
+                    """)
+                try statement.bind(
+                    claim, now.adding(seconds: leaseSeconds).milliseconds, now.milliseconds, Int64(limit))
+                for (index, endpoint) in endpoints.enumerated() { try statement.bind(at: Int32(index + 5), endpoint) }
+                return try Self.deliveries(from: statement).sorted { $0.id < $1.id }
+            }
         }
     }
 
-    public func releaseWebhookClaims(owner: String) throws -> Int {
-        try writeTransaction(durability: .normal) { connection in
-            try connection.statement(
-                "UPDATE webhook_deliveries SET claim = NULL, claimed_until = NULL WHERE substr(claim, 1, ?2) = ?1"
-            ).bind(WebhookSQL.claimPrefix(owner), Int64(WebhookSQL.claimPrefix(owner).utf8.count)).run()
-            return connection.changes
-        }
-    }
-
-    public func finishWebhookDelivery(id: Int64, claim: String) throws -> Bool {
-        try writeTransaction(durability: .normal) { connection in
-            try connection.statement("DELETE FROM webhook_deliveries WHERE id = ?1 AND claim = ?2").bind(id, claim)
-                .run()
-            return connection.changes == 1
-        }
-    }
-
-    public func failWebhookDelivery(id: Int64, claim: String, error: String, retryAfterSeconds: Double?) throws
-        -> Bool
-    {
-        let now = clock.now
-        return try writeTransaction(durability: .normal) { connection in
-            try connection.statement(
-                """
-                UPDATE webhook_deliveries
-                SET attempts = attempts + 1, last_error = ?3, claim = NULL, claimed_until = NULL,
-                    state = CASE WHEN ?4 IS NULL THEN 'failed' ELSE 'pending' END,
-                    next_attempt_at = COALESCE(?4, next_attempt_at)
-                WHERE id = ?1 AND claim = ?2
-                """
-            ).bind(id, claim, error, retryAfterSeconds.map { now.adding(seconds: $0).milliseconds }).run()
-            return connection.changes == 1
-        }
-    }
-
-    public func webhookDeliveries(state: WebhookDelivery.State?, after: Int64?, limit: Int) throws
-        -> [WebhookDelivery]
-    {
-        try withReader { connection in
-            let statement = try connection.statement(
-                """
-                SELECT \(WebhookSQL.columns) FROM webhook_deliveries
-                WHERE (?1 IS NULL OR state = ?1) AND id > ?2 ORDER BY id LIMIT ?3
-                """)
-            try statement.bind(state?.rawValue, after ?? 0, Int64(max(0, limit)))
-            return try Self.deliveries(from: statement)
-        }
-    }
-
-    public func redeliverWebhooks(ids: [Int64]?) throws -> Int {
-        let now = clock.now
-        return try writeTransaction(durability: .full) { connection in
-            let statement = try connection.statement(
-                """
-                UPDATE webhook_deliveries
-                SET state = 'pending', attempts = 0, next_attempt_at = ?1, claim = NULL, claimed_until = NULL
-                WHERE state = 'failed' AND (?2 IS NULL OR id = ?2)
-                """)
-            guard let ids else {
-                try statement.bind(now.milliseconds, nil as Int64?).run()
+    public func releaseWebhookClaims(owner: String) async throws -> Int {
+        try await threads.run { [self] in
+            try writeTransaction(durability: .normal) { connection in
+                try connection.statement(
+                    "UPDATE webhook_deliveries SET claim = NULL, claimed_until = NULL WHERE substr(claim, 1, ?2) = ?1"
+                ).bind(WebhookSQL.claimPrefix(owner), Int64(WebhookSQL.claimPrefix(owner).utf8.count)).run()
                 return connection.changes
             }
-            var count = 0
-            for id in ids {
-                statement.reset()
-                try statement.bind(now.milliseconds, id).run()
-                count += connection.changes
+        }
+    }
+
+    public func finishWebhookDelivery(id: Int64, claim: String) async throws -> Bool {
+        try await threads.run { [self] in
+            try writeTransaction(durability: .normal) { connection in
+                try connection.statement("DELETE FROM webhook_deliveries WHERE id = ?1 AND claim = ?2").bind(id, claim)
+                    .run()
+                return connection.changes == 1
             }
-            return count
+        }
+    }
+
+    public func failWebhookDelivery(id: Int64, claim: String, error: String, retryAfterSeconds: Double?) async throws
+        -> Bool
+    {
+        try await threads.run { [self] in
+            let now = clock.now
+            return try writeTransaction(durability: .normal) { connection in
+                try connection.statement(
+                    """
+                    UPDATE webhook_deliveries
+                    SET attempts = attempts + 1, last_error = ?3, claim = NULL, claimed_until = NULL,
+                        state = CASE WHEN ?4 IS NULL THEN 'failed' ELSE 'pending' END,
+                        next_attempt_at = COALESCE(?4, next_attempt_at)
+                    WHERE id = ?1 AND claim = ?2
+                    """
+                ).bind(id, claim, error, retryAfterSeconds.map { now.adding(seconds: $0).milliseconds }).run()
+                return connection.changes == 1
+            }
+        }
+    }
+
+    public func webhookDeliveries(state: WebhookDelivery.State?, after: Int64?, limit: Int) async throws
+        -> [WebhookDelivery]
+    {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    """
+                    SELECT \(WebhookSQL.columns) FROM webhook_deliveries
+                    WHERE (?1 IS NULL OR state = ?1) AND id > ?2 ORDER BY id LIMIT ?3
+                    """)
+                try statement.bind(state?.rawValue, after ?? 0, Int64(max(0, limit)))
+                return try Self.deliveries(from: statement)
+            }
+        }
+    }
+
+    public func redeliverWebhooks(ids: [Int64]?) async throws -> Int {
+        try await threads.run { [self] in
+            let now = clock.now
+            return try writeTransaction(durability: .full) { connection in
+                let statement = try connection.statement(
+                    """
+                    UPDATE webhook_deliveries
+                    SET state = 'pending', attempts = 0, next_attempt_at = ?1, claim = NULL, claimed_until = NULL
+                    WHERE state = 'failed' AND (?2 IS NULL OR id = ?2)
+                    """)
+                guard let ids else {
+                    try statement.bind(now.milliseconds, nil as Int64?).run()
+                    return connection.changes
+                }
+                var count = 0
+                for id in ids {
+                    statement.reset()
+                    try statement.bind(now.milliseconds, id).run()
+                    count += connection.changes
+                }
+                return count
+            }
         }
     }
 

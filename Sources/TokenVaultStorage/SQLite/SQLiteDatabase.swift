@@ -5,9 +5,10 @@ import TokenVaultCore
 /// reads run beside a write). Implements `CredentialStore` and `KeyTermStore`; it stores and
 /// returns envelopes without ever seeing a plaintext secret.
 ///
-/// Every method blocks on SQLite. Callers on an event loop hop to another thread first (the
-/// server's routes do, through its blocking-work pool), except the server's fast paths, which
-/// read one row without waiting, on purpose.
+/// The storage protocols' methods are `async`: each takes its connection on a thread of
+/// `DatabaseThreads`, where SQLite may block, so no caller hops first; the server's fast paths
+/// alone read one row synchronously without waiting, on purpose. The other methods (migrations,
+/// key terms, checks) block their caller, and are called at start-up and by tools.
 ///
 /// Rows read are kept sealed in a `RecordCache`: this process is the file's only writer while it
 /// serves (`DatabaseLock`), so its own writes are every change, and each drops what it touched
@@ -22,6 +23,8 @@ public final class SQLiteDatabase: @unchecked Sendable {
     private let maximumIdleReaders: Int
     let clock: any VaultClock
     let cache: RecordCache
+    /// The writer's and the readers' (`DatabaseThreads`).
+    let threads: DatabaseThreads
 
     /// The cache's default bound: about 16,000 rows of T-ID's size (a row costs about 1 KB),
     /// the working set of a busy node, for 16 MiB of memory. A row is kept from its second read
@@ -42,6 +45,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
         self.clock = clock
         cache = RecordCache(capacity: .max, bytes: cacheBytes, keepsRowsReadOnce: false)
         self.maximumIdleReaders = maximumIdleReaders
+        threads = DatabaseThreads(threads: maximumIdleReaders + 2)
         migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
         writer = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         // WAL: readers never block the writer; NORMAL is durable against process crashes, and
