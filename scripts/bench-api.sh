@@ -54,12 +54,9 @@ log() { printf '\n== %s\n' "$*" >&2; }
 
 # --- build -----------------------------------------------------------------------------------
 log "building release binaries (scratch path $SCRATCH)"
-# shellcheck disable=SC2086 # BUILD_FLAGS is a list of flags
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault $BUILD_FLAGS
-# shellcheck disable=SC2086
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen $BUILD_FLAGS
-# shellcheck disable=SC2086
-BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path $BUILD_FLAGS)
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+BIN=$(release_build tokenvault tokenvault-loadgen)
 TOKENVAULT="$BIN/tokenvault"
 LOADGEN="$BIN/tokenvault-loadgen"
 
@@ -96,10 +93,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# Daemon start and stop, /proc CPU readings and `measure`: shared with bench-writes.sh.
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 
 # --- redis -----------------------------------------------------------------------------------
 log "redis-server on $REDIS_SOCKET (no TCP port, no persistence)"

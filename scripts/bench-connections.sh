@@ -28,9 +28,9 @@ HOLD=${HOLD:-20}
 log() { printf '\n== %s\n' "$*" >&2; }
 
 log "building release binaries (scratch path $SCRATCH)"
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen
-BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+BIN=$(release_build tokenvault tokenvault-loadgen)
 TOKENVAULT="$BIN/tokenvault"
 LOADGEN="$BIN/tokenvault-loadgen"
 
@@ -46,8 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 
 "$TOKENVAULT" init --data-dir "$DATA" >/dev/null
 "$LOADGEN" seed --data-dir "$DATA" --count "$CREDENTIALS" >&2

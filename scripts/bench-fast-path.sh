@@ -25,10 +25,9 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 PAIRS=${PAIRS:-3}
 
-if [ "${BUILD:-1}" != 0 ]; then
-    swift build -c release --scratch-path "$SCRATCH" --product tokenvault >&2
-    swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen >&2
-fi
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+if [ "${BUILD:-1}" != 0 ]; then release_build tokenvault tokenvault-loadgen >/dev/null; fi
 TOKENVAULT="$SCRATCH/release/tokenvault"
 LOADGEN="$SCRATCH/release/tokenvault-loadgen"
 
@@ -36,8 +35,6 @@ WORK=$(mktemp -d)
 DATA="$WORK/data"
 SOCKET="$WORK/tokenvault.sock"
 DAEMON_PID=""
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 cleanup() {
     stop_daemon
     rm -rf "$WORK"

@@ -1,7 +1,7 @@
-# Shell helpers the socket-API benchmark scripts share (bench-api.sh, bench-writes.sh): start and
-# stop the daemon, read CPU time from /proc, run a measurement. Sourced, not run. Expects
-# TOKENVAULT (the daemon binary), DATA, SOCKET and WORK to be set by the caller; start_daemon sets
-# DAEMON_PID, stop_daemon clears it.
+# Shell helpers the benchmark scripts share (scripts/bench-*.sh): the release build, starting and
+# stopping the daemon, CPU time from /proc, a measurement, a throwaway PostgreSQL. Sourced, not
+# run. The daemon's helpers expect TOKENVAULT (the daemon binary), DATA, SOCKET and WORK to be set
+# by the caller; start_daemon sets DAEMON_PID, stop_daemon clears it.
 
 stop_daemon() {
     if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -93,4 +93,16 @@ stop_postgres() {
 postgres_url() {
     as_postgres "$PG_BIN/createdb" -h "$PG_HOST" -U postgres "$1"
     echo "postgres://postgres@/$1?host=$PG_HOST"
+}
+
+# Builds PRODUCTs in release mode under $SCRATCH (default .build), with $BUILD_FLAGS if set
+# (more `swift build` flags), the compiler's output on stderr, and prints where the binaries are.
+release_build() {
+    local product
+    for product in "$@"; do
+        # shellcheck disable=SC2086 # BUILD_FLAGS is a list of flags
+        swift build -c release --scratch-path "${SCRATCH:-.build}" --product "$product" ${BUILD_FLAGS:-} >&2
+    done
+    # shellcheck disable=SC2086
+    swift build -c release --scratch-path "${SCRATCH:-.build}" --show-bin-path ${BUILD_FLAGS:-}
 }

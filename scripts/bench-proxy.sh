@@ -36,10 +36,9 @@ PAIRS=${PAIRS:-3}
 PORT=${PORT:-18098}
 STREAMS=${STREAMS:-100}
 
-if [ "${BUILD:-1}" != 0 ]; then
-    swift build -c release --scratch-path "$SCRATCH" --product tokenvault >&2
-    swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen >&2
-fi
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+if [ "${BUILD:-1}" != 0 ]; then release_build tokenvault tokenvault-loadgen >/dev/null; fi
 TOKENVAULT="$SCRATCH/release/tokenvault"
 LOADGEN="$SCRATCH/release/tokenvault-loadgen"
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
@@ -55,8 +54,6 @@ SOCKET="$WORK/tokenvault.sock"
 DAEMON_PID=""
 NGINX_PID=""
 NGINX_PROXY_PID=""
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 cleanup() {
     stop_daemon
     [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true

@@ -19,6 +19,9 @@
 #    --storage-url`: seeded into SQLite, copied with migrate-store, three daemon starts timed to
 #    the first healthy answer, RSS and idle CPU).
 #
+# With REFERENCE set to another `tokenvault` binary (an older build, say), the undelayed trials
+# run for it too, in the same run and on the same cluster, before this build's.
+#
 # Knobs (environment): SCRATCH (build directory, default .build), COUNT (1000), LIFETIME (2),
 # SECONDS_COUNTED (20), NODES (1,2,3), DELAY (0.2; 0 skips the delayed trials),
 # DELAYED_CONCURRENCY (16), STARTUP_COUNT (1000000; 0 skips), KEEP (a directory kept for the
@@ -34,17 +37,16 @@ NODES=${NODES:-1,2,3}
 STARTUP_COUNT=${STARTUP_COUNT:-1000000}
 DELAY=${DELAY:-0.2}
 DELAYED_CONCURRENCY=${DELAYED_CONCURRENCY:-16}
+REFERENCE=${REFERENCE:-}
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
 log "building release binaries (scratch path $SCRATCH)"
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-refreshbench
-BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
-
-WORK=$(mktemp -d /tmp/tv-scale.XXXXXX)
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
+BIN=$(release_build tokenvault tokenvault-refreshbench)
+
+WORK=$(mktemp -d /tmp/tv-scale.XXXXXX)
 cleanup() {
     stop_postgres || true
     rm -rf "$WORK"
@@ -60,6 +62,12 @@ urls() {
     for trial in $(seq "$trials"); do list="$list${list:+,}$(postgres_url "$1$trial")"; done
     echo "$list"
 }
+
+if [ -n "$REFERENCE" ]; then
+    log "durable refreshes per second with $NODES node(s) on one database: the reference, $REFERENCE"
+    "$BIN/tokenvault-refreshbench" nodes --dir "$WORK/reference" --storage-urls "$(urls reference)" \
+        --nodes "$NODES" --count "$COUNT" --lifetime "$LIFETIME" --seconds "$SECONDS_COUNTED" --tokenvault "$REFERENCE"
+fi
 
 log "durable refreshes per second with $NODES node(s) on one database"
 "$BIN/tokenvault-refreshbench" nodes --dir "$WORK/nodes" --storage-urls "$(urls nodes)" --nodes "$NODES" \

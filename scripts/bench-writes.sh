@@ -36,9 +36,9 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 log() { printf '\n== %s\n' "$*" >&2; }
 
 log "building release binaries (scratch path $SCRATCH)"
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault
-swift build -c release --scratch-path "$SCRATCH" --product tokenvault-loadgen
-BIN=$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+BIN=$(release_build tokenvault tokenvault-loadgen)
 OURS="$BIN/tokenvault"
 LOADGEN="$BIN/tokenvault-loadgen"
 
@@ -50,8 +50,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
 
 SHIM=()
 if [ -n "$FSYNC_DELAY_US" ]; then

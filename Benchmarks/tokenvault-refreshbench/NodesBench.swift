@@ -35,6 +35,9 @@ struct NodesBench {
         var refreshes: Int
         var perSecond: Double
         var daemonCPU: Double
+        /// The daemons' threads put to sleep and woken again (voluntary context switches, summed
+        /// over their threads): each hand-off of work from one thread to another costs one.
+        var daemonWakeUps: Int
         /// Busy cores of the whole machine (daemons, couriers, PostgreSQL, this process's provider).
         var machineCores: Double
         var presentedTwice: Int
@@ -61,8 +64,10 @@ struct NodesBench {
             each node's instance limits.concurrency \(concurrency); \(count) credentials, all refreshed continuously \
             (refreshed at \(Self.share) of the lifetime: due again at once); \(format(warmup)) s warm-up, then \(format(seconds)) s counted.
 
-            | nodes | durable refreshes | refreshes/s | vs 1 node | daemons' CPU (cores) | daemons' CPU ms per refresh | machine busy (cores) | refresh tokens presented twice | families revoked |
-            | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+            Daemon: \(binary)
+
+            | nodes | durable refreshes | refreshes/s | vs 1 node | daemons' CPU (cores) | daemons' CPU ms per refresh | daemons' thread wake-ups per refresh | machine busy (cores) | refresh tokens presented twice | families revoked |
+            | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
             """)
         let base = trials.first?.perSecond ?? 1
         for trial in trials {
@@ -70,6 +75,7 @@ struct NodesBench {
                 "| \(trial.nodes) | \(grouped(trial.refreshes)) | \(format(trial.perSecond)) | "
                     + "\(format(trial.perSecond / base, 2))x | \(format(trial.daemonCPU / seconds, 2)) | "
                     + "\(format(trial.daemonCPU * 1000 / Double(max(1, trial.refreshes)), 2)) | "
+                    + "\(format(Double(trial.daemonWakeUps) / Double(max(1, trial.refreshes)), 1)) | "
                     + "\(format(trial.machineCores, 2)) of \(ProcessInfo.processInfo.activeProcessorCount) | "
                     + "\(trial.presentedTwice) | \(trial.revoked) |")
         }
@@ -160,6 +166,7 @@ struct NodesBench {
         }
         let probes = daemons.map { ProcessProbe(pid: $0.processIdentifier) }
         let cpuBefore = probes.reduce(0) { $0 + $1.cpuSeconds() }
+        let wakeUpsBefore = probes.reduce(0) { $0 + $1.threadsAndSwitches().voluntary }
         let machineBefore = ProcessProbe.machineTicks()
         let before = succeeded()
         Thread.sleep(forTimeInterval: seconds)
@@ -168,13 +175,14 @@ struct NodesBench {
             throw BenchError("no refresh was committed in \(format(seconds)) s; see the logs in \(root)")
         }
         let cpu = probes.reduce(0) { $0 + $1.cpuSeconds() } - cpuBefore
+        let wakeUps = probes.reduce(0) { $0 + $1.threadsAndSwitches().voluntary } - wakeUpsBefore
         let machineAfter = ProcessProbe.machineTicks()
         let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
         let machineCores =
             (machineAfter.busy - machineBefore.busy) / max(1, machineAfter.total - machineBefore.total) * cores
         return Trial(
             nodes: nodes, refreshes: refreshes, perSecond: Double(refreshes) / seconds, daemonCPU: cpu,
-            machineCores: machineCores,
+            daemonWakeUps: wakeUps, machineCores: machineCores,
             presentedTwice: server.refreshTokensPresentedTwice.count, revoked: server.revokedFamilies)
     }
 }

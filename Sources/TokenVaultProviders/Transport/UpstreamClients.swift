@@ -131,15 +131,15 @@ public final class UpstreamClients: Sendable {
         let key = Key(instance: settings.name, owner: owner)
         let now = ContinuousClock.now
         let transport = try transportSettings(settings, version: version)
-        let kept = state.withLock { state -> (id: ObjectIdentifier?, client: HTTPClient?) in
+        let kept = state.withLock { state -> (id: ObjectIdentifier, client: HTTPClient)? in
             sweep(&state, at: now)
             guard let id = state.current[key], let entry = state.entries[id], entry.transport == transport else {
-                return (nil, nil)
+                return nil
             }
             state.entries[id]?.inFlight += 1
             return (id, entry.client)
         }
-        if let id = kept.id, let client = kept.client { return use(client, id) }
+        if let kept { return use(kept.client, kept.id) }
 
         let made = Self.makeClient(transport, connectionsPerHost: connectionsPerHost, on: eventLoopGroup)
         let id = ObjectIdentifier(made)
@@ -153,7 +153,8 @@ public final class UpstreamClients: Sendable {
             return false
         }
         if stopping {
-            try? made.syncShutdown()
+            // Never waited for here: the caller may be an event loop's task.
+            Task { try? await made.shutdown() }
             throw Self.stopping(settings)
         }
         return use(made, id)
