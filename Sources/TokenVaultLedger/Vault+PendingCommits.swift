@@ -43,7 +43,7 @@ extension Vault {
                 try? await Task.sleep(for: min(left, .milliseconds(100)))
             }
             calls = pending.retryCalls
-            reloadKeys()
+            try? await loadKeyTerms()
             do {
                 let result = try await writes.write(.full, claiming: [id], body)
                 let held = pending.hold(id, hold)

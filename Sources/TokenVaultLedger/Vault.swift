@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import TokenVaultCore
 
@@ -63,6 +64,8 @@ public final class Vault: Sendable {
     let pending = PendingCommits()
     let options: Options
     private let observerBox = Mutex<(any LedgerObserver)?>(nil)
+    /// The load of key terms under way, which callers at the same moment share (`loadKeyTerms`).
+    private let keyTermLoad = Mutex<Task<Void, any Error>?>(nil)
     /// Which endpoints hear of which events (`Vault+Webhooks.swift`).
     let webhookRoutes = Mutex(WebhookRoutes.none)
 
@@ -110,7 +113,7 @@ public final class Vault: Sendable {
     }
 
     /// `metadata(_:)`, failing at once instead of waiting when the store is busy (for a caller
-    /// on an event loop, which then hands the request to a blocking thread).
+    /// on an event loop, which then hands the request to the router).
     public func metadataWithoutWaiting(_ id: CredentialID) throws -> CredentialMetadata {
         guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
         return withPending(record.metadata)
@@ -123,11 +126,20 @@ public final class Vault: Sendable {
         async throws -> Credential
     {
         guard let record = try await store.record(id) else { throw VaultError.notFound(id) }
+        if !sealer.hasKey(for: record.sealTerm) {
+            try await loadKeyTerms()
+            // Still unknown: no term of this vault seals it (the keyring would read again).
+            guard sealer.hasKey(for: record.sealTerm) else {
+                throw VaultError(
+                    code: .unknownKeyTerm,
+                    message: "credential \(id): \(VaultError.unknownKeyTerm(record.sealTerm).message)")
+            }
+        }
         return Credential(metadata: withPending(record.metadata), secrets: try open(record, fields: fields))
     }
 
     /// Like `credential(_:opening:)`, but fails at once instead of waiting when the store is
-    /// busy: for a caller on an event loop, which then hands the request to a blocking thread.
+    /// busy: for a caller on an event loop, which then hands the request to the router.
     public func credentialWithoutWaiting(_ id: CredentialID, opening fields: Set<SealedField>) throws -> Credential {
         guard let record = try store.recordWithoutWaiting(id) else { throw VaultError.notFound(id) }
         // A term another process added since this one loaded its keys (a key rotation on another
@@ -239,8 +251,25 @@ public final class Vault: Sendable {
             idToken: try opened(.idToken), extras: try opened(.extras))
     }
 
-    /// Re-reads the data keys (another process rotated, or a held commit met an unknown term).
-    func reloadKeys() { try? sealer.reload() }
+    /// Loads the data key terms another process added since this one loaded its keys (a read of
+    /// `key_terms`: another node rotated, or a held commit met an unknown term), on a thread of
+    /// its own, since the read may wait for the database and this is called from the concurrency
+    /// pool. It happens once per term another node adds; callers at the same moment share one load.
+    func loadKeyTerms() async throws {
+        let load = keyTermLoad.withLock { current -> Task<Void, any Error> in
+            if let current { return current }
+            let sealer = sealer
+            let task = Task<Void, any Error> {
+                try await withCheckedThrowingContinuation { (loaded: CheckedContinuation<Void, any Error>) in
+                    Thread.detachNewThread { loaded.resume(with: Result { try sealer.reload() }) }
+                }
+            }
+            current = task
+            return task
+        }
+        defer { keyTermLoad.withLock { if $0 == load { $0 = nil } } }
+        try await load.value
+    }
 
     func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
         events.publish(CredentialEvent(kind: kind, id: id, at: clock.now, metadata: metadata.map(withPending)))

@@ -44,18 +44,10 @@ extension VaultAPI {
             expiresAt: metadata.expiresAt, idToken: credential.secrets.idToken, allocator: allocator)
     }
 
-    /// The credential with its access and ID tokens open, read where the caller runs when the
-    /// store answers at once (SQLite's page cache, PostgreSQL's record cache: what the token fast
-    /// path reads on its event loop), through the blocking pool when it would wait. Saves a call
-    /// two thread hops; a credential that does not exist is not looked for twice.
+    /// The credential with its access and ID tokens open: from the store's cache of rows
+    /// without a thread hop when it holds the row, else from the database's threads.
     func readCredential(_ id: CredentialID) async throws -> Credential {
-        do {
-            return try vault.credentialWithoutWaiting(id, opening: SealedField.served)
-        } catch let error as VaultError where error.code == .credentialNotFound {
-            throw error
-        } catch {
-            return try await vault.credential(id, opening: SealedField.served)
-        }
+        try await vault.credential(id, opening: SealedField.served)
     }
 
     /// The credential with its access token open, refreshed first when less than `minimumTTL`

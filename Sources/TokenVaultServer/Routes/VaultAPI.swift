@@ -6,10 +6,9 @@ import TokenVaultLedger
 import TokenVaultProviders
 
 /// The local API: authorisation by peer credentials, JSON in, JSON or problem+json out.
-/// A read that would wait for the store runs on the blocking pool (`blocking`); a credential the
-/// store holds at hand (SQLite's page cache, PostgreSQL's record cache) is read where the
-/// handler runs (`readCredential`), and `TokenFastPath` answers plain token reads on the event
-/// loop from the same cache. Nothing here waits for a lock on an event loop.
+/// Handlers await the vault, whose store answers from its cache of rows where the handler runs
+/// and waits for the database on threads of its own; `TokenFastPath` answers plain token reads
+/// on the event loop from the same cache. Nothing here waits for a lock on an event loop.
 public struct VaultAPI: Sendable {
     public struct Options: Sendable {
         public var maximumBodySize: Int

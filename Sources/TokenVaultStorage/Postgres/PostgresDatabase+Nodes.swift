@@ -24,7 +24,7 @@ extension PostgresDatabase: NodeRegistry {
     }
 
     public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
-        try await threads.run { [self] in
+        try await heartbeatThread.run { [self] in
             let rows = try heartbeatLink.query(Self.beat(beat)).rows
             var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
             for row in rows {

@@ -92,10 +92,12 @@ public final class PostgresDatabase: Sendable {
     let writer: PostgresLink
     let writers: PostgresLinkPool
     let readers: PostgresLinkPool
-    /// The node's heartbeats only (`PostgresDatabase+Nodes`).
+    /// The node's heartbeats only (`PostgresDatabase+Nodes`), on a thread of their own: a beat
+    /// never queues behind reads waiting for a connection.
     let heartbeatLink: PostgresLink
+    let heartbeatThread = DatabaseThreads(threads: 1)
     let cache: RecordCache
-    /// A thread for each connection but the listener's, and one to spare (`DatabaseThreads`).
+    /// A thread for each reader and writer connection, and two to spare (`DatabaseThreads`).
     let threads: DatabaseThreads
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).

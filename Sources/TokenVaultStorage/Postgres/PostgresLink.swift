@@ -6,8 +6,8 @@ import PostgresNIO
 import Synchronization
 import TokenVaultCore
 
-/// One PostgreSQL connection, used from blocking threads (NIO's blocking pool, never an event
-/// loop): every statement waits for its result with a deadline of its own, because a query on a
+/// One PostgreSQL connection, used from the database's threads (`DatabaseThreads`, never an
+/// event loop or the concurrency pool): every statement waits for its result with a deadline of its own, because a query on a
 /// connection the server has dropped may never complete (postgres-nio 1.33.2). A connection that
 /// failed is closed and a new one is made for the next statement, but never inside a
 /// transaction (`pinned`); the failure is reported as `storage_unavailable`, which callers (the
