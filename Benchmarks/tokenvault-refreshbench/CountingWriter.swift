@@ -6,8 +6,8 @@ import TokenVaultTesting
 final class CountingWriter: ForwardingWriter {
     private(set) var savepoints = 0
 
-    override func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+    override func savepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         savepoints += 1
-        return try base.savepoint(body)
+        return try await base.savepoint(body)
     }
 }

@@ -63,7 +63,7 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
     func auditChainEnds() async throws -> [AuditChainEnd] { try await base.auditChainEnds() }
 
     func write<Result: Sendable>(
-        durability requested: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability requested: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
         let effective = durability ?? requested
         let started = monotonicSeconds()
@@ -85,7 +85,7 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
                 inside.seconds = monotonicSeconds() - bodyStarted
                 inside.batch = counting.savepoints
             }
-            return try body(counting)
+            return try await body(counting)
         }
     }
 

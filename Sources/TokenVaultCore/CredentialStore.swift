@@ -58,88 +58,89 @@ public protocol CredentialStore: RefreshJournal, NodeRegistry {
     /// Runs `body` in one write transaction; it commits when `body` returns and rolls back
     /// when it throws, so nothing is ever half-written.
     ///
-    /// The body is synchronous: a store runs the whole transaction on a thread of its own, where
-    /// its statements may block, so no caller ever hops to one.
+    /// The body runs with a thread the store keeps for its transactions as its task executor, so
+    /// the writer's statements block that thread alone, never the concurrency pool; it awaits
+    /// the writer and nothing that waits long (the transaction holds its rows meanwhile).
     func write<Result: Sendable>(
-        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result
 }
 
 /// The operations allowed inside a write transaction.
 public protocol CredentialWriter {
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord?
+    func record(_ id: CredentialID) async throws -> SealedCredentialRecord?
     /// Like `record`, but throws `VaultError.conflict` at once when another process is in the
     /// middle of writing this credential (its lock is held elsewhere) instead of waiting: a
     /// refresh another node is starting or committing, which this one skips rather than queues
     /// behind (PostgreSQL; one process writes a SQLite vault, so there it is `record`).
-    func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord?
+    func recordUnlessBusy(_ id: CredentialID) async throws -> SealedCredentialRecord?
     /// The term new seals use, read inside this transaction (a rotation by another process
     /// commits before or after it, never in between).
-    func activeTerm() throws -> UInt32
+    func activeTerm() async throws -> UInt32
     /// Inserts or replaces the row with `record.metadata.id`.
-    func save(_ record: SealedCredentialRecord) throws
+    func save(_ record: SealedCredentialRecord) async throws
     /// Deletes the row; false when there was none.
-    func delete(_ id: CredentialID) throws -> Bool
+    func delete(_ id: CredentialID) async throws -> Bool
 
     // The audit trail's rows and chains (written only by `Vault`, which computes the MACs).
 
     /// Takes `chain`'s turn until the transaction ends: appends to one chain follow each other,
     /// appends to different chains (other nodes') do not wait.
-    func lockAuditChain(_ chain: String) throws
+    func lockAuditChain(_ chain: String) async throws
     /// The last row of `chain`: its position and MAC (nil MAC: written before chains existed).
-    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)?
+    func lastAuditRow(in chain: String) async throws -> (position: Int64, mac: [UInt8]?)?
     /// `count` new row ids, ascending, never given out before (even by a transaction that then
     /// rolled back, on PostgreSQL; ids may have gaps, positions within a chain may not).
-    func newAuditIDs(_ count: Int) throws -> [Int64]
+    func newAuditIDs(_ count: Int) async throws -> [Int64]
     /// Inserts rows with the ids, chains, positions and MACs given, in order.
-    func insertAudits(_ rows: [StoredAuditEvent]) throws
+    func insertAudits(_ rows: [StoredAuditEvent]) async throws
     /// Deletes these rows; returns how many were there.
-    func deleteAudits(_ ids: [Int64]) throws -> Int
+    func deleteAudits(_ ids: [Int64]) async throws -> Int
     /// Up to `limit` rows with an id greater than `after`, in id order (where pruning looks).
-    func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent]
-    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd?
+    func auditRows(after: Int64, limit: Int) async throws -> [StoredAuditEvent]
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) async throws -> AuditChainEnd?
     /// Stores a chain end, unless the one stored is further along its chain already (two nodes
     /// pruning at once must not move an anchor back).
-    func setAuditChainEnd(_ end: AuditChainEnd) throws
+    func setAuditChainEnd(_ end: AuditChainEnd) async throws
     /// How many rows there are, for pruning by count.
-    func auditRowCount() throws -> Int
+    func auditRowCount() async throws -> Int
 
     // Refresh journal (see `RefreshAttempt`).
 
     /// The open attempt for a credential, if any.
-    func openAttempt(for id: CredentialID) throws -> RefreshAttempt?
+    func openAttempt(for id: CredentialID) async throws -> RefreshAttempt?
     /// Records a new open attempt. Throws `VaultError` `.conflict` when the credential already has
     /// one (another node journalled it after this transaction looked).
-    func beginAttempt(_ attempt: RefreshAttempt) throws
+    func beginAttempt(_ attempt: RefreshAttempt) async throws
     /// Notes, in the transaction that stores them, that the answer of call `callKey` was stored.
-    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) async throws
     /// The beat counter of `node` in the `nodes` table as this transaction sees it (nil: no row):
     /// a takeover checks that it still has the value watched standing still.
-    func nodeBeat(_ node: String) throws -> Int64?
+    func nodeBeat(_ node: String) async throws -> Int64?
     /// Moves an open attempt's lease to a new owner and expiry (resuming after a crash).
-    func renewLease(attemptID: String, owner: String, until: Timestamp) throws
+    func renewLease(attemptID: String, owner: String, until: Timestamp) async throws
     /// Closes an attempt with its outcome (a short code, never a token).
-    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) async throws
     /// The fence of a refresh commit: removes the attempt if it is still open under `owner` (a
     /// succeeded attempt leaves no row: the new generation is its record); false, and no change,
     /// if another process took it over or it was closed.
-    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool
+    func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool
     /// Changes schedule and state without touching secrets; false (and no change) when the
     /// row is gone or has another generation.
-    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool
+    func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool
     /// Runs `body` so that if it throws, only its own changes are rolled back (the rest of a
     /// group commit survives).
-    func savepoint<Result>(_ body: () throws -> Result) throws -> Result
+    func savepoint<Result>(_ body: () async throws -> Result) async throws -> Result
 
     // The webhook outbox (written only by `Vault`, in the transaction of the change announced).
 
     /// Adds outbox rows, in order (their ids ascend in this order); a row whose endpoint already
     /// has one with its message id is left out (an event announced again is the same event).
-    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws
+    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) async throws
     /// Deletes `id`'s pending rows that were written with a delay and are not due yet (a
     /// `refresh_failing` whose time has not come), of `endpoint` only or of every endpoint (nil);
     /// returns the endpoints whose row went.
-    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String>
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) async throws -> Set<String>
 
     // Group commits (a store whose every statement is a round trip reads and writes the group's
     // rows together; one in the same process as its file has nothing to gain).
@@ -148,10 +149,10 @@ public protocol CredentialWriter {
     /// ran, they are about to read and change): the store may lock and read them all now and
     /// serve the writes' reads of them from what it read. Only a hint: a write reads and changes
     /// what it must either way.
-    func prefetch(_ claims: [CredentialID]) throws
+    func prefetch(_ claims: [CredentialID]) async throws
     /// Called after the group's last write, before the commit: the store writes what it kept
     /// back. Throws `WriteGroupSplit` when the group must be retried one write at a time.
-    func finishGroup() throws
+    func finishGroup() async throws
 }
 
 extension CredentialStore {
@@ -168,9 +169,9 @@ extension CredentialStore {
 }
 
 extension CredentialWriter {
-    public func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? { try record(id) }
-    public func prefetch(_ claims: [CredentialID]) throws {}
-    public func finishGroup() throws {}
+    public func recordUnlessBusy(_ id: CredentialID) async throws -> SealedCredentialRecord? { try await record(id) }
+    public func prefetch(_ claims: [CredentialID]) async throws {}
+    public func finishGroup() async throws {}
 }
 
 extension CredentialStore {

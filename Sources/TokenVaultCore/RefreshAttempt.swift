@@ -52,10 +52,10 @@ public enum LeaseDecision: Sendable, Equatable {
     /// `isOwnerGone` answers whether a lease owner other than `owner` is known to be gone. No
     /// clock is read: a lease is never judged by a time one node wrote and another compares.
     public static func decide(
-        existing: RefreshAttempt?, generation: Int64, owner: String, isOwnerGone: (String) throws -> Bool
-    ) rethrows -> LeaseDecision {
+        existing: RefreshAttempt?, generation: Int64, owner: String, isOwnerGone: (String) async throws -> Bool
+    ) async rethrows -> LeaseDecision {
         guard let existing else { return .start }
-        let holderGone = try existing.leaseOwner == owner || isOwnerGone(existing.leaseOwner)
+        let holderGone = existing.leaseOwner == owner ? true : try await isOwnerGone(existing.leaseOwner)
         guard holderGone else { return .busy }
         return existing.generation == generation ? .resume(existing) : .supersede(existing)
     }

@@ -226,7 +226,7 @@ final class LeaseKeeper: Sendable {
     /// Whether the attempt's holder is gone: released by an operator, an earlier run of this
     /// node, or a node whose counter this node watched stand still for a period and which still
     /// has that value (`currentBeat`, read inside the journalling transaction).
-    func isGone(_ holder: String, currentBeat: () throws -> Int64?) throws -> Bool {
+    func isGone(_ holder: String, currentBeat: () async throws -> Int64?) async throws -> Bool {
         if holder == LeaseName.released || owner.isEarlierRun(holder) { return true }
         let verdict = state.withLock { state -> SilenceWatch.Verdict in
             // Judged only while this node is watching: its own beats going through.
@@ -234,7 +234,7 @@ final class LeaseKeeper: Sendable {
             return state.watch.verdict(on: LeaseName.node(of: holder))
         }
         guard case .silent(let beat) = verdict else { return false }
-        return try currentBeat() == beat
+        return try await currentBeat() == beat
     }
 
     /// As a failed beat does (tests that play a database gone away under this node).

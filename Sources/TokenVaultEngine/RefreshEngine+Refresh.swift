@@ -197,7 +197,7 @@ extension RefreshEngine {
         var request = Vault.AttemptRequest(
             metadata: metadata, fingerprint: fingerprint, owner: leases.owner.id,
             leaseUntil: vault.clock.now.adding(seconds: options.leasePeriod)
-        ) { [leases] holder, currentBeat in try leases.isGone(holder, currentBeat: currentBeat) }
+        ) { [leases] holder, currentBeat in try await leases.isGone(holder, currentBeat: currentBeat) }
         request.resumeOnly = reason == .resumption
         let journalled = try await vault.beginAttempt(request)
         timings.journal = clock.now - journalStart

@@ -14,8 +14,8 @@ extension Vault {
         let chain: AuditChain
         let name: String
 
-        func callAsFunction(_ events: [AuditEvent], _ writer: any CredentialWriter) throws {
-            try Vault.appendChained(events, chain: chain, name, writer)
+        func callAsFunction(_ events: [AuditEvent], _ writer: any CredentialWriter) async throws {
+            try await Vault.appendChained(events, chain: chain, name, writer)
         }
     }
 
@@ -23,38 +23,38 @@ extension Vault {
     public func appendAudits(_ events: [AuditEvent]) async throws {
         guard !events.isEmpty else { return }
         let append = auditAppender
-        try await writes.write(.normal) { writer in try append(events, writer) }
+        try await writes.write(.normal) { writer in try await append(events, writer) }
     }
 
     /// Links `events` to the head of chain `name` and inserts them, inside the caller's transaction.
     static func appendChained(
         _ events: [AuditEvent], chain: AuditChain, _ name: String, _ writer: any CredentialWriter
-    ) throws {
+    ) async throws {
         guard !events.isEmpty else { return }
-        try writer.lockAuditChain(name)
+        try await writer.lockAuditChain(name)
         // The head is the authority on where the chain ends: a row deleted from the end breaks
         // the chain instead of being quietly chained over. (The anchor, the last row pruned, is
         // never past the head.) Without one, the chain is new, or holds only rows written
         // before chains existed.
         var previous: [UInt8]?
         var position: Int64 = 0
-        if let head = try writer.auditChainEnd(.head, of: name) {
+        if let head = try await writer.auditChainEnd(.head, of: name) {
             (previous, position) = (head.mac, head.position)
-        } else if let last = try writer.lastAuditRow(in: name) {
+        } else if let last = try await writer.lastAuditRow(in: name) {
             (previous, position) = (last.mac, last.position)
         }
         var rows: [StoredAuditEvent] = []
         rows.reserveCapacity(events.count)
-        for (id, event) in zip(try writer.newAuditIDs(events.count), events) {
+        for (id, event) in await zip(try writer.newAuditIDs(events.count), events) {
             position += 1
             var row = StoredAuditEvent(id: id, chain: name, position: position, event: event)
             row.mac = chain.link(previous: previous, row: row)
             rows.append(row)
             previous = row.mac
         }
-        try writer.insertAudits(rows)
+        try await writer.insertAudits(rows)
         if let last = rows.last, let mac = last.mac, let head = chain.sealed(.head, at: last, mac: mac) {
-            try writer.setAuditChainEnd(head)
+            try await writer.setAuditChainEnd(head)
         }
     }
 
@@ -74,8 +74,9 @@ extension Vault {
         while true {
             let known = excess
             let (deleted, left) = try await writes.write(.normal) { writer -> (Int, Int) in
-                let over = try known ?? max(0, writer.auditRowCount() - maximumRows)
-                let oldest = try writer.auditRows(after: 0, limit: batch)
+                let over: Int
+                if let known { over = known } else { over = max(0, try await writer.auditRowCount() - maximumRows) }
+                let oldest = try await writer.auditRows(after: 0, limit: batch)
                 // By count: the oldest rows beyond the maximum; by age: as far as they are older.
                 var taken = min(over, oldest.count)
                 while taken < oldest.count, (oldest[taken].event.lastAt ?? oldest[taken].event.at) < before {
@@ -85,12 +86,12 @@ extension Vault {
                 let gone = oldest[..<taken]
                 // The rows read, not "every id up to": on PostgreSQL a row another node numbered
                 // lower may commit meanwhile, and it belongs after its chain's anchor.
-                let removed = try writer.deleteAudits(gone.map(\.id))
+                let removed = try await writer.deleteAudits(gone.map(\.id))
                 var lastOfChain: [String: StoredAuditEvent] = [:]
                 for row in gone { lastOfChain[row.chain] = row }
                 for row in lastOfChain.values.sorted(by: { $0.id < $1.id }) {
                     if let mac = row.mac, let anchor = chain.sealed(.anchor, at: row, mac: mac) {
-                        try writer.setAuditChainEnd(anchor)
+                        try await writer.setAuditChainEnd(anchor)
                     }
                 }
                 return (removed, max(0, over - removed))

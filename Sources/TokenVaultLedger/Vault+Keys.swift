@@ -16,10 +16,10 @@ extension Vault {
             // rows in the same order, so neither waits on the other in a cycle (PostgreSQL would
             // fail one as a deadlock, after its deadlock_timeout).
             for candidate in batch.sorted(by: { $0.metadata.id.description < $1.metadata.id.description }) {
-                guard let current = try writer.record(candidate.metadata.id), current.sealTerm != term else {
+                guard let current = try await writer.record(candidate.metadata.id), current.sealTerm != term else {
                     continue
                 }
-                try writer.save(try seal(try open(current), metadata: current.metadata, term: term))
+                try await writer.save(try seal(try open(current), metadata: current.metadata, term: term))
                 count += 1
             }
             return count

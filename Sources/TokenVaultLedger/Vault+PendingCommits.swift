@@ -13,7 +13,7 @@ extension Vault {
     /// `committed` with its result once it goes through. The inline success is returned, not
     /// passed to `committed`.
     func commitHolding<Result: Sendable>(
-        _ id: CredentialID, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
+        _ id: CredentialID, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result,
         committed: @escaping @Sendable (Result) -> Void
     ) async -> HeldOrCommitted<Result> {
         do {
@@ -27,7 +27,7 @@ extension Vault {
     }
 
     private func retryHeld<Result: Sendable>(
-        _ id: CredentialID, hold: Int, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result,
+        _ id: CredentialID, hold: Int, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result,
         committed: @escaping @Sendable (Result) -> Void
     ) async {
         var calls = pending.retryCalls

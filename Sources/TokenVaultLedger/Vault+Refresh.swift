@@ -13,14 +13,17 @@ extension Vault {
         /// Whether a lease owner other than `owner` is known to be gone (`LeaseDecision`). Asked
         /// inside the journalling transaction; `currentBeat` reads the owner's node's beat
         /// counter there (nil: no row), so a takeover sees a beat made since it last looked.
-        public var isOwnerGone: @Sendable (_ owner: String, _ currentBeat: () throws -> Int64?) throws -> Bool
+        public var isOwnerGone:
+            @Sendable (_ owner: String, _ currentBeat: () async throws -> Int64?) async throws -> Bool
         /// Only resume the open attempt for this generation and refresh token; start, supersede
         /// or replace nothing (a resumption: `RefreshReason.resumption`). Nil when there is none.
         public var resumeOnly = false
 
         public init(
             metadata: CredentialMetadata, fingerprint: String, owner: String, leaseUntil: Timestamp,
-            isOwnerGone: @escaping @Sendable (_ owner: String, _ currentBeat: () throws -> Int64?) throws -> Bool
+            isOwnerGone:
+                @escaping @Sendable (_ owner: String, _ currentBeat: () async throws -> Int64?) async throws
+                -> Bool
         ) {
             self.metadata = metadata
             self.fingerprint = fingerprint
@@ -32,9 +35,9 @@ extension Vault {
 
     /// Journals `attempt`; false when another process journalled one for the credential after
     /// this transaction looked (a node sharing the database): its lease, not an error.
-    private static func begin(_ attempt: RefreshAttempt, _ writer: any CredentialWriter) throws -> Bool {
+    private static func begin(_ attempt: RefreshAttempt, _ writer: any CredentialWriter) async throws -> Bool {
         do {
-            try writer.beginAttempt(attempt)
+            try await writer.beginAttempt(attempt)
             return true
         } catch let error as VaultError where error.code == .conflict {
             return false
@@ -58,7 +61,7 @@ extension Vault {
             // right now is skipped, not waited for (FOR UPDATE SKIP LOCKED, in effect).
             let current: SealedCredentialRecord?
             do {
-                current = try writer.recordUnlessBusy(metadata.id)
+                current = try await writer.recordUnlessBusy(metadata.id)
             } catch let error as VaultError where error.code == .conflict {
                 return nil
             }
@@ -68,11 +71,11 @@ extension Vault {
                 refreshTokenFingerprint: request.fingerprint, leaseOwner: request.owner,
                 leaseExpiresAt: request.leaseUntil, startedAt: now)
             var resumedFrom: String?
-            let decision = try LeaseDecision.decide(
+            let decision = try await LeaseDecision.decide(
                 existing: try writer.openAttempt(for: metadata.id), generation: metadata.generation,
                 owner: request.owner
             ) { holder in
-                try request.isOwnerGone(holder) { try writer.nodeBeat(LeaseName.node(of: holder)) }
+                try await request.isOwnerGone(holder) { try await writer.nodeBeat(LeaseName.node(of: holder)) }
             }
             if request.resumeOnly {
                 guard case .resume(let old) = decision, old.refreshTokenFingerprint == request.fingerprint else {
@@ -84,24 +87,25 @@ extension Vault {
             case .busy:
                 return nil
             case .start:
-                guard try Self.begin(attempt, writer) else { return nil }
+                guard try await Self.begin(attempt, writer) else { return nil }
             case .supersede(let old):
-                try writer.finishAttempt(attemptID: old.attemptID, state: .abandoned, outcome: "superseded", at: now)
-                guard try Self.begin(attempt, writer) else { return nil }
+                try await writer.finishAttempt(
+                    attemptID: old.attemptID, state: .abandoned, outcome: "superseded", at: now)
+                guard try await Self.begin(attempt, writer) else { return nil }
             case .resume(let old) where old.refreshTokenFingerprint == request.fingerprint:
-                try writer.renewLease(attemptID: old.attemptID, owner: request.owner, until: request.leaseUntil)
+                try await writer.renewLease(attemptID: old.attemptID, owner: request.owner, until: request.leaseUntil)
                 attempt = old
                 attempt.leaseOwner = request.owner
                 attempt.leaseExpiresAt = request.leaseUntil
                 resumedFrom = old.leaseOwner
             case .resume(let old):
-                try writer.finishAttempt(
+                try await writer.finishAttempt(
                     attemptID: old.attemptID, state: .abandoned, outcome: "refresh token changed", at: now)
-                try writer.beginAttempt(attempt)
+                try await writer.beginAttempt(attempt)
             }
             var schedule = ScheduleUpdate(current.metadata)
             schedule.refreshAt = request.leaseUntil
-            _ = try writer.updateSchedule(schedule)
+            _ = try await writer.updateSchedule(schedule)
             return (attempt, resumedFrom)
         }
     }
@@ -177,16 +181,16 @@ extension Vault {
         let jitter = Double.random(in: 0..<1)
         let id = received.previous.id
         let announcer = announcer
-        let body: @Sendable (any CredentialWriter) throws -> RefreshCommit = { [self] writer in
+        let body: @Sendable (any CredentialWriter) async throws -> RefreshCommit = { [self] writer in
             let now = clock.now
             let attempt = received.attempt
             // The credential the refresh started from: the same generation of the same row (one
             // deleted and stored again starts at generation 1 again, with a new `createdAt`).
-            let current = try writer.record(id)
+            let current = try await writer.record(id)
             guard let current, current.metadata.generation == attempt.generation,
                 current.metadata.createdAt == received.previous.createdAt
             else {
-                try writer.finishAttempt(
+                try await writer.finishAttempt(
                     attemptID: attempt.attemptID, state: .abandoned, outcome: "credential replaced", at: now)
                 let why =
                     current == nil
@@ -195,7 +199,7 @@ extension Vault {
                         ? "deleted and stored again" : "replaced"
                 return .superseded("credential \(id) was \(why) while it was being refreshed", gone: current == nil)
             }
-            guard try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
+            guard try await writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
                 let why =
                     "this node received new tokens for \(id) (attempt \(attempt.attemptID)) but another node took "
                     + "the attempt over; the provider has probably revoked the grant"
@@ -203,7 +207,7 @@ extension Vault {
                 var update = ScheduleUpdate(current.metadata)
                 update.lastError = CredentialFailure(code: Self.leaseTakenOverCode, message: why, at: now)
                 update.updatedAt = now
-                _ = try writer.updateSchedule(update)
+                _ = try await writer.updateSchedule(update)
                 return .leaseLost(why)
             }
             var next = NextGeneration(
@@ -217,8 +221,8 @@ extension Vault {
                 next.metadata.lastError = current.metadata.lastError
                 next.metadata.refreshFailures = current.metadata.refreshFailures
             }
-            try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
-            try announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
+            try await writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            try await announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
             return .committed(next.metadata)
         }
         let settled: @Sendable (RefreshCommit) -> Void = { [self] commit in
@@ -245,9 +249,9 @@ extension Vault {
         let updated = try await writes.write(.normal, claiming: [update.id]) {
             writer -> CredentialMetadata? in
             if let attempt {
-                try writer.finishAttempt(attemptID: attempt.attemptID, state: .failed, outcome: outcome, at: now)
+                try await writer.finishAttempt(attemptID: attempt.attemptID, state: .failed, outcome: outcome, at: now)
             }
-            return try change(writer)
+            return try await change(writer)
         }
         if let event, let updated { publish(event, update.id, updated) }
         return updated
@@ -261,23 +265,24 @@ extension Vault {
         _ update: ScheduleUpdate, event: CredentialEvent.Kind? = nil, announcing: [WebhookEvent.Kind] = []
     ) async throws -> CredentialMetadata? {
         let change = scheduleChange(update, announcing: announcing)
-        let updated = try await writes.write(.normal, claiming: [update.id]) { writer in try change(writer) }
+        let updated = try await writes.write(.normal, claiming: [update.id]) { writer in try await change(writer) }
         if let event, let updated { publish(event, update.id, updated) }
         return updated
     }
 
     /// The write of a schedule change: the row after it (nil: it changed meanwhile), announced.
     private func scheduleChange(_ update: ScheduleUpdate, announcing: [WebhookEvent.Kind])
-        -> @Sendable (any CredentialWriter) throws -> CredentialMetadata?
+        -> @Sendable (any CredentialWriter) async throws -> CredentialMetadata?
     {
         let announcer = announcer
         return { writer in
             // Read only when something may be announced: the group commit serves it from its claims.
-            let previous = announcer.isActive ? try writer.record(update.id)?.metadata : nil
-            guard try writer.updateSchedule(update), let after = try writer.record(update.id)?.metadata else {
+            let previous = await announcer.isActive ? try writer.record(update.id)?.metadata : nil
+            guard try await writer.updateSchedule(update), let after = try await writer.record(update.id)?.metadata
+            else {
                 return nil
             }
-            try announcer.changed(from: previous, to: after, explicit: announcing, writer)
+            try await announcer.changed(from: previous, to: after, explicit: announcing, writer)
             return after
         }
     }

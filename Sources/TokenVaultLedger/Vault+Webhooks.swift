@@ -22,7 +22,7 @@ extension Vault {
         let announcer = announcer
         guard announcer.isActive else { return }
         try await writes.write(.full) { writer in
-            try announcer.announce(
+            try await announcer.announce(
                 WebhookEvent(kind: .keyRotated, at: announcer.now, keyTerm: term), messageID: "msg_key_term_\(term)",
                 writer)
         }
@@ -59,12 +59,12 @@ struct WebhookAnnouncer: Sendable {
     func changed(
         from previous: CredentialMetadata?, to after: CredentialMetadata, explicit: [WebhookEvent.Kind] = [],
         _ writer: any CredentialWriter
-    ) throws {
+    ) async throws {
         guard isActive else { return }
         var events: [(WebhookEvent, delay: Double)] = explicit.map { (WebhookEvent($0, after, at: now), 0) }
         if let previous, previous.status != after.status {
             // No longer failing, whatever it is now: a failure not announced yet never will be.
-            if previous.status == .failing { _ = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil) }
+            if previous.status == .failing { _ = try await writer.cancelDelayedWebhooks(for: after.id, endpoint: nil) }
             switch after.status {
             case .needsReauth: events.append((WebhookEvent(.needsReauth, after, at: now), 0))
             case .expired: events.append((WebhookEvent(.expired, after, at: now), 0))
@@ -74,18 +74,20 @@ struct WebhookAnnouncer: Sendable {
             case .active, .revokePending: break
             }
         }
-        try announce(events, writer)
+        try await announce(events, writer)
     }
 
     /// New tokens (a refresh, a put, a code exchange) for a credential that was `previous`.
-    func newTokens(previous: CredentialMetadata?, after: CredentialMetadata, _ writer: any CredentialWriter) throws {
+    func newTokens(previous: CredentialMetadata?, after: CredentialMetadata, _ writer: any CredentialWriter)
+        async throws
+    {
         // A credential that has not failed since its last tokens has nothing pending: the
         // refresh path of a healthy one sends no statement for webhooks.
         guard isActive, let previous, previous.refreshFailures > 0 || Self.trouble[previous.status] != nil else {
             return
         }
         // Whatever the status is now (a failure may have turned into a removal that a put undid).
-        let unannounced = try writer.cancelDelayedWebhooks(for: after.id, endpoint: nil)
+        let unannounced = try await writer.cancelDelayedWebhooks(for: after.id, endpoint: nil)
         guard let trouble = Self.trouble[previous.status] else { return }
         var told = Set(routes.endpoints(for: WebhookEvent(trouble, previous, at: now)))
         if trouble == .refreshFailing {
@@ -94,43 +96,45 @@ struct WebhookAnnouncer: Sendable {
             told.formUnion(routes.endpoints(for: WebhookEvent(.refreshFailing, previous, at: now)))
         }
         let recovered = WebhookEvent(.recovered, after, at: now)
-        try insert(recovered, delay: 0, to: routes.endpoints(for: recovered).filter(told.contains), writer)
+        try await insert(recovered, delay: 0, to: routes.endpoints(for: recovered).filter(told.contains), writer)
     }
 
     /// The row is gone (`last`: as it was); `revoked`: the provider confirmed the revocation.
-    func deleted(_ last: CredentialMetadata?, revoked: Bool, id: CredentialID, _ writer: any CredentialWriter) throws {
+    func deleted(_ last: CredentialMetadata?, revoked: Bool, id: CredentialID, _ writer: any CredentialWriter)
+        async throws
+    {
         guard isActive else { return }
-        _ = try writer.cancelDelayedWebhooks(for: id, endpoint: nil)
+        _ = try await writer.cancelDelayedWebhooks(for: id, endpoint: nil)
         let kinds: [WebhookEvent.Kind] = revoked ? [.revoked, .deleted] : [.deleted]
         let events = kinds.map { kind in
             last.map { WebhookEvent(kind, $0, at: now) } ?? WebhookEvent(kind: kind, at: now, credentialID: id)
         }
-        try announce(events.map { ($0, 0) }, writer)
+        try await announce(events.map { ($0, 0) }, writer)
     }
 
     /// Events about no credential (a key rotation); `messageID`: the same for every announcement
     /// of the same fact, so one made twice is written once.
-    func announce(_ event: WebhookEvent, messageID: String, _ writer: any CredentialWriter) throws {
-        try insert(event, delay: 0, to: routes.endpoints(for: event), messageID: messageID, writer)
+    func announce(_ event: WebhookEvent, messageID: String, _ writer: any CredentialWriter) async throws {
+        try await insert(event, delay: 0, to: routes.endpoints(for: event), messageID: messageID, writer)
     }
 
-    private func announce(_ events: [(WebhookEvent, delay: Double)], _ writer: any CredentialWriter) throws {
+    private func announce(_ events: [(WebhookEvent, delay: Double)], _ writer: any CredentialWriter) async throws {
         for (event, delay) in events {
             let endpoints = routes.endpoints(for: event)
             if let id = event.credentialID {
-                for endpoint in endpoints { _ = try writer.cancelDelayedWebhooks(for: id, endpoint: endpoint) }
+                for endpoint in endpoints { _ = try await writer.cancelDelayedWebhooks(for: id, endpoint: endpoint) }
             }
-            try insert(event, delay: delay, to: endpoints, writer)
+            try await insert(event, delay: delay, to: endpoints, writer)
         }
     }
 
     private func insert(
         _ event: WebhookEvent, delay: Double, to endpoints: [String], messageID: String? = nil,
         _ writer: any CredentialWriter
-    ) throws {
+    ) async throws {
         guard !endpoints.isEmpty else { return }
         let payload = event.payload()
-        try writer.insertWebhookDeliveries(
+        try await writer.insertWebhookDeliveries(
             endpoints.map { endpoint in
                 NewWebhookDelivery(
                     endpoint: endpoint, messageID: messageID ?? "msg_" + Vault.randomID(), kind: event.kind.rawValue,

@@ -63,7 +63,11 @@ extension Vault {
         // Written in id order (the reseal's reason), returned in the caller's order.
         let order = credentials.indices.sorted { credentials[$0].id.description < credentials[$1].id.description }
         let bodies = order.map { insertion(of: credentials[$0], now: now) }
-        let written = try await writes.write(durability) { writer in try bodies.map { try $0(writer) } }
+        let written = try await writes.write(durability) { writer in
+            var written: [CredentialMetadata] = []
+            for body in bodies { written.append(try await body(writer)) }
+            return written
+        }
         var stored = written
         for (position, index) in order.enumerated() { stored[index] = written[position] }
         for metadata in stored { publish(.stored, metadata.id, metadata) }
@@ -104,13 +108,13 @@ extension Vault {
         let appendAudit = auditAppender
         let announcer = announcer
         let (deleted, last) = try await writes.write(.full) { writer -> (Bool, CredentialMetadata?) in
-            let last = try writer.record(id)?.metadata
+            let last = try await writer.record(id)?.metadata
             if let planned {
                 guard let last, Self.isSameState(last, as: planned) else { return (false, last) }
             }
-            guard try writer.delete(id) else { throw VaultError.notFound(id) }
-            if let audit { try appendAudit([audit], writer) }
-            try announcer.deleted(last, revoked: revoked, id: id, writer)
+            guard try await writer.delete(id) else { throw VaultError.notFound(id) }
+            if let audit { try await appendAudit([audit], writer) }
+            try await announcer.deleted(last, revoked: revoked, id: id, writer)
             return (true, last)
         }
         // The event carries the last state, so watchers know what was deleted.
@@ -124,12 +128,12 @@ extension Vault {
         let appendAudit = auditAppender
         let announcer = announcer
         let last = try await writes.write(.full) { writer -> CredentialMetadata? in
-            guard let last = try writer.record(id)?.metadata, last.generation == generation,
+            guard let last = try await writer.record(id)?.metadata, last.generation == generation,
                 let expiresAt = last.expiresAt, expiresAt <= now
             else { return nil }
-            _ = try writer.delete(id)
-            if let audit { try appendAudit([audit], writer) }
-            try announcer.deleted(last, revoked: false, id: id, writer)
+            _ = try await writer.delete(id)
+            if let audit { try await appendAudit([audit], writer) }
+            try await announcer.deleted(last, revoked: false, id: id, writer)
             return last
         }
         guard let last else { return false }
@@ -140,7 +144,7 @@ extension Vault {
     /// The write of one new credential: next generation from the stored one, sealed under the
     /// term active in this transaction, with its audit row.
     private func insertion(of credential: NewCredential, now: Timestamp)
-        -> @Sendable (any CredentialWriter) throws
+        -> @Sendable (any CredentialWriter) async throws
         -> CredentialMetadata
     {
         let planner = credential.planner ?? planner(for: credential.provider)
@@ -148,17 +152,17 @@ extension Vault {
         let appendAudit = auditAppender
         let announcer = announcer
         return { [self] writer in
-            let previous = try writer.record(credential.id)?.metadata
+            let previous = try await writer.record(credential.id)?.metadata
             let next = NextGeneration(
                 previous: previous, payload: credential.payload,
                 succession: .replacement(provider: credential.provider, labels: credential.labels),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
-            try writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            try await writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
             if let key = credential.answerKey {
-                try writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
+                try await writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
             }
-            if let audit = credential.audit { try appendAudit([audit], writer) }
-            try announcer.newTokens(previous: previous, after: next.metadata, writer)
+            if let audit = credential.audit { try await appendAudit([audit], writer) }
+            try await announcer.newTokens(previous: previous, after: next.metadata, writer)
             return next.metadata
         }
     }

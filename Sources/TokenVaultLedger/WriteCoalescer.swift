@@ -21,7 +21,7 @@ final class WriteCoalescer: Sendable {
     private struct Pending: Sendable {
         let durability: Durability
         let claims: [CredentialID]
-        let body: @Sendable (any CredentialWriter) throws -> any Sendable
+        let body: @Sendable (any CredentialWriter) async throws -> any Sendable
         let complete: @Sendable (Result<any Sendable, any Error>) -> Void
     }
 
@@ -56,11 +56,11 @@ final class WriteCoalescer: Sendable {
 
     func write<Result: Sendable>(
         _ durability: Durability, claiming claims: [CredentialID] = [],
-        _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
             let pending = Pending(
-                durability: durability, claims: claims, body: { try body($0) },
+                durability: durability, claims: claims, body: { try await body($0) },
                 complete: { result in continuation.resume(with: result.map { $0 as! Result }) })
             let startDrain = state.withLock { state -> Bool in
                 state.pending.append(pending)
@@ -116,11 +116,16 @@ final class WriteCoalescer: Sendable {
     private func commit(_ batch: [Pending], claims: [CredentialID]) async throws -> [Result<any Sendable, any Error>] {
         let durability: Durability = batch.contains { $0.durability == .full } ? .full : .normal
         return try await store.write(durability: durability) { writer in
-            if !claims.isEmpty { try writer.prefetch(claims) }
-            let results = batch.map { pending in
-                Result { try writer.savepoint { try pending.body(writer) } }
+            if !claims.isEmpty { try await writer.prefetch(claims) }
+            var results: [Result<any Sendable, any Error>] = []
+            for pending in batch {
+                do {
+                    results.append(.success(try await writer.savepoint { try await pending.body(writer) }))
+                } catch {
+                    results.append(.failure(error))
+                }
             }
-            try writer.finishGroup()
+            try await writer.finishGroup()
             return results
         }
     }

@@ -29,21 +29,22 @@ import TokenVaultCore
             startedAt: Self.now)
     }
 
-    @Test func leaseDecisions() {
+    @Test func leaseDecisions() async {
         let never: (String) -> Bool = { _ in false }
-        #expect(LeaseDecision.decide(existing: nil, generation: 1, owner: "me", isOwnerGone: never) == .start)
+        await #expect(LeaseDecision.decide(existing: nil, generation: 1, owner: "me", isOwnerGone: never) == .start)
         let foreign = attempt(owner: "other")
-        #expect(LeaseDecision.decide(existing: foreign, generation: 1, owner: "me", isOwnerGone: never) == .busy)
-        #expect(
+        await #expect(LeaseDecision.decide(existing: foreign, generation: 1, owner: "me", isOwnerGone: never) == .busy)
+        await #expect(
             LeaseDecision.decide(existing: foreign, generation: 1, owner: "me", isOwnerGone: { $0 == "other" })
                 == .resume(foreign))
         // A lease whose recorded end has passed is still held: leases are not judged by time.
         let expired = attempt(owner: "other", leaseSeconds: -1)
-        #expect(LeaseDecision.decide(existing: expired, generation: 1, owner: "me", isOwnerGone: never) == .busy)
+        await #expect(LeaseDecision.decide(existing: expired, generation: 1, owner: "me", isOwnerGone: never) == .busy)
         let mine = attempt(owner: "me")
-        #expect(LeaseDecision.decide(existing: mine, generation: 1, owner: "me", isOwnerGone: never) == .resume(mine))
+        await #expect(
+            LeaseDecision.decide(existing: mine, generation: 1, owner: "me", isOwnerGone: never) == .resume(mine))
         let older = attempt(owner: "me", generation: 1)
-        #expect(
+        await #expect(
             LeaseDecision.decide(existing: older, generation: 2, owner: "me", isOwnerGone: never) == .supersede(older))
     }
 }

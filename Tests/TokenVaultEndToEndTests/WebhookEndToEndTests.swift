@@ -228,7 +228,7 @@ import TokenVaultTesting
         let first = try startDaemon()
         try put("k", server.issue().responseJSON)
         #expect(try UnixSocketHTTP.request(socket, "DELETE", "/v1/credentials/w/k?force=true").status < 300)
-        let tried = try await waitUntil(within: 10) { receiver.requests >= 2 }
+        let tried = try await waitUntil(within: 30) { receiver.requests >= 2 }
         #expect(tried)
         first.kill()
         receiver.mode = .accept

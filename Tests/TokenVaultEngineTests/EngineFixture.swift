@@ -66,7 +66,7 @@ struct EngineFixture {
             attemptID: attemptID, credentialID: id, generation: generation,
             refreshTokenFingerprint: testVault.keyring.fingerprint(SecretBytes(utf8: refreshToken)),
             leaseOwner: owner, leaseExpiresAt: Timestamp.now().adding(seconds: 60), startedAt: Timestamp.now())
-        try await testVault.database.write(durability: .full) { try $0.beginAttempt(open) }
+        try await testVault.database.write(durability: .full) { try await $0.beginAttempt(open) }
     }
 
     func secrets(_ id: CredentialID) async throws -> CredentialSecrets { try await vault.credential(id).secrets }

@@ -136,7 +136,7 @@ import TokenVaultTesting
                 locked.open()
                 let deadline = ContinuousClock.now + .seconds(15)
                 while vault.pendingCommit(for: id) == nil, ContinuousClock.now < deadline {
-                    Thread.sleep(forTimeInterval: 0.01)
+                    try await Task.sleep(for: .milliseconds(10))
                 }
             }
         }

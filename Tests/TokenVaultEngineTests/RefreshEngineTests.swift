@@ -202,7 +202,7 @@ import TokenVaultTesting
             leaseOwner: LeaseName.owner(node: RefreshEngine.Options().node, incarnation: "dead"),
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60),
             startedAt: fixture.vault.clock.now)
-        try await fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(stale) }
+        try await fixture.testVault.database.write(durability: .full) { try await $0.beginAttempt(stale) }
         fixture.provider.script(.fail(.testInvalidGrant))
         let outcome = try await fixture.engine.refresh(id, reason: .recovery)
         guard case .failed(_, let after?) = outcome else { Issue.record("\(outcome)"); return }
@@ -220,7 +220,7 @@ import TokenVaultTesting
             attemptID: "other-host-attempt", credentialID: id, generation: metadata.generation,
             refreshTokenFingerprint: "00", leaseOwner: "other-node/abc",
             leaseExpiresAt: fixture.vault.clock.now.adding(seconds: 60), startedAt: fixture.vault.clock.now)
-        try await fixture.testVault.database.write(durability: .full) { try $0.beginAttempt(foreign) }
+        try await fixture.testVault.database.write(durability: .full) { try await $0.beginAttempt(foreign) }
         let outcome = try await fixture.engine.refresh(id, reason: .forced)
         guard case .skipped(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
         #expect(reason.contains("lease"))

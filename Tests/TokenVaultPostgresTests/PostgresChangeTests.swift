@@ -47,7 +47,7 @@ import TokenVaultTesting
 
     /// Lets this transaction sit idle past the server's 10 s limit: a test that holds a lock on
     /// purpose while another node tries it.
-    static func allowIdling(_ writer: any CredentialWriter) throws {
+    static func allowIdling(_ writer: any CredentialWriter) async throws {
         try (writer as! PostgresCredentialWriter).link.query("SET LOCAL idle_in_transaction_session_timeout = '60s'")
     }
 
@@ -72,7 +72,7 @@ import TokenVaultTesting
         let outcome: Result<Void, any Error>
         do {
             try await backend.write(durability: .full) { writer in
-                _ = try writer.updateSchedule(written)
+                _ = try await writer.updateSchedule(written)
                 // This connection now sits idle in its transaction: end it from outside.
                 let ended = try server.psql(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
@@ -100,7 +100,7 @@ import TokenVaultTesting
         defer { nodes.close() }
         let id = try CredentialID("pay/frozen")
         try await nodes.fixture.vault.put(id, payload: Self.payload("one"), provider: "idp")
-        let waited = try await Self.whileNode2IsFrozen(nodes, holding: { _ = try $0.record(id) }) {
+        let waited = try await Self.whileNode2IsFrozen(nodes, holding: { _ = try await $0.record(id) }) {
             try await nodes.fixture.vault.put(id, payload: Self.payload("two"), provider: "idp")
         }
         #expect(waited < .seconds(17), "the write waited \(waited)")
@@ -114,7 +114,9 @@ import TokenVaultTesting
         defer { nodes.close() }
         try await nodes.node2.appendAudits([Self.audit(nil, nodes.fixture.clock.now)])
         let id = try CredentialID("pay/audited")
-        let waited = try await Self.whileNode2IsFrozen(nodes, for: 12, holding: { try $0.lockAuditChain("node-2") }) {
+        let waited = try await Self.whileNode2IsFrozen(
+            nodes, for: 12, holding: { try await $0.lockAuditChain("node-2") }
+        ) {
             try await nodes.fixture.vault.put(
                 id, payload: Self.payload("one"), provider: "idp", audit: Self.audit(id, nodes.fixture.clock.now))
             try await nodes.fixture.vault.appendAudits([Self.audit(nil, nodes.fixture.clock.now)])
@@ -135,16 +137,16 @@ import TokenVaultTesting
     /// frozen for `seconds` in a transaction in which it did `hold`; returns how long `write` took.
     static func whileNode2IsFrozen(
         _ nodes: TwoNodes, for seconds: Double = 30,
-        holding hold: @escaping @Sendable (any CredentialWriter) throws -> Void,
+        holding hold: @escaping @Sendable (any CredentialWriter) async throws -> Void,
         _ write: () async throws -> Void
     ) async throws -> Duration {
         let database2 = nodes.database2
         let holds = DispatchSemaphore(value: 0)
         // The transaction runs on a thread of the store's own, where its sleep stalls nobody else.
         async let frozen: Void? = try? database2.write(durability: .full) { writer in
-            try hold(writer)
+            try await hold(writer)
             holds.signal()
-            Thread.sleep(forTimeInterval: seconds)
+            try await Task.sleep(for: .seconds(seconds))
         }
         try await offThePool { holds.wait() }
         let started = ContinuousClock.now
@@ -372,17 +374,17 @@ import TokenVaultTesting
         // On a thread of the store's own, where its sleep stalls nobody else.
         let holds = DispatchSemaphore(value: 0)
         async let holding: Void = database2.write(durability: .full) { writer in
-            try Self.allowIdling(writer)
-            try writer.save(record)
+            try await Self.allowIdling(writer)
+            try await writer.save(record)
             holds.signal()
             // Long enough that a loaded machine cannot let it end before node 1 has tried.
-            Thread.sleep(forTimeInterval: 12)
+            try await Task.sleep(for: .seconds(12))
         }
         try await offThePool { holds.wait() }
         let node1 = nodes.fixture.backend
         let started = ContinuousClock.now
         await #expect {
-            try await node1.write(durability: .full) { writer in try writer.save(record) }
+            try await node1.write(durability: .full) { writer in try await writer.save(record) }
         } throws: {
             ($0 as? VaultError)?.code == .storageUnavailable
         }
@@ -390,7 +392,7 @@ import TokenVaultTesting
         // The 5 s lock timeout, with room for a loaded machine, and well short of the 12 s hold.
         #expect(waited >= .seconds(4) && waited < .seconds(10), "waited \(waited)")
         try await holding
-        try await node1.write(durability: .full) { writer in try writer.save(record) }
+        try await node1.write(durability: .full) { writer in try await writer.save(record) }
     }
 
     /// Refresh work spreads over the nodes instead of queueing: a node does not wait for a
@@ -408,12 +410,12 @@ import TokenVaultTesting
         let holds = DispatchSemaphore(value: 0)
         let released = Atomic(false)
         async let holding: Void = database2.write(durability: .full) { writer in
-            try Self.allowIdling(writer)
-            _ = try writer.record(id)
-            try writer.save(record)
+            try await Self.allowIdling(writer)
+            _ = try await writer.record(id)
+            try await writer.save(record)
             holds.signal()
             // Long enough that a loaded machine cannot let it end before node 1 has tried.
-            Thread.sleep(forTimeInterval: 10)
+            try await Task.sleep(for: .seconds(10))
             released.store(true, ordering: .sequentiallyConsistent)
         }
         // Until node 2 holds the lock (a fixed head start was not enough on a loaded machine).

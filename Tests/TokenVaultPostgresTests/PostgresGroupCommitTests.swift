@@ -35,9 +35,9 @@ import TokenVaultTesting
 
     /// One write transaction, with the PostgreSQL writer itself.
     static func write<Value: Sendable>(
-        _ database: PostgresDatabase, _ body: @escaping @Sendable (PostgresCredentialWriter) throws -> Value
+        _ database: PostgresDatabase, _ body: @escaping @Sendable (PostgresCredentialWriter) async throws -> Value
     ) async throws -> Value {
-        try await database.write(durability: .full) { try body($0 as! PostgresCredentialWriter) }
+        try await database.write(durability: .full) { try await body($0 as! PostgresCredentialWriter) }
     }
 
     /// One transaction, three claimed credentials: one round trip reads them all, each write reads
@@ -53,40 +53,40 @@ import TokenVaultTesting
         let attempt = Self.attempt(for: b, owner: "node-1/x", at: now)
         struct Undone: Error {}
         let results = try await Self.write(fixture.database) { writer in
-            try writer.prefetch([a.id, b.id, c.id, d.id])
+            try await writer.prefetch([a.id, b.id, c.id, d.id])
             let sent = writer.changesSent
             var first = ScheduleUpdate(a)
             first.refreshAt = now.adding(seconds: 60)
-            let applied = try writer.savepoint { try writer.updateSchedule(first) }
-            let undone = Result<Void, any Error> {
-                try writer.savepoint {
+            let applied = try await writer.savepoint { try await writer.updateSchedule(first) }
+            let undone = await caught {
+                try await writer.savepoint {
                     var second = ScheduleUpdate(b)
                     second.refreshAt = now.adding(seconds: 999)
-                    _ = try writer.updateSchedule(second)
+                    _ = try await writer.updateSchedule(second)
                     throw Undone()
                 }
             }
-            let begun = try writer.savepoint { () -> RefreshAttempt? in
-                guard try writer.recordUnlessBusy(b.id)?.metadata.generation == b.generation else { return nil }
-                try writer.beginAttempt(attempt)
-                return try writer.openAttempt(for: b.id)
+            let begun = try await writer.savepoint { () -> RefreshAttempt? in
+                guard try await writer.recordUnlessBusy(b.id)?.metadata.generation == b.generation else { return nil }
+                try await writer.beginAttempt(attempt)
+                return try await writer.openAttempt(for: b.id)
             }
-            let stale = try writer.savepoint {
+            let stale = try await writer.savepoint {
                 var update = ScheduleUpdate(c)
                 update.generation += 1
-                return try writer.updateSchedule(update)
+                return try await writer.updateSchedule(update)
             }
             // Planned from a status the row no longer has: not applied, in memory or when sent.
-            let otherStatus = try writer.savepoint {
+            let otherStatus = try await writer.savepoint {
                 var update = ScheduleUpdate(d)
                 update.expectedStatus = .needsReauth
                 update.status = .failing
-                return try writer.updateSchedule(update)
+                return try await writer.updateSchedule(update)
             }
             // What the writes read is what they changed, before anything was sent.
-            let readBack = try writer.record(a.id)?.metadata.refreshAt
+            let readBack = try await writer.record(a.id)?.metadata.refreshAt
             let unsent = writer.changesSent == sent
-            try writer.finishGroup()
+            try await writer.finishGroup()
             return (applied, undone, begun, stale, readBack, unsent, otherStatus)
         }
         #expect(!results.6, "a schedule planned from another status was reported applied")
@@ -120,7 +120,7 @@ import TokenVaultTesting
         let fixture = try await Self.fixture()
         let a = try await Self.put(fixture, "a")
         let attempt = Self.attempt(for: a, owner: "node-gone", at: fixture.clock.now)
-        try await Self.write(fixture.database) { try $0.beginAttempt(attempt) }
+        try await Self.write(fixture.database) { try await $0.beginAttempt(attempt) }
         let other = try fixture.vault.open(auditChain: "node-2")
         defer { other.backend.close() }
         let database = fixture.database
@@ -129,17 +129,18 @@ import TokenVaultTesting
         do {
             outcome = .success(
                 try await database.write(durability: .full) { writer in
-                    try writer.prefetch([a.id])
+                    try await writer.prefetch([a.id])
                     #expect(try waitOnThisThread { try await otherBackend.forgetNode("node-gone") } == 1)
-                    let closed = try writer.savepoint {
-                        let closed = try writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: "node-gone")
-                        var row = try #require(try writer.record(a.id))
+                    let closed = try await writer.savepoint {
+                        let closed = try await writer.closeSucceededAttempt(
+                            attemptID: attempt.attemptID, owner: "node-gone")
+                        var row = try await #require(try writer.record(a.id))
                         row.metadata.generation += 1
-                        try writer.save(row)
+                        try await writer.save(row)
                         return closed
                     }
                     #expect(closed, "answered from what was read")
-                    try writer.finishGroup()
+                    try await writer.finishGroup()
                 })
         } catch {
             outcome = .failure(error)
@@ -201,19 +202,19 @@ import TokenVaultTesting
         async let held: Void = backend2.write(durability: .full) { writer in
             // The checks below may take the server's 10 s of idleness on a loaded machine
             // (CI failed once when the server ended this session and let go of `a`).
-            try PostgresChangeTests.allowIdling(writer)
-            _ = try writer.record(a.id)
+            try await PostgresChangeTests.allowIdling(writer)
+            _ = try await writer.record(a.id)
             var update = ScheduleUpdate(a)
             update.refreshFailures = 7
-            _ = try writer.updateSchedule(update)
+            _ = try await writer.updateSchedule(update)
             holding.signal()
             release.wait()
         }
         try await offThePool { holding.wait() }
         let busy = try await Self.write(fixture.database) { writer -> Bool in
-            try writer.prefetch([a.id])
+            try await writer.prefetch([a.id])
             do {
-                _ = try writer.savepoint { try writer.recordUnlessBusy(a.id) }
+                _ = try await writer.savepoint { try await writer.recordUnlessBusy(a.id) }
                 return false
             } catch let error as VaultError where error.code == .conflict {
                 return true
@@ -228,8 +229,8 @@ import TokenVaultTesting
         #expect((try? splitLate.get()) == true, "a group holding b (locked late) waited for a: \(splitLate)")
         let started = ContinuousClock.now
         async let waited = Self.write(fixture.database) { writer -> Int? in
-            try writer.prefetch([a.id])
-            return try writer.savepoint { try writer.record(a.id)?.metadata.refreshFailures }
+            try await writer.prefetch([a.id])
+            return try await writer.savepoint { try await writer.record(a.id)?.metadata.refreshFailures }
         }
         // Released from a thread of its own: a sleep on the cooperative pool, starved by the other
         // tests of a loaded machine, once outlasted the waiting write's 5 s lock timeout.
@@ -251,9 +252,9 @@ import TokenVaultTesting
         do {
             return .success(
                 try await write(database) { writer -> Bool in
-                    try writer.prefetch(claims)
+                    try await writer.prefetch(claims)
                     do {
-                        for id in ids { _ = try writer.savepoint { try writer.record(id) } }
+                        for id in ids { _ = try await writer.savepoint { try await writer.record(id) } }
                         return false
                     } catch is WriteGroupSplit {
                         return true

@@ -15,7 +15,7 @@ import TokenVaultTesting
         let database = try #require(fixture.backend as? PostgresDatabase)
         let id = try CredentialID("pay/prepared")
         try await fixture.vault.put(id, payload: PostgresChangeTests.payload("one"), provider: "idp")
-        let reader = database.readers.links[0]
+        let reader = database.readers.connections[0]
         let executions = try await offThePool {
             for _ in 0..<3 { #expect(try reader.credentialRecord(id)?.metadata.id == id) }
             return try reader.query(
@@ -48,7 +48,7 @@ import TokenVaultTesting
         let name = try #require(fixture.postgresDatabase)
         let id = try CredentialID("pay/migrated")
         try await fixture.vault.put(id, payload: PostgresChangeTests.payload("one"), provider: "idp")
-        let reader = database.readers.links[0]
+        let reader = database.readers.connections[0]
         try await offThePool { _ = try reader.credentialRecord(id) }
         _ = try server.psql("ALTER TABLE credentials ALTER COLUMN token_type TYPE varchar(64)", database: name)
         let record = try await offThePool { try reader.credentialRecord(id) }
@@ -63,9 +63,9 @@ import TokenVaultTesting
         let server = try #require(fixture.vault.server)
         let name = try #require(fixture.vault.postgresDatabase)
         let a = try await PostgresGroupCommitTests.put(fixture, "a")
-        let read = { @Sendable (writer: PostgresCredentialWriter) in
-            try writer.prefetch([a.id])
-            return try writer.record(a.id)?.metadata.tokenType
+        let read = { @Sendable (writer: PostgresCredentialWriter) async throws in
+            try await writer.prefetch([a.id])
+            return try await writer.record(a.id)?.metadata.tokenType
         }
         #expect(try await PostgresGroupCommitTests.write(fixture.database, read) == "Bearer")
         let prepared = try await PostgresGroupCommitTests.write(fixture.database) { writer in
@@ -130,12 +130,12 @@ import TokenVaultTesting
         await #expect(throws: (any Error).self) {
             try await PostgresGroupCommitTests.write(fixture.database) { writer in
                 _ = try? writer.link.query("SELECT 1/0")
-                try writer.prefetch([a.id])
+                try await writer.prefetch([a.id])
             }
         }
-        let read = { @Sendable (writer: PostgresCredentialWriter) in
-            try writer.prefetch([a.id])
-            return try writer.record(a.id)?.metadata.tokenType
+        let read = { @Sendable (writer: PostgresCredentialWriter) async throws in
+            try await writer.prefetch([a.id])
+            return try await writer.record(a.id)?.metadata.tokenType
         }
         #expect(try await PostgresGroupCommitTests.write(fixture.database, read) == "Bearer")
     }

@@ -66,7 +66,7 @@ extension StorageContractTests {
         let fixture = try await TestBackendVault.make(kind)
         let id = try CredentialID("pay/answered")
         try await fixture.backend.write(durability: .full) {
-            try $0.recordReceivedAnswer("exchange:a1", credentialID: id, at: fixture.clock.now)
+            try await $0.recordReceivedAnswer("exchange:a1", credentialID: id, at: fixture.clock.now)
         }
         await #expect(try fixture.backend.isAnswerStored("exchange:a1"))
         await #expect(try !fixture.backend.isAnswerStored("exchange:a2"))

@@ -265,19 +265,19 @@ import TokenVaultTesting
         let (a, b, c) = (try CredentialID("pay/a"), try CredentialID("pay/b"), try CredentialID("pay/c"))
         for id in [a, b, c] { try await fixture.vault.put(id, payload: Self.payload("\(id)"), provider: "idp") }
         let alone = try await fixture.backend.write(durability: .full) { writer in
-            Result {
-                try writer.savepoint {
-                    _ = try writer.delete(a); throw Refused()
+            await caught {
+                try await writer.savepoint {
+                    _ = try await writer.delete(a); throw Refused()
                 }
             }
         }
         #expect(throws: Refused.self) { try alone.get() }
         let pair = try await fixture.backend.write(durability: .full) { writer in
             (
-                Result { try writer.savepoint { try writer.delete(b) } },
-                Result {
-                    try writer.savepoint {
-                        _ = try writer.delete(c); throw Refused()
+                await caught { try await writer.savepoint { try await writer.delete(b) } },
+                await caught {
+                    try await writer.savepoint {
+                        _ = try await writer.delete(c); throw Refused()
                     }
                 }
             )
@@ -324,7 +324,7 @@ import TokenVaultTesting
         }
         await #expect(throws: Refused.self) {
             try await backend.write(durability: .full) { writer in
-                try writer.save(bumped(written))
+                try await writer.save(bumped(written))
                 throw Refused()
             }
         }
@@ -333,10 +333,10 @@ import TokenVaultTesting
         let other = try await #require(try backend.record(b))
         let results = try await backend.write(durability: .full) { writer in
             (
-                Result { try writer.savepoint { try writer.save(bumped(written)) } },
-                Result {
-                    try writer.savepoint {
-                        try writer.save(bumped(other))
+                await caught { try await writer.savepoint { try await writer.save(bumped(written)) } },
+                await caught {
+                    try await writer.savepoint {
+                        try await writer.save(bumped(other))
                         throw Refused()
                     }
                 }

@@ -79,17 +79,18 @@ import TokenVaultTesting
         let row = NewWebhookDelivery(
             endpoint: "a", messageID: "msg_1", kind: "credential.refresh_failing", credentialID: id, payload: [],
             delaySeconds: 600)
-        try await fixture.backend.write(durability: .full) { try $0.insertWebhookDeliveries([row, row]) }
+        try await fixture.backend.write(durability: .full) { try await $0.insertWebhookDeliveries([row, row]) }
         await #expect(
             try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).count == 1, "one row per message")
         await #expect(try Self.claim(fixture.backend, "n1", "a").isEmpty)
         await #expect(
-            try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: "b") }
+            try fixture.backend.write(durability: .full) { try await $0.cancelDelayedWebhooks(for: id, endpoint: "b") }
                 .isEmpty)
         await #expect(
-            try fixture.backend.write(durability: .full) { try $0.cancelDelayedWebhooks(for: id, endpoint: nil) } == [
-                "a"
-            ])
+            try fixture.backend.write(durability: .full) { try await $0.cancelDelayedWebhooks(for: id, endpoint: nil) }
+                == [
+                    "a"
+                ])
         await #expect(try fixture.backend.webhookDeliveries(state: nil, after: nil, limit: 10).isEmpty)
     }
 

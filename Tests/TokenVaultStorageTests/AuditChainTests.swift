@@ -213,7 +213,7 @@ import TokenVaultTesting
         let older = try #require(anchors.first { $0.chain == "node-a" })
         var stale = older
         (stale.rowID, stale.position) = (1, 1)
-        try await fixture.database.write(durability: .normal) { [stale] in try $0.setAuditChainEnd(stale) }
+        try await fixture.database.write(durability: .normal) { [stale] in try await $0.setAuditChainEnd(stale) }
         await #expect(try fixture.database.auditChainEnds().contains(older))
         // New rows continue each chain after its anchor.
         try await node("node-b").appendAudits([try AuditBatchTests.event(5)])

@@ -59,7 +59,7 @@ import TokenVaultTesting
             guard var row = try await database.record(id) else { Issue.record("the row is gone"); return }
             row.metadata.generation += 1
             let written = row.metadata.generation
-            try await database.write(durability: .normal) { [row] in try $0.save(row) }
+            try await database.write(durability: .normal) { [row] in try await $0.save(row) }
             if try await database.record(id)?.metadata.generation != written { stale += 1 }
         }
         stop.raised.store(true, ordering: .relaxed)
@@ -82,7 +82,7 @@ import TokenVaultTesting
             while !stop.raised.load(ordering: .relaxed) {
                 guard var row = try await database.record(id) else { return }
                 row.metadata.generation += 1
-                try await database.write(durability: .normal) { [row] in try $0.save(row) }
+                try await database.write(durability: .normal) { [row] in try await $0.save(row) }
             }
         }
         var behind = 0
@@ -115,7 +115,7 @@ import TokenVaultTesting
         guard var row = try database.withReader({ try SQLiteDatabase.record(a, on: $0) }) else { return }
         row.metadata.generation += 1
         let written = row.metadata.generation
-        try await database.write(durability: .normal) { [row] in try $0.save(row) }
+        try await database.write(durability: .normal) { [row] in try await $0.save(row) }
         #expect(try database.withReader { try SQLiteDatabase.record(a, on: $0) }?.metadata.generation == written)
         await #expect(try database.record(a)?.metadata.generation == written)
     }

@@ -29,11 +29,11 @@ public final class FailingStore: CredentialStore, Sendable {
     public var failures: Int { failed.withLock { $0 } }
 
     public func write<Result: Sendable>(
-        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
         let (result, journalled) = try await base.write(durability: durability) { [self] writer in
             let spy = SavingSpy(writer)
-            let result = try body(spy)
+            let result = try await body(spy)
             let fail = remaining.withLock { count -> Bool in
                 guard spy.saved, count > 0 else { return false }
                 count -= 1
@@ -94,18 +94,18 @@ private final class SavingSpy: ForwardingWriter {
     var saved = false
     var journalled = false
 
-    override func beginAttempt(_ attempt: RefreshAttempt) throws {
+    override func beginAttempt(_ attempt: RefreshAttempt) async throws {
         journalled = true
-        try base.beginAttempt(attempt)
+        try await base.beginAttempt(attempt)
     }
 
-    override func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+    override func renewLease(attemptID: String, owner: String, until: Timestamp) async throws {
         journalled = true
-        try base.renewLease(attemptID: attemptID, owner: owner, until: until)
+        try await base.renewLease(attemptID: attemptID, owner: owner, until: until)
     }
 
-    override func save(_ record: SealedCredentialRecord) throws {
+    override func save(_ record: SealedCredentialRecord) async throws {
         saved = true
-        try base.save(record)
+        try await base.save(record)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenVaultCore
+import TokenVaultStorage
 
 /// A `CredentialStore` and `KeyTermStore` in memory, for unit tests of logic above storage.
 /// Write transactions work on a copy that replaces the state only when the body returns.
@@ -30,6 +31,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     private var state = State()
     private let lock = NSLock()
+    /// The writers' turn: one transaction at a time, as on SQLite's one writer.
+    private let writerTurn = ConnectionLender([WriterTurn()])
+    private final class WriterTurn: Sendable {}
+    private let transactionThread = TransactionThread()
     private let writesUnderWay = Atomic<Int>(0)
     private let mostWrites = Atomic<Int>(0)
     /// Told, at each transaction's `finishGroup`, the claims it was given (`prefetch`; none
@@ -130,18 +135,19 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     }
 
     public func write<Result: Sendable>(
-        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
-        // On a thread of its own, as a backend runs a transaction: a body may wait (a test's).
-        try await ThreadExecutor().run { [self] in
-            _ = mostWrites.max(writesUnderWay.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            defer { writesUnderWay.subtract(1, ordering: .relaxed) }
-            return try lock.withLock {
-                let writer = Writer(state: state, groupObserver: groupObserver)
-                let result = try body(writer)
-                state = writer.state
-                return result
-            }
+        _ = mostWrites.max(writesUnderWay.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+        defer { writesUnderWay.subtract(1, ordering: .relaxed) }
+        // On a thread of its own, one transaction at a time, as a backend runs them: a body may
+        // wait (a test's).
+        return try await withTaskExecutorPreference(transactionThread) { [self] in
+            let turn = await writerTurn.take()
+            defer { writerTurn.giveBack(turn) }
+            let writer = Writer(state: lock.withLock { state }, groupObserver: groupObserver)
+            let result = try await body(writer)
+            lock.withLock { state = writer.state }
+            return result
         }
     }
 
@@ -161,15 +167,15 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             self.groupObserver = groupObserver
         }
 
-        func prefetch(_ claims: [CredentialID]) throws { self.claims = claims }
+        func prefetch(_ claims: [CredentialID]) async throws { self.claims = claims }
 
-        func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
+        func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) async throws {
             for row in rows
             where !state.webhooks.contains(where: { $0.endpoint == row.endpoint && $0.messageID == row.messageID }) {
                 state.webhooks.append(row)
             }
         }
-        func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+        func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) async throws -> Set<String> {
             state.webhookCancels += 1
             let gone = state.webhooks.filter {
                 $0.credentialID == id && $0.delaySeconds > 0 && (endpoint == nil || $0.endpoint == endpoint)
@@ -177,68 +183,68 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             state.webhooks.removeAll { row in gone.contains(row) }
             return Set(gone.map(\.endpoint))
         }
-        func finishGroup() throws { try groupObserver?(claims, writes) }
+        func finishGroup() async throws { try groupObserver?(claims, writes) }
 
-        func record(_ id: CredentialID) throws -> SealedCredentialRecord? { state.credentials[id] }
-        func activeTerm() throws -> UInt32 {
+        func record(_ id: CredentialID) async throws -> SealedCredentialRecord? { state.credentials[id] }
+        func activeTerm() async throws -> UInt32 {
             guard let active = state.terms.values.first(where: \.isActive) else {
                 throw VaultError.storage("this vault has no active data key term")
             }
             return active.term
         }
-        func save(_ record: SealedCredentialRecord) throws { state.credentials[record.metadata.id] = record }
-        func delete(_ id: CredentialID) throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
-        func lockAuditChain(_ chain: String) throws {}
-        func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+        func save(_ record: SealedCredentialRecord) async throws { state.credentials[record.metadata.id] = record }
+        func delete(_ id: CredentialID) async throws -> Bool { state.credentials.removeValue(forKey: id) != nil }
+        func lockAuditChain(_ chain: String) async throws {}
+        func lastAuditRow(in chain: String) async throws -> (position: Int64, mac: [UInt8]?)? {
             state.audit.last { $0.chain == chain }.map { ($0.position, $0.mac) }
         }
-        func newAuditIDs(_ count: Int) throws -> [Int64] {
+        func newAuditIDs(_ count: Int) async throws -> [Int64] {
             defer { state.lastAuditID += Int64(count) }
             return (0..<Int64(count)).map { state.lastAuditID + 1 + $0 }
         }
-        func insertAudits(_ rows: [StoredAuditEvent]) throws { state.audit += rows }
-        func deleteAudits(_ ids: [Int64]) throws -> Int {
+        func insertAudits(_ rows: [StoredAuditEvent]) async throws { state.audit += rows }
+        func deleteAudits(_ ids: [Int64]) async throws -> Int {
             let before = state.audit.count
             let gone = Set(ids)
             state.audit.removeAll { gone.contains($0.id) }
             return before - state.audit.count
         }
-        func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
+        func auditRows(after: Int64, limit: Int) async throws -> [StoredAuditEvent] {
             Array(state.audit.filter { $0.id > after }.prefix(limit))
         }
-        func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+        func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) async throws -> AuditChainEnd? {
             state.auditEnds["\(chain)/\(name)"]
         }
-        func setAuditChainEnd(_ end: AuditChainEnd) throws {
+        func setAuditChainEnd(_ end: AuditChainEnd) async throws {
             let key = "\(end.chain)/\(end.name)"
             if let stored = state.auditEnds[key], stored.position >= end.position { return }
             state.auditEnds[key] = end
         }
-        func auditRowCount() throws -> Int { state.audit.count }
+        func auditRowCount() async throws -> Int { state.audit.count }
 
-        func nodeBeat(_ node: String) throws -> Int64? { state.nodes[node]?.beat }
+        func nodeBeat(_ node: String) async throws -> Int64? { state.nodes[node]?.beat }
 
-        func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+        func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) async throws {
             state.receivedAnswers.insert(callKey)
         }
 
-        func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+        func openAttempt(for id: CredentialID) async throws -> RefreshAttempt? {
             state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt
         }
 
-        func beginAttempt(_ attempt: RefreshAttempt) throws {
-            guard try openAttempt(for: attempt.credentialID) == nil else {
+        func beginAttempt(_ attempt: RefreshAttempt) async throws {
+            guard try await openAttempt(for: attempt.credentialID) == nil else {
                 throw VaultError.conflict("credential \(attempt.credentialID) already has an open refresh attempt")
             }
             state.attempts[attempt.attemptID] = JournalEntry(attempt: attempt, state: .open)
         }
 
-        func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+        func renewLease(attemptID: String, owner: String, until: Timestamp) async throws {
             state.attempts[attemptID]?.attempt.leaseOwner = owner
             state.attempts[attemptID]?.attempt.leaseExpiresAt = until
         }
 
-        func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+        func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool {
             guard let entry = state.attempts[attemptID], entry.state == .open, entry.attempt.leaseOwner == owner else {
                 return false
             }
@@ -254,7 +260,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             state.attempts[attemptID]?.finishedAt = at
         }
 
-        func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+        func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool {
             guard var record = state.credentials[update.id], record.metadata.generation == update.generation else {
                 return false
             }
@@ -267,10 +273,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             return true
         }
 
-        func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+        func savepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
             writes += 1
             let saved = state
-            do { return try body() } catch {
+            do { return try await body() } catch {
                 state = saved
                 throw error
             }

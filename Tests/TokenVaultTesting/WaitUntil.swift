@@ -17,3 +17,8 @@ extension Array {
         return result
     }
 }
+
+/// `Result(catching:)` for a body that awaits.
+public func caught<T>(_ body: () async throws -> T) async -> Result<T, any Error> {
+    do { return .success(try await body()) } catch { return .failure(error) }
+}

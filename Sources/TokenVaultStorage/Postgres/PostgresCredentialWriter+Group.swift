@@ -22,7 +22,7 @@ extension PostgresCredentialWriter {
     /// busy: a write that skips busy rows (`recordUnlessBusy`) skips it, one that must wait for it
     /// splits the group (`lockLate`), so that a group never waits for one lock while holding
     /// others.
-    func prefetch(_ claims: [CredentialID]) throws {
+    func prefetch(_ claims: [CredentialID]) async throws {
         guard group == nil, !claims.isEmpty else { return }
         let ids = Array(Set(claims.map(\.description)))
         // The rows are read by the next statement, which starts once the locks are had: it sees
@@ -84,7 +84,7 @@ extension PostgresCredentialWriter {
         }
     }
 
-    func finishGroup() throws {
+    func finishGroup() async throws {
         guard group != nil else { return }
         if let splitReason { throw WriteGroupSplit(splitReason) }
         if partialFailure {

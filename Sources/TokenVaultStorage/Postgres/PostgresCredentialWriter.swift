@@ -72,7 +72,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// it started, so a SELECT that waited for the lock inside itself would still see the row as
     /// it was before the other node's commit (the multi-node kill test caught exactly that: a
     /// spent refresh token presented again). The SELECT after the lock sees the committed row.
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+    func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         cacheWrites.lockedRead(id)
         if let entry = group?.locked(id) { return entry.row }
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
@@ -85,7 +85,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         return try tracked { try $0.credentialRecord(id) }
     }
 
-    func recordUnlessBusy(_ id: CredentialID) throws -> SealedCredentialRecord? {
+    func recordUnlessBusy(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         if let entry = group?.entries[id] {
             guard !entry.busy else { throw Self.busy(id) }
             cacheWrites.lockedRead(id)
@@ -131,7 +131,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         VaultError.conflict("credential \(id) is being written by another process")
     }
 
-    func activeTerm() throws -> UInt32 {
+    func activeTerm() async throws -> UInt32 {
         if let term { return term }
         guard
             let read = try run("SELECT term FROM key_terms WHERE state = 'active'").rows.first
@@ -147,7 +147,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         ON CONFLICT (id) DO UPDATE SET \(CredentialColumn.updateList)
         """
 
-    func save(_ record: SealedCredentialRecord) throws {
+    func save(_ record: SealedCredentialRecord) async throws {
         let id = record.metadata.id
         touch(id)
         if group?.locked(id) != nil {
@@ -161,7 +161,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         cacheWrites.saved(record)
     }
 
-    func delete(_ id: CredentialID) throws -> Bool {
+    func delete(_ id: CredentialID) async throws -> Bool {
         touch(id)
         try lockLate(id)
         let deleted =
@@ -199,7 +199,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             startedAt: Timestamp(milliseconds: started))
     }
 
-    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+    func openAttempt(for id: CredentialID) async throws -> RefreshAttempt? {
         if let entry = group?.locked(id) { return entry.openAttempt }
         return try run(
             """
@@ -211,7 +211,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// Another node's open attempt (committed after this transaction looked) makes this insert do
     /// nothing: that is a lease held elsewhere, reported as a conflict for the ledger to read so.
-    func beginAttempt(_ attempt: RefreshAttempt) throws {
+    func beginAttempt(_ attempt: RefreshAttempt) async throws {
         let id = attempt.credentialID
         if let entry = group?.locked(id) {
             guard entry.openAttempt == nil else { throw Self.attemptOpen(id) }
@@ -236,7 +236,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         VaultError.conflict("credential \(id) already has an open refresh attempt")
     }
 
-    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+    func renewLease(attemptID: String, owner: String, until: Timestamp) async throws {
         try change(
             """
             UPDATE refresh_attempts SET lease_owner = \(owner), lease_expires_at = \(until.milliseconds)
@@ -250,7 +250,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         }
     }
 
-    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) async throws {
         try change(
             """
             UPDATE refresh_attempts SET state = \(state.rawValue), outcome = \(outcome), finished_at = \(at.milliseconds)
@@ -259,7 +259,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         if let id = group?.credential(withOpenAttempt: attemptID) { group?.update(id) { $0.openAttempt = nil } }
     }
 
-    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+    func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool {
         if let id = group?.credential(withOpenAttempt: attemptID) {
             let closes = group?.entries[id]?.openAttempt?.leaseOwner == owner
             try keep(.closeAttempt(attemptID: attemptID, owner: owner, credential: id, closes: closes), id) {
@@ -275,7 +275,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         ).rows.count == 1
     }
 
-    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+    func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool {
         touch(update.id)
         if let entry = group?.locked(update.id) {
             let applies = entry.row.map { update.applies(to: $0.metadata) } ?? false
@@ -306,15 +306,15 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// after splits the group (`finishGroup`).
     private(set) var rollbackOnly = false
 
-    func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+    func savepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         guard !rollbackOnly else {
             throw VaultError.storageUnavailable("an earlier write of this transaction failed; it is rolled back")
         }
         savepoints += 1
-        if group != nil { return try groupSavepoint(body) }
+        if group != nil { return try await groupSavepoint(body) }
         if savepoints == 1 {
             do {
-                return try body()
+                return try await body()
             } catch {
                 rollbackOnly = true
                 cacheWrites.aWriteThrew = true
@@ -325,7 +325,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         try link.send(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
         let lockedBefore = lockedChains
         do {
-            let result = try body()
+            let result = try await body()
             try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             return result
         } catch {
@@ -339,7 +339,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// A write of a group: undone in memory when it throws before anything of it was sent;
     /// otherwise the group is split (`finishGroup`), or, a group of one, rolled back.
-    private func groupSavepoint<Result>(_ body: () throws -> Result) throws -> Result {
+    private func groupSavepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         if partialFailure, splitReason == nil {
             splitReason = "an earlier write of the group failed after part of it was sent"
         }
@@ -347,7 +347,7 @@ final class PostgresCredentialWriter: CredentialWriter {
         group?.beginWrite()
         let sentBefore = changesSent
         do {
-            return try body()
+            return try await body()
         } catch {
             cacheWrites.aWriteThrew = true
             if changesSent == sentBefore && statementFailure == nil {
@@ -372,7 +372,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// A chain's turn: an advisory lock on its name's hash (seeded apart from the credentials'
     /// locks), so only this node's own audited writes take turns on it.
-    func lockAuditChain(_ chain: String) throws {
+    func lockAuditChain(_ chain: String) async throws {
         guard !lockedChains.contains(chain) else { return }
         try run("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
         lockedChains.insert(chain)
@@ -402,7 +402,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             mac: mac.map { Array($0.readableBytesView) })
     }
 
-    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+    func lastAuditRow(in chain: String) async throws -> (position: Int64, mac: [UInt8]?)? {
         try run(
             "SELECT position, mac FROM audit_events WHERE chain = \(chain) ORDER BY position DESC LIMIT 1"
         ).rows.first.map { row in
@@ -412,12 +412,12 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     /// From the sequence: never given twice, whichever node asks.
-    func newAuditIDs(_ count: Int) throws -> [Int64] {
+    func newAuditIDs(_ count: Int) async throws -> [Int64] {
         try run("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
             .map { try $0.decode(Int64.self) }.sorted()
     }
 
-    func insertAudits(_ rows: [StoredAuditEvent]) throws {
+    func insertAudits(_ rows: [StoredAuditEvent]) async throws {
         // Multi-row VALUES, 500 rows (7,000 binds) per statement.
         for start in stride(from: 0, to: rows.count, by: 500) {
             let chunk = rows[start..<min(rows.count, start + 500)]
@@ -450,17 +450,17 @@ final class PostgresCredentialWriter: CredentialWriter {
         }
     }
 
-    func deleteAudits(_ ids: [Int64]) throws -> Int {
+    func deleteAudits(_ ids: [Int64]) async throws -> Int {
         try change("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
     }
 
-    func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
+    func auditRows(after: Int64, limit: Int) async throws -> [StoredAuditEvent] {
         try run(
             "SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))"
         ).rows.map(Self.auditRow)
     }
 
-    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) async throws -> AuditChainEnd? {
         try run(
             """
             SELECT \(unescaped: Self.chainEndColumns) FROM audit_chain
@@ -478,7 +478,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             seal: Array(seal.readableBytesView))
     }
 
-    func setAuditChainEnd(_ end: AuditChainEnd) throws {
+    func setAuditChainEnd(_ end: AuditChainEnd) async throws {
         try change(
             """
             INSERT INTO audit_chain (\(unescaped: Self.chainEndColumns))
@@ -490,7 +490,7 @@ final class PostgresCredentialWriter: CredentialWriter {
             """)
     }
 
-    func auditRowCount() throws -> Int {
+    func auditRowCount() async throws -> Int {
         Int(try run("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
     }
 }

@@ -119,24 +119,22 @@ extension PostgresDatabase: CredentialStore {
     /// until it has ended (other nodes hear of it through the change trigger); rows it wrote
     /// whole are cached as written once it has committed (`RecordCache.endWrites`).
     public func write<Result: Sendable>(
-        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
-        try await threads.run { [self] in
-            try writers.withLink { link in
-                let transaction = PostgresCredentialWriter(link: link, cache: cache)
-                var committed = false
-                // Also after a failure: a commit whose outcome is unknown may have happened.
-                defer { cache.end(transaction.cacheWrites, committed: committed) }
-                let result = try link.transaction(
-                    begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
-                    rollbackOnly: { transaction.rollbackOnly }
-                ) { try body(transaction) }
-                // A statement that failed leaves the transaction aborted, and PostgreSQL answers its
-                // COMMIT with a rollback, not an error: nothing of it is kept then.
-                committed = transaction.statementFailure == nil
-                return result
-            }
-        }
+        let link = await writers.take()
+        defer { writers.giveBack(link) }
+        let transaction = PostgresCredentialWriter(link: link, cache: cache)
+        var committed = false
+        // Also after a failure: a commit whose outcome is unknown may have happened.
+        defer { cache.end(transaction.cacheWrites, committed: committed) }
+        let result = try await link.transaction(
+            begin: [Self.lockTimeout] + (durability == .full ? [] : ["SET LOCAL synchronous_commit = off"]),
+            rollbackOnly: { transaction.rollbackOnly }
+        ) { try await body(transaction) }
+        // A statement that failed leaves the transaction aborted, and PostgreSQL answers its
+        // COMMIT with a rollback, not an error: nothing of it is kept then.
+        committed = transaction.statementFailure == nil
+        return result
     }
 }
 

@@ -85,7 +85,7 @@ extension PostgresDatabase {
 
 extension PostgresCredentialWriter {
     /// Stamped with the database's clock, which the pruning reads too (`at` is this node's).
-    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) async throws {
         try change(
             """
             INSERT INTO received_answers (call_key, credential_id, stored_at)
@@ -94,7 +94,7 @@ extension PostgresCredentialWriter {
             """)
     }
 
-    func nodeBeat(_ node: String) throws -> Int64? {
+    func nodeBeat(_ node: String) async throws -> Int64? {
         try run("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
     }
 }

@@ -255,7 +255,7 @@ extension PostgresDatabase {
 extension PostgresDatabase: VaultBackend {
     public var writesPerTransaction: Int { 64 }
     public var groupsUnclaimedWrites: Bool { false }
-    public var concurrentWriteTransactions: Int { writers.links.count }
+    public var concurrentWriteTransactions: Int { writers.connections.count }
     public var rowCacheStatistics: RowCacheStatistics { Self.statistics(of: cache) }
 
     /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index

@@ -14,7 +14,7 @@ extension PostgresDatabase: WebhookOutbox {
             guard !endpoints.isEmpty, limit > 0 else { return [] }
             let claim = WebhookSQL.newClaim(owner)
             let lease = Int64(leaseSeconds * 1000)
-            let rows = try writers.withLink { link in
+            let rows = try writers.withConnection { link in
                 try link.query(
                     """
                     WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms),
@@ -42,7 +42,7 @@ extension PostgresDatabase: WebhookOutbox {
     public func releaseWebhookClaims(owner: String) async throws -> Int {
         try await threads.run { [self] in
             let prefix = WebhookSQL.claimPrefix(owner)
-            return try writers.withLink { link in
+            return try writers.withConnection { link in
                 try link.query(
                     """
                     UPDATE webhook_deliveries SET claim = NULL, claimed_until = NULL
@@ -55,7 +55,7 @@ extension PostgresDatabase: WebhookOutbox {
 
     public func finishWebhookDelivery(id: Int64, claim: String) async throws -> Bool {
         try await threads.run { [self] in
-            try writers.withLink { link in
+            try writers.withConnection { link in
                 try !link.query("DELETE FROM webhook_deliveries WHERE id = \(id) AND claim = \(claim) RETURNING id")
                     .rows
                     .isEmpty
@@ -68,7 +68,7 @@ extension PostgresDatabase: WebhookOutbox {
     {
         try await threads.run { [self] in
             let delay = retryAfterSeconds.map { Int64($0 * 1000) }
-            return try writers.withLink { link in
+            return try writers.withConnection { link in
                 try !link.query(
                     """
                     UPDATE webhook_deliveries
@@ -102,7 +102,7 @@ extension PostgresDatabase: WebhookOutbox {
 
     public func redeliverWebhooks(ids: [Int64]?) async throws -> Int {
         try await threads.run { [self] in
-            try writers.withLink { link in
+            try writers.withConnection { link in
                 try link.query(
                     """
                     UPDATE webhook_deliveries
@@ -133,7 +133,7 @@ extension PostgresDatabase: WebhookOutbox {
 }
 
 extension PostgresCredentialWriter {
-    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
+    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) async throws {
         for row in rows {
             let delay = Int64(row.delaySeconds * 1000)
             try change(
@@ -148,7 +148,7 @@ extension PostgresCredentialWriter {
         }
     }
 
-    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) async throws -> Set<String> {
         Set(
             try change(
                 """

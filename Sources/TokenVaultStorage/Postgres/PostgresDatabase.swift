@@ -147,9 +147,9 @@ public final class PostgresDatabase: Sendable {
                 PostgresLink(
                     configuration: connection, name: "writer \($0)",
                     setup: session + ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
-                    statementTimeout: timeout, logger: logger)
+                    statementTimeout: timeout, takesTransactions: true, logger: logger)
             })
-        writer = writers.links[0]
+        writer = writers.connections[0]
         readers = PostgresLinkPool(
             (0..<max(1, configuration.readers)).map {
                 PostgresLink(
@@ -208,7 +208,7 @@ public final class PostgresDatabase: Sendable {
 
     /// Runs `body` on a reader connection (waiting for a free one).
     func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
-        try readers.withLink(body)
+        try readers.withConnection(body)
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

@@ -45,15 +45,18 @@ final class PostgresLink: Sendable {
     /// The prepared statements that have run on the open connection, by the connection's id
     /// (`execute`).
     private let proven = Mutex<(connection: PostgresConnection.ID, names: Set<String>)?>(nil)
+    /// Where a writer's transactions with an awaiting body run (nil: a link that takes none).
+    private let transactionThread: TransactionThread?
 
     init(
         configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
-        statementTimeout: TimeAmount, logger: Logger
+        statementTimeout: TimeAmount, takesTransactions: Bool = false, logger: Logger
     ) {
         self.configuration = configuration
         self.name = name
         self.setup = setup
         self.statementTimeout = statementTimeout
+        transactionThread = takesTransactions ? TransactionThread() : nil
         self.logger = logger
     }
 
@@ -224,18 +227,62 @@ final class PostgresLink: Sendable {
     ) throws -> Result {
         turn.lock()
         defer { turn.unlock() }
-        let connection = try current()
-        pinned.withLock { $0 = connection }
+        let connection = try beginTransaction(begin)
         defer { pinned.withLock { $0 = nil } }
         do {
-            for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
             let result = try body()
             try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
-            if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? query("ROLLBACK") }
+            abandonTransaction(on: connection)
             throw error
         }
+    }
+
+    /// `transaction` for a body that awaits (the ledger's writes), on a link made to take them:
+    /// it runs on the link's `TransactionThread`, so the body's statements wait there, blocking
+    /// nobody else, and the turn it holds is given back on the thread that took it.
+    func transaction<Result: Sendable>(
+        begin: [String] = [], rollbackOnly: () -> Bool = { false }, _ body: () async throws -> Result
+    ) async throws -> Result {
+        guard let transactionThread else { preconditionFailure("the link \(name) takes no transactions") }
+        return try await withTaskExecutorPreference(transactionThread) { [self] in
+            takeTurn()
+            defer { giveTurnBack() }
+            let connection = try beginTransaction(begin)
+            defer { pinned.withLock { $0 = nil } }
+            do {
+                let result = try await body()
+                try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
+                return result
+            } catch {
+                abandonTransaction(on: connection)
+                throw error
+            }
+        }
+    }
+
+    private func takeTurn() { turn.lock() }
+    private func giveTurnBack() { turn.unlock() }
+
+    /// Pins the open connection to the transaction and sends BEGIN and `begin` without waiting.
+    private func beginTransaction(_ begin: [String]) throws -> PostgresConnection {
+        let connection = try current()
+        pinned.withLock { $0 = connection }
+        do {
+            for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
+        } catch {
+            abandonTransaction(on: connection)
+            pinned.withLock { $0 = nil }
+            throw error
+        }
+        return connection
+    }
+
+    /// Rolls back a transaction that failed, unless its connection was lost (the server rolled
+    /// it back with the connection).
+    private func abandonTransaction(on connection: PostgresConnection) {
+        if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? query("ROLLBACK") }
     }
 
     deinit {

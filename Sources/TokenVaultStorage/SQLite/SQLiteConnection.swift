@@ -104,6 +104,20 @@ final class SQLiteConnection: @unchecked Sendable {
             throw error
         }
     }
+
+    /// The same for a body that awaits (the writer's calls, continuing on the connection's
+    /// `TransactionThread`).
+    func transaction<Result>(_ body: () async throws -> Result) async throws -> Result {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try await body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
 }
 
 /// A prepared statement. Columns and parameters are numbered as in SQLite (parameters from 1).

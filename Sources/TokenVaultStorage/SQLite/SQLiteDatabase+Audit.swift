@@ -76,9 +76,9 @@ extension SQLiteDatabase {
 /// Audit writes inside a write transaction. One process writes a SQLite vault at a time, so a
 /// chain needs no turn of its own and ids are simply the next ones.
 extension SQLiteCredentialWriter {
-    func lockAuditChain(_ chain: String) throws {}
+    func lockAuditChain(_ chain: String) async throws {}
 
-    func lastAuditRow(in chain: String) throws -> (position: Int64, mac: [UInt8]?)? {
+    func lastAuditRow(in chain: String) async throws -> (position: Int64, mac: [UInt8]?)? {
         let statement = try connection.statement(
             "SELECT position, mac FROM audit_events WHERE chain = ?1 ORDER BY position DESC LIMIT 1")
         try statement.bind(chain)
@@ -89,7 +89,7 @@ extension SQLiteCredentialWriter {
 
     /// After the largest id ever given (AUTOINCREMENT's counter: rows cut from the end leave
     /// their ids unused).
-    func newAuditIDs(_ count: Int) throws -> [Int64] {
+    func newAuditIDs(_ count: Int) async throws -> [Int64] {
         let statement = try connection.statement(
             """
             SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'), 0),
@@ -101,14 +101,14 @@ extension SQLiteCredentialWriter {
         return (0..<Int64(count)).map { last + 1 + $0 }
     }
 
-    func auditRows(after: Int64, limit: Int) throws -> [StoredAuditEvent] {
+    func auditRows(after: Int64, limit: Int) async throws -> [StoredAuditEvent] {
         let statement = try connection.statement(
             "SELECT \(SQLiteDatabase.auditColumns) FROM audit_events WHERE id > ?1 ORDER BY id LIMIT ?2")
         try statement.bind(after, max(0, limit))
         return try SQLiteDatabase.auditRows(from: statement)
     }
 
-    func deleteAudits(_ ids: [Int64]) throws -> Int {
+    func deleteAudits(_ ids: [Int64]) async throws -> Int {
         let statement = try connection.statement("DELETE FROM audit_events WHERE id = ?1")
         var deleted = 0
         for id in ids {
@@ -119,14 +119,14 @@ extension SQLiteCredentialWriter {
         return deleted
     }
 
-    func auditRowCount() throws -> Int {
+    func auditRowCount() async throws -> Int {
         let statement = try connection.statement("SELECT count(*) FROM audit_events")
         defer { statement.reset() }
         _ = try statement.step()
         return Int(statement.int64(0))
     }
 
-    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) throws -> AuditChainEnd? {
+    func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) async throws -> AuditChainEnd? {
         let statement = try connection.statement(
             "SELECT \(SQLiteDatabase.chainEndColumns) FROM audit_chain WHERE chain = ?1 AND name = ?2")
         try statement.bind(chain, name.rawValue)
@@ -135,7 +135,7 @@ extension SQLiteCredentialWriter {
         return SQLiteDatabase.chainEnd(from: statement)
     }
 
-    func setAuditChainEnd(_ end: AuditChainEnd) throws {
+    func setAuditChainEnd(_ end: AuditChainEnd) async throws {
         try connection.statement(
             """
             INSERT INTO audit_chain (\(SQLiteDatabase.chainEndColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -151,7 +151,7 @@ extension SQLiteCredentialWriter {
     static let auditRowsPerStatement = 64
     private static let auditValuesPerRow = 14
 
-    func insertAudits(_ rows: [StoredAuditEvent]) throws {
+    func insertAudits(_ rows: [StoredAuditEvent]) async throws {
         var start = 0
         while start < rows.count {
             let count = min(Self.auditRowsPerStatement, rows.count - start)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenVaultCore
 
 extension SQLiteDatabase: CredentialStore {
@@ -129,20 +130,18 @@ extension SQLiteDatabase: CredentialStore {
     /// committed or failed (a commit whose outcome is unknown may have happened); rows it wrote
     /// whole are cached as written once it has committed (`RecordCache.Writes`).
     public func write<Result: Sendable>(
-        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) throws -> Result
+        durability: Durability, _ body: @escaping @Sendable (any CredentialWriter) async throws -> Result
     ) async throws -> Result {
-        try await threads.run { [self] in
-            var writes = RecordCache.Writes()
-            var committed = false
-            defer { cache.end(writes, committed: committed) }
-            let result = try writeTransaction(durability: durability) { connection in
-                let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
-                defer { writes = writer.cacheWrites }
-                return try body(writer)
-            }
-            committed = true
-            return result
+        let writes = Mutex(RecordCache.Writes())
+        var committed = false
+        defer { cache.end(writes.withLock { $0 }, committed: committed) }
+        let result = try await writeTransaction(durability: durability) { [cache, clock] connection in
+            let writer = SQLiteCredentialWriter(connection: connection, cache: cache, clock: clock)
+            defer { writes.withLock { $0 = writer.cacheWrites } }
+            return try await body(writer)
         }
+        committed = true
+        return result
     }
 
     // MARK: Row mapping
@@ -191,11 +190,11 @@ final class SQLiteCredentialWriter: CredentialWriter {
         cacheWrites.touch(id, in: cache)
     }
 
-    func record(_ id: CredentialID) throws -> SealedCredentialRecord? {
+    func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         try SQLiteDatabase.record(id, on: connection)
     }
 
-    func activeTerm() throws -> UInt32 {
+    func activeTerm() async throws -> UInt32 {
         if let term { return term }
         guard let read = try connection.statement("SELECT term FROM key_terms WHERE state = 'active'").firstInt64()
         else { throw VaultError.storage("this vault has no active data key term") }
@@ -208,7 +207,7 @@ final class SQLiteCredentialWriter: CredentialWriter {
         ON CONFLICT (id) DO UPDATE SET \(CredentialColumn.updateList)
         """
 
-    func save(_ record: SealedCredentialRecord) throws {
+    func save(_ record: SealedCredentialRecord) async throws {
         touch(record.metadata.id)
         let statement = try connection.statement(Self.upsert)
         for (column, value) in zip(CredentialColumn.allCases, CredentialColumn.values(of: record)) {
@@ -218,7 +217,7 @@ final class SQLiteCredentialWriter: CredentialWriter {
         cacheWrites.saved(record)
     }
 
-    func delete(_ id: CredentialID) throws -> Bool {
+    func delete(_ id: CredentialID) async throws -> Bool {
         touch(id)
         try connection.statement("DELETE FROM credentials WHERE id = ?1").bind(id.description).run()
         return connection.changes > 0

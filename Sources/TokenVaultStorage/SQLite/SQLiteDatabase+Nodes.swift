@@ -67,13 +67,13 @@ extension SQLiteDatabase {
 }
 
 extension SQLiteCredentialWriter {
-    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) throws {
+    func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) async throws {
         try connection.statement(
             "INSERT OR IGNORE INTO received_answers (call_key, credential_id, stored_at) VALUES (?1, ?2, ?3)"
         ).bind(callKey, credentialID.description, at.milliseconds).run()
     }
 
-    func nodeBeat(_ node: String) throws -> Int64? {
+    func nodeBeat(_ node: String) async throws -> Int64? {
         let statement = try connection.statement("SELECT beat FROM nodes WHERE node = ?1")
         try statement.bind(node)
         defer { statement.reset() }

@@ -98,7 +98,7 @@ extension SQLiteDatabase: RefreshJournal {
 
 /// Journal writes inside a write transaction.
 extension SQLiteCredentialWriter {
-    func openAttempt(for id: CredentialID) throws -> RefreshAttempt? {
+    func openAttempt(for id: CredentialID) async throws -> RefreshAttempt? {
         let statement = try connection.statement(
             "SELECT \(SQLiteDatabase.attemptColumns) FROM refresh_attempts WHERE credential_id = ?1 AND state = 'open'")
         try statement.bind(id.description)
@@ -107,7 +107,7 @@ extension SQLiteCredentialWriter {
         return SQLiteDatabase.attempt(from: statement)
     }
 
-    func beginAttempt(_ attempt: RefreshAttempt) throws {
+    func beginAttempt(_ attempt: RefreshAttempt) async throws {
         try connection.statement(
             """
             INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
@@ -120,14 +120,14 @@ extension SQLiteCredentialWriter {
         ).run()
     }
 
-    func renewLease(attemptID: String, owner: String, until: Timestamp) throws {
+    func renewLease(attemptID: String, owner: String, until: Timestamp) async throws {
         try connection.statement(
             "UPDATE refresh_attempts SET lease_owner = ?2, lease_expires_at = ?3 WHERE attempt_id = ?1 AND state = 'open'"
         ).bind(attemptID, owner, until.milliseconds).run()
     }
 
     /// Failed and abandoned attempts stay (for diagnosis) until pruned.
-    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) throws {
+    func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) async throws {
         try connection.statement(
             """
             UPDATE refresh_attempts SET state = ?2, outcome = ?3, finished_at = ?4
@@ -139,14 +139,14 @@ extension SQLiteCredentialWriter {
     /// A succeeded attempt is deleted rather than kept: the credential's new generation records
     /// it, and keeping one row per refresh would grow the journal by millions of rows a day. One
     /// statement is both the fence and the close.
-    func closeSucceededAttempt(attemptID: String, owner: String) throws -> Bool {
+    func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool {
         try connection.statement(
             "DELETE FROM refresh_attempts WHERE attempt_id = ?1 AND state = 'open' AND lease_owner = ?2"
         ).bind(attemptID, owner).run()
         return connection.changes == 1
     }
 
-    func updateSchedule(_ update: ScheduleUpdate) throws -> Bool {
+    func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool {
         touch(update.id)
         try connection.statement(
             """
@@ -164,10 +164,10 @@ extension SQLiteCredentialWriter {
 
     /// Every write of a group commit runs in one: prepared once per connection, not parsed again
     /// for each write (the group's writer runs these hundreds of times a second).
-    func savepoint<Result>(_ body: () throws -> Result) throws -> Result {
+    func savepoint<Result>(_ body: () async throws -> Result) async throws -> Result {
         try connection.statement("SAVEPOINT item").run()
         do {
-            let result = try body()
+            let result = try await body()
             try connection.statement("RELEASE item").run()
             return result
         } catch {

@@ -137,7 +137,7 @@ extension SQLiteDatabase: WebhookOutbox {
 }
 
 extension SQLiteCredentialWriter {
-    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) throws {
+    func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) async throws {
         let statement = try connection.statement(
             """
             INSERT INTO webhook_deliveries
@@ -156,7 +156,7 @@ extension SQLiteCredentialWriter {
         }
     }
 
-    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) throws -> Set<String> {
+    func cancelDelayedWebhooks(for id: CredentialID, endpoint: String?) async throws -> Set<String> {
         let statement = try connection.statement(
             """
             DELETE FROM webhook_deliveries INDEXED BY webhook_deliveries_delayed

@@ -16,8 +16,11 @@ import TokenVaultCore
 public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     let migrator: Migrator
-    private let writer: SQLiteConnection
-    private let writerLock = NSLock()
+    /// The one writer connection, lent to one holder at a time: async transactions and blocking
+    /// callers alike.
+    private let writer: ConnectionLender<SQLiteConnection>
+    /// Where the ledger's transactions run, their body's calls included (`write(durability:_:)`).
+    private let transactionThread = TransactionThread()
     private var idleReaders: [SQLiteConnection] = []
     private let readersLock = NSLock()
     private let maximumIdleReaders: Int
@@ -47,16 +50,17 @@ public final class SQLiteDatabase: @unchecked Sendable {
         self.maximumIdleReaders = maximumIdleReaders
         threads = DatabaseThreads(threads: maximumIdleReaders + 2)
         migrator = try Migrator(migrations: migrations ?? EmbeddedMigrations.all(), checksum: checksum)
-        writer = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         // WAL: readers never block the writer; NORMAL is durable against process crashes, and
         // writes that carry a new refresh token raise it to FULL for their commit.
-        if try writer.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {
-            guard try writer.scalarText("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
+        if try connection.scalarText("PRAGMA journal_mode")?.lowercased() != "wal" {
+            guard try connection.scalarText("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
                 throw VaultError.storage("cannot switch \(path) to WAL mode")
             }
         }
-        try writer.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")
-        _ = try migrator.check(writer)
+        try connection.execute("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON")
+        _ = try migrator.check(connection)
+        writer = ConnectionLender([connection])
     }
 
     /// Migrations this database still needs.
@@ -93,7 +97,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
     }
 
     public func close() {
-        writerLock.withLock { writer.close() }
+        writer.withConnection { $0.close() }
         readersLock.withLock {
             idleReaders.forEach { $0.close() }
             idleReaders.removeAll()
@@ -106,7 +110,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
     /// cache forgets every row afterwards.
     func withWriter<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
         defer { cache.invalidateAll() }
-        return try writerLock.withLock { try body(writer) }
+        return try writer.withConnection(body)
     }
 
     /// Runs `body` in a write transaction at the given durability. Only two callers change
@@ -114,11 +118,25 @@ public final class SQLiteDatabase: @unchecked Sendable {
     /// what it touched) and `replaceAllRows`.
     func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result
     {
-        try writerLock.withLock {
-            let connection = writer
+        try writer.withConnection { connection in
             if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
             defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
             return try connection.transaction { try body(connection) }
+        }
+    }
+
+    /// `writeTransaction` for a body that awaits: it runs on `transactionThread`, where the
+    /// writer's statements block nobody else, and waits for the writer suspended (taken and
+    /// given back on that thread).
+    func writeTransaction<Result: Sendable>(
+        durability: Durability, _ body: (SQLiteConnection) async throws -> Result
+    ) async throws -> Result {
+        try await withTaskExecutorPreference(transactionThread) { [self] in
+            let connection = await writer.take()
+            defer { writer.giveBack(connection) }
+            if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
+            defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
+            return try await connection.transaction { try await body(connection) }
         }
     }
 
