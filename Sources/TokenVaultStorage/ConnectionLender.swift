@@ -3,9 +3,9 @@ import Synchronization
 
 /// Lends connections to one holder each, first come first served: SQLite's one writer, which
 /// async transactions and blocking callers share, and PostgreSQL's pools of readers and writers.
-/// A task waits for a connection suspended, so a transaction suspended on a connection's
+/// A task waits for a connection suspended, so a transaction suspended on SQLite's
 /// `TransactionThread` is never stuck behind another caller blocking that thread; a blocking
-/// caller (a migration, a key term's write, a read on a database thread) waits on its own thread.
+/// caller (SQLite's migrations, a key term's write) waits on its own thread.
 package final class ConnectionLender<Connection: AnyObject & Sendable>: Sendable {
     private final class Handoff: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
@@ -74,6 +74,13 @@ package final class ConnectionLender<Connection: AnyObject & Sendable>: Sendable
             handoff.ready.signal()
         case nil: break
         }
+    }
+
+    /// Runs `body` with a connection, waited for suspended.
+    package func withConnection<Result>(_ body: (Connection) async throws -> Result) async rethrows -> Result {
+        let connection = await take()
+        defer { giveBack(connection) }
+        return try await body(connection)
     }
 
     /// Runs `body` with a connection, waited for blocking this thread.

@@ -1,11 +1,11 @@
 import NIOPosix
 
-/// Where a backend's blocking calls run: threads of its own, one for each connection it may
-/// hold and one to spare, never the Swift concurrency pool. On Linux that pool and Dispatch's
-/// global queues share a few threads (two on a two-core machine), so one statement waiting for
-/// a lock or a flush there stalls every task of the process. Each backend hops here itself, at
-/// the moment it takes a connection, so its callers simply `await` (and a read its row cache
-/// answers does not hop at all).
+/// Where SQLite's blocking calls run: threads of the database's own, never the Swift concurrency
+/// pool. On Linux that pool and Dispatch's global queues share a few threads (two on a two-core
+/// machine), so one statement waiting for a lock or a flush there stalls every task of the
+/// process. The backend hops here itself, at the moment it takes a connection, so its callers
+/// simply `await` (and a read its row cache answers does not hop at all). PostgreSQL needs no
+/// such threads: its statements are awaited (`PostgresLink`).
 final class DatabaseThreads: Sendable {
     private let pool: NIOThreadPool
 

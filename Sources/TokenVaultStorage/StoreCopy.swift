@@ -13,15 +13,13 @@ public enum StoreCopy {
     static let pageSize = 500
 
     /// Copies every vault table of `source` into `target` (both at the current schema).
-    public static func copy(from source: any VaultBackend, to target: any VaultBackend, replacing: Bool) throws
+    public static func copy(from source: any VaultBackend, to target: any VaultBackend, replacing: Bool) async throws
         -> Report
     {
         guard let source = source as? any TableStore, let target = target as? any TableStore else {
             throw VaultError.storage("this backend cannot copy its tables")
         }
-        let existing = try VaultTable.allCases.reduce(into: [String: Int]()) {
-            $0[$1.rawValue] = try target.rowCount($1)
-        }
+        let existing = try await rowCounts(of: target)
         if !replacing, existing.values.contains(where: { $0 > 0 }) {
             let held = VaultTable.allCases.compactMap { table in
                 existing[table.rawValue].flatMap { $0 > 0 ? "\($0) \(table.rawValue)" : nil }
@@ -31,29 +29,31 @@ public enum StoreCopy {
                 message:
                     "the target already holds a vault (\(held.joined(separator: ", "))): pass --force to replace it")
         }
-        let expected = try VaultTable.allCases.reduce(into: [String: Int]()) {
-            $0[$1.rawValue] = try source.rowCount($1)
-        }
-        try target.replaceAllRows { insert in
+        let expected = try await rowCounts(of: source)
+        try await target.replaceAllRows { insert in
             for table in VaultTable.allCases {
                 var after: [ColumnValue]?
                 while true {
-                    let page = try source.rows(of: table, after: after, limit: pageSize)
+                    let page = try await source.rows(of: table, after: after, limit: pageSize)
                     if page.rows.isEmpty { break }
-                    try insert(table, page)
+                    try await insert(table, page)
                     after = page.lastKey(of: table)
                     if page.rows.count < pageSize { break }
                 }
             }
         }
-        let copied = try VaultTable.allCases.reduce(into: [String: Int]()) { $0[$1.rawValue] = try target.rowCount($1) }
-        guard copied == expected,
-            try VaultTable.allCases.allSatisfy({ try source.rowCount($0) == expected[$0.rawValue] })
-        else {
+        let copied = try await rowCounts(of: target)
+        guard copied == expected, try await rowCounts(of: source) == expected else {
             throw VaultError.storage(
                 "the row counts differ after the copy (source \(expected), target \(copied)): the source changed "
                     + "while it was copied; stop every daemon using it and run the copy again with --force")
         }
         return Report(rows: copied)
+    }
+
+    private static func rowCounts(of store: any TableStore) async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for table in VaultTable.allCases { counts[table.rawValue] = try await store.rowCount(table) }
+        return counts
     }
 }

@@ -48,10 +48,11 @@ struct TableRows {
 }
 
 /// A backend whose vault tables can be read and replaced row for row (`StoreCopy`).
-protocol TableStore {
-    func rowCount(_ table: VaultTable) throws -> Int
+protocol TableStore: Sendable {
+    func rowCount(_ table: VaultTable) async throws -> Int
     /// Up to `limit` rows whose primary key follows `after`, in primary-key order.
-    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) throws -> TableRows
+    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) async throws -> TableRows
     /// In one transaction: deletes every row of the vault tables, then lets `fill` insert.
-    func replaceAllRows(_ fill: (_ insert: (VaultTable, TableRows) throws -> Void) throws -> Void) throws
+    func replaceAllRows(_ fill: (_ insert: (VaultTable, TableRows) async throws -> Void) async throws -> Void)
+        async throws
 }

@@ -68,7 +68,7 @@ struct MigrateStoreCommand: AsyncParsableCommand {
             let into = try OpenedVault.openBackend(target, passwordFile: passwordFile)
             defer { into.close() }
             try into.migrate()
-            let report = try StoreCopy.copy(from: from, to: into, replacing: force)
+            let report = try await StoreCopy.copy(from: from, to: into, replacing: force)
 
             let (keyring, _) = try OpenedVault.unlock(into, options)
             let vault = Vault(store: into, sealer: keyring)

@@ -48,7 +48,8 @@ import TokenVaultTesting
     /// Lets this transaction sit idle past the server's 10 s limit: a test that holds a lock on
     /// purpose while another node tries it.
     static func allowIdling(_ writer: any CredentialWriter) async throws {
-        try (writer as! PostgresCredentialWriter).link.query("SET LOCAL idle_in_transaction_session_timeout = '60s'")
+        try await (writer as! PostgresCredentialWriter).link.query(
+            "SET LOCAL idle_in_transaction_session_timeout = '60s'")
     }
 
     /// A writer connection killed after its transaction's last statement and before its COMMIT

@@ -15,17 +15,16 @@ import TokenVaultTesting
         let database = try #require(fixture.backend as? PostgresDatabase)
         let id = try CredentialID("pay/prepared")
         try await fixture.vault.put(id, payload: PostgresChangeTests.payload("one"), provider: "idp")
-        let reader = database.readers.connections[0]
-        let executions = try await offThePool {
-            for _ in 0..<3 { #expect(try reader.credentialRecord(id)?.metadata.id == id) }
-            return try reader.query(
+        let executions = try await database.readers.withConnection { reader in
+            for _ in 0..<3 { #expect(try await reader.credentialRecord(id)?.metadata.id == id) }
+            return try await reader.query(
                 "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements"
             ).rows.map { try $0.decode((String, Int64).self) }
         }
         let inTransaction = try await database.write(durability: .full) { writer in
             let link = (writer as! PostgresCredentialWriter).link
-            let record = try link.credentialRecord(id)
-            let prepared = try link.query("SELECT name FROM pg_prepared_statements").rows.map {
+            let record = try await link.credentialRecord(id)
+            let prepared = try await link.query("SELECT name FROM pg_prepared_statements").rows.map {
                 try $0.decode(String.self)
             }
             #expect(prepared.contains(RecordByID.name))
@@ -35,7 +34,8 @@ import TokenVaultTesting
         #expect(executions.first?.0 == RecordByID.name)
         #expect(executions.first?.1 == 3)
         #expect(inTransaction?.metadata.id == id)
-        #expect(inTransaction?.accessToken == (try reader.credentialRecord(id)?.accessToken))
+        let read = try await database.readers.withConnection { try await $0.credentialRecord(id) }
+        #expect(inTransaction?.accessToken == read?.accessToken)
     }
 
     /// Another node's migration changes a column the prepared statement returns: PostgreSQL
@@ -48,10 +48,9 @@ import TokenVaultTesting
         let name = try #require(fixture.postgresDatabase)
         let id = try CredentialID("pay/migrated")
         try await fixture.vault.put(id, payload: PostgresChangeTests.payload("one"), provider: "idp")
-        let reader = database.readers.connections[0]
-        try await offThePool { _ = try reader.credentialRecord(id) }
+        _ = try await database.readers.withConnection { try await $0.credentialRecord(id) }
         _ = try server.psql("ALTER TABLE credentials ALTER COLUMN token_type TYPE varchar(64)", database: name)
-        let record = try await offThePool { try reader.credentialRecord(id) }
+        let record = try await database.readers.withConnection { try await $0.credentialRecord(id) }
         #expect(record?.metadata.tokenType == "Bearer")
     }
 
@@ -69,7 +68,9 @@ import TokenVaultTesting
         }
         #expect(try await PostgresGroupCommitTests.write(fixture.database, read) == "Bearer")
         let prepared = try await PostgresGroupCommitTests.write(fixture.database) { writer in
-            try writer.link.query("SELECT name FROM pg_prepared_statements").rows.map { try $0.decode(String.self) }
+            try await writer.link.query("SELECT name FROM pg_prepared_statements").rows.map {
+                try $0.decode(String.self)
+            }
         }
         #expect(Set(prepared).isSuperset(of: [LockClaims.name, RecordsByID.name, OpenAttemptsOf.name]))
         _ = try server.psql("ALTER TABLE credentials ALTER COLUMN token_type TYPE varchar(64)", database: name)
@@ -129,7 +130,7 @@ import TokenVaultTesting
         let a = try await PostgresGroupCommitTests.put(fixture, "a")
         await #expect(throws: (any Error).self) {
             try await PostgresGroupCommitTests.write(fixture.database) { writer in
-                _ = try? writer.link.query("SELECT 1/0")
+                _ = try? await writer.link.query("SELECT 1/0")
                 try await writer.prefetch([a.id])
             }
         }

@@ -1,9 +1,11 @@
 import NIOCore
 
-/// Runs a task's jobs on one event loop instead of the cooperative thread pool. `PostgresLink`
-/// waits on a blocking thread for async postgres-nio calls; were they tasks on the pool, a pool
-/// whose threads all waited that way (a blocking read called from async code) could never run
-/// them. The jobs only send a statement and take its rows, which is the loop's own work.
+/// Runs a task's jobs on one event loop instead of the cooperative thread pool: the prepared
+/// statements of `PostgresLink.execute`, which run one after the other with no caller woken in
+/// between, and the body of `PostgresDatabase.waiting`, whose caller blocks a thread that may be
+/// one of the pool's (were the body on the pool, a pool whose threads all blocked that way could
+/// never run it). The jobs only send statements and take their rows, which is the loop's own
+/// work.
 final class EventLoopTaskExecutor: TaskExecutor {
     let loop: any EventLoop
 

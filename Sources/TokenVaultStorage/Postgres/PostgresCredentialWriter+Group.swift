@@ -28,8 +28,8 @@ extension PostgresCredentialWriter {
         // The rows are read by the next statement, which starts once the locks are had: it sees
         // every commit made before them. The active term comes with the locks (read once per
         // statement), not as a statement of its own: most groups seal something.
-        let results = try tracked {
-            try $0.execute([LockClaims(ids: ids), RecordsByID(ids: ids), OpenAttemptsOf(ids: ids)])
+        let results = try await tracked {
+            try await $0.execute([LockClaims(ids: ids), RecordsByID(ids: ids), OpenAttemptsOf(ids: ids)])
         }
         var entries: [CredentialID: PostgresWriteGroup.Entry] = [:]
         for row in results[0] {
@@ -56,19 +56,19 @@ extension PostgresCredentialWriter {
     func keep(
         _ change: PostgresWriteGroup.Change, _ id: CredentialID,
         applying apply: (inout PostgresWriteGroup.Entry) -> Void
-    ) throws {
-        if group?.mustSendBefore(change) == true { try sendKept() }
+    ) async throws {
+        if group?.mustSendBefore(change) == true { try await sendKept() }
         group?.keep(change, id, applying: apply)
     }
 
     /// Sends the kept changes in one wait and checks each answer given for them.
-    func sendKept() throws {
+    func sendKept() async throws {
         guard let kept = group?.takeChanges(), !kept.isEmpty else { return }
         let statements = Self.statements(for: kept)
         changesSent += 1
         let results: [PostgresQueryResult]
         do {
-            results = try tracked { try $0.pipeline(statements.map(\.query)) }
+            results = try await tracked { try await $0.pipeline(statements.map(\.query)) }
         } catch let error as VaultError where error.code == .storageUnavailable {
             throw error
         } catch {
@@ -94,7 +94,7 @@ extension PostgresCredentialWriter {
         }
         // A failed statement aborted the transaction: it cannot commit.
         if let statementFailure { throw statementFailure }
-        try sendKept()
+        try await sendKept()
     }
 
     /// Marks the group for splitting and throws: it is rolled back and each write runs alone.

@@ -38,13 +38,13 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// Every statement of the transaction goes through here (the first failure is remembered).
     @discardableResult
-    func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        try tracked { try $0.query(query) }
+    func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        try await tracked { try await $0.query(query) }
     }
 
-    func tracked<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
+    func tracked<Result>(_ body: (PostgresLink) async throws -> Result) async throws -> Result {
         do {
-            return try body(link)
+            return try await body(link)
         } catch {
             if statementFailure == nil { statementFailure = error }
             throw error
@@ -53,10 +53,10 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// A statement that changes rows, run at once: in a group, after the changes kept back.
     @discardableResult
-    func change(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        if group != nil { try sendKept() }
+    func change(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        if group != nil { try await sendKept() }
         changesSent += 1
-        return try run(query)
+        return try await run(query)
     }
 
     /// Every statement that changes a credential row says so here first: the cache keeps the
@@ -78,11 +78,11 @@ final class PostgresCredentialWriter: CredentialWriter {
         // Taken every time (re-entrant within the transaction): a lock taken inside a savepoint
         // that was rolled back is released with it. In a group, `lockLate` takes it.
         if group != nil {
-            try lockLate(id)
+            try await lockLate(id)
         } else {
-            try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            try await run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
         }
-        return try tracked { try $0.credentialRecord(id) }
+        return try await tracked { try await $0.credentialRecord(id) }
     }
 
     func recordUnlessBusy(_ id: CredentialID) async throws -> SealedCredentialRecord? {
@@ -91,9 +91,9 @@ final class PostgresCredentialWriter: CredentialWriter {
             cacheWrites.lockedRead(id)
             return entry.row
         }
-        guard try tryLock(id) else { throw Self.busy(id) }
+        guard try await tryLock(id) else { throw Self.busy(id) }
         cacheWrites.lockedRead(id)
-        return try tracked { try $0.credentialRecord(id) }
+        return try await tracked { try await $0.credentialRecord(id) }
     }
 
     /// In a group, a credential this transaction has not locked (its claim found it busy, or it
@@ -102,22 +102,22 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// alone, would wait on each other in a circle (PostgreSQL breaks that after a second, failing
     /// one side). A credential held elsewhere splits the group instead, and each write waits for
     /// what it needs alone. A transaction that holds nothing yet waits, as a write alone does.
-    func lockLate(_ id: CredentialID) throws {
+    func lockLate(_ id: CredentialID) async throws {
         guard let group, group.locked(id) == nil else { return }
         self.group?.forget(id)
-        if try tryLock(id) { return }
+        if try await tryLock(id) { return }
         if group.holdsLocks || !lockedChains.isEmpty || locksTakenLate > 0 {
             try split("credential \(id) is held by another transaction; the group does not wait for it")
         }
-        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+        try await run("SELECT pg_advisory_xact_lock(hashtextextended(\(id.description), 0))")
         locksTakenLate += 1
     }
 
     /// Locks the credential's id for the rest of the transaction if no other transaction holds
     /// it, without waiting; a lock taken counts in `locksTakenLate`.
-    private func tryLock(_ id: CredentialID) throws -> Bool {
+    private func tryLock(_ id: CredentialID) async throws -> Bool {
         let locked =
-            try run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
+            try await run("SELECT pg_try_advisory_xact_lock(hashtextextended(\(id.description), 0))")
             .rows.first.map { try $0.decode(Bool.self) } ?? false
         if locked { locksTakenLate += 1 }
         return locked
@@ -134,7 +134,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     func activeTerm() async throws -> UInt32 {
         if let term { return term }
         guard
-            let read = try run("SELECT term FROM key_terms WHERE state = 'active'").rows.first
+            let read = try await run("SELECT term FROM key_terms WHERE state = 'active'").rows.first
                 .map({ try $0.decode(Int64.self) })
         else { throw VaultError.storage("this vault has no active data key term") }
         term = UInt32(truncatingIfNeeded: read)
@@ -151,21 +151,21 @@ final class PostgresCredentialWriter: CredentialWriter {
         let id = record.metadata.id
         touch(id)
         if group?.locked(id) != nil {
-            try keep(.save(record), id) { $0.row = record }
+            try await keep(.save(record), id) { $0.row = record }
         } else {
-            try lockLate(id)
+            try await lockLate(id)
             var binds = PostgresBindings(capacity: CredentialColumn.allCases.count)
             for value in CredentialColumn.values(of: record) { Self.append(value, to: &binds) }
-            try change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
+            try await change(PostgresQuery(unsafeSQL: Self.upsert, binds: binds))
         }
         cacheWrites.saved(record)
     }
 
     func delete(_ id: CredentialID) async throws -> Bool {
         touch(id)
-        try lockLate(id)
+        try await lockLate(id)
         let deleted =
-            try change("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
+            try await change("DELETE FROM credentials WHERE id = \(id.description) RETURNING 1").rows.count > 0
         // Its attempts go with it (ON DELETE CASCADE).
         group?.update(id) {
             $0.row = nil
@@ -201,7 +201,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     func openAttempt(for id: CredentialID) async throws -> RefreshAttempt? {
         if let entry = group?.locked(id) { return entry.openAttempt }
-        return try run(
+        return try await run(
             """
             SELECT \(unescaped: Self.attemptColumns) FROM refresh_attempts
             WHERE credential_id = \(id.description) AND state = 'open'
@@ -215,11 +215,11 @@ final class PostgresCredentialWriter: CredentialWriter {
         let id = attempt.credentialID
         if let entry = group?.locked(id) {
             guard entry.openAttempt == nil else { throw Self.attemptOpen(id) }
-            try keep(.beginAttempt(attempt), id) { $0.openAttempt = attempt }
+            try await keep(.beginAttempt(attempt), id) { $0.openAttempt = attempt }
             return
         }
-        try lockLate(id)
-        let inserted = try change(
+        try await lockLate(id)
+        let inserted = try await change(
             """
             INSERT INTO refresh_attempts (attempt_id, credential_id, generation, refresh_token_fingerprint, lease_owner,
                                           lease_expires_at, state, started_at)
@@ -237,7 +237,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func renewLease(attemptID: String, owner: String, until: Timestamp) async throws {
-        try change(
+        try await change(
             """
             UPDATE refresh_attempts SET lease_owner = \(owner), lease_expires_at = \(until.milliseconds)
             WHERE attempt_id = \(attemptID) AND state = 'open'
@@ -251,7 +251,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func finishAttempt(attemptID: String, state: RefreshAttempt.State, outcome: String?, at: Timestamp) async throws {
-        try change(
+        try await change(
             """
             UPDATE refresh_attempts SET state = \(state.rawValue), outcome = \(outcome), finished_at = \(at.milliseconds)
             WHERE attempt_id = \(attemptID) AND state = 'open'
@@ -262,12 +262,12 @@ final class PostgresCredentialWriter: CredentialWriter {
     func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool {
         if let id = group?.credential(withOpenAttempt: attemptID) {
             let closes = group?.entries[id]?.openAttempt?.leaseOwner == owner
-            try keep(.closeAttempt(attemptID: attemptID, owner: owner, credential: id, closes: closes), id) {
+            try await keep(.closeAttempt(attemptID: attemptID, owner: owner, credential: id, closes: closes), id) {
                 if closes { $0.openAttempt = nil }
             }
             return closes
         }
-        return try change(
+        return try await change(
             """
             DELETE FROM refresh_attempts WHERE attempt_id = \(attemptID) AND state = 'open' AND lease_owner = \(owner)
             RETURNING 1
@@ -279,13 +279,13 @@ final class PostgresCredentialWriter: CredentialWriter {
         touch(update.id)
         if let entry = group?.locked(update.id) {
             let applies = entry.row.map { update.applies(to: $0.metadata) } ?? false
-            try keep(.schedule(update, applies: applies), update.id) {
+            try await keep(.schedule(update, applies: applies), update.id) {
                 if applies { $0.row?.metadata.apply(update) }
             }
             return applies
         }
-        try lockLate(update.id)
-        return try change(
+        try await lockLate(update.id)
+        return try await change(
             """
             UPDATE credentials SET status = \(update.status.rawValue), refresh_at = \(update.refreshAt?.milliseconds),
                 last_error_code = \(update.lastError?.code), last_error_message = \(update.lastError?.message),
@@ -322,15 +322,15 @@ final class PostgresCredentialWriter: CredentialWriter {
             }
         }
         let name = "item\(savepoints)"
-        try link.send(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
+        try await link.send(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
         let lockedBefore = lockedChains
         do {
             let result = try await body()
-            try link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+            try await link.send(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             return result
         } catch {
             cacheWrites.aWriteThrew = true
-            _ = try? link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
+            _ = try? await link.query(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
             // Locks taken inside the savepoint are released with it; rows it touched are not.
             lockedChains = lockedBefore
             throw error
@@ -374,7 +374,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// locks), so only this node's own audited writes take turns on it.
     func lockAuditChain(_ chain: String) async throws {
         guard !lockedChains.contains(chain) else { return }
-        try run("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
+        try await run("SELECT pg_advisory_xact_lock(hashtextextended(\(chain), 1))")
         lockedChains.insert(chain)
     }
 
@@ -403,7 +403,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func lastAuditRow(in chain: String) async throws -> (position: Int64, mac: [UInt8]?)? {
-        try run(
+        try await run(
             "SELECT position, mac FROM audit_events WHERE chain = \(chain) ORDER BY position DESC LIMIT 1"
         ).rows.first.map { row in
             let (position, mac) = try row.decode((Int64, ByteBuffer?).self)
@@ -413,7 +413,7 @@ final class PostgresCredentialWriter: CredentialWriter {
 
     /// From the sequence: never given twice, whichever node asks.
     func newAuditIDs(_ count: Int) async throws -> [Int64] {
-        try run("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
+        try await run("SELECT nextval('audit_event_ids') FROM generate_series(1, \(Int64(count)))").rows
             .map { try $0.decode(Int64.self) }.sorted()
     }
 
@@ -442,7 +442,7 @@ final class PostgresCredentialWriter: CredentialWriter {
                 binds.append(row.chain)
                 binds.append(row.position)
             }
-            try change(
+            try await change(
                 PostgresQuery(
                     unsafeSQL: "INSERT INTO audit_events (\(Self.auditColumns)) VALUES "
                         + tuples.joined(separator: ", "),
@@ -451,17 +451,17 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func deleteAudits(_ ids: [Int64]) async throws -> Int {
-        try change("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
+        try await change("DELETE FROM audit_events WHERE id = ANY(\(ids))").metadata.rows ?? 0
     }
 
     func auditRows(after: Int64, limit: Int) async throws -> [StoredAuditEvent] {
-        try run(
+        try await run(
             "SELECT \(unescaped: Self.auditColumns) FROM audit_events WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))"
         ).rows.map(Self.auditRow)
     }
 
     func auditChainEnd(_ name: AuditChainEnd.Name, of chain: String) async throws -> AuditChainEnd? {
-        try run(
+        try await run(
             """
             SELECT \(unescaped: Self.chainEndColumns) FROM audit_chain
             WHERE chain = \(chain) AND name = \(name.rawValue)
@@ -479,7 +479,7 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func setAuditChainEnd(_ end: AuditChainEnd) async throws {
-        try change(
+        try await change(
             """
             INSERT INTO audit_chain (\(unescaped: Self.chainEndColumns))
             VALUES (\(end.chain), \(end.name.rawValue), \(end.rowID), \(end.position), \(ByteBuffer(bytes: end.mac)),
@@ -491,6 +491,6 @@ final class PostgresCredentialWriter: CredentialWriter {
     }
 
     func auditRowCount() async throws -> Int {
-        Int(try run("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
+        await Int(try run("SELECT count(*) FROM audit_events").rows.first?.decode(Int64.self) ?? 0)
     }
 }

@@ -170,8 +170,8 @@ extension PostgresDatabase {
 
     /// Changes older than `seconds` by the database's clock (the one that wrote `at`) are not
     /// needed for replay any more; a node whose clock runs ahead must not prune what others need.
-    func pruneChanges(olderThan seconds: Int64) throws {
-        try writer.query(
+    static func pruneChanges(olderThan seconds: Int64, on writer: PostgresLink) async throws {
+        try await writer.query(
             """
             DELETE FROM credential_changes
             WHERE at < \(unescaped: PostgresDatabase.clockMilliseconds) - \(seconds * 1000)

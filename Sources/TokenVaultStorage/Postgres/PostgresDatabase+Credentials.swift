@@ -13,22 +13,22 @@ extension PostgresDatabase: CredentialStore {
     /// meanwhile, unless only this node is cut off; docs/scale-out.md).
     public func record(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         if cacheTrusted.load(ordering: .acquiring), let cached = cache.record(id) { return cached }
-        return try await threads.run { [self] in try readRecord(id) }
+        return try await readRecord(id)
     }
 
-    private func readRecord(_ id: CredentialID) throws -> SealedCredentialRecord? {
+    private func readRecord(_ id: CredentialID) async throws -> SealedCredentialRecord? {
         let ticket = cache.ticket(for: id)
         cache.countMiss()
         let record: SealedCredentialRecord?
         var unreachable = false
         do {
-            record = try withReader { reader in
+            record = try await withReader { reader in
                 do {
-                    return try reader.credentialRecord(id)
+                    return try await reader.credentialRecord(id)
                 } catch let error as VaultError where error.code == .storageUnavailable && !reader.isRefusing {
                     // A lost connection: once more, on a new one.
                     do {
-                        return try reader.credentialRecord(id)
+                        return try await reader.credentialRecord(id)
                     } catch {
                         unreachable = reader.isRefusing
                         throw error
@@ -64,47 +64,41 @@ extension PostgresDatabase: CredentialStore {
     }
 
     public func list(_ query: CredentialQuery) async throws -> [CredentialMetadata] {
-        try await threads.run { [self] in
-            let namespaces = query.namespaces.map { Array($0).sorted() }
-            return try withReader { reader in
-                try reader.query(
-                    """
-                    SELECT \(unescaped: Self.metadataColumns) FROM credentials
-                    WHERE (\(query.namespace)::text IS NULL OR namespace = \(query.namespace))
-                      AND (\(query.status?.rawValue)::text IS NULL OR status = \(query.status?.rawValue))
-                      AND (\(query.after?.description)::text IS NULL OR id > \(query.after?.description))
-                      AND (\(namespaces)::text[] IS NULL OR namespace = ANY(\(namespaces)))
-                    ORDER BY id LIMIT \(Int64(max(0, query.limit)))
-                    """
-                ).rows.map { try PostgresCredentialRow($0).metadata() }
-            }
+        let namespaces = query.namespaces.map { Array($0).sorted() }
+        return try await withReader { reader in
+            try await reader.query(
+                """
+                SELECT \(unescaped: Self.metadataColumns) FROM credentials
+                WHERE (\(query.namespace)::text IS NULL OR namespace = \(query.namespace))
+                  AND (\(query.status?.rawValue)::text IS NULL OR status = \(query.status?.rawValue))
+                  AND (\(query.after?.description)::text IS NULL OR id > \(query.after?.description))
+                  AND (\(namespaces)::text[] IS NULL OR namespace = ANY(\(namespaces)))
+                ORDER BY id LIMIT \(Int64(max(0, query.limit)))
+                """
+            ).rows.map { try PostgresCredentialRow($0).metadata() }
         }
     }
 
     public func records(after: CredentialID?, limit: Int) async throws -> [SealedCredentialRecord] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query(
-                    """
-                    SELECT \(unescaped: Self.recordColumns) FROM credentials
-                    WHERE \(after?.description)::text IS NULL OR id > \(after?.description)
-                    ORDER BY id LIMIT \(Int64(limit))
-                    """
-                ).rows.map { try PostgresCredentialRow($0).record() }
-            }
+        try await withReader { reader in
+            try await reader.query(
+                """
+                SELECT \(unescaped: Self.recordColumns) FROM credentials
+                WHERE \(after?.description)::text IS NULL OR id > \(after?.description)
+                ORDER BY id LIMIT \(Int64(limit))
+                """
+            ).rows.map { try PostgresCredentialRow($0).record() }
         }
     }
 
     public func records(notSealedWith term: UInt32, limit: Int) async throws -> [SealedCredentialRecord] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query(
-                    """
-                    SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE seal_term <> \(Int64(term))
-                    ORDER BY seal_term LIMIT \(Int64(limit))
-                    """
-                ).rows.map { try PostgresCredentialRow($0).record() }
-            }
+        try await withReader { reader in
+            try await reader.query(
+                """
+                SELECT \(unescaped: Self.recordColumns) FROM credentials WHERE seal_term <> \(Int64(term))
+                ORDER BY seal_term LIMIT \(Int64(limit))
+                """
+            ).rows.map { try PostgresCredentialRow($0).record() }
         }
     }
 
@@ -155,91 +149,86 @@ extension PostgresDatabase: RefreshJournal {
     public func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws
         -> [ScheduledCredential]
     {
-        try await threads.run { [self] in
-            let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
-            let skipped = skipping.map(\.description)
-            return try withReader { reader in
-                try reader.query(
-                    """
-                    WITH due AS (
-                        SELECT id, refresh_at, status FROM credentials c
-                        WHERE refresh_at IS NOT NULL AND refresh_at <= \(at) AND NOT (c.id = ANY(\(skipped)))
-                          AND NOT EXISTS (SELECT 1 FROM refresh_claims k
-                                          WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
-                        ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
-                    ), running AS (
-                        SELECT id, refresh_at FROM credentials
-                        WHERE id = ANY(\(skipped)) AND refresh_at IS NOT NULL AND refresh_at <= \(at)
-                    ), claimed AS (
-                        INSERT INTO refresh_claims (credential_id, node, until)
-                        SELECT id, \(node), \(until)
-                        FROM (SELECT id, refresh_at FROM due UNION ALL SELECT id, refresh_at FROM running) wanted
-                        ORDER BY refresh_at, id
-                        ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
-                        WHERE refresh_claims.until <= \(at)
-                        RETURNING credential_id
-                    )
-                    SELECT id, refresh_at, status FROM due
-                    WHERE id IN (SELECT credential_id FROM claimed)
-                       OR EXISTS (SELECT 1 FROM refresh_claims k
-                                  WHERE k.credential_id = due.id AND k.node = \(node) AND k.until > \(at))
+        let (at, until) = (now.milliseconds, now.milliseconds + Self.claimMilliseconds)
+        let skipped = skipping.map(\.description)
+        return try await withReader { reader in
+            try await reader.query(
+                """
+                WITH due AS (
+                    SELECT id, refresh_at, status FROM credentials c
+                    WHERE refresh_at IS NOT NULL AND refresh_at <= \(at) AND NOT (c.id = ANY(\(skipped)))
+                      AND NOT EXISTS (SELECT 1 FROM refresh_claims k
+                                      WHERE k.credential_id = c.id AND k.node <> \(node) AND k.until > \(at))
+                    ORDER BY refresh_at, id LIMIT \(Int64(max(0, limit)))
+                ), running AS (
+                    SELECT id, refresh_at FROM credentials
+                    WHERE id = ANY(\(skipped)) AND refresh_at IS NOT NULL AND refresh_at <= \(at)
+                ), claimed AS (
+                    INSERT INTO refresh_claims (credential_id, node, until)
+                    SELECT id, \(node), \(until)
+                    FROM (SELECT id, refresh_at FROM due UNION ALL SELECT id, refresh_at FROM running) wanted
                     ORDER BY refresh_at, id
-                    """
-                ).rows.compactMap { row in
-                    let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
-                    guard let id = try? CredentialID(text), let status = CredentialStatus(rawValue: status) else {
-                        return nil
-                    }
-                    return ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: refreshAt), status: status)
+                    ON CONFLICT (credential_id) DO UPDATE SET node = excluded.node, until = excluded.until
+                    WHERE refresh_claims.until <= \(at)
+                    RETURNING credential_id
+                )
+                SELECT id, refresh_at, status FROM due
+                WHERE id IN (SELECT credential_id FROM claimed)
+                   OR EXISTS (SELECT 1 FROM refresh_claims k
+                              WHERE k.credential_id = due.id AND k.node = \(node) AND k.until > \(at))
+                ORDER BY refresh_at, id
+                """
+            ).rows.compactMap { row in
+                let (text, refreshAt, status) = try row.decode((String, Int64, String).self)
+                guard let id = try? CredentialID(text), let status = CredentialStatus(rawValue: status) else {
+                    return nil
                 }
+                return ScheduledCredential(id: id, refreshAt: Timestamp(milliseconds: refreshAt), status: status)
             }
         }
     }
 
     public func earliestRefreshAt() async throws -> Timestamp? {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query("SELECT min(refresh_at) FROM credentials WHERE refresh_at IS NOT NULL").rows.first
-                    .flatMap { try $0.decode(Int64?.self) }.map(Timestamp.init(milliseconds:))
-            }
+        try await withReader { reader in
+            try await reader.query("SELECT min(refresh_at) FROM credentials WHERE refresh_at IS NOT NULL").rows.first
+                .flatMap { try $0.decode(Int64?.self) }.map(Timestamp.init(milliseconds:))
         }
     }
 
     public func openAttempts(limit: Int) async throws -> [RefreshAttempt] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query(
-                    """
-                    SELECT \(unescaped: PostgresCredentialWriter.attemptColumns) FROM refresh_attempts WHERE state = 'open'
-                    ORDER BY started_at LIMIT \(Int64(max(0, limit)))
-                    """
-                ).rows.compactMap(PostgresCredentialWriter.attempt)
-            }
+        try await withReader { reader in
+            try await reader.query(
+                """
+                SELECT \(unescaped: PostgresCredentialWriter.attemptColumns) FROM refresh_attempts WHERE state = 'open'
+                ORDER BY started_at LIMIT \(Int64(max(0, limit)))
+                """
+            ).rows.compactMap(PostgresCredentialWriter.attempt)
         }
     }
 
     /// Also prunes the change table (kept ten minutes, for nodes that lost their connection) and
     /// claims long over.
     public func pruneFinishedAttempts(before: Timestamp, limit: Int) async throws -> Int {
-        try await threads.run { [self] in
-            try pruneChanges(olderThan: 600)
-            // By the database's clock, which wrote `stored_at` (a node's clock ahead must not prune
-            // keys the others still need).
-            try writer.query(
-                """
-                DELETE FROM received_answers
-                WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
-                                  - \(Int64(SQLiteDatabase.receivedAnswerRetention * 1000))
-                """)
-            try writer.query("DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
-            return try writer.query(
-                """
-                DELETE FROM refresh_attempts WHERE attempt_id IN (
-                    SELECT attempt_id FROM refresh_attempts WHERE finished_at IS NOT NULL AND finished_at < \(before.milliseconds)
-                    LIMIT \(Int64(max(0, limit))))
-                """
-            ).metadata.rows ?? 0
-        }
+        let writer = await writers.take()
+        defer { writers.giveBack(writer) }
+        try await Self.pruneChanges(olderThan: 600, on: writer)
+        // By the database's clock, which wrote `stored_at` (a node's clock ahead must not prune
+        // keys the others still need).
+        try await writer.query(
+            """
+            DELETE FROM received_answers
+            WHERE stored_at < \(unescaped: PostgresDatabase.clockMilliseconds)
+                              - \(Int64(SQLiteDatabase.receivedAnswerRetention * 1000))
+            """)
+        try await writer.query(
+            "DELETE FROM refresh_claims WHERE until < \(clock.now.adding(seconds: -600).milliseconds)")
+        return try await writer.query(
+            """
+            DELETE FROM refresh_attempts WHERE attempt_id IN (
+                SELECT attempt_id FROM refresh_attempts WHERE finished_at IS NOT NULL AND finished_at < \(before.milliseconds)
+                LIMIT \(Int64(max(0, limit))))
+            """
+        ).metadata.rows ?? 0
     }
 }
 
@@ -263,7 +252,9 @@ struct PostgresCredentialRow: CredentialRow {
 extension PostgresLink {
     /// One credential row by id: the one statement that reads it, for readers and writers alike,
     /// prepared (every refresh reads its row first).
-    func credentialRecord(_ id: CredentialID) throws -> SealedCredentialRecord? {
-        try execute(RecordByID(id: id.description)).first.map { try PostgresCredentialRow($0).record(knownID: id) }
+    func credentialRecord(_ id: CredentialID) async throws -> SealedCredentialRecord? {
+        try await execute(RecordByID(id: id.description)).first.map {
+            try PostgresCredentialRow($0).record(knownID: id)
+        }
     }
 }

@@ -24,45 +24,41 @@ extension PostgresDatabase: NodeRegistry {
     }
 
     public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
-        try await heartbeatThread.run { [self] in
-            let rows = try heartbeatLink.query(Self.beat(beat)).rows
-            var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
-            for row in rows {
-                let columns = row.makeRandomAccess()
-                reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
-                reading.nodes.append(try Self.node(columns))
-            }
-            return reading
+        let rows = try await heartbeats.withConnection { try await $0.query(Self.beat(beat)).rows }
+        var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
+        for row in rows {
+            let columns = row.makeRandomAccess()
+            reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
+            reading.nodes.append(try Self.node(columns))
         }
+        return reading
     }
 
     public func nodes() async throws -> [NodeRecord] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
-                    try Self.node($0.makeRandomAccess())
-                }
+        try await withReader { reader in
+            try await reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
+                try Self.node($0.makeRandomAccess())
             }
         }
     }
 
     /// One statement: the row goes and the attempts are released together.
     public func forgetNode(_ node: String) async throws -> Int? {
-        try await threads.run { [self] in
-            let counts = try writer.query(
-                """
-                WITH gone AS (DELETE FROM nodes WHERE node = \(node) RETURNING node),
-                released AS (
-                    UPDATE refresh_attempts SET lease_owner = \(LeaseName.released)
-                    WHERE state = 'open' AND (lease_owner = \(node) OR lease_owner LIKE \(NodeSQL.ownerPattern(node)) ESCAPE '\\')
-                    RETURNING attempt_id)
-                SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM released) AS released
-                """
-            ).rows.first?.makeRandomAccess()
-            let removed = try counts?["removed"].decode(Int64.self) ?? 0
-            let released = try counts?["released"].decode(Int64.self) ?? 0
-            return removed == 0 && released == 0 ? nil : Int(released)
-        }
+        let writer = await writers.take()
+        defer { writers.giveBack(writer) }
+        let counts = try await writer.query(
+            """
+            WITH gone AS (DELETE FROM nodes WHERE node = \(node) RETURNING node),
+            released AS (
+                UPDATE refresh_attempts SET lease_owner = \(LeaseName.released)
+                WHERE state = 'open' AND (lease_owner = \(node) OR lease_owner LIKE \(NodeSQL.ownerPattern(node)) ESCAPE '\\')
+                RETURNING attempt_id)
+            SELECT (SELECT count(*) FROM gone) AS removed, (SELECT count(*) FROM released) AS released
+            """
+        ).rows.first?.makeRandomAccess()
+        let removed = try counts?["removed"].decode(Int64.self) ?? 0
+        let released = try counts?["released"].decode(Int64.self) ?? 0
+        return removed == 0 && released == 0 ? nil : Int(released)
     }
 
     private static func node(_ row: PostgresRandomAccessRow) throws -> NodeRecord {
@@ -77,8 +73,8 @@ extension PostgresDatabase: NodeRegistry {
 
 extension PostgresDatabase {
     public func isAnswerStored(_ callKey: String) async throws -> Bool {
-        try await threads.run { [self] in
-            try withReader { try !$0.query("SELECT 1 FROM received_answers WHERE call_key = \(callKey)").rows.isEmpty }
+        try await withReader {
+            try await !$0.query("SELECT 1 FROM received_answers WHERE call_key = \(callKey)").rows.isEmpty
         }
     }
 }
@@ -86,7 +82,7 @@ extension PostgresDatabase {
 extension PostgresCredentialWriter {
     /// Stamped with the database's clock, which the pruning reads too (`at` is this node's).
     func recordReceivedAnswer(_ callKey: String, credentialID: CredentialID, at: Timestamp) async throws {
-        try change(
+        try await change(
             """
             INSERT INTO received_answers (call_key, credential_id, stored_at)
             VALUES (\(callKey), \(credentialID.description), \(unescaped: PostgresDatabase.clockMilliseconds))
@@ -95,6 +91,6 @@ extension PostgresCredentialWriter {
     }
 
     func nodeBeat(_ node: String) async throws -> Int64? {
-        try run("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
+        try await run("SELECT beat FROM nodes WHERE node = \(node)").rows.first.map { try $0.decode(Int64.self) }
     }
 }

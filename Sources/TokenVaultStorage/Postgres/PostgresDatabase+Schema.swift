@@ -8,17 +8,33 @@ extension PostgresDatabase {
     static let migrationLockKey: Int64 = 0x746F_6B65_6E6D_6967
 
     public func pendingMigrations() throws -> [Migration] {
-        try migrator.pending(applied: try appliedMigrationRecords(on: writer), database: location)
+        try administering { [self] link in
+            try migrator.pending(applied: try await Self.appliedMigrationRecords(on: link), database: location)
+        }
     }
 
     /// Applies pending migrations; returns what was applied.
     @discardableResult
     public func migrate() throws -> [Migration] {
-        try writer.query("SELECT pg_advisory_lock(\(Self.migrationLockKey))")
-        defer { _ = try? writer.query("SELECT pg_advisory_unlock(\(Self.migrationLockKey))") }
-        let pending = try migrator.pending(applied: try appliedMigrationRecords(on: writer), database: location)
+        try administering { [self] link in
+            try await link.query("SELECT pg_advisory_lock(\(Self.migrationLockKey))")
+            let applied: [Migration]
+            do {
+                applied = try await applyPending(on: link)
+            } catch {
+                _ = try? await link.query("SELECT pg_advisory_unlock(\(Self.migrationLockKey))")
+                throw error
+            }
+            _ = try? await link.query("SELECT pg_advisory_unlock(\(Self.migrationLockKey))")
+            return applied
+        }
+    }
+
+    private func applyPending(on link: PostgresLink) async throws -> [Migration] {
+        let pending = try migrator.pending(
+            applied: try await Self.appliedMigrationRecords(on: link), database: location)
         guard !pending.isEmpty else { return [] }
-        try writer.query(
+        try await link.query(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    BIGINT PRIMARY KEY NOT NULL,
@@ -29,11 +45,11 @@ extension PostgresDatabase {
             """)
         for migration in pending {
             do {
-                try writer.transaction {
+                try await link.transaction {
                     for statement in SQLScript.statements(String(decoding: migration.sql, as: UTF8.self)) {
-                        try writer.query(PostgresQuery(unsafeSQL: statement))
+                        try await link.query(PostgresQuery(unsafeSQL: statement))
                     }
-                    try writer.query(
+                    try await link.query(
                         """
                         INSERT INTO schema_migrations (version, name, sha256, applied_at)
                         VALUES (\(Int64(migration.version)), \(migration.fileName), \(migrator.checksum(migration.sql)),
@@ -48,29 +64,35 @@ extension PostgresDatabase {
         return pending
     }
 
-    /// The migrations recorded, read on `link` (the writer, which applies them; a reader for health).
-    func appliedMigrationRecords(on link: PostgresLink) throws -> [Int: (name: String, sha256: String)] {
-        let exists =
-            try link.query("SELECT to_regclass('schema_migrations') IS NOT NULL").rows.first
-            .map { try $0.decode(Bool.self) } ?? false
-        guard exists else { return [:] }
+    /// The migrations recorded, read on `link` (the administration link, which applies them; a
+    /// reader for health).
+    static func appliedMigrationRecords(on link: PostgresLink) async throws -> [Int: (name: String, sha256: String)] {
+        guard try await tableExists("schema_migrations", on: link) else { return [:] }
         var applied: [Int: (name: String, sha256: String)] = [:]
-        for row in try link.query("SELECT version, name, sha256 FROM schema_migrations").rows {
+        for row in try await link.query("SELECT version, name, sha256 FROM schema_migrations").rows {
             let (version, name, sha256) = try row.decode((Int64, String, String).self)
             applied[Int(version)] = (name, sha256)
         }
         return applied
     }
+
+    static func tableExists(_ name: String, on link: PostgresLink) async throws -> Bool {
+        try await link.query("SELECT to_regclass(\(name)) IS NOT NULL").rows.first.map { try $0.decode(Bool.self) }
+            ?? false
+    }
 }
 
 extension PostgresDatabase: KeyTermStore {
     public func terms() throws -> [WrappedTerm] {
-        guard try tableExists("key_terms") else { return [] }
-        return try withReader { try Self.terms(on: $0) }
+        try reading { link in
+            guard try await Self.tableExists("key_terms", on: link) else { return [] }
+            return try await Self.terms(on: link)
+        }
     }
 
-    static func terms(on link: PostgresLink) throws -> [WrappedTerm] {
-        try link.query("SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term").rows.map { row in
+    static func terms(on link: PostgresLink) async throws -> [WrappedTerm] {
+        try await link.query("SELECT term, wrapped_key, state, created_at FROM key_terms ORDER BY term").rows.map {
+            row in
             let (term, key, state, created) = try row.decode((Int64, ByteBuffer, String, Int64).self)
             return WrappedTerm(
                 term: UInt32(truncatingIfNeeded: term), wrappedKey: Array(key.readableBytesView),
@@ -80,61 +102,75 @@ extension PostgresDatabase: KeyTermStore {
     }
 
     public func addActiveTerm(_ term: WrappedTerm, keyCheck: String) throws {
-        try writer.transaction {
-            try checkKey(keyCheck)
-            try writer.query("UPDATE key_terms SET state = 'retired' WHERE state = 'active'")
-            try writer.query(
-                """
-                INSERT INTO key_terms (term, wrapped_key, state, created_at)
-                VALUES (\(Int64(term.term)), \(ByteBuffer(bytes: term.wrappedKey)), 'active', \(term.createdAt.milliseconds))
-                """)
+        try administering { link in
+            try await link.transaction {
+                try await Self.checkKey(keyCheck, on: link)
+                try await link.query("UPDATE key_terms SET state = 'retired' WHERE state = 'active'")
+                try await link.query(
+                    """
+                    INSERT INTO key_terms (term, wrapped_key, state, created_at)
+                    VALUES (\(Int64(term.term)), \(ByteBuffer(bytes: term.wrappedKey)), 'active', \(term.createdAt.milliseconds))
+                    """)
+            }
         }
     }
 
     public func removeTerm(_ term: UInt32) throws -> Bool {
-        try writer.transaction {
-            let inUse = try writer.query("SELECT 1 FROM credentials WHERE seal_term = \(Int64(term)) LIMIT 1").rows
-                .count
-            guard inUse == 0 else { return false }
-            return try writer.query(
-                "DELETE FROM key_terms WHERE term = \(Int64(term)) AND state = 'retired' RETURNING 1"
-            ).rows.count > 0
+        try administering { link in
+            try await link.transaction {
+                let inUse = try await link.query(
+                    "SELECT 1 FROM credentials WHERE seal_term = \(Int64(term)) LIMIT 1"
+                ).rows.count
+                guard inUse == 0 else { return false }
+                return try await link.query(
+                    "DELETE FROM key_terms WHERE term = \(Int64(term)) AND state = 'retired' RETURNING 1"
+                ).rows.count > 0
+            }
         }
     }
 
     public func rewrap(
         keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
     ) throws {
-        try writer.transaction {
-            // Nothing adds a term while this transaction holds the table.
-            try writer.query("LOCK TABLE key_terms IN EXCLUSIVE MODE")
-            let stored = try Self.terms(on: writer)
-            guard !stored.isEmpty else { throw VaultError.conflict("the vault has no key terms; nothing was changed") }
-            for term in stored {
-                let wrapped = try rewrap(term)
-                guard wrapped.term == term.term else {
-                    throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
+        try withoutActuallyEscaping(rewrap) { rewrap in
+            // Called only while this thread waits for the transaction (`waiting`).
+            let rewrapTerm = UncheckedSendable(rewrap)
+            try administering { link in
+                try await link.transaction {
+                    // Nothing adds a term while this transaction holds the table.
+                    try await link.query("LOCK TABLE key_terms IN EXCLUSIVE MODE")
+                    let stored = try await Self.terms(on: link)
+                    guard !stored.isEmpty else {
+                        throw VaultError.conflict("the vault has no key terms; nothing was changed")
+                    }
+                    for term in stored {
+                        let wrapped = try rewrapTerm.value(term)
+                        guard wrapped.term == term.term else {
+                            throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
+                        }
+                        try await link.query(
+                            "UPDATE key_terms SET wrapped_key = \(ByteBuffer(bytes: wrapped.wrappedKey)) WHERE term = \(Int64(term.term))"
+                        )
+                    }
+                    try await Self.upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 }, on: link)
                 }
-                try writer.query(
-                    "UPDATE key_terms SET wrapped_key = \(ByteBuffer(bytes: wrapped.wrappedKey)) WHERE term = \(Int64(term.term))"
-                )
             }
-            try upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 })
         }
     }
 
     /// Refuses a key change by a process whose master key is not the vault's current one.
-    private func checkKey(_ keyCheck: String) throws {
-        let stored = try writer.query("SELECT value FROM vault_meta WHERE key = \(VaultSetting.keyCheck) FOR UPDATE")
-            .rows.first.map { try $0.decode(String.self) }
-        guard let stored else { return try upsert([VaultSetting.keyCheck: keyCheck]) }
+    private static func checkKey(_ keyCheck: String, on link: PostgresLink) async throws {
+        let stored = try await link.query(
+            "SELECT value FROM vault_meta WHERE key = \(VaultSetting.keyCheck) FOR UPDATE"
+        ).rows.first.map { try $0.decode(String.self) }
+        guard let stored else { return try await upsert([VaultSetting.keyCheck: keyCheck], on: link) }
         guard stored == keyCheck else { throw VaultError.staleMasterKey }
     }
 
     public func termUsage() throws -> [UInt32: Int] {
-        try withReader { reader in
+        try reading { reader in
             var usage: [UInt32: Int] = [:]
-            for row in try reader.query(
+            for row in try await reader.query(
                 "SELECT term, (SELECT count(*) FROM credentials WHERE seal_term = term) FROM key_terms"
             ).rows {
                 let (term, count) = try row.decode((Int64, Int64).self)
@@ -145,41 +181,36 @@ extension PostgresDatabase: KeyTermStore {
     }
 
     public func setting(_ key: String) throws -> String? {
-        guard try tableExists("vault_meta") else { return nil }
-        return try withReader { reader in
-            try reader.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first.map {
+        try reading { reader in
+            guard try await Self.tableExists("vault_meta", on: reader) else { return nil }
+            return try await reader.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first.map {
                 try $0.decode(String.self)
             }
         }
     }
 
     public func setSettings(_ settings: [String: String]) throws {
-        try writer.transaction { try upsert(settings) }
+        try administering { link in try await link.transaction { try await Self.upsert(settings, on: link) } }
     }
 
     public func addSetting(_ key: String, _ value: String) throws -> String {
-        try writer.query(
-            """
-            INSERT INTO vault_meta (key, value) VALUES (\(key), \(value)) ON CONFLICT (key) DO NOTHING
-            """)
-        return try writer.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first
-            .map { try $0.decode(String.self) } ?? value
+        try administering { link in
+            try await link.query(
+                """
+                INSERT INTO vault_meta (key, value) VALUES (\(key), \(value)) ON CONFLICT (key) DO NOTHING
+                """)
+            return try await link.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first
+                .map { try $0.decode(String.self) } ?? value
+        }
     }
 
-    private func upsert(_ settings: [String: String]) throws {
+    private static func upsert(_ settings: [String: String], on link: PostgresLink) async throws {
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
-            try writer.query(
+            try await link.query(
                 """
                 INSERT INTO vault_meta (key, value) VALUES (\(key), \(value))
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """)
-        }
-    }
-
-    func tableExists(_ name: String) throws -> Bool {
-        try withReader { reader in
-            try reader.query("SELECT to_regclass(\(name)) IS NOT NULL").rows.first.map { try $0.decode(Bool.self) }
-                ?? false
         }
     }
 }
@@ -196,58 +227,48 @@ extension PostgresDatabase: AdminStore {
     /// The newest migration applied, read on a reader connection (health asks for it; the
     /// writers are the ledger's).
     public func schemaVersion() async throws -> Int {
-        try await threads.run { [self] in
-            try withReader { try appliedMigrationRecords(on: $0).keys.max() ?? 0 }
-        }
+        try await withReader { try await Self.appliedMigrationRecords(on: $0).keys.max() ?? 0 }
     }
 
     public func auditRowCount() async throws -> Int {
-        try await threads.run { [self] in
-            try withReader { reader in
-                guard let row = try reader.query("SELECT count(*) FROM audit_events").rows.first else { return 0 }
-                return Int(try row.decode(Int64.self))
-            }
+        try await withReader { reader in
+            guard let row = try await reader.query("SELECT count(*) FROM audit_events").rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
         }
     }
 
     public func credentialCountsByStatus() async throws -> [CredentialStatus: Int] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                var counts: [CredentialStatus: Int] = [:]
-                for row in try reader.query("SELECT status, count(*) FROM credentials GROUP BY status").rows {
-                    let (status, count) = try row.decode((String, Int64).self)
-                    if let status = CredentialStatus(rawValue: status) { counts[status] = Int(count) }
-                }
-                return counts
+        try await withReader { reader in
+            var counts: [CredentialStatus: Int] = [:]
+            for row in try await reader.query("SELECT status, count(*) FROM credentials GROUP BY status").rows {
+                let (status, count) = try row.decode((String, Int64).self)
+                if let status = CredentialStatus(rawValue: status) { counts[status] = Int(count) }
             }
+            return counts
         }
     }
 }
 
 extension PostgresDatabase {
     public func auditEvents(_ query: AuditQuery) async throws -> [StoredAuditEvent] {
-        try await threads.run { [self] in
-            let credential = query.credentialID?.description
-            return try withReader { reader in
-                try reader.query(
-                    """
-                    SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
-                    WHERE id \(unescaped: query.order.sqlComparison) \(query.sqlCursor)
-                    AND (\(credential)::text IS NULL OR credential_id = \(credential))
-                    ORDER BY id\(unescaped: query.order.sqlDirection) LIMIT \(Int64(max(0, query.limit)))
-                    """
-                ).rows.map(PostgresCredentialWriter.auditRow)
-            }
+        let credential = query.credentialID?.description
+        return try await withReader { reader in
+            try await reader.query(
+                """
+                SELECT \(unescaped: PostgresCredentialWriter.auditColumns) FROM audit_events
+                WHERE id \(unescaped: query.order.sqlComparison) \(query.sqlCursor)
+                AND (\(credential)::text IS NULL OR credential_id = \(credential))
+                ORDER BY id\(unescaped: query.order.sqlDirection) LIMIT \(Int64(max(0, query.limit)))
+                """
+            ).rows.map(PostgresCredentialWriter.auditRow)
         }
     }
 
     public func auditChainEnds() async throws -> [AuditChainEnd] {
-        try await threads.run { [self] in
-            try withReader { reader in
-                try reader.query(
-                    "SELECT \(unescaped: PostgresCredentialWriter.chainEndColumns) FROM audit_chain ORDER BY chain, name"
-                ).rows.compactMap(PostgresCredentialWriter.chainEnd)
-            }
+        try await withReader { reader in
+            try await reader.query(
+                "SELECT \(unescaped: PostgresCredentialWriter.chainEndColumns) FROM audit_chain ORDER BY chain, name"
+            ).rows.compactMap(PostgresCredentialWriter.chainEnd)
         }
     }
 }
@@ -261,9 +282,9 @@ extension PostgresDatabase: VaultBackend {
     /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index
     /// left invalid or a constraint left unvalidated (by hand, or an interrupted operation).
     public func integrityCheck() throws -> [String] {
-        try withReader { reader in
+        try reading { reader in
             var problems: [String] = []
-            for row in try reader.query(
+            for row in try await reader.query(
                 """
                 SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -272,7 +293,7 @@ extension PostgresDatabase: VaultBackend {
             ).rows {
                 problems.append("index \(try row.decode(String.self)) is not valid")
             }
-            for row in try reader.query(
+            for row in try await reader.query(
                 """
                 SELECT con.conname::text FROM pg_constraint con JOIN pg_namespace n ON n.oid = con.connamespace
                 WHERE n.nspname = current_schema() AND NOT con.convalidated

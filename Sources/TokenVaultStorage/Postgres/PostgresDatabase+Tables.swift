@@ -4,20 +4,20 @@ import TokenVaultCore
 
 /// The vault tables row for row, for `StoreCopy`.
 extension PostgresDatabase: TableStore {
-    func rowCount(_ table: VaultTable) throws -> Int {
-        try withReader { reader in
+    func rowCount(_ table: VaultTable) async throws -> Int {
+        try await withReader { reader in
             Int(
-                try reader.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table.rawValue)")).rows.first?
+                try await reader.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table.rawValue)")).rows.first?
                     .decode(Int64.self) ?? 0)
         }
     }
 
-    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) throws -> TableRows {
+    func rows(of table: VaultTable, after: [ColumnValue]?, limit: Int) async throws -> TableRows {
         var binds = PostgresBindings()
         binds.append(Int64(limit))
         for value in after ?? [] { PostgresCredentialWriter.append(value, to: &binds) }
-        let result = try withReader { reader in
-            try reader.query(
+        let result = try await withReader { reader in
+            try await reader.query(
                 PostgresQuery(
                     unsafeSQL: table.pageSQL(after: after != nil, firstParameter: 2, marker: "$") + " LIMIT $1",
                     binds: binds))
@@ -29,16 +29,18 @@ extension PostgresDatabase: TableStore {
         return page
     }
 
-    /// In one transaction on the writer. The old rows go with one TRUNCATE (a DELETE would run
+    /// In one transaction on the administration link. The old rows go with one TRUNCATE (a DELETE would run
     /// the change trigger for each of perhaps millions of rows; a copy runs with every daemon
     /// stopped, so nobody listens); the inserts run it, so nodes started later replay them.
-    func replaceAllRows(_ fill: ((VaultTable, TableRows) throws -> Void) throws -> Void) throws {
+    func replaceAllRows(_ fill: ((VaultTable, TableRows) async throws -> Void) async throws -> Void) async throws {
         // Also when the commit fails or its outcome is unknown, as SQLite's does.
         defer { cache.invalidateAll() }
-        try writer.transaction {
+        let writer = await administration.take()
+        defer { administration.giveBack(writer) }
+        try await writer.transaction {
             let tables = VaultTable.allCases.map(\.rawValue).joined(separator: ", ")
-            try writer.query(PostgresQuery(unsafeSQL: "TRUNCATE \(tables)"))
-            try fill { table, page in
+            try await writer.query(PostgresQuery(unsafeSQL: "TRUNCATE \(tables)"))
+            try await fill { table, page in
                 let columns = page.columns.joined(separator: ", ")
                 // At most 65,535 parameters to a statement.
                 let rowsPerStatement = max(1, 30_000 / max(1, page.columns.count))
@@ -52,7 +54,7 @@ extension PostgresDatabase: TableStore {
                         tuples.append("(" + row.indices.map { "$\(first + $0)" }.joined(separator: ", ") + ")")
                         for value in row { PostgresCredentialWriter.append(value, to: &binds) }
                     }
-                    try writer.query(
+                    try await writer.query(
                         PostgresQuery(
                             unsafeSQL:
                                 "INSERT INTO \(table.rawValue) (\(columns)) VALUES \(tuples.joined(separator: ", "))",
@@ -61,7 +63,7 @@ extension PostgresDatabase: TableStore {
                 }
             }
             // Audit ids come from a sequence; the copied rows' must not be given out again.
-            try writer.query(
+            try await writer.query(
                 """
                 SELECT setval('audit_event_ids',
                     GREATEST((SELECT max(id) FROM audit_events), (SELECT max(row_id) FROM audit_chain), 0) + 1, false)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Synchronization
@@ -13,8 +14,8 @@ import TokenVaultCore
 ///   waiting for their flush overlap; a transaction carries a group of writes whose credentials
 ///   are locked and read together and whose changes are sent together
 ///   (`PostgresCredentialWriter+Group.swift`); a few reader connections serve reads. Every statement
-///   waits with a deadline (`PostgresLink`) on a thread of `DatabaseThreads`, to which each
-///   `async` method of the storage protocols hops itself.
+///   is awaited with a deadline (`PostgresLink`); no thread waits for the database, except a
+///   caller of the synchronous surface (migrations, key terms, settings: `waiting`).
 /// - Read-modify-write of one credential is serialised across nodes by a transaction-level
 ///   advisory lock on its id (`record` inside a transaction takes it); one open refresh attempt per
 ///   credential is the unique index's to enforce, and a second node's attempt reads as a lease
@@ -87,18 +88,15 @@ public final class PostgresDatabase: Sendable {
     public let node: String
     let clock: any VaultClock
     let logger: Logger
-    /// The first writer, for the schema, the key terms and the settings (one connection, so a
-    /// session-level advisory lock taken on it is released on it).
-    let writer: PostgresLink
+    /// The schema's, the key terms' and the settings' one connection (so a session-level
+    /// advisory lock taken on it is released on it), lent to one caller at a time.
+    let administration: PostgresLinkPool
     let writers: PostgresLinkPool
     let readers: PostgresLinkPool
-    /// The node's heartbeats only (`PostgresDatabase+Nodes`), on a thread of their own: a beat
-    /// never queues behind reads waiting for a connection.
-    let heartbeatLink: PostgresLink
-    let heartbeatThread = DatabaseThreads(threads: 1)
+    /// The node's heartbeats only (`PostgresDatabase+Nodes`): a beat never queues behind reads
+    /// waiting for a connection.
+    let heartbeats: PostgresLinkPool
     let cache: RecordCache
-    /// A thread for each reader and writer connection, and two to spare (`DatabaseThreads`).
-    let threads: DatabaseThreads
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).
     let changeHandler = Mutex<ChangeHandler?>(nil)
@@ -147,26 +145,31 @@ public final class PostgresDatabase: Sendable {
                 PostgresLink(
                     configuration: connection, name: "writer \($0)",
                     setup: session + ["SET tokenvault.node = '\(node.replacingOccurrences(of: "'", with: "''"))'"],
-                    statementTimeout: timeout, takesTransactions: true, logger: logger)
+                    statementTimeout: timeout, logger: logger)
             })
-        writer = writers.connections[0]
+        administration = PostgresLinkPool([
+            PostgresLink(
+                configuration: connection, name: "administration", setup: session, statementTimeout: timeout,
+                logger: logger)
+        ])
         readers = PostgresLinkPool(
             (0..<max(1, configuration.readers)).map {
                 PostgresLink(
                     configuration: connection, name: "reader \($0)", setup: session, statementTimeout: timeout,
                     logger: logger)
             })
-        heartbeatLink = PostgresLink(
-            configuration: connection, name: "heartbeat", setup: session, statementTimeout: timeout, logger: logger)
+        heartbeats = PostgresLinkPool([
+            PostgresLink(
+                configuration: connection, name: "heartbeat", setup: session, statementTimeout: timeout, logger: logger)
+        ])
         cache = RecordCache(capacity: configuration.cacheCapacity, bytes: configuration.cacheBytes)
-        threads = DatabaseThreads(threads: max(1, configuration.readers) + max(1, configuration.writers) + 2)
         let database = configuration.database ?? configuration.username
         switch configuration.endpoint {
         case .tcp(let host, let port): location = "postgres://\(configuration.username)@\(host):\(port)/\(database)"
         case .socket(let path): location = "postgres://\(configuration.username)@\(path)/\(database)"
         }
         // Fail now, with PostgreSQL's own reason, rather than on the first request.
-        try writer.query("SELECT 1")
+        _ = try administering { try await $0.query("SELECT 1") }
     }
 
     /// What every connection sets first, so that one node cannot stall the others: a
@@ -188,9 +191,10 @@ public final class PostgresDatabase: Sendable {
 
     /// Closes every connection (the listener stops with its task).
     public func close() {
+        administration.close()
         writers.close()
         readers.close()
-        heartbeatLink.close()
+        heartbeats.close()
     }
 
     /// Called for every change to a credential row, this process's own included.
@@ -207,8 +211,37 @@ public final class PostgresDatabase: Sendable {
     }
 
     /// Runs `body` on a reader connection (waiting for a free one).
-    func withReader<Result>(_ body: (PostgresLink) throws -> Result) throws -> Result {
-        try readers.withConnection(body)
+    func withReader<Result>(_ body: (PostgresLink) async throws -> Result) async throws -> Result {
+        try await readers.withConnection(body)
+    }
+
+    /// Runs `body` for the synchronous surface (migrations, key terms, settings, copies of the
+    /// tables) and blocks this thread until it has finished. The body runs as a task on an event
+    /// loop (`EventLoopTaskExecutor`), never on the concurrency pool, so it finishes even when
+    /// the caller blocks one of the pool's threads. Never call it on an event loop.
+    func waiting<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) throws -> Result {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let finished = loop.makePromise(of: Result.self)
+        Task(executorPreference: EventLoopTaskExecutor(loop)) {
+            do {
+                finished.succeed(try await body())
+            } catch {
+                finished.fail(error)
+            }
+        }
+        return try finished.futureResult.wait()
+    }
+
+    /// `waiting` with the administration link.
+    func administering<Result: Sendable>(_ body: @escaping @Sendable (PostgresLink) async throws -> Result) throws
+        -> Result
+    {
+        try waiting { [administration] in try await administration.withConnection(body) }
+    }
+
+    /// `waiting` with a reader.
+    func reading<Result: Sendable>(_ body: @escaping @Sendable (PostgresLink) async throws -> Result) throws -> Result {
+        try waiting { [readers] in try await readers.withConnection(body) }
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

@@ -6,12 +6,13 @@ import PostgresNIO
 import Synchronization
 import TokenVaultCore
 
-/// One PostgreSQL connection, used from the database's threads (`DatabaseThreads`, never an
-/// event loop or the concurrency pool): every statement waits for its result with a deadline of its own, because a query on a
-/// connection the server has dropped may never complete (postgres-nio 1.33.2). A connection that
-/// failed is closed and a new one is made for the next statement, but never inside a
-/// transaction (`pinned`); the failure is reported as `storage_unavailable`, which callers (the
-/// ledger's held commits, the engine) retry.
+/// One PostgreSQL connection, used by one holder at a time (a `ConnectionLender` lends it): every
+/// statement is awaited with a deadline of its own, because a query on a connection the server
+/// has dropped may never complete (postgres-nio 1.33.2). No thread waits for an answer: the
+/// deadline is a task scheduled on the connection's event loop. A connection that failed is
+/// closed and a new one is made for the next statement, but never inside a transaction
+/// (`pinned`); the failure is reported as `storage_unavailable`, which callers (the ledger's held
+/// commits, the engine) retry.
 final class PostgresLink: Sendable {
     private let configuration: PostgresConnection.Configuration
     private let logger: Logger
@@ -30,9 +31,6 @@ final class PostgresLink: Sendable {
         guard let refusal = lastRefusal.withLock({ $0 }) else { return false }
         return ContinuousClock.now - refusal.at < Self.refusalMemory
     }
-    /// One caller at a time: a transaction's statements never interleave with another caller's
-    /// (recursive: the statements of a transaction are its caller's).
-    private let turn = NSRecursiveLock()
     /// Statements sent without waiting (`send`), on the connection they were sent on: the next
     /// statement that waits checks them, so their failure surfaces there.
     private let unsettled = Mutex<(connection: PostgresConnection, results: [EventLoopFuture<PostgresQueryResult>])?>(
@@ -45,18 +43,15 @@ final class PostgresLink: Sendable {
     /// The prepared statements that have run on the open connection, by the connection's id
     /// (`execute`).
     private let proven = Mutex<(connection: PostgresConnection.ID, names: Set<String>)?>(nil)
-    /// Where a writer's transactions with an awaiting body run (nil: a link that takes none).
-    private let transactionThread: TransactionThread?
 
     init(
         configuration: PostgresConnection.Configuration, name: String, setup: [String] = [],
-        statementTimeout: TimeAmount, takesTransactions: Bool = false, logger: Logger
+        statementTimeout: TimeAmount, logger: Logger
     ) {
         self.configuration = configuration
         self.name = name
         self.setup = setup
         self.statementTimeout = statementTimeout
-        transactionThread = takesTransactions ? TransactionThread() : nil
         self.logger = logger
     }
 
@@ -64,36 +59,28 @@ final class PostgresLink: Sendable {
     /// Statements sent before it without waiting are checked first: the first of them that failed
     /// is the error thrown.
     @discardableResult
-    func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
-        turn.lock()
-        defer { turn.unlock() }
-        let connection = try current()
+    func query(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+        let connection = try await current()
         let sent = try takeUnsettled(on: connection)
-        let result = connection.query(query, logger: logger)
+        let result = started(query, on: connection)
         do {
-            // The connection runs statements in order: once this one is answered, so are they
-            // (unless it was never answered: then they may never be either).
-            let answer = Result { try wait(result, on: connection) }
-            if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
-            for earlier in sent { _ = try earlier.wait() }
-            return try answer.get()
+            return try await answers(sent + [result], on: connection)[sent.count]
         } catch {
             throw failure(error, connection: connection)
         }
     }
 
     /// Runs `statement` prepared (`execute(_:)` of several, for one).
-    func execute(_ statement: some PreparedStatement) throws -> [PostgresRow] {
-        try execute([statement])[0]
+    func execute(_ statement: some PreparedStatement) async throws -> [PostgresRow] {
+        try await execute([statement])[0]
     }
 
     /// Runs `statements` back to back as statements PostgreSQL parsed and planned once on this
     /// connection (postgres-nio prepares each by name at its first use on a connection) instead
     /// of parsing, analysing and planning their text on every call, as unnamed statements are:
-    /// for a point read that is about half of PostgreSQL's work (docs/benchmarks.md). postgres-nio
-    /// runs named statements from async code only: a task on the connection's event loop
-    /// (`EventLoopTaskExecutor`, never the cooperative pool) runs them one after the other, as
-    /// `pipeline` does, and this thread waits once.
+    /// for a point read that is about half of PostgreSQL's work (docs/benchmarks.md). A task on
+    /// the connection's event loop (`EventLoopTaskExecutor`) runs them one after the other, as
+    /// `pipeline` does, so the caller is woken once, by the last answer or by the deadline.
     ///
     /// postgres-nio keeps a statement prepared, or its failed preparation, for the connection's
     /// life. So a refusal outside a transaction closes the connection, and a statement prepared
@@ -103,16 +90,15 @@ final class PostgresLink: Sendable {
     /// lock timeout behind a migration, an aborted transaction) closes the connection too and
     /// fails as retryable; any other refusal is the transaction's own (rolled back on this
     /// connection, as for text).
-    func execute(_ statements: [any PreparedStatement]) throws -> [[PostgresRow]] {
-        turn.lock()
-        defer { turn.unlock() }
+    func execute(_ statements: [any PreparedStatement]) async throws -> [[PostgresRow]] {
         let inTransaction = pinned.withLock { $0 } != nil
         for attempt in 1...2 {
-            let connection = try current()
+            let connection = try await current()
             let sent = try takeUnsettled(on: connection)
             let answers = connection.eventLoop.makePromise(of: [[PostgresRow]].self)
             Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) { [logger] in
                 do {
+                    for earlier in sent { _ = try await earlier.get() }
                     var all: [[PostgresRow]] = []
                     for statement in statements {
                         all.append(try await Self.rows(of: statement, on: connection, logger))
@@ -125,10 +111,7 @@ final class PostgresLink: Sendable {
             let names = statements.map { type(of: $0).name }
             let proven = self.proven.withLock { $0?.connection == connection.id ? $0!.names : [] }
             do {
-                let answer = Result { try wait(answers.futureResult, on: connection) }
-                if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
-                for earlier in sent { _ = try earlier.wait() }
-                let rows = try answer.get()
+                let rows = try await answered(answers.futureResult, on: connection)
                 self.proven.withLock { proven in
                     if proven?.connection != connection.id { proven = (connection.id, []) }
                     proven?.names.formUnion(names)
@@ -168,38 +151,30 @@ final class PostgresLink: Sendable {
         return rows
     }
 
-    /// Runs `queries` back to back with one wait of the calling thread and returns each one's
-    /// rows; the first that failed is the error thrown. Not one network round trip: postgres-nio
-    /// 1.33 sends each statement once the one before is answered (on its event loop, without
-    /// waking this thread); what is saved is a blocking thread's wake-up per statement.
-    func pipeline(_ queries: [PostgresQuery]) throws -> [PostgresQueryResult] {
+    /// Runs `queries` back to back, the caller woken once, and returns each one's rows; the first
+    /// that failed is the error thrown. Not one network round trip: postgres-nio 1.33 sends each
+    /// statement once the one before is answered (on its event loop); what is saved is a wake-up
+    /// of the caller per statement.
+    func pipeline(_ queries: [PostgresQuery]) async throws -> [PostgresQueryResult] {
         guard !queries.isEmpty else { return [] }
-        turn.lock()
-        defer { turn.unlock() }
-        let connection = try current()
+        let connection = try await current()
         let sent = try takeUnsettled(on: connection)
-        let results = queries.map { connection.query($0, logger: logger) }
+        let results = queries.map { started($0, on: connection) }
         do {
-            let answer = Result { try wait(results[results.count - 1], on: connection) }
-            if case .failure(let error) = answer, error is PostgresLinkTimeout { throw error }
-            for earlier in sent { _ = try earlier.wait() }
-            // Answered in order: once the last one is, so is every one before it.
-            let earlier = try results.dropLast().map { try $0.wait() }
-            return earlier + [try answer.get()]
+            return Array(try await answers(sent + results, on: connection).dropFirst(sent.count))
         } catch {
             throw failure(error, connection: connection)
         }
     }
 
     /// Sends `query` without waiting for its answer, for statements whose answer says nothing
-    /// (BEGIN, SET, SAVEPOINT): the next statement that waits checks it. Saves a blocking thread
-    /// a wake-up per statement; the server still answers each in turn.
-    func send(_ query: PostgresQuery) throws {
-        turn.lock()
-        defer { turn.unlock() }
-        let connection = try current()
+    /// (BEGIN, SET, SAVEPOINT): the next statement that waits checks it. Saves the caller a
+    /// wake-up per statement; the server still answers each in turn.
+    func send(_ query: PostgresQuery) async throws {
+        let connection = try await current()
         let sent = try takeUnsettled(on: connection)
-        unsettled.withLock { $0 = (connection, sent + [connection.query(query, logger: logger)]) }
+        let result = started(query, on: connection)
+        unsettled.withLock { $0 = (connection, sent + [result]) }
     }
 
     /// Statements sent without waiting, which must have gone on `connection`: a statement sent on
@@ -223,56 +198,28 @@ final class PostgresLink: Sendable {
     /// it, sent without waiting), then COMMIT when it returns, ROLLBACK when it throws (not
     /// attempted on a connection that was lost) or when `body` left `rollbackOnly` true.
     func transaction<Result>(
-        begin: [String] = [], rollbackOnly: () -> Bool = { false }, _ body: () throws -> Result
-    ) throws -> Result {
-        turn.lock()
-        defer { turn.unlock() }
-        let connection = try beginTransaction(begin)
+        begin: [String] = [], rollbackOnly: () -> Bool = { false }, _ body: () async throws -> Result
+    ) async throws -> Result {
+        let connection = try await beginTransaction(begin)
         defer { pinned.withLock { $0 = nil } }
         do {
-            let result = try body()
-            try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
+            let result = try await body()
+            try await query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
             return result
         } catch {
-            abandonTransaction(on: connection)
+            await abandonTransaction(on: connection)
             throw error
         }
     }
 
-    /// `transaction` for a body that awaits (the ledger's writes), on a link made to take them:
-    /// it runs on the link's `TransactionThread`, so the body's statements wait there, blocking
-    /// nobody else, and the turn it holds is given back on the thread that took it.
-    func transaction<Result: Sendable>(
-        begin: [String] = [], rollbackOnly: () -> Bool = { false }, _ body: () async throws -> Result
-    ) async throws -> Result {
-        guard let transactionThread else { preconditionFailure("the link \(name) takes no transactions") }
-        return try await withTaskExecutorPreference(transactionThread) { [self] in
-            takeTurn()
-            defer { giveTurnBack() }
-            let connection = try beginTransaction(begin)
-            defer { pinned.withLock { $0 = nil } }
-            do {
-                let result = try await body()
-                try query(rollbackOnly() ? "ROLLBACK" : "COMMIT")
-                return result
-            } catch {
-                abandonTransaction(on: connection)
-                throw error
-            }
-        }
-    }
-
-    private func takeTurn() { turn.lock() }
-    private func giveTurnBack() { turn.unlock() }
-
     /// Pins the open connection to the transaction and sends BEGIN and `begin` without waiting.
-    private func beginTransaction(_ begin: [String]) throws -> PostgresConnection {
-        let connection = try current()
+    private func beginTransaction(_ begin: [String]) async throws -> PostgresConnection {
+        let connection = try await current()
         pinned.withLock { $0 = connection }
         do {
-            for statement in ["BEGIN"] + begin { try send(PostgresQuery(unsafeSQL: statement)) }
+            for statement in ["BEGIN"] + begin { try await send(PostgresQuery(unsafeSQL: statement)) }
         } catch {
-            abandonTransaction(on: connection)
+            await abandonTransaction(on: connection)
             pinned.withLock { $0 = nil }
             throw error
         }
@@ -281,8 +228,8 @@ final class PostgresLink: Sendable {
 
     /// Rolls back a transaction that failed, unless its connection was lost (the server rolled
     /// it back with the connection).
-    private func abandonTransaction(on connection: PostgresConnection) {
-        if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? query("ROLLBACK") }
+    private func abandonTransaction(on connection: PostgresConnection) async {
+        if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? await query("ROLLBACK") }
     }
 
     deinit {
@@ -308,7 +255,7 @@ final class PostgresLink: Sendable {
     }
 
     /// The open connection, or a new one; inside a transaction, its own connection or an error.
-    private func current() throws -> PostgresConnection {
+    private func current() async throws -> PostgresConnection {
         if let pinned = pinned.withLock({ $0 }) {
             guard !pinned.isClosed, connection.withLock({ $0 }) === pinned else {
                 throw VaultError.storageUnavailable("the PostgreSQL connection (\(name)) was lost mid-transaction")
@@ -321,10 +268,10 @@ final class PostgresLink: Sendable {
         }
         let made: PostgresConnection
         do {
-            made = try PostgresConnection.connect(
+            made = try await PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration,
                 id: Int.random(in: 0..<Int.max), logger: logger
-            ).wait()
+            ).get()
         } catch {
             let reason = Self.describe(error)
             lastRefusal.withLock { $0 = (ContinuousClock.now, reason) }
@@ -333,10 +280,10 @@ final class PostgresLink: Sendable {
         lastRefusal.withLock { $0 = nil }
         do {
             for statement in setup {
-                _ = try wait(made.query(PostgresQuery(unsafeSQL: statement), logger: logger), on: made)
+                _ = try await answered(started(PostgresQuery(unsafeSQL: statement), on: made), on: made)
             }
         } catch {
-            _ = try? made.close().wait()
+            try? await made.close()
             throw VaultError.storageUnavailable(
                 "cannot prepare a PostgreSQL connection (\(name)): \(Self.describe(error))")
         }
@@ -344,9 +291,27 @@ final class PostgresLink: Sendable {
         return made
     }
 
-    /// Waits for `future`, at most `statementTimeout`.
-    private func wait<Value: Sendable>(_ future: EventLoopFuture<Value>, on connection: PostgresConnection) throws
-        -> Value
+    /// Sends `query` and answers its rows' future, which `answered` awaits with the deadline
+    /// (postgres-nio's async `query` of the same name, preferred in async code, has none).
+    private func started(_ query: PostgresQuery, on connection: PostgresConnection)
+        -> EventLoopFuture<PostgresQueryResult>
+    {
+        connection.query(query, logger: logger)
+    }
+
+    /// The answers of `futures`, sent in this order on `connection`, awaited once: the
+    /// connection answers in order, so once the last is answered so are the others (unless it
+    /// never is: then the deadline ends the wait). The first that failed is the error thrown.
+    private func answers(_ futures: [EventLoopFuture<PostgresQueryResult>], on connection: PostgresConnection)
+        async throws -> [PostgresQueryResult]
+    {
+        let all = EventLoopFuture.whenAllComplete(futures, on: connection.eventLoop)
+        return try await answered(all, on: connection).map { try $0.get() }
+    }
+
+    /// What `future` gives, or `PostgresLinkTimeout` once `statementTimeout` has passed.
+    private func answered<Value: Sendable>(_ future: EventLoopFuture<Value>, on connection: PostgresConnection)
+        async throws -> Value
     {
         let promise = connection.eventLoop.makePromise(of: Value.self)
         let settled = Atomic<Bool>(false)
@@ -361,7 +326,7 @@ final class PostgresLink: Sendable {
                 promise.completeWith(result)
             }
         }
-        return try promise.futureResult.wait()
+        return try await promise.futureResult.get()
     }
 
     /// The error to throw for `error`; a lost connection is dropped (and closed) first.

@@ -26,7 +26,8 @@ public final class SQLiteDatabase: @unchecked Sendable {
     private let maximumIdleReaders: Int
     let clock: any VaultClock
     let cache: RecordCache
-    /// The writer's and the readers' (`DatabaseThreads`).
+    /// Where reads, and writes outside the ledger's transactions, block (`DatabaseThreads`): a
+    /// thread for each reader kept idle and two to spare.
     let threads: DatabaseThreads
 
     /// The cache's default bound: about 16,000 rows of T-ID's size (a row costs about 1 KB),
