@@ -58,15 +58,6 @@ public final class TokenVaultClient: Sendable {
         return result
     }
 
-    /// `$TOKENVAULT_SOCKET` when set and not empty; nil otherwise, leaving the final default
-    /// (flag, configuration file, data directory) to the caller.
-    public static func defaultSocketPath(
-        environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String? {
-        guard let path = environment["TOKENVAULT_SOCKET"], !path.isEmpty else { return nil }
-        return path
-    }
-
     // MARK: System
 
     /// `GET /v1/health`: whether the daemon is up and its database usable.

@@ -29,7 +29,9 @@ public protocol KeyTermStore: Sendable {
     /// checks that every term was covered, and stores `settings` and the new key check value.
     /// A term added by another process is either in it or added after it (then under the new key
     /// check value, which the old key fails).
-    func rewrap(keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm) throws
+    func rewrap(
+        keyCheck: String, settings: [String: String], _ rewrap: @escaping @Sendable (WrappedTerm) throws -> WrappedTerm
+    ) throws
     /// How many credential rows are sealed under each term.
     func termUsage() throws -> [UInt32: Int]
     func setting(_ key: String) throws -> String?

@@ -133,7 +133,7 @@ public final class Keyring: RotatingSealer {
         for secret in WrappedSecret.all {
             if let key = self.secret(secret) { settings[secret.setting] = secret.wrap(key, masterKey: newMasterKey) }
         }
-        try store.rewrap(keyCheck: KeyedHash.keyCheckValue(newMasterKey), settings: settings) { stored in
+        try store.rewrap(keyCheck: KeyedHash.keyCheckValue(newMasterKey), settings: settings) { [masterKey] stored in
             let key = try Self.unwrap(stored, masterKey: masterKey)
             var wrapped = Self.wrap(key, term: stored.term, masterKey: newMasterKey, now: stored.createdAt)
             wrapped.isActive = stored.isActive

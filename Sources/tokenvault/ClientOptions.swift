@@ -7,13 +7,18 @@ struct ClientOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "The daemon's socket.",
-            discussion: "Default: $TOKENVAULT_SOCKET, else <data-dir>/run/tokenvault.sock", valueName: "path"))
+            discussion: """
+                Default: $TOKENVAULT_SOCKET, else <data-dir>/run/tokenvault.sock when --data-dir or \
+                $TOKENVAULT_DATA_DIR is given, else /run/tokenvault/tokenvault.sock when it exists, else \
+                ./.tokenvault/run/tokenvault.sock when ./.tokenvault and its run directory are yours and \
+                no one else can write them
+                """, valueName: "path"))
     var socket: String?
 
     @Option(
         help: ArgumentHelp(
             "Data directory, only to find the default socket.",
-            discussion: "Default: $TOKENVAULT_DATA_DIR, else ./.tokenvault", valueName: "dir"))
+            discussion: "Default: $TOKENVAULT_DATA_DIR", valueName: "dir"))
     var dataDir: String?
 
     @Flag(help: "Print JSON (for scripts).") var json = false
@@ -21,9 +26,8 @@ struct ClientOptions: ParsableArguments {
     var socketPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let socket { return socket }
-        if let fromEnvironment = TokenVaultClient.defaultSocketPath(environment: environment) { return fromEnvironment }
-        let directory = dataDir ?? environment["TOKENVAULT_DATA_DIR"] ?? "./.tokenvault"
-        return URL(fileURLWithPath: directory).standardizedFileURL.path + "/run/tokenvault.sock"
+        return TokenVaultClient.defaultSocketPath(
+            environment: environment, dataDirectory: dataDir ?? environment["TOKENVAULT_DATA_DIR"])
     }
 
     /// Runs `body` with a connected client, printing client errors as one line and mapping them

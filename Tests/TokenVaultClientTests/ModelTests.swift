@@ -117,13 +117,6 @@ struct ModelTests {
         #expect(try TokenVaultClient.credentialPath("pay ments/a?b") == "/v1/credentials/pay%20ments/a%3Fb")
     }
 
-    @Test func defaultSocketPathReadsTheEnvironment() {
-        #expect(
-            TokenVaultClient.defaultSocketPath(environment: ["TOKENVAULT_SOCKET": "/run/tv.sock"]) == "/run/tv.sock")
-        #expect(TokenVaultClient.defaultSocketPath(environment: ["TOKENVAULT_SOCKET": ""]) == nil)
-        #expect(TokenVaultClient.defaultSocketPath(environment: [:]) == nil)
-    }
-
     @Test func tokenShapeCheck() {
         #expect(TokenVaultClient.isJSONObject(Data(" {\"a\":1}\n".utf8)))
         #expect(!TokenVaultClient.isJSONObject(Data("[]".utf8)))

@@ -347,7 +347,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     }
 
     public func rewrap(
-        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+        keyCheck: String, settings: [String: String], _ rewrap: @escaping @Sendable (WrappedTerm) throws -> WrappedTerm
     ) throws {
         try lock.withLock {
             var terms = state.terms

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"time"
 )
@@ -19,18 +18,6 @@ import (
 type Client struct {
 	SocketPath string
 	http       *http.Client
-}
-
-// DefaultSocketPath is $TOKENVAULT_SOCKET when set, else ./.tokenvault/run/tokenvault.sock when it
-// exists (what `make run` starts), else the packaged daemon's /run/tokenvault/tokenvault.sock.
-func DefaultSocketPath() string {
-	if path := os.Getenv("TOKENVAULT_SOCKET"); path != "" {
-		return path
-	}
-	if _, err := os.Stat(".tokenvault/run/tokenvault.sock"); err == nil {
-		return ".tokenvault/run/tokenvault.sock"
-	}
-	return "/run/tokenvault/tokenvault.sock"
 }
 
 // New is a client of the daemon on socketPath ("" for DefaultSocketPath). Deadlines come from

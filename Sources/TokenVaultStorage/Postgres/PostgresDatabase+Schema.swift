@@ -84,7 +84,7 @@ extension PostgresDatabase {
 
 extension PostgresDatabase: KeyTermStore {
     public func terms() throws -> [WrappedTerm] {
-        try reading { link in
+        try administering { link in
             guard try await Self.tableExists("key_terms", on: link) else { return [] }
             return try await Self.terms(on: link)
         }
@@ -130,30 +130,26 @@ extension PostgresDatabase: KeyTermStore {
     }
 
     public func rewrap(
-        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+        keyCheck: String, settings: [String: String], _ rewrap: @escaping @Sendable (WrappedTerm) throws -> WrappedTerm
     ) throws {
-        try withoutActuallyEscaping(rewrap) { rewrap in
-            // Called only while this thread waits for the transaction (`waiting`).
-            let rewrapTerm = UncheckedSendable(rewrap)
-            try administering { link in
-                try await link.transaction {
-                    // Nothing adds a term while this transaction holds the table.
-                    try await link.query("LOCK TABLE key_terms IN EXCLUSIVE MODE")
-                    let stored = try await Self.terms(on: link)
-                    guard !stored.isEmpty else {
-                        throw VaultError.conflict("the vault has no key terms; nothing was changed")
-                    }
-                    for term in stored {
-                        let wrapped = try rewrapTerm.value(term)
-                        guard wrapped.term == term.term else {
-                            throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
-                        }
-                        try await link.query(
-                            "UPDATE key_terms SET wrapped_key = \(ByteBuffer(bytes: wrapped.wrappedKey)) WHERE term = \(Int64(term.term))"
-                        )
-                    }
-                    try await Self.upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 }, on: link)
+        try administering { link in
+            try await link.transaction {
+                // Nothing adds a term while this transaction holds the table.
+                try await link.query("LOCK TABLE key_terms IN EXCLUSIVE MODE")
+                let stored = try await Self.terms(on: link)
+                guard !stored.isEmpty else {
+                    throw VaultError.conflict("the vault has no key terms; nothing was changed")
                 }
+                for term in stored {
+                    let wrapped = try rewrap(term)
+                    guard wrapped.term == term.term else {
+                        throw VaultError.conflict("rekey produced term \(wrapped.term) for term \(term.term)")
+                    }
+                    try await link.query(
+                        "UPDATE key_terms SET wrapped_key = \(ByteBuffer(bytes: wrapped.wrappedKey)) WHERE term = \(Int64(term.term))"
+                    )
+                }
+                try await Self.upsert(settings.merging([VaultSetting.keyCheck: keyCheck]) { $1 }, on: link)
             }
         }
     }
@@ -168,9 +164,9 @@ extension PostgresDatabase: KeyTermStore {
     }
 
     public func termUsage() throws -> [UInt32: Int] {
-        try reading { reader in
+        try administering { link in
             var usage: [UInt32: Int] = [:]
-            for row in try await reader.query(
+            for row in try await link.query(
                 "SELECT term, (SELECT count(*) FROM credentials WHERE seal_term = term) FROM key_terms"
             ).rows {
                 let (term, count) = try row.decode((Int64, Int64).self)
@@ -181,9 +177,9 @@ extension PostgresDatabase: KeyTermStore {
     }
 
     public func setting(_ key: String) throws -> String? {
-        try reading { reader in
-            guard try await Self.tableExists("vault_meta", on: reader) else { return nil }
-            return try await reader.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first.map {
+        try administering { link in
+            guard try await Self.tableExists("vault_meta", on: link) else { return nil }
+            return try await link.query("SELECT value FROM vault_meta WHERE key = \(key)").rows.first.map {
                 try $0.decode(String.self)
             }
         }
@@ -282,9 +278,9 @@ extension PostgresDatabase: VaultBackend {
     /// PostgreSQL checks its own pages; what can still be wrong is the schema's state: an index
     /// left invalid or a constraint left unvalidated (by hand, or an interrupted operation).
     public func integrityCheck() throws -> [String] {
-        try reading { reader in
+        try administering { link in
             var problems: [String] = []
-            for row in try await reader.query(
+            for row in try await link.query(
                 """
                 SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -293,7 +289,7 @@ extension PostgresDatabase: VaultBackend {
             ).rows {
                 problems.append("index \(try row.decode(String.self)) is not valid")
             }
-            for row in try await reader.query(
+            for row in try await link.query(
                 """
                 SELECT con.conname::text FROM pg_constraint con JOIN pg_namespace n ON n.oid = con.connamespace
                 WHERE n.nspname = current_schema() AND NOT con.convalidated

@@ -232,16 +232,13 @@ public final class PostgresDatabase: Sendable {
         return try finished.futureResult.wait()
     }
 
-    /// `waiting` with the administration link.
+    /// `waiting` with the administration link: every call of the synchronous surface, reads too.
+    /// A reader would not do: its holders are tasks that resume on the concurrency pool, which a
+    /// caller blocked on one of the pool's threads (key rotation's steps) may be starving.
     func administering<Result: Sendable>(_ body: @escaping @Sendable (PostgresLink) async throws -> Result) throws
         -> Result
     {
         try waiting { [administration] in try await administration.withConnection(body) }
-    }
-
-    /// `waiting` with a reader.
-    func reading<Result: Sendable>(_ body: @escaping @Sendable (PostgresLink) async throws -> Result) throws -> Result {
-        try waiting { [readers] in try await readers.withConnection(body) }
     }
 
     private static func tls(_ tls: Configuration.TLS) throws -> PostgresConnection.Configuration.TLS {

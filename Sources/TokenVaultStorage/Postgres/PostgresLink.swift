@@ -229,7 +229,12 @@ final class PostgresLink: Sendable {
     /// Rolls back a transaction that failed, unless its connection was lost (the server rolled
     /// it back with the connection).
     private func abandonTransaction(on connection: PostgresConnection) async {
-        if self.connection.withLock({ $0 }) === connection, !connection.isClosed { _ = try? await query("ROLLBACK") }
+        if self.connection.withLock({ $0 }) === connection, !connection.isClosed {
+            _ = try? await query("ROLLBACK")
+        } else {
+            // What was sent on it without waiting must not meet the link's next holder.
+            drop(connection)
+        }
     }
 
     deinit {

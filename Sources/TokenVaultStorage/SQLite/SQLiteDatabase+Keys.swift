@@ -44,7 +44,7 @@ extension SQLiteDatabase: KeyTermStore {
     }
 
     public func rewrap(
-        keyCheck: String, settings: [String: String], _ rewrap: (WrappedTerm) throws -> WrappedTerm
+        keyCheck: String, settings: [String: String], _ rewrap: @escaping @Sendable (WrappedTerm) throws -> WrappedTerm
     ) throws {
         try writeTransaction(durability: .full) { connection in
             let stored = try Self.terms(on: connection)

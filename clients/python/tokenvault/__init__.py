@@ -1,7 +1,7 @@
 """A client for the TokenVault daemon over its Unix socket, standard library only.
 
     from tokenvault import Client
-    vault = Client()                      # $TOKENVAULT_SOCKET, ./.tokenvault/run/tokenvault.sock, /run/tokenvault/...
+    vault = Client()                      # $TOKENVAULT_SOCKET, /run/tokenvault/..., ./.tokenvault/run/... if yours alone
     token = vault.token("payments/alice", min_ttl=60)
 """
 

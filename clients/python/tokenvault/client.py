@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Tuple, TypeVar, Union
 
 from ._transport import Transport
@@ -16,14 +17,37 @@ Body = Union[bytes, IO[bytes], Iterable[bytes]]
 T = TypeVar("T")
 
 
-def default_socket_path() -> str:
-    """`$TOKENVAULT_SOCKET` when set, else `./.tokenvault/run/tokenvault.sock` when it exists (what
-    `make run` starts), else the packaged daemon's `/run/tokenvault/tokenvault.sock`."""
+PACKAGED_SOCKET = "/run/tokenvault/tokenvault.sock"
+LOCAL_SOCKET = os.path.join(".tokenvault", "run", "tokenvault.sock")
+
+
+def default_socket_path(packaged: str = PACKAGED_SOCKET) -> str:
+    """`$TOKENVAULT_SOCKET` when set, else the packaged daemon's `/run/tokenvault/tokenvault.sock`
+    when it exists, else `./.tokenvault/run/tokenvault.sock` (what `make run` starts) when
+    `.tokenvault` and `.tokenvault/run` are directories of the caller's own that no one else can
+    write, else the packaged path.
+
+    The current directory may be anyone's (`/tmp`, a shared checkout): a socket another user
+    planted there would receive the tokens a script stores. The same rule is in the CLI and the
+    Go and Swift clients."""
     path = os.environ.get("TOKENVAULT_SOCKET")
     if path:
         return path
-    local = os.path.join(".tokenvault", "run", "tokenvault.sock")
-    return local if os.path.exists(local) else "/run/tokenvault/tokenvault.sock"
+    if os.path.exists(packaged):
+        return packaged
+    if _own_unshared_directory(".tokenvault") and _own_unshared_directory(os.path.join(".tokenvault", "run")):
+        return LOCAL_SOCKET
+    return packaged
+
+
+def _own_unshared_directory(path: str) -> bool:
+    """A directory (not a link to one) owned by this process's user, which neither its group nor
+    others may write."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid() and status.st_mode & 0o022 == 0
 
 
 class Client:
