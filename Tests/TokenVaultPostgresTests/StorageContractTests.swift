@@ -529,4 +529,27 @@ import TokenVaultTesting
         await #expect(try fixture.backend.schemaVersion() == shipped.count)
         #expect(try fixture.backend.integrityCheck() == ["ok"])
     }
+
+    /// Rekey over and over (each time a keyring opened with the new key), called from the
+    /// concurrency pool as key rotation's route calls it: every term re-wrapped each time, the
+    /// key check value the last key's, and the rows still open under it.
+    @Test(arguments: TestBackendKind.allCases)
+    func rekeyReWrapsEveryTermEachTime(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let id = try CredentialID("pay/rekeyed")
+        try await fixture.vault.put(id, payload: Self.payload("r"), provider: "idp")
+        _ = try fixture.keyring.addTerm()
+        var keyring = fixture.keyring
+        var master = fixture.masterKey
+        for _ in 0..<12 {
+            let next = SodiumRandom.secret(count: 32)
+            try keyring.rekey(to: next, settings: [:])
+            keyring = try Keyring(masterKey: next, store: fixture.backend)
+            master = next
+        }
+        #expect(keyring.knownTerms == fixture.keyring.knownTerms)
+        #expect(try fixture.backend.setting(VaultSetting.keyCheck) == KeyedHash.keyCheckValue(master))
+        let reopened = Vault(store: fixture.backend, sealer: keyring)
+        #expect(try await reopened.credential(id).secrets.accessToken.revealString() == "at-r")
+    }
 }
