@@ -63,6 +63,21 @@ extension TokenVaultClient {
         case stream(AsyncThrowingStream<ByteBuffer, any Error>, length: Int?)
     }
 
+    /// Whether `text` is an HTTP method as RFC 9110 spells one (a token: letters, digits and
+    /// ``!#$%&'*+-.^_`|~``, nothing else), so no space, line break or control character reaches
+    /// the request line.
+    static func isHTTPToken(_ text: String) -> Bool {
+        !text.isEmpty
+            && text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    true
+                default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
+    }
+
     /// Sends `method target` through the proxy with `id`'s token attached. `target` is a URL
     /// (`https://api.bank.example/v1/x`), which must lie inside the credential's provider
     /// instance's `api_base_urls`, or a path (`/v1/x?y=1`) under the first of them. Whatever the
@@ -72,6 +87,10 @@ extension TokenVaultClient {
         _ id: String, method: String, _ target: String, headers: [UpstreamHeader] = [], body: CallBody? = nil,
         timeout: Duration = .seconds(120)
     ) async throws -> UpstreamAnswer {
+        guard Self.isHTTPToken(method) else {
+            throw TokenVaultClientError.invalidArgument(
+                "the method is not an HTTP method (letters, digits and !#$%&'*+-.^_`|~ only)")
+        }
         let absolute = !target.hasPrefix("/") && target.contains("://")
         guard absolute || target.hasPrefix("/") else {
             throw TokenVaultClientError.invalidArgument(

@@ -58,7 +58,7 @@ public final class AuditRecorder: Service, Sendable {
     }
 
     /// Operations counted rather than written a row each: token reads and proxied calls (whose
-    /// detail names the method, upstream origin and status class).
+    /// detail names the method, the upstream origin and path, and the status class).
     static let aggregatedOperations: Set<String> = [AuditOperation.tokenRead.name, AuditOperation.credentialProxy.name]
 
     /// What aggregates one token-read (or proxied-call) row.

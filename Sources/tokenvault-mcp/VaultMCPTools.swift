@@ -42,9 +42,7 @@ struct VaultMCPTools: Sendable {
                     "type": "object",
                     "properties": .object([
                         "credential": .object(["type": "string", "description": "The credential id, namespace/name."]),
-                        "method": .object([
-                            "type": "string", "enum": .array(["GET", "POST", "PUT", "PATCH", "DELETE"]),
-                        ]),
+                        "method": .object(["type": "string", "enum": .array(Self.methods.map(Value.string))]),
                         "url": .object(["type": "string", "description": "A URL, or a path starting with /."]),
                         "headers": .object([
                             "type": "object", "additionalProperties": .object(["type": "string"]),
@@ -57,6 +55,9 @@ struct VaultMCPTools: Sendable {
                 annotations: .init(destructiveHint: true, openWorldHint: true)),
         ]
     }
+
+    /// The methods `http_request` offers (its schema's list) and takes: no other reaches the daemon.
+    static let methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
     func call(_ name: String, _ arguments: [String: Value]) async -> CallTool.Result {
         do {
@@ -95,6 +96,9 @@ struct VaultMCPTools: Sendable {
         guard let credential = arguments["credential"]?.stringValue, let method = arguments["method"]?.stringValue,
             let url = arguments["url"]?.stringValue
         else { return Self.failure("credential, method and url are required strings") }
+        guard Self.methods.contains(method) else {
+            return Self.failure("method must be one of \(Self.methods.joined(separator: ", "))")
+        }
         var headers: [TokenVaultClient.UpstreamHeader] = []
         for (name, value) in arguments["headers"]?.objectValue ?? [:] {
             guard let text = value.stringValue else {

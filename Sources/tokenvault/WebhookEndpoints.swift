@@ -75,7 +75,7 @@ final class WebhookEndpoints: Sendable {
         }
         let transport = TransportSettings(
             timeouts: CallTimeouts(readSeconds: Double(settings.timeoutSeconds)), caFile: endpoint.caFile,
-            maximumConnections: settings.maximumConcurrentDeliveries)
+            trustsSystemRoots: endpoint.trustsSystemRoots, maximumConnections: settings.maximumConcurrentDeliveries)
         return try WebhookSender(url: endpoint.url, settings: transport, key: key + ".url", sign: signer.headers)
     }
 

@@ -23,7 +23,8 @@ import TokenVaultTesting
         let harness = try await ResilienceHarness(
             lifetime: 3600, limits: "{}", refresh: "{}",
             providers:
-                #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"], "proxy_headers": ["X-Keep", "X-MCP"]}"#)
+                #""bank": {"kind": "oauth2", "api_base_urls": ["\#(upstream.base)/"], "proxy_headers": ["X-Keep", "X-MCP"]}"#
+        )
         let daemon = try await offThePool { try harness.startDaemon(logLevel: "debug") }
         let token = "at-proxy-\(UUID().uuidString)"
         let socket = harness.socket
@@ -163,6 +164,12 @@ import TokenVaultTesting
         #expect((result["called"] as? String)?.contains("\"x-mcp\":\"yes\"") == true, "\(result)")
         #expect(result["outside_error"] as? Bool == true)
         #expect((result["outside"] as? String)?.contains("upstream_not_allowed") == true, "\(result)")
+        // Only the methods the tool lists reach the daemon.
+        for refused in ["unlisted", "smuggled"] {
+            #expect(result[refused + "_error"] as? Bool == true, "\(result)")
+            #expect((result[refused] as? String)?.contains("method must be one of") == true, "\(result)")
+        }
+        #expect(!upstream.received.contains { $0.contains("from=trace") || $0.contains("from=smuggled") })
         #expect(upstream.authorizations.last == "Bearer \(token)", "the call carried the token")
         #expect(!run.stdout.contains(token) && !run.stderr.contains(token), "a token in an MCP result")
         // The MCP server is a binary of its own: the daemon holding the secrets loads neither the
@@ -213,11 +220,18 @@ import TokenVaultTesting
                         {"credential": "bank/alice", "method": "GET", "url": "/echo?from=mcp", "headers": {"X-MCP": "yes"}})
                     outside = await session.call_tool(
                         "http_request", {"credential": "bank/alice", "method": "GET", "url": "https://elsewhere.example/"})
+                    unlisted = await session.call_tool(
+                        "http_request", {"credential": "bank/alice", "method": "TRACE", "url": "/echo?from=trace"})
+                    smuggled = await session.call_tool(
+                        "http_request",
+                        {"credential": "bank/alice", "method": "GET /echo?from=smuggled HTTP/1.1", "url": "/echo"})
                     print(json.dumps({
                         "tools": sorted(tool.name for tool in tools.tools),
                         "listed": text(listed),
                         "called": text(called), "call_error": failed(called),
                         "outside": text(outside), "outside_error": failed(outside),
+                        "unlisted": text(unlisted), "unlisted_error": failed(unlisted),
+                        "smuggled": text(smuggled), "smuggled_error": failed(smuggled),
                     }))
 
         asyncio.run(main())

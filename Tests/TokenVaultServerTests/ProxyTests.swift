@@ -92,7 +92,9 @@ import TokenVaultTesting
                 $0["operation"] as? String == "credential.proxy"
             }
             .compactMap { $0["detail"] as? String }
-            #expect(details.sorted() == ["GET \(upstream.base) 2xx", "POST \(upstream.base) 2xx"], "\(details)")
+            // Where each call went, path and all, but never its query (`?x=1`).
+            #expect(
+                details.sorted() == ["GET \(upstream.base)/echo 2xx", "POST \(upstream.base)/echo 2xx"], "\(details)")
             let metrics = try await server.request("GET", "/metrics").text
             #expect(
                 metrics.contains(#"tokenvault_proxy_calls_total{provider="oauth2",status_class="2xx"} 2"#), "\(metrics)"
@@ -356,7 +358,7 @@ import TokenVaultTesting
                 }
                 .compactMap { $0["detail"] as? String }
             }
-            #expect(details == ["GET \(upstream.base) 2xx"], "\(details)")
+            #expect(details == ["GET \(upstream.base)/hold 2xx"], "\(details)")
         }
     }
 

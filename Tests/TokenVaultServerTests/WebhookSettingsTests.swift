@@ -15,7 +15,8 @@ extension DaemonConfigurationTests {
               "endpoints": {
                 "signin": {"url": "https://backend.example/hooks", "secret_file": "/etc/tv/signin.whsec",
                            "events": ["credential.needs_reauth", "credential.recovered"], "namespaces": ["pay"]},
-                "ops": {"url": "http://127.0.0.1:9000/hooks", "secret_file": "/etc/tv/ops.whsec", "ca_file": "/etc/ca.pem"}
+                "ops": {"url": "http://127.0.0.1:9000/hooks", "secret_file": "/etc/tv/ops.whsec", "ca_file": "/etc/ca.pem",
+                        "trust_system_roots": true}
               }}}
             """)
         let webhooks = config.webhooks
@@ -23,6 +24,7 @@ extension DaemonConfigurationTests {
         #expect(webhooks.endpoints[1].events == [.needsReauth, .recovered])
         #expect(webhooks.endpoints[1].namespaces == ["pay"])
         #expect(webhooks.endpoints[0].events == nil && webhooks.endpoints[0].caFile == "/etc/ca.pem")
+        #expect(webhooks.endpoints[0].trustsSystemRoots && !webhooks.endpoints[1].trustsSystemRoots)
         #expect(webhooks.routes.failingAfterSeconds == 60)
         #expect(webhooks.retry == WebhookRetry(baseSeconds: 5, capSeconds: 3600, periodSeconds: 3600))
         #expect(webhooks.timeoutSeconds == 10)
@@ -44,6 +46,10 @@ extension DaemonConfigurationTests {
             (
                 #"{"webhooks": {"endpoints": {"a b": {"url": "https://x", "secret_file": "/s"}}}}"#,
                 "webhooks.endpoints.a b"
+            ),
+            (
+                #"{"webhooks": {"endpoints": {"a": {"url": "https://x", "secret_file": "/s", "trust_system_roots": true}}}}"#,
+                "webhooks.endpoints.a.trust_system_roots"
             ),
             (#"{"webhooks": {"retry_for_seconds": 0}}"#, "webhooks.retry_for_seconds"),
             (#"{"webhooks": {"interval": 3}}"#, "webhooks.interval"),

@@ -8,7 +8,7 @@ import TokenVaultCore
 public struct ESIAConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_certificate_hash", "signer_command", "signer_timeout_seconds",
-        "scope", "redirect_uri", "ca_file",
+        "scope", "redirect_uri", "ca_file", "trust_system_roots",
     ]
     public static let defaultTokenEndpoint = "https://esia.gosuslugi.ru/aas/oauth2/v3/te"
     public static let defaultSignerTimeoutSeconds: Double = 5

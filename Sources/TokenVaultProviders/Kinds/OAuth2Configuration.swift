@@ -16,7 +16,7 @@ public struct OAuth2Configuration: KindConfiguration {
 
     public static let knownOptions: Set<String> = [
         "token_endpoint", "revocation_endpoint", "discovery_url", "client_id", "client_secret_file",
-        "client_secret_credential", "client_authentication", "headers", "ca_file", "send_scope",
+        "client_secret_credential", "client_authentication", "headers", "ca_file", "trust_system_roots", "send_scope",
     ]
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.

@@ -158,12 +158,23 @@ struct OptionReader {
         return path
     }
 
+    /// `trust_system_roots`: with `ca_file`, trust the system roots too (default false: `ca_file`
+    /// alone is trusted); meaningless without it, so refused there.
+    func trustsSystemRoots(caFile: String?) throws(ProviderConfigurationError) -> Bool {
+        guard let trusts = try bool("trust_system_roots") else { return false }
+        guard caFile != nil else { throw fail("trust_system_roots", "is only meaningful with ca_file") }
+        return trusts
+    }
+
     /// What a transport for the instance needs, read from the transport's own options only:
-    /// timeouts, `ca_file`, the client certificate (required by `sber-id`). No secret the request
-    /// carries and no environment: the courier builds its transports with this alone.
+    /// timeouts, `ca_file` and `trust_system_roots`, the client certificate (required by
+    /// `sber-id`). No secret the request carries and no environment: the courier builds its
+    /// transports with this alone.
     func transportSettings(_ limits: ProviderLimits) throws(ProviderConfigurationError) -> TransportSettings {
-        TransportSettings(
-            timeouts: try timeouts(), caFile: try caFile(), maximumConnections: max(1, limits.concurrency),
+        let caFile = try caFile()
+        return TransportSettings(
+            timeouts: try timeouts(), caFile: caFile, trustsSystemRoots: try trustsSystemRoots(caFile: caFile),
+            maximumConnections: max(1, limits.concurrency),
             clientIdentity: try clientIdentity(required: kind == "sber-id"),
             keepAliveSeconds: try number("keep_alive_seconds", in: 0...300) ?? TransportSettings.defaultKeepAliveSeconds
         )

@@ -10,7 +10,7 @@ import TokenVaultCore
 public struct SberIDConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_secret_file", "client_secret_credential", "client_certificate_file",
-        "client_certificate_password_file", "ca_file", "refresh_grant_type",
+        "client_certificate_password_file", "ca_file", "trust_system_roots", "refresh_grant_type",
     ]
     public static let defaultTokenEndpoint = "https://oauth.sber.ru/ru/prod/tokens/v2/oidc"
     /// Sber documents about 10 s for an answer.

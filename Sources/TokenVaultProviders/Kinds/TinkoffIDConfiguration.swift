@@ -9,7 +9,7 @@ import TokenVaultCore
 /// client: it still sends HTTP Basic, as `client_id:` with an empty password, as the SDK does.
 public struct TinkoffIDConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
-        "host", "client_id", "client_secret_file", "client_secret_credential", "ca_file",
+        "host", "client_id", "client_secret_file", "client_secret_credential", "ca_file", "trust_system_roots",
     ]
     public static let defaultHost = "https://id.tbank.ru"
 

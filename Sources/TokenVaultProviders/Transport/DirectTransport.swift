@@ -89,12 +89,19 @@ extension TransportSettings {
         return configuration
     }
 
-    /// Whom to trust (the system roots and `ca_file`) and which client certificate to present:
-    /// the one TLS configuration of an instance, for its HTTP clients and the proxy's own
-    /// connections alike.
+    /// Whom to trust (the system roots, or `ca_file` instead of them, or both with
+    /// `trust_system_roots`) and which client certificate to present: the one TLS configuration
+    /// of an instance, for its HTTP clients and the proxy's own connections alike, and of a
+    /// webhook endpoint.
     func tlsConfiguration() -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        if let caFile {
+            if trustsSystemRoots {
+                tls.additionalTrustRoots = [.file(caFile)]
+            } else {
+                tls.trustRoots = .file(caFile)
+            }
+        }
         if let clientIdentity {
             tls.certificateChain = clientIdentity.certificateChain.map { .certificate($0) }
             tls.privateKey = .privateKey(clientIdentity.privateKey)

@@ -109,8 +109,11 @@ public struct CallTimeouts: Sendable, Equatable {
 /// how many connections, which client certificate to present.
 public struct TransportSettings: Sendable, Equatable {
     public var timeouts: CallTimeouts
-    /// A PEM bundle trusted in addition to the system roots.
+    /// A PEM bundle trusted instead of the system roots (a private CA: the server's chain must end
+    /// at one of its certificates), or beside them when `trustsSystemRoots`.
     public var caFile: String?
+    /// With `caFile`, whether the system roots are trusted too (`trust_system_roots`).
+    public var trustsSystemRoots: Bool
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
     public var maximumConnections: Int
@@ -125,11 +128,13 @@ public struct TransportSettings: Sendable, Equatable {
     public static let defaultKeepAliveSeconds = 4.0
 
     public init(
-        timeouts: CallTimeouts = CallTimeouts(), caFile: String? = nil, maximumConnections: Int,
-        clientIdentity: TLSClientIdentity? = nil, keepAliveSeconds: Double = Self.defaultKeepAliveSeconds
+        timeouts: CallTimeouts = CallTimeouts(), caFile: String? = nil, trustsSystemRoots: Bool = false,
+        maximumConnections: Int, clientIdentity: TLSClientIdentity? = nil,
+        keepAliveSeconds: Double = Self.defaultKeepAliveSeconds
     ) {
         self.timeouts = timeouts
         self.caFile = caFile
+        self.trustsSystemRoots = trustsSystemRoots
         self.maximumConnections = maximumConnections
         self.clientIdentity = clientIdentity
         self.keepAliveSeconds = keepAliveSeconds

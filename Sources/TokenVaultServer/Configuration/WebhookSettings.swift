@@ -20,8 +20,10 @@ public struct WebhookSettings: Sendable, Equatable {
         public var url: String
         /// `whsec_` and base64, in a private file (`tokenvault webhooks secret` makes one).
         public var secretFile: String
-        /// A PEM bundle trusted besides the system roots.
+        /// A PEM bundle trusted instead of the system roots, or beside them with `trustsSystemRoots`.
         public var caFile: String?
+        /// With `caFile`, whether the system roots are trusted too (`trust_system_roots`).
+        public var trustsSystemRoots = false
         /// Nil: every event.
         public var events: Set<WebhookEvent.Kind>?
         /// Nil: every namespace.
@@ -74,7 +76,7 @@ public struct WebhookSettings: Sendable, Equatable {
                 })
             else { throw fail(key, "an endpoint's name must be 1-64 of A-Z a-z 0-9 . _ -") }
             guard case .object(let fields) = named[name]! else { throw fail(key, "expected an object") }
-            let known: Set<String> = ["url", "secret_file", "ca_file", "events", "namespaces"]
+            let known: Set<String> = ["url", "secret_file", "ca_file", "trust_system_roots", "events", "namespaces"]
             if let unknown = Set(fields.keys).subtracting(known).sorted().first {
                 throw fail("\(key).\(unknown)", "is not a known setting")
             }
@@ -109,9 +111,17 @@ public struct WebhookSettings: Sendable, Equatable {
                         return kind
                     })
             }
+            let caFile = try text("ca_file", required: false)
+            var trustsSystemRoots = false
+            switch fields["trust_system_roots"] {
+            case nil: break
+            case .bool(let trusts)? where caFile != nil: trustsSystemRoots = trusts
+            case .bool?: throw fail("\(key).trust_system_roots", "is only meaningful with ca_file")
+            default: throw fail("\(key).trust_system_roots", "expected true or false")
+            }
             return Endpoint(
                 name: name, url: try text("url", required: true)!, secretFile: try text("secret_file", required: true)!,
-                caFile: try text("ca_file", required: false), events: events,
+                caFile: caFile, trustsSystemRoots: trustsSystemRoots, events: events,
                 namespaces: try list("namespaces").map(Set.init))
         }
     }

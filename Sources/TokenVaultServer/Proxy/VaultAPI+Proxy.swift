@@ -23,10 +23,10 @@ extension VaultAPI {
         let stored = try await readCredential(id)
         let metadata = stored.metadata
         let method = request.method.rawValue
-        var origin = "-"
+        var destination = "-"
         // Every refusal past this point is audited and counted, like the calls that went out.
         func refuse(_ problem: ProblemDetails) -> ProblemDetails {
-            proxyRefused(peer, id, method: method, origin: origin, provider: metadata.provider, problem)
+            proxyRefused(peer, id, method: method, destination: destination, provider: metadata.provider, problem)
         }
         let table = vault.providers
         guard let settings = table.settings[metadata.provider], !settings.apiBases.isEmpty else {
@@ -45,7 +45,7 @@ extension VaultAPI {
         } catch let problem as ProblemDetails {
             throw refuse(problem)
         }
-        origin = target.origin
+        destination = Self.audited(target)
         guard limiter.admitProxyCall(uid: peer.uid) else {
             throw refuse(
                 ProblemDetails(
@@ -118,7 +118,8 @@ extension VaultAPI {
             throw refuse(tooLarge)
         }
         proxyAnswered(
-            peer, id, method: method, origin: target.origin, provider: metadata.provider, status: status, since: started
+            peer, id, method: method, destination: Self.audited(target), provider: metadata.provider, status: status,
+            since: started
         )
         let headers = ProxyHeaders.returned(
             response.headers.map { ($0.name, $0.value) }, tokens: tokens, refreshed: refreshed)
@@ -131,24 +132,33 @@ extension VaultAPI {
 
     /// A proxied call refused once authorised: audited and counted like the calls that went out.
     func proxyRefused(
-        _ peer: PeerCredentials, _ id: CredentialID, method: String, origin: String, provider: String,
+        _ peer: PeerCredentials, _ id: CredentialID, method: String, destination: String, provider: String,
         _ problem: ProblemDetails
     ) -> ProblemDetails {
         audit.record(
-            auditEvent(peer, .credentialProxy, id, .failed, detail: "\(method) \(origin) \(problem.code.rawValue)"))
+            auditEvent(
+                peer, .credentialProxy, id, .failed, detail: "\(method) \(destination) \(problem.code.rawValue)"))
         metrics.recordProxyCall(provider: provider, status: nil, duration: nil)
         return problem
     }
 
-    /// A proxied call the upstream answered: its audit row (aggregated by method, origin and status
-    /// class) and its metrics.
+    /// A proxied call the upstream answered: its audit row (aggregated by method, destination and
+    /// status class) and its metrics.
     func proxyAnswered(
-        _ peer: PeerCredentials, _ id: CredentialID, method: String, origin: String, provider: String, status: Int,
-        since started: ContinuousClock.Instant
+        _ peer: PeerCredentials, _ id: CredentialID, method: String, destination: String, provider: String,
+        status: Int, since started: ContinuousClock.Instant
     ) {
         audit.record(
-            auditEvent(peer, .credentialProxy, id, .allowed, detail: "\(method) \(origin) \(status / 100)xx"))
+            auditEvent(peer, .credentialProxy, id, .allowed, detail: "\(method) \(destination) \(status / 100)xx"))
         metrics.recordProxyCall(provider: provider, status: status, duration: .now - started)
+    }
+
+    /// Where a proxied call went, as its audit row names it: the origin and the path, never the
+    /// query (which may carry what the caller would not have kept), the path cut at 200 bytes
+    /// (it is ASCII: `UpstreamURL` refuses anything else).
+    static func audited(_ target: UpstreamURL) -> String {
+        guard target.path.utf8.count > 200 else { return target.origin + target.path }
+        return target.origin + String(decoding: target.path.utf8.prefix(200), as: UTF8.self) + "…"
     }
 
     /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
