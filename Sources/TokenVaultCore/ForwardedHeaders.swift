@@ -7,7 +7,7 @@
 public enum ForwardedHeaders {
     /// Lower-cased names forwarded for every instance.
     public static let standard: Set<String> = [
-        "accept", "accept-encoding", "accept-language", "cache-control", "content-type", "content-encoding",
+        "accept", "accept-language", "cache-control", "content-type", "content-encoding",
         "content-language", "content-disposition", "content-digest", "repr-digest", "digest", "if-match",
         "if-none-match", "if-modified-since", "if-unmodified-since", "if-range", "range", "pragma", "prefer",
         "user-agent", "idempotency-key", "x-idempotency-key", "x-request-id", "x-correlation-id", "traceparent",
@@ -24,6 +24,9 @@ public enum ForwardedHeaders {
             return "it frames the message or the connection, which the vault's HTTP client writes itself"
         }
         if name.hasPrefix("tokenvault-") { return "it is the vault's own" }
+        if name == "accept-encoding" {
+            return "answers come uncompressed, so that the vault can keep the token out of them"
+        }
         if routing.contains(name) || routingPrefixes.contains(where: name.hasPrefix) {
             return "proxies and gateways read it as the request's path, method or origin"
         }

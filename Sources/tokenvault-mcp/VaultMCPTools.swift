@@ -36,7 +36,8 @@ struct VaultMCPTools: Sendable {
                     Make an HTTP request with a credential's access token attached by the vault. `url` is a URL \
                     inside one of the credential's API base URLs, or a path (with query) under the first of \
                     them. The answer's status, headers and body (text, cut at \(maximumBodyBytes) bytes) are \
-                    returned.
+                    returned; a copy of the token the API echoes, as sent or percent-encoded, comes back \
+                    as * characters, and a header holding one is left out.
                     """,
                 inputSchema: .object([
                     "type": "object",

@@ -408,6 +408,17 @@ import TokenVaultTesting
             }
             let other = try await server.request("GET", "/v1/credentials/other/a/proxy/echo")
             #expect(other.status == 403)
+            // An upstream that echoes the token, as sent and percent-encoded, split across the
+            // pieces of its body: every copy arrives as `*`s, and the body keeps its length.
+            let reflected = try await server.request("GET", "/v1/credentials/ns/a/proxy/reflect-body")
+            #expect(reflected.status == 200, "\(reflected.text)")
+            let fields = reflected.json()
+            #expect(fields["raw"] as? String == String(repeating: "*", count: token.utf8.count), "\(reflected.text)")
+            #expect(
+                fields["encoded"] as? String == String(repeating: "*", count: 3 * token.utf8.count),
+                "\(reflected.text)")
+            #expect(fields["end"] as? Bool == true)
+            answers.append(reflected)
             for answer in answers + [other] {
                 #expect(!answer.text.contains(token) && !"\(answer.headers)".contains(token))
             }

@@ -15,6 +15,8 @@ import Synchronization
 /// - `/hold?seconds=S`: answers after S seconds.
 /// - `/status?code=N`: answers N with no body (204 and 304 are framed by having none).
 /// - `/drip?seconds=S`: a 200 whose body comes a line every 0.2 s for S seconds.
+/// - `/reflect-body`: the bearer token it received, as sent and percent-encoded, in a JSON body sent
+///   three bytes at a time (an upstream that echoes its request).
 /// - `/dpop` (GET, POST): a DPoP resource (RFC 9449 section 7): `Authorization: DPoP <token>` and a
 ///   proof `dpop`'s verifier accepts, made with the key the token is bound to; else 401 with a
 ///   `WWW-Authenticate: DPoP` challenge (and `DPoP-Nonce` when it wants a nonce). As `/echo` then.
@@ -80,6 +82,21 @@ public final class TestUpstream: Sendable {
                     .location: "https://elsewhere.example/callback?token=\(encoded)",
                     .init("X-Safe")!: "kept",
                 ])
+        }
+        router.get("/reflect-body") { request, _ -> Response in
+            let token = request.headers[.authorization].map { String($0.split(separator: " ").last ?? "") } ?? ""
+            let encoded = token.utf8.map { String(format: "%%%02x", $0) }.joined()
+            let body = Array(#"{"raw":"\#(token)","encoded":"\#(encoded)","end":true}"#.utf8)
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .contentLength: "\(body.count)"],
+                body: ResponseBody { writer in
+                    // Three bytes at a time: a token reaches the proxy split across its pieces.
+                    for start in stride(from: 0, to: body.count, by: 3) {
+                        try await writer.write(ByteBuffer(bytes: body[start..<min(body.count, start + 3)]))
+                        try await Task.sleep(for: .milliseconds(1))
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.get("/drip") { request, _ -> Response in
             let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 1

@@ -127,7 +127,8 @@ extension VaultAPI {
             status: HTTPResponse.Status(code: status), headers: headers,
             body: ResponseBody(
                 asyncSequence: CappedBody(
-                    base: response.body, limit: options.proxy.maximumResponseBytes, slot: slot, deadline: deadline)))
+                    base: RedactedBody(base: response.body, tokens: tokens),
+                    limit: options.proxy.maximumResponseBytes, slot: slot, deadline: deadline)))
     }
 
     /// A proxied call refused once authorised: audited and counted like the calls that went out.
