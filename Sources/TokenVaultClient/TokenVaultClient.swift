@@ -19,7 +19,7 @@ public final class TokenVaultClient: Sendable {
     let http: HTTPClient
 
     /// - Parameters:
-    ///   - socketPath: The daemon's Unix socket (see ``defaultSocketPath(environment:)``).
+    ///   - socketPath: The daemon's Unix socket (see ``defaultSocketPath(environment:dataDirectory:currentDirectory:packaged:)``).
     ///   - timeout: Upper bound for each request, including connecting.
     public init(socketPath: String, timeout: Duration = .seconds(10)) {
         self.socketPath = socketPath

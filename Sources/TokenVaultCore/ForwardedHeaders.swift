@@ -9,7 +9,7 @@ public enum ForwardedHeaders {
     public static let standard: Set<String> = [
         "accept", "accept-language", "cache-control", "content-type", "content-encoding",
         "content-language", "content-disposition", "content-digest", "repr-digest", "digest", "if-match",
-        "if-none-match", "if-modified-since", "if-unmodified-since", "if-range", "range", "pragma", "prefer",
+        "if-none-match", "if-modified-since", "if-unmodified-since", "pragma", "prefer",
         "user-agent", "idempotency-key", "x-idempotency-key", "x-request-id", "x-correlation-id", "traceparent",
         "tracestate", "baggage",
     ]
@@ -26,6 +26,9 @@ public enum ForwardedHeaders {
         if name.hasPrefix("tokenvault-") { return "it is the vault's own" }
         if name == "accept-encoding" {
             return "answers come uncompressed, so that the vault can keep the token out of them"
+        }
+        if name == "range" || name == "if-range" {
+            return "an answer in parts could carry a token in pieces, which the vault would not recognise"
         }
         if routing.contains(name) || routingPrefixes.contains(where: name.hasPrefix) {
             return "proxies and gateways read it as the request's path, method or origin"

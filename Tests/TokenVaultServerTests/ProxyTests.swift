@@ -65,6 +65,7 @@ import TokenVaultTesting
                     "Authorization": "Basic c2VjcmV0", "Cookie": "session=1", "Proxy-Authorization": "x",
                     "Connection": "keep-alive, X-Hop", "X-Hop": "1", "Accept-Language": "ru", "TokenVault-Other": "no",
                     "X-Original-URI": "/admin", "X-Envoy-Original-Path": "/admin", "X-Unlisted": "1",
+                    "Accept-Encoding": "gzip", "Range": "bytes=0-9", "If-Range": "\"v1\"",
                 ])
             #expect(response.status == 200, "\(response.text)")
             #expect(response.headers["tokenvault-proxy"] == "upstream")
@@ -74,9 +75,11 @@ import TokenVaultTesting
             let headers = echoed["headers"] as? [String: String] ?? [:]
             #expect(headers["authorization"] == "(present)")
             #expect(headers["accept-language"] == "ru")
+            // Uncompressed, whatever the caller asked: the vault must see a token echoed back.
+            #expect(headers["accept-encoding"] == "identity")
             for stripped in [
                 "cookie", "proxy-authorization", "x-hop", "tokenvault-other", "x-original-uri", "x-envoy-original-path",
-                "x-unlisted",
+                "x-unlisted", "range", "if-range",
             ] {
                 #expect(headers[stripped] == nil, "\(stripped) went upstream")
             }
@@ -419,6 +422,11 @@ import TokenVaultTesting
                 "\(reflected.text)")
             #expect(fields["end"] as? Bool == true)
             answers.append(reflected)
+            // A body compressed all the same would hide the token: refused.
+            let compressed = try await server.request("GET", "/v1/credentials/ns/a/proxy/compressed")
+            #expect(compressed.status == 502, "\(compressed.text)")
+            #expect(compressed.json()["code"] as? String == "upstream_unavailable", "\(compressed.text)")
+            answers.append(compressed)
             for answer in answers + [other] {
                 #expect(!answer.text.contains(token) && !"\(answer.headers)".contains(token))
             }

@@ -15,6 +15,7 @@ import Synchronization
 /// - `/hold?seconds=S`: answers after S seconds.
 /// - `/status?code=N`: answers N with no body (204 and 304 are framed by having none).
 /// - `/drip?seconds=S`: a 200 whose body comes a line every 0.2 s for S seconds.
+/// - `/compressed`: the token in a body marked `Content-Encoding: gzip`, whatever was asked for.
 /// - `/reflect-body`: the bearer token it received, as sent and percent-encoded, in a JSON body sent
 ///   three bytes at a time (an upstream that echoes its request).
 /// - `/dpop` (GET, POST): a DPoP resource (RFC 9449 section 7): `Authorization: DPoP <token>` and a
@@ -97,6 +98,12 @@ public final class TestUpstream: Sendable {
                     }
                     try await writer.finish(nil)
                 })
+        }
+        router.get("/compressed") { request, _ -> Response in
+            let token = request.headers[.authorization].map { String($0.split(separator: " ").last ?? "") } ?? ""
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain", .contentEncoding: "gzip"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "not really gzip: \(token)")))
         }
         router.get("/drip") { request, _ -> Response in
             let seconds = request.uri.queryParameters.get("seconds").flatMap(Double.init) ?? 1

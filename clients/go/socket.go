@@ -32,7 +32,10 @@ func defaultSocketPath(packaged string) string {
 		return packaged
 	}
 	if ownUnsharedDirectory(".tokenvault") && ownUnsharedDirectory(filepath.Join(".tokenvault", "run")) {
-		return LocalSocketPath
+		// Absolute: a later chdir must not make the client dial an unchecked directory's socket.
+		if local, err := filepath.Abs(LocalSocketPath); err == nil {
+			return local
+		}
 	}
 	return packaged
 }

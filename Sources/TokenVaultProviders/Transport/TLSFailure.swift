@@ -27,7 +27,8 @@ enum TLSFailure {
                 + "registered this certificate. \(text)"
         }
         if upper.contains("CERTIFICATE_VERIFY_FAILED") || upper.contains("UNABLE_TO_GET_ISSUER") {
-            return "TLS: the server's certificate is not trusted; set ca_file to the CA bundle that issued it. \(text)"
+            return "TLS: the server's certificate is not trusted; set ca_file to the CA bundle that issued it "
+                + "(with trust_system_roots: true to keep the system roots as well). \(text)"
         }
         if upper.contains("HOSTNAME") {
             return "TLS: the server's certificate does not name the host in the URL. \(text)"

@@ -117,6 +117,13 @@ extension VaultAPI {
         if let tooLarge = upstreamTooLarge(origin: target.origin, status: status, headers: response.headers) {
             throw refuse(tooLarge)
         }
+        if let coding = Self.contentCoding(response.headers) {
+            throw refuse(
+                ProblemDetails(
+                    .upstreamUnavailable,
+                    detail: "\(target.origin) answered with Content-Encoding \(coding.prefix(40)) although asked for "
+                        + "identity: the vault cannot look into it for the token"))
+        }
         proxyAnswered(
             peer, id, method: method, destination: Self.audited(target), provider: metadata.provider, status: status,
             since: started
@@ -173,6 +180,13 @@ extension VaultAPI {
         return renewed
     }
 
+    /// The content coding of an answer other than `identity`, if it has one: its body would hide
+    /// a token it echoes from `RedactedBody`.
+    static func contentCoding(_ headers: HTTPHeaders) -> String? {
+        let codings = headers[canonicalForm: "content-encoding"].map { $0.lowercased() }.filter { $0 != "identity" }
+        return codings.isEmpty ? nil : codings.joined(separator: ", ")
+    }
+
     /// The refusal of an answer whose `Content-Length` is over `proxy.max_response_bytes`; nil
     /// for one within it or of no declared length (then cut off while it streams, if it must be).
     func upstreamTooLarge(origin: String, status: Int, headers: HTTPHeaders) -> ProblemDetails? {
@@ -213,6 +227,8 @@ extension VaultAPI {
         var outgoing = HTTPClientRequest(url: target.description)
         outgoing.method = NIOHTTP1.HTTPMethod(rawValue: method)
         for (name, value) in headers { outgoing.headers.add(name: name, value: value) }
+        // Uncompressed, so that a token the answer echoes can be seen (`RedactedBody`).
+        outgoing.headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
         let token = credential.secrets.accessToken
         outgoing.headers.replaceOrAdd(name: "Authorization", value: Self.authorization(credential, dpop: dpop != nil))
         if let dpop {

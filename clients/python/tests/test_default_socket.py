@@ -36,7 +36,7 @@ class DefaultSocketTests(unittest.TestCase):
         self.assertEqual(self.resolve(), "/x/vault.sock")
 
     def test_a_packaged_daemon_comes_before_the_current_directory(self) -> None:
-        self.assertEqual(self.resolve(), os.path.join(".tokenvault", "run", "tokenvault.sock"))
+        self.assertEqual(self.resolve(), os.path.join(os.getcwd(), ".tokenvault", "run", "tokenvault.sock"))
         open(self.packaged, "w").close()
         self.assertEqual(self.resolve(), self.packaged)
 
@@ -47,7 +47,7 @@ class DefaultSocketTests(unittest.TestCase):
                     os.chmod(directory, mode)
                     self.assertEqual(self.resolve(), self.packaged)
                     os.chmod(directory, 0o755)
-        self.assertEqual(self.resolve(), os.path.join(".tokenvault", "run", "tokenvault.sock"))
+        self.assertEqual(self.resolve(), os.path.join(os.getcwd(), ".tokenvault", "run", "tokenvault.sock"))
 
     def test_a_linked_data_directory_is_refused(self) -> None:
         os.rename(".tokenvault", "elsewhere")

@@ -36,7 +36,8 @@ def default_socket_path(packaged: str = PACKAGED_SOCKET) -> str:
     if os.path.exists(packaged):
         return packaged
     if _own_unshared_directory(".tokenvault") and _own_unshared_directory(os.path.join(".tokenvault", "run")):
-        return LOCAL_SOCKET
+        # Absolute: a later chdir must not make the client dial an unchecked directory's socket.
+        return os.path.abspath(LOCAL_SOCKET)
     return packaged
 
 
