@@ -33,7 +33,7 @@ import TokenVaultTesting
             """
         static let slow = """
             #!/bin/sh
-            sleep 10 &
+            sleep 600 &
             echo $! > "$0.child"
             wait
             """
@@ -205,8 +205,9 @@ import TokenVaultTesting
             let elapsed = ContinuousClock.now - started
             #expect(failure.kind == .transient)
             #expect(failure.code == "signer_timeout")
-            // Killed at 0.5 s, not after the signer's 10 s; the margin is for a loaded machine.
-            #expect(elapsed < .seconds(6), "\(elapsed)")
+            // Killed at 0.5 s, not after the signer's 600 s; the margin is wide because a loaded
+            // machine can take seconds to start the script, and only the order of magnitude proves the kill.
+            #expect(elapsed < .seconds(60), "\(elapsed)")
             #expect(fixture.server.requests.isEmpty)
 
             // What the script started went with it (the signer runs in its own process group).
