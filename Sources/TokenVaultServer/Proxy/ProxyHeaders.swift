@@ -50,13 +50,14 @@ enum ProxyHeaders {
     ) -> HTTPFields {
         let named = connectionNames(
             headers.lazy.filter { $0.name.utf8.equalsIgnoringASCIICase(connectionName) }.map(\.value))
+        let redaction = TokenRedaction(tokens: tokens)
         var fields = HTTPFields()
         fields.reserveCapacity(headers.count + 4)
         for (name, value) in headers {
             guard let fieldName = HTTPField.Name(name) else { continue }
             let lowered = fieldName.canonicalName
             guard !notReturned.contains(lowered), named.isEmpty || !named.contains(lowered),
-                !lowered.hasPrefix("tokenvault-"), !tokens.contains(where: { contains(value, $0) })
+                !lowered.hasPrefix("tokenvault-"), !redaction.isFound(in: value)
             else { continue }
             fields.append(HTTPField(name: fieldName, value: value))
         }
@@ -85,40 +86,4 @@ enum ProxyHeaders {
     private static let connectionName = Array("connection".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
     private static let close = Array("close".utf8)
-
-    /// Whether `value` contains the token's bytes, as they are or percent-encoded in any case (a
-    /// `Location` or `Link` URL carrying the token in its query writes `+`, `/` and `=` as `%2B`,
-    /// `%2F` and `%3D`, and may escape any byte). Every header of every answer is searched, so it
-    /// compares bytes in place, decoding escapes as it goes, rather than copying the value.
-    static func contains(_ value: String, _ token: SecretBytes) -> Bool {
-        guard token.count > 0, value.utf8.count >= token.count else { return false }
-        var value = value
-        return value.withUTF8 { text in
-            token.withUnsafeBytes { secret in
-                /// The byte at `index`, an escape decoded, and how many bytes of text it took.
-                func byte(at index: Int) -> (value: UInt8, width: Int)? {
-                    guard index < text.count else { return nil }
-                    if text[index] == UInt8(ascii: "%"), index + 2 < text.count,
-                        let high = HexDigit.value(text[index + 1]),
-                        let low = HexDigit.value(text[index + 2])
-                    {
-                        return (high << 4 | low, 3)
-                    }
-                    return (text[index], 1)
-                }
-                for start in 0...(text.count - token.count) {
-                    guard text[start] == secret[0] || text[start] == UInt8(ascii: "%") else { continue }
-                    // As it is (a token may hold a literal `%`), then with escapes decoded.
-                    if memcmp(text.baseAddress! + start, secret.baseAddress!, secret.count) == 0 { return true }
-                    var (index, matched) = (start, 0)
-                    while matched < secret.count, let next = byte(at: index), next.value == secret[matched] {
-                        index += next.width
-                        matched += 1
-                    }
-                    if matched == secret.count { return true }
-                }
-                return false
-            }
-        }
-    }
 }

@@ -39,6 +39,21 @@ struct TokenRedaction {
         return ByteBuffer(bytes: text)
     }
 
+    /// Whether `value` holds a token, as sent or percent-encoded in any case (a `Location` or `Link`
+    /// URL writes `+`, `/` and `=` as `%2B`, `%2F` and `%3D`). A header that does is dropped whole:
+    /// unlike a body, its length is not the point, and a starred URL is no use to the caller.
+    func isFound(in value: String) -> Bool {
+        guard !tokens.isEmpty else { return false }
+        var value = value
+        return value.withUTF8 { text in
+            text.indices.contains { start in
+                guard firstBytes.contains(text[start]) else { return false }
+                if case .whole = match(in: text, at: start, final: true) { return true }
+                return false
+            }
+        }
+    }
+
     /// Overwrites every token in `text`; returns how many bytes at its end may begin one that
     /// continues in the next piece (none when `final`).
     private func redact(_ text: inout [UInt8], final: Bool) -> Int {

@@ -120,8 +120,8 @@ public final class SQLiteDatabase: @unchecked Sendable {
     func writeTransaction<Result>(durability: Durability, _ body: (SQLiteConnection) throws -> Result) throws -> Result
     {
         try writer.withConnection { connection in
-            if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
-            defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
+            let restore = try Self.setSynchronous(for: durability, on: connection)
+            defer { restore() }
             return try connection.transaction { try body(connection) }
         }
     }
@@ -135,10 +135,20 @@ public final class SQLiteDatabase: @unchecked Sendable {
         try await withTaskExecutorPreference(transactionThread) { [self] in
             let connection = await writer.take()
             defer { writer.giveBack(connection) }
-            if durability == .full { try connection.execute("PRAGMA synchronous = FULL") }
-            defer { if durability == .full { try? connection.execute("PRAGMA synchronous = NORMAL") } }
+            let restore = try Self.setSynchronous(for: durability, on: connection)
+            defer { restore() }
             return try await connection.transaction { try await body(connection) }
         }
+    }
+
+    /// Sets the writer's `synchronous` for a commit at `durability` (`.full` waits for the disk:
+    /// FULL) and answers what sets it back to the usual NORMAL afterwards.
+    private static func setSynchronous(
+        for durability: Durability, on connection: SQLiteConnection
+    ) throws -> () -> Void {
+        guard durability == .full else { return {} }
+        try connection.execute("PRAGMA synchronous = FULL")
+        return { try? connection.execute("PRAGMA synchronous = NORMAL") }
     }
 
     func withReader<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
