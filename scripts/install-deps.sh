@@ -23,15 +23,17 @@ for pkg in "${packages[@]}"; do
         missing+=("$pkg")
     fi
 done
-# `--test`: the `mcp` package from PyPI (a real MCP client for the tests of `tokenvault mcp`), in
-# a virtual environment of the build directory, so the system's Python is left as it is.
-install_mcp_client() {
-    local venv=".build/mcp-venv"
-    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import mcp" 2>/dev/null; then return 0; fi
-    echo "installing the mcp Python package into $venv"
+# `--test`: Python packages from PyPI the tests use as real peers, in a virtual environment of
+# the build directory, so the system's Python is left as it is: `mcp` (a real MCP client for the
+# tests of `tokenvault mcp`) and Authlib with Flask (scripts/authorization-server.py, a real
+# authorization server for sign-ins; also the README's walk-through).
+install_test_packages() {
+    local venv=".build/test-venv"
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import mcp, authlib, flask" 2>/dev/null; then return 0; fi
+    echo "installing the mcp, authlib and flask Python packages into $venv"
     mkdir -p .build
     python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp "authlib==1.9.10" "flask==3.1.3"
 }
 install_system_packages() {
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -50,4 +52,4 @@ install_system_packages() {
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 install_system_packages
-if [ "${1:-}" = "--test" ]; then install_mcp_client; fi
+if [ "${1:-}" = "--test" ]; then install_test_packages; fi

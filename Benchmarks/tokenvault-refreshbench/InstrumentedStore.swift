@@ -101,6 +101,12 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
     func nodes() async throws -> [NodeRecord] { try await base.nodes() }
     func isAnswerStored(_ callKey: String) async throws -> Bool { try await base.isAnswerStored(callKey) }
     func forgetNode(_ node: String) async throws -> Int? { try await base.forgetNode(node) }
+    func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
+        try await base.addAuthorization(row, limit: limit, now: now)
+    }
+    func takeAuthorization(key: String) async throws -> SealedAuthorization? {
+        try await base.takeAuthorization(key: key)
+    }
 
     // MARK: RefreshJournal
 

@@ -21,6 +21,10 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     public static let credentialPurge = Self("credential.purge")
     public static let credentialRefresh = Self("credential.refresh")
     public static let credentialExchange = Self("credential.exchange")
+    /// A sign-in the vault started for the credential (`POST …/authorization`).
+    public static let credentialAuthorize = Self("credential.authorize")
+    /// A sign-in finished (`POST …/authorization/callback`): the code redeemed, or the refusal.
+    public static let credentialAuthorized = Self("credential.authorized")
     public static let credentialWatch = Self("credential.watch")
     /// A proxied call (aggregated like token reads).
     public static let credentialProxy = Self("credential.proxy")
@@ -35,7 +39,8 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     /// Every operation the daemon writes.
     public static let all: [Self] = [
         .tokenRead, .credentialPut, .credentialShow, .credentialList, .credentialDelete, .credentialPurge,
-        .credentialRefresh, .credentialExchange, .credentialWatch, .credentialProxy, .proxyList, .eventsStream,
+        .credentialRefresh, .credentialExchange, .credentialAuthorize, .credentialAuthorized, .credentialWatch,
+        .credentialProxy, .proxyList, .eventsStream,
         .adminRotateKey, .adminAudit, .adminBackup, .adminStatus,
     ]
 }

@@ -6,16 +6,20 @@ public struct CodeRedemption: Sendable {
     public var provider: String
     public var request: CodeExchangeRequest
     public var nonce: String?
+    /// The issuer the id token must name (a sign-in the vault started); nil: not checked.
+    public var issuer: String?
     public var labels: [String: String]
     /// The row written with the credential (`credential.exchange`, allowed).
     public var audit: AuditEvent
 
     public init(
-        provider: String, request: CodeExchangeRequest, nonce: String?, labels: [String: String], audit: AuditEvent
+        provider: String, request: CodeExchangeRequest, nonce: String?, issuer: String? = nil,
+        labels: [String: String], audit: AuditEvent
     ) {
         self.provider = provider
         self.request = request
         self.nonce = nonce
+        self.issuer = issuer
         self.labels = labels
         self.audit = audit
     }

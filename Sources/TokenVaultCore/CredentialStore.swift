@@ -34,7 +34,7 @@ public struct CredentialQuery: Sendable, Hashable {
 /// Persistence of sealed credential rows and of the refresh journal. Implemented by
 /// TokenVaultStorage over SQLite or PostgreSQL; it never sees a plaintext secret. Only `Vault`
 /// (the ledger) holds one: everything else reads and writes rows through the vault's operations.
-public protocol CredentialStore: RefreshJournal, NodeRegistry {
+public protocol CredentialStore: RefreshJournal, NodeRegistry, AuthorizationStore {
     func record(_ id: CredentialID) async throws -> SealedCredentialRecord?
     /// Like `record(_:)`, but fails at once instead of waiting when the store is busy (for
     /// callers that must not block, such as an event loop).

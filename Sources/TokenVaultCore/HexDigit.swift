@@ -1,5 +1,6 @@
 /// An ASCII hex digit's value, either case: the one reading of `%XX` escapes and IPv6 hosts for
-/// the URL checks (`UpstreamURL`) and the proxy's search of answers for a token (`ProxyHeaders`).
+/// the URL checks (`UpstreamURL`), form decoding (`FormEncoding`) and the proxy's search of answers
+/// for a token (`TokenRedaction`).
 public enum HexDigit {
     @inlinable
     public static func value(_ byte: UInt8) -> UInt8? {

@@ -1,15 +1,17 @@
 /// The checks a server-side code exchange makes on the id token before storing anything:
 /// the `nonce` the app sent with its authorization request, the audience (`aud` must name our
-/// client id) and `exp`. Pure: time comes in.
+/// client id), the issuer where one is known (a sign-in the vault started) and `exp`. Pure:
+/// time comes in.
 ///
 /// The signature is not verified here (Sber ID and ESIA sign with GOST, out of libsodium's
 /// reach); the token came straight from the provider's token endpoint over TLS, which is what
 /// OIDC Core 3.1.3.7 allows instead.
 public enum IDTokenCheck {
-    /// Throws `nonce_mismatch`, `audience_mismatch` or `id_token_expired` (all 422 in the API).
-    public static func check(idToken: SecretBytes?, expectedNonce: String?, clientID: String?, now: Timestamp)
-        throws(VaultError)
-    {
+    /// Throws `nonce_mismatch`, `audience_mismatch`, `issuer_mismatch` or `id_token_expired` (all
+    /// 422 in the API).
+    public static func check(
+        idToken: SecretBytes?, expectedNonce: String?, clientID: String?, issuer: String? = nil, now: Timestamp
+    ) throws(VaultError) {
         guard let idToken else {
             if expectedNonce != nil {
                 throw VaultError(
@@ -38,6 +40,11 @@ public enum IDTokenCheck {
                     message:
                         "the id token is for \(audiences.isEmpty ? "no audience" : audiences.joined(separator: ", ")), "
                         + "not this vault's client id \(clientID)")
+            }
+        }
+        if let issuer {
+            guard case .string(let claimed)? = claims["iss"], claimed == issuer else {
+                throw VaultError(code: .issuerMismatch, message: "the id token was not issued by \(issuer)")
             }
         }
         switch claims["exp"] {

@@ -26,6 +26,17 @@ public protocol RefreshService: Sendable {
     /// as `VaultError`; nothing is stored then.
     func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode
 
+    /// Starts a sign-in at a provider instance that can (`SignInProvider`): makes its state, PKCE
+    /// verifier and nonce, keeps them sealed until `SignInLimits.expirySeconds`, and answers the
+    /// authorization URL (pushed first where the server takes that) or the parameters.
+    func startSignIn(_ start: SignInStart) async throws -> StartedSignIn
+
+    /// Finishes a sign-in with what its redirect brought: the state must be waiting, unexpired,
+    /// started for this credential by this uid; the `iss` must be the server's; the code is
+    /// redeemed like `redeem`'s, with the kept verifier and nonce, into the same credential
+    /// (repaired in place if it exists). The state is spent whatever the outcome.
+    func finishSignIn(_ finish: SignInFinish) async throws -> RedeemedCode
+
     /// Per provider instance: whether refreshes are flowing, paused or misconfigured.
     func providerStates() -> [ProviderState]
 

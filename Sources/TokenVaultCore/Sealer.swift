@@ -12,6 +12,11 @@ public protocol Sealer: Sendable {
     /// A one-way, fixed-length fingerprint of a secret (the refresh journal records which
     /// refresh token an attempt presented without storing the token).
     func fingerprint(_ secret: SecretBytes) -> String
+    /// `count` bytes from the vault's random generator, for secrets it makes itself (a sign-in's
+    /// state, PKCE verifier and nonce).
+    func randomSecret(count: Int) -> SecretBytes
+    /// SHA-256 of `secret` (PKCE's S256 code challenge, RFC 7636 section 4.2).
+    func sha256(_ secret: SecretBytes) -> [UInt8]
     /// A 32-byte MAC of `bytes` under the vault's audit key (the audit trail's chain); nil while
     /// the vault has no audit key.
     func auditMAC(_ bytes: [UInt8]) -> [UInt8]?

@@ -36,6 +36,15 @@ extension VaultError {
             case idTokenExpired = "id_token_expired"
             case idTokenInvalid = "id_token_invalid"
             case rateLimited = "rate_limited"
+            // Sign-ins the vault starts.
+            case invalidCallback = "invalid_callback"
+            case authorizationUnknown = "authorization_unknown"
+            case authorizationExpired = "authorization_expired"
+            case authorizationMismatch = "authorization_mismatch"
+            case authorizationDenied = "authorization_denied"
+            case issuerMismatch = "issuer_mismatch"
+            case redirectURINotAllowed = "redirect_uri_not_allowed"
+            case tooManyAuthorizations = "too_many_authorizations"
             case tooManyStreams = "too_many_streams"
             case providerUnavailable = "provider_unavailable"
             // The proxy.
@@ -113,6 +122,24 @@ extension VaultError {
         public static let idTokenExpired = Code(.idTokenExpired)
         public static let idTokenInvalid = Code(.idTokenInvalid)
         public static let rateLimited = Code(.rateLimited)
+        /// What the authorization server's redirect brought cannot be read as one answer (no
+        /// `state`, two of them, neither `code` nor `error`).
+        public static let invalidCallback = Code(.invalidCallback)
+        /// No sign-in waits under this `state`: never started, finished already, or pruned.
+        public static let authorizationUnknown = Code(.authorizationUnknown)
+        /// The sign-in was not finished within its lifetime (`sign_in.expiry_seconds`).
+        public static let authorizationExpired = Code(.authorizationExpired)
+        /// The sign-in was started for another credential, or by another caller: it is spent.
+        public static let authorizationMismatch = Code(.authorizationMismatch)
+        /// The authorization server answered the sign-in with an error (`access_denied`, …).
+        public static let authorizationDenied = Code(.authorizationDenied)
+        /// The callback's `iss` is not the instance's issuer, or is missing where the server
+        /// promised it (RFC 9207).
+        public static let issuerMismatch = Code(.issuerMismatch)
+        /// A sign-in's `redirect_uri` is not one of the instance's `redirect_uris`.
+        public static let redirectURINotAllowed = Code(.redirectURINotAllowed)
+        /// The caller has `sign_in.max_pending_per_uid` sign-ins waiting already.
+        public static let tooManyAuthorizations = Code(.tooManyAuthorizations)
         /// The caller has `limits.max_streams_per_uid` watch and event streams open already.
         public static let tooManyStreams = Code(.tooManyStreams)
         /// The daemon (or this caller) has as many connections open as it allows.
@@ -154,17 +181,20 @@ extension VaultError {
         /// adding a code does not compile until it is placed here (and in docs/openapi.yaml).
         public var httpStatus: Int {
             switch value {
-            case .invalidField, .invalidPayload, .invalidCredentialID, .invalidRequest: 400
+            case .invalidField, .invalidPayload, .invalidCredentialID, .invalidRequest, .invalidCallback: 400
             case .forbidden: 403
-            case .credentialNotFound, .notFound: 404
+            case .credentialNotFound, .notFound, .authorizationUnknown: 404
             case .methodNotAllowed: 405
-            case .tokenExpired, .minTTLUnreachable, .needsReauth, .revokePending, .notRefreshable, .conflict: 409
+            case .tokenExpired, .minTTLUnreachable, .needsReauth, .revokePending, .notRefreshable, .conflict,
+                .authorizationExpired, .authorizationMismatch:
+                409
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
             case .unknownProvider, .providerNotConfigured, .providerRejected, .nonceMismatch, .audienceMismatch,
-                .idTokenExpired, .idTokenInvalid, .upstreamNotAllowed:
+                .idTokenExpired, .idTokenInvalid, .upstreamNotAllowed, .authorizationDenied, .issuerMismatch,
+                .redirectURINotAllowed:
                 422
-            case .rateLimited, .tooManyStreams, .tooManyProxyCalls: 429
+            case .rateLimited, .tooManyStreams, .tooManyProxyCalls, .tooManyAuthorizations: 429
             case .providerUnavailable, .upstreamUnavailable, .upstreamTooLarge: 502
             case .upstreamTimeout: 504
             case .storageUnavailable, .commitPending, .engineUnavailable, .tooManyConnections: 503
@@ -203,6 +233,14 @@ extension VaultError {
             case .idTokenExpired: "ID token expired"
             case .idTokenInvalid: "ID token invalid"
             case .rateLimited: "Too many requests"
+            case .invalidCallback: "Invalid callback"
+            case .authorizationUnknown: "No such sign-in"
+            case .authorizationExpired: "Sign-in expired"
+            case .authorizationMismatch: "Sign-in started elsewhere"
+            case .authorizationDenied: "Sign-in refused"
+            case .issuerMismatch: "Issuer mismatch"
+            case .redirectURINotAllowed: "Redirect URI not allowed"
+            case .tooManyAuthorizations: "Too many sign-ins pending"
             case .tooManyStreams: "Too many streams"
             case .providerUnavailable: "Provider unavailable"
             case .upstreamNotAllowed: "Upstream not allowed"

@@ -154,7 +154,8 @@ public enum SodiumRandom {
     }
 }
 
-/// SHA-256 (libsodium `crypto_hash_sha256`): migration checksums, never secrets.
+/// SHA-256 (libsodium `crypto_hash_sha256`): migration checksums, fingerprints, and PKCE
+/// challenges of verifiers the vault made.
 public enum SHA256 {
     public static func hex(_ data: some Collection<UInt8>) -> String {
         requireSodium()
@@ -162,6 +163,17 @@ public enum SHA256 {
         let input = Array(data)
         _ = crypto_hash_sha256(&digest, input, UInt64(input.count))
         return digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    /// The digest of a secret, read in place.
+    public static func digest(_ secret: SecretBytes) -> [UInt8] {
+        requireSodium()
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        secret.withUnsafeBytes { bytes in
+            _ = crypto_hash_sha256(
+                &digest, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        }
+        return digest
     }
 
     /// SHA-256 over a domain label, NUL and the secret; the first 16 bytes in hex. Refresh

@@ -104,6 +104,8 @@ public final class Keyring: RotatingSealer {
     public func term(of envelope: [UInt8]) throws -> UInt32 { try Envelope.term(of: envelope) }
 
     public func fingerprint(_ secret: SecretBytes) -> String { SHA256.fingerprint(secret) }
+    public func randomSecret(count: Int) -> SecretBytes { SodiumRandom.secret(count: count) }
+    public func sha256(_ secret: SecretBytes) -> [UInt8] { SHA256.digest(secret) }
 
     /// Wraps a new random data key as the next active term. Refused (`wrong_master_key`) if the
     /// vault's key check value no longer matches this keyring's master key: a rekey since this

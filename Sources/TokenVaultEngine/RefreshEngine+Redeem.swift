@@ -38,7 +38,7 @@ extension RefreshEngine {
             payload = try answer.get()
             try IDTokenCheck.check(
                 idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
-                now: vault.clock.now)
+                issuer: redemption.issuer, now: vault.clock.now)
         } catch {
             // Recovering a spooled answer, a failure before any answer was read (the request
             // could not be built: a signer, a discovery document; the courier) keeps the spooled
@@ -127,7 +127,10 @@ struct SpooledExchange: Codable {
     var redirectURI: String
     var state: String?
     var nonce: String?
+    var issuer: String?
     var labels: [String: String]
+    /// The audit row's operation (a sign-in's finish, or a plain exchange when absent).
+    var operation: String?
     var auditAt: Int64
     var uid: UInt32?
     var gid: UInt32?
@@ -139,7 +142,9 @@ struct SpooledExchange: Codable {
         redirectURI = redemption.request.redirectURI
         state = redemption.request.state
         nonce = redemption.nonce
+        issuer = redemption.issuer
         labels = redemption.labels
+        operation = redemption.audit.operation
         auditAt = redemption.audit.at.milliseconds
         uid = redemption.audit.uid
         gid = redemption.audit.gid
@@ -160,9 +165,10 @@ struct SpooledExchange: Codable {
             request: CodeExchangeRequest(
                 code: SecretBytes(utf8: "spooled"), codeVerifier: nil, redirectURI: redirectURI, state: state,
                 credentialID: id),
-            nonce: nonce, labels: labels,
+            nonce: nonce, issuer: issuer, labels: labels,
             audit: AuditEvent(
-                at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid, operation: .credentialExchange,
+                at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid,
+                operation: operation.map(AuditOperation.init(stored:)) ?? .credentialExchange,
                 credentialID: id, outcome: .allowed, detail: "answer recovered from the spool"))
     }
 }

@@ -49,6 +49,8 @@ public final class RefreshEngine: RefreshService, Sendable {
         /// the same node is resumed at once, another node's lease only after its silence (see
         /// `LeaseOwner`, `LeaseKeeper`).
         public var node: String = "local"
+        /// Sign-ins' lifetime and the most one caller may have waiting (`sign_in.*`).
+        public var signIn = SignInLimits()
 
         public init(
             leasePeriod: Double = 300, maximumInFlight: Int = 256, revocationAttempts: Int = 3,

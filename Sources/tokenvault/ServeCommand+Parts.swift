@@ -145,6 +145,9 @@ extension ServeCommand {
     ) throws -> RefreshEngine {
         var engineOptions = RefreshEngine.Options(leasePeriod: Double(settings.leaseSeconds))
         engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
+        engineOptions.signIn = SignInLimits(
+            expirySeconds: Double(settings.signInExpirySeconds),
+            maximumPendingPerUID: settings.signInMaximumPendingPerUID)
         // On SQLite this daemon is the only process that journals: nobody watches its heartbeat,
         // so while it holds nothing it beats once a lease period instead of every few seconds
         // (an idle daemon's wake-ups, docs/benchmarks.md).

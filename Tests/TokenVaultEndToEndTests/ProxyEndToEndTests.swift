@@ -146,7 +146,7 @@ import TokenVaultTesting
     @Test func anMCPClientCallsAnAPIThroughACredential() async throws {
         let (harness, upstream, daemon, token) = try await start()
         defer { daemon.terminate() }
-        let python = Self.packageRoot + "/.build/mcp-venv/bin/python"
+        let python = AuthorizationServerProcess.packageRoot + "/.build/test-venv/bin/python"
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "no \(python): run make test (or scripts/install-deps.sh --test)")
@@ -236,12 +236,6 @@ import TokenVaultTesting
 
         asyncio.run(main())
         """
-
-    /// The package's checkout (where `make test` put the MCP client's environment).
-    static var packageRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-    }
 
     /// The body bytes of one answer, read and dropped as they arrive (so the test holds nothing).
     /// Reads the whole answer to `target`, starting `after` seconds after sending the request.

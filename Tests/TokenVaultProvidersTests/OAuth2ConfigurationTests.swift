@@ -16,7 +16,11 @@ import TokenVaultTesting
     @Test func minimalPublicClient() throws {
         let settings = ProviderTestSupport.settings(["token_endpoint": endpoint, "client_id": "app"])
         let configuration = try #require(try OAuth2Configuration.parse(settings, environment: [:]))
-        #expect(configuration.endpoints == .fixed(token: "https://id.example.com/token", revocation: nil))
+        #expect(
+            configuration.endpoints
+                == .fixed(
+                    token: "https://id.example.com/token", revocation: nil, authorization: nil, pushedAuthorization: nil
+                ))
         #expect(configuration.clientAuthentication == .none)
         #expect(configuration.timeouts == CallTimeouts(connectSeconds: 5, readSeconds: 60))
         #expect(configuration.sendScope == false)

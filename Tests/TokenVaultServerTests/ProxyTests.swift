@@ -515,6 +515,14 @@ private struct RotatingRefreshService: RefreshService {
         throw ProviderFailure.notConfigured("oauth2")
     }
 
+    func startSignIn(_ start: SignInStart) async throws -> StartedSignIn {
+        throw ProviderFailure.notConfigured("oauth2")
+    }
+
+    func finishSignIn(_ finish: SignInFinish) async throws -> RedeemedCode {
+        throw ProviderFailure.notConfigured("oauth2")
+    }
+
     func providerStates() -> [ProviderState] { [] }
     var counters: RefreshCounters { RefreshCounters() }
 }

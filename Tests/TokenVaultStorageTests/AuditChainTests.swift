@@ -253,6 +253,8 @@ private struct ForgedAuditKey: Sealer {
     }
     func term(of envelope: [UInt8]) throws -> UInt32 { try base.term(of: envelope) }
     func fingerprint(_ secret: SecretBytes) -> String { base.fingerprint(secret) }
+    func randomSecret(count: Int) -> SecretBytes { base.randomSecret(count: count) }
+    func sha256(_ secret: SecretBytes) -> [UInt8] { base.sha256(secret) }
     func auditMAC(_ bytes: [UInt8]) -> [UInt8]? { KeyedHash.mac(key: key, bytes) }
     func reload() throws { try base.reload() }
     func hasKey(for term: UInt32) -> Bool { base.hasKey(for: term) }

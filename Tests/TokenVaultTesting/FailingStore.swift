@@ -87,6 +87,12 @@ public final class FailingStore: CredentialStore, Sendable {
     public func nodes() async throws -> [NodeRecord] { try await base.nodes() }
     public func isAnswerStored(_ callKey: String) async throws -> Bool { try await base.isAnswerStored(callKey) }
     public func forgetNode(_ node: String) async throws -> Int? { try await base.forgetNode(node) }
+    public func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
+        try await base.addAuthorization(row, limit: limit, now: now)
+    }
+    public func takeAuthorization(key: String) async throws -> SealedAuthorization? {
+        try await base.takeAuthorization(key: key)
+    }
 }
 
 /// Passes every call through and notes whether a row was saved or an attempt journalled.

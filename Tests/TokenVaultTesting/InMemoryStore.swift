@@ -16,6 +16,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var attempts: [String: JournalEntry] = [:]
         var nodes: [String: NodeRecord] = [:]
         var receivedAnswers: Set<String> = []
+        var authorizations: [String: SealedAuthorization] = [:]
         /// The outbox as written (delayed rows count as not due: the store has no clock).
         var webhooks: [NewWebhookDelivery] = []
         /// Statements that looked for delayed rows to drop.
@@ -115,6 +116,19 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     public func isAnswerStored(_ callKey: String) async throws -> Bool {
         lock.withLock { state.receivedAnswers.contains(callKey) }
+    }
+
+    public func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
+        lock.withLock {
+            state.authorizations = state.authorizations.filter { $0.value.expiresAt > now }
+            guard state.authorizations.values.count(where: { $0.uid == row.uid }) < limit else { return false }
+            state.authorizations[row.key] = row
+            return true
+        }
+    }
+
+    public func takeAuthorization(key: String) async throws -> SealedAuthorization? {
+        lock.withLock { state.authorizations.removeValue(forKey: key) }
     }
 
     public func nodes() async throws -> [NodeRecord] {

@@ -174,5 +174,12 @@ public struct StubRefreshService: RefreshService {
     /// Answers like a provider whose code is unknown (no provider runs in server tests).
     public func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode { throw redeemFailure }
 
+    /// No provider runs in server tests: sign-ins are the engine's (TokenVaultEngineTests).
+    public func startSignIn(_ start: SignInStart) async throws -> StartedSignIn {
+        throw ProviderFailure.notConfigured(start.provider)
+    }
+
+    public func finishSignIn(_ finish: SignInFinish) async throws -> RedeemedCode { throw redeemFailure }
+
     public var counters: RefreshCounters { RefreshCounters() }
 }

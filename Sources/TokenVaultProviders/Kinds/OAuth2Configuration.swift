@@ -1,3 +1,4 @@
+import Foundation
 import TokenVaultCore
 
 /// The options of an `oauth2` provider instance, validated. Every problem is reported with its
@@ -9,7 +10,7 @@ import TokenVaultCore
 public struct OAuth2Configuration: KindConfiguration {
     /// Where the endpoints come from.
     public enum Endpoints: Sendable, Equatable {
-        case fixed(token: String, revocation: String?)
+        case fixed(token: String, revocation: String?, authorization: String?, pushedAuthorization: String?)
         /// Fetched on first use and cached (RFC 8414 / OpenID Connect Discovery).
         case discovery(String)
     }
@@ -17,6 +18,8 @@ public struct OAuth2Configuration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "revocation_endpoint", "discovery_url", "client_id", "client_secret_file",
         "client_secret_credential", "client_authentication", "headers", "ca_file", "trust_system_roots", "send_scope",
+        "authorization_endpoint", "pushed_authorization_request_endpoint", "issuer", "redirect_uris",
+        "authorization_parameters",
     ]
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.
@@ -31,6 +34,14 @@ public struct OAuth2Configuration: KindConfiguration {
     /// Extra request headers, in the order given (names as written).
     public let headers: [(name: String, value: String)]
     public let sendScope: Bool
+    /// The authorization server's issuer identifier: a sign-in's callback `iss` (RFC 9207) and
+    /// its id token's `iss` must equal it. With `discovery_url`, the document's must too.
+    public let issuer: String?
+    /// Where sign-ins may send the person back to (`RedirectURIRule`); empty: the instance
+    /// cannot start sign-ins.
+    public let redirectURIs: [String]
+    /// Extra authorization parameters a caller may add to a sign-in (`acr_values`, `ui_locales`…).
+    public let authorizationParameters: Set<String>
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
     /// Timeouts and CA file (`OptionReader.transportSettings`).
@@ -47,12 +58,19 @@ public struct OAuth2Configuration: KindConfiguration {
         let tokenEndpoint = try reader.endpoint("token_endpoint")
         let revocationEndpoint = try reader.endpoint("revocation_endpoint")
         let discoveryURL = try reader.endpoint("discovery_url")
+        let authorizationEndpoint = try reader.endpoint("authorization_endpoint")
+        let pushedEndpoint = try reader.endpoint("pushed_authorization_request_endpoint")
         switch (tokenEndpoint, discoveryURL) {
         case (let token?, nil):
-            endpoints = .fixed(token: token.description, revocation: revocationEndpoint?.description)
+            endpoints = .fixed(
+                token: token.description, revocation: revocationEndpoint?.description,
+                authorization: authorizationEndpoint?.description, pushedAuthorization: pushedEndpoint?.description)
         case (nil, let discovery?):
-            guard revocationEndpoint == nil else {
-                throw fail("revocation_endpoint", "give it only with token_endpoint; discovery_url supplies both")
+            for (key, value) in [
+                ("revocation_endpoint", revocationEndpoint), ("authorization_endpoint", authorizationEndpoint),
+                ("pushed_authorization_request_endpoint", pushedEndpoint),
+            ] where value != nil {
+                throw fail(key, "give it only with token_endpoint; discovery_url supplies the endpoints")
             }
             endpoints = .discovery(discovery.description)
         case (_?, _?):
@@ -89,6 +107,25 @@ public struct OAuth2Configuration: KindConfiguration {
 
         headers = try reader.headers("headers")
         sendScope = try reader.bool("send_scope") ?? false
+        issuer = try reader.string("issuer")
+        if let issuer {
+            guard case .success(let url) = EndpointURL.validate(issuer), url.url.query == nil else {
+                throw fail("issuer", "must be an https URL without a query or fragment (RFC 8414 section 2)")
+            }
+        }
+        redirectURIs = try reader.stringArray("redirect_uris") ?? []
+        for (index, uri) in redirectURIs.enumerated() {
+            guard let url = URL(string: uri), let scheme = url.scheme, !scheme.isEmpty, url.fragment == nil else {
+                throw fail("redirect_uris[\(index)]", "must be an absolute URI without a #fragment")
+            }
+        }
+        if authorizationEndpoint == nil, pushedEndpoint != nil {
+            throw fail("pushed_authorization_request_endpoint", "needs authorization_endpoint too")
+        }
+        authorizationParameters = Set(try reader.stringArray("authorization_parameters") ?? [])
+        for name in authorizationParameters where AuthorizationRequest.reservedNames.contains(name) {
+            throw fail("authorization_parameters", "\(name) is set by the vault itself")
+        }
         httpSettings = try reader.transportSettings(settings.limits)
     }
 }

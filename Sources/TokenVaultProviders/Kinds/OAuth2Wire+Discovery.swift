@@ -1,10 +1,16 @@
 import Foundation
 import TokenVaultCore
 
-/// The endpoints a provider call goes to.
+/// The endpoints a provider call goes to, and what a sign-in needs of the authorization server.
 struct ResolvedEndpoints: Sendable, Equatable {
     var token: String
     var revocation: String?
+    var authorization: String? = nil
+    var pushedAuthorization: String? = nil
+    /// The document's `issuer` (discovery only; a configured one is the configuration's).
+    var issuer: String? = nil
+    /// `authorization_response_iss_parameter_supported` (RFC 9207 section 3).
+    var sendsIssuer = false
 }
 
 /// Discovery happens once per provider instance; concurrent first calls share one fetch.
@@ -18,7 +24,10 @@ extension OAuth2Wire {
     func resolveEndpoints(over http: ProviderHTTPClient) async throws(ProviderFailure) -> ResolvedEndpoints {
         let url: String
         switch configuration.endpoints {
-        case .fixed(let token, let revocation): return ResolvedEndpoints(token: token, revocation: revocation)
+        case .fixed(let token, let revocation, let authorization, let pushed):
+            return ResolvedEndpoints(
+                token: token, revocation: revocation, authorization: authorization, pushedAuthorization: pushed,
+                issuer: configuration.issuer)
         case .discovery(let discoveryURL): url = discoveryURL
         }
         let next = discovery.withLock { state -> DiscoveryState in
@@ -46,8 +55,10 @@ extension OAuth2Wire {
         }
     }
 
-    /// Reads `token_endpoint` and `revocation_endpoint` from an RFC 8414 / OIDC discovery
-    /// document. Fetching it spends nothing, so every transport failure is merely transient.
+    /// Reads the endpoints (token, revocation, authorization, pushed authorization requests), the
+    /// `issuer` and whether the server sends `iss` in its authorization responses from an RFC 8414
+    /// / OIDC discovery document. A configured `issuer` must be the document's exactly (RFC 8414
+    /// section 3.3: a document naming another issuer may be an attacker's). Fetching it spends nothing, so every transport failure is merely transient.
     private func fetchDiscoveryDocument(_ url: String, over http: ProviderHTTPClient) async throws(ProviderFailure)
         -> ResolvedEndpoints
     {
@@ -77,14 +88,28 @@ extension OAuth2Wire {
         else { throw broken("not a JSON object") }
         guard case .string(let token)? = fields["token_endpoint"] else { throw broken("no token_endpoint") }
         let tokenEndpoint = try EndpointURL.validate(token).mapError { broken("token_endpoint: \($0.problem)") }.get()
-        var revocationEndpoint: EndpointURL?
-        switch fields["revocation_endpoint"] {
-        case nil, .null?: revocationEndpoint = nil
-        case .string(let revocation)?:
-            revocationEndpoint = try EndpointURL.validate(revocation)
-                .mapError { broken("revocation_endpoint: \($0.problem)") }.get()
-        case let other?: throw broken("revocation_endpoint is \(other.typeName), not a string")
+        func optionalEndpoint(_ name: String) throws(ProviderFailure) -> String? {
+            switch fields[name] {
+            case nil, .null?: return nil
+            case .string(let text)?:
+                return try EndpointURL.validate(text).mapError { broken("\(name): \($0.problem)") }.get().description
+            case let other?: throw broken("\(name) is \(other.typeName), not a string")
+            }
         }
-        return ResolvedEndpoints(token: tokenEndpoint.description, revocation: revocationEndpoint?.description)
+        var issuer: String?
+        switch fields["issuer"] {
+        case .string(let text)?: issuer = text
+        default: issuer = nil
+        }
+        if let configured = configuration.issuer, issuer != configured {
+            throw broken(
+                "its issuer \(issuer.map { "'\($0.prefix(200))'" } ?? "is missing"); the instance's issuer is \(configured)"
+            )
+        }
+        return ResolvedEndpoints(
+            token: tokenEndpoint.description, revocation: try optionalEndpoint("revocation_endpoint"),
+            authorization: try optionalEndpoint("authorization_endpoint"),
+            pushedAuthorization: try optionalEndpoint("pushed_authorization_request_endpoint"), issuer: issuer,
+            sendsIssuer: fields["authorization_response_iss_parameter_supported"] == .bool(true))
     }
 }

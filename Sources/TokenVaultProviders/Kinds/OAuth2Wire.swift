@@ -18,7 +18,7 @@ public final class OAuth2Wire: ProviderWire {
 
     public var supportsRevocation: Bool {
         switch configuration.endpoints {
-        case .fixed(_, let revocation):
+        case .fixed(_, let revocation, _, _):
             return revocation != nil
         case .discovery:
             // Until the document is read, assume revocation exists: answering false would make
@@ -84,7 +84,7 @@ public final class OAuth2Wire: ProviderWire {
     }
 
     /// The configured extra headers, then the client's credentials (RFC 6749 section 2.3.1).
-    private func authenticate(_ headers: inout HTTPHeaders, _ form: inout FormBody) {
+    func authenticate(_ headers: inout HTTPHeaders, _ form: inout FormBody) {
         for (name, value) in configuration.headers { headers.replaceOrAdd(name: name, value: value) }
         configuration.clientAuthentication.apply(
             clientID: configuration.clientID, secret: configuration.clientSecret, headers: &headers, form: &form)

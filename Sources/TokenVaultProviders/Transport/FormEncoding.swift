@@ -21,31 +21,3 @@ public struct FormBody: Sendable {
         bytes.append(UInt8(ascii: "="))
     }
 }
-
-enum FormEncoding {
-    private static let hex = Array("0123456789ABCDEF".utf8)
-
-    /// Unreserved characters pass; a space becomes `+`; every other byte is percent-encoded.
-    static func escape(_ input: some Sequence<UInt8>, into output: inout [UInt8]) {
-        for byte in input {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                output.append(byte)
-            case UInt8(ascii: " "):
-                output.append(UInt8(ascii: "+"))
-            default:
-                output.append(UInt8(ascii: "%"))
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0x0F)])
-            }
-        }
-    }
-
-    static func escape(_ value: String) -> String {
-        var output: [UInt8] = []
-        escape(value.utf8, into: &output)
-        return String(decoding: output, as: UTF8.self)
-    }
-}

@@ -6,15 +6,20 @@ public enum Permission: String, Sendable, Codable, CaseIterable {
     /// call itself.
     case credentialUse = "credential:use"
     case credentialWrite = "credential:write"
+    /// Start and finish sign-ins (`…/authorization`), whose tokens the vault stores without
+    /// showing them to the caller. `credential:write` gives it too: a caller that may store any
+    /// token could sign in itself and store the result.
+    case credentialAuthorize = "credential:authorize"
     case credentialList = "credential:list"
     case admin
 }
 
 extension Permission {
     /// Whether a rule granting `granted` gives this permission: `admin` gives every one, and
-    /// `token:read` gives `credential:use`.
+    /// `token:read` gives `credential:use`, and `credential:write` gives `credential:authorize`.
     public func isGranted(by granted: Set<Permission>) -> Bool {
         granted.contains(self) || granted.contains(.admin) || (self == .credentialUse && granted.contains(.tokenRead))
+            || (self == .credentialAuthorize && granted.contains(.credentialWrite))
     }
 }
 

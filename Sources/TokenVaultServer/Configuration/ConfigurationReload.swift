@@ -220,6 +220,11 @@ public final class ConfigurationReload: Service, Sendable {
         if old.proxy != new.proxy { sections.append("proxy") }
         if old.logFormat != new.logFormat { sections.append("log.format") }
         if old.webhooks != new.webhooks { sections.append("webhooks") }
+        if old.signInExpirySeconds != new.signInExpirySeconds
+            || old.signInMaximumPendingPerUID != new.signInMaximumPendingPerUID
+        {
+            sections.append("sign_in")
+        }
         return sections
     }
 }

@@ -95,6 +95,10 @@ extension DaemonConfiguration {
             .init(
                 key: "webhooks.retry_cap_seconds", environment: nil, range: 1...86_400,
                 field: \.webhooks.retryCapSeconds),
+            .init(key: "sign_in.expiry_seconds", environment: nil, range: 10...86_400, field: \.signInExpirySeconds),
+            .init(
+                key: "sign_in.max_pending_per_uid", environment: nil, range: 1...100_000,
+                field: \.signInMaximumPendingPerUID),
             .init(key: "webhooks.timeout_seconds", environment: nil, range: 1...600, field: \.webhooks.timeoutSeconds),
             .init(
                 key: "webhooks.max_concurrent_deliveries", environment: nil, range: 1...256,
@@ -107,9 +111,9 @@ extension DaemonConfiguration {
     }
 
     /// Sections whose keys all come from the tables above.
-    static let tabledSections: Set<String> = ["limits", "server", "audit", "proxy", "webhooks"]
+    static let tabledSections: Set<String> = ["limits", "server", "audit", "proxy", "webhooks", "sign_in"]
     static let topLevelKeys: Set<String> = [
-        "socket", "limits", "server", "audit", "storage", "providers", "access", "log", "webhooks",
+        "socket", "limits", "server", "audit", "storage", "providers", "access", "log", "webhooks", "sign_in",
     ]
 
     /// Applies the tabled settings of a configuration file and refuses keys nobody reads.

@@ -50,6 +50,10 @@ public struct DaemonConfiguration: Sendable {
     public var leaseSeconds = 300
     /// How token reads are aggregated in the audit trail and how long rows are kept.
     public var audit = AuditSettings()
+    /// How long a sign-in the vault started may take to finish (`sign_in.expiry_seconds`).
+    public var signInExpirySeconds = 600
+    /// How many sign-ins one uid may have waiting (`sign_in.max_pending_per_uid`).
+    public var signInMaximumPendingPerUID = 20
     /// What the proxy lets through and how long it waits.
     public var proxy = ProxySettings()
     /// Core dumps stay off unless this is set (a core file holds whatever tokens were in memory).

@@ -78,6 +78,18 @@ public final class APIMetrics: Sendable {
         return (count, duration)
     }
 
+    /// A sign-in's step: `started`, `finished` (the credential stored) or `failed` (refused,
+    /// denied, expired, or the code not redeemed; the audit row says which).
+    func recordSignIn(_ outcome: String) {
+        signIns.series(outcome) {
+            registry.counter(
+                name: "tokenvault_sign_ins_total", labels: [("outcome", outcome)],
+                help: "Sign-ins the vault started, finished into a credential, or failed to finish.")
+        }.increment()
+    }
+
+    private let signIns = MetricSeries<String, Counter>()
+
     private static let proxyBuckets: [Duration] = [
         .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
         .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),

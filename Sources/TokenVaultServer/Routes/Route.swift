@@ -16,6 +16,10 @@ enum Route: CaseIterable, Sendable {
     case refresh
     case watch
     case exchange
+    /// Starts a sign-in the vault finishes itself.
+    case authorize
+    /// Finishes it with what the authorization server's redirect brought.
+    case authorizeCallback
     case proxy
     /// The proxy with a path after `/proxy`.
     case proxyPath
@@ -37,6 +41,8 @@ enum Route: CaseIterable, Sendable {
         case .refresh: "/v1/credentials/{namespace}/{name}/refresh"
         case .watch: "/v1/credentials/{namespace}/{name}/watch"
         case .exchange: "/v1/credentials/{namespace}/{name}/exchange"
+        case .authorize: "/v1/credentials/{namespace}/{name}/authorization"
+        case .authorizeCallback: "/v1/credentials/{namespace}/{name}/authorization/callback"
         case .proxy: "/v1/credentials/{namespace}/{name}/proxy"
         case .proxyPath: "/v1/credentials/{namespace}/{name}/proxy/**"
         case .events: "/v1/events"
@@ -52,7 +58,7 @@ enum Route: CaseIterable, Sendable {
         switch self {
         case .put: [.put]
         case .delete: [.delete]
-        case .refresh, .exchange, .rotateKey, .backup: [.post]
+        case .refresh, .exchange, .authorize, .authorizeCallback, .rotateKey, .backup: [.post]
         case .proxy, .proxyPath: Self.proxyMethods
         case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status: [.get]
         }

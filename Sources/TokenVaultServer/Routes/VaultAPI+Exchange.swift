@@ -38,33 +38,14 @@ extension VaultAPI {
                     audit: auditEvent(peer, .credentialExchange, id, .allowed)))
         } catch let failure as ProviderFailure {
             audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: failure.code.rawValue))
-            if failure.code == .providerNotConfigured {
-                throw ProblemDetails(.providerNotConfigured, detail: failure.message)
-            }
-            switch failure.kind {
-            case .invalidGrant, .misconfigured:
-                throw ProblemDetails(
-                    .providerRejected,
-                    detail: "the token endpoint of \(body.provider) answered \(failure.code): \(failure.message)")
-            case .transient, .unknownOutcome:
-                throw ProblemDetails(
-                    .providerUnavailable,
-                    detail: "the code exchange at \(body.provider) failed: \(failure.code): \(failure.message)",
-                    retryAfter: failure.retryAfterWholeSeconds)
-            }
+            throw Self.problem(failure, at: body.provider)
         } catch let error as VaultError {
             // The id token failed its checks: nothing was stored.
             audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: error.code.rawValue))
             throw error
         }
         let payload = redeemed.payload
-        guard let metadata = try await committedWithin(redeemed.stored, id: id, seconds: Self.exchangeCommitWait) else {
-            throw ProblemDetails(
-                .commitPending,
-                detail: "the code was redeemed, but the database has not taken the tokens of \(id) yet; they are "
-                    + "held and stored as soon as it does. Do not repeat the exchange (the code is spent): read "
-                    + "the credential later", retryAfter: 5)
-        }
+        let metadata = try await committed(redeemed, id: id)
         context.logger.info(
             "credential stored from a code exchange",
             metadata: [
@@ -78,8 +59,41 @@ extension VaultAPI {
         return response
     }
 
+    /// A provider's failure to redeem a code (an exchange's, a sign-in's) as the caller sees it:
+    /// the instance cannot (`provider_not_configured`), refused (`provider_rejected`, with the OAuth
+    /// error code), or could not be reached (`provider_unavailable`, to try again).
+    static func problem(_ failure: ProviderFailure, at provider: String) -> ProblemDetails {
+        if failure.code == .providerNotConfigured {
+            return ProblemDetails(.providerNotConfigured, detail: failure.message)
+        }
+        switch failure.kind {
+        case .invalidGrant, .misconfigured:
+            return ProblemDetails(
+                .providerRejected,
+                detail: "the token endpoint of \(provider) answered \(failure.code): \(failure.message)")
+        case .transient, .unknownOutcome:
+            return ProblemDetails(
+                .providerUnavailable,
+                detail: "the code exchange at \(provider) failed: \(failure.code): \(failure.message)",
+                retryAfter: failure.retryAfterWholeSeconds)
+        }
+    }
+
     /// How long an exchange waits for a held commit before answering `commit_pending`.
     static let exchangeCommitWait = 5.0
+
+    /// The stored metadata of a redeemed code once its write is committed (at once, or after the
+    /// ledger's retries succeed within `exchangeCommitWait`); `commit_pending` if it is still held.
+    func committed(_ redeemed: RedeemedCode, id: CredentialID) async throws -> CredentialMetadata {
+        guard let metadata = try await committedWithin(redeemed.stored, id: id, seconds: Self.exchangeCommitWait) else {
+            throw ProblemDetails(
+                .commitPending,
+                detail: "the code was redeemed, but the database has not taken the tokens of \(id) yet; they are "
+                    + "held and stored as soon as it does. Do not repeat the exchange (the code is spent): read "
+                    + "the credential later", retryAfter: 5)
+        }
+        return metadata
+    }
 
     /// The stored metadata once the write is committed: at once, or after the ledger's retries
     /// succeed within `seconds`; nil if it is still held.
@@ -116,35 +130,23 @@ extension VaultAPI {
     func decodeExchange(_ body: ByteBuffer) throws -> ExchangeBody {
         let fields = try bodyMembers(
             body, known: ["provider", "code", "code_verifier", "redirect_uri", "nonce", "state", "labels"])
-        func string(_ name: String, required: Bool, maximum: Int) throws -> String? {
-            switch fields[name] {
-            case nil, .null?:
-                if required { throw VaultError.invalidField(name, "is required") }
-                return nil
-            case .string(let text)?:
-                guard !text.isEmpty, text.utf8.count <= maximum else {
-                    throw VaultError.invalidField(name, "must be 1-\(maximum) bytes")
-                }
-                return text
-            case let other?:
-                throw VaultError.invalidField(name, "expected a string, got \(other.typeName)")
-            }
-        }
+        let reader = FieldReader(fields: fields)
+
         let provider = try provider(fields["provider"], in: vault.providers)
-        let code = try string("code", required: true, maximum: 4096)!
-        let verifier = try string("code_verifier", required: true, maximum: 128)!
+        let code = try reader.string("code", required: true, maximum: 4096)!
+        let verifier = try reader.string("code_verifier", required: true, maximum: 128)!
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         guard (43...128).contains(verifier.count), verifier.allSatisfy(unreserved.contains) else {
             throw VaultError.invalidField("code_verifier", "must be 43-128 unreserved characters (RFC 7636)")
         }
-        let redirectURI = try string("redirect_uri", required: true, maximum: 2048)!
+        let redirectURI = try reader.string("redirect_uri", required: true, maximum: 2048)!
         guard let url = URL(string: redirectURI), url.scheme != nil else {
             throw VaultError.invalidField("redirect_uri", "must be an absolute URI")
         }
         let labels = try decodeLabels(fields["labels"])
         return ExchangeBody(
             provider: provider, code: SecretBytes(utf8: code), codeVerifier: SecretBytes(utf8: verifier),
-            redirectURI: redirectURI, nonce: try string("nonce", required: false, maximum: 256),
-            state: try string("state", required: false, maximum: 512), labels: labels)
+            redirectURI: redirectURI, nonce: try reader.string("nonce", required: false, maximum: 256),
+            state: try reader.string("state", required: false, maximum: 512), labels: labels)
     }
 }

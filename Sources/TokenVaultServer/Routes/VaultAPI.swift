@@ -120,6 +120,8 @@ public struct VaultAPI: Sendable {
         case .refresh: try await forceRefresh(request, context)
         case .watch: try await watch(request, context)
         case .exchange: try await exchange(request, context)
+        case .authorize: try await startSignIn(request, context)
+        case .authorizeCallback: try await finishSignIn(request, context)
         case .proxy, .proxyPath: try await proxy(request, context)
         case .events: try await eventStream(request, context)
         case .usable: try await usable(request, context)

@@ -1,0 +1,90 @@
+/// A sign-in a caller asks the vault to start (`POST …/authorization`): for which credential, at
+/// which provider instance, and what to ask the person for.
+public struct SignInStart: Sendable {
+    /// How the sign-in is handed to the caller.
+    public enum Mode: String, Sendable {
+        /// The authorization URL, pushed first where the server takes pushed requests.
+        case url
+        /// The request's parameters (state, nonce, PKCE challenge, …) for a mobile SDK that
+        /// builds the request itself; the code it returns is finished the same way.
+        case parameters
+    }
+
+    public var credentialID: CredentialID
+    public var provider: String
+    public var redirectURI: String
+    public var scopes: [String]
+    public var loginHint: String?
+    public var prompt: String?
+    public var resources: [String]
+    public var extra: [String: String]
+    public var labels: [String: String]?
+    public var mode: Mode
+    /// The caller, who alone may finish it; and the row written when it starts.
+    public var audit: AuditEvent
+
+    public init(
+        credentialID: CredentialID, provider: String, redirectURI: String, scopes: [String], loginHint: String? = nil,
+        prompt: String? = nil, resources: [String] = [], extra: [String: String] = [:],
+        labels: [String: String]? = nil, mode: Mode = .url, audit: AuditEvent
+    ) {
+        self.credentialID = credentialID
+        self.provider = provider
+        self.redirectURI = redirectURI
+        self.scopes = scopes
+        self.loginHint = loginHint
+        self.prompt = prompt
+        self.resources = resources
+        self.extra = extra
+        self.labels = labels
+        self.mode = mode
+        self.audit = audit
+    }
+}
+
+/// A started sign-in: where to send the person (`.url`), or what the app's SDK needs
+/// (`.parameters`), and until when it can be finished.
+public struct StartedSignIn: Sendable {
+    /// The authorization URL (`.url` mode).
+    public var authorizationURL: String?
+    /// Every parameter of the request (`.parameters` mode): `state`, `nonce`, `code_challenge`…
+    public var parameters: [(name: String, value: String)]?
+    public var expiresAt: Timestamp
+    /// Whether the request was pushed (RFC 9126).
+    public var pushed: Bool
+
+    public init(
+        authorizationURL: String?, parameters: [(name: String, value: String)]?, expiresAt: Timestamp, pushed: Bool
+    ) {
+        self.authorizationURL = authorizationURL
+        self.parameters = parameters
+        self.expiresAt = expiresAt
+        self.pushed = pushed
+    }
+}
+
+/// A sign-in's end, as the redirect brought it (`POST …/authorization/callback`).
+public struct SignInFinish: Sendable {
+    public var credentialID: CredentialID
+    public var callback: AuthorizationCallback
+    /// The caller (who must be the one who started it) and the row written with the credential.
+    public var audit: AuditEvent
+
+    public init(credentialID: CredentialID, callback: AuthorizationCallback, audit: AuditEvent) {
+        self.credentialID = credentialID
+        self.callback = callback
+        self.audit = audit
+    }
+}
+
+/// How long a sign-in waits, and how many one caller may have waiting.
+public struct SignInLimits: Sendable, Equatable {
+    /// Seconds between start and finish at most (the state's lifetime).
+    public var expirySeconds: Double
+    public var maximumPendingPerUID: Int
+
+    public init(expirySeconds: Double = 600, maximumPendingPerUID: Int = 20) {
+        self.expirySeconds = expirySeconds
+        self.maximumPendingPerUID = maximumPendingPerUID
+    }
+}

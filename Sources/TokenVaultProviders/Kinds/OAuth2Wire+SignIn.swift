@@ -1,0 +1,76 @@
+import Foundation
+import NIOHTTP1
+import TokenVaultCore
+
+/// Sign-ins at an `oauth2` instance: the authorization server from the configuration or the
+/// discovery document, and RFC 9126 pushed requests, authenticated as the token requests are.
+extension OAuth2Wire: SignInWire {
+    public func authorizationServer(over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> AuthorizationServer
+    {
+        let endpoints = try await resolveEndpoints(over: http)
+        guard let authorization = endpoints.authorization else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message: "provider '\(configuration.providerName)' has no authorization_endpoint (configured or "
+                    + "discovered): it cannot start sign-ins")
+        }
+        guard !configuration.redirectURIs.isEmpty else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message: "provider '\(configuration.providerName)' has no redirect_uris: it cannot start sign-ins")
+        }
+        return AuthorizationServer(
+            authorizationEndpoint: authorization, pushedAuthorizationRequestEndpoint: endpoints.pushedAuthorization,
+            issuer: configuration.issuer ?? endpoints.issuer, sendsIssuer: endpoints.sendsIssuer,
+            clientID: configuration.clientID, redirectURIs: configuration.redirectURIs,
+            extraParameters: configuration.authorizationParameters)
+    }
+
+    /// RFC 9126 section 2: the parameters as a form, with the client's authentication; the
+    /// answer is 201 with `request_uri` and `expires_in`. Nothing secret is sent (the PKCE
+    /// challenge, not the verifier), and pushing again is harmless, so every failure is transient
+    /// or the server's refusal.
+    public func pushAuthorizationRequest(_ parameters: [(name: String, value: String)], over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> PushedAuthorizationRequest
+    {
+        guard let endpoint = try await resolveEndpoints(over: http).pushedAuthorization else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message: "provider '\(configuration.providerName)' has no pushed_authorization_request_endpoint")
+        }
+        var form = FormBody()
+        for (name, value) in parameters where name != "client_id" { form.append(name, value) }
+        // Client authentication adds `client_id` to the form, but for HTTP Basic (RFC 9126 section 2.1).
+        if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
+        var headers = HTTPHeaders()
+        authenticate(&headers, &form)
+        let answer: HTTPAnswer
+        do throws(ProviderFailure) {
+            answer = try await http.post(endpoint, form: form, headers: headers, call: nil)
+        } catch {
+            var failure = error
+            if failure.kind == .unknownOutcome { failure.kind = .transient }
+            throw failure
+        }
+        guard (200..<300).contains(answer.status) else {
+            throw ProviderErrorClassifier.classify(
+                status: answer.status, headers: answer.headers, body: answer.body, now: Date())
+        }
+        guard !answer.bodyTooLarge,
+            case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body)),
+            case .string(let requestURI)? = fields["request_uri"], !requestURI.isEmpty
+        else {
+            throw ProviderFailure(
+                kind: .transient, code: .malformedResponse,
+                message: "the pushed authorization request endpoint answered without a request_uri")
+        }
+        let expiresIn: Double
+        switch fields["expires_in"] {
+        case .integer(let seconds)?: expiresIn = Double(seconds)
+        case .number(let seconds)?: expiresIn = seconds
+        default: expiresIn = 60
+        }
+        return PushedAuthorizationRequest(requestURI: requestURI, expiresIn: expiresIn)
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultLedger
+import TokenVaultTesting
+
+@testable import TokenVaultStorage
+
+/// Pending sign-ins on both backends: kept sealed under the state's fingerprint, taken once,
+/// capped per caller, pruned once expired; the store never holds the state or the verifier.
+extension StorageContractTests {
+    static func pending(_ id: String, uid: UInt32?, at now: Timestamp, lifetime: Double = 600) throws
+        -> PendingAuthorization
+    {
+        PendingAuthorization(
+            credentialID: try CredentialID(id), provider: "idp", redirectURI: "https://app.example/cb",
+            scopes: ["openid"], codeVerifier: SecretBytes(utf8: "verifier-\(id)-0123456789012345678901234567"),
+            nonce: "nonce-\(id)", labels: ["team": "a"], uid: uid, gid: 7, createdAt: now,
+            expiresAt: now.adding(seconds: lifetime))
+    }
+
+    @Test(arguments: TestBackendKind.allCases)
+    func aPendingSignInIsKeptSealedAndTakenOnce(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let now = fixture.clock.now
+        let state = SecretBytes(utf8: "state-of-the-sign-in-0123456789")
+        #expect(
+            try await fixture.vault.keepAuthorization(Self.pending("pay/a", uid: 1000, at: now), state: state, limit: 5)
+        )
+        // Another node (a second connection) finds it by the state alone.
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let otherVault = Vault(store: other.backend, sealer: fixture.keyring, clock: fixture.clock)
+        await #expect(try otherVault.takeAuthorization(state: SecretBytes(utf8: "another state")) == nil)
+        let taken = try #require(try await otherVault.takeAuthorization(state: state))
+        #expect(taken.credentialID.description == "pay/a" && taken.uid == 1000 && taken.gid == 7)
+        #expect(taken.nonce == "nonce-pay/a" && taken.labels == ["team": "a"] && taken.scopes == ["openid"])
+        #expect(taken.codeVerifier.revealString() == "verifier-pay/a-0123456789012345678901234567")
+        #expect(taken.expiresAt == now.adding(seconds: 600))
+        await #expect(try fixture.vault.takeAuthorization(state: state) == nil)
+    }
+
+    @Test(arguments: TestBackendKind.allCases)
+    func eachCallerIsCappedAndExpiredSignInsArePruned(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let now = fixture.clock.now
+        func keep(_ n: Int, uid: UInt32?, lifetime: Double = 600) async throws -> Bool {
+            try await fixture.vault.keepAuthorization(
+                Self.pending("pay/c\(n)", uid: uid, at: fixture.clock.now, lifetime: lifetime),
+                state: SecretBytes(utf8: "state-\(n)-\(kind)"), limit: 2)
+        }
+        #expect(try await keep(1, uid: 1000, lifetime: 30))
+        #expect(try await keep(2, uid: 1000))
+        #expect(try await !keep(3, uid: 1000))
+        #expect(try await keep(4, uid: 1001))
+        #expect(try await keep(5, uid: nil))
+        fixture.clock.set(now.adding(seconds: 31))
+        // The first expired: it is pruned, and no longer counts.
+        #expect(try await keep(6, uid: 1000))
+        await #expect(try fixture.vault.takeAuthorization(state: SecretBytes(utf8: "state-1-\(kind)")) == nil)
+        await #expect(try fixture.vault.takeAuthorization(state: SecretBytes(utf8: "state-2-\(kind)")) != nil)
+    }
+
+    /// What the database holds of a pending sign-in: neither the state nor the verifier nor the
+    /// nonce in any column.
+    @Test(arguments: TestBackendKind.allCases)
+    func theStoreHoldsNoSecretOfASignIn(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let state = SecretBytes(utf8: "state-never-stored-0123456789")
+        #expect(
+            try await fixture.vault.keepAuthorization(
+                Self.pending("pay/s", uid: 1, at: fixture.clock.now), state: state, limit: 5))
+        let dump = try await Self.authorizationRows(fixture.backend)
+        for secret in ["state-never-stored", "verifier-pay/s", "nonce-pay/s", "https://app.example/cb"] {
+            #expect(!dump.contains(secret), "\(secret) is in the table")
+        }
+        #expect(dump.contains("pay/s"))
+    }
+
+    /// Every column of every pending sign-in, as text (sealed blobs as their bytes).
+    static func authorizationRows(_ backend: any VaultBackend) async throws -> String {
+        switch backend {
+        case let sqlite as SQLiteDatabase:
+            return try sqlite.withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT state_key, credential_id, provider, verifier, details FROM authorizations")
+                defer { statement.reset() }
+                var text = ""
+                while try statement.step() {
+                    text += (0..<3).map { statement.text(Int32($0)) ?? "" }.joined(separator: " ")
+                    for column in Int32(3)...4 {
+                        text += " " + String(decoding: statement.blob(column) ?? [], as: UTF8.self)
+                    }
+                }
+                return text
+            }
+        case let postgres as PostgresDatabase:
+            return try await postgres.withReader { reader in
+                try await reader.query(
+                    """
+                    SELECT state_key || ' ' || credential_id || ' ' || provider || ' ' || encode(verifier, 'escape')
+                        || ' ' || encode(details, 'escape')
+                    FROM authorizations
+                    """
+                ).rows.map { try $0.decode(String.self) }.joined(separator: "\n")
+            }
+        default:
+            Issue.record("unknown backend")
+            return ""
+        }
+    }
+}
