@@ -57,12 +57,13 @@ extension CredentialID: ExpressibleByArgument {
     }
 }
 
-/// `--label key=value` options (repeatable) as a map; the last value of a key wins.
-func parseLabels(_ labels: [String]) throws -> [String: String] {
+/// `--label key=value` options (repeatable), or others of that form (`what` names them), as a
+/// map; the last value of a key wins.
+func parseLabels(_ labels: [String], what: String = "label") throws -> [String: String] {
     var parsed: [String: String] = [:]
     for label in labels {
         guard let equals = label.firstIndex(of: "="), equals != label.startIndex else {
-            throw ValidationError("label '\(label)' is not key=value")
+            throw ValidationError("\(what) '\(label)' is not key=value")
         }
         parsed[String(label[..<equals])] = String(label[label.index(after: equals)...])
     }

@@ -19,7 +19,8 @@ struct TokenVaultCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, InitCommand.self, StatusCommand.self, PutCommand.self, TokenCommand.self,
             ShowCommand.self, ListCommand.self, CallCommand.self, MCPCommand.self,
-            AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self,
+            AuditCommand.self, WatchCommand.self, RefreshCommand.self, ExchangeCommand.self, AuthorizeCommand.self,
+            LoginCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
             RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self, WebhooksCommand.self,
             CourierCommand.self,

@@ -168,4 +168,43 @@ import TokenVaultTesting
             fields["code_challenge_method"] as? String == "S256" && fields["client_id"] as? String == "vault-client")
         #expect(fields["code_verifier"] == nil)
     }
+
+    /// `tokenvault login`: its loopback listener on a port of its own, a browser that consents,
+    /// the redirect delivered to the listener, and the credential printed.
+    @Test func theTerminalLoginCarriesTheRedirectBackToTheDaemon() async throws {
+        let (harness, server, daemon) = try await start()
+        defer { daemon.terminate() }
+        let output = harness.directory.file("login.out")
+        let errors = harness.directory.file("login.err")
+        let login = try SpawnedProcess(
+            executable: CommandRunner.locateBinary(),
+            arguments: [
+                "login", "people/frank", "--provider", "authlib", "--scope", "openid", "--label", "via=login",
+                "--no-browser", "--timeout", "60", "--socket", harness.socket,
+            ], environment: ["PATH": "/usr/bin:/bin"], stdout: output, stderr: errors)
+        defer { login.signal(SIGKILL) }
+        func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        var url: String?
+        let deadline = Date().addingTimeInterval(30)
+        while url == nil, Date() < deadline, login.isRunning {
+            url = read(output).split(separator: "\n").first { $0.hasPrefix("http") }.map(String.init)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let authorizationURL = try #require(url, "no URL printed: \(read(errors))")
+        let callback = try await server.signIn(authorizationURL)
+        #expect(callback.hasPrefix("http://127.0.0.1:") && callback.contains("/callback?"), "\(callback)")
+        // A browser's other requests are not the callback.
+        let origin = String(callback.prefix { $0 != "?" }).replacingOccurrences(of: "/callback", with: "")
+        let favicon = try await TestHTTPClient.request("GET", origin + "/favicon.ico")
+        #expect(favicon.status == 404)
+        let page = try await TestHTTPClient.request("GET", callback)
+        #expect(page.status == 200 && page.text.contains("Signed in"), "\(page.text)")
+        #expect(login.waitUntilExit() == 0, "\(read(errors))")
+        let printed = read(output)
+        #expect(printed.contains("people/frank") && printed.contains("via=login"), "\(printed)")
+        let code = try #require(Self.query(callback)["code"])
+        #expect(!printed.contains(code) && !read(errors).contains(code))
+        let stored = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/frank").json()
+        #expect(stored["provider"] as? String == "authlib" && stored["has_refresh_token"] as? Bool == true)
+    }
 }

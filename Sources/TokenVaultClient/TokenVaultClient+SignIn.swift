@@ -1,0 +1,100 @@
+import Foundation
+import NIOCore
+
+/// Sign-ins the daemon starts and finishes itself (`credential:authorize`).
+extension TokenVaultClient {
+    /// How a started sign-in is handed back: a URL for a browser, or the request's parameters for
+    /// a mobile SDK that builds the request itself.
+    public enum SignInMode: String, Sendable, Encodable {
+        case url
+        case parameters
+    }
+
+    /// What the daemon answers when a sign-in starts.
+    public struct SignInStarted: Decodable, Sendable {
+        /// Where to send the person (`.url` mode).
+        public var authorizationURL: String?
+        /// The request's parameters (`.parameters` mode): `state`, `nonce`, `code_challenge`, …; a
+        /// name given more than once (`resource`) has its values joined by spaces.
+        public var parameters: [String: String]?
+        /// RFC 3339: the sign-in must be finished before this.
+        public var expiresAt: String
+        /// Whether the request was pushed to the server first (RFC 9126).
+        public var pushed: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case authorizationURL = "authorization_url", parameters, expiresAt = "expires_at", pushed
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            authorizationURL = try container.decodeIfPresent(String.self, forKey: .authorizationURL)
+            expiresAt = try container.decode(String.self, forKey: .expiresAt)
+            pushed = try container.decode(Bool.self, forKey: .pushed)
+            parameters = try container.decodeIfPresent([String: OneOrMany].self, forKey: .parameters)?
+                .mapValues(\.joined)
+        }
+
+        /// A string, or an array of strings.
+        struct OneOrMany: Decodable {
+            let joined: String
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                if let one = try? container.decode(String.self) {
+                    joined = one
+                } else {
+                    joined = try container.decode([String].self).joined(separator: " ")
+                }
+            }
+        }
+    }
+
+    /// `POST /v1/credentials/{namespace}/{name}/authorization`: starts a sign-in at provider
+    /// instance `provider` that finishes into credential `id`. The daemon makes and keeps the
+    /// state, PKCE verifier and nonce; `redirectURI` must be one of the instance's `redirect_uris`
+    /// (a loopback one on any port). `labels`: the credential's; nil keeps a repaired one's.
+    public func startSignIn(
+        _ id: String, provider: String, redirectURI: String, scopes: [String] = [], loginHint: String? = nil,
+        prompt: String? = nil, resources: [String] = [], parameters: [String: String] = [:],
+        labels: [String: String]? = nil, mode: SignInMode = .url
+    ) async throws -> SignInStarted {
+        struct Body: Encodable {
+            let provider: String
+            let redirectURI: String
+            let scopes: [String]
+            let loginHint: String?
+            let prompt: String?
+            let resources: [String]
+            let parameters: [String: String]
+            let labels: [String: String]?
+            let mode: SignInMode
+            enum CodingKeys: String, CodingKey {
+                case provider, redirectURI = "redirect_uri", scopes, loginHint = "login_hint", prompt, resources
+                case parameters, labels, mode
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let body = try encoder.encode(
+            Body(
+                provider: provider, redirectURI: redirectURI, scopes: scopes, loginHint: loginHint, prompt: prompt,
+                resources: resources, parameters: parameters, labels: labels, mode: mode))
+        let reply = try await send(
+            .post, try Self.credentialPath(id, "/authorization"), body: ByteBuffer(bytes: body), expecting: [201],
+            timeout: .seconds(60))
+        return try reply.decode(SignInStarted.self)
+    }
+
+    /// `POST /v1/credentials/{namespace}/{name}/authorization/callback`: finishes the sign-in the
+    /// callback's `state` names with the whole URL the authorization server redirected to. The
+    /// daemon redeems the code and stores (or repairs) the credential; never returns a token.
+    public func finishSignIn(_ id: String, callbackURL: String) async throws -> (
+        credential: CredentialMetadata, created: Bool
+    ) {
+        let body = try JSONSerialization.data(withJSONObject: ["callback_url": callbackURL])
+        let reply = try await send(
+            .post, try Self.credentialPath(id, "/authorization/callback"), body: ByteBuffer(bytes: body),
+            expecting: [200, 201], timeout: .seconds(60))
+        return (try reply.decode(CredentialMetadata.self), reply.status == 201)
+    }
+}

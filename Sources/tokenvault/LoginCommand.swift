@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import TokenVaultClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `tokenvault login`: a whole sign-in from a terminal. It listens on an ephemeral loopback port,
+/// has the daemon start the authorization with that redirect, prints the URL (and opens it when
+/// there is a display), waits for the one callback, finishes through the daemon, answers the
+/// browser with a short page, and prints the credential.
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Sign a person in through a browser and store the result as ns/name.",
+        discussion: """
+            The instance must list a loopback redirect URI, http://127.0.0.1/callback (any port is then \
+            admitted), in its redirect_uris, and the server must accept it. The daemon keeps the state, PKCE \
+            verifier and nonce; this command only carries the redirect back. A credential that exists is \
+            repaired in place (same id and labels).
+            """)
+
+    @OptionGroup var client: ClientOptions
+    @Argument(help: "Credential id, namespace/name.") var id: String
+    @OptionGroup var request: AuthorizeCommand.Request
+    @Option(name: .customLong("redirect-path"), help: "The path of the loopback redirect URI.")
+    var redirectPath = "/callback"
+    @Flag(name: .customLong("no-browser"), help: "Only print the URL; do not open a browser.") var noBrowser = false
+    @Option(help: "Seconds to wait for the redirect.") var timeout: Double = 600
+
+    func validate() throws {
+        guard redirectPath.hasPrefix("/"), !redirectPath.contains("?"), !redirectPath.contains("#") else {
+            throw ValidationError("--redirect-path must be a path such as /callback")
+        }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let listener = try LoopbackCallback(path: redirectPath)
+        try await client.withClient { vault in
+            let started = try await request.start(id, redirectURI: listener.redirectURI, mode: .url, with: vault)
+            guard let url = started.authorizationURL else { throw ValidationError("the daemon answered no URL") }
+            TerminalText.error("Open this URL in a browser to sign in (waiting for \(listener.redirectURI)):")
+            // Written at once, unbuffered: a script reading the URL must not wait for the exit.
+            FileHandle.standardOutput.write(Data((url + "\n").utf8))
+            if !noBrowser { Self.openBrowser(url) }
+            let callback = try listener.wait(timeout: timeout)
+            do {
+                let (credential, _) = try await vault.finishSignIn(id, callbackURL: callback.url)
+                callback.answer(ok: true, "The credential \(id) is stored in the vault.")
+                try ClientOutput.metadata(credential, json: client.json)
+            } catch let error as TokenVaultClientError {
+                callback.answer(ok: false, error.description)
+                throw error
+            }
+        }
+    }
+
+    /// `xdg-open URL` when there is a display; without one, or when it fails, the printed URL is
+    /// the way.
+    static func openBrowser(_ url: String) {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor in Int32(0)...2 {
+            posix_spawn_file_actions_addopen(
+                &actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("xdg-open"), strdup(url), nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, "xdg-open", &actions, nil, argv, environ) == 0 else { return }
+        // Reaped in the background: a browser that stays open must not hold the sign-in up.
+        let child = pid
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+    }
+}
