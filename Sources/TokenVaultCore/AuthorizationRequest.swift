@@ -36,6 +36,7 @@ public struct AuthorizationRequest: Sendable {
     public static let reservedNames: Set<String> = [
         "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method",
         "nonce", "login_hint", "prompt", "resource", "request", "request_uri", "response_mode",
+        "client_secret", "client_assertion", "client_assertion_type",
     ]
 
     /// Every parameter, in a fixed order.

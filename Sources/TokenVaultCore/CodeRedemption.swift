@@ -8,18 +8,31 @@ public struct CodeRedemption: Sendable {
     public var nonce: String?
     /// The issuer the id token must name (a sign-in the vault started); nil: not checked.
     public var issuer: String?
-    public var labels: [String: String]
+    /// Whether an id token must come back when a nonce was given (a sign-in that did not ask for
+    /// `openid` binds one by its nonce only if the server sends one).
+    public var idTokenRequired: Bool
+    /// The scopes asked for: the credential's when the answer names none (RFC 6749 section 5.1).
+    public var requestedScopes: [String]
+    /// The subject the new tokens must be for (a repair by a caller that may not replace the
+    /// credential's account); nil: any.
+    public var expectedSubject: String?
+    /// The credential's labels; nil keeps those of the credential being replaced.
+    public var labels: [String: String]?
     /// The row written with the credential (`credential.exchange`, allowed).
     public var audit: AuditEvent
 
     public init(
         provider: String, request: CodeExchangeRequest, nonce: String?, issuer: String? = nil,
-        labels: [String: String], audit: AuditEvent
+        idTokenRequired: Bool = true, requestedScopes: [String] = [], expectedSubject: String? = nil,
+        labels: [String: String]?, audit: AuditEvent
     ) {
         self.provider = provider
         self.request = request
         self.nonce = nonce
         self.issuer = issuer
+        self.idTokenRequired = idTokenRequired
+        self.requestedScopes = requestedScopes
+        self.expectedSubject = expectedSubject
         self.labels = labels
         self.audit = audit
     }

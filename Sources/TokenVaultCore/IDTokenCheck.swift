@@ -10,10 +10,11 @@ public enum IDTokenCheck {
     /// Throws `nonce_mismatch`, `audience_mismatch`, `issuer_mismatch` or `id_token_expired` (all
     /// 422 in the API).
     public static func check(
-        idToken: SecretBytes?, expectedNonce: String?, clientID: String?, issuer: String? = nil, now: Timestamp
+        idToken: SecretBytes?, expectedNonce: String?, clientID: String?, issuer: String? = nil,
+        required: Bool = true, now: Timestamp
     ) throws(VaultError) {
         guard let idToken else {
-            if expectedNonce != nil {
+            if expectedNonce != nil, required {
                 throw VaultError(
                     code: .nonceMismatch, message: "a nonce was given but the provider returned no id token to check")
             }

@@ -23,7 +23,7 @@ public protocol KeyTermStore: Sendable {
     /// can open (`wrong_master_key`). A vault without a check value records this one.
     func addActiveTerm(_ term: WrappedTerm, keyCheck: String) throws
     /// Removes a retired term no row uses. Returns false (and changes nothing) while any
-    /// credential is still sealed under it or it is the active term.
+    /// credential or pending sign-in is still sealed under it, or it is the active term.
     func removeTerm(_ term: UInt32) throws -> Bool
     /// Rekey, in one durable transaction: reads every term, replaces each with `rewrap`'s result,
     /// checks that every term was covered, and stores `settings` and the new key check value.

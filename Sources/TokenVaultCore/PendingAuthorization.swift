@@ -14,14 +14,14 @@ public struct PendingAuthorization: Sendable {
     /// Labels for the credential; nil keeps those of a credential being repaired.
     public var labels: [String: String]?
     /// Who started it: only the same uid can finish it.
-    public var uid: UInt32?
+    public var uid: UInt32
     public var gid: UInt32?
     public var createdAt: Timestamp
     public var expiresAt: Timestamp
 
     public init(
         credentialID: CredentialID, provider: String, redirectURI: String, scopes: [String], codeVerifier: SecretBytes,
-        nonce: String?, labels: [String: String]?, uid: UInt32?, gid: UInt32?, createdAt: Timestamp,
+        nonce: String?, labels: [String: String]?, uid: UInt32, gid: UInt32?, createdAt: Timestamp,
         expiresAt: Timestamp
     ) {
         self.credentialID = credentialID
@@ -39,22 +39,24 @@ public struct PendingAuthorization: Sendable {
 }
 
 /// A pending sign-in as the store keeps it: found by `key` (the state's fingerprint), capped and
-/// pruned by `uid` and `expiresAt`; the verifier and the other details are sealed.
+/// pruned by `uid` and `expiresAt`; the verifier and the other details are sealed under
+/// `sealTerm`, which rotation keeps while the row lives.
 public struct SealedAuthorization: Sendable, Equatable {
     public var key: String
     public var credentialID: CredentialID
     public var provider: String
-    public var uid: UInt32?
+    public var uid: UInt32
     public var createdAt: Timestamp
     public var expiresAt: Timestamp
+    public var sealTerm: UInt32
     /// The PKCE verifier, sealed.
-    public var verifier: [UInt8]
+    public var secret: [UInt8]
     /// `AuthorizationDetails` as JSON, sealed (the nonce is in it).
     public var details: [UInt8]
 
     public init(
-        key: String, credentialID: CredentialID, provider: String, uid: UInt32?, createdAt: Timestamp,
-        expiresAt: Timestamp, verifier: [UInt8], details: [UInt8]
+        key: String, credentialID: CredentialID, provider: String, uid: UInt32, createdAt: Timestamp,
+        expiresAt: Timestamp, sealTerm: UInt32, secret: [UInt8], details: [UInt8]
     ) {
         self.key = key
         self.credentialID = credentialID
@@ -62,7 +64,8 @@ public struct SealedAuthorization: Sendable, Equatable {
         self.uid = uid
         self.createdAt = createdAt
         self.expiresAt = expiresAt
-        self.verifier = verifier
+        self.sealTerm = sealTerm
+        self.secret = secret
         self.details = details
     }
 }

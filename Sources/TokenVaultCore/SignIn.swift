@@ -69,11 +69,15 @@ public struct SignInFinish: Sendable {
     public var callback: AuthorizationCallback
     /// The caller (who must be the one who started it) and the row written with the credential.
     public var audit: AuditEvent
+    /// Whether an existing credential may only be repaired with tokens for its own subject (a
+    /// caller with `credential:authorize` but not `credential:write`).
+    public var keepsSubject: Bool
 
-    public init(credentialID: CredentialID, callback: AuthorizationCallback, audit: AuditEvent) {
+    public init(credentialID: CredentialID, callback: AuthorizationCallback, audit: AuditEvent, keepsSubject: Bool) {
         self.credentialID = credentialID
         self.callback = callback
         self.audit = audit
+        self.keepsSubject = keepsSubject
     }
 }
 

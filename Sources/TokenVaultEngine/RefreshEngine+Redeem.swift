@@ -33,12 +33,21 @@ extension RefreshEngine {
             answer = .failure(error)
         }
         gate.release()
-        let payload: TokenPayload
+        var payload: TokenPayload
         do {
             payload = try answer.get()
+            // An answer recovered from the spool is judged at the time it was answered: an id token
+            // that expired while no daemon ran must not cost the only copy of the tokens.
             try IDTokenCheck.check(
                 idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
-                issuer: redemption.issuer, now: vault.clock.now)
+                issuer: redemption.issuer, required: redemption.idTokenRequired,
+                now: recovering ? (payload.sentAt ?? vault.clock.now) : vault.clock.now)
+            if let expected = redemption.expectedSubject, let subject = payload.subject, subject != expected {
+                throw VaultError(
+                    code: .authorizationMismatch,
+                    message: "the person signed in as another account than the credential's; replacing it needs "
+                        + "credential:write")
+            }
         } catch {
             // Recovering a spooled answer, a failure before any answer was read (the request
             // could not be built: a signer, a discovery document; the courier) keeps the spooled
@@ -47,6 +56,7 @@ extension RefreshEngine {
             if !recovering || answered { settlement.settle(call.key) }
             throw error
         }
+        if payload.scopes.isEmpty { payload.scopes = redemption.requestedScopes }
         // The code is spent: these tokens exist nowhere else, so the ledger never drops them.
         let stored = try await vault.storeReceived(
             Vault.NewCredential(
@@ -128,7 +138,10 @@ struct SpooledExchange: Codable {
     var state: String?
     var nonce: String?
     var issuer: String?
-    var labels: [String: String]
+    var idTokenRequired: Bool?
+    var requestedScopes: [String]?
+    var expectedSubject: String?
+    var labels: [String: String]?
     /// The audit row's operation (a sign-in's finish, or a plain exchange when absent).
     var operation: String?
     var auditAt: Int64
@@ -143,6 +156,9 @@ struct SpooledExchange: Codable {
         state = redemption.request.state
         nonce = redemption.nonce
         issuer = redemption.issuer
+        idTokenRequired = redemption.idTokenRequired
+        requestedScopes = redemption.requestedScopes
+        expectedSubject = redemption.expectedSubject
         labels = redemption.labels
         operation = redemption.audit.operation
         auditAt = redemption.audit.at.milliseconds
@@ -165,7 +181,8 @@ struct SpooledExchange: Codable {
             request: CodeExchangeRequest(
                 code: SecretBytes(utf8: "spooled"), codeVerifier: nil, redirectURI: redirectURI, state: state,
                 credentialID: id),
-            nonce: nonce, issuer: issuer, labels: labels,
+            nonce: nonce, issuer: issuer, idTokenRequired: idTokenRequired ?? true,
+            requestedScopes: requestedScopes ?? [], expectedSubject: expectedSubject, labels: labels,
             audit: AuditEvent(
                 at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid,
                 operation: operation.map(AuditOperation.init(stored:)) ?? .credentialExchange,

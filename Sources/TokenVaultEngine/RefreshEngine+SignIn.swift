@@ -15,6 +15,10 @@ extension RefreshEngine {
     private func startSignIn(_ start: SignInStart, provider: any SignInProvider, server: AuthorizationServer)
         async throws -> StartedSignIn
     {
+        // Only the uid that started a sign-in finishes it: one without a uid could be finished by anyone.
+        guard let uid = start.audit.uid else {
+            throw VaultError(code: .forbidden, message: "a sign-in needs a caller with a uid")
+        }
         guard RedirectURIRule.admits(start.redirectURI, registered: server.redirectURIs) else {
             throw VaultError(
                 code: .redirectURINotAllowed,
@@ -26,7 +30,9 @@ extension RefreshEngine {
         }
         let secrets = vault.makeSignInSecrets()
         let now = vault.clock.now
-        let nonce = AuthorizationRequest.asksForIDToken(start.scopes) ? secrets.nonce : nil
+        // Always a nonce: a server that sends an id token unasked gets it bound too (it is checked
+        // whenever one comes back, and required only when `openid` was asked for).
+        let nonce = secrets.nonce
         let request = AuthorizationRequest(
             clientID: server.clientID, redirectURI: start.redirectURI, scopes: start.scopes,
             state: secrets.state.revealString(), codeChallenge: secrets.codeChallenge, nonce: nonce,
@@ -34,7 +40,7 @@ extension RefreshEngine {
         let pending = PendingAuthorization(
             credentialID: start.credentialID, provider: start.provider, redirectURI: start.redirectURI,
             scopes: start.scopes, codeVerifier: secrets.codeVerifier, nonce: nonce, labels: start.labels,
-            uid: start.audit.uid, gid: start.audit.gid, createdAt: now,
+            uid: uid, gid: start.audit.gid, createdAt: now,
             expiresAt: now.adding(seconds: options.signIn.expirySeconds))
         guard
             try await vault.keepAuthorization(
@@ -84,10 +90,7 @@ extension RefreshEngine {
                 message: "this sign-in was started for another credential, not \(finish.credentialID)")
         }
         guard pending.uid == finish.audit.uid else {
-            throw VaultError(
-                code: .authorizationMismatch,
-                message: "this sign-in was started by another caller (uid \(pending.uid.map(String.init) ?? "unknown"))"
-            )
+            throw VaultError(code: .authorizationMismatch, message: "this sign-in was started by another caller")
         }
         guard vault.clock.now < pending.expiresAt else {
             throw VaultError(
@@ -116,12 +119,14 @@ extension RefreshEngine {
                 message: "the authorization server answered \(error)" + (description.map { ": \($0)" } ?? ""))
         case .code(let received): code = received
         }
-        let labels: [String: String]
-        if let given = pending.labels {
-            labels = given
-        } else {
-            // A repair keeps the credential's labels.
-            labels = (try? await vault.metadata(finish.credentialID).labels) ?? [:]
+        // A caller that may not replace the credential's account repairs it only with the same one.
+        var subject: String?
+        if finish.keepsSubject {
+            do {
+                subject = try await vault.metadata(finish.credentialID).subject
+            } catch let error as VaultError where error.code == .credentialNotFound {
+                subject = nil
+            }
         }
         return try await redeem(
             CodeRedemption(
@@ -129,7 +134,11 @@ extension RefreshEngine {
                 request: CodeExchangeRequest(
                     code: code, codeVerifier: pending.codeVerifier, redirectURI: pending.redirectURI,
                     credentialID: finish.credentialID),
-                nonce: pending.nonce, issuer: server.issuer, labels: labels, audit: finish.audit))
+                nonce: pending.nonce, issuer: server.issuer,
+                idTokenRequired: AuthorizationRequest.asksForIDToken(pending.scopes), requestedScopes: pending.scopes,
+                expectedSubject: subject,
+                // Nil keeps a repaired credential's labels, read in the write's own transaction.
+                labels: pending.labels, audit: finish.audit))
     }
 
     /// Runs `body` with the instance's provider, if its kind can start sign-ins, and its

@@ -26,46 +26,59 @@ extension Vault {
     /// `limit` sign-ins waiting already (expired ones are pruned first).
     public func keepAuthorization(_ pending: PendingAuthorization, state: SecretBytes, limit: Int) async throws -> Bool
     {
-        let key = sealer.fingerprint(state)
+        let key = Self.key(of: state, sealer)
         let details = AuthorizationDetails(
             redirectURI: pending.redirectURI, scopes: pending.scopes, nonce: pending.nonce, labels: pending.labels,
             gid: pending.gid)
+        // The term must exist when the row is inserted (its foreign key); rotation keeps it while
+        // the row lives.
         let term = sealer.activeTerm
-        let row = SealedAuthorization(
+        var row = SealedAuthorization(
             key: key, credentialID: pending.credentialID, provider: pending.provider, uid: pending.uid,
-            createdAt: pending.createdAt, expiresAt: pending.expiresAt,
-            verifier: try sealer.seal(
-                pending.codeVerifier, associatedData: Self.associatedData(key, pending.credentialID, "verifier"),
-                term: term),
-            details: try sealer.seal(
-                SecretBytes(try JSONEncoder().encode(details)),
-                associatedData: Self.associatedData(key, pending.credentialID, "details"), term: term))
+            createdAt: pending.createdAt, expiresAt: pending.expiresAt, sealTerm: term, secret: [], details: [])
+        row.secret = try sealer.seal(
+            pending.codeVerifier, associatedData: Self.associatedData(row, "secret"), term: term)
+        row.details = try sealer.seal(
+            SecretBytes(try JSONEncoder().encode(details)), associatedData: Self.associatedData(row, "details"),
+            term: term)
         return try await store.addAuthorization(row, limit: limit, now: clock.now)
     }
 
     /// The sign-in `state` names, removed from the store: it is finished at most once. Nil when
     /// none waits under it (never started, finished, or pruned after expiring).
     public func takeAuthorization(state: SecretBytes) async throws -> PendingAuthorization? {
-        let key = sealer.fingerprint(state)
-        guard let row = try await store.takeAuthorization(key: key) else { return nil }
-        for envelope in [row.verifier, row.details] where !sealer.hasKey(for: try sealer.term(of: envelope)) {
-            try await loadKeyTerms()
-        }
-        let verifier = try sealer.open(
-            row.verifier, associatedData: Self.associatedData(key, row.credentialID, "verifier"))
-        let details = try sealer.open(
-            row.details, associatedData: Self.associatedData(key, row.credentialID, "details")
-        )
-        .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
+        guard let row = try await store.takeAuthorization(key: Self.key(of: state, sealer)) else { return nil }
+        if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
+        let verifier = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
+        let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
+            .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
         return PendingAuthorization(
             credentialID: row.credentialID, provider: row.provider, redirectURI: details.redirectURI,
             scopes: details.scopes, codeVerifier: verifier, nonce: details.nonce, labels: details.labels, uid: row.uid,
             gid: details.gid, createdAt: row.createdAt, expiresAt: row.expiresAt)
     }
 
-    /// Binds a sealed field to its row (the state's fingerprint), its credential and its name, so
-    /// no field opens in another row's place.
-    private static func associatedData(_ key: String, _ id: CredentialID, _ field: String) -> [UInt8] {
-        Array("tokenvault.authorization.v1\u{0}\(key)\u{0}\(id)\u{0}\(field)".utf8)
+    /// The row's key: a fingerprint of the state in a domain of its own (a state never collides
+    /// with a refresh token's fingerprint).
+    private static func key(of state: SecretBytes, _ sealer: any Sealer) -> String {
+        let prefix = Array("tokenvault.authorization.state\u{0}".utf8)
+        let domained = SecretBytes(count: prefix.count + state.count) { buffer in
+            buffer.copyBytes(from: prefix)
+            state.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]).copyMemory(from: $0)
+            }
+        }
+        return sealer.fingerprint(domained)
+    }
+
+    /// Binds a sealed field to its row's columns (key, credential, provider, uid, expiry) and its
+    /// name: a row whose columns someone with write access to the database changed, pointing it
+    /// at another instance or caller or giving it longer, no longer opens.
+    private static func associatedData(_ row: SealedAuthorization, _ field: String) -> [UInt8] {
+        let parts = [
+            "tokenvault.authorization.v1", row.key, row.credentialID.description, row.provider, String(row.uid),
+            String(row.expiresAt.milliseconds), field,
+        ]
+        return Array(parts.joined(separator: "\u{0}").utf8)
     }
 }

@@ -7,7 +7,8 @@ extension Vault {
         public var id: CredentialID
         public var payload: TokenPayload
         public var provider: String
-        public var labels: [String: String]
+        /// The credential's labels; nil keeps those of the credential it replaces (a repair).
+        public var labels: [String: String]?
         /// The audit row written in the same transaction (nil: none).
         public var audit: AuditEvent?
         /// When the tokens were issued (relative lifetimes count from here); nil: the moment of
@@ -21,7 +22,7 @@ extension Vault {
         public var planner: RefreshPlanner?
 
         public init(
-            id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
+            id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String]? = [:],
             audit: AuditEvent? = nil, issuedAt: Timestamp? = nil, answerKey: String? = nil,
             planner: RefreshPlanner? = nil
         ) {
@@ -58,7 +59,7 @@ extension Vault {
     public func importCredentials(_ credentials: [NewCredential], durability: Durability = .full) async throws
         -> [CredentialMetadata]
     {
-        for credential in credentials { try Self.validate(labels: credential.labels) }
+        for credential in credentials { try Self.validate(labels: credential.labels ?? [:]) }
         let now = clock.now
         // Written in id order (the reseal's reason), returned in the caller's order.
         let order = credentials.indices.sorted { credentials[$0].id.description < credentials[$1].id.description }
@@ -81,7 +82,7 @@ extension Vault {
     public func storeReceived(
         _ credential: NewCredential, whenDurable: (@Sendable () -> Void)? = nil
     ) async throws -> HeldOrCommitted<CredentialMetadata> {
-        try Self.validate(labels: credential.labels)
+        try Self.validate(labels: credential.labels ?? [:])
         let id = credential.id
         let result = await commitHolding(id, insertion(of: credential, now: clock.now)) { [self] metadata in
             whenDurable?()
@@ -155,7 +156,8 @@ extension Vault {
             let previous = try await writer.record(credential.id)?.metadata
             let next = NextGeneration(
                 previous: previous, payload: credential.payload,
-                succession: .replacement(provider: credential.provider, labels: credential.labels),
+                succession: .replacement(
+                    provider: credential.provider, labels: credential.labels ?? previous?.labels ?? [:]),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
             try await writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
             if let key = credential.answerKey {

@@ -20,6 +20,7 @@ import TokenVaultTesting
             var exchanges: [(code: String, verifier: String?, redirectURI: String)] = []
             var idTokenNonce: String?
             var idTokenIssuer = "https://as.example"
+            var subject = "person-1"
             var exchangeFailure: ProviderFailure?
         }
 
@@ -53,10 +54,10 @@ import TokenVaultTesting
         }
 
         func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
-            let (failure, nonce, issuer) = state.withLock { state in
+            let (failure, nonce, issuer, subject) = state.withLock { state in
                 state.exchanges.append(
                     (request.code.revealString(), request.codeVerifier?.revealString(), request.redirectURI))
-                return (state.exchangeFailure, state.idTokenNonce, state.idTokenIssuer)
+                return (state.exchangeFailure, state.idTokenNonce, state.idTokenIssuer, state.subject)
             }
             if let failure { throw failure }
             var claims: [String: Any] = [
@@ -70,7 +71,7 @@ import TokenVaultTesting
                 secrets: CredentialSecrets(
                     accessToken: SecretBytes(utf8: "at-\(UUID().uuidString)"),
                     refreshToken: SecretBytes(utf8: "rt-\(UUID().uuidString)"), idToken: SecretBytes(utf8: idToken)),
-                tokenType: "Bearer", expiry: .after(seconds: 3600))
+                tokenType: "Bearer", expiry: .after(seconds: 3600), subject: subject)
         }
 
         func refresh(_ request: RefreshRequest) async throws(ProviderFailure) -> TokenPayload {
@@ -110,13 +111,14 @@ import TokenVaultTesting
                     audit: audit(id, uid: uid, .credentialAuthorize)))
         }
 
-        func finish(_ pairs: [(name: String, value: String)], id: String = "ns/person", uid: UInt32 = 1000)
-            async throws -> RedeemedCode
-        {
+        func finish(
+            _ pairs: [(name: String, value: String)], id: String = "ns/person", uid: UInt32 = 1000,
+            keepsSubject: Bool = false
+        ) async throws -> RedeemedCode {
             try await engine.finishSignIn(
                 SignInFinish(
                     credentialID: try CredentialID(id), callback: try AuthorizationCallback.parse(pairs),
-                    audit: audit(id, uid: uid, .credentialAuthorized)))
+                    audit: audit(id, uid: uid, .credentialAuthorized), keepsSubject: keepsSubject))
         }
 
         func audit(_ id: String, uid: UInt32, _ operation: AuditOperation) -> AuditEvent {
@@ -253,7 +255,9 @@ import TokenVaultTesting
     @Test func aCallbackWithTheIssuerItExpectsIsFinished() async throws {
         let fixture = try Fixture(sendsIssuer: true)
         let started = try await fixture.start(scopes: ["read"])
-        #expect(try Self.query(try #require(started.authorizationURL))["nonce"] == nil, "no id token asked for")
+        // A nonce even without openid: an id token the server sends unasked is bound too.
+        #expect(try Self.query(try #require(started.authorizationURL))["nonce"]?.count == 43)
+        fixture.server.state.withLock { $0.idTokenNonce = try? Self.query(started.authorizationURL ?? "")["nonce"] }
         let redeemed = try await fixture.finish(try Self.callback(started) + [("iss", "https://as.example")])
         #expect(redeemed.payload.secrets.idToken != nil)
     }
@@ -341,6 +345,21 @@ import TokenVaultTesting
                 && repaired.labels == ["owner": "billing"])
         let listed = try await fixture.vault.list(CredentialQuery(namespace: "ns"))
         #expect(listed.count == 1)
+        #expect(repaired.scopes == ["openid", "profile"], "the scopes asked for, the answer naming none")
+
+        // A caller that may not replace the account repairs only with the same one.
+        let other = try await fixture.start()
+        fixture.server.state.withLock { state in
+            state.idTokenNonce = try? Self.query(other.authorizationURL ?? "")["nonce"]
+            state.subject = "someone-else"
+        }
+        do {
+            _ = try await fixture.finish(try Self.callback(other), keepsSubject: true)
+            Issue.record("another account replaced the credential's")
+        } catch let error as VaultError {
+            #expect(error.code == .authorizationMismatch)
+        }
+        #expect(try await fixture.vault.metadata(id).generation == 2)
     }
 
     @Test func aProviderOfAKindThatCannotSignInSaysSo() async throws {

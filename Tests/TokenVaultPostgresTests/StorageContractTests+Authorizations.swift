@@ -9,7 +9,7 @@ import TokenVaultTesting
 /// Pending sign-ins on both backends: kept sealed under the state's fingerprint, taken once,
 /// capped per caller, pruned once expired; the store never holds the state or the verifier.
 extension StorageContractTests {
-    static func pending(_ id: String, uid: UInt32?, at now: Timestamp, lifetime: Double = 600) throws
+    static func pending(_ id: String, uid: UInt32, at now: Timestamp, lifetime: Double = 600) throws
         -> PendingAuthorization
     {
         PendingAuthorization(
@@ -44,7 +44,7 @@ extension StorageContractTests {
     func eachCallerIsCappedAndExpiredSignInsArePruned(_ kind: TestBackendKind) async throws {
         let fixture = try await TestBackendVault.make(kind)
         let now = fixture.clock.now
-        func keep(_ n: Int, uid: UInt32?, lifetime: Double = 600) async throws -> Bool {
+        func keep(_ n: Int, uid: UInt32, lifetime: Double = 600) async throws -> Bool {
             try await fixture.vault.keepAuthorization(
                 Self.pending("pay/c\(n)", uid: uid, at: fixture.clock.now, lifetime: lifetime),
                 state: SecretBytes(utf8: "state-\(n)-\(kind)"), limit: 2)
@@ -53,12 +53,35 @@ extension StorageContractTests {
         #expect(try await keep(2, uid: 1000))
         #expect(try await !keep(3, uid: 1000))
         #expect(try await keep(4, uid: 1001))
-        #expect(try await keep(5, uid: nil))
+        #expect(try await keep(5, uid: 1002))
         fixture.clock.set(now.adding(seconds: 31))
         // The first expired: it is pruned, and no longer counts.
         #expect(try await keep(6, uid: 1000))
         await #expect(try fixture.vault.takeAuthorization(state: SecretBytes(utf8: "state-1-\(kind)")) == nil)
         await #expect(try fixture.vault.takeAuthorization(state: SecretBytes(utf8: "state-2-\(kind)")) != nil)
+    }
+
+    /// A rotation while a sign-in waits keeps the term it is sealed under, so it still opens;
+    /// the term goes at the next rotation once the sign-in is finished.
+    @Test(arguments: TestBackendKind.allCases)
+    func aRotationKeepsTheTermOfAPendingSignIn(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let state = SecretBytes(utf8: "state-across-a-rotation-0123456789")
+        let sealedUnder = fixture.keyring.activeTerm
+        #expect(
+            try await fixture.vault.keepAuthorization(
+                Self.pending("pay/r", uid: 5, at: fixture.clock.now), state: state, limit: 5))
+        let report = try await KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend)
+            .rotate()
+        #expect(report.remainingTerms.contains(sealedUnder) && !report.removedTerms.contains(sealedUnder))
+        // Another process, whose keyring loads the terms anew, opens it.
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let taken = try #require(try await other.vault.takeAuthorization(state: state))
+        #expect(taken.codeVerifier.revealString().hasPrefix("verifier-pay/r"))
+        let again = try await KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend)
+            .rotate()
+        #expect(again.removedTerms.contains(sealedUnder))
     }
 
     /// What the database holds of a pending sign-in: neither the state nor the verifier nor the
@@ -83,7 +106,7 @@ extension StorageContractTests {
         case let sqlite as SQLiteDatabase:
             return try sqlite.withReader { connection in
                 let statement = try connection.statement(
-                    "SELECT state_key, credential_id, provider, verifier, details FROM authorizations")
+                    "SELECT state_key, credential_id, provider, secret, details FROM authorizations")
                 defer { statement.reset() }
                 var text = ""
                 while try statement.step() {
@@ -98,7 +121,7 @@ extension StorageContractTests {
             return try await postgres.withReader { reader in
                 try await reader.query(
                     """
-                    SELECT state_key || ' ' || credential_id || ' ' || provider || ' ' || encode(verifier, 'escape')
+                    SELECT state_key || ' ' || credential_id || ' ' || provider || ' ' || encode(secret, 'escape')
                         || ' ' || encode(details, 'escape')
                     FROM authorizations
                     """

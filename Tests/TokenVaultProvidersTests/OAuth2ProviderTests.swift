@@ -534,6 +534,51 @@ import TokenVaultTesting
         }
     }
 
+    /// RFC 8414 section 3.3 and OpenID Connect Discovery section 4.3: the issuer a document must
+    /// name is the one its URL was made from.
+    @Test func theIssuerADiscoveryURLWasMadeFrom() {
+        #expect(
+            OAuth2Wire.issuer(ofDiscoveryURL: "https://id.example/.well-known/openid-configuration")
+                == "https://id.example")
+        #expect(
+            OAuth2Wire.issuer(ofDiscoveryURL: "https://id.example/tenant/.well-known/openid-configuration")
+                == "https://id.example/tenant")
+        #expect(
+            OAuth2Wire.issuer(ofDiscoveryURL: "https://id.example/.well-known/oauth-authorization-server/tenant")
+                == "https://id.example/tenant")
+        #expect(OAuth2Wire.issuer(ofDiscoveryURL: "https://id.example/meta.json") == nil)
+    }
+
+    /// A configured issuer the document does not name fails discovery; a discovered server
+    /// without an authorization endpoint refreshes but starts no sign-in.
+    @Test func signInsNeedTheIssuerAndAnAuthorizationEndpoint() async throws {
+        try await Fixture.run(options: { server, _ in
+            [
+                "token_endpoint": .null, "revocation_endpoint": .null, "issuer": "https://other.example",
+                "discovery_url": .string(server.baseURL + "/.well-known/openid-configuration"),
+                "redirect_uris": .array([.string("https://app.example/cb")]),
+            ]
+        }) { fixture in
+            let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))
+            #expect(failure.code == .discoveryFailed && failure.message.contains("https://other.example"), "\(failure)")
+        }
+        try await Fixture.run(options: { server, _ in
+            [
+                "token_endpoint": .null, "revocation_endpoint": .null,
+                "discovery_url": .string(server.baseURL + "/.well-known/openid-configuration"),
+                "redirect_uris": .array([.string("https://app.example/cb")]),
+            ]
+        }) { fixture in
+            do {
+                _ = try await fixture.provider.authorizationServer()
+                Issue.record("a server without an authorization endpoint starts sign-ins")
+            } catch let failure as ProviderFailure {
+                #expect(failure.code == .providerNotConfigured && failure.message.contains("authorization_endpoint"))
+            }
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(fixture.server.issue().refreshToken))
+        }
+    }
+
     @Test func concurrentFirstCallsShareOneDiscovery() async throws {
         try await Fixture.run(options: { server, _ in
             [

@@ -82,6 +82,28 @@ import TokenVaultTesting
         }
     }
 
+    /// Sber ID starts sign-ins once it has redirect URIs: its web page by default, no pushed
+    /// requests, no `iss` promised.
+    @Test func signInsStartAtSberIDsPageOnceRedirectURIsAreGiven() async throws {
+        try await Self.run { fixture in
+            do {
+                _ = try await fixture.provider.authorizationServer()
+                Issue.record("started without redirect_uris")
+            } catch let failure as ProviderFailure {
+                #expect(failure.code == .providerNotConfigured && failure.message.contains("redirect_uris"))
+            }
+        }
+        try await Self.run(options: { options, _ in
+            options["redirect_uris"] = .array([.string("ru.bank.app://sberid")])
+        }) { fixture in
+            let server = try await fixture.provider.authorizationServer()
+            #expect(server.authorizationEndpoint == SberIDConfiguration.defaultAuthorizationEndpoint)
+            #expect(server.redirectURIs == ["ru.bank.app://sberid"] && server.clientID == "vault-client")
+            #expect(server.pushedAuthorizationRequestEndpoint == nil && server.issuer == nil && !server.sendsIssuer)
+            #expect(fixture.server.requests.isEmpty, "nothing is sent to start a sign-in")
+        }
+    }
+
     @Test func refreshGrantTypeIsConfigurable() async throws {
         try await Self.run(options: { options, _ in options["refresh_grant_type"] = "urn:sber:refresh" }) { fixture in
             let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))

@@ -19,7 +19,7 @@ public struct OAuth2Configuration: KindConfiguration {
         "token_endpoint", "revocation_endpoint", "discovery_url", "client_id", "client_secret_file",
         "client_secret_credential", "client_authentication", "headers", "ca_file", "trust_system_roots", "send_scope",
         "authorization_endpoint", "pushed_authorization_request_endpoint", "issuer", "redirect_uris",
-        "authorization_parameters",
+        "authorization_parameters", "authorization_response_iss_parameter_supported",
     ]
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.
@@ -42,6 +42,9 @@ public struct OAuth2Configuration: KindConfiguration {
     public let redirectURIs: [String]
     /// Extra authorization parameters a caller may add to a sign-in (`acr_values`, `ui_locales`…).
     public let authorizationParameters: Set<String>
+    /// The server sends `iss` with every authorization response (RFC 9207): a callback without
+    /// it is refused. Also read from the discovery document.
+    public let sendsIssuer: Bool
     /// Connections open at once, from the instance's `limits.concurrency`, so the engine's
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
     /// Timeouts and CA file (`OptionReader.transportSettings`).
@@ -113,16 +116,12 @@ public struct OAuth2Configuration: KindConfiguration {
                 throw fail("issuer", "must be an https URL without a query or fragment (RFC 8414 section 2)")
             }
         }
-        redirectURIs = try reader.stringArray("redirect_uris") ?? []
-        for (index, uri) in redirectURIs.enumerated() {
-            guard let url = URL(string: uri), let scheme = url.scheme, !scheme.isEmpty, url.fragment == nil else {
-                throw fail("redirect_uris[\(index)]", "must be an absolute URI without a #fragment")
-            }
-        }
+        redirectURIs = try reader.redirectURIs()
         if authorizationEndpoint == nil, pushedEndpoint != nil {
             throw fail("pushed_authorization_request_endpoint", "needs authorization_endpoint too")
         }
         authorizationParameters = Set(try reader.stringArray("authorization_parameters") ?? [])
+        sendsIssuer = try reader.bool("authorization_response_iss_parameter_supported") ?? false
         for name in authorizationParameters where AuthorizationRequest.reservedNames.contains(name) {
             throw fail("authorization_parameters", "\(name) is set by the vault itself")
         }

@@ -11,6 +11,9 @@ struct ResolvedEndpoints: Sendable, Equatable {
     var issuer: String? = nil
     /// `authorization_response_iss_parameter_supported` (RFC 9207 section 3).
     var sendsIssuer = false
+    /// Why sign-ins cannot start although refreshes can (a discovery document whose issuer is
+    /// not the one its URL was made from, or whose sign-in endpoints are unusable).
+    var signInProblem: String? = nil
 }
 
 /// Discovery happens once per provider instance; concurrent first calls share one fetch.
@@ -27,7 +30,7 @@ extension OAuth2Wire {
         case .fixed(let token, let revocation, let authorization, let pushed):
             return ResolvedEndpoints(
                 token: token, revocation: revocation, authorization: authorization, pushedAuthorization: pushed,
-                issuer: configuration.issuer)
+                issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer)
         case .discovery(let discoveryURL): url = discoveryURL
         }
         let next = discovery.withLock { state -> DiscoveryState in
@@ -88,28 +91,59 @@ extension OAuth2Wire {
         else { throw broken("not a JSON object") }
         guard case .string(let token)? = fields["token_endpoint"] else { throw broken("no token_endpoint") }
         let tokenEndpoint = try EndpointURL.validate(token).mapError { broken("token_endpoint: \($0.problem)") }.get()
-        func optionalEndpoint(_ name: String) throws(ProviderFailure) -> String? {
-            switch fields[name] {
-            case nil, .null?: return nil
-            case .string(let text)?:
-                return try EndpointURL.validate(text).mapError { broken("\(name): \($0.problem)") }.get().description
-            case let other?: throw broken("\(name) is \(other.typeName), not a string")
+        var revocationEndpoint: String?
+        switch fields["revocation_endpoint"] {
+        case nil, .null?: revocationEndpoint = nil
+        case .string(let text)?:
+            revocationEndpoint = try EndpointURL.validate(text)
+                .mapError { broken("revocation_endpoint: \($0.problem)") }.get().description
+        case let other?: throw broken("revocation_endpoint is \(other.typeName), not a string")
+        }
+        var endpoints = ResolvedEndpoints(
+            token: tokenEndpoint.description, revocation: revocationEndpoint,
+            sendsIssuer: configuration.sendsIssuer
+                || fields["authorization_response_iss_parameter_supported"] == .bool(true))
+        // What only sign-ins need fails only sign-ins: refreshes go on with a document whose
+        // authorization endpoints are unusable.
+        for (name, keyPath) in [
+            ("authorization_endpoint", \ResolvedEndpoints.authorization),
+            ("pushed_authorization_request_endpoint", \ResolvedEndpoints.pushedAuthorization),
+        ] {
+            guard case .string(let text)? = fields[name] else { continue }
+            switch EndpointURL.validate(text) {
+            case .success(let endpoint): endpoints[keyPath: keyPath] = endpoint.description
+            case .failure(let problem):
+                endpoints.signInProblem = "discovery document \(url): \(name): \(problem.problem)"
             }
         }
-        var issuer: String?
-        switch fields["issuer"] {
-        case .string(let text)?: issuer = text
-        default: issuer = nil
+        let named: String? = if case .string(let text)? = fields["issuer"] { text } else { nil }
+        if let configured = configuration.issuer {
+            guard named == configured else {
+                throw broken(
+                    "its issuer \(named.map { "'\($0.prefix(200))'" } ?? "is missing"); the instance's issuer is \(configured)"
+                )
+            }
+            endpoints.issuer = configured
+        } else if let expected = Self.issuer(ofDiscoveryURL: url), named == expected {
+            endpoints.issuer = expected
+        } else {
+            // RFC 8414 section 3.3, OIDC Discovery section 4.3: a document naming another issuer than
+            // the one its URL was made from may be an attacker's (a mix-up); it starts no sign-in.
+            endpoints.signInProblem = OperatorText.clean(
+                "discovery document \(url) names issuer \(named.map { "'\($0.prefix(200))'" } ?? "none"), not the "
+                    + "one its URL was made from; configure issuer if the server's is right")
         }
-        if let configured = configuration.issuer, issuer != configured {
-            throw broken(
-                "its issuer \(issuer.map { "'\($0.prefix(200))'" } ?? "is missing"); the instance's issuer is \(configured)"
-            )
-        }
-        return ResolvedEndpoints(
-            token: tokenEndpoint.description, revocation: try optionalEndpoint("revocation_endpoint"),
-            authorization: try optionalEndpoint("authorization_endpoint"),
-            pushedAuthorization: try optionalEndpoint("pushed_authorization_request_endpoint"), issuer: issuer,
-            sendsIssuer: fields["authorization_response_iss_parameter_supported"] == .bool(true))
+        return endpoints
+    }
+
+    /// The issuer a discovery URL was made from (RFC 8414 section 3.1: `/.well-known/oauth-
+    /// authorization-server` inserted before the issuer's path; OpenID Connect Discovery section
+    /// 4: `/.well-known/openid-configuration` appended to it); nil for any other URL.
+    public static func issuer(ofDiscoveryURL url: String) -> String? {
+        let openID = "/.well-known/openid-configuration"
+        if url.hasSuffix(openID) { return String(url.dropLast(openID.count)) }
+        let metadata = "/.well-known/oauth-authorization-server"
+        guard let range = url.range(of: metadata) else { return nil }
+        return String(url[..<range.lowerBound]) + String(url[range.upperBound...])
     }
 }

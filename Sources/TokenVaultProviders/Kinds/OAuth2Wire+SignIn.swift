@@ -9,6 +9,9 @@ extension OAuth2Wire: SignInWire {
         -> AuthorizationServer
     {
         let endpoints = try await resolveEndpoints(over: http)
+        if let problem = endpoints.signInProblem {
+            throw ProviderFailure(kind: .misconfigured, code: .providerNotConfigured, message: problem)
+        }
         guard let authorization = endpoints.authorization else {
             throw ProviderFailure(
                 kind: .misconfigured, code: .providerNotConfigured,
@@ -65,12 +68,14 @@ extension OAuth2Wire: SignInWire {
                 kind: .transient, code: .malformedResponse,
                 message: "the pushed authorization request endpoint answered without a request_uri")
         }
-        let expiresIn: Double
+        // RFC 9126 section 2.2: a positive lifetime; anything else is read as its usual minute.
+        var expiresIn: Double
         switch fields["expires_in"] {
         case .integer(let seconds)?: expiresIn = Double(seconds)
         case .number(let seconds)?: expiresIn = seconds
         default: expiresIn = 60
         }
+        if !(expiresIn > 0) { expiresIn = 60 }
         return PushedAuthorizationRequest(requestURI: requestURI, expiresIn: expiresIn)
     }
 }

@@ -89,6 +89,18 @@ struct OptionReader {
         }
     }
 
+    /// `redirect_uris`: where the instance's sign-ins may send the person back to, absolute URIs
+    /// without a fragment (RFC 6749 section 3.1.2); empty when absent.
+    func redirectURIs() throws(ProviderConfigurationError) -> [String] {
+        let uris = try stringArray("redirect_uris") ?? []
+        for (index, uri) in uris.enumerated() {
+            guard let url = URL(string: uri), let scheme = url.scheme, !scheme.isEmpty, url.fragment == nil else {
+                throw fail("redirect_uris[\(index)]", "must be an absolute URI without a #fragment")
+            }
+        }
+        return uris
+    }
+
     func endpoint(_ key: String) throws(ProviderConfigurationError) -> EndpointURL? {
         guard let text = try string(key) else { return nil }
         return try EndpointURL.validate(text).mapError { fail(key, $0.problem) }.get()

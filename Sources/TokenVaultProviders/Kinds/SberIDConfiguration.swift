@@ -11,8 +11,11 @@ public struct SberIDConfiguration: KindConfiguration {
     public static let knownOptions: Set<String> = [
         "token_endpoint", "client_id", "client_secret_file", "client_secret_credential", "client_certificate_file",
         "client_certificate_password_file", "ca_file", "trust_system_roots", "refresh_grant_type",
+        "authorization_endpoint", "redirect_uris",
     ]
     public static let defaultTokenEndpoint = "https://oauth.sber.ru/ru/prod/tokens/v2/oidc"
+    /// Sber ID's web sign-in page (the browser flow; the SDK's flow starts in the app).
+    public static let defaultAuthorizationEndpoint = "https://id.sber.ru/CSAFront/oidc/authorize.do"
     /// Sber documents about 10 s for an answer.
 
     public let providerName: String
@@ -20,6 +23,11 @@ public struct SberIDConfiguration: KindConfiguration {
     public let clientID: String
     /// The refresh request is not documented; the standard grant is assumed, configurable.
     public let refreshGrantType: String
+    /// Where a sign-in the vault starts sends the person (`mode: url`).
+    public let authorizationEndpoint: String
+    /// Where sign-ins may send the person back to: the redirect URIs registered with Sber; empty,
+    /// the instance cannot start sign-ins.
+    public let redirectURIs: [String]
     let clientSecret: SecretBytes
     /// Timeouts, CA file and the mutual-TLS identity (`OptionReader.transportSettings`).
     public let httpSettings: TransportSettings
@@ -40,5 +48,8 @@ public struct SberIDConfiguration: KindConfiguration {
             throw reader.fail("refresh_grant_type", "must be a grant type name without spaces")
         }
         httpSettings = try reader.transportSettings(settings.limits)
+        authorizationEndpoint =
+            try (reader.endpoint("authorization_endpoint")?.description) ?? Self.defaultAuthorizationEndpoint
+        redirectURIs = try reader.redirectURIs()
     }
 }

@@ -74,3 +74,29 @@ public struct SberIDWire: ProviderWire {
         return text
     }
 }
+
+/// Sign-ins at Sber ID: the SDK's flow (`mode: parameters`: the app's SDK takes the state, nonce
+/// and PKCE challenge the vault made, and the code it returns is redeemed over mutual TLS) or the
+/// web page's. Sber ID documents neither pushed requests nor `iss` in its redirects.
+extension SberIDWire: SignInWire {
+    public func authorizationServer(over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> AuthorizationServer
+    {
+        guard !configuration.redirectURIs.isEmpty else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message: "provider '\(configuration.providerName)' has no redirect_uris: it cannot start sign-ins")
+        }
+        return AuthorizationServer(
+            authorizationEndpoint: configuration.authorizationEndpoint, clientID: configuration.clientID,
+            redirectURIs: configuration.redirectURIs)
+    }
+
+    public func pushAuthorizationRequest(_ parameters: [(name: String, value: String)], over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> PushedAuthorizationRequest
+    {
+        throw ProviderFailure(
+            kind: .misconfigured, code: .providerNotConfigured,
+            message: "Sber ID takes no pushed authorization requests")
+    }
+}

@@ -41,7 +41,8 @@ extension VaultAPI {
 
     func finishSignIn(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialAuthorize, id: id, operation: .credentialAuthorized)
+        let (peer, groups) = try await authorisedCaller(
+            context, .credentialAuthorize, id: id, operation: .credentialAuthorized)
         try requireJSON(request)
         let engine = try signInEngine()
         let callback = try decodeCallback(try await collectBody(request))
@@ -49,11 +50,14 @@ extension VaultAPI {
         do {
             redeemed = try await engine.finishSignIn(
                 SignInFinish(
-                    credentialID: id, callback: callback, audit: auditEvent(peer, .credentialAuthorized, id, .allowed)))
+                    credentialID: id, callback: callback, audit: auditEvent(peer, .credentialAuthorized, id, .allowed),
+                    keepsSubject: !policy.allows(uid: peer.uid, groups: groups, .credentialWrite, in: id.namespace)))
         } catch let failure as ProviderFailure {
             audit.record(auditEvent(peer, .credentialAuthorized, id, .failed, detail: failure.code.rawValue))
             metrics.recordSignIn("failed")
-            throw Self.problem(failure, at: "the provider")
+            // The state is spent: trying the same callback again cannot help.
+            let problem = Self.problem(failure, at: "the provider")
+            throw ProblemDetails(problem.code, detail: problem.detail + "; the sign-in is spent: start a new one")
         } catch let error as VaultError {
             audit.record(auditEvent(peer, .credentialAuthorized, id, .failed, detail: error.code.rawValue))
             metrics.recordSignIn("failed")
@@ -121,9 +125,6 @@ extension VaultAPI {
                 guard case .string(let text) = value, text.utf8.count <= 2048 else {
                     throw VaultError.invalidField("parameters.\(name)", "must be a string of at most 2048 bytes")
                 }
-                guard !AuthorizationRequest.reservedNames.contains(name) else {
-                    throw VaultError.invalidField("parameters.\(name)", "is set by the vault itself")
-                }
                 extra[name] = text
             }
         case let other?: throw VaultError.invalidField("parameters", "expected an object, got \(other.typeName)")
@@ -141,7 +142,8 @@ extension VaultAPI {
             credentialID: id, provider: provider, redirectURI: redirectURI, scopes: scopes,
             loginHint: try reader.string("login_hint", required: false, maximum: 256),
             prompt: try reader.string("prompt", required: false, maximum: 64), resources: resources, extra: extra,
-            labels: fields["labels"] == nil ? nil : try decodeLabels(fields["labels"]), mode: mode,
+            labels: fields["labels"] == nil || fields["labels"] == .null ? nil : try decodeLabels(fields["labels"]),
+            mode: mode,
             audit: AuditEvent(at: vault.clock.now, operation: .credentialAuthorize, outcome: .allowed))
     }
 

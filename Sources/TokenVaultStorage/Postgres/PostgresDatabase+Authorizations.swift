@@ -7,7 +7,7 @@ import TokenVaultCore
 /// row's expiry; a node whose clock is off shortens or lengthens a sign-in by as much.
 extension PostgresDatabase: AuthorizationStore {
     public func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
-        let uid = row.uid.map(Int64.init)
+        let uid = Int64(row.uid)
         // The prune and the count see the same snapshot, so the count leaves expired rows out
         // itself. Two sign-ins of one caller at the same moment may both pass the cap.
         return try await writers.withConnection { link in
@@ -16,12 +16,12 @@ extension PostgresDatabase: AuthorizationStore {
                 WITH pruned AS (DELETE FROM authorizations WHERE expires_at <= \(now.milliseconds)),
                 waiting AS (
                     SELECT count(*) AS n FROM authorizations
-                    WHERE uid IS NOT DISTINCT FROM \(uid)::BIGINT AND expires_at > \(now.milliseconds))
+                    WHERE uid = \(uid) AND expires_at > \(now.milliseconds))
                 INSERT INTO authorizations
-                    (state_key, credential_id, provider, uid, created_at, expires_at, verifier, details)
-                SELECT \(row.key), \(row.credentialID.description), \(row.provider), \(uid)::BIGINT,
-                    \(row.createdAt.milliseconds), \(row.expiresAt.milliseconds), \(ByteBuffer(bytes: row.verifier)),
-                    \(ByteBuffer(bytes: row.details))
+                    (state_key, kind, credential_id, provider, uid, created_at, expires_at, seal_term, secret, details)
+                SELECT \(row.key), 'authorization_code', \(row.credentialID.description), \(row.provider), \(uid),
+                    \(row.createdAt.milliseconds), \(row.expiresAt.milliseconds), \(Int64(row.sealTerm)),
+                    \(ByteBuffer(bytes: row.secret)), \(ByteBuffer(bytes: row.details))
                 FROM waiting WHERE waiting.n < \(Int64(limit))
                 RETURNING state_key
                 """
@@ -33,18 +33,17 @@ extension PostgresDatabase: AuthorizationStore {
         let rows = try await writers.withConnection { link in
             try await link.query(
                 """
-                DELETE FROM authorizations WHERE state_key = \(key)
-                RETURNING credential_id, provider, uid, created_at, expires_at, verifier, details
+                DELETE FROM authorizations WHERE state_key = \(key) AND kind = 'authorization_code'
+                RETURNING credential_id, provider, uid, created_at, expires_at, seal_term, secret, details
                 """
             ).rows
         }
         guard let row = rows.first else { return nil }
-        let (id, provider, uid, createdAt, expiresAt, verifier, details) = try row.decode(
-            (String, String, Int64?, Int64, Int64, ByteBuffer, ByteBuffer).self)
+        let (id, provider, uid, createdAt, expiresAt, term, secret, details) = try row.decode(
+            (String, String, Int64, Int64, Int64, Int64, ByteBuffer, ByteBuffer).self)
         return SealedAuthorization(
-            key: key, credentialID: try CredentialID(id), provider: provider,
-            uid: uid.map { UInt32(truncatingIfNeeded: $0) }, createdAt: Timestamp(milliseconds: createdAt),
-            expiresAt: Timestamp(milliseconds: expiresAt), verifier: Array(buffer: verifier),
-            details: Array(buffer: details))
+            key: key, credentialID: try CredentialID(id), provider: provider, uid: UInt32(truncatingIfNeeded: uid),
+            createdAt: Timestamp(milliseconds: createdAt), expiresAt: Timestamp(milliseconds: expiresAt),
+            sealTerm: UInt32(truncatingIfNeeded: term), secret: Array(buffer: secret), details: Array(buffer: details))
     }
 }

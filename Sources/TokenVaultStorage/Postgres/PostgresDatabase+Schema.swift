@@ -119,7 +119,10 @@ extension PostgresDatabase: KeyTermStore {
         try administering { link in
             try await link.transaction {
                 let inUse = try await link.query(
-                    "SELECT 1 FROM credentials WHERE seal_term = \(Int64(term)) LIMIT 1"
+                    """
+                    SELECT 1 FROM credentials WHERE seal_term = \(Int64(term))
+                    UNION ALL SELECT 1 FROM authorizations WHERE seal_term = \(Int64(term)) LIMIT 1
+                    """
                 ).rows.count
                 guard inUse == 0 else { return false }
                 return try await link.query(

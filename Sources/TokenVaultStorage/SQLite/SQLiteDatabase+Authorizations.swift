@@ -8,19 +8,19 @@ extension SQLiteDatabase: AuthorizationStore {
                 try connection.statement("DELETE FROM authorizations WHERE expires_at <= ?1").bind(now.milliseconds)
                     .run()
                 let waiting = try connection.statement(
-                    "SELECT count(*) FROM authorizations WHERE uid IS ?1"
-                ).bind(row.uid.map(Int64.init))
+                    "SELECT count(*) FROM authorizations WHERE uid = ?1"
+                ).bind(Int64(row.uid))
                 defer { waiting.reset() }
                 guard try waiting.step(), waiting.int64(0) < Int64(limit) else { return false }
                 try connection.statement(
                     """
                     INSERT INTO authorizations
-                        (state_key, credential_id, provider, uid, created_at, expires_at, verifier, details)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                        (state_key, kind, credential_id, provider, uid, created_at, expires_at, seal_term, secret, details)
+                    VALUES (?1, 'authorization_code', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                     """
                 ).bind(
-                    row.key, row.credentialID.description, row.provider, row.uid.map(Int64.init),
-                    row.createdAt.milliseconds, row.expiresAt.milliseconds, row.verifier, row.details
+                    row.key, row.credentialID.description, row.provider, Int64(row.uid), row.createdAt.milliseconds,
+                    row.expiresAt.milliseconds, Int64(row.sealTerm), row.secret, row.details
                 ).run()
                 return true
             }
@@ -32,8 +32,8 @@ extension SQLiteDatabase: AuthorizationStore {
             try writeTransaction(durability: .full) { connection in
                 let statement = try connection.statement(
                     """
-                    DELETE FROM authorizations WHERE state_key = ?1
-                    RETURNING credential_id, provider, uid, created_at, expires_at, verifier, details
+                    DELETE FROM authorizations WHERE state_key = ?1 AND kind = 'authorization_code'
+                    RETURNING credential_id, provider, uid, created_at, expires_at, seal_term, secret, details
                     """
                 ).bind(key)
                 defer { statement.reset() }
@@ -42,10 +42,11 @@ extension SQLiteDatabase: AuthorizationStore {
                 }
                 return SealedAuthorization(
                     key: key, credentialID: id, provider: statement.text(1) ?? "",
-                    uid: statement.optionalInt64(2).map { UInt32(truncatingIfNeeded: $0) },
+                    uid: UInt32(truncatingIfNeeded: statement.int64(2)),
                     createdAt: Timestamp(milliseconds: statement.int64(3)),
-                    expiresAt: Timestamp(milliseconds: statement.int64(4)), verifier: statement.blob(5) ?? [],
-                    details: statement.blob(6) ?? [])
+                    expiresAt: Timestamp(milliseconds: statement.int64(4)),
+                    sealTerm: UInt32(truncatingIfNeeded: statement.int64(5)), secret: statement.blob(6) ?? [],
+                    details: statement.blob(7) ?? [])
             }
         }
     }

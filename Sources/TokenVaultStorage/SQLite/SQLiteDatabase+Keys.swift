@@ -36,7 +36,12 @@ extension SQLiteDatabase: KeyTermStore {
 
     public func removeTerm(_ term: UInt32) throws -> Bool {
         try writeTransaction(durability: .full) { connection in
-            let inUse = try connection.statement("SELECT 1 FROM credentials WHERE seal_term = ?1 LIMIT 1").bind(term)
+            let inUse = try connection.statement(
+                """
+                SELECT 1 FROM credentials WHERE seal_term = ?1
+                UNION ALL SELECT 1 FROM authorizations WHERE seal_term = ?1 LIMIT 1
+                """
+            ).bind(term)
             guard try !inUse.exists() else { return false }
             try connection.statement("DELETE FROM key_terms WHERE term = ?1 AND state = 'retired'").bind(term).run()
             return connection.changes > 0
