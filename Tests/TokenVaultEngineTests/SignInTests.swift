@@ -381,3 +381,39 @@ import TokenVaultTesting
         }
     }
 }
+
+/// A sign-in's exchange as the courier's spool keeps it: everything a recovered answer needs to be
+/// stored as the finish would have stored it (issuer, labels left to the credential, the scopes
+/// asked for, the subject a repair must keep, the audit row's operation), and no secret.
+@Suite struct SpooledSignInTests {
+    @Test func aSpooledSignInIsStoredAsItsFinishWouldHaveStoredIt() throws {
+        let id = try CredentialID("ns/person")
+        let redemption = CodeRedemption(
+            provider: "signin",
+            request: CodeExchangeRequest(
+                code: SecretBytes(utf8: "the-code"), codeVerifier: SecretBytes(utf8: "the-verifier"),
+                redirectURI: "https://app.example/cb", credentialID: id),
+            nonce: "n-1", issuer: "https://as.example", idTokenRequired: false, requestedScopes: ["read"],
+            expectedSubject: "person-1", labels: nil,
+            audit: AuditEvent(
+                at: Timestamp(milliseconds: 1_000), uid: 1000, gid: 1000, pid: 7, operation: .credentialAuthorized,
+                credentialID: id, outcome: .allowed))
+        let context = try SpooledExchange(redemption).encoded()
+        let text = context.revealString()
+        #expect(!text.contains("the-code") && !text.contains("the-verifier"))
+        let recovered = try SpooledExchange.decode(context).redemption()
+        #expect(recovered.issuer == "https://as.example" && recovered.nonce == "n-1" && !recovered.idTokenRequired)
+        #expect(recovered.requestedScopes == ["read"] && recovered.expectedSubject == "person-1")
+        #expect(recovered.labels == nil && recovered.audit.operation == AuditOperation.credentialAuthorized.name)
+        #expect(recovered.audit.uid == 1000 && recovered.request.redirectURI == "https://app.example/cb")
+    }
+
+    /// A context spooled by the previous version (no sign-in fields) still reads, as an exchange.
+    @Test func aContextFromBeforeSignInsStillReads() throws {
+        let old =
+            #"{"credentialID":"ns/a","provider":"p","redirectURI":"https://app.example/cb","labels":{"k":"v"},"auditAt":5}"#
+        let recovered = try SpooledExchange.decode(SecretBytes(utf8: old)).redemption()
+        #expect(recovered.labels == ["k": "v"] && recovered.idTokenRequired && recovered.issuer == nil)
+        #expect(recovered.audit.operation == AuditOperation.credentialExchange.name)
+    }
+}

@@ -125,7 +125,9 @@ import TokenVaultTesting
                 while !release.load(ordering: .acquiring), Date() < deadline { usleep(5000) }
             }
         }
-        #expect(try await waitUntil { holding.load(ordering: .acquiring) })
+        // The other connection's transaction starts on a thread of its own; a loaded machine
+        // (the suite runs in parallel) has taken more than 5 s to start it.
+        #expect(try await waitUntil(within: 30) { holding.load(ordering: .acquiring) })
         for index in 0..<25 {
             recorder.record(
                 AuditEvent(at: fixture.clock.now, operation: .credentialPut, outcome: .succeeded, detail: "\(index)"))

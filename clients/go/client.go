@@ -197,6 +197,39 @@ func (c *Client) Exchange(ctx context.Context, id string, request ExchangeReques
 	return exchanged, err
 }
 
+// StartSignIn has the daemon start a sign-in at request.Provider that finishes into id: it makes
+// and keeps the state, PKCE verifier and nonce, and answers the authorization URL (or the
+// parameters, for a mobile SDK).
+func (c *Client) StartSignIn(ctx context.Context, id string, request SignInRequest) (SignIn, error) {
+	var started SignIn
+	path, err := credentialPath(id, "/authorization")
+	if err != nil {
+		return started, err
+	}
+	answer, err := c.send(ctx, http.MethodPost, path, nil, request, http.StatusCreated)
+	if err == nil {
+		err = answer.decode(&started)
+	}
+	return started, err
+}
+
+// FinishSignIn finishes the sign-in the callback's state names with the whole URL the
+// authorization server redirected to; the daemon redeems the code and stores (or repairs) the
+// credential. It returns the metadata, never a token; created says whether it is new.
+func (c *Client) FinishSignIn(ctx context.Context, id, callbackURL string) (credential Credential, created bool, err error) {
+	path, err := credentialPath(id, "/authorization/callback")
+	if err != nil {
+		return credential, false, err
+	}
+	body := map[string]string{"callback_url": callbackURL}
+	answer, err := c.send(ctx, http.MethodPost, path, nil, body, http.StatusOK, http.StatusCreated)
+	if err == nil {
+		err = answer.decode(&credential)
+		created = answer.status == http.StatusCreated
+	}
+	return credential, created, err
+}
+
 // Watch streams the credential's metadata now, then again on every change, until it is deleted,
 // the daemon stops, or ctx ends.
 func (c *Client) Watch(ctx context.Context, id string) (*Stream[Credential], error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -151,6 +152,37 @@ func TestExchangeRedeemsACode(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprintf("%v %+v %#v", exchanged, exchanged, exchanged), access) {
 		t.Fatal("a formatted exchange result shows the token")
+	}
+}
+
+func TestASignInIsStartedAndFinishedOnce(t *testing.T) {
+	_, _, vault, ctx := setUp(t)
+	started, err := vault.StartSignIn(ctx, "people/gina", tokenvault.SignInRequest{
+		Provider: "idp", RedirectURI: "https://app.example/cb", Scopes: []string{"profile"},
+		Labels: map[string]string{"via": "go"},
+	})
+	if err != nil || started.Pushed || started.ExpiresAt == "" {
+		t.Fatalf("start: %+v %v", started, err)
+	}
+	parsed, err := url.Parse(started.AuthorizationURL)
+	if err != nil || parsed.Path != "/authorize" || parsed.Query().Get("code_challenge_method") != "S256" {
+		t.Fatalf("authorization URL %q: %v", started.AuthorizationURL, err)
+	}
+	callback := "https://app.example/cb?code=one-time&state=" + url.QueryEscape(parsed.Query().Get("state"))
+	credential, created, err := vault.FinishSignIn(ctx, "people/gina", callback)
+	if err != nil || !created || credential.ID != "people/gina" || credential.Labels["via"] != "go" {
+		t.Fatalf("finish: %+v %v", credential, err)
+	}
+	_, _, err = vault.FinishSignIn(ctx, "people/gina", callback)
+	var problem *tokenvault.Problem
+	if !errors.As(err, &problem) || problem.Code != tokenvault.CodeAuthorizationUnknown || problem.Status != 404 {
+		t.Fatalf("a spent state: %v", err)
+	}
+	parameters, err := vault.StartSignIn(ctx, "people/gina", tokenvault.SignInRequest{
+		Provider: "idp", RedirectURI: "https://app.example/cb", Mode: "parameters",
+	})
+	if err != nil || parameters.AuthorizationURL != "" || parameters.Parameters["client_id"] != "vault-client" {
+		t.Fatalf("parameters: %+v %v", parameters, err)
 	}
 }
 

@@ -138,8 +138,10 @@ func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daem
 		webhooks = fmt.Sprintf(`, "webhooks": {"endpoints": {"receiver": {"url": %q, "secret_file": %q}}}`, webhookURL, secretFile)
 	}
 	document := fmt.Sprintf(`{"providers": {"oauth2": {"kind": "oauth2"}, "idp": {"kind": "oauth2",
-		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q]}},
-		"limits": {"on_demand_refresh_seconds": 1}%s}`, p.server.URL+"/token", secret, p.server.URL+"/api", webhooks)
+		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q],
+		"authorization_endpoint": %q, "redirect_uris": ["https://app.example/cb"]}},
+		"limits": {"on_demand_refresh_seconds": 1}%s}`, p.server.URL+"/token", secret, p.server.URL+"/api",
+		p.server.URL+"/authorize", webhooks)
 	if err := os.WriteFile(config, []byte(document), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,30 @@ type ExchangeRequest struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 }
 
+// SignInRequest is what StartSignIn sends: where the person comes back to and what to ask for.
+// Mode "parameters" answers the request's parameters for a mobile SDK instead of a URL; Labels
+// nil keeps those of a credential being repaired.
+type SignInRequest struct {
+	Provider    string            `json:"provider"`
+	RedirectURI string            `json:"redirect_uri"`
+	Scopes      []string          `json:"scopes,omitempty"`
+	LoginHint   string            `json:"login_hint,omitempty"`
+	Prompt      string            `json:"prompt,omitempty"`
+	Resources   []string          `json:"resources,omitempty"`
+	Parameters  map[string]string `json:"parameters,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Mode        string            `json:"mode,omitempty"`
+}
+
+// SignIn is a started sign-in: the URL to send the person to, or the request's parameters
+// (a name given twice, such as resource, as an array), and when it must be finished by.
+type SignIn struct {
+	AuthorizationURL string         `json:"authorization_url,omitempty"`
+	Parameters       map[string]any `json:"parameters,omitempty"`
+	ExpiresAt        string         `json:"expires_at"`
+	Pushed           bool           `json:"pushed"`
+}
+
 // UsableCredential is a credential the caller may use through the proxy, and where.
 type UsableCredential struct {
 	ID          string   `json:"id"`

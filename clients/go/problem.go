@@ -99,6 +99,14 @@ const (
 	CodeEngineUnavailable     = "engine_unavailable"
 	CodeTooManyConnections    = "too_many_connections"
 	CodeUpstreamTimeout       = "upstream_timeout"
+	CodeInvalidCallback       = "invalid_callback"
+	CodeAuthorizationUnknown  = "authorization_unknown"
+	CodeAuthorizationExpired  = "authorization_expired"
+	CodeAuthorizationMismatch = "authorization_mismatch"
+	CodeAuthorizationDenied   = "authorization_denied"
+	CodeIssuerMismatch        = "issuer_mismatch"
+	CodeRedirectURINotAllowed = "redirect_uri_not_allowed"
+	CodeTooManyAuthorizations = "too_many_authorizations"
 )
 
 // CodeStatus maps every code the API sends to its HTTP status.
@@ -119,6 +127,9 @@ var CodeStatus = map[string]int{
 	CodeProviderUnavailable: 502, CodeUpstreamUnavailable: 502, CodeUpstreamTooLarge: 502,
 	CodeStorageUnavailable: 503, CodeCommitPending: 503, CodeEngineUnavailable: 503, CodeTooManyConnections: 503,
 	CodeUpstreamTimeout: 504,
+	CodeInvalidCallback: 400, CodeAuthorizationUnknown: 404, CodeAuthorizationExpired: 409,
+	CodeAuthorizationMismatch: 409, CodeAuthorizationDenied: 422, CodeIssuerMismatch: 422,
+	CodeRedirectURINotAllowed: 422, CodeTooManyAuthorizations: 429,
 }
 
 // problemFrom is the error for an answer with an unexpected status: its problem document when it

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import TokenVaultCore
 import TokenVaultLedger
@@ -106,6 +107,30 @@ extension VaultAPI {
     /// A 200 with a JSON body written elsewhere (`MetadataJSON`).
     func json(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    }
+
+    /// The answer to a write of a whole credential (a put, a sign-in): its metadata, `201` for a
+    /// new credential and `200` for a new generation, with its `Location`; logged as `message`.
+    func stored(_ metadata: CredentialMetadata, _ context: VaultRequestContext, logged message: Logger.Message)
+        -> Response
+    {
+        context.logger.info(
+            message,
+            metadata: [
+                "tokenvault.credential.id": "\(metadata.id)",
+                "tokenvault.credential.generation": "\(metadata.generation)",
+            ])
+        var response = json(metadata, status: metadata.generation == 1 ? .created : .ok)
+        response.headers[.location] = "/v1/credentials/\(metadata.id.namespace)/\(metadata.id.name)"
+        return response
+    }
+
+    /// The refresh engine, or `engine_unavailable` for a daemon run without one.
+    func requireEngine() throws -> any RefreshService {
+        guard let engine else {
+            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
+        }
+        return engine
     }
 
     /// A credential's metadata, as every route writes it (`MetadataJSON`).

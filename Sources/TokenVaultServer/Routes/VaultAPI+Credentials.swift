@@ -13,14 +13,7 @@ extension VaultAPI {
         let event = auditEvent(peer, .credentialPut, id, .allowed)
         let metadata = try await vault.put(
             id, payload: payload, provider: provider, labels: labels, audit: event, planner: planner)
-        context.logger.info(
-            "credential stored",
-            metadata: [
-                "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(metadata.generation)",
-            ])
-        var response = json(metadata, status: metadata.generation == 1 ? .created : .ok)
-        response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
-        return response
+        return stored(metadata, context, logged: "credential stored")
     }
 
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {

@@ -23,9 +23,7 @@ extension VaultAPI {
         let peer = try await authorise(context, .credentialWrite, id: id, operation: .credentialExchange)
         try requireJSON(request)
         let body = try decodeExchange(try await collectBody(request))
-        guard let engine else {
-            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
-        }
+        let engine = try requireEngine()
         let redeemed: RedeemedCode
         do {
             redeemed = try await engine.redeem(

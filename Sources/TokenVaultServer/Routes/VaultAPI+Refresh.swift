@@ -89,9 +89,7 @@ extension VaultAPI {
     func forceRefresh(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .tokenRead, id: id, operation: .credentialRefresh)
-        guard let engine else {
-            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
-        }
+        let engine = try requireEngine()
         let outcome = try await engine.refreshForced(id)
         switch outcome {
         case .refreshed(let refreshed):

@@ -14,7 +14,7 @@ extension VaultAPI {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialAuthorize, id: id, operation: .credentialAuthorize)
         try requireJSON(request)
-        let engine = try signInEngine()
+        let engine = try requireEngine()
         var start = try decodeSignInStart(try await collectBody(request), id: id)
         start.audit = auditEvent(peer, .credentialAuthorize, id, .allowed, detail: start.provider)
         let started: StartedSignIn
@@ -44,7 +44,7 @@ extension VaultAPI {
         let (peer, groups) = try await authorisedCaller(
             context, .credentialAuthorize, id: id, operation: .credentialAuthorized)
         try requireJSON(request)
-        let engine = try signInEngine()
+        let engine = try requireEngine()
         let callback = try decodeCallback(try await collectBody(request))
         let redeemed: RedeemedCode
         do {
@@ -65,21 +65,7 @@ extension VaultAPI {
         }
         let metadata = try await committed(redeemed, id: id)
         metrics.recordSignIn("finished")
-        context.logger.info(
-            "credential stored from a sign-in",
-            metadata: [
-                "tokenvault.credential.id": "\(id)", "tokenvault.credential.generation": "\(metadata.generation)",
-            ])
-        var response = json(metadata, status: metadata.generation == 1 ? .created : .ok)
-        response.headers[.location] = "/v1/credentials/\(id.namespace)/\(id.name)"
-        return response
-    }
-
-    private func signInEngine() throws -> any RefreshService {
-        guard let engine else {
-            throw ProblemDetails(.engineUnavailable, detail: "this daemon runs without a refresh engine")
-        }
-        return engine
+        return stored(metadata, context, logged: "credential stored from a sign-in")
     }
 
     /// The request's parameters as an object; a name given more than once (`resource`) as an array.

@@ -38,7 +38,8 @@ extension PostgresDatabase: TableStore {
         let writer = await administration.take()
         defer { administration.giveBack(writer) }
         try await writer.transaction {
-            let tables = VaultTable.allCases.map(\.rawValue).joined(separator: ", ")
+            // Pending sign-ins go too: they are sealed under the replaced vault's key terms.
+            let tables = (["authorizations"] + VaultTable.allCases.map(\.rawValue)).joined(separator: ", ")
             try await writer.query(PostgresQuery(unsafeSQL: "TRUNCATE \(tables)"))
             try await fill { table, page in
                 let columns = page.columns.joined(separator: ", ")

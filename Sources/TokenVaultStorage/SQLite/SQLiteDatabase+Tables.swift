@@ -27,6 +27,8 @@ extension SQLiteDatabase: TableStore {
     func replaceAllRows(_ fill: ((VaultTable, TableRows) async throws -> Void) async throws -> Void) async throws {
         defer { cache.invalidateAll() }
         try await writeTransaction(durability: .full) { connection in
+            // Pending sign-ins go too: they are sealed under the replaced vault's key terms.
+            try connection.execute("DELETE FROM authorizations")
             for table in VaultTable.allCases.reversed() { try connection.execute("DELETE FROM \(table.rawValue)") }
             try await fill { table, page in
                 let placeholders = page.columns.indices.map { "?\($0 + 1)" }.joined(separator: ", ")

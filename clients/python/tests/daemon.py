@@ -166,6 +166,8 @@ class Daemon:
                             "client_id": "vault-client",
                             "client_secret_file": secret,
                             "api_base_urls": [provider.url + "/api"],
+                            "authorization_endpoint": provider.url + "/authorize",
+                            "redirect_uris": ["https://app.example/cb"],
                         }
                     },
                     "limits": {"on_demand_refresh_seconds": 1},

@@ -11,6 +11,7 @@ import re
 import threading
 import time
 import unittest
+import urllib.parse
 
 import tokenvault
 from tokenvault import Client
@@ -72,6 +73,27 @@ class ClientTests(unittest.TestCase):
         with self.assertRaises(tokenvault.NotFound) as caught:
             self.vault.show("payments/bob")
         self.assertEqual(caught.exception.code, "credential_not_found")
+
+    def test_a_sign_in_is_started_and_finished_once(self) -> None:
+        started = self.vault.start_sign_in(
+            "people/erin", "idp", "https://app.example/cb", scopes=["profile"], labels={"via": "python"}
+        )
+        self.assertFalse(started.pushed)
+        url = urllib.parse.urlsplit(started.authorization_url or "")
+        query = dict(urllib.parse.parse_qsl(url.query))
+        self.assertEqual(url.path, "/authorize")
+        self.assertEqual(query["code_challenge_method"], "S256")
+        self.assertEqual(len(query["state"]), 43)
+        callback = "https://app.example/cb?code=one-time&state=" + query["state"]
+        credential = self.vault.finish_sign_in("people/erin", callback)
+        self.assertEqual(credential.id, "people/erin")
+        self.assertEqual(credential.labels, {"via": "python"})
+        with self.assertRaises(tokenvault.ProblemError) as spent:
+            self.vault.finish_sign_in("people/erin", callback)
+        self.assertEqual(spent.exception.code, "authorization_unknown")
+        parameters = self.vault.start_sign_in("people/erin", "idp", "https://app.example/cb", mode="parameters")
+        self.assertIsNone(parameters.authorization_url)
+        self.assertEqual((parameters.parameters or {})["client_id"], "vault-client")
 
     def test_exchange_redeems_a_code(self) -> None:
         exchanged = self.vault.exchange("payments/carol", "idp", code="one-time", code_verifier="v" * 43, redirect_uri="https://app.example/cb")

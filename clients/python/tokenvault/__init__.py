@@ -26,7 +26,7 @@ from .errors import (
     Unprocessable,
     UnsupportedMediaType,
 )
-from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
+from .models import Credential, Deleted, Event, Exchanged, Page, SignIn, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 from .webhooks import WebhookVerificationError, verify_webhook
@@ -48,6 +48,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "Page",
+    "SignIn",
     "Stream",
     "PayloadTooLarge",
     "ProblemError",

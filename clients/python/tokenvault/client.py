@@ -9,7 +9,7 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optiona
 
 from ._transport import Transport
 from .errors import UnexpectedResponse
-from .models import Credential, Deleted, Event, Exchanged, Page, Token, UsableCredential
+from .models import Credential, Deleted, Event, Exchanged, Page, SignIn, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 
@@ -176,6 +176,54 @@ class Client:
                 Credential.from_json(document["credential"]), Token.from_json(document["token"]), reply.status == 201
             )
         )
+
+    def start_sign_in(
+        self,
+        credential_id: str,
+        provider: str,
+        redirect_uri: str,
+        scopes: Iterable[str] = (),
+        login_hint: Optional[str] = None,
+        prompt: Optional[str] = None,
+        resources: Iterable[str] = (),
+        parameters: Optional[Mapping[str, str]] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        mode: str = "url",
+    ) -> SignIn:
+        """Has the daemon start a sign-in at `provider` that finishes into `credential_id`: it makes
+        and keeps the state, PKCE verifier and nonce, and answers the authorization URL (or, with
+        mode "parameters", the request's parameters for a mobile SDK). `labels` None keeps those
+        of a credential being repaired."""
+        body: Dict[str, Any] = {
+            "provider": provider,
+            "redirect_uri": redirect_uri,
+            "scopes": list(scopes),
+            "resources": list(resources),
+            "parameters": dict(parameters or {}),
+            "mode": mode,
+        }
+        for name, value in (("login_hint", login_hint), ("prompt", prompt)):
+            if value is not None:
+                body[name] = value
+        if labels is not None:
+            body["labels"] = dict(labels)
+        reply = self._transport.send(
+            "POST", Transport.credential_path(credential_id, "/authorization"), json_body=body, expect=(201,), timeout=60
+        )
+        return reply.decode(SignIn.from_json)
+
+    def finish_sign_in(self, credential_id: str, callback_url: str) -> Credential:
+        """Finishes the sign-in the callback's `state` names with the whole URL the authorization
+        server redirected to: the daemon redeems the code and stores (or repairs) the credential.
+        Returns its metadata, never a token."""
+        reply = self._transport.send(
+            "POST",
+            Transport.credential_path(credential_id, "/authorization/callback"),
+            json_body={"callback_url": callback_url},
+            expect=(200, 201),
+            timeout=60,
+        )
+        return reply.decode(Credential.from_json)
 
     def watch(self, credential_id: str) -> Stream[Credential]:
         """The credential's metadata now, then again on every change, until it is deleted or the

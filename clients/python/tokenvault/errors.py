@@ -201,12 +201,23 @@ _BY_STATUS: Dict[int, Type[ProblemError]] = {
 # Every code the API sends (docs/openapi.yaml, `Problem`), with the class it raises: a code is
 # always the same class, whatever status a proxy in between might have turned it into.
 CODES: Dict[str, Type[ProblemError]] = {
-    **dict.fromkeys(["invalid_field", "invalid_payload", "invalid_credential_id", "invalid_request"], BadRequest),
+    **dict.fromkeys(
+        ["invalid_field", "invalid_payload", "invalid_credential_id", "invalid_request", "invalid_callback"], BadRequest
+    ),
     "forbidden": Forbidden,
-    **dict.fromkeys(["credential_not_found", "not_found"], NotFound),
+    **dict.fromkeys(["credential_not_found", "not_found", "authorization_unknown"], NotFound),
     "method_not_allowed": MethodNotAllowed,
     **dict.fromkeys(
-        ["token_expired", "min_ttl_unreachable", "needs_reauth", "revoke_pending", "not_refreshable", "conflict"],
+        [
+            "token_expired",
+            "min_ttl_unreachable",
+            "needs_reauth",
+            "revoke_pending",
+            "not_refreshable",
+            "conflict",
+            "authorization_expired",
+            "authorization_mismatch",
+        ],
         Conflict,
     ),
     "payload_too_large": PayloadTooLarge,
@@ -221,10 +232,15 @@ CODES: Dict[str, Type[ProblemError]] = {
             "id_token_expired",
             "id_token_invalid",
             "upstream_not_allowed",
+            "authorization_denied",
+            "issuer_mismatch",
+            "redirect_uri_not_allowed",
         ],
         Unprocessable,
     ),
-    **dict.fromkeys(["rate_limited", "too_many_streams", "too_many_proxy_calls"], TooManyRequests),
+    **dict.fromkeys(
+        ["rate_limited", "too_many_streams", "too_many_proxy_calls", "too_many_authorizations"], TooManyRequests
+    ),
     **dict.fromkeys(
         [
             "internal_error",

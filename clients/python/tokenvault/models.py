@@ -143,6 +143,26 @@ class Exchanged:
 
 
 @dataclass(frozen=True)
+class SignIn:
+    """A started sign-in (`POST …/authorization`): the URL to send the person to, or (mode
+    "parameters") the request's parameters for a mobile SDK, and when it must be finished by."""
+
+    authorization_url: Optional[str]
+    parameters: Optional[Dict[str, Any]]
+    expires_at: str
+    pushed: bool
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "SignIn":
+        return SignIn(
+            authorization_url=document.get("authorization_url"),
+            parameters=document.get("parameters"),
+            expires_at=document["expires_at"],
+            pushed=bool(document["pushed"]),
+        )
+
+
+@dataclass(frozen=True)
 class UsableCredential:
     """A credential the caller may use through the proxy, and where (`GET /v1/proxy/credentials`)."""
 
