@@ -45,16 +45,28 @@ struct LoginCommand: AsyncParsableCommand {
             // Written at once, unbuffered: a script reading the URL must not wait for the exit.
             FileHandle.standardOutput.write(Data((url + "\n").utf8))
             if !noBrowser { Self.openBrowser(url) }
-            let callback = try listener.wait(timeout: timeout)
-            do {
-                let (credential, _) = try await vault.finishSignIn(id, callbackURL: callback.url)
-                callback.answer(ok: true, "The credential \(id) is stored in the vault.")
-                try ClientOutput.metadata(credential, json: client.json)
-            } catch let error as TokenVaultClientError {
-                callback.answer(ok: false, error.description)
-                throw error
+            let deadline = Date().addingTimeInterval(timeout)
+            while true {
+                let callback = try listener.wait(until: deadline)
+                do {
+                    let (credential, _) = try await vault.finishSignIn(id, callbackURL: callback.url)
+                    callback.answer(ok: true, "The credential \(id) is stored in the vault.")
+                    try ClientOutput.metadata(credential, json: client.json)
+                    return
+                } catch let error as TokenVaultClientError {
+                    callback.answer(ok: false, error.description)
+                    // Any local process can reach the port: a request naming no waiting sign-in
+                    // (it cannot know the state) is not the browser's, so the real one is waited for.
+                    guard Self.isNotTheSignIn(error) else { throw error }
+                }
             }
         }
+    }
+
+    /// A callback the daemon refused without spending the sign-in: no sign-in waits under its
+    /// state, or it is not one answer.
+    static func isNotTheSignIn(_ error: TokenVaultClientError) -> Bool {
+        ["authorization_unknown", "invalid_callback"].contains(error.code ?? "")
     }
 
     /// `xdg-open URL` when there is a display; without one, or when it fails, the printed URL is

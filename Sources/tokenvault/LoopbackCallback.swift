@@ -67,13 +67,12 @@ final class LoopbackCallback {
         }
     }
 
-    /// Waits up to `timeout` seconds for the browser's request for `path`.
-    func wait(timeout: Double) throws -> Callback {
-        let deadline = Date().addingTimeInterval(timeout)
+    /// Waits until `deadline` for the browser's request for `path`.
+    func wait(until deadline: Date) throws -> Callback {
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
-                throw ValidationError("no redirect came back within \(Int(timeout)) s; start the sign-in again")
+                throw ValidationError("no redirect came back before the --timeout; start the sign-in again")
             }
             var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, Int32(min(remaining, 1) * 1000)) > 0 else { continue }

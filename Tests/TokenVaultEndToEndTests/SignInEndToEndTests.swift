@@ -193,10 +193,13 @@ import TokenVaultTesting
         let authorizationURL = try #require(url, "no URL printed: \(read(errors))")
         let callback = try await server.signIn(authorizationURL)
         #expect(callback.hasPrefix("http://127.0.0.1:") && callback.contains("/callback?"), "\(callback)")
-        // A browser's other requests are not the callback.
+        // A browser's other requests are not the callback, and neither is another local process's
+        // request naming no waiting sign-in: the real callback is still waited for.
         let origin = String(callback.prefix { $0 != "?" }).replacingOccurrences(of: "/callback", with: "")
         let favicon = try await TestHTTPClient.request("GET", origin + "/favicon.ico")
         #expect(favicon.status == 404)
+        let forged = try await TestHTTPClient.request("GET", origin + "/callback?code=forged&state=guessed")
+        #expect(forged.status == 400 && forged.text.contains("authorization_unknown"), "\(forged.text)")
         let page = try await TestHTTPClient.request("GET", callback)
         #expect(page.status == 200 && page.text.contains("Signed in"), "\(page.text)")
         #expect(login.waitUntilExit() == 0, "\(read(errors))")
