@@ -11,12 +11,11 @@ extension TokenVaultClient {
     }
 
     /// What the daemon answers when a sign-in starts.
-    public struct SignInStarted: Decodable, Sendable {
+    public struct SignInStarted: Codable, Sendable {
         /// Where to send the person (`.url` mode).
         public var authorizationURL: String?
-        /// The request's parameters (`.parameters` mode): `state`, `nonce`, `code_challenge`, …; a
-        /// name given more than once (`resource`) has its values joined by spaces.
-        public var parameters: [String: String]?
+        /// The request's parameters (`.parameters` mode): `state`, `nonce`, `code_challenge`, …
+        public var parameters: [String: ParameterValue]?
         /// RFC 3339: the sign-in must be finished before this.
         public var expiresAt: String
         /// Whether the request was pushed to the server first (RFC 9126).
@@ -25,26 +24,36 @@ extension TokenVaultClient {
         enum CodingKeys: String, CodingKey {
             case authorizationURL = "authorization_url", parameters, expiresAt = "expires_at", pushed
         }
+    }
+
+    /// A request parameter's value: one, or several for a name given more than once (RFC 8707's
+    /// `resource`), each of which goes into the request as a parameter of its own.
+    public enum ParameterValue: Codable, Sendable, Equatable {
+        case one(String)
+        case many([String])
 
         public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            authorizationURL = try container.decodeIfPresent(String.self, forKey: .authorizationURL)
-            expiresAt = try container.decode(String.self, forKey: .expiresAt)
-            pushed = try container.decode(Bool.self, forKey: .pushed)
-            parameters = try container.decodeIfPresent([String: OneOrMany].self, forKey: .parameters)?
-                .mapValues(\.joined)
+            let container = try decoder.singleValueContainer()
+            if let one = try? container.decode(String.self) {
+                self = .one(one)
+            } else {
+                self = .many(try container.decode([String].self))
+            }
         }
 
-        /// A string, or an array of strings.
-        struct OneOrMany: Decodable {
-            let joined: String
-            init(from decoder: any Decoder) throws {
-                let container = try decoder.singleValueContainer()
-                if let one = try? container.decode(String.self) {
-                    joined = one
-                } else {
-                    joined = try container.decode([String].self).joined(separator: " ")
-                }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .one(let value): try container.encode(value)
+            case .many(let values): try container.encode(values)
+            }
+        }
+
+        /// Every value, in order.
+        public var values: [String] {
+            switch self {
+            case .one(let value): [value]
+            case .many(let values): values
             }
         }
     }

@@ -42,7 +42,7 @@ extension RefreshEngine {
                 idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
                 issuer: redemption.issuer, required: redemption.idTokenRequired,
                 now: recovering ? (payload.sentAt ?? vault.clock.now) : vault.clock.now)
-            if let expected = redemption.expectedSubject, let subject = payload.subject, subject != expected {
+            if let expected = redemption.expectedSubject, payload.subject != expected || expected.isEmpty {
                 throw VaultError(
                     code: .authorizationMismatch,
                     message: "the person signed in as another account than the credential's; replacing it needs "

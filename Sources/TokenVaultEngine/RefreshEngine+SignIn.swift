@@ -65,8 +65,7 @@ extension RefreshEngine {
                 let pushed = try await provider.pushAuthorizationRequest(request.parameters)
                 return StartedSignIn(
                     authorizationURL: request.url(endpoint: server.authorizationEndpoint, pushed: pushed),
-                    parameters: nil, expiresAt: min(pending.expiresAt, now.adding(seconds: pushed.expiresIn)),
-                    pushed: true)
+                    parameters: nil, expiresAt: pending.expiresAt, pushed: true)
             } catch {
                 // Nobody will finish it: the caller never saw a URL.
                 _ = try? await vault.takeAuthorization(state: secrets.state)
@@ -119,11 +118,12 @@ extension RefreshEngine {
                 message: "the authorization server answered \(error)" + (description.map { ": \($0)" } ?? ""))
         case .code(let received): code = received
         }
-        // A caller that may not replace the credential's account repairs it only with the same one.
+        // A caller that may not replace the credential's account repairs it only with the same one:
+        // both subjects must be known and equal (an empty one matches nothing).
         var subject: String?
         if finish.keepsSubject {
             do {
-                subject = try await vault.metadata(finish.credentialID).subject
+                subject = try await vault.metadata(finish.credentialID).subject ?? ""
             } catch let error as VaultError where error.code == .credentialNotFound {
                 subject = nil
             }

@@ -68,7 +68,7 @@ struct AuthorizeCommand: AsyncParsableCommand {
                 let started = try await request.start(
                     id, redirectURI: redirectURI, mode: parameters ? .parameters : .url, with: vault)
                 if parameters || client.json {
-                    try printJSON(started.parameters ?? ["authorization_url": started.authorizationURL ?? ""])
+                    try printJSON(started.parameters ?? ["authorization_url": .one(started.authorizationURL ?? "")])
                 } else {
                     print(started.authorizationURL ?? "")
                 }

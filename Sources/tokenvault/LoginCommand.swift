@@ -18,7 +18,9 @@ struct LoginCommand: AsyncParsableCommand {
             The instance must list a loopback redirect URI, http://127.0.0.1/callback (any port is then \
             admitted), in its redirect_uris, and the server must accept it. The daemon keeps the state, PKCE \
             verifier and nonce; this command only carries the redirect back. A credential that exists is \
-            repaired in place (same id and labels).
+            repaired in place (same id and labels). On a host other people use, prefer --no-browser and \
+            paste the URL yourself: a browser started for you has the URL in its arguments, which every \
+            local user can read, and with it another user could sign in as themselves and answer first.
             """)
 
     @OptionGroup var client: ClientOptions
@@ -40,10 +42,11 @@ struct LoginCommand: AsyncParsableCommand {
         let listener = try LoopbackCallback(path: redirectPath)
         try await client.withClient { vault in
             let started = try await request.start(id, redirectURI: listener.redirectURI, mode: .url, with: vault)
-            guard let url = started.authorizationURL else { throw ValidationError("the daemon answered no URL") }
+            guard let url = started.authorizationURL else { throw LoginFailure("the daemon answered no URL") }
             TerminalText.error("Open this URL in a browser to sign in (waiting for \(listener.redirectURI)):")
-            // Written at once, unbuffered: a script reading the URL must not wait for the exit.
-            FileHandle.standardOutput.write(Data((url + "\n").utf8))
+            // Written at once, unbuffered: a script reading the URL must not wait for the exit. With
+            // --json, standard output is the credential's document alone.
+            (client.json ? FileHandle.standardError : FileHandle.standardOutput).write(Data((url + "\n").utf8))
             if !noBrowser { Self.openBrowser(url) }
             let deadline = Date().addingTimeInterval(timeout)
             while true {
@@ -92,4 +95,11 @@ struct LoginCommand: AsyncParsableCommand {
             waitpid(child, &status, 0)
         }
     }
+}
+
+/// A login that could not go on (no listener, no redirect in time): one line and exit 1, not the
+/// usage text of a mistyped command.
+struct LoginFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
@@ -17,7 +16,7 @@ final class LoopbackCallback {
     init(path: String) throws {
         self.path = path
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw ValidationError("cannot open a socket: \(String(cString: strerror(errno)))") }
+        guard listener >= 0 else { throw LoginFailure("cannot open a socket: \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
@@ -30,7 +29,7 @@ final class LoopbackCallback {
         guard bound == 0, listen(listener, 8) == 0 else {
             let problem = String(cString: strerror(errno))
             close(listener)
-            throw ValidationError("cannot listen on 127.0.0.1: \(problem)")
+            throw LoginFailure("cannot listen on 127.0.0.1: \(problem)")
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -72,7 +71,7 @@ final class LoopbackCallback {
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
-                throw ValidationError("no redirect came back before the --timeout; start the sign-in again")
+                throw LoginFailure("no redirect came back before the --timeout; start the sign-in again")
             }
             var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, Int32(min(remaining, 1) * 1000)) > 0 else { continue }
@@ -93,13 +92,18 @@ final class LoopbackCallback {
         }
     }
 
-    /// The target of an HTTP request's first line (`GET /callback?code=… HTTP/1.1`), read within
-    /// five seconds and 16 KiB; nil for anything else.
+    /// The target of an HTTP request's first line (`GET /callback?code=… HTTP/1.1`), its head read
+    /// to the blank line (a connection closed with bytes unread is reset, and the browser would
+    /// show that instead of the page) within two seconds and 16 KiB; nil for anything else.
     private static func requestTarget(_ connection: Int32) -> String? {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date().addingTimeInterval(5)
-        while received.count < 16 * 1024, !received.contains(UInt8(ascii: "\n")) {
+        let deadline = Date().addingTimeInterval(2)
+        let end: [UInt8] = Array("\r\n\r\n".utf8)
+        func headIsWhole() -> Bool {
+            received.count >= 4 && (0...(received.count - 4)).contains { received[$0..<$0 + 4].elementsEqual(end) }
+        }
+        while received.count < 16 * 1024, !headIsWhole() {
             var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0, poll(&poller, 1, Int32(remaining * 1000)) > 0 else { return nil }

@@ -135,6 +135,8 @@ struct RestoreCommand: AsyncParsableCommand {
                 code: error.code, message: "the backup does not open: \(error.message); nothing was replaced")
         }
         let document = try await VerifyCommand.check(opened, spoolDirectory: nil)
+        // A state spent since the backup must not come back with it.
+        try (database as? SQLiteDatabase)?.forgetPendingSignIns()
         // Everything in the main file before it is renamed: the WAL would not follow it.
         try (database as? SQLiteDatabase)?.checkpoint()
         guard document.ok else {

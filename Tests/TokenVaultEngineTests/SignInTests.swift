@@ -299,8 +299,8 @@ import TokenVaultTesting
         let pushed = try #require(fixture.server.state.withLock { $0.pushed.first })
         let names = Set(pushed.map(\.name))
         #expect(names.isSuperset(of: ["state", "code_challenge", "nonce", "redirect_uri", "scope"]))
-        // The pushed request's lifetime bounds the sign-in's.
-        #expect(started.expiresAt == fixture.testVault.clock.now.adding(seconds: 90))
+        // The sign-in's lifetime, not the pushed request's (that bounds only the browser's arrival).
+        #expect(started.expiresAt == fixture.testVault.clock.now.adding(seconds: 600))
         let state = try #require(pushed.first { $0.name == "state" }?.value)
         fixture.server.state.withLock { $0.idTokenNonce = pushed.first { $0.name == "nonce" }?.value }
         _ = try await fixture.finish([("code", "c"), ("state", state)])
@@ -360,6 +360,23 @@ import TokenVaultTesting
             #expect(error.code == .authorizationMismatch)
         }
         #expect(try await fixture.vault.metadata(id).generation == 2)
+
+        // Nor a credential stored without a subject: there is nothing to compare with.
+        let bare = try CredentialID("ns/bare")
+        _ = try await fixture.vault.put(
+            bare,
+            payload: TokenPayload(
+                kind: .oauth2, secrets: CredentialSecrets(accessToken: SecretBytes(utf8: "x")), tokenType: "Bearer",
+                expiry: .after(seconds: 60)),
+            provider: fixture.server.name)
+        let third = try await fixture.start("ns/bare")
+        fixture.server.state.withLock { $0.idTokenNonce = try? Self.query(third.authorizationURL ?? "")["nonce"] }
+        do {
+            _ = try await fixture.finish(try Self.callback(third), id: "ns/bare", keepsSubject: true)
+            Issue.record("a credential without a subject was replaced by an authorize-only caller")
+        } catch let error as VaultError {
+            #expect(error.code == .authorizationMismatch)
+        }
     }
 
     @Test func aProviderOfAKindThatCannotSignInSaysSo() async throws {

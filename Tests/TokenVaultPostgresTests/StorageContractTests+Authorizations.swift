@@ -82,6 +82,17 @@ extension StorageContractTests {
         let again = try await KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend)
             .rotate()
         #expect(again.removedTerms.contains(sealedUnder))
+
+        // An expired sign-in keeps no term: it can never be finished.
+        let expiring = fixture.keyring.activeTerm
+        #expect(
+            try await fixture.vault.keepAuthorization(
+                Self.pending("pay/e", uid: 5, at: fixture.clock.now, lifetime: 60),
+                state: SecretBytes(utf8: "state-that-expires-0123456789"), limit: 5))
+        fixture.clock.advance(seconds: 61)
+        let third = try await KeyRotation(vault: fixture.vault, keyring: fixture.keyring, terms: fixture.backend)
+            .rotate()
+        #expect(third.removedTerms.contains(expiring), "\(third)")
     }
 
     /// What the database holds of a pending sign-in: neither the state nor the verifier nor the

@@ -110,7 +110,7 @@ type ExchangeRequest struct {
 
 // SignInRequest is what StartSignIn sends: where the person comes back to and what to ask for.
 // Mode "parameters" answers the request's parameters for a mobile SDK instead of a URL; Labels
-// nil keeps those of a credential being repaired.
+// nil keeps those of a credential being repaired (an empty map clears them).
 type SignInRequest struct {
 	Provider    string            `json:"provider"`
 	RedirectURI string            `json:"redirect_uri"`
@@ -119,7 +119,7 @@ type SignInRequest struct {
 	Prompt      string            `json:"prompt,omitempty"`
 	Resources   []string          `json:"resources,omitempty"`
 	Parameters  map[string]string `json:"parameters,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
+	Labels      map[string]string `json:"labels"`
 	Mode        string            `json:"mode,omitempty"`
 }
 

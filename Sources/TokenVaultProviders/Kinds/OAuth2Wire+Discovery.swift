@@ -124,8 +124,12 @@ extension OAuth2Wire {
                 )
             }
             endpoints.issuer = configured
-        } else if let expected = Self.issuer(ofDiscoveryURL: url), named == expected {
-            endpoints.issuer = expected
+        } else if let expected = Self.issuer(ofDiscoveryURL: url), let named,
+            named == expected || named == expected + "/"
+        {
+            // The well-known suffix is added after a terminating `/` is removed (RFC 8414 section
+            // 3.1, OpenID Connect Discovery section 4): the issuer may have had one.
+            endpoints.issuer = named
         } else {
             // RFC 8414 section 3.3, OIDC Discovery section 4.3: a document naming another issuer than
             // the one its URL was made from may be an attacker's (a mix-up); it starts no sign-in.

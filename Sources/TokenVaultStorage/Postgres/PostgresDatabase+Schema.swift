@@ -118,6 +118,12 @@ extension PostgresDatabase: KeyTermStore {
     public func removeTerm(_ term: UInt32) throws -> Bool {
         try administering { link in
             try await link.transaction {
+                // An expired sign-in keeps no term: it can never be finished.
+                try await link.query(
+                    """
+                    DELETE FROM authorizations
+                    WHERE seal_term = \(Int64(term)) AND expires_at <= \(self.clock.now.milliseconds)
+                    """)
                 let inUse = try await link.query(
                     """
                     SELECT 1 FROM credentials WHERE seal_term = \(Int64(term))

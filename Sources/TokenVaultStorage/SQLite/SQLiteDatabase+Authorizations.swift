@@ -50,4 +50,8 @@ extension SQLiteDatabase: AuthorizationStore {
             }
         }
     }
+
+    /// Deletes every pending sign-in: a restored vault must not bring back a state spent since
+    /// its backup was taken.
+    public func forgetPendingSignIns() throws { try withWriter { try $0.execute("DELETE FROM authorizations") } }
 }

@@ -36,6 +36,9 @@ extension SQLiteDatabase: KeyTermStore {
 
     public func removeTerm(_ term: UInt32) throws -> Bool {
         try writeTransaction(durability: .full) { connection in
+            // An expired sign-in keeps no term: it can never be finished.
+            try connection.statement("DELETE FROM authorizations WHERE seal_term = ?1 AND expires_at <= ?2")
+                .bind(term, clock.now.milliseconds).run()
             let inUse = try connection.statement(
                 """
                 SELECT 1 FROM credentials WHERE seal_term = ?1

@@ -85,9 +85,10 @@ class ClientTests(unittest.TestCase):
         self.assertEqual(query["code_challenge_method"], "S256")
         self.assertEqual(len(query["state"]), 43)
         callback = "https://app.example/cb?code=one-time&state=" + query["state"]
-        credential = self.vault.finish_sign_in("people/erin", callback)
-        self.assertEqual(credential.id, "people/erin")
-        self.assertEqual(credential.labels, {"via": "python"})
+        signed_in = self.vault.finish_sign_in("people/erin", callback)
+        self.assertTrue(signed_in.created)
+        self.assertEqual(signed_in.credential.id, "people/erin")
+        self.assertEqual(signed_in.credential.labels, {"via": "python"})
         with self.assertRaises(tokenvault.ProblemError) as spent:
             self.vault.finish_sign_in("people/erin", callback)
         self.assertEqual(spent.exception.code, "authorization_unknown")

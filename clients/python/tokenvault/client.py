@@ -9,7 +9,7 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optiona
 
 from ._transport import Transport
 from .errors import UnexpectedResponse
-from .models import Credential, Deleted, Event, Exchanged, Page, SignIn, Token, UsableCredential
+from .models import Credential, Deleted, Event, Exchanged, Page, SignedIn, SignIn, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 
@@ -212,10 +212,10 @@ class Client:
         )
         return reply.decode(SignIn.from_json)
 
-    def finish_sign_in(self, credential_id: str, callback_url: str) -> Credential:
+    def finish_sign_in(self, credential_id: str, callback_url: str) -> SignedIn:
         """Finishes the sign-in the callback's `state` names with the whole URL the authorization
         server redirected to: the daemon redeems the code and stores (or repairs) the credential.
-        Returns its metadata, never a token."""
+        Returns its metadata (never a token) and whether it was created."""
         reply = self._transport.send(
             "POST",
             Transport.credential_path(credential_id, "/authorization/callback"),
@@ -223,7 +223,7 @@ class Client:
             expect=(200, 201),
             timeout=60,
         )
-        return reply.decode(Credential.from_json)
+        return reply.decode(lambda document: SignedIn(Credential.from_json(document), reply.status == 201))
 
     def watch(self, credential_id: str) -> Stream[Credential]:
         """The credential's metadata now, then again on every change, until it is deleted or the

@@ -163,6 +163,15 @@ class SignIn:
 
 
 @dataclass(frozen=True)
+class SignedIn:
+    """A finished sign-in: the stored credential (never a token) and whether it was created
+    (`False`: an existing one was repaired or replaced)."""
+
+    credential: Credential
+    created: bool
+
+
+@dataclass(frozen=True)
 class UsableCredential:
     """A credential the caller may use through the proxy, and where (`GET /v1/proxy/credentials`)."""
 
