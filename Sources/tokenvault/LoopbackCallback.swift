@@ -94,11 +94,11 @@ final class LoopbackCallback {
 
     /// The target of an HTTP request's first line (`GET /callback?code=… HTTP/1.1`), its head read
     /// to the blank line (a connection closed with bytes unread is reset, and the browser would
-    /// show that instead of the page) within two seconds and 16 KiB; nil for anything else.
+    /// show that instead of the page) within ten seconds and 16 KiB; nil for anything else.
     private static func requestTarget(_ connection: Int32) -> String? {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date().addingTimeInterval(2)
+        let deadline = Date().addingTimeInterval(10)
         let end: [UInt8] = Array("\r\n\r\n".utf8)
         func headIsWhole() -> Bool {
             received.count >= 4 && (0...(received.count - 4)).contains { received[$0..<$0 + 4].elementsEqual(end) }

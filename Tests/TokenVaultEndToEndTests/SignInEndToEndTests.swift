@@ -14,7 +14,8 @@ import TokenVaultTesting
     func start(par: Bool = false) async throws -> (ResilienceHarness, AuthorizationServerProcess, DaemonProcess) {
         let directory = TemporaryDirectory("tokenvault-signin")
         let server = try AuthorizationServerProcess(directory: directory, redirectURIs: [Self.callback], par: par)
-        let secret = directory.file("authlib.secret")
+        // In the server's directory, which lives as long as it does: a daemon started again reads it.
+        let secret = server.directory.file("authlib.secret")
         writeFile(secret, Data("vault-secret".utf8), permissions: 0o600)
         // A forced refresh is refused for a second after the sign-in asked the server.
         let harness = try await ResilienceHarness(
@@ -196,11 +197,13 @@ import TokenVaultTesting
         // A browser's other requests are not the callback, and neither is another local process's
         // request naming no waiting sign-in: the real callback is still waited for.
         let origin = String(callback.prefix { $0 != "?" }).replacingOccurrences(of: "/callback", with: "")
-        let favicon = try await TestHTTPClient.request("GET", origin + "/favicon.ico")
+        // The listener answers once the daemon has: on a loaded machine that takes seconds.
+        let favicon = try await TestHTTPClient.request("GET", origin + "/favicon.ico", timeout: 60)
         #expect(favicon.status == 404)
-        let forged = try await TestHTTPClient.request("GET", origin + "/callback?code=forged&state=guessed")
+        let forged = try await TestHTTPClient.request(
+            "GET", origin + "/callback?code=forged&state=guessed", timeout: 60)
         #expect(forged.status == 400 && forged.text.contains("authorization_unknown"), "\(forged.text)")
-        let page = try await TestHTTPClient.request("GET", callback)
+        let page = try await TestHTTPClient.request("GET", callback, timeout: 60)
         #expect(page.status == 200 && page.text.contains("Signed in"), "\(page.text)")
         #expect(login.waitUntilExit() == 0, "\(read(errors))")
         let printed = read(output)
@@ -209,5 +212,28 @@ import TokenVaultTesting
         #expect(!printed.contains(code) && !read(errors).contains(code))
         let stored = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/frank").json()
         #expect(stored["provider"] as? String == "authlib" && stored["has_refresh_token"] as? Bool == true)
+    }
+
+    /// A restored backup does not bring back a sign-in finished since it was taken: its state
+    /// was spent, and a second finish must not reach the server with the code again.
+    @Test func aRestoreForgetsPendingSignIns() async throws {
+        let (harness, server, first) = try await start()
+        let url = try #require(try startSignIn(harness, "hana").json()["authorization_url"] as? String)
+        first.terminate()
+        let backup = harness.directory.file("before-finish.db")
+        let backedUp = try harness.cli.run(["backup", "--to", backup, "--data-dir", harness.dataDir])
+        #expect(backedUp.status == 0, "\(backedUp.stderr)")
+
+        let second = try harness.startDaemon()
+        let callback = try await server.signIn(url)
+        #expect(try finish(harness, "hana", callbackURL: callback).status == 201)
+        second.terminate()
+
+        let restored = try harness.cli.run(["restore", backup, "--data-dir", harness.dataDir])
+        #expect(restored.status == 0, "\(restored.stderr)")
+        let third = try harness.startDaemon()
+        defer { third.terminate() }
+        let again = try finish(harness, "hana", callbackURL: callback)
+        #expect(again.status == 404 && again.json()["code"] as? String == "authorization_unknown", "\(again.text)")
     }
 }

@@ -11,12 +11,15 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
     public let process: SpawnedProcess
     public let issuer: String
     public let logPath: String
+    /// Where its output goes, kept as long as the server (a test's files for it can live here).
+    public let directory: TemporaryDirectory
 
     /// `redirectURIs`: the client's registered ones; `par`: the server requires pushed requests.
     public init(
         directory: TemporaryDirectory, redirectURIs: [String], par: Bool = false, lifetime: Int = 3600,
         timeout: Double = 30
     ) throws {
+        self.directory = directory
         let root = Self.packageRoot
         let python = root + "/.build/test-venv/bin/python"
         guard FileManager.default.isExecutableFile(atPath: python) else {
