@@ -186,7 +186,9 @@ import TokenVaultTesting
         defer { login.signal(SIGKILL) }
         func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         var url: String?
-        let deadline = Date().addingTimeInterval(30)
+        // Generous: a fresh clone's CI, every end-to-end suite at once on two cores, once took
+        // 30 s from the command's start to its URL (a debug binary, discovery at Authlib).
+        let deadline = Date().addingTimeInterval(120)
         while url == nil, Date() < deadline, login.isRunning {
             url = read(output).split(separator: "\n").first { $0.hasPrefix("http") }.map(String.init)
             try await Task.sleep(for: .milliseconds(50))

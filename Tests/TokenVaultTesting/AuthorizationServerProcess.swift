@@ -72,19 +72,20 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
 
     /// Revokes every refresh token it issued: the next refresh is `invalid_grant`.
     public func revokeEverything() async throws {
-        _ = try await TestHTTPClient.request("POST", issuer + "/test/revoke")
+        _ = try await TestHTTPClient.request("POST", issuer + "/test/revoke", timeout: 60)
     }
 
     /// What the person's browser does with an authorization URL: loads it, answers the consent
     /// page (`allow` or not), and returns where the server redirected it (the callback URL), or
     /// the page it stopped at.
     public func signIn(_ authorizationURL: String, allow: Bool = true) async throws -> String {
-        let page = try await TestHTTPClient.request("GET", authorizationURL)
+        // A minute per request: the server is Python, sharing two cores with every suite.
+        let page = try await TestHTTPClient.request("GET", authorizationURL, timeout: 60)
         guard page.status == 200,
             let consent = page.text.firstMatch(of: /name="consent" value="([^"]+)"/)?.output.1
         else { throw SocketTestError("the authorization page answered \(page.status): \(page.text)") }
         let decision = try await TestHTTPClient.postForm(
-            issuer + "/consent", ["consent": String(consent), "decision": allow ? "allow" : "deny"])
+            issuer + "/consent", ["consent": String(consent), "decision": allow ? "allow" : "deny"], timeout: 60)
         guard decision.status == 302, let location = decision.headers["location"] else {
             throw SocketTestError("the consent answered \(decision.status): \(decision.text)")
         }
