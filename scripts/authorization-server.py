@@ -8,11 +8,17 @@ consent page: `Allow` or `Deny`), the token endpoint (authorization code with PK
 OpenID Connect id tokens signed RS256, and rotating refresh tokens), RFC 9207's `iss` in every
 authorization response, and, with `--par`, pushed authorization requests (RFC 9126; Authlib has
 no grant for them, so the endpoint here is a small extension that keeps the pushed parameters
-and replays them when the browser arrives with the `request_uri`).
+and replays them when the browser arrives with the `request_uri`), and the device grant (RFC 8628,
+Authlib's: a device authorization endpoint, a verification page at `/device` where the person
+enters the user code and allows or denies, and `authorization_pending`; `--slow-down N` answers
+`slow_down` to the first N polls of each device code, `--device-token-delay S` answers the poll
+that redeems a device code S seconds late).
 
 One client (`--client-id`, secret `--client-secret`, `client_secret_basic` or `_post`) and one
 person (`person-1`). State is in memory. Test hooks: `POST /test/revoke` revokes every
-refresh token. Prints one JSON line with `issuer` once it listens.
+refresh token; `GET /test/polls` counts the device grant's token requests per user code, lists
+the device codes it issued (a test looks for them in the vault's logs) and the user codes whose
+device code was redeemed. Prints one JSON line with `issuer` once it listens.
 
     python scripts/authorization-server.py --port 0 --redirect-uri http://127.0.0.1/callback
 """
@@ -29,6 +35,8 @@ from urllib.parse import urlencode, urlsplit
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict
+from authlib.oauth2.rfc8628.errors import SlowDownError
 from authlib.oauth2.rfc9207 import IssuerParameter
 from authlib.oidc.core import UserInfo
 from authlib.oidc.core.grants import OpenIDCode
@@ -42,6 +50,11 @@ CODES = {}
 TOKENS = {}
 PUSHED = {}
 CONSENTS = {}
+DEVICES = {}
+DEVICE_DECISIONS = {}
+DEVICE_POLLS = {}
+ISSUED_DEVICE_CODES = []
+REDEEMED = []
 
 
 class Client:
@@ -83,7 +96,7 @@ class Client:
         return response_type == "code"
 
     def check_grant_type(self, grant_type):
-        return grant_type in ("authorization_code", "refresh_token")
+        return grant_type in ("authorization_code", "refresh_token", DeviceCodeGrant.GRANT_TYPE)
 
 
 class AuthorizationCode(dict):
@@ -224,6 +237,61 @@ class Issuer(IssuerParameter):
         return self.issuer
 
 
+class DeviceEndpoint(DeviceAuthorizationEndpoint):
+    CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    INTERVAL = 1
+
+    def get_verification_uri(self):
+        return ISSUER[0] + "/device"
+
+    def save_device_credential(self, client_id, scope, data):
+        with LOCK:
+            ISSUED_DEVICE_CODES.append(data["device_code"])
+            DEVICES[data["device_code"]] = DeviceCredentialDict(
+                client_id=client_id, scope=scope, user_code=data["user_code"],
+                expires_at=time.time() + data["expires_in"],
+            )
+
+
+class DeviceGrant(DeviceCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    SLOW_DOWN = 0
+    TOKEN_DELAY = 0.0
+
+    def query_device_credential(self, device_code):
+        with LOCK:
+            return DEVICES.get(device_code)
+
+    def query_user_grant(self, user_code):
+        with LOCK:
+            DEVICE_POLLS[user_code] = DEVICE_POLLS.get(user_code, 0) + 1
+            return DEVICE_DECISIONS.get(user_code)
+
+    def validate_device_credential(self, credential):
+        with LOCK:
+            polls = DEVICE_POLLS.get(credential.get_user_code(), 0)
+        if polls < self.SLOW_DOWN:
+            with LOCK:
+                DEVICE_POLLS[credential.get_user_code()] = polls + 1
+            raise SlowDownError()
+        return super().validate_device_credential(credential)
+
+    def should_slow_down(self, credential):
+        return False
+
+    def create_token_response(self):
+        # A device code is redeemed once (RFC 8628 section 3.5: later polls are refused).
+        with LOCK:
+            DEVICES.pop(self.request.payload.data.get("device_code"), None)
+            REDEEMED.append(self.request.credential.get_user_code())
+        response = super().create_token_response()
+        time.sleep(self.TOKEN_DELAY)
+        return response
+
+
+ISSUER = [""]
+
+
 def save_token(token, req):
     with LOCK:
         if "refresh_token" in token:
@@ -244,6 +312,11 @@ def build(args, issuer):
                                  save_token=save_token)
     server.register_grant(CodeGrant, [CodeChallenge(required=True), IDToken(key, issuer)])
     server.register_grant(RotatingRefreshGrant)
+    DeviceGrant.SLOW_DOWN = args.slow_down
+    DeviceGrant.TOKEN_DELAY = args.device_token_delay
+    server.register_grant(DeviceGrant)
+    server.register_endpoint(DeviceEndpoint)
+    ISSUER[0] = issuer
     server.register_extension(Issuer(issuer))
 
     metadata = {
@@ -252,7 +325,8 @@ def build(args, issuer):
         "token_endpoint": issuer + "/token",
         "jwks_uri": issuer + "/jwks",
         "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "device_authorization_endpoint": issuer + "/device_authorization",
+        "grant_types_supported": ["authorization_code", "refresh_token", DeviceCodeGrant.GRANT_TYPE],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "authorization_response_iss_parameter_supported": True,
@@ -337,6 +411,34 @@ def build(args, issuer):
     def token():
         return server.create_token_response()
 
+    @app.post("/device_authorization")
+    def device_authorization():
+        return server.create_endpoint_response(DeviceEndpoint.ENDPOINT_NAME)
+
+    @app.get("/device")
+    def device_page():
+        code = html.escape(request.args.get("user_code", ""))
+        return (
+            '<html><body><form method="post" action="/device">'
+            + '<input name="user_code" value="' + code + '">'
+            + '<button name="decision" value="allow">Allow</button>'
+            + '<button name="decision" value="deny">Deny</button></form></body></html>'
+        )
+
+    @app.post("/device")
+    def device_decision():
+        user_code = request.form.get("user_code", "")
+        with LOCK:
+            known = any(d.get_user_code() == user_code for d in DEVICES.values())
+            if known:
+                DEVICE_DECISIONS[user_code] = (USER_ID, request.form.get("decision") == "allow")
+        return ("decided", 200) if known else ("unknown user code", 400)
+
+    @app.get("/test/polls")
+    def device_polls():
+        with LOCK:
+            return jsonify(polls=DEVICE_POLLS, device_codes=sorted(ISSUED_DEVICE_CODES), redeemed=REDEEMED)
+
     @app.post("/test/revoke")
     def revoke_all():
         with LOCK:
@@ -356,6 +458,9 @@ def main():
     parser.add_argument("--redirect-uri", action="append", default=[])
     parser.add_argument("--lifetime", type=int, default=3600, help="access token lifetime in seconds")
     parser.add_argument("--par", action="store_true", help="require pushed authorization requests")
+    parser.add_argument("--slow-down", type=int, default=0, help="answer slow_down to the first N device polls")
+    parser.add_argument("--device-token-delay", type=float, default=0.0,
+                        help="seconds to hold the answer that redeems a device code")
     args = parser.parse_args()
     if not args.redirect_uri:
         args.redirect_uri = ["http://127.0.0.1/callback"]

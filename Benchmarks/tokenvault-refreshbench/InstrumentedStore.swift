@@ -107,6 +107,18 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
     func takeAuthorization(key: String) async throws -> SealedAuthorization? {
         try await base.takeAuthorization(key: key)
     }
+    func claimDevicePolls(now: Timestamp, claim: String, until: Timestamp, limit: Int) async throws
+        -> [SealedAuthorization]
+    {
+        try await base.claimDevicePolls(now: now, claim: claim, until: until, limit: limit)
+    }
+    func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
+        try await base.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
+    }
+    func removeDevicePoll(key: String) async throws -> Bool { try await base.removeDevicePoll(key: key) }
+    func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
+        try await base.devicePolls(for: credentialID)
+    }
 
     // MARK: RefreshJournal
 

@@ -8,6 +8,8 @@ extension TokenVaultClient {
     public enum SignInMode: String, Sendable, Encodable {
         case url
         case parameters
+        /// The device grant (RFC 8628): a user code to enter at a page; the daemon polls.
+        case device
     }
 
     /// What the daemon answers when a sign-in starts.
@@ -20,10 +22,46 @@ extension TokenVaultClient {
         public var expiresAt: String
         /// Whether the request was pushed to the server first (RFC 9126).
         public var pushed: Bool
+        /// `.device` mode: the code the person enters, where, and the seconds between the daemon's polls.
+        public var userCode: String?
+        public var verificationURI: String?
+        public var verificationURIComplete: String?
+        public var interval: Int?
 
         enum CodingKeys: String, CodingKey {
             case authorizationURL = "authorization_url", parameters, expiresAt = "expires_at", pushed
+            case userCode = "user_code", verificationURI = "verification_uri"
+            case verificationURIComplete = "verification_uri_complete", interval
         }
+    }
+
+    /// `GET …/authorization`: the caller's device grants still waiting, and how their last
+    /// sign-in into the credential ended.
+    public struct SignInStatus: Codable, Sendable {
+        public struct Pending: Codable, Sendable {
+            public var kind: String
+            public var provider: String
+            public var startedAt: String
+            public var expiresAt: String
+            public var nextPollAt: String
+            public var interval: Int
+
+            enum CodingKeys: String, CodingKey {
+                case kind, provider, startedAt = "started_at", expiresAt = "expires_at", nextPollAt = "next_poll_at"
+                case interval
+            }
+        }
+
+        public struct Ended: Codable, Sendable {
+            public var at: String
+            /// `authorized` or `failed`.
+            public var outcome: String
+            /// Why it failed: `access_denied`, `expired_token`, …
+            public var reason: String?
+        }
+
+        public var pending: [Pending]
+        public var last: Ended?
     }
 
     /// A request parameter's value: one, or several for a name given more than once (RFC 8707's
@@ -63,13 +101,13 @@ extension TokenVaultClient {
     /// state, PKCE verifier and nonce; `redirectURI` must be one of the instance's `redirect_uris`
     /// (a loopback one on any port). `labels`: the credential's; nil keeps a repaired one's.
     public func startSignIn(
-        _ id: String, provider: String, redirectURI: String, scopes: [String] = [], loginHint: String? = nil,
+        _ id: String, provider: String, redirectURI: String?, scopes: [String] = [], loginHint: String? = nil,
         prompt: String? = nil, resources: [String] = [], parameters: [String: String] = [:],
         labels: [String: String]? = nil, mode: SignInMode = .url
     ) async throws -> SignInStarted {
         struct Body: Encodable {
             let provider: String
-            let redirectURI: String
+            let redirectURI: String?
             let scopes: [String]
             let loginHint: String?
             let prompt: String?
@@ -92,6 +130,13 @@ extension TokenVaultClient {
             .post, try Self.credentialPath(id, "/authorization"), body: ByteBuffer(bytes: body), expecting: [201],
             timeout: .seconds(60))
         return try reply.decode(SignInStarted.self)
+    }
+
+    /// `GET /v1/credentials/{namespace}/{name}/authorization`: the caller's device grants waiting
+    /// for credential `id`, and how the caller's last sign-in into it ended.
+    public func signInStatus(_ id: String) async throws -> SignInStatus {
+        let reply = try await send(.get, try Self.credentialPath(id, "/authorization"), expecting: [200])
+        return try reply.decode(SignInStatus.self)
     }
 
     /// `POST /v1/credentials/{namespace}/{name}/authorization/callback`: finishes the sign-in the

@@ -20,12 +20,15 @@ public struct CodeRedemption: Sendable {
     public var labels: [String: String]?
     /// The row written with the credential (`credential.exchange`, allowed).
     public var audit: AuditEvent
+    /// The device grant this redeems (its row's key): ended once the tokens are stored.
+    public var deviceGrantKey: String?
 
     public init(
         provider: String, request: CodeExchangeRequest, nonce: String?, issuer: String? = nil,
         idTokenRequired: Bool = true, requestedScopes: [String] = [], expectedSubject: String? = nil,
-        labels: [String: String]?, audit: AuditEvent
+        labels: [String: String]?, audit: AuditEvent, deviceGrantKey: String? = nil
     ) {
+        self.deviceGrantKey = deviceGrantKey
         self.provider = provider
         self.request = request
         self.nonce = nonce

@@ -42,7 +42,16 @@ public struct PendingAuthorization: Sendable {
 /// pruned by `uid` and `expiresAt`; the verifier and the other details are sealed under
 /// `sealTerm`, which rotation keeps while the row lives.
 public struct SealedAuthorization: Sendable, Equatable {
+    /// Spelled as the `kind` column.
+    public enum Kind: String, Sendable {
+        /// Finished by the redirect's callback; `key` is the state's fingerprint.
+        case authorizationCode = "authorization_code"
+        /// Polled by the daemon; `key` is the device code's fingerprint.
+        case deviceCode = "device_code"
+    }
+
     public var key: String
+    public var kind: Kind
     public var credentialID: CredentialID
     public var provider: String
     public var uid: UInt32
@@ -53,12 +62,19 @@ public struct SealedAuthorization: Sendable, Equatable {
     public var secret: [UInt8]
     /// `AuthorizationDetails` as JSON, sealed (the nonce is in it).
     public var details: [UInt8]
+    /// A device grant's seconds between polls, and when the next is due.
+    public var pollInterval: Int?
+    public var nextPollAt: Timestamp?
 
     public init(
-        key: String, credentialID: CredentialID, provider: String, uid: UInt32, createdAt: Timestamp,
-        expiresAt: Timestamp, sealTerm: UInt32, secret: [UInt8], details: [UInt8]
+        key: String, kind: Kind = .authorizationCode, credentialID: CredentialID, provider: String, uid: UInt32,
+        createdAt: Timestamp, expiresAt: Timestamp, sealTerm: UInt32, secret: [UInt8], details: [UInt8],
+        pollInterval: Int? = nil, nextPollAt: Timestamp? = nil
     ) {
         self.key = key
+        self.kind = kind
+        self.pollInterval = pollInterval
+        self.nextPollAt = nextPollAt
         self.credentialID = credentialID
         self.provider = provider
         self.uid = uid
@@ -77,13 +93,22 @@ public struct AuthorizationDetails: Codable, Sendable, Equatable {
     public var nonce: String?
     public var labels: [String: String]?
     public var gid: UInt32?
+    /// A device grant's: started by a caller without `credential:write`.
+    public var keepsSubject: Bool?
+    /// A device grant's: the issuer an id token must name.
+    public var issuer: String?
 
-    public init(redirectURI: String, scopes: [String], nonce: String?, labels: [String: String]?, gid: UInt32?) {
+    public init(
+        redirectURI: String, scopes: [String], nonce: String?, labels: [String: String]?, gid: UInt32?,
+        keepsSubject: Bool? = nil, issuer: String? = nil
+    ) {
         self.redirectURI = redirectURI
         self.scopes = scopes
         self.nonce = nonce
         self.labels = labels
         self.gid = gid
+        self.keepsSubject = keepsSubject
+        self.issuer = issuer
     }
 }
 
@@ -92,7 +117,20 @@ public protocol AuthorizationStore: Sendable {
     /// Removes every row expired at `now`, then adds `row` unless its caller has `limit` rows
     /// already (false then). Durable: a sign-in the caller was told of survives a crash.
     func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool
-    /// Removes and returns the row under `key`, expired or not (the caller says which): a
-    /// sign-in is finished at most once.
+    /// Removes and returns the authorization code row under `key`, expired or not (the caller
+    /// says which): a sign-in is finished at most once.
     func takeAuthorization(key: String) async throws -> SealedAuthorization?
+    /// Device grants due at `now` that no node holds (or whose holder's claim lapsed, or whose
+    /// holder was an earlier run of `claim`'s node: `LeaseName`), at most `limit`, now held by
+    /// `claim` until `until`: one node polls a grant at a time, and a restarted node resumes at once.
+    func claimDevicePolls(now: Timestamp, claim: String, until: Timestamp, limit: Int) async throws
+        -> [SealedAuthorization]
+    /// The next poll of the device grant `key`, which `claim` holds: `interval` seconds apart,
+    /// due at `at`, and no longer held. False when the row is gone or another node holds it.
+    func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool
+    /// Removes the device grant `key` (it ended: tokens stored, refused or expired); false when
+    /// it was gone.
+    func removeDevicePoll(key: String) async throws -> Bool
+    /// The device grants waiting for `credentialID`, expired or not, for its status.
+    func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization]
 }

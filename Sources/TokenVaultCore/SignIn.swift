@@ -8,11 +8,16 @@ public struct SignInStart: Sendable {
         /// The request's parameters (state, nonce, PKCE challenge, …) for a mobile SDK that
         /// builds the request itself; the code it returns is finished the same way.
         case parameters
+        /// The device grant (RFC 8628): a user code and a page to enter it on, for a person
+        /// with a browser elsewhere; the daemon polls the token endpoint until the person has
+        /// decided, and stores the tokens itself.
+        case device
     }
 
     public var credentialID: CredentialID
     public var provider: String
-    public var redirectURI: String
+    /// Required but for `.device`, which has no redirect.
+    public var redirectURI: String?
     public var scopes: [String]
     public var loginHint: String?
     public var prompt: String?
@@ -22,11 +27,15 @@ public struct SignInStart: Sendable {
     public var mode: Mode
     /// The caller, who alone may finish it; and the row written when it starts.
     public var audit: AuditEvent
+    /// Whether the credential, if it exists, may only be repaired with tokens for its own
+    /// subject (a caller without `credential:write`). A device grant ends without its caller,
+    /// so it is decided when it starts.
+    public var keepsSubject: Bool
 
     public init(
-        credentialID: CredentialID, provider: String, redirectURI: String, scopes: [String], loginHint: String? = nil,
+        credentialID: CredentialID, provider: String, redirectURI: String?, scopes: [String], loginHint: String? = nil,
         prompt: String? = nil, resources: [String] = [], extra: [String: String] = [:],
-        labels: [String: String]? = nil, mode: Mode = .url, audit: AuditEvent
+        labels: [String: String]? = nil, mode: Mode = .url, audit: AuditEvent, keepsSubject: Bool = false
     ) {
         self.credentialID = credentialID
         self.provider = provider
@@ -39,6 +48,7 @@ public struct SignInStart: Sendable {
         self.labels = labels
         self.mode = mode
         self.audit = audit
+        self.keepsSubject = keepsSubject
     }
 }
 
@@ -52,14 +62,18 @@ public struct StartedSignIn: Sendable {
     public var expiresAt: Timestamp
     /// Whether the request was pushed (RFC 9126).
     public var pushed: Bool
+    /// What the person needs (`.device` mode): the user code and where to enter it.
+    public var device: DeviceUserCode?
 
     public init(
-        authorizationURL: String?, parameters: [(name: String, value: String)]?, expiresAt: Timestamp, pushed: Bool
+        authorizationURL: String?, parameters: [(name: String, value: String)]?, expiresAt: Timestamp, pushed: Bool,
+        device: DeviceUserCode? = nil
     ) {
         self.authorizationURL = authorizationURL
         self.parameters = parameters
         self.expiresAt = expiresAt
         self.pushed = pushed
+        self.device = device
     }
 }
 
@@ -81,14 +95,29 @@ public struct SignInFinish: Sendable {
     }
 }
 
-/// How long a sign-in waits, and how many one caller may have waiting.
+/// How long a sign-in waits, how many one caller may have waiting, and how device grants are
+/// polled.
 public struct SignInLimits: Sendable, Equatable {
-    /// Seconds between start and finish at most (the state's lifetime).
+    /// Seconds between start and finish at most (the state's lifetime). A device grant lasts
+    /// as long as its server says, up to `maximumDeviceSeconds`.
     public var expirySeconds: Double
     public var maximumPendingPerUID: Int
+    /// The longest a device grant is polled, whatever its server's `expires_in`.
+    public var maximumDeviceSeconds: Double
+    /// How often the daemon looks for device grants due for a poll.
+    public var devicePollCheckSeconds: Double
+    /// How long a node holds a device grant while it polls it: another node takes it over
+    /// after that if the node died (longer than a token request may take).
+    public var deviceClaimSeconds: Double
 
-    public init(expirySeconds: Double = 600, maximumPendingPerUID: Int = 20) {
+    public init(
+        expirySeconds: Double = 600, maximumPendingPerUID: Int = 20, maximumDeviceSeconds: Double = 1800,
+        devicePollCheckSeconds: Double = 1, deviceClaimSeconds: Double = 180
+    ) {
         self.expirySeconds = expirySeconds
         self.maximumPendingPerUID = maximumPendingPerUID
+        self.maximumDeviceSeconds = maximumDeviceSeconds
+        self.devicePollCheckSeconds = devicePollCheckSeconds
+        self.deviceClaimSeconds = deviceClaimSeconds
     }
 }

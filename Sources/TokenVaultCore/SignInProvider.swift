@@ -7,6 +7,10 @@ public protocol SignInProvider: TokenProvider {
     /// answers the `request_uri` the authorization URL then carries.
     func pushAuthorizationRequest(_ parameters: [(name: String, value: String)]) async throws(ProviderFailure)
         -> PushedAuthorizationRequest
+    /// Asks the device authorization endpoint for a device code and a user code (RFC 8628
+    /// section 3.1), client authentication added.
+    func requestDeviceAuthorization(scopes: [String], extra: [String: String]) async throws(ProviderFailure)
+        -> DeviceAuthorization
 }
 
 /// What starting a sign-in at a provider instance needs to know.

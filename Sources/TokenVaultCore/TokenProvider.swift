@@ -32,6 +32,7 @@ public protocol TokenProvider: Sendable {
 /// What a server-side code exchange sends: the one-time code the mobile SDK handed the app,
 /// the PKCE verifier that goes with it, and the redirect URI the code was issued for.
 public struct CodeExchangeRequest: Sendable {
+    /// The authorization code, or a device grant's device code (`grant`).
     public var code: SecretBytes
     public var codeVerifier: SecretBytes?
     public var redirectURI: String
@@ -41,11 +42,13 @@ public struct CodeExchangeRequest: Sendable {
     public var credentialID: CredentialID
     /// The key the answer is kept under until the engine settles it (nil: none).
     public var call: ProviderCall?
+    public var grant: CodeGrant
 
     public init(
         code: SecretBytes, codeVerifier: SecretBytes?, redirectURI: String, state: String? = nil,
-        credentialID: CredentialID, call: ProviderCall? = nil
+        credentialID: CredentialID, call: ProviderCall? = nil, grant: CodeGrant = .authorizationCode
     ) {
+        self.grant = grant
         self.code = code
         self.codeVerifier = codeVerifier
         self.redirectURI = redirectURI

@@ -21,12 +21,18 @@ public struct WebhookEvent: Sendable, Equatable {
         /// The provider could not be reached or refused the revocation; it is retried.
         case revocationFailing = "credential.revocation_failing"
         case deleted = "credential.deleted"
+        /// A device sign-in the daemon polled for ended with tokens stored.
+        case authorized = "credential.authorized"
+        /// A device sign-in ended without tokens (`reason`: `access_denied`, `expired_token`…).
+        case authorizationFailed = "credential.authorization_failed"
         /// A new data key took over and every credential was re-sealed with it.
         case keyRotated = "vault.key_rotated"
 
         /// Whether the credential's last failure is what the event is about (it is left out of
         /// the others, where it would be stale).
-        var carriesReason: Bool { [.needsReauth, .refreshFailing, .expired, .revocationFailing].contains(self) }
+        var carriesReason: Bool {
+            [.needsReauth, .refreshFailing, .expired, .revocationFailing, .authorizationFailed].contains(self)
+        }
     }
 
     public var kind: Kind

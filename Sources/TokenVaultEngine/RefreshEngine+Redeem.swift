@@ -65,6 +65,18 @@ extension RefreshEngine {
                 // An answer recovered from the spool: its lifetimes count from its own request.
                 issuedAt: payload.sentAt, answerKey: call.key, planner: slot.planner),
             whenDurable: { [settlement] in settlement.settle(call.key) })
+        if let key = redemption.deviceGrantKey, case .committed = stored {
+            // Held tokens commit later; the grant's row then meets a spent code at its next poll.
+            do {
+                try await vault.announceSignInEnded(
+                    redemption.request.credentialID, provider: redemption.provider, key: key, reason: nil)
+                _ = try await vault.removeDevicePoll(key: key)
+            } catch {
+                logger.warning(
+                    "a device sign-in's end could not be written; its next poll finds the code spent: \(error)",
+                    metadata: ["tokenvault.credential.id": "\(redemption.request.credentialID)"])
+            }
+        }
         return RedeemedCode(payload: payload, stored: stored)
     }
 
@@ -144,6 +156,10 @@ struct SpooledExchange: Codable {
     var labels: [String: String]?
     /// The audit row's operation (a sign-in's finish, or a plain exchange when absent).
     var operation: String?
+    /// The device grant redeemed, ended once the recovered answer is stored.
+    var deviceGrantKey: String?
+    /// The audit row's detail.
+    var detail: String?
     var auditAt: Int64
     var uid: UInt32?
     var gid: UInt32?
@@ -161,6 +177,8 @@ struct SpooledExchange: Codable {
         expectedSubject = redemption.expectedSubject
         labels = redemption.labels
         operation = redemption.audit.operation
+        deviceGrantKey = redemption.deviceGrantKey
+        detail = redemption.audit.detail
         auditAt = redemption.audit.at.milliseconds
         uid = redemption.audit.uid
         gid = redemption.audit.gid
@@ -186,6 +204,8 @@ struct SpooledExchange: Codable {
             audit: AuditEvent(
                 at: Timestamp(milliseconds: auditAt), uid: uid, gid: gid, pid: pid,
                 operation: operation.map(AuditOperation.init(stored:)) ?? .credentialExchange,
-                credentialID: id, outcome: .allowed, detail: "answer recovered from the spool"))
+                credentialID: id, outcome: .allowed,
+                detail: (detail.map { $0 + ", " } ?? "") + "answer recovered from the spool"),
+            deviceGrantKey: deviceGrantKey)
     }
 }

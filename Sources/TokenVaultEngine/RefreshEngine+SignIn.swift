@@ -7,19 +7,26 @@ import TokenVaultLedger
 /// started for.
 extension RefreshEngine {
     public func startSignIn(_ start: SignInStart) async throws -> StartedSignIn {
-        try await withSignInProvider(start.provider) { provider, server in
-            try await startSignIn(start, provider: provider, server: server)
-        }
-    }
-
-    private func startSignIn(_ start: SignInStart, provider: any SignInProvider, server: AuthorizationServer)
-        async throws -> StartedSignIn
-    {
         // Only the uid that started a sign-in finishes it: one without a uid could be finished by anyone.
         guard let uid = start.audit.uid else {
             throw VaultError(code: .forbidden, message: "a sign-in needs a caller with a uid")
         }
-        guard RedirectURIRule.admits(start.redirectURI, registered: server.redirectURIs) else {
+        return try await withSignInProvider(start.provider) { provider in
+            if start.mode == .device { return try await startDeviceSignIn(start, uid: uid, provider: provider) }
+            guard let redirectURI = start.redirectURI else {
+                throw VaultError.invalidField("redirect_uri", "is required but for mode device")
+            }
+            return try await startSignIn(
+                start, redirectURI: redirectURI, uid: uid, provider: provider,
+                server: try await provider.authorizationServer())
+        }
+    }
+
+    private func startSignIn(
+        _ start: SignInStart, redirectURI: String, uid: UInt32, provider: any SignInProvider,
+        server: AuthorizationServer
+    ) async throws -> StartedSignIn {
+        guard RedirectURIRule.admits(redirectURI, registered: server.redirectURIs) else {
             throw VaultError(
                 code: .redirectURINotAllowed,
                 message: "redirect_uri is not one of the redirect_uris of provider '\(start.provider)'")
@@ -34,27 +41,23 @@ extension RefreshEngine {
         // whenever one comes back, and required only when `openid` was asked for).
         let nonce = secrets.nonce
         let request = AuthorizationRequest(
-            clientID: server.clientID, redirectURI: start.redirectURI, scopes: start.scopes,
+            clientID: server.clientID, redirectURI: redirectURI, scopes: start.scopes,
             state: secrets.state.revealString(), codeChallenge: secrets.codeChallenge, nonce: nonce,
             loginHint: start.loginHint, prompt: start.prompt, resources: start.resources, extra: start.extra)
         let pending = PendingAuthorization(
-            credentialID: start.credentialID, provider: start.provider, redirectURI: start.redirectURI,
+            credentialID: start.credentialID, provider: start.provider, redirectURI: redirectURI,
             scopes: start.scopes, codeVerifier: secrets.codeVerifier, nonce: nonce, labels: start.labels,
             uid: uid, gid: start.audit.gid, createdAt: now,
             expiresAt: now.adding(seconds: options.signIn.expirySeconds))
         guard
             try await vault.keepAuthorization(
                 pending, state: secrets.state, limit: options.signIn.maximumPendingPerUID)
-        else {
-            throw VaultError(
-                code: .tooManyAuthorizations,
-                message: "this caller has \(options.signIn.maximumPendingPerUID) sign-ins waiting already "
-                    + "(sign_in.max_pending_per_uid); finish them or let them expire")
-        }
+        else { throw tooManySignIns }
         switch start.mode {
         case .parameters:
             return StartedSignIn(
                 authorizationURL: nil, parameters: request.parameters, expiresAt: pending.expiresAt, pushed: false)
+        case .device: preconditionFailure("device sign-ins start in startDeviceSignIn")
         case .url:
             guard server.pushedAuthorizationRequestEndpoint != nil else {
                 return StartedSignIn(
@@ -95,7 +98,7 @@ extension RefreshEngine {
             throw VaultError(
                 code: .authorizationExpired, message: "this sign-in expired at \(pending.expiresAt); start a new one")
         }
-        let server = try await withSignInProvider(pending.provider) { $1 }
+        let server = try await withSignInProvider(pending.provider) { try await $0.authorizationServer() }
         // RFC 9207 section 2.4: checked before anything else the response says, errors included.
         if let issuer = callback.issuer {
             guard let expected = server.issuer, issuer == expected else {
@@ -141,10 +144,38 @@ extension RefreshEngine {
                 labels: pending.labels, audit: finish.audit))
     }
 
-    /// Runs `body` with the instance's provider, if its kind can start sign-ins, and its
-    /// authorization server, inside the instance's slot (a reload waits for it).
-    private func withSignInProvider<Result: Sendable>(
-        _ name: String, _ body: (any SignInProvider, AuthorizationServer) async throws -> Result
+    /// Asks the device authorization endpoint for the codes, and keeps the device code sealed
+    /// for the poller (`RefreshEngine+DeviceGrant.swift`), which redeems it once the person has
+    /// approved.
+    private func startDeviceSignIn(_ start: SignInStart, uid: UInt32, provider: any SignInProvider) async throws
+        -> StartedSignIn
+    {
+        let granted = try await provider.requestDeviceAuthorization(scopes: start.scopes, extra: start.extra)
+        let expiresAt = vault.clock.now.adding(
+            seconds: min(max(granted.expiresIn, 1), options.signIn.maximumDeviceSeconds))
+        guard
+            try await vault.keepDeviceAuthorization(
+                credentialID: start.credentialID, provider: start.provider, deviceCode: granted.deviceCode,
+                scopes: start.scopes, labels: start.labels, uid: uid, gid: start.audit.gid,
+                keepsSubject: start.keepsSubject, issuer: granted.issuer, interval: granted.userCode.interval,
+                expiresAt: expiresAt, limit: options.signIn.maximumPendingPerUID)
+        else { throw tooManySignIns }
+        wakeDevicePoller()
+        return StartedSignIn(
+            authorizationURL: nil, parameters: nil, expiresAt: expiresAt, pushed: false, device: granted.userCode)
+    }
+
+    private var tooManySignIns: VaultError {
+        VaultError(
+            code: .tooManyAuthorizations,
+            message: "this caller has \(options.signIn.maximumPendingPerUID) sign-ins waiting already "
+                + "(sign_in.max_pending_per_uid); finish them or let them expire")
+    }
+
+    /// Runs `body` with the instance's provider, if its kind can start sign-ins, inside the
+    /// instance's slot (a reload waits for it).
+    func withSignInProvider<Result: Sendable>(
+        _ name: String, _ body: (any SignInProvider) async throws -> Result
     ) async throws -> Result {
         let slot = enterSlot(name)
         defer { slot?.leave() }
@@ -156,6 +187,6 @@ extension RefreshEngine {
                 kind: .misconfigured, code: .providerNotConfigured,
                 message: "provider '\(name)' is of a kind that cannot start sign-ins")
         }
-        return try await body(signIn, try await signIn.authorizationServer())
+        return try await body(signIn)
     }
 }

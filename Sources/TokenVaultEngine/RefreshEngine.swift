@@ -74,6 +74,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     let leases: LeaseKeeper
     let flight = SingleFlight()
     let wake = WakeSignal()
+    /// Wakes the device grant poller (`RefreshEngine+DeviceGrant.swift`).
+    let deviceWake = WakeSignal()
     let remoteWake: CoalescedWake
     let statistics = RefreshStatistics()
     let onDemand: OnDemandLimiter

@@ -8,7 +8,7 @@ import TokenVaultCore
 /// scan), or until woken because a credential was stored or a refresh finished. Due
 /// credentials start most urgent first, at most `maximumInFlight` at a time, each provider
 /// paced by its gate, so a start-up with a backlog catches up without a thundering herd.
-/// Attempts left open by a crash are resumed first. On shutdown it stops starting refreshes
+/// Attempts left open by a crash are resumed first. Device grants are polled beside it. On shutdown it stops starting refreshes
 /// and waits for those in flight to commit, so a graceful stop never strands a rotation.
 public struct RefreshScheduler: Service {
     let engine: RefreshEngine
@@ -36,6 +36,10 @@ public struct RefreshScheduler: Service {
 
     private func loop() async {
         await engine.recoverSpool()
+        // Device grants are polled once the spool is recovered: a grant whose tokens a courier
+        // spooled is ended by storing them, not by a poll that finds its code spent.
+        let devicePoller = Task { [engine] in await engine.runDevicePoller() }
+        defer { devicePoller.cancel() }
         await resumeOpenAttempts()
         var lastPrune = engine.vault.clock.now
         while !Task.isCancelled {

@@ -26,7 +26,7 @@ extension Vault {
     /// `limit` sign-ins waiting already (expired ones are pruned first).
     public func keepAuthorization(_ pending: PendingAuthorization, state: SecretBytes, limit: Int) async throws -> Bool
     {
-        let key = Self.key(of: state, sealer)
+        let key = Self.key(of: state, domain: "state", sealer)
         let details = AuthorizationDetails(
             redirectURI: pending.redirectURI, scopes: pending.scopes, nonce: pending.nonce, labels: pending.labels,
             gid: pending.gid)
@@ -47,7 +47,9 @@ extension Vault {
     /// The sign-in `state` names, removed from the store: it is finished at most once. Nil when
     /// none waits under it (never started, finished, or pruned after expiring).
     public func takeAuthorization(state: SecretBytes) async throws -> PendingAuthorization? {
-        guard let row = try await store.takeAuthorization(key: Self.key(of: state, sealer)) else { return nil }
+        guard let row = try await store.takeAuthorization(key: Self.key(of: state, domain: "state", sealer)) else {
+            return nil
+        }
         if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
         let verifier = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
         let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
@@ -58,13 +60,87 @@ extension Vault {
             gid: details.gid, createdAt: row.createdAt, expiresAt: row.expiresAt)
     }
 
-    /// The row's key: a fingerprint of the state in a domain of its own (a state never collides
-    /// with a refresh token's fingerprint).
-    private static func key(of state: SecretBytes, _ sealer: any Sealer) -> String {
-        let prefix = Array("tokenvault.authorization.state\u{0}".utf8)
-        let domained = SecretBytes(count: prefix.count + state.count) { buffer in
+    /// Keeps a started device grant until its poller ends it, under its device code's
+    /// fingerprint; false when its caller has `limit` sign-ins waiting already.
+    public func keepDeviceAuthorization(
+        credentialID: CredentialID, provider: String, deviceCode: SecretBytes, scopes: [String],
+        labels: [String: String]?, uid: UInt32, gid: UInt32?, keepsSubject: Bool, issuer: String?, interval: Int,
+        expiresAt: Timestamp, limit: Int
+    ) async throws -> Bool {
+        let now = clock.now
+        let details = AuthorizationDetails(
+            redirectURI: "", scopes: scopes, nonce: nil, labels: labels, gid: gid, keepsSubject: keepsSubject,
+            issuer: issuer)
+        let term = sealer.activeTerm
+        var row = SealedAuthorization(
+            key: Self.key(of: deviceCode, domain: "device", sealer), kind: .deviceCode, credentialID: credentialID,
+            provider: provider, uid: uid, createdAt: now, expiresAt: expiresAt, sealTerm: term, secret: [],
+            details: [], pollInterval: interval, nextPollAt: now.adding(seconds: Double(interval)))
+        row.secret = try sealer.seal(deviceCode, associatedData: Self.associatedData(row, "secret"), term: term)
+        row.details = try sealer.seal(
+            SecretBytes(try JSONEncoder().encode(details)), associatedData: Self.associatedData(row, "details"),
+            term: term)
+        return try await store.addAuthorization(row, limit: limit, now: now)
+    }
+
+    /// Device grants due for a poll, held by `claim` for `seconds`: no other node polls them
+    /// meanwhile. A row that does not open is removed, and its error logged by the caller.
+    public func claimDevicePolls(claim: String, seconds: Double, limit: Int) async throws
+        -> [Result<PendingDeviceSignIn, DeviceRowError>]
+    {
+        let now = clock.now
+        let rows = try await store.claimDevicePolls(
+            now: now, claim: claim, until: now.adding(seconds: seconds), limit: limit)
+        var opened: [Result<PendingDeviceSignIn, DeviceRowError>] = []
+        for row in rows {
+            do {
+                opened.append(.success(try await openDevice(row)))
+            } catch {
+                opened.append(.failure(DeviceRowError(key: row.key, credentialID: row.credentialID, error: error)))
+            }
+        }
+        return opened
+    }
+
+    /// A device grant's row that did not open (its seal or its details are broken).
+    public struct DeviceRowError: Error {
+        public var key: String
+        public var credentialID: CredentialID
+        public var error: any Error
+    }
+
+    /// The device grants waiting for `credentialID`, opened.
+    public func devicePolls(for credentialID: CredentialID) async throws -> [PendingDeviceSignIn] {
+        var opened: [PendingDeviceSignIn] = []
+        for row in try await store.devicePolls(for: credentialID) { opened.append(try await openDevice(row)) }
+        return opened
+    }
+
+    public func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
+        try await store.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
+    }
+
+    public func removeDevicePoll(key: String) async throws -> Bool { try await store.removeDevicePoll(key: key) }
+
+    private func openDevice(_ row: SealedAuthorization) async throws -> PendingDeviceSignIn {
+        if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
+        let deviceCode = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
+        let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
+            .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
+        return PendingDeviceSignIn(
+            key: row.key, credentialID: row.credentialID, provider: row.provider, deviceCode: deviceCode,
+            scopes: details.scopes, labels: details.labels, uid: row.uid, gid: details.gid,
+            keepsSubject: details.keepsSubject ?? true, issuer: details.issuer, interval: row.pollInterval ?? 5,
+            nextPollAt: row.nextPollAt ?? row.createdAt, createdAt: row.createdAt, expiresAt: row.expiresAt)
+    }
+
+    /// The row's key: a fingerprint of the state (or the device code) in a domain of its own (it
+    /// never collides with a refresh token's fingerprint, or one kind's with the other's).
+    private static func key(of secret: SecretBytes, domain: String, _ sealer: any Sealer) -> String {
+        let prefix = Array("tokenvault.authorization.\(domain)\u{0}".utf8)
+        let domained = SecretBytes(count: prefix.count + secret.count) { buffer in
             buffer.copyBytes(from: prefix)
-            state.withUnsafeBytes {
+            secret.withUnsafeBytes {
                 UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]).copyMemory(from: $0)
             }
         }

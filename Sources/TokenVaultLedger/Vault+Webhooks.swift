@@ -27,6 +27,21 @@ extension Vault {
                 writer)
         }
     }
+
+    /// A device sign-in ended: `credential.authorized` (reason nil) or
+    /// `credential.authorization_failed`. Written before the grant's row is removed, under a
+    /// message id of the grant's, so a crash in between announces it again as the same message.
+    public func announceSignInEnded(_ id: CredentialID, provider: String, key: String, reason: String?) async throws {
+        let announcer = announcer
+        guard announcer.isActive else { return }
+        let metadata = try? await self.metadata(id)
+        let event = WebhookEvent(
+            kind: reason == nil ? .authorized : .authorizationFailed, at: announcer.now, credentialID: id,
+            provider: provider, status: metadata?.status, generation: metadata?.generation, reason: reason)
+        try await writes.write(.full) { writer in
+            try await announcer.announce(event, messageID: "msg_sign_in_\(key.prefix(32))", writer)
+        }
+    }
 }
 
 /// Turns a change to a credential into outbox rows, one per endpoint that wants each event.

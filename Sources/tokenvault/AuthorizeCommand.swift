@@ -32,8 +32,8 @@ struct AuthorizeCommand: AsyncParsableCommand {
             _ = try parseLabels(labels)
         }
 
-        /// Starts the sign-in with `redirectURI`.
-        func start(_ id: String, redirectURI: String, mode: TokenVaultClient.SignInMode, with vault: TokenVaultClient)
+        /// Starts the sign-in with `redirectURI` (nil for a device grant).
+        func start(_ id: String, redirectURI: String?, mode: TokenVaultClient.SignInMode, with vault: TokenVaultClient)
             async throws -> TokenVaultClient.SignInStarted
         {
             try await vault.startSignIn(

@@ -9,7 +9,8 @@ import TokenVaultClient
 /// `tokenvault login`: a whole sign-in from a terminal. It listens on an ephemeral loopback port,
 /// has the daemon start the authorization with that redirect, prints the URL (and opens it when
 /// there is a display), waits for the one callback, finishes through the daemon, answers the
-/// browser with a short page, and prints the credential.
+/// browser with a short page, and prints the credential. With `--device` it starts a device grant
+/// instead: it prints the code and the page to enter it on, and waits while the daemon polls.
 struct LoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
@@ -21,6 +22,11 @@ struct LoginCommand: AsyncParsableCommand {
             repaired in place (same id and labels). On a host other people use, prefer --no-browser and \
             paste the URL yourself: a browser started for you has the URL in its arguments, which every \
             local user can read, and with it another user could sign in as themselves and answer first.
+
+            --device uses the device grant (RFC 8628) instead, for a host without a browser: the instance \
+            needs a device_authorization_endpoint (configured or discovered) and no redirect. The command \
+            prints the verification page and the code to enter there, and waits while the daemon polls the \
+            server; it may be interrupted, the daemon goes on polling (`GET …/authorization` shows it).
             """)
 
     @OptionGroup var client: ClientOptions
@@ -29,6 +35,8 @@ struct LoginCommand: AsyncParsableCommand {
     @Option(name: .customLong("redirect-path"), help: "The path of the loopback redirect URI.")
     var redirectPath = "/callback"
     @Flag(name: .customLong("no-browser"), help: "Only print the URL; do not open a browser.") var noBrowser = false
+    @Flag(help: "Use the device grant: print a code to enter at the server's page; the daemon polls.")
+    var device = false
     @Option(help: "Seconds to wait for the redirect.") var timeout: Double = 600
 
     func validate() throws {
@@ -39,6 +47,7 @@ struct LoginCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if device { return try await runDevice() }
         let listener = try LoopbackCallback(path: redirectPath)
         try await client.withClient { vault in
             let started = try await request.start(id, redirectURI: listener.redirectURI, mode: .url, with: vault)
@@ -63,6 +72,36 @@ struct LoginCommand: AsyncParsableCommand {
                     guard Self.isNotTheSignIn(error) else { throw error }
                 }
             }
+        }
+    }
+
+    /// The device grant: the daemon polls the server; this command waits until no grant of its
+    /// caller waits for the credential any more, and reports how the last one ended.
+    private func runDevice() async throws {
+        try await client.withClient { vault in
+            let started = try await request.start(id, redirectURI: nil, mode: .device, with: vault)
+            guard let userCode = started.userCode, let page = started.verificationURI else {
+                throw LoginFailure("the daemon answered no user code")
+            }
+            TerminalText.error(
+                "To sign in, open \(page) and enter the code \(userCode) (valid until \(started.expiresAt)).")
+            // As with the browser sign-in: the page on standard output at once, unless --json.
+            let link = started.verificationURIComplete ?? page
+            (client.json ? FileHandle.standardError : FileHandle.standardOutput).write(Data((link + "\n").utf8))
+            let deadline = Date().addingTimeInterval(timeout)
+            let pause = Double(min(max(started.interval ?? 5, 1), 5))
+            while Date() < deadline {
+                try await Task.sleep(for: .seconds(pause))
+                let status = try await vault.signInStatus(id)
+                guard status.pending.isEmpty else { continue }
+                guard let last = status.last, last.outcome == "authorized" else {
+                    throw LoginFailure("the sign-in ended without tokens: \(status.last?.reason ?? "unknown reason")")
+                }
+                try ClientOutput.metadata(try await vault.metadata(id), json: client.json)
+                return
+            }
+            throw LoginFailure(
+                "no approval within \(Int(timeout)) s; the daemon goes on polling until the code expires")
         }
     }
 

@@ -147,7 +147,9 @@ extension ServeCommand {
         engineOptions.onDemandInterval = Double(settings.onDemandRefreshSeconds)
         engineOptions.signIn = SignInLimits(
             expirySeconds: Double(settings.signInExpirySeconds),
-            maximumPendingPerUID: settings.signInMaximumPendingPerUID)
+            maximumPendingPerUID: settings.signInMaximumPendingPerUID,
+            maximumDeviceSeconds: Double(settings.signInDeviceMaximumSeconds),
+            deviceClaimSeconds: Double(settings.signInDeviceClaimSeconds))
         // On SQLite this daemon is the only process that journals: nobody watches its heartbeat,
         // so while it holds nothing it beats once a lease period instead of every few seconds
         // (an idle daemon's wake-ups, docs/benchmarks.md).

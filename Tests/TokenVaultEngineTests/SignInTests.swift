@@ -22,6 +22,10 @@ import TokenVaultTesting
             var idTokenIssuer = "https://as.example"
             var subject = "person-1"
             var exchangeFailure: ProviderFailure?
+            /// What each device poll answers in turn: a failure (`authorization_pending`…) or,
+            /// for nil or once they run out, tokens.
+            var deviceAnswers: [ProviderFailure?] = []
+            var devicePolls = 0
         }
 
         let name = "signin"
@@ -53,7 +57,25 @@ import TokenVaultTesting
             return PushedAuthorizationRequest(requestURI: "urn:ietf:params:oauth:request_uri:abc", expiresIn: 90)
         }
 
+        func requestDeviceAuthorization(scopes: [String], extra: [String: String]) async throws(ProviderFailure)
+            -> DeviceAuthorization
+        {
+            DeviceAuthorization(
+                deviceCode: SecretBytes(utf8: "device-code-1"),
+                userCode: DeviceUserCode(
+                    userCode: "WDJB-MJHT", verificationURI: "https://as.example/device",
+                    verificationURIComplete: nil, interval: 5),
+                expiresIn: 600, issuer: "https://as.example")
+        }
+
         func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload {
+            if request.grant == .deviceCode {
+                let answer = state.withLock { state -> ProviderFailure? in
+                    state.devicePolls += 1
+                    return state.deviceAnswers.isEmpty ? nil : state.deviceAnswers.removeFirst()
+                }
+                if let answer { throw answer }
+            }
             let (failure, nonce, issuer, subject) = state.withLock { state in
                 state.exchanges.append(
                     (request.code.revealString(), request.codeVerifier?.revealString(), request.redirectURI))
@@ -391,7 +413,8 @@ import TokenVaultTesting
                 SignInStart(
                     credentialID: try CredentialID("ns/a"), provider: scripted.name,
                     redirectURI: "https://app.example/cb", scopes: [],
-                    audit: AuditEvent(at: testVault.clock.now, operation: .credentialAuthorize, outcome: .allowed)))
+                    audit: AuditEvent(
+                        at: testVault.clock.now, uid: 1000, operation: .credentialAuthorize, outcome: .allowed)))
             Issue.record("started")
         } catch let failure as ProviderFailure {
             #expect(failure.code == .providerNotConfigured)

@@ -144,3 +144,89 @@ extension StorageContractTests {
         }
     }
 }
+
+/// Device grants on both backends: sealed under the device code's fingerprint, claimed by one
+/// node at a time, rescheduled only by their holder, left alone by the prune of expired sign-ins.
+extension StorageContractTests {
+    static func keepDevice(_ vault: Vault, _ n: Int, interval: Int = 5, lifetime: Double = 600) async throws -> Bool {
+        try await vault.keepDeviceAuthorization(
+            credentialID: try CredentialID("dev/c\(n)"), provider: "idp",
+            deviceCode: SecretBytes(utf8: "device-code-\(n)-0123456789"), scopes: ["profile"], labels: nil, uid: 1000,
+            gid: nil, keepsSubject: false, issuer: "https://as.example", interval: interval,
+            expiresAt: vault.clock.now.adding(seconds: lifetime), limit: 100)
+    }
+
+    @Test(arguments: TestBackendKind.allCases)
+    func twoNodesClaimingAtOnceNeverTakeTheSameDeviceGrant(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let other = try fixture.open()
+        defer { other.backend.close() }
+        let otherVault = Vault(store: other.backend, sealer: fixture.keyring, clock: fixture.clock)
+        for n in 0..<20 { #expect(try await Self.keepDevice(fixture.vault, n)) }
+        #expect(try await fixture.vault.claimDevicePolls(claim: "a", seconds: 60, limit: 20).isEmpty, "due early")
+        fixture.clock.advance(seconds: 5)
+        // One grant a claim, both nodes at once until none is left: their statements overlap.
+        func claimAll(_ vault: Vault, _ claim: String) async throws -> [String] {
+            var keys: [String] = []
+            while let claimed = try await vault.claimDevicePolls(claim: claim, seconds: 60, limit: 1).first {
+                keys.append(try claimed.get().key)
+            }
+            return keys
+        }
+        async let first = claimAll(fixture.vault, "a")
+        async let second = claimAll(otherVault, "b")
+        let (byFirst, bySecond) = try await (first, second)
+        let keys = byFirst + bySecond
+        #expect(keys.count == 20 && Set(keys).count == 20, "\(keys.count) claims of \(Set(keys).count) grants")
+        // Held: nobody claims them again until the claim lapses.
+        #expect(try await otherVault.claimDevicePolls(claim: "c", seconds: 60, limit: 20).isEmpty)
+        let grant = try #require(try await fixture.vault.devicePolls(for: CredentialID("dev/c0")).first)
+        #expect(grant.deviceCode.revealString() == "device-code-0-0123456789" && grant.interval == 5)
+        // Only the holder reschedules; that releases it, due at the time it set.
+        let holder = byFirst.contains(grant.key) ? "a" : "b"
+        #expect(
+            try await !fixture.vault.scheduleDevicePoll(key: grant.key, claim: "c", interval: 10, at: fixture.clock.now)
+        )
+        #expect(
+            try await fixture.vault.scheduleDevicePoll(
+                key: grant.key, claim: holder, interval: 10, at: fixture.clock.now.adding(seconds: 10)))
+        fixture.clock.advance(seconds: 10)
+        let again = try await otherVault.claimDevicePolls(claim: "c", seconds: 60, limit: 20).map { try $0.get() }
+        #expect(again.map(\.key) == [grant.key] && again.first?.interval == 10)
+        // Lapsed claims are taken over (the first nineteen at 65 s, the last at 75 s).
+        fixture.clock.advance(seconds: 50)
+        #expect(try await fixture.vault.claimDevicePolls(claim: "d", seconds: 60, limit: 20).count == 19)
+        fixture.clock.advance(seconds: 10)
+        #expect(
+            try await fixture.vault.claimDevicePolls(claim: "e", seconds: 60, limit: 20).map { try $0.get().key } == [
+                grant.key
+            ])
+        #expect(try await fixture.vault.removeDevicePoll(key: grant.key))
+        #expect(try await !fixture.vault.removeDevicePoll(key: grant.key))
+
+        // A restarted node takes over what its earlier run held, at once; another node does not.
+        #expect(try await fixture.vault.claimDevicePolls(claim: "node-1/run-1", seconds: 60, limit: 20).count == 0)
+        fixture.clock.advance(seconds: 60)
+        #expect(try await fixture.vault.claimDevicePolls(claim: "node-1/run-1", seconds: 60, limit: 20).count == 19)
+        #expect(try await otherVault.claimDevicePolls(claim: "node-2/run-1", seconds: 60, limit: 20).isEmpty)
+        #expect(try await otherVault.claimDevicePolls(claim: "node-1/run-2", seconds: 60, limit: 20).count == 19)
+    }
+
+    /// The prune of expired sign-ins leaves device grants to their poller (which announces their
+    /// end); they count toward their caller's cap; the device code is in no column.
+    @Test(arguments: TestBackendKind.allCases)
+    func deviceGrantsAreLeftToTheirPollerAndHoldNoCodeInTheClear(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        #expect(try await Self.keepDevice(fixture.vault, 1, lifetime: 30))
+        fixture.clock.advance(seconds: 31)
+        #expect(
+            try await fixture.vault.keepAuthorization(
+                Self.pending("pay/after", uid: 1000, at: fixture.clock.now), state: SecretBytes(utf8: "s-after"),
+                limit: 5))
+        #expect(try await fixture.vault.devicePolls(for: CredentialID("dev/c1")).count == 1)
+        let dump = try await Self.authorizationRows(fixture.backend)
+        #expect(!dump.contains("device-code-1") && dump.contains("dev/c1"))
+        // A device grant is not a state: it cannot be taken as one.
+        await #expect(try fixture.vault.takeAuthorization(state: SecretBytes(utf8: "device-code-1-0123456789")) == nil)
+    }
+}

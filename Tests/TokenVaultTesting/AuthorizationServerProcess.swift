@@ -14,10 +14,12 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
     /// Where its output goes, kept as long as the server (a test's files for it can live here).
     public let directory: TemporaryDirectory
 
-    /// `redirectURIs`: the client's registered ones; `par`: the server requires pushed requests.
+    /// `redirectURIs`: the client's registered ones; `par`: the server requires pushed requests;
+    /// `slowDown`: the first polls of each device code answered `slow_down`; `deviceTokenDelay`:
+    /// seconds the answer that redeems a device code is held.
     public init(
         directory: TemporaryDirectory, redirectURIs: [String], par: Bool = false, lifetime: Int = 3600,
-        timeout: Double = 30
+        slowDown: Int = 0, deviceTokenDelay: Double = 0, timeout: Double = 30
     ) throws {
         self.directory = directory
         let root = Self.packageRoot
@@ -31,6 +33,7 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
         var arguments = [root + "/scripts/authorization-server.py", "--port", "0", "--lifetime", "\(lifetime)"]
         for uri in redirectURIs { arguments += ["--redirect-uri", uri] }
         if par { arguments.append("--par") }
+        arguments += ["--slow-down", "\(slowDown)", "--device-token-delay", "\(deviceTokenDelay)"]
         process = try SpawnedProcess(
             executable: python, arguments: arguments, environment: ProcessInfo.processInfo.environment,
             stdout: output, stderr: logPath)
@@ -73,6 +76,24 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
     /// Revokes every refresh token it issued: the next refresh is `invalid_grant`.
     public func revokeEverything() async throws {
         _ = try await TestHTTPClient.request("POST", issuer + "/test/revoke", timeout: 60)
+    }
+
+    /// What the person does at the verification page with the user code: allow or deny.
+    public func decideDevice(_ userCode: String, allow: Bool = true) async throws {
+        let answer = try await TestHTTPClient.postForm(
+            issuer + "/device", ["user_code": userCode, "decision": allow ? "allow" : "deny"], timeout: 60)
+        guard answer.status == 200 else { throw SocketTestError("the device page answered \(answer.status)") }
+    }
+
+    /// The device grant's token requests so far, by user code, every device code issued, and the
+    /// user codes whose device code was redeemed (as soon as the answer is made, before any delay).
+    public func devicePolls() async throws -> (polls: [String: Int], deviceCodes: [String], redeemed: [String]) {
+        let answer = try await TestHTTPClient.request("GET", issuer + "/test/polls", timeout: 60)
+        let object = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as? [String: Any] ?? [:]
+        return (
+            object["polls"] as? [String: Int] ?? [:], object["device_codes"] as? [String] ?? [],
+            object["redeemed"] as? [String] ?? []
+        )
     }
 
     /// What the person's browser does with an authorization URL: loads it, answers the consent

@@ -93,6 +93,18 @@ public final class FailingStore: CredentialStore, Sendable {
     public func takeAuthorization(key: String) async throws -> SealedAuthorization? {
         try await base.takeAuthorization(key: key)
     }
+    public func claimDevicePolls(now: Timestamp, claim: String, until: Timestamp, limit: Int) async throws
+        -> [SealedAuthorization]
+    {
+        try await base.claimDevicePolls(now: now, claim: claim, until: until, limit: limit)
+    }
+    public func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
+        try await base.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
+    }
+    public func removeDevicePoll(key: String) async throws -> Bool { try await base.removeDevicePoll(key: key) }
+    public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
+        try await base.devicePolls(for: credentialID)
+    }
 }
 
 /// Passes every call through and notes whether a row was saved or an attempt journalled.

@@ -17,6 +17,8 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         var nodes: [String: NodeRecord] = [:]
         var receivedAnswers: Set<String> = []
         var authorizations: [String: SealedAuthorization] = [:]
+        /// Who holds a device grant, and until when.
+        var deviceClaims: [String: (claim: String, until: Timestamp)] = [:]
         /// The outbox as written (delayed rows count as not due: the store has no clock).
         var webhooks: [NewWebhookDelivery] = []
         /// Statements that looked for delayed rows to drop.
@@ -120,7 +122,10 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
 
     public func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
         lock.withLock {
-            state.authorizations = state.authorizations.filter { $0.value.expiresAt > now }
+            // Device grants are left to their poller, which announces their end.
+            state.authorizations = state.authorizations.filter {
+                $0.value.expiresAt > now || $0.value.kind == .deviceCode
+            }
             guard state.authorizations.values.count(where: { $0.uid == row.uid }) < limit else { return false }
             state.authorizations[row.key] = row
             return true
@@ -128,7 +133,51 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
     }
 
     public func takeAuthorization(key: String) async throws -> SealedAuthorization? {
-        lock.withLock { state.authorizations.removeValue(forKey: key) }
+        lock.withLock {
+            guard state.authorizations[key]?.kind == .authorizationCode else { return nil }
+            return state.authorizations.removeValue(forKey: key)
+        }
+    }
+
+    public func claimDevicePolls(now: Timestamp, claim: String, until: Timestamp, limit: Int) async throws
+        -> [SealedAuthorization]
+    {
+        lock.withLock {
+            let due = state.authorizations.values.filter { row in
+                row.kind == .deviceCode && (row.nextPollAt ?? now) <= now
+                    && (state.deviceClaims[row.key].map {
+                        $0.until <= now
+                            || ($0.claim != claim && LeaseName.node(of: $0.claim) == LeaseName.node(of: claim))
+                    } ?? true)
+            }.sorted { ($0.nextPollAt ?? now) < ($1.nextPollAt ?? now) }.prefix(limit)
+            for row in due { state.deviceClaims[row.key] = (claim, until) }
+            return Array(due)
+        }
+    }
+
+    public func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
+        lock.withLock {
+            guard state.authorizations[key] != nil, state.deviceClaims[key]?.claim == claim else { return false }
+            state.authorizations[key]?.pollInterval = interval
+            state.authorizations[key]?.nextPollAt = at
+            state.deviceClaims[key] = nil
+            return true
+        }
+    }
+
+    public func removeDevicePoll(key: String) async throws -> Bool {
+        lock.withLock {
+            state.deviceClaims[key] = nil
+            guard state.authorizations[key]?.kind == .deviceCode else { return false }
+            return state.authorizations.removeValue(forKey: key) != nil
+        }
+    }
+
+    public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
+        lock.withLock {
+            state.authorizations.values.filter { $0.kind == .deviceCode && $0.credentialID == credentialID }
+                .sorted { $0.createdAt < $1.createdAt }
+        }
     }
 
     public func nodes() async throws -> [NodeRecord] {

@@ -10,7 +10,9 @@ import TokenVaultCore
 public struct OAuth2Configuration: KindConfiguration {
     /// Where the endpoints come from.
     public enum Endpoints: Sendable, Equatable {
-        case fixed(token: String, revocation: String?, authorization: String?, pushedAuthorization: String?)
+        case fixed(
+            token: String, revocation: String?, authorization: String?, pushedAuthorization: String?,
+            deviceAuthorization: String? = nil)
         /// Fetched on first use and cached (RFC 8414 / OpenID Connect Discovery).
         case discovery(String)
     }
@@ -20,6 +22,7 @@ public struct OAuth2Configuration: KindConfiguration {
         "client_secret_credential", "client_authentication", "headers", "ca_file", "trust_system_roots", "send_scope",
         "authorization_endpoint", "pushed_authorization_request_endpoint", "issuer", "redirect_uris",
         "authorization_parameters", "authorization_response_iss_parameter_supported",
+        "device_authorization_endpoint",
     ]
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.
@@ -63,15 +66,18 @@ public struct OAuth2Configuration: KindConfiguration {
         let discoveryURL = try reader.endpoint("discovery_url")
         let authorizationEndpoint = try reader.endpoint("authorization_endpoint")
         let pushedEndpoint = try reader.endpoint("pushed_authorization_request_endpoint")
+        let deviceEndpoint = try reader.endpoint("device_authorization_endpoint")
         switch (tokenEndpoint, discoveryURL) {
         case (let token?, nil):
             endpoints = .fixed(
                 token: token.description, revocation: revocationEndpoint?.description,
-                authorization: authorizationEndpoint?.description, pushedAuthorization: pushedEndpoint?.description)
+                authorization: authorizationEndpoint?.description, pushedAuthorization: pushedEndpoint?.description,
+                deviceAuthorization: deviceEndpoint?.description)
         case (nil, let discovery?):
             for (key, value) in [
                 ("revocation_endpoint", revocationEndpoint), ("authorization_endpoint", authorizationEndpoint),
                 ("pushed_authorization_request_endpoint", pushedEndpoint),
+                ("device_authorization_endpoint", deviceEndpoint),
             ] where value != nil {
                 throw fail(key, "give it only with token_endpoint; discovery_url supplies the endpoints")
             }

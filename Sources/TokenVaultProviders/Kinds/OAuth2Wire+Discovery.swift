@@ -7,6 +7,7 @@ struct ResolvedEndpoints: Sendable, Equatable {
     var revocation: String?
     var authorization: String? = nil
     var pushedAuthorization: String? = nil
+    var deviceAuthorization: String? = nil
     /// The document's `issuer` (discovery only; a configured one is the configuration's).
     var issuer: String? = nil
     /// `authorization_response_iss_parameter_supported` (RFC 9207 section 3).
@@ -27,10 +28,10 @@ extension OAuth2Wire {
     func resolveEndpoints(over http: ProviderHTTPClient) async throws(ProviderFailure) -> ResolvedEndpoints {
         let url: String
         switch configuration.endpoints {
-        case .fixed(let token, let revocation, let authorization, let pushed):
+        case .fixed(let token, let revocation, let authorization, let pushed, let device):
             return ResolvedEndpoints(
                 token: token, revocation: revocation, authorization: authorization, pushedAuthorization: pushed,
-                issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer)
+                deviceAuthorization: device, issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer)
         case .discovery(let discoveryURL): url = discoveryURL
         }
         let next = discovery.withLock { state -> DiscoveryState in
@@ -108,6 +109,7 @@ extension OAuth2Wire {
         for (name, keyPath) in [
             ("authorization_endpoint", \ResolvedEndpoints.authorization),
             ("pushed_authorization_request_endpoint", \ResolvedEndpoints.pushedAuthorization),
+            ("device_authorization_endpoint", \ResolvedEndpoints.deviceAuthorization),
         ] {
             guard case .string(let text)? = fields[name] else { continue }
             switch EndpointURL.validate(text) {

@@ -78,4 +78,82 @@ extension OAuth2Wire: SignInWire {
         if !(expiresIn > 0) { expiresIn = 60 }
         return PushedAuthorizationRequest(requestURI: requestURI, expiresIn: expiresIn)
     }
+
+    /// RFC 8628 section 3.1: `client_id` and `scope` (and the extra parameters the instance
+    /// allows) as a form, with the client's authentication. Nothing is spent by asking, so every
+    /// failure is transient or the server's refusal.
+    public func requestDeviceAuthorization(scopes: [String], extra: [String: String], over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> DeviceAuthorization
+    {
+        let endpoints = try await resolveEndpoints(over: http)
+        guard let endpoint = endpoints.deviceAuthorization else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message: "provider '\(configuration.providerName)' has no device_authorization_endpoint (configured or "
+                    + "discovered): it cannot start device sign-ins")
+        }
+        for name in extra.keys where !configuration.authorizationParameters.contains(name) {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .providerNotConfigured,
+                message:
+                    "\(name) is not one of the authorization_parameters of provider '\(configuration.providerName)'")
+        }
+        var form = FormBody()
+        if !scopes.isEmpty { form.append("scope", scopes.joined(separator: " ")) }
+        for name in extra.keys.sorted() { form.append(name, extra[name]!) }
+        if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
+        var headers = HTTPHeaders()
+        authenticate(&headers, &form)
+        let answer: HTTPAnswer
+        do throws(ProviderFailure) {
+            answer = try await http.post(endpoint, form: form, headers: headers, call: nil)
+        } catch {
+            var failure = error
+            if failure.kind == .unknownOutcome { failure.kind = .transient }
+            throw failure
+        }
+        guard (200..<300).contains(answer.status) else {
+            throw ProviderErrorClassifier.classify(
+                status: answer.status, headers: answer.headers, body: answer.body, now: Date())
+        }
+        func malformed(_ problem: String) -> ProviderFailure {
+            ProviderFailure(
+                kind: .transient, code: .malformedResponse,
+                message: "the device authorization endpoint answered \(problem)")
+        }
+        guard !answer.bodyTooLarge,
+            case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body))
+        else { throw malformed("no JSON object") }
+        guard case .string(let deviceCode)? = fields["device_code"], !deviceCode.isEmpty,
+            case .string(let userCode)? = fields["user_code"], !userCode.isEmpty, userCode.utf8.count <= 256,
+            case .string(let verificationURI)? = fields["verification_uri"] ?? fields["verification_url"],
+            Self.isWebURL(verificationURI)
+        else { throw malformed("without device_code, user_code or an http(s) verification_uri") }
+        var complete: String?
+        if case .string(let text)? = fields["verification_uri_complete"], Self.isWebURL(text) { complete = text }
+        return DeviceAuthorization(
+            deviceCode: SecretBytes(utf8: deviceCode),
+            userCode: DeviceUserCode(
+                userCode: userCode, verificationURI: verificationURI, verificationURIComplete: complete,
+                // Section 3.2: 5 seconds when absent; a server's zero or less would poll in a loop.
+                interval: max(1, min(Self.seconds(fields["interval"]) ?? 5, 3600))),
+            expiresIn: Double(Self.seconds(fields["expires_in"]) ?? 600),
+            issuer: configuration.issuer ?? endpoints.issuer)
+    }
+
+    private static func seconds(_ value: JSONValue?) -> Int? {
+        switch value {
+        case .integer(let seconds)?: Int(exactly: seconds)
+        case .number(let seconds)?: seconds.isFinite && abs(seconds) < 1e9 ? Int(seconds.rounded(.up)) : nil
+        default: nil
+        }
+    }
+
+    /// A page a person can be sent to: http or https, at most 2 KiB (it is shown to them).
+    private static func isWebURL(_ text: String) -> Bool {
+        guard text.utf8.count <= 2048, let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
+            return false
+        }
+        return (scheme == "https" || scheme == "http") && url.host != nil
+    }
 }

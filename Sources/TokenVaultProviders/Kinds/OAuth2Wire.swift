@@ -18,7 +18,7 @@ public final class OAuth2Wire: ProviderWire {
 
     public var supportsRevocation: Bool {
         switch configuration.endpoints {
-        case .fixed(_, let revocation, _, _):
+        case .fixed(_, let revocation, _, _, _):
             return revocation != nil
         case .discovery:
             // Until the document is read, assume revocation exists: answering false would make
@@ -48,9 +48,15 @@ public final class OAuth2Wire: ProviderWire {
         async throws(ProviderFailure) -> TokenCall
     {
         var form = FormBody()
-        form.append("grant_type", "authorization_code")
-        form.append("code", secret: request.code)
-        form.append("redirect_uri", request.redirectURI)
+        form.append("grant_type", request.grant.rawValue)
+        switch request.grant {
+        case .authorizationCode:
+            form.append("code", secret: request.code)
+            form.append("redirect_uri", request.redirectURI)
+        case .deviceCode:
+            // RFC 8628 section 3.4.
+            form.append("device_code", secret: request.code)
+        }
         if let verifier = request.codeVerifier { form.append("code_verifier", secret: verifier) }
         if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
         return try await tokenCall(

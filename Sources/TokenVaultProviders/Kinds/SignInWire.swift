@@ -6,6 +6,19 @@ public protocol SignInWire: ProviderWire {
     func authorizationServer(over http: ProviderHTTPClient) async throws(ProviderFailure) -> AuthorizationServer
     func pushAuthorizationRequest(_ parameters: [(name: String, value: String)], over http: ProviderHTTPClient)
         async throws(ProviderFailure) -> PushedAuthorizationRequest
+    func requestDeviceAuthorization(scopes: [String], extra: [String: String], over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> DeviceAuthorization
+}
+
+extension SignInWire {
+    /// Kinds without a device authorization endpoint.
+    public func requestDeviceAuthorization(scopes: [String], extra: [String: String], over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> DeviceAuthorization
+    {
+        throw ProviderFailure(
+            kind: .misconfigured, code: .providerNotConfigured,
+            message: "kind \(Self.kind) has no device authorization endpoint (RFC 8628)")
+    }
 }
 
 extension KindProvider: SignInProvider where Wire: SignInWire {
@@ -25,6 +38,17 @@ extension KindProvider: SignInProvider where Wire: SignInWire {
             return try await wire.pushAuthorizationRequest(parameters, over: http)
         } catch {
             http.log(error, operation: "pushed authorization request", credential: nil)
+            throw error
+        }
+    }
+
+    public func requestDeviceAuthorization(scopes: [String], extra: [String: String]) async throws(ProviderFailure)
+        -> DeviceAuthorization
+    {
+        do throws(ProviderFailure) {
+            return try await wire.requestDeviceAuthorization(scopes: scopes, extra: extra, over: http)
+        } catch {
+            http.log(error, operation: "device authorization", credential: nil)
             throw error
         }
     }

@@ -99,6 +99,12 @@ extension DaemonConfiguration {
             .init(
                 key: "sign_in.max_pending_per_uid", environment: nil, range: 1...100_000,
                 field: \.signInMaximumPendingPerUID),
+            .init(
+                key: "sign_in.device_max_seconds", environment: nil, range: 10...86_400,
+                field: \.signInDeviceMaximumSeconds),
+            .init(
+                key: "sign_in.device_claim_seconds", environment: nil, range: 5...3600,
+                field: \.signInDeviceClaimSeconds),
             .init(key: "webhooks.timeout_seconds", environment: nil, range: 1...600, field: \.webhooks.timeoutSeconds),
             .init(
                 key: "webhooks.max_concurrent_deliveries", environment: nil, range: 1...256,

@@ -54,6 +54,11 @@ public struct DaemonConfiguration: Sendable {
     public var signInExpirySeconds = 600
     /// How many sign-ins one uid may have waiting (`sign_in.max_pending_per_uid`).
     public var signInMaximumPendingPerUID = 20
+    /// The longest a device grant is polled, whatever its server says (`sign_in.device_max_seconds`).
+    public var signInDeviceMaximumSeconds = 1800
+    /// How long a node holds a device grant while polling it before another node may take it
+    /// over (`sign_in.device_claim_seconds`): longer than a token request may take.
+    public var signInDeviceClaimSeconds = 180
     /// What the proxy lets through and how long it waits.
     public var proxy = ProxySettings()
     /// Core dumps stay off unless this is set (a core file holds whatever tokens were in memory).

@@ -18,6 +18,8 @@ enum Route: CaseIterable, Sendable {
     case exchange
     /// Starts a sign-in the vault finishes itself.
     case authorize
+    /// The caller's device grants waiting for the credential, and how their last sign-in ended.
+    case authorizationStatus
     /// Finishes it with what the authorization server's redirect brought.
     case authorizeCallback
     case proxy
@@ -41,7 +43,7 @@ enum Route: CaseIterable, Sendable {
         case .refresh: "/v1/credentials/{namespace}/{name}/refresh"
         case .watch: "/v1/credentials/{namespace}/{name}/watch"
         case .exchange: "/v1/credentials/{namespace}/{name}/exchange"
-        case .authorize: "/v1/credentials/{namespace}/{name}/authorization"
+        case .authorize, .authorizationStatus: "/v1/credentials/{namespace}/{name}/authorization"
         case .authorizeCallback: "/v1/credentials/{namespace}/{name}/authorization/callback"
         case .proxy: "/v1/credentials/{namespace}/{name}/proxy"
         case .proxyPath: "/v1/credentials/{namespace}/{name}/proxy/**"
@@ -60,7 +62,8 @@ enum Route: CaseIterable, Sendable {
         case .delete: [.delete]
         case .refresh, .exchange, .authorize, .authorizeCallback, .rotateKey, .backup: [.post]
         case .proxy, .proxyPath: Self.proxyMethods
-        case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status: [.get]
+        case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status, .authorizationStatus:
+            [.get]
         }
     }
 

@@ -34,13 +34,9 @@ extension VaultAPI {
                         state: body.state, credentialID: id),
                     nonce: body.nonce, labels: body.labels,
                     audit: auditEvent(peer, .credentialExchange, id, .allowed)))
-        } catch let failure as ProviderFailure {
-            audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: failure.code.rawValue))
-            throw Self.problem(failure, at: body.provider)
-        } catch let error as VaultError {
-            // The id token failed its checks: nothing was stored.
-            audit.record(auditEvent(peer, .credentialExchange, id, .failed, detail: error.code.rawValue))
-            throw error
+        } catch {
+            // A provider's refusal, or an id token that failed its checks: nothing was stored.
+            throw auditedFailure(error, peer, .credentialExchange, id, provider: body.provider)
         }
         let payload = redeemed.payload
         let metadata = try await committed(redeemed, id: id)
@@ -60,6 +56,23 @@ extension VaultAPI {
     /// A provider's failure to redeem a code (an exchange's, a sign-in's) as the caller sees it:
     /// the instance cannot (`provider_not_configured`), refused (`provider_rejected`, with the OAuth
     /// error code), or could not be reached (`provider_unavailable`, to try again).
+    /// A call on a caller's behalf failed: the failure is audited under `operation` with its
+    /// code, and a provider's failure becomes the problem it is answered as (`problem`).
+    func auditedFailure(
+        _ error: any Error, _ peer: PeerCredentials, _ operation: AuditOperation, _ id: CredentialID,
+        provider: String
+    ) -> any Error {
+        switch error {
+        case let failure as ProviderFailure:
+            audit.record(auditEvent(peer, operation, id, .failed, detail: failure.code.rawValue))
+            return Self.problem(failure, at: provider)
+        case let error as VaultError:
+            audit.record(auditEvent(peer, operation, id, .failed, detail: error.code.rawValue))
+            return error
+        default: return error
+        }
+    }
+
     static func problem(_ failure: ProviderFailure, at provider: String) -> ProblemDetails {
         if failure.code == .providerNotConfigured {
             return ProblemDetails(.providerNotConfigured, detail: failure.message)

@@ -7,25 +7,25 @@ import TokenVaultCore
 /// `POST /v1/credentials/{ns}/{name}/authorization` answers the authorization URL (or, for a
 /// mobile SDK, the request's parameters) and keeps the state, PKCE verifier and nonce sealed;
 /// `POST …/authorization/callback` takes what the redirect brought and redeems the code into
-/// that credential, repairing it in place if it exists. The caller never sees the verifier, and
-/// gets the credential's metadata, never a token.
+/// that credential, repairing it in place if it exists. `"mode": "device"` starts a device grant
+/// (RFC 8628) instead: the answer is a user code, the daemon polls, and `GET …/authorization`
+/// shows the caller's grants still waiting and how the last one ended. The caller never sees the
+/// verifier or the device code, and gets the credential's metadata, never a token.
 extension VaultAPI {
     func startSignIn(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
-        let peer = try await authorise(context, .credentialAuthorize, id: id, operation: .credentialAuthorize)
+        let (peer, groups) = try await authorisedCaller(
+            context, .credentialAuthorize, id: id, operation: .credentialAuthorize)
         try requireJSON(request)
         let engine = try requireEngine()
         var start = try decodeSignInStart(try await collectBody(request), id: id)
         start.audit = auditEvent(peer, .credentialAuthorize, id, .allowed, detail: start.provider)
+        start.keepsSubject = !policy.allows(uid: peer.uid, groups: groups, .credentialWrite, in: id.namespace)
         let started: StartedSignIn
         do {
             started = try await engine.startSignIn(start)
-        } catch let failure as ProviderFailure {
-            audit.record(auditEvent(peer, .credentialAuthorize, id, .failed, detail: failure.code.rawValue))
-            throw Self.problem(failure, at: start.provider)
-        } catch let error as VaultError {
-            audit.record(auditEvent(peer, .credentialAuthorize, id, .failed, detail: error.code.rawValue))
-            throw error
+        } catch {
+            throw auditedFailure(error, peer, .credentialAuthorize, id, provider: start.provider)
         }
         audit.record(start.audit)
         metrics.recordSignIn("started")
@@ -34,7 +34,53 @@ extension VaultAPI {
         ]
         if let url = started.authorizationURL { document["authorization_url"] = .string(url) }
         if let parameters = started.parameters { document["parameters"] = Self.parameterObject(parameters) }
+        if let device = started.device {
+            document["user_code"] = .string(device.userCode)
+            document["verification_uri"] = .string(device.verificationURI)
+            if let complete = device.verificationURIComplete {
+                document["verification_uri_complete"] = .string(complete)
+            }
+            document["interval"] = .integer(Int64(device.interval))
+        }
         var response = try json(document, status: .created)
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// The caller's device grants still waiting for this credential, and how the caller's last
+    /// sign-in into it ended (from the audit trail: the daemon's poller may have ended it on
+    /// another node).
+    func signInStatus(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
+        let id = try credentialID(context)
+        let peer = try await authorise(context, .credentialAuthorize, id: id, operation: .credentialAuthorize)
+        let pending = try await vault.devicePolls(for: id).filter { $0.uid == peer.uid }
+        let now = vault.clock.now
+        var document: [String: JSONValue] = [
+            "pending": .array(
+                pending.map { grant in
+                    .object([
+                        "kind": .string("device"), "provider": .string(grant.provider),
+                        "started_at": .string(grant.createdAt.description),
+                        "expires_at": .string(grant.expiresAt.description),
+                        "next_poll_at": .string(max(grant.nextPollAt, now).description),
+                        "interval": .integer(Int64(grant.interval)),
+                    ])
+                })
+        ]
+        let recent = try await vault.auditEvents(AuditQuery(.newestFirst, credentialID: id, limit: 200))
+        if let last = recent.first(where: {
+            $0.event.operation == AuditOperation.credentialAuthorized.name && $0.event.uid == peer.uid
+        }) {
+            var ended: [String: JSONValue] = [
+                "at": .string(last.event.at.description),
+                "outcome": .string(last.event.outcome == AuditEvent.Outcome.allowed ? "authorized" : "failed"),
+            ]
+            if last.event.outcome != AuditEvent.Outcome.allowed, let reason = last.event.detail {
+                ended["reason"] = .string(reason)
+            }
+            document["last"] = .object(ended)
+        }
+        var response = try json(document)
         response.headers[.cacheControl] = "no-store"
         return response
     }
@@ -52,16 +98,12 @@ extension VaultAPI {
                 SignInFinish(
                     credentialID: id, callback: callback, audit: auditEvent(peer, .credentialAuthorized, id, .allowed),
                     keepsSubject: !policy.allows(uid: peer.uid, groups: groups, .credentialWrite, in: id.namespace)))
-        } catch let failure as ProviderFailure {
-            audit.record(auditEvent(peer, .credentialAuthorized, id, .failed, detail: failure.code.rawValue))
+        } catch {
             metrics.recordSignIn("failed")
+            let answered = auditedFailure(error, peer, .credentialAuthorized, id, provider: "the provider")
             // The state is spent: trying the same callback again cannot help.
-            let problem = Self.problem(failure, at: "the provider")
+            guard let problem = answered as? ProblemDetails else { throw answered }
             throw ProblemDetails(problem.code, detail: problem.detail + "; the sign-in is spent: start a new one")
-        } catch let error as VaultError {
-            audit.record(auditEvent(peer, .credentialAuthorized, id, .failed, detail: error.code.rawValue))
-            metrics.recordSignIn("failed")
-            throw error
         }
         let metadata = try await committed(redeemed, id: id)
         metrics.recordSignIn("finished")
@@ -92,7 +134,7 @@ extension VaultAPI {
             ])
         let provider = try provider(fields["provider"], in: vault.providers)
         let reader = FieldReader(fields: fields)
-        let redirectURI = try reader.string("redirect_uri", required: true, maximum: 2048)!
+        let redirectURI = try reader.string("redirect_uri", required: false, maximum: 2048)
         let scopes = try reader.strings("scopes", maximum: 256)
         for scope in scopes where scope.isEmpty || scope.contains(" ") {
             throw VaultError.invalidField("scopes", "each scope must be non-empty and without spaces")
@@ -120,9 +162,14 @@ extension VaultAPI {
         case nil: mode = .url
         case let text?:
             guard let parsed = SignInStart.Mode(rawValue: text) else {
-                throw VaultError.invalidField("mode", "must be url or parameters")
+                throw VaultError.invalidField("mode", "must be url, parameters or device")
             }
             mode = parsed
+        }
+        switch (mode, redirectURI) {
+        case (.device, _?): throw VaultError.invalidField("redirect_uri", "a device sign-in has no redirect")
+        case (.device, nil), (_, _?): break
+        case (_, nil): throw VaultError.invalidField("redirect_uri", "is required")
         }
         return SignInStart(
             credentialID: id, provider: provider, redirectURI: redirectURI, scopes: scopes,

@@ -121,6 +121,7 @@ public struct VaultAPI: Sendable {
         case .watch: try await watch(request, context)
         case .exchange: try await exchange(request, context)
         case .authorize: try await startSignIn(request, context)
+        case .authorizationStatus: try await signInStatus(request, context)
         case .authorizeCallback: try await finishSignIn(request, context)
         case .proxy, .proxyPath: try await proxy(request, context)
         case .events: try await eventStream(request, context)

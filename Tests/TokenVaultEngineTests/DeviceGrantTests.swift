@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+import TokenVaultCore
+import TokenVaultLedger
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// Device grants the engine polls (RFC 8628), on a fake clock against the in-process server of
+/// `SignInTests`: when a poll is due, what each answer does to the grant, and that one poll
+/// sequence runs per grant however many engines share the store.
+@Suite struct DeviceGrantTests {
+    typealias Fixture = SignInTests.Fixture
+
+    static func answer(_ code: String, status: Int = 400) -> ProviderFailure {
+        ProviderFailure(
+            kind: code == "access_denied" || code == "expired_token" ? .invalidGrant : .misconfigured,
+            code: ProviderFailure.Code(rawValue: code), message: code, httpStatus: status)
+    }
+
+    static let id = try! CredentialID("ns/device")
+
+    func startDevice(_ fixture: Fixture, uid: UInt32 = 1000) async throws -> StartedSignIn {
+        try await fixture.engine.startSignIn(
+            SignInStart(
+                credentialID: Self.id, provider: fixture.server.name, redirectURI: nil, scopes: ["profile"],
+                labels: ["via": "device"], mode: .device,
+                audit: fixture.audit(Self.id.description, uid: uid, .credentialAuthorize)))
+    }
+
+    func pending(_ fixture: Fixture) async throws -> [PendingDeviceSignIn] {
+        try await fixture.vault.devicePolls(for: Self.id)
+    }
+
+    @Test func pollsAtTheIntervalSlowsDownWhenToldAndStoresTheTokens() async throws {
+        let fixture = try Fixture()
+        fixture.server.state.withLock {
+            $0.deviceAnswers = [Self.answer("authorization_pending"), Self.answer("slow_down"), nil]
+        }
+        let started = try await startDevice(fixture)
+        #expect(started.device?.userCode == "WDJB-MJHT" && started.device?.interval == 5)
+        #expect(
+            started.authorizationURL == nil && started.expiresAt == fixture.testVault.clock.now.adding(seconds: 600))
+        // Not due before the interval.
+        #expect(await fixture.engine.pollDueDeviceSignIns().isEmpty)
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .pending])
+        #expect(await fixture.engine.pollDueDeviceSignIns().isEmpty, "polled again before the interval")
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .slowDown(interval: 10)])
+        #expect(try await pending(fixture).first?.interval == 10)
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns().isEmpty, "slow_down did not add 5 s")
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .stored])
+        #expect(fixture.server.state.withLock { $0.devicePolls } == 3)
+        let metadata = try await fixture.vault.metadata(Self.id)
+        #expect(metadata.generation == 1 && metadata.labels == ["via": "device"] && metadata.status == .active)
+        #expect(try await pending(fixture).isEmpty)
+        // The audit trail says who authorized it.
+        let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
+        let authorized = try #require(rows.first { $0.event.operation == AuditOperation.credentialAuthorized.name })
+        #expect(authorized.event.outcome == .allowed && authorized.event.uid == 1000)
+    }
+
+    @Test func aDenialOrTheExpiryEndsTheGrantWithNothingStored() async throws {
+        for (answer, advance, reason) in [
+            (Self.answer("access_denied"), 5.0, "access_denied"), (Self.answer("expired_token"), 5, "expired_token"),
+            (nil, 601, "expired_token"),
+        ] {
+            let fixture = try Fixture()
+            fixture.server.state.withLock { $0.deviceAnswers = [answer ?? Self.answer("authorization_pending")] }
+            _ = try await startDevice(fixture)
+            fixture.testVault.clock.advance(seconds: advance)
+            #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .ended(reason: reason)])
+            // The expiry ends it without asking the server.
+            #expect(fixture.server.state.withLock { $0.devicePolls } == (answer == nil ? 0 : 1))
+            #expect(try await pending(fixture).isEmpty)
+            await #expect(throws: VaultError.self) { _ = try await fixture.vault.metadata(Self.id) }
+            let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
+            let failed = try #require(rows.first { $0.event.operation == AuditOperation.credentialAuthorized.name })
+            #expect(failed.event.outcome == .failed && failed.event.detail == reason)
+        }
+    }
+
+    @Test func aServerThatFailsIsPolledAgainLater() async throws {
+        let fixture = try Fixture()
+        fixture.server.state.withLock {
+            $0.deviceAnswers = [
+                ProviderFailure(kind: .transient, code: .http(503), message: "down", retryAfter: 30, httpStatus: 503)
+            ]
+        }
+        _ = try await startDevice(fixture)
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .retry])
+        // Retry-After is honoured over the interval.
+        fixture.testVault.clock.advance(seconds: 29)
+        #expect(await fixture.engine.pollDueDeviceSignIns().isEmpty)
+        fixture.testVault.clock.advance(seconds: 1)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .stored])
+    }
+
+    /// Two engines (two nodes of one vault) looking at once: the grant is polled once.
+    @Test func twoEnginesPollAGrantOnce() async throws {
+        let fixture = try Fixture()
+        fixture.server.state.withLock {
+            $0.deviceAnswers = Array(repeating: Self.answer("authorization_pending"), count: 10)
+        }
+        var options = RefreshEngine.Options()
+        options.node = "node-2"
+        let second = RefreshEngine(
+            vault: fixture.vault, providers: [fixture.server.name: fixture.server],
+            settings: [fixture.server.name: ProviderSettings(name: fixture.server.name, kind: "oauth2")],
+            options: options, logger: CapturedLogs().logger)
+        _ = try await startDevice(fixture)
+        for _ in 0..<3 {
+            fixture.testVault.clock.advance(seconds: 5)
+            async let first = fixture.engine.pollDueDeviceSignIns()
+            async let other = second.pollDueDeviceSignIns()
+            let outcomes = await [first, other]
+            #expect(outcomes.map(\.count).reduce(0, +) == 1, "\(outcomes)")
+        }
+        #expect(fixture.server.state.withLock { $0.devicePolls } == 3)
+    }
+
+    /// A caller without `credential:write` (its grant keeps the subject) repairs only the same
+    /// account: tokens for another person end the grant.
+    @Test func aGrantThatKeepsTheSubjectRefusesAnotherAccount() async throws {
+        let fixture = try Fixture()
+        try await fixture.vault.put(
+            Self.id,
+            payload: TokenPayload(
+                kind: .oauth2, secrets: CredentialSecrets(accessToken: SecretBytes(utf8: "x")), tokenType: "Bearer",
+                expiry: .after(seconds: 60), subject: "person-9"),
+            provider: fixture.server.name)
+        var start = SignInStart(
+            credentialID: Self.id, provider: fixture.server.name, redirectURI: nil, scopes: ["profile"], mode: .device,
+            audit: fixture.audit(Self.id.description, uid: 1000, .credentialAuthorize), keepsSubject: true)
+        start.labels = nil
+        _ = try await fixture.engine.startSignIn(start)
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .ended(reason: "authorization_mismatch")])
+        #expect(try await fixture.vault.metadata(Self.id).subject == "person-9")
+    }
+}
