@@ -17,8 +17,9 @@ that redeems a device code S seconds late).
 One client (`--client-id`, secret `--client-secret`, `client_secret_basic` or `_post`) and one
 person (`person-1`). State is in memory. Test hooks: `POST /test/revoke` revokes every
 refresh token; `GET /test/polls` counts the device grant's token requests per user code, lists
-the device codes it issued (a test looks for them in the vault's logs) and the user codes whose
-device code was redeemed. Prints one JSON line with `issuer` once it listens.
+the device codes it issued (a test looks for them in the vault's logs), the user codes whose
+device code was redeemed, and when each poll came (`poll_times`). `--device-interval` sets the
+interval it asks for (1 s). Prints one JSON line with `issuer` once it listens.
 
     python scripts/authorization-server.py --port 0 --redirect-uri http://127.0.0.1/callback
 """
@@ -55,6 +56,7 @@ DEVICE_DECISIONS = {}
 DEVICE_POLLS = {}
 ISSUED_DEVICE_CODES = []
 REDEEMED = []
+POLL_TIMES = {}
 
 
 class Client:
@@ -265,6 +267,7 @@ class DeviceGrant(DeviceCodeGrant):
     def query_user_grant(self, user_code):
         with LOCK:
             DEVICE_POLLS[user_code] = DEVICE_POLLS.get(user_code, 0) + 1
+            POLL_TIMES.setdefault(user_code, []).append(time.time())
             return DEVICE_DECISIONS.get(user_code)
 
     def validate_device_credential(self, credential):
@@ -313,6 +316,7 @@ def build(args, issuer):
     server.register_grant(CodeGrant, [CodeChallenge(required=True), IDToken(key, issuer)])
     server.register_grant(RotatingRefreshGrant)
     DeviceGrant.SLOW_DOWN = args.slow_down
+    DeviceEndpoint.INTERVAL = args.device_interval
     DeviceGrant.TOKEN_DELAY = args.device_token_delay
     server.register_grant(DeviceGrant)
     server.register_endpoint(DeviceEndpoint)
@@ -437,7 +441,8 @@ def build(args, issuer):
     @app.get("/test/polls")
     def device_polls():
         with LOCK:
-            return jsonify(polls=DEVICE_POLLS, device_codes=sorted(ISSUED_DEVICE_CODES), redeemed=REDEEMED)
+            return jsonify(polls=DEVICE_POLLS, device_codes=sorted(ISSUED_DEVICE_CODES), redeemed=REDEEMED,
+                           poll_times=POLL_TIMES)
 
     @app.post("/test/revoke")
     def revoke_all():
@@ -459,6 +464,7 @@ def main():
     parser.add_argument("--lifetime", type=int, default=3600, help="access token lifetime in seconds")
     parser.add_argument("--par", action="store_true", help="require pushed authorization requests")
     parser.add_argument("--slow-down", type=int, default=0, help="answer slow_down to the first N device polls")
+    parser.add_argument("--device-interval", type=int, default=1, help="the device grant's poll interval")
     parser.add_argument("--device-token-delay", type=float, default=0.0,
                         help="seconds to hold the answer that redeems a device code")
     args = parser.parse_args()

@@ -37,6 +37,15 @@ extension RefreshEngine {
                 case .success(let pending):
                     group.addTask { (pending.credentialID, await self.poll(pending)) }
                 case .failure(let broken):
+                    // A row that can never open is dropped; one the database failed to open is
+                    // left for its claim to lapse.
+                    let code = (broken.error as? VaultError)?.code
+                    guard code == .integrityError || code == .unknownKeyTerm else {
+                        logger.warning(
+                            "a device sign-in could not be opened: \(broken.error)",
+                            metadata: ["tokenvault.credential.id": "\(broken.credentialID)"])
+                        continue
+                    }
                     logger.error(
                         "a device sign-in does not open and is dropped: \(broken.error)",
                         metadata: ["tokenvault.credential.id": "\(broken.credentialID)"])
@@ -59,7 +68,33 @@ extension RefreshEngine {
         }
     }
 
+    /// The key of a grant's polls: one for all of them, so the store can say whether the grant's
+    /// tokens were stored (a daemon that died after the commit, or a commit held while the
+    /// database was down) before its spent code is presented again.
+    static func callKey(_ pending: PendingDeviceSignIn) -> String { "exchange:device:" + pending.key }
+
+    /// Whether the grant's tokens are stored already: then it ends as authorized, not polled.
+    private func storedAlready(_ pending: PendingDeviceSignIn) async -> Bool {
+        guard (try? await vault.isAnswerStored(Self.callKey(pending))) == true else { return false }
+        await endAuthorizedDeviceGrant(pending.key, pending.credentialID, provider: pending.provider)
+        return true
+    }
+
+    /// A grant whose tokens are stored: `credential.authorized`, then its row goes. A failure
+    /// leaves the row for the next look, which finds the tokens stored and ends it then.
+    func endAuthorizedDeviceGrant(_ key: String, _ id: CredentialID, provider: String) async {
+        do {
+            try await vault.announceSignInEnded(id, provider: provider, key: key, reason: nil)
+            _ = try await vault.removeDevicePoll(key: key)
+        } catch {
+            logger.warning(
+                "a device sign-in's end could not be written; it is ended at its next look: \(error)",
+                metadata: ["tokenvault.credential.id": "\(id)"])
+        }
+    }
+
     private func poll(_ pending: PendingDeviceSignIn) async -> DevicePollOutcome {
+        if await storedAlready(pending) { return .stored }
         let now = vault.clock.now
         guard now < pending.expiresAt else {
             return await end(pending, reason: "expired_token", message: "the device code expired before approval")
@@ -83,13 +118,21 @@ extension RefreshEngine {
                         code: pending.deviceCode, codeVerifier: nil, redirectURI: "",
                         credentialID: pending.credentialID, grant: .deviceCode),
                     nonce: nil, issuer: pending.issuer, idTokenRequired: false, requestedScopes: pending.scopes,
-                    expectedSubject: subject, labels: pending.labels, audit: audit, deviceGrantKey: pending.key))
+                    expectedSubject: subject, labels: pending.labels, audit: audit, deviceGrantKey: pending.key),
+                callKey: Self.callKey(pending))
             logger.notice(
                 "credential stored from a device sign-in",
                 metadata: [
                     "tokenvault.credential.id": "\(pending.credentialID)",
                     "tokenvault.commit.held": "\(redeemed.stored.isHeld)",
                 ])
+            if redeemed.stored.isHeld {
+                // Not polled again while the ledger holds the tokens: the next look after the
+                // claim's time finds them stored (and ends the grant) once the database is back.
+                _ = await schedule(
+                    pending, interval: pending.interval, after: Int(options.signIn.deviceClaimSeconds), outcome: .stored
+                )
+            }
             return .stored
         } catch let failure as ProviderFailure {
             switch failure.code.rawValue {
@@ -144,6 +187,9 @@ extension RefreshEngine {
     /// The sign-in is over without tokens: its row goes, and the audit trail, the webhooks and
     /// the log say why.
     private func end(_ pending: PendingDeviceSignIn, reason: String, message: String) async -> DevicePollOutcome {
+        // A spent code is refused: if it was spent on this grant's own stored tokens (a held
+        // commit that went in since), the grant is authorized, not failed.
+        if await storedAlready(pending) { return .stored }
         logger.notice(
             "a device sign-in ended without tokens: \(reason): \(message)",
             metadata: ["tokenvault.credential.id": "\(pending.credentialID)"])

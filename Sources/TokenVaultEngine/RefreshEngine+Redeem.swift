@@ -7,9 +7,14 @@ import TokenVaultLedger
 /// answers, the courier spools the answer and the next start stores it.
 extension RefreshEngine {
     public func redeem(_ redemption: CodeRedemption) async throws -> RedeemedCode {
+        try await redeem(redemption, callKey: "exchange:" + UUID().uuidString)
+    }
+
+    /// Under `callKey`: a device grant's polls share one, so that whether its tokens were stored
+    /// can be asked of the store.
+    func redeem(_ redemption: CodeRedemption, callKey: String) async throws -> RedeemedCode {
         let context = try SpooledExchange(redemption).encoded()
-        return try await redeem(
-            redemption, call: ProviderCall(key: "exchange:" + UUID().uuidString, context: context), recovering: false)
+        return try await redeem(redemption, call: ProviderCall(key: callKey, context: context), recovering: false)
     }
 
     /// Redeems through `call` (a new key, or a spooled one being `recovering`) and settles it once
@@ -66,16 +71,9 @@ extension RefreshEngine {
                 issuedAt: payload.sentAt, answerKey: call.key, planner: slot.planner),
             whenDurable: { [settlement] in settlement.settle(call.key) })
         if let key = redemption.deviceGrantKey, case .committed = stored {
-            // Held tokens commit later; the grant's row then meets a spent code at its next poll.
-            do {
-                try await vault.announceSignInEnded(
-                    redemption.request.credentialID, provider: redemption.provider, key: key, reason: nil)
-                _ = try await vault.removeDevicePoll(key: key)
-            } catch {
-                logger.warning(
-                    "a device sign-in's end could not be written; its next poll finds the code spent: \(error)",
-                    metadata: ["tokenvault.credential.id": "\(redemption.request.credentialID)"])
-            }
+            // Held tokens commit later; the poller ends the grant once the store says they are in
+            // (`RefreshEngine+DeviceGrant.swift`), as it does when this fails.
+            await endAuthorizedDeviceGrant(key, redemption.request.credentialID, provider: redemption.provider)
         }
         return RedeemedCode(payload: payload, stored: stored)
     }

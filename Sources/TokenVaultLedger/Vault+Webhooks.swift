@@ -30,7 +30,8 @@ extension Vault {
 
     /// A device sign-in ended: `credential.authorized` (reason nil) or
     /// `credential.authorization_failed`. Written before the grant's row is removed, under a
-    /// message id of the grant's, so a crash in between announces it again as the same message.
+    /// message id of the grant and the outcome, so a crash in between announces it again as the
+    /// same message (and an authorization found after a failure was announced still goes out).
     public func announceSignInEnded(_ id: CredentialID, provider: String, key: String, reason: String?) async throws {
         let announcer = announcer
         guard announcer.isActive else { return }
@@ -39,7 +40,8 @@ extension Vault {
             kind: reason == nil ? .authorized : .authorizationFailed, at: announcer.now, credentialID: id,
             provider: provider, status: metadata?.status, generation: metadata?.generation, reason: reason)
         try await writes.write(.full) { writer in
-            try await announcer.announce(event, messageID: "msg_sign_in_\(key.prefix(32))", writer)
+            let outcome = reason == nil ? "authorized" : "failed"
+            try await announcer.announce(event, messageID: "msg_sign_in_\(outcome)_\(key.prefix(32))", writer)
         }
     }
 }

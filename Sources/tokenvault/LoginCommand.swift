@@ -75,8 +75,9 @@ struct LoginCommand: AsyncParsableCommand {
         }
     }
 
-    /// The device grant: the daemon polls the server; this command waits until no grant of its
-    /// caller waits for the credential any more, and reports how the last one ended.
+    /// The device grant: the daemon polls the server; this command waits until its grant (the
+    /// caller's one with its expiry) no longer waits, and reports how the caller's last sign-in
+    /// into the credential ended.
     private func runDevice() async throws {
         try await client.withClient { vault in
             let started = try await request.start(id, redirectURI: nil, mode: .device, with: vault)
@@ -93,7 +94,7 @@ struct LoginCommand: AsyncParsableCommand {
             while Date() < deadline {
                 try await Task.sleep(for: .seconds(pause))
                 let status = try await vault.signInStatus(id)
-                guard status.pending.isEmpty else { continue }
+                guard !status.pending.contains(where: { $0.expiresAt == started.expiresAt }) else { continue }
                 guard let last = status.last, last.outcome == "authorized" else {
                     throw LoginFailure("the sign-in ended without tokens: \(status.last?.reason ?? "unknown reason")")
                 }

@@ -66,8 +66,11 @@ import TokenVaultTesting
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(waiting["interval"] as? Int == 6 && waiting["kind"] as? String == "device", "\(waiting)")
-        // Pending polls at the slower pace, then approval.
-        try await Task.sleep(for: .seconds(7))
+        // A pending poll at the slower pace, then approval.
+        let pendingPolled = try await waitUntil(within: 60) {
+            (try? await server.devicePolls().polls[userCode] ?? 0) ?? 0 >= 2
+        }
+        #expect(pendingPolled)
         try await server.decideDevice(userCode)
         let last = try await waitUntilEnded(harness, "ivan")
         let elapsed = Date().timeIntervalSince(startedAt)

@@ -8,36 +8,14 @@ import TokenVaultTesting
 /// vault finishes it from the callback URL, checking `iss`, redeeming the code with its kept
 /// verifier and the id token's nonce, and repairing a credential that needed a new sign-in.
 @Suite struct SignInEndToEndTests {
-    static let callback = "http://127.0.0.1/callback"
+    static let callback = SignInHarness.callback
 
-    /// The server, and a daemon whose instance `authlib` is configured by discovery alone. `slowDown`
-    /// and `deviceTokenDelay`: the server's device grant options (`AuthorizationServerProcess`);
-    /// `webhooks`: a receiver every event goes to.
+    /// The server and a daemon on SQLite (`SignInHarness`).
     func start(
         par: Bool = false, slowDown: Int = 0, deviceTokenDelay: Double = 0, webhooks: TestWebhookReceiver? = nil
     ) async throws -> (ResilienceHarness, AuthorizationServerProcess, DaemonProcess) {
-        let directory = TemporaryDirectory("tokenvault-signin")
-        let server = try AuthorizationServerProcess(
-            directory: directory, redirectURIs: [Self.callback], par: par, slowDown: slowDown,
-            deviceTokenDelay: deviceTokenDelay)
-        // In the server's directory, which lives as long as it does: a daemon started again reads it.
-        let secret = server.directory.file("authlib.secret")
-        writeFile(secret, Data("vault-secret".utf8), permissions: 0o600)
-        let hookSecret = server.directory.file("hook.whsec")
-        if webhooks != nil {
-            #expect(try CommandRunner().run(["webhooks", "secret", hookSecret]).status == 0)
-        }
-        let hooks = webhooks.map {
-            #", "webhooks": {"retry_base_seconds": 1, "endpoints": {"test": {"url": "\#($0.url)", "secret_file": "\#(hookSecret)"}}}"#
-        }
-        // A forced refresh is refused for a second after the sign-in asked the server.
-        let harness = try await ResilienceHarness(
-            lifetime: 3600, limits: "{}", refresh: "{}",
-            providers: """
-                "authlib": {"kind": "oauth2", "discovery_url": "\(server.issuer)/.well-known/openid-configuration",
-                    "issuer": "\(server.issuer)", "client_id": "vault-client", "client_secret_file": "\(secret)",
-                    "redirect_uris": ["\(Self.callback)"]}
-                """, sections: #""limits": {"on_demand_refresh_seconds": 1}"# + (hooks ?? ""))
+        let (harness, server) = try await SignInHarness.make(
+            par: par, slowDown: slowDown, deviceTokenDelay: deviceTokenDelay, webhooks: webhooks)
         return (harness, server, try harness.startDaemon(logLevel: "trace"))
     }
 

@@ -100,6 +100,34 @@ import TokenVaultTesting
         #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .stored])
     }
 
+    /// A daemon that died after the grant's tokens were committed and before its row went (or a
+    /// commit the ledger held while the database was down): the next look ends the grant as
+    /// authorized, without presenting the spent code or announcing a failure.
+    @Test func aGrantWhoseTokensAreStoredEndsAuthorizedWithoutAnotherPoll() async throws {
+        let fixture = try Fixture()
+        _ = try await startDevice(fixture)
+        let pending = try #require(try await pending(fixture).first)
+        // The redeeming poll as the dead daemon made it: stored under the grant's call key, the
+        // row left behind.
+        _ = try await fixture.engine.redeem(
+            CodeRedemption(
+                provider: fixture.server.name,
+                request: CodeExchangeRequest(
+                    code: pending.deviceCode, codeVerifier: nil, redirectURI: "", credentialID: Self.id,
+                    grant: .deviceCode),
+                nonce: nil, idTokenRequired: false, labels: nil,
+                audit: fixture.audit(Self.id.description, uid: 1000, .credentialAuthorized)),
+            callKey: RefreshEngine.callKey(pending))
+        fixture.server.state.withLock { $0.deviceAnswers = [Self.answer("invalid_grant")] }
+        let polls = fixture.server.state.withLock { $0.devicePolls }
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .stored])
+        #expect(fixture.server.state.withLock { $0.devicePolls } == polls, "the spent code was presented again")
+        #expect(try await self.pending(fixture).isEmpty)
+        let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
+        #expect(!rows.contains { $0.event.outcome == .failed }, "a failure was recorded for stored tokens")
+    }
+
     /// Two engines (two nodes of one vault) looking at once: the grant is polled once.
     @Test func twoEnginesPollAGrantOnce() async throws {
         let fixture = try Fixture()

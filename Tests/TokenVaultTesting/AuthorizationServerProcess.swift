@@ -19,7 +19,7 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
     /// seconds the answer that redeems a device code is held.
     public init(
         directory: TemporaryDirectory, redirectURIs: [String], par: Bool = false, lifetime: Int = 3600,
-        slowDown: Int = 0, deviceTokenDelay: Double = 0, timeout: Double = 30
+        slowDown: Int = 0, deviceTokenDelay: Double = 0, deviceInterval: Int = 1, timeout: Double = 30
     ) throws {
         self.directory = directory
         let root = Self.packageRoot
@@ -33,7 +33,10 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
         var arguments = [root + "/scripts/authorization-server.py", "--port", "0", "--lifetime", "\(lifetime)"]
         for uri in redirectURIs { arguments += ["--redirect-uri", uri] }
         if par { arguments.append("--par") }
-        arguments += ["--slow-down", "\(slowDown)", "--device-token-delay", "\(deviceTokenDelay)"]
+        arguments += [
+            "--slow-down", "\(slowDown)", "--device-token-delay", "\(deviceTokenDelay)", "--device-interval",
+            "\(deviceInterval)",
+        ]
         process = try SpawnedProcess(
             executable: python, arguments: arguments, environment: ProcessInfo.processInfo.environment,
             stdout: output, stderr: logPath)
@@ -83,6 +86,13 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
         let answer = try await TestHTTPClient.postForm(
             issuer + "/device", ["user_code": userCode, "decision": allow ? "allow" : "deny"], timeout: 60)
         guard answer.status == 200 else { throw SocketTestError("the device page answered \(answer.status)") }
+    }
+
+    /// When each of the device grant's token requests came, by user code (Unix seconds).
+    public func devicePollTimes() async throws -> [String: [Double]] {
+        let answer = try await TestHTTPClient.request("GET", issuer + "/test/polls", timeout: 60)
+        let object = try JSONSerialization.jsonObject(with: Data(answer.text.utf8)) as? [String: Any] ?? [:]
+        return object["poll_times"] as? [String: [Double]] ?? [:]
     }
 
     /// The device grant's token requests so far, by user code, every device code issued, and the

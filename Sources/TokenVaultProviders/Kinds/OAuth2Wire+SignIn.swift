@@ -86,6 +86,9 @@ extension OAuth2Wire: SignInWire {
         async throws(ProviderFailure) -> DeviceAuthorization
     {
         let endpoints = try await resolveEndpoints(over: http)
+        if let problem = endpoints.signInProblem {
+            throw ProviderFailure(kind: .misconfigured, code: .providerNotConfigured, message: problem)
+        }
         guard let endpoint = endpoints.deviceAuthorization else {
             throw ProviderFailure(
                 kind: .misconfigured, code: .providerNotConfigured,

@@ -103,7 +103,7 @@ extension DaemonConfiguration {
                 key: "sign_in.device_max_seconds", environment: nil, range: 10...86_400,
                 field: \.signInDeviceMaximumSeconds),
             .init(
-                key: "sign_in.device_claim_seconds", environment: nil, range: 5...3600,
+                key: "sign_in.device_claim_seconds", environment: nil, range: 30...3600,
                 field: \.signInDeviceClaimSeconds),
             .init(key: "webhooks.timeout_seconds", environment: nil, range: 1...600, field: \.webhooks.timeoutSeconds),
             .init(

@@ -67,10 +67,7 @@ extension VaultAPI {
                     ])
                 })
         ]
-        let recent = try await vault.auditEvents(AuditQuery(.newestFirst, credentialID: id, limit: 200))
-        if let last = recent.first(where: {
-            $0.event.operation == AuditOperation.credentialAuthorized.name && $0.event.uid == peer.uid
-        }) {
+        if let last = try await lastSignIn(id, uid: peer.uid) {
             var ended: [String: JSONValue] = [
                 "at": .string(last.event.at.description),
                 "outcome": .string(last.event.outcome == AuditEvent.Outcome.allowed ? "authorized" : "failed"),
@@ -108,6 +105,24 @@ extension VaultAPI {
         let metadata = try await committed(redeemed, id: id)
         metrics.recordSignIn("finished")
         return stored(metadata, context, logged: "credential stored from a sign-in")
+    }
+
+    /// The caller's newest `credential.authorized` row about `id`, among the credential's last
+    /// thousand rows (token reads are counted into one row a minute, so that reaches back far).
+    private func lastSignIn(_ id: CredentialID, uid: UInt32) async throws -> StoredAuditEvent? {
+        var cursor: Int64?
+        for _ in 0..<5 {
+            let page = try await vault.auditEvents(
+                AuditQuery(.newestFirst, cursor: cursor, credentialID: id, limit: 200))
+            if let found = page.first(where: {
+                $0.event.operation == AuditOperation.credentialAuthorized.name && $0.event.uid == uid
+            }) {
+                return found
+            }
+            guard page.count == 200, let last = page.last else { return nil }
+            cursor = last.id
+        }
+        return nil
     }
 
     /// The request's parameters as an object; a name given more than once (`resource`) as an array.
