@@ -1,6 +1,8 @@
 import ArgumentParser
+import Foundation
 import Logging
 import MCP
+import Synchronization
 import TokenVaultClient
 
 /// `tokenvault-mcp`: the Model Context Protocol server that `tokenvault mcp` runs (it resolves the
@@ -28,19 +30,29 @@ struct MCPServerCommand: AsyncParsableCommand {
         var logger = Logger(label: "tokenvault.mcp") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = .warning
         let vault = TokenVaultClient(socketPath: socket, timeout: .seconds(30))
-        let tools = VaultMCPTools(vault: vault, maximumBodyBytes: maxBodyBytes)
+        // Whether the client shows pages to its user (URL-mode elicitation): read at initialize.
+        let showsURLs = Mutex(false)
         let server = Server(
             name: "tokenvault", version: serverVersion,
             instructions: """
                 Make API calls with credentials held by TokenVault. list_credentials shows which you may \
-                use and where; http_request makes a call with one. You never see a token.
+                use and where; http_request makes a call with one; sign_in asks a person to grant a credential \
+                that is missing or needs a new sign-in. You never see a token.
                 """,
             capabilities: .init(tools: .init(listChanged: false)))
+        let tools = VaultMCPTools(vault: vault, maximumBodyBytes: maxBodyBytes) { [server] message, url in
+            guard showsURLs.withLock({ $0 }) else { return false }
+            let result = try? await server.requestElicitation(
+                message: message, url: url, elicitationId: UUID().uuidString)
+            return result?.action == .accept
+        }
         await server.withMethodHandler(ListTools.self) { _ in .init(tools: tools.tools) }
         await server.withMethodHandler(CallTool.self) { parameters in
             await tools.call(parameters.name, parameters.arguments ?? [:])
         }
-        try await server.start(transport: StdioTransport(logger: logger))
+        try await server.start(transport: StdioTransport(logger: logger)) { _, capabilities in
+            showsURLs.withLock { $0 = capabilities.elicitation?.url != nil }
+        }
         await server.waitUntilCompleted()
         try? await vault.shutdown()
     }

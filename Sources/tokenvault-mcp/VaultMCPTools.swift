@@ -3,17 +3,24 @@ import MCP
 import NIOCore
 import TokenVaultClient
 
-/// The tools `tokenvault mcp` offers an AI agent: list the credentials it may use, and make an
-/// HTTP request through one of them (the daemon's proxy). Everything goes through the daemon's
-/// socket as the agent's own uid, so the daemon's rules for that uid decide; a token is never in
-/// a result or an error (the daemon never sends one to a `credential:use` caller).
+/// The tools `tokenvault mcp` offers an AI agent: list the credentials it may use, make an HTTP
+/// request through one of them (the daemon's proxy), and start a sign-in that gets a person to
+/// grant one. Everything goes through the daemon's socket as the agent's own uid, so the daemon's
+/// rules for that uid decide, and a sign-in the agent starts can be finished only by that uid (a
+/// device grant the daemon ends itself); a token is never in a result or an error (the daemon
+/// never sends one to a `credential:use` or `credential:authorize` caller).
 struct VaultMCPTools: Sendable {
     let vault: TokenVaultClient
     /// The most of an answer's body a tool result carries (an agent's context is not a file).
     let maximumBodyBytes: Int
+    /// Shows a person a page through the client (MCP URL-mode elicitation), when the client
+    /// declared it can: the sign-in link reaches the person without passing through the model.
+    /// Answers whether the client showed it.
+    let showURL: @Sendable (_ message: String, _ url: String) async -> Bool
 
     static let listName = "list_credentials"
     static let requestName = "http_request"
+    static let signInName = "sign_in"
 
     var tools: [Tool] {
         [
@@ -54,6 +61,32 @@ struct VaultMCPTools: Sendable {
                     "required": .array(["credential", "method", "url"]),
                 ]),
                 annotations: .init(destructiveHint: true, openWorldHint: true)),
+            Tool(
+                name: Self.signInName,
+                description: """
+                    Ask a person to grant a credential: for one that is missing or needs a new sign-in \
+                    (needs_reauth). With mode device (the default) the answer is a page and a code the person \
+                    enters there; the vault waits for their decision and stores the credential itself. With mode \
+                    url it is a link to the sign-in page, whose redirect (redirect_uri, one the provider allows) \
+                    must be finished by your own user. Show the person the link; you never see a token.
+                    """,
+                inputSchema: .object([
+                    "type": "object",
+                    "properties": .object([
+                        "credential": .object(["type": "string", "description": "The credential id, namespace/name."]),
+                        "provider": .object([
+                            "type": "string",
+                            "description": "The provider instance; by default the credential's own, if you may use it.",
+                        ]),
+                        "scopes": .object(["type": "array", "items": .object(["type": "string"])]),
+                        "mode": .object(["type": "string", "enum": .array(["device", "url"]), "default": "device"]),
+                        "redirect_uri": .object([
+                            "type": "string", "description": "Mode url: where the person returns.",
+                        ]),
+                    ]),
+                    "required": .array(["credential"]),
+                ]),
+                annotations: .init(destructiveHint: false, idempotentHint: false, openWorldHint: true)),
         ]
     }
 
@@ -65,8 +98,26 @@ struct VaultMCPTools: Sendable {
             switch name {
             case Self.listName: return try await list(namespace: arguments["namespace"]?.stringValue)
             case Self.requestName: return try await request(arguments)
+            case Self.signInName: return try await signIn(arguments)
             default: return Self.failure("unknown tool '\(name.prefix(100))'")
             }
+        } catch let error as TokenVaultClientError where Self.needsSignIn.contains(error.code ?? "") {
+            // The call cannot be made until a person grants the credential: say how.
+            let credential = arguments["credential"]?.stringValue ?? ""
+            return .init(
+                content: [
+                    .text(
+                        text: """
+                            \(error.description)
+                            A person must sign in to grant \(credential): call \(Self.signInName) with \
+                            {"credential": "\(credential)"} (and "provider" if the credential does not exist yet), \
+                            show them the link it answers, then try again.
+                            """, annotations: nil, _meta: nil)
+                ],
+                structuredContent: .object([
+                    "code": .string(error.code ?? ""),
+                    "sign_in": .object(["tool": .string(Self.signInName), "credential": .string(credential)]),
+                ]), isError: true)
         } catch let error as TokenVaultClientError {
             // The daemon's refusal (its code and detail), or why it could not be reached: never a token.
             return Self.failure(error.description)
@@ -135,6 +186,60 @@ struct VaultMCPTools: Sendable {
                         .mapValues(Value.string)),
                 "body": .string(text), "truncated": .bool(truncated), "refreshed": .bool(answer.refreshed),
             ]), isError: answer.status >= 400)
+    }
+
+    /// The refusals a sign-in mends: no credential yet, or one whose grant the provider refused.
+    static let needsSignIn: Set<String> = ["credential_not_found", "needs_reauth"]
+
+    private func signIn(_ arguments: [String: Value]) async throws -> CallTool.Result {
+        guard let credential = arguments["credential"]?.stringValue else {
+            return Self.failure("credential is a required string")
+        }
+        var provider = arguments["provider"]?.stringValue
+        if provider == nil {
+            let namespace = credential.split(separator: "/").first.map(String.init)
+            provider = try await vault.usableCredentials(namespace: namespace).first { $0.id == credential }?.provider
+        }
+        guard let provider else {
+            return Self.failure("give provider: \(credential) is not one of the credentials you may use")
+        }
+        let scopes = (arguments["scopes"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let device = (arguments["mode"]?.stringValue ?? "device") == "device"
+        let redirectURI = arguments["redirect_uri"]?.stringValue
+        if !device, redirectURI == nil { return Self.failure("mode url needs redirect_uri") }
+        let started = try await vault.startSignIn(
+            credential, provider: provider, redirectURI: device ? nil : redirectURI, scopes: scopes,
+            mode: device ? .device : .url)
+        var structured: [String: Value] = ["expires_at": .string(started.expiresAt)]
+        let link: String
+        let instructions: String
+        if device, let code = started.userCode, let page = started.verificationURI {
+            link = started.verificationURIComplete ?? page
+            instructions =
+                "Ask the person to open \(page) and enter the code \(code) before \(started.expiresAt). The vault "
+                + "stores \(credential) once they approve; then try again."
+            structured["user_code"] = .string(code)
+            structured["verification_uri"] = .string(page)
+            if let complete = started.verificationURIComplete {
+                structured["verification_uri_complete"] = .string(complete)
+            }
+        } else if let url = started.authorizationURL {
+            link = url
+            instructions =
+                "Send the person to \(url) before \(started.expiresAt). Once the redirect to \(redirectURI ?? "") "
+                + "is finished (by your user, the only one who may), \(credential) is stored."
+            structured["authorization_url"] = .string(url)
+        } else {
+            return Self.failure("the daemon answered no link")
+        }
+        let shown = await showURL("Sign in to grant \(credential) (\(provider))", link)
+        structured["shown_to_user"] = .bool(shown)
+        return .init(
+            content: [
+                .text(
+                    text: instructions + (shown ? " The link was shown to the person." : ""), annotations: nil,
+                    _meta: nil)
+            ], structuredContent: .object(structured), isError: false)
     }
 
     private static func failure(_ text: String) -> CallTool.Result {

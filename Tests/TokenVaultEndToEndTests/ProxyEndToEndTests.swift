@@ -156,7 +156,7 @@ import TokenVaultTesting
         let run = try await offThePool { try CommandRunner(executable: python).run(arguments) }
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let result = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] ?? [:]
-        #expect(result["tools"] as? [String] == ["http_request", "list_credentials"], "\(result)")
+        #expect(result["tools"] as? [String] == ["http_request", "list_credentials", "sign_in"], "\(result)")
         #expect(
             (result["listed"] as? String)?.contains("bank/alice (bank, active): \(upstream.base)") == true, "\(result)")
         #expect(result["call_error"] as? Bool == false)

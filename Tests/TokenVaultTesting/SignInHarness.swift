@@ -9,10 +9,11 @@ public enum SignInHarness {
     public static let callback = "http://127.0.0.1/callback"
 
     /// `par`, `slowDown`, `deviceTokenDelay`, `deviceInterval`: the server's options; `webhooks`: a
-    /// receiver every event goes to. No daemon is started.
+    /// receiver every event goes to; `sections`: more top-level members of the config. No daemon
+    /// is started.
     public static func make(
         par: Bool = false, slowDown: Int = 0, deviceTokenDelay: Double = 0, deviceInterval: Int = 1,
-        webhooks: TestWebhookReceiver? = nil,
+        webhooks: TestWebhookReceiver? = nil, sections: String? = nil,
         postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1
     ) async throws -> (ResilienceHarness, AuthorizationServerProcess) {
         let directory = TemporaryDirectory("tokenvault-signin")
@@ -36,7 +37,10 @@ public enum SignInHarness {
                 "authlib": {"kind": "oauth2", "discovery_url": "\(server.issuer)/.well-known/openid-configuration",
                     "issuer": "\(server.issuer)", "client_id": "vault-client", "client_secret_file": "\(secret)",
                     "redirect_uris": ["\(callback)"]}
-                """, sections: #""limits": {"on_demand_refresh_seconds": 1}"# + (hooks ?? ""), postgres: postgres,
+                """,
+            sections: #""limits": {"on_demand_refresh_seconds": 1}"# + (hooks ?? "")
+                + (sections.map { ", " + $0 } ?? ""),
+            postgres: postgres,
             nodes: nodes)
         return (harness, server)
     }

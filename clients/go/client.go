@@ -213,6 +213,21 @@ func (c *Client) StartSignIn(ctx context.Context, id string, request SignInReque
 	return started, err
 }
 
+// SignInStatus answers the caller's device sign-ins waiting for id, and how the caller's last
+// sign-in into it ended.
+func (c *Client) SignInStatus(ctx context.Context, id string) (SignInStatus, error) {
+	var status SignInStatus
+	path, err := credentialPath(id, "/authorization")
+	if err != nil {
+		return status, err
+	}
+	answer, err := c.send(ctx, http.MethodGet, path, nil, nil, http.StatusOK)
+	if err == nil {
+		err = answer.decode(&status)
+	}
+	return status, err
+}
+
 // FinishSignIn finishes the sign-in the callback's state names with the whole URL the
 // authorization server redirected to; the daemon redeems the code and stores (or repairs) the
 // credential. It returns the metadata, never a token; created says whether it is new.

@@ -186,6 +186,28 @@ func TestASignInIsStartedAndFinishedOnce(t *testing.T) {
 	}
 }
 
+func TestADeviceSignInIsPolledByTheDaemon(t *testing.T) {
+	_, _, vault, ctx := setUp(t)
+	started, err := vault.StartSignIn(ctx, "people/hana", tokenvault.SignInRequest{
+		Provider: "idp", Scopes: []string{"profile"}, Mode: "device",
+	})
+	if err != nil || started.UserCode != "WDJB-MJHT" || started.Interval != 1 || started.AuthorizationURL != "" {
+		t.Fatalf("start: %+v %v", started, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	status, err := vault.SignInStatus(ctx, "people/hana")
+	for err == nil && len(status.Pending) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		status, err = vault.SignInStatus(ctx, "people/hana")
+	}
+	if err != nil || status.Last == nil || status.Last.Outcome != "authorized" {
+		t.Fatalf("status: %+v %v", status, err)
+	}
+	if credential, err := vault.Show(ctx, "people/hana"); err != nil || !credential.HasRefreshToken {
+		t.Fatalf("show: %+v %v", credential, err)
+	}
+}
+
 func TestWatchAndEventsFollowARefreshAndADelete(t *testing.T) {
 	p, _, vault, ctx := setUp(t)
 	put(t, ctx, vault, p, "payments/alice")

@@ -48,6 +48,11 @@ func newProvider(t *testing.T) *provider {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(p.issueLocked())
+		case r.URL.Path == "/device" && r.Method == http.MethodPost:
+			// RFC 8628 section 3.2, approved at once: the first poll gets tokens.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"device_code": "device-code-1", "user_code": "WDJB-MJHT", `+
+				`"verification_uri": %q, "expires_in": 60, "interval": 1}`, p.server.URL+"/verify")
 		case r.URL.Path == "/api/redirect":
 			// Off the allowed bases, onto a route of the daemon itself: never to be followed.
 			w.Header().Set("Location", "/v1/credentials/payments/alice/token")
@@ -139,9 +144,10 @@ func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daem
 	}
 	document := fmt.Sprintf(`{"providers": {"oauth2": {"kind": "oauth2"}, "idp": {"kind": "oauth2",
 		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q],
-		"authorization_endpoint": %q, "redirect_uris": ["https://app.example/cb"]}},
+		"authorization_endpoint": %q, "redirect_uris": ["https://app.example/cb"],
+		"device_authorization_endpoint": %q}},
 		"limits": {"on_demand_refresh_seconds": 1}%s}`, p.server.URL+"/token", secret, p.server.URL+"/api",
-		p.server.URL+"/authorize", webhooks)
+		p.server.URL+"/authorize", p.server.URL+"/device", webhooks)
 	if err := os.WriteFile(config, []byte(document), 0o600); err != nil {
 		t.Fatal(err)
 	}

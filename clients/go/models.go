@@ -109,11 +109,12 @@ type ExchangeRequest struct {
 }
 
 // SignInRequest is what StartSignIn sends: where the person comes back to and what to ask for.
-// Mode "parameters" answers the request's parameters for a mobile SDK instead of a URL; Labels
-// nil keeps those of a credential being repaired (an empty map clears them).
+// Mode "parameters" answers the request's parameters for a mobile SDK instead of a URL; mode
+// "device" a user code while the daemon polls (no RedirectURI). Labels nil keeps those of a
+// credential being repaired (an empty map clears them).
 type SignInRequest struct {
 	Provider    string            `json:"provider"`
-	RedirectURI string            `json:"redirect_uri"`
+	RedirectURI string            `json:"redirect_uri,omitempty"`
 	Scopes      []string          `json:"scopes,omitempty"`
 	LoginHint   string            `json:"login_hint,omitempty"`
 	Prompt      string            `json:"prompt,omitempty"`
@@ -125,11 +126,40 @@ type SignInRequest struct {
 
 // SignIn is a started sign-in: the URL to send the person to, or the request's parameters
 // (a name given twice, such as resource, as an array), and when it must be finished by.
+// Mode "device": the code the person enters at VerificationURI, and the seconds between polls.
 type SignIn struct {
-	AuthorizationURL string         `json:"authorization_url,omitempty"`
-	Parameters       map[string]any `json:"parameters,omitempty"`
-	ExpiresAt        string         `json:"expires_at"`
-	Pushed           bool           `json:"pushed"`
+	AuthorizationURL        string         `json:"authorization_url,omitempty"`
+	Parameters              map[string]any `json:"parameters,omitempty"`
+	ExpiresAt               string         `json:"expires_at"`
+	Pushed                  bool           `json:"pushed"`
+	UserCode                string         `json:"user_code,omitempty"`
+	VerificationURI         string         `json:"verification_uri,omitempty"`
+	VerificationURIComplete string         `json:"verification_uri_complete,omitempty"`
+	Interval                int            `json:"interval,omitempty"`
+}
+
+// SignInStatus is GET …/authorization: the caller's device sign-ins the daemon still polls for
+// the credential, and how the caller's last sign-in into it ended (nil: none found).
+type SignInStatus struct {
+	Pending []PendingSignIn `json:"pending"`
+	Last    *EndedSignIn    `json:"last,omitempty"`
+}
+
+// PendingSignIn is a device sign-in the daemon polls for.
+type PendingSignIn struct {
+	Kind       string `json:"kind"`
+	Provider   string `json:"provider"`
+	StartedAt  string `json:"started_at"`
+	ExpiresAt  string `json:"expires_at"`
+	NextPollAt string `json:"next_poll_at"`
+	Interval   int    `json:"interval"`
+}
+
+// EndedSignIn is how a sign-in ended: Outcome "authorized", or "failed" with the Reason.
+type EndedSignIn struct {
+	At      string `json:"at"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // UsableCredential is a credential the caller may use through the proxy, and where.

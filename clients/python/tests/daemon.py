@@ -49,12 +49,17 @@ class Provider:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 form = parse_qs(self.rfile.read(length).decode())
+                if self.path == "/device":
+                    # RFC 8628 section 3.2, approved at once: the first poll gets tokens.
+                    answer = {"device_code": "device-code-1", "user_code": "WDJB-MJHT",
+                              "verification_uri": provider.url + "/verify", "expires_in": 60, "interval": 1}
+                    return self._answer(200, json.dumps(answer).encode())
                 if self.path != "/token":
                     return self._answer(404, b"{}")
                 grant = form.get("grant_type", [""])[0]
                 if grant == "refresh_token" and form.get("refresh_token", [""])[0] != provider.refresh:
                     return self._answer(400, b'{"error":"invalid_grant"}')
-                if grant not in ("refresh_token", "authorization_code"):
+                if grant not in ("refresh_token", "authorization_code", "urn:ietf:params:oauth:grant-type:device_code"):
                     return self._answer(400, b'{"error":"unsupported_grant_type"}')
                 self._answer(200, json.dumps(provider.issue()).encode())
 
@@ -167,6 +172,7 @@ class Daemon:
                             "client_secret_file": secret,
                             "api_base_urls": [provider.url + "/api"],
                             "authorization_endpoint": provider.url + "/authorize",
+                            "device_authorization_endpoint": provider.url + "/device",
                             "redirect_uris": ["https://app.example/cb"],
                         }
                     },

@@ -96,6 +96,19 @@ class ClientTests(unittest.TestCase):
         self.assertIsNone(parameters.authorization_url)
         self.assertEqual((parameters.parameters or {})["client_id"], "vault-client")
 
+    def test_a_device_sign_in_is_polled_by_the_daemon(self) -> None:
+        started = self.vault.start_sign_in("people/faye", "idp", scopes=["profile"], mode="device")
+        self.assertEqual((started.user_code, started.interval), ("WDJB-MJHT", 1))
+        self.assertTrue((started.verification_uri or "").endswith("/verify"))
+        self.assertIsNone(started.authorization_url)
+        deadline = time.time() + 30
+        status = self.vault.sign_in_status("people/faye")
+        while status.pending and time.time() < deadline:
+            time.sleep(0.2)
+            status = self.vault.sign_in_status("people/faye")
+        self.assertEqual((status.last or {}).get("outcome"), "authorized", status)
+        self.assertTrue(self.vault.show("people/faye").has_refresh_token)
+
     def test_exchange_redeems_a_code(self) -> None:
         exchanged = self.vault.exchange("payments/carol", "idp", code="one-time", code_verifier="v" * 43, redirect_uri="https://app.example/cb")
         self.assertTrue(exchanged.created)

@@ -26,7 +26,7 @@ from .errors import (
     Unprocessable,
     UnsupportedMediaType,
 )
-from .models import Credential, Deleted, Event, Exchanged, Page, SignedIn, SignIn, Token, UsableCredential
+from .models import Credential, Deleted, Event, Exchanged, Page, SignedIn, SignIn, SignInStatus, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 from .webhooks import WebhookVerificationError, verify_webhook
@@ -49,6 +49,7 @@ __all__ = [
     "NotFound",
     "Page",
     "SignIn",
+    "SignInStatus",
     "SignedIn",
     "Stream",
     "PayloadTooLarge",

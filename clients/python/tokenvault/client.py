@@ -9,7 +9,18 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optiona
 
 from ._transport import Transport
 from .errors import UnexpectedResponse
-from .models import Credential, Deleted, Event, Exchanged, Page, SignedIn, SignIn, Token, UsableCredential
+from .models import (
+    Credential,
+    Deleted,
+    Event,
+    Exchanged,
+    Page,
+    SignedIn,
+    SignIn,
+    SignInStatus,
+    Token,
+    UsableCredential,
+)
 from .stream import Stream
 from .upstream import UpstreamResponse
 
@@ -181,7 +192,7 @@ class Client:
         self,
         credential_id: str,
         provider: str,
-        redirect_uri: str,
+        redirect_uri: Optional[str] = None,
         scopes: Iterable[str] = (),
         login_hint: Optional[str] = None,
         prompt: Optional[str] = None,
@@ -192,17 +203,17 @@ class Client:
     ) -> SignIn:
         """Has the daemon start a sign-in at `provider` that finishes into `credential_id`: it makes
         and keeps the state, PKCE verifier and nonce, and answers the authorization URL (or, with
-        mode "parameters", the request's parameters for a mobile SDK). `labels` None keeps those
-        of a credential being repaired."""
+        mode "parameters", the request's parameters for a mobile SDK; with mode "device", a user
+        code while the daemon polls, and no `redirect_uri`). `labels` None keeps those of a
+        credential being repaired."""
         body: Dict[str, Any] = {
             "provider": provider,
-            "redirect_uri": redirect_uri,
             "scopes": list(scopes),
             "resources": list(resources),
             "parameters": dict(parameters or {}),
             "mode": mode,
         }
-        for name, value in (("login_hint", login_hint), ("prompt", prompt)):
+        for name, value in (("redirect_uri", redirect_uri), ("login_hint", login_hint), ("prompt", prompt)):
             if value is not None:
                 body[name] = value
         if labels is not None:
@@ -211,6 +222,12 @@ class Client:
             "POST", Transport.credential_path(credential_id, "/authorization"), json_body=body, expect=(201,), timeout=60
         )
         return reply.decode(SignIn.from_json)
+
+    def sign_in_status(self, credential_id: str) -> SignInStatus:
+        """The caller's device sign-ins waiting for `credential_id`, and how their last sign-in
+        into it ended."""
+        reply = self._transport.send("GET", Transport.credential_path(credential_id, "/authorization"), expect=(200,))
+        return reply.decode(SignInStatus.from_json)
 
     def finish_sign_in(self, credential_id: str, callback_url: str) -> SignedIn:
         """Finishes the sign-in the callback's `state` names with the whole URL the authorization

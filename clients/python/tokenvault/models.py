@@ -145,12 +145,17 @@ class Exchanged:
 @dataclass(frozen=True)
 class SignIn:
     """A started sign-in (`POST …/authorization`): the URL to send the person to, or (mode
-    "parameters") the request's parameters for a mobile SDK, and when it must be finished by."""
+    "parameters") the request's parameters for a mobile SDK, or (mode "device") the code the
+    person enters at `verification_uri` while the daemon polls; and when it ends."""
 
     authorization_url: Optional[str]
     parameters: Optional[Dict[str, Any]]
     expires_at: str
     pushed: bool
+    user_code: Optional[str] = None
+    verification_uri: Optional[str] = None
+    verification_uri_complete: Optional[str] = None
+    interval: Optional[int] = None
 
     @staticmethod
     def from_json(document: Mapping[str, Any]) -> "SignIn":
@@ -159,7 +164,26 @@ class SignIn:
             parameters=document.get("parameters"),
             expires_at=document["expires_at"],
             pushed=bool(document["pushed"]),
+            user_code=document.get("user_code"),
+            verification_uri=document.get("verification_uri"),
+            verification_uri_complete=document.get("verification_uri_complete"),
+            interval=document.get("interval"),
         )
+
+
+@dataclass(frozen=True)
+class SignInStatus:
+    """`GET …/authorization`: the caller's device sign-ins the daemon still polls for the
+    credential (each a dict: kind, provider, started_at, expires_at, next_poll_at, interval), and
+    how the caller's last sign-in into it ended (`last`: at, outcome "authorized" or "failed",
+    reason), or None."""
+
+    pending: List[Dict[str, Any]]
+    last: Optional[Dict[str, Any]]
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "SignInStatus":
+        return SignInStatus(pending=list(document.get("pending") or []), last=document.get("last"))
 
 
 @dataclass(frozen=True)
