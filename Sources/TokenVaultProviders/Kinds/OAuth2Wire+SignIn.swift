@@ -46,24 +46,8 @@ extension OAuth2Wire: SignInWire {
         for (name, value) in parameters where name != "client_id" { form.append(name, value) }
         // Client authentication adds `client_id` to the form, but for HTTP Basic (RFC 9126 section 2.1).
         if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
-        var headers = HTTPHeaders()
-        authenticate(&headers, &form)
-        let answer: HTTPAnswer
-        do throws(ProviderFailure) {
-            answer = try await http.post(endpoint, form: form, headers: headers, call: nil)
-        } catch {
-            var failure = error
-            if failure.kind == .unknownOutcome { failure.kind = .transient }
-            throw failure
-        }
-        guard (200..<300).contains(answer.status) else {
-            throw ProviderErrorClassifier.classify(
-                status: answer.status, headers: answer.headers, body: answer.body, now: Date())
-        }
-        guard !answer.bodyTooLarge,
-            case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body)),
-            case .string(let requestURI)? = fields["request_uri"], !requestURI.isEmpty
-        else {
+        let fields = try await authenticatedPost(form, to: endpoint, over: http, what: "pushed authorization request")
+        guard case .string(let requestURI)? = fields["request_uri"], !requestURI.isEmpty else {
             throw ProviderFailure(
                 kind: .transient, code: .malformedResponse,
                 message: "the pushed authorization request endpoint answered without a request_uri")
@@ -105,6 +89,36 @@ extension OAuth2Wire: SignInWire {
         if !scopes.isEmpty { form.append("scope", scopes.joined(separator: " ")) }
         for name in extra.keys.sorted() { form.append(name, extra[name]!) }
         if configuration.clientAuthentication == .clientSecretBasic { form.append("client_id", configuration.clientID) }
+        let fields = try await authenticatedPost(form, to: endpoint, over: http, what: "device authorization")
+        guard case .string(let deviceCode)? = fields["device_code"], !deviceCode.isEmpty,
+            case .string(let userCode)? = fields["user_code"], !userCode.isEmpty, userCode.utf8.count <= 256,
+            case .string(let verificationURI)? = fields["verification_uri"] ?? fields["verification_url"],
+            Self.isWebURL(verificationURI)
+        else {
+            throw ProviderFailure(
+                kind: .transient, code: .malformedResponse,
+                message: "the device authorization endpoint answered without device_code, user_code or an http(s) "
+                    + "verification_uri")
+        }
+        var complete: String?
+        if case .string(let text)? = fields["verification_uri_complete"], Self.isWebURL(text) { complete = text }
+        return DeviceAuthorization(
+            deviceCode: SecretBytes(utf8: deviceCode),
+            userCode: DeviceUserCode(
+                userCode: userCode, verificationURI: verificationURI, verificationURIComplete: complete,
+                // Section 3.2: 5 seconds when absent; a server's zero or less would poll in a loop.
+                interval: max(1, min(Self.seconds(fields["interval"]) ?? 5, 3600))),
+            expiresIn: Double(Self.seconds(fields["expires_in"]) ?? 600),
+            issuer: configuration.issuer ?? endpoints.issuer)
+    }
+
+    /// `form` with the client's authentication to a sign-in endpoint (pushed requests, device
+    /// authorization), whose 2xx answer is a JSON object. Asking spends nothing, so a lost answer
+    /// is merely transient.
+    private func authenticatedPost(
+        _ form: FormBody, to endpoint: String, over http: ProviderHTTPClient, what: String
+    ) async throws(ProviderFailure) -> [String: JSONValue] {
+        var form = form
         var headers = HTTPHeaders()
         authenticate(&headers, &form)
         let answer: HTTPAnswer
@@ -119,29 +133,13 @@ extension OAuth2Wire: SignInWire {
             throw ProviderErrorClassifier.classify(
                 status: answer.status, headers: answer.headers, body: answer.body, now: Date())
         }
-        func malformed(_ problem: String) -> ProviderFailure {
-            ProviderFailure(
-                kind: .transient, code: .malformedResponse,
-                message: "the device authorization endpoint answered \(problem)")
-        }
         guard !answer.bodyTooLarge,
             case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body))
-        else { throw malformed("no JSON object") }
-        guard case .string(let deviceCode)? = fields["device_code"], !deviceCode.isEmpty,
-            case .string(let userCode)? = fields["user_code"], !userCode.isEmpty, userCode.utf8.count <= 256,
-            case .string(let verificationURI)? = fields["verification_uri"] ?? fields["verification_url"],
-            Self.isWebURL(verificationURI)
-        else { throw malformed("without device_code, user_code or an http(s) verification_uri") }
-        var complete: String?
-        if case .string(let text)? = fields["verification_uri_complete"], Self.isWebURL(text) { complete = text }
-        return DeviceAuthorization(
-            deviceCode: SecretBytes(utf8: deviceCode),
-            userCode: DeviceUserCode(
-                userCode: userCode, verificationURI: verificationURI, verificationURIComplete: complete,
-                // Section 3.2: 5 seconds when absent; a server's zero or less would poll in a loop.
-                interval: max(1, min(Self.seconds(fields["interval"]) ?? 5, 3600))),
-            expiresIn: Double(Self.seconds(fields["expires_in"]) ?? 600),
-            issuer: configuration.issuer ?? endpoints.issuer)
+        else {
+            throw ProviderFailure(
+                kind: .transient, code: .malformedResponse, message: "the \(what) endpoint answered no JSON object")
+        }
+        return fields
     }
 
     private static func seconds(_ value: JSONValue?) -> Int? {
