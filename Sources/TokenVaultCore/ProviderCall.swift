@@ -26,6 +26,13 @@ public protocol AnswerSettlement: Sendable {
     func settle(_ key: String)
     /// Spooled answers whose key starts with `prefix`, with their calls' contexts.
     func spooled(prefix: String) -> [(key: String, context: SecretBytes?)]
+    /// Returns once the spool is read (a courier of an earlier daemon may still be finishing
+    /// its calls, and spooling them): before then `spooled` knows nothing of them.
+    func waitUntilReady() async
+}
+
+extension AnswerSettlement {
+    public func waitUntilReady() async {}
 }
 
 /// No courier (tests, in-process engines): nothing to settle, nothing spooled.

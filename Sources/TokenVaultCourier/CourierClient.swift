@@ -15,9 +15,16 @@ import TokenVaultSystem
 /// that is still finishing its calls gets to spool them; only then does it say `ready`, and only
 /// then is the spool read. A call made with a key whose answer is in the spool gets that answer
 /// instead of being sent again (the refresh token it carries was spent by the first send).
+/// The daemon does not wait for that to serve: calls wait (`send`), and so does the engine's
+/// recovery of the spool (`waitUntilReady`), while token reads go on from what is stored.
 public final class CourierClient: AnswerSettlement, Sendable {
     private struct State {
         var connection: CourierConnection?
+        /// The spool is read: a call may be sent (its answer is not in the spool).
+        var ready = false
+        /// Start-up failed: calls fail instead of waiting.
+        var failed = false
+        var readyWaiters: [CheckedContinuation<Bool, Never>] = []
         var stopping = false
         var restarts = 0
         var unsettled: Set<String> = []
@@ -57,18 +64,61 @@ public final class CourierClient: AnswerSettlement, Sendable {
     /// Throws when no courier can be started: a daemon without one would lose answers it promised
     /// to keep.
     public func start(keyring: Keyring) async throws {
-        guard let publicKey = keyring.spoolPublicKey else {
-            throw VaultError.integrity("this vault has no spool key; open it once with this version to create one")
+        do {
+            guard let publicKey = keyring.spoolPublicKey else {
+                throw VaultError.integrity(
+                    "this vault has no spool key; open it once with this version to create one")
+            }
+            spoolPublicKey.withLock { $0 = publicKey }
+            self.keyring.withLock { $0 = keyring }
+            guard try await launch() else {
+                throw VaultError(
+                    code: .internalError,
+                    message: "the courier did not start within \(Int(readyTimeout)) s (is a courier of an earlier "
+                        + "daemon still finishing? see \(spooled.directory)/courier.lock)")
+            }
+            spooled.load(keyring)
+        } catch {
+            becomeReady(false)
+            throw error
         }
-        spoolPublicKey.withLock { $0 = publicKey }
-        self.keyring.withLock { $0 = keyring }
-        guard try await launch() else {
-            throw VaultError(
-                code: .internalError,
-                message: "the courier did not start within \(Int(readyTimeout)) s (is a courier of an earlier "
-                    + "daemon still finishing? see \(spooled.directory)/courier.lock)")
+        becomeReady(true)
+    }
+
+    /// Returns once `start` has read the spool, or failed.
+    public func waitUntilReady() async { _ = await isReady() }
+
+    /// `waitUntilReady`, for at most `limit`; whether the spool was read by then.
+    public func waitUntilReady(within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let (ready, failed) = state.withLock { ($0.ready, $0.failed) }
+            if ready || failed || ContinuousClock.now >= deadline { return ready }
+            try? await Task.sleep(for: .milliseconds(20))
         }
-        spooled.load(keyring)
+    }
+
+    /// Whether the spool was read (false: start-up failed, or the daemon is stopping first).
+    private func isReady() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool? in
+                if state.ready { return true }
+                if state.failed || state.stopping { return false }
+                state.readyWaiters.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    private func becomeReady(_ ready: Bool) {
+        let waiters = state.withLock { state in
+            state.ready = ready
+            state.failed = !ready
+            defer { state.readyWaiters = [] }
+            return state.readyWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: ready) }
     }
 
     /// Tells the running courier the instances from now on (a reload: transports made since the
@@ -119,10 +169,12 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     /// Closes the courier's connection and waits for it to exit (it spools whatever is unsettled).
     public func stop() async {
-        let connection = state.withLock { state in
+        let (connection, waiters) = state.withLock { state in
             state.stopping = true
-            return state.connection
+            defer { state.readyWaiters = [] }
+            return (state.connection, state.readyWaiters)
         }
+        for waiter in waiters { waiter.resume(returning: false) }
         guard let connection else { return }
         connection.close()
         let child = connection.child
@@ -167,6 +219,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
     func send(route: UInt32, instance: String, request: PreparedRequest, call: ProviderCall?)
         async throws(ProviderFailure) -> HTTPAnswer
     {
+        // Not before the spool is read: the answer to this call may be in it (its request spent
+        // what it carried), and sending it again would present that a second time.
+        guard await isReady() else { throw ProviderFailure.courierUnavailable }
         if let call, let answer = try spooled.answer(for: call.key) { return answer }
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
@@ -216,6 +271,12 @@ public final class CourierClient: AnswerSettlement, Sendable {
         guard let hello, await connection.handshake(hello, timeout: readyTimeout) else {
             connection.close()
             child.signal(SIGKILL)
+            _ = await Task.detached { child.wait() }.value
+            return false
+        }
+        // The daemon began to stop while this courier waited for an earlier one: it ends at once.
+        if state.withLock({ $0.stopping }) {
+            connection.close()
             _ = await Task.detached { child.wait() }.value
             return false
         }

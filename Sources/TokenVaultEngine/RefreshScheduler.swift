@@ -35,6 +35,9 @@ public struct RefreshScheduler: Service {
     }
 
     private func loop() async {
+        // A courier of an earlier daemon may still be finishing its calls: its answers are read
+        // before anything is recovered or resumed (token reads are served meanwhile).
+        await engine.settlement.waitUntilReady()
         await engine.recoverSpool()
         // Device grants are polled once the spool is recovered: a grant whose tokens a courier
         // spooled is ended by storing them, not by a poll that finds its code spent.

@@ -54,9 +54,14 @@ struct ServeCommand: AsyncParsableCommand {
             let (lock, opened) = try Self.lockAndOpen(options, settings, socketPath: socketPath)
             // A socket systemd passed is the socket unit's: its mode, group and file are left alone.
             if process.activation == nil { try SocketGuard.prepare(path: socketPath) }
-            // Before the engine: a courier of an earlier daemon finishes first, and the answers it
-            // spooled are read before any attempt is resumed.
-            try await courier.start(keyring: opened.keyring)
+            // A courier of an earlier daemon finishes first, and the answers it spooled are read
+            // before any call is sent or any attempt resumed (`CourierClient`, `RefreshScheduler`);
+            // the API serves what is stored meanwhile. A courier that cannot start stops the daemon
+            // (`CourierService`).
+            let courierStart = Task { try await courier.start(keyring: opened.keyring) }
+            // A courier that starts at once is waited for, so refreshes can begin as soon as the
+            // API takes writes; one that waits for an earlier daemon's courier is not.
+            _ = await courier.waitUntilReady(within: .seconds(1))
             dpop.use(opened.keyring)
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             let changeListener = Self.listenForChanges(opened, engine)
@@ -82,7 +87,8 @@ struct ServeCommand: AsyncParsableCommand {
             let group = ServiceGroup(
                 configuration: .init(
                     services: [
-                        .init(service: CourierService(courier: courier)), .init(service: audit),
+                        .init(service: CourierService(courier: courier, starting: courierStart)),
+                        .init(service: audit),
                         .init(service: webhooks.dispatcher),
                         .init(service: LeaseHeartbeat(engine: engine)),
                         .init(service: RefreshScheduler(engine: engine)),
@@ -160,12 +166,21 @@ extension ServeCommand {
     }
 }
 
-/// Stops the courier when the daemon stops (it is the group's first service, so the last to stop:
-/// the refreshes in flight have committed and settled by then).
+/// Ends the daemon if the courier cannot start (a daemon without one would lose answers it
+/// promised to keep), and stops the courier when the daemon stops (it is the group's first
+/// service, so the last to stop: the refreshes in flight have committed and settled by then).
 struct CourierService: Service {
     let courier: CourierClient
+    let starting: Task<Void, any Error>
 
     func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            try await withTaskCancellationHandler {
+                try await starting.value
+            } onCancel: {
+                starting.cancel()
+            }
+        }
         try? await gracefulShutdown()
         await courier.stop()
     }

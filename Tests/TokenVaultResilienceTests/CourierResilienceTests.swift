@@ -78,6 +78,46 @@ import TokenVaultTesting
         print("courier: \(recovered) answers recovered from the spool over 20 daemon kills")
     }
 
+    /// SIGKILL while the provider holds a refresh's answer for 30 s: the next daemon serves a
+    /// token read of another credential at once (it used to wait for the earlier courier, which
+    /// waits for that answer), and the answer, spooled by the earlier courier, is committed when
+    /// it arrives: nothing presented twice.
+    @Test func aRestartServesAtOnceWhileTheEarlierCourierWaitsForAnAnswer() async throws {
+        let harness = try await ResilienceHarness(
+            lifetime: 3600, limits: "{}", refresh: "{}", answerDelay: 30...30, timeoutSeconds: 60,
+            sections: #""limits": {"on_demand_refresh_seconds": 1}"#)
+        let first = try harness.startDaemon(logLevel: "info")
+        try harness.seed(2)
+        // A forced refresh is refused for a second after the put.
+        try await Task.sleep(for: .seconds(1.1))
+        let before = harness.server.tokenRequestCount
+        let refreshing = Task.detached {
+            try? UnixSocketHTTP.request(harness.socket, "POST", "/v1/credentials/\(ResilienceHarness.name(0))/refresh")
+        }
+        #expect(try await waitUntil(within: 30) { harness.server.tokenRequestCount > before }, "no refresh was sent")
+        first.kill()
+        _ = await refreshing.value
+        let restarted = ContinuousClock.now
+        let second = try harness.startDaemon(logLevel: "info")
+        defer { second.kill() }
+        let read = try UnixSocketHTTP.request(
+            harness.socket, "GET", "/v1/credentials/\(ResilienceHarness.name(1))/token")
+        let waited = ContinuousClock.now - restarted
+        #expect(read.status == 200, "\(read.text)")
+        // Seconds on an idle machine; the earlier courier holds its answer for 30.
+        #expect(waited < .seconds(15), "the restarted daemon served after \(waited)")
+        print("restart: a token read served \(waited) after the start, the provider holding an answer for 30 s")
+        // The held answer arrives, is spooled and committed: generation 2, nothing lost.
+        #expect(
+            try await waitUntil(within: 90) {
+                let metadata = try? UnixSocketHTTP.request(
+                    harness.socket, "GET", "/v1/credentials/\(ResilienceHarness.name(0))"
+                ).json()
+                return metadata?["generation"] as? Int == 2
+            }, "the held answer was not committed")
+        try harness.checkNothingLost(listed: try harness.list(), count: 2)
+    }
+
     /// Twenty SIGKILLs of the courier instead: the daemon starts a new one; the calls the dead
     /// courier had in flight are unknown outcomes, resumed with the same refresh token, which the
     /// provider (no grace window) treats as reuse. Exactly those credentials end `needs_reauth`,
