@@ -27,12 +27,13 @@ public protocol AnswerSettlement: Sendable {
     /// Spooled answers whose key starts with `prefix`, with their calls' contexts.
     func spooled(prefix: String) -> [(key: String, context: SecretBytes?)]
     /// Returns once the spool is read (a courier of an earlier daemon may still be finishing
-    /// its calls, and spooling them): before then `spooled` knows nothing of them.
-    func waitUntilReady() async
+    /// its calls, and spooling them): before then `spooled` knows nothing of them. False when it
+    /// never will be (no courier started, or the daemon is stopping).
+    func waitUntilReady() async -> Bool
 }
 
 extension AnswerSettlement {
-    public func waitUntilReady() async {}
+    public func waitUntilReady() async -> Bool { true }
 }
 
 /// No courier (tests, in-process engines): nothing to settle, nothing spooled.

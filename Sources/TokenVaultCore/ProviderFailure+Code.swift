@@ -35,6 +35,9 @@ extension ProviderFailure {
         public static let courierLost = Code(rawValue: "courier_lost")
         /// No courier to take the call.
         public static let courierUnavailable = Code(rawValue: "courier_unavailable")
+        /// The courier has not started (it waits for an earlier daemon's, or could not start): the
+        /// spool is unread, so nothing was sent and a journalled attempt stays open.
+        public static let courierNotReady = Code(rawValue: "courier_not_ready")
         /// The courier has no transport for the call's route.
         public static let courierNoTransport = Code(rawValue: "courier_no_transport")
         /// The instance has no token endpoint, or is not configured at all.

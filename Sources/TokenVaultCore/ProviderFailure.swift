@@ -59,6 +59,13 @@ extension ProviderFailure {
         kind: .unknownOutcome, code: .courierLost,
         message: "the courier process ended during the call; the request may have reached the provider")
 
+    /// The courier has not read the spool (it did not start, or the daemon is stopping first):
+    /// nothing was sent, and the call's attempt stays open for the next daemon, whose courier
+    /// may hand it the answer an earlier one spooled.
+    public static let courierNotReady = ProviderFailure(
+        kind: .transient, code: .courierNotReady,
+        message: "the courier has not started (the spool is unread); nothing was sent")
+
     /// The courier was not there to take the call: nothing was sent.
     public static let courierUnavailable = ProviderFailure(
         kind: .transient, code: .courierUnavailable, message: "the courier process is not running; nothing was sent")

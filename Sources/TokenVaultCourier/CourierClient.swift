@@ -24,7 +24,10 @@ public final class CourierClient: AnswerSettlement, Sendable {
         var ready = false
         /// Start-up failed: calls fail instead of waiting.
         var failed = false
-        var readyWaiters: [CheckedContinuation<Bool, Never>] = []
+        var readyWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+        /// A courier being started that has not said `ready` (it may wait for an earlier one).
+        var launchingChild: ChildProcess?
         var stopping = false
         var restarts = 0
         var unsettled: Set<String> = []
@@ -85,8 +88,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
         becomeReady(true)
     }
 
-    /// Returns once `start` has read the spool, or failed.
-    public func waitUntilReady() async { _ = await isReady() }
+    /// Returns once `start` has read the spool (true), or failed (false).
+    public func waitUntilReady() async -> Bool { await isReady() }
 
     /// `waitUntilReady`, for at most `limit`; whether the spool was read by then.
     public func waitUntilReady(within limit: Duration) async -> Bool {
@@ -98,16 +101,25 @@ public final class CourierClient: AnswerSettlement, Sendable {
         }
     }
 
-    /// Whether the spool was read (false: start-up failed, or the daemon is stopping first).
+    /// Whether the spool was read (false: start-up failed, the daemon is stopping first, or the
+    /// waiting task was cancelled).
     private func isReady() async -> Bool {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool? in
-                if state.ready { return true }
-                if state.failed || state.stopping { return false }
-                state.readyWaiters.append(continuation)
-                return nil
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool? in
+                    if state.ready { return true }
+                    if state.failed || state.stopping || Task.isCancelled { return false }
+                    state.readyWaiters[id] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
             }
-            if let now { continuation.resume(returning: now) }
+        } onCancel: {
+            state.withLock { $0.readyWaiters.removeValue(forKey: id) }?.resume(returning: false)
         }
     }
 
@@ -115,8 +127,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
         let waiters = state.withLock { state in
             state.ready = ready
             state.failed = !ready
-            defer { state.readyWaiters = [] }
-            return state.readyWaiters
+            defer { state.readyWaiters = [:] }
+            return state.readyWaiters.values
         }
         for waiter in waiters { waiter.resume(returning: ready) }
     }
@@ -169,12 +181,15 @@ public final class CourierClient: AnswerSettlement, Sendable {
 
     /// Closes the courier's connection and waits for it to exit (it spools whatever is unsettled).
     public func stop() async {
-        let (connection, waiters) = state.withLock { state in
+        let (connection, waiters, launching) = state.withLock { state in
             state.stopping = true
-            defer { state.readyWaiters = [] }
-            return (state.connection, state.readyWaiters)
+            defer { state.readyWaiters = [:] }
+            return (state.connection, state.readyWaiters.values, state.launchingChild)
         }
         for waiter in waiters { waiter.resume(returning: false) }
+        // A courier still waiting for an earlier one holds nothing yet: it ends now, and the
+        // start fails (the earlier courier goes on spooling).
+        launching?.signal(SIGKILL)
         guard let connection else { return }
         connection.close()
         let child = connection.child
@@ -221,7 +236,7 @@ public final class CourierClient: AnswerSettlement, Sendable {
     {
         // Not before the spool is read: the answer to this call may be in it (its request spent
         // what it carried), and sending it again would present that a second time.
-        guard await isReady() else { throw ProviderFailure.courierUnavailable }
+        guard await isReady() else { throw ProviderFailure.courierNotReady }
         if let call, let answer = try spooled.answer(for: call.key) { return answer }
         guard let connection = await liveConnection() else { throw ProviderFailure.courierUnavailable }
         if let key = call?.key { _ = state.withLock { $0.unsettled.insert(key) } }
@@ -263,6 +278,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
         } catch {
             throw VaultError(code: .internalError, message: "cannot start the courier: \(error)")
         }
+        state.withLock { $0.launchingChild = child }
+        defer { state.withLock { $0.launchingChild = nil } }
         let connection = CourierConnection(child: child) { [self] ended in courierEnded(ended) }
         let hello = spoolPublicKey.withLock { $0 }.map { key in
             let (version, instances) = routes.current
@@ -274,8 +291,13 @@ public final class CourierClient: AnswerSettlement, Sendable {
             _ = await Task.detached { child.wait() }.value
             return false
         }
-        // The daemon began to stop while this courier waited for an earlier one: it ends at once.
-        if state.withLock({ $0.stopping }) {
+        // Published under the same lock `stop` reads it with: a daemon that began to stop while
+        // this courier waited for an earlier one ends it here, or `stop` finds and ends it.
+        let stopping = state.withLock { state in
+            if !state.stopping { state.connection = connection }
+            return state.stopping
+        }
+        if stopping {
             connection.close()
             _ = await Task.detached { child.wait() }.value
             return false

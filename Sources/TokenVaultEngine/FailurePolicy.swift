@@ -59,7 +59,7 @@ struct FailurePolicy: Sendable {
 
     /// How the failure bears on the provider's circuit breaker.
     static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
-        if failure.code == .courierLost || failure.code == .courierUnavailable {
+        if failure.code == .courierLost || failure.code == .courierUnavailable || failure.code == .courierNotReady {
             return .local
         }
         switch failure.kind {

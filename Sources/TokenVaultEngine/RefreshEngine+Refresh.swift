@@ -279,8 +279,9 @@ extension RefreshEngine {
             }
             // The courier ended during the call: it spooled the answer if one came, and the next
             // courier hands it back to a call with the same key. So the attempt stays open (ours)
-            // and is resumed, not closed, and the spooled copy is not settled.
-            let courierEnded = error.code == .courierLost
+            // and is resumed, not closed, and the spooled copy is not settled. The same when the
+            // spool was never read: an earlier daemon's courier may hold the answer.
+            let courierEnded = error.code == .courierLost || error.code == .courierNotReady
             let outcome = try await recordFailure(
                 error, metadata: metadata, attempt: courierEnded ? nil : attempt, resumingLostAnswer: resumingLostAnswer
             )

@@ -37,7 +37,14 @@ public struct RefreshScheduler: Service {
     private func loop() async {
         // A courier of an earlier daemon may still be finishing its calls: its answers are read
         // before anything is recovered or resumed (token reads are served meanwhile).
-        await engine.settlement.waitUntilReady()
+        guard await engine.settlement.waitUntilReady(), !Task.isCancelled else {
+            // Nothing is recovered or resumed without the spool: an attempt closed now would make
+            // the next daemon drop the answer an earlier courier spooled for it.
+            engine.logger.warning("the spool was not read; no refresh starts until a courier does")
+            // The daemon stops (the courier's service says why): this service ends with it.
+            try? await gracefulShutdown()
+            return
+        }
         await engine.recoverSpool()
         // Device grants are polled once the spool is recovered: a grant whose tokens a courier
         // spooled is ended by storing them, not by a poll that finds its code spent.

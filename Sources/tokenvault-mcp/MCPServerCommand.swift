@@ -42,9 +42,11 @@ struct MCPServerCommand: AsyncParsableCommand {
             capabilities: .init(tools: .init(listChanged: false)))
         let tools = VaultMCPTools(vault: vault, maximumBodyBytes: maxBodyBytes) { [server] message, url in
             guard showsURLs.withLock({ $0 }) else { return false }
-            let result = try? await server.requestElicitation(
-                message: message, url: url, elicitationId: UUID().uuidString)
-            return result?.action == .accept
+            // Not awaited: the person may take minutes, or never answer.
+            Task {
+                _ = try? await server.requestElicitation(message: message, url: url, elicitationId: UUID().uuidString)
+            }
+            return true
         }
         await server.withMethodHandler(ListTools.self) { _ in .init(tools: tools.tools) }
         await server.withMethodHandler(CallTool.self) { parameters in

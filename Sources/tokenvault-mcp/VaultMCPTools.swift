@@ -13,10 +13,10 @@ struct VaultMCPTools: Sendable {
     let vault: TokenVaultClient
     /// The most of an answer's body a tool result carries (an agent's context is not a file).
     let maximumBodyBytes: Int
-    /// Shows a person a page through the client (MCP URL-mode elicitation), when the client
+    /// Offers a person a page through the client (MCP URL-mode elicitation), when the client
     /// declared it can: the sign-in link reaches the person without passing through the model.
-    /// Answers whether the client showed it.
-    let showURL: @Sendable (_ message: String, _ url: String) async -> Bool
+    /// Answers whether it was offered; the tool's result does not wait for the person.
+    let showURL: @Sendable (_ message: String, _ url: String) -> Bool
 
     static let listName = "list_credentials"
     static let requestName = "http_request"
@@ -201,45 +201,62 @@ struct VaultMCPTools: Sendable {
             provider = try await vault.usableCredentials(namespace: namespace).first { $0.id == credential }?.provider
         }
         guard let provider else {
-            return Self.failure("give provider: \(credential) is not one of the credentials you may use")
+            return Self.failure("give provider: \(credential.prefix(100)) is not one of the credentials you may use")
         }
-        let scopes = (arguments["scopes"]?.arrayValue ?? []).compactMap(\.stringValue)
-        let device = (arguments["mode"]?.stringValue ?? "device") == "device"
+        var scopes: [String] = []
+        if let given = arguments["scopes"] {
+            guard let list = given.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+                return Self.failure("scopes must be an array of strings")
+            }
+            scopes = list.compactMap(\.stringValue)
+        }
+        let mode = arguments["mode"].map { $0.stringValue ?? "" } ?? "device"
+        guard mode == "device" || mode == "url" else { return Self.failure("mode must be device or url") }
+        let device = mode == "device"
         let redirectURI = arguments["redirect_uri"]?.stringValue
         if !device, redirectURI == nil { return Self.failure("mode url needs redirect_uri") }
+        if device, redirectURI != nil { return Self.failure("mode device has no redirect_uri") }
         let started = try await vault.startSignIn(
             credential, provider: provider, redirectURI: device ? nil : redirectURI, scopes: scopes,
             mode: device ? .device : .url)
         var structured: [String: Value] = ["expires_at": .string(started.expiresAt)]
-        let link: String
         let instructions: String
         if device, let code = started.userCode, let page = started.verificationURI {
-            link = started.verificationURIComplete ?? page
+            // The page and the code are what the person needs, and grant nothing by themselves.
+            let offered = showURL(
+                "Sign in to grant \(credential) (\(provider)): open the page and enter the code \(code)",
+                started.verificationURIComplete ?? page)
             instructions =
                 "Ask the person to open \(page) and enter the code \(code) before \(started.expiresAt). The vault "
                 + "stores \(credential) once they approve; then try again."
+                + (offered ? " The page was also offered to them through your client." : "")
             structured["user_code"] = .string(code)
             structured["verification_uri"] = .string(page)
             if let complete = started.verificationURIComplete {
                 structured["verification_uri_complete"] = .string(complete)
             }
+            structured["offered_to_user"] = .bool(offered)
         } else if let url = started.authorizationURL {
-            link = url
-            instructions =
-                "Send the person to \(url) before \(started.expiresAt). Once the redirect to \(redirectURI ?? "") "
-                + "is finished (by your user, the only one who may), \(credential) is stored."
-            structured["authorization_url"] = .string(url)
+            // The link carries the sign-in's state (unless it was pushed): when the client can show
+            // it to the person, it is not put in the model's context at all.
+            let offered = showURL("Sign in to grant \(credential) (\(provider))", url)
+            let finish = "Once the redirect to \(redirectURI ?? "") is finished (by your user, the only one who may), "
+            if offered {
+                instructions =
+                    "The sign-in page was offered to the person through your client; it is valid until "
+                    + "\(started.expiresAt). " + finish + "\(credential) is stored."
+            } else {
+                instructions =
+                    "Send the person to \(url) before \(started.expiresAt). " + finish + "\(credential) is stored."
+                structured["authorization_url"] = .string(url)
+            }
+            structured["offered_to_user"] = .bool(offered)
         } else {
             return Self.failure("the daemon answered no link")
         }
-        let shown = await showURL("Sign in to grant \(credential) (\(provider))", link)
-        structured["shown_to_user"] = .bool(shown)
         return .init(
-            content: [
-                .text(
-                    text: instructions + (shown ? " The link was shown to the person." : ""), annotations: nil,
-                    _meta: nil)
-            ], structuredContent: .object(structured), isError: false)
+            content: [.text(text: instructions, annotations: nil, _meta: nil)],
+            structuredContent: .object(structured), isError: false)
     }
 
     private static func failure(_ text: String) -> CallTool.Result {

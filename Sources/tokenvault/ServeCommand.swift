@@ -174,13 +174,16 @@ struct CourierService: Service {
     let starting: Task<Void, any Error>
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            try await withTaskCancellationHandler {
-                try await starting.value
+        // Until the courier has started, or the daemon stops first (which ends a start that
+        // waits for an earlier daemon's courier: `stop`).
+        let started = await cancelWhenGracefulShutdown {
+            await withTaskCancellationHandler {
+                await starting.result
             } onCancel: {
-                starting.cancel()
+                Task { await courier.stop() }
             }
         }
+        if case .failure(let error) = started, !Task.isShuttingDownGracefully { throw error }
         try? await gracefulShutdown()
         await courier.stop()
     }

@@ -39,19 +39,22 @@ import TokenVaultTesting
         // The device code, shown to the person through the client, and the vault polls.
         let device = try #require(result["device"] as? [String: Any], "\(result)")
         let userCode = try #require(device["user_code"] as? String)
-        #expect(device["shown_to_user"] as? Bool == true)
+        #expect(device["offered_to_user"] as? Bool == true)
         let shown = result["elicitations"] as? [[String: Any]] ?? []
         #expect(shown.first?["mode"] as? String == "url", "\(shown)")
         #expect(shown.first?["url"] as? String == device["verification_uri_complete"] as? String, "\(shown)")
+        #expect((shown.first?["message"] as? String)?.contains(userCode) == true, "\(shown)")
         try await server.decideDevice(userCode)
         let stored = try await waitUntil(within: 60) {
             (try? UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/agents/device").status) == 200
         }
         #expect(stored, "the device sign-in the agent started was not stored")
 
-        // The link of a browser sign-in: another uid, allowed to authorize here, cannot finish it.
-        let url = try #require((result["browser"] as? [String: Any])?["authorization_url"] as? String)
-        #expect(shown.count == 2 && shown.last?["url"] as? String == url, "\(shown)")
+        // The link of a browser sign-in, offered through the client and kept out of the model's
+        // context (it carries the state): another uid, allowed to authorize here, cannot finish it.
+        #expect((result["browser"] as? [String: Any])?["authorization_url"] == nil, "\(result)")
+        #expect(!(result["browser_text"] as? String ?? "").contains("state="), "\(result)")
+        let url = try #require(shown.count == 2 ? shown.last?["url"] as? String : nil, "\(shown)")
         let callback = try await server.signIn(url)
         let body = String(
             decoding: try JSONSerialization.data(withJSONObject: ["callback_url": callback]), as: UTF8.self)
@@ -101,11 +104,16 @@ import TokenVaultTesting
                     browser = await session.call_tool(
                         "sign_in", {"credential": "agents/browser", "provider": "authlib", "mode": "url",
                                     "redirect_uri": "http://127.0.0.1/callback", "scopes": ["openid"]})
+                    # The pages are offered without holding up the results: wait for both.
+                    for _ in range(300):
+                        if len(shown) >= 2:
+                            break
+                        await asyncio.sleep(0.1)
                     print(json.dumps({
                         "tools": sorted(tool.name for tool in tools.tools),
                         "missing": text(missing), "missing_error": failed(missing),
                         "device": structured(device), "device_text": text(device), "device_error": failed(device),
-                        "browser": structured(browser), "browser_error": failed(browser),
+                        "browser": structured(browser), "browser_text": text(browser), "browser_error": failed(browser),
                         "elicitations": shown,
                     }))
 

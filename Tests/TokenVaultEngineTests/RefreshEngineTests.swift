@@ -154,6 +154,20 @@ import TokenVaultTesting
         #expect(after.lastError?.message.contains("answer was lost") == true, "\(after.lastError?.message ?? "")")
     }
 
+    /// A call made before the spool was read (the courier never started: an earlier daemon's
+    /// courier may still hold the answer) leaves its attempt open, for the daemon whose courier
+    /// reads that answer; a call the courier could not take closes it.
+    @Test func anAttemptWhoseCallFoundTheSpoolUnreadStaysOpen() async throws {
+        let fixture = try EngineFixture()
+        let (unread, _) = try await fixture.store("spool-unread")
+        let (unsent, _) = try await fixture.store("courier-down")
+        fixture.provider.script(.fail(.courierNotReady), .fail(.courierUnavailable))
+        _ = try await fixture.engine.refresh(unread, reason: .forced)
+        _ = try await fixture.engine.refresh(unsent, reason: .forced)
+        let open = try await fixture.vault.openAttempts(limit: 10).map(\.credentialID)
+        #expect(open == [unread], "\(open)")
+    }
+
     @Test func transientFailureBacksOffAndKeepsTheToken() async throws {
         let fixture = try EngineFixture()
         let (id, _) = try await fixture.store("flaky")
