@@ -91,15 +91,9 @@ public final class CourierClient: AnswerSettlement, Sendable {
     /// Returns once `start` has read the spool (true), or failed (false).
     public func waitUntilReady() async -> Bool { await isReady() }
 
-    /// `waitUntilReady`, for at most `limit`; whether the spool was read by then.
-    public func waitUntilReady(within limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            let (ready, failed) = state.withLock { ($0.ready, $0.failed) }
-            if ready || failed || ContinuousClock.now >= deadline { return ready }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-    }
+    /// Whether a courier of an earlier daemon holds the spool (it is finishing its calls): a
+    /// courier started now waits for it. Asked before `start`, which takes that lock itself.
+    public var earlierCourierHoldsTheSpool: Bool { FileLock.isHeld(spooled.directory + "/courier.lock") }
 
     /// Whether the spool was read (false: start-up failed, the daemon is stopping first, or the
     /// waiting task was cancelled).

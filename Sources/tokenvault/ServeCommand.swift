@@ -58,10 +58,11 @@ struct ServeCommand: AsyncParsableCommand {
             // before any call is sent or any attempt resumed (`CourierClient`, `RefreshScheduler`);
             // the API serves what is stored meanwhile. A courier that cannot start stops the daemon
             // (`CourierService`).
-            let courierStart = Task { try await courier.start(keyring: opened.keyring) }
             // A courier that starts at once is waited for, so refreshes can begin as soon as the
-            // API takes writes; one that waits for an earlier daemon's courier is not.
-            _ = await courier.waitUntilReady(within: .seconds(1))
+            // API takes writes; one that must wait for an earlier daemon's courier is not.
+            let earlierCourier = courier.earlierCourierHoldsTheSpool
+            let courierStart = Task { try await courier.start(keyring: opened.keyring) }
+            if !earlierCourier { _ = await courier.waitUntilReady() }
             dpop.use(opened.keyring)
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             let changeListener = Self.listenForChanges(opened, engine)
