@@ -98,6 +98,8 @@ public final class CourierClient: AnswerSettlement, Sendable {
     /// Whether the spool was read (false: start-up failed, the daemon is stopping first, or the
     /// waiting task was cancelled).
     private func isReady() async -> Bool {
+        // Every provider call asks: once ready, without a continuation.
+        if state.withLock({ $0.ready }) { return true }
         let id = state.withLock { state in
             defer { state.nextWaiter += 1 }
             return state.nextWaiter

@@ -30,17 +30,11 @@ extension Vault {
         let details = AuthorizationDetails(
             redirectURI: pending.redirectURI, scopes: pending.scopes, nonce: pending.nonce, labels: pending.labels,
             gid: pending.gid)
-        // The term must exist when the row is inserted (its foreign key); rotation keeps it while
-        // the row lives.
-        let term = sealer.activeTerm
         var row = SealedAuthorization(
             key: key, credentialID: pending.credentialID, provider: pending.provider, uid: pending.uid,
-            createdAt: pending.createdAt, expiresAt: pending.expiresAt, sealTerm: term, secret: [], details: [])
-        row.secret = try sealer.seal(
-            pending.codeVerifier, associatedData: Self.associatedData(row, "secret"), term: term)
-        row.details = try sealer.seal(
-            SecretBytes(try JSONEncoder().encode(details)), associatedData: Self.associatedData(row, "details"),
-            term: term)
+            createdAt: pending.createdAt, expiresAt: pending.expiresAt, sealTerm: sealer.activeTerm, secret: [],
+            details: [])
+        try seal(&row, secret: pending.codeVerifier, details: details)
         return try await store.addAuthorization(row, limit: limit, now: clock.now)
     }
 
@@ -50,10 +44,7 @@ extension Vault {
         guard let row = try await store.takeAuthorization(key: Self.key(of: state, domain: "state", sealer)) else {
             return nil
         }
-        if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
-        let verifier = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
-        let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
-            .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
+        let (verifier, details) = try await open(row)
         return PendingAuthorization(
             credentialID: row.credentialID, provider: row.provider, redirectURI: details.redirectURI,
             scopes: details.scopes, codeVerifier: verifier, nonce: details.nonce, labels: details.labels, uid: row.uid,
@@ -71,15 +62,11 @@ extension Vault {
         let details = AuthorizationDetails(
             redirectURI: "", scopes: scopes, nonce: nil, labels: labels, gid: gid, keepsSubject: keepsSubject,
             issuer: issuer)
-        let term = sealer.activeTerm
         var row = SealedAuthorization(
             key: Self.key(of: deviceCode, domain: "device", sealer), kind: .deviceCode, credentialID: credentialID,
-            provider: provider, uid: uid, createdAt: now, expiresAt: expiresAt, sealTerm: term, secret: [],
-            details: [], pollInterval: interval, nextPollAt: now.adding(seconds: Double(interval)))
-        row.secret = try sealer.seal(deviceCode, associatedData: Self.associatedData(row, "secret"), term: term)
-        row.details = try sealer.seal(
-            SecretBytes(try JSONEncoder().encode(details)), associatedData: Self.associatedData(row, "details"),
-            term: term)
+            provider: provider, uid: uid, createdAt: now, expiresAt: expiresAt, sealTerm: sealer.activeTerm,
+            secret: [], details: [], pollInterval: interval, nextPollAt: now.adding(seconds: Double(interval)))
+        try seal(&row, secret: deviceCode, details: details)
         return try await store.addAuthorization(row, limit: limit, now: now)
     }
 
@@ -123,15 +110,31 @@ extension Vault {
     public func removeDevicePoll(key: String) async throws -> Bool { try await store.removeDevicePoll(key: key) }
 
     private func openDevice(_ row: SealedAuthorization) async throws -> PendingDeviceSignIn {
-        if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
-        let deviceCode = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
-        let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
-            .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
+        let (deviceCode, details) = try await open(row)
         return PendingDeviceSignIn(
             key: row.key, credentialID: row.credentialID, provider: row.provider, deviceCode: deviceCode,
             scopes: details.scopes, labels: details.labels, uid: row.uid, gid: details.gid,
             keepsSubject: details.keepsSubject ?? true, issuer: details.issuer, interval: row.pollInterval ?? 5,
             nextPollAt: row.nextPollAt ?? row.createdAt, createdAt: row.createdAt, expiresAt: row.expiresAt)
+    }
+
+    /// Seals `secret` (a PKCE verifier, a device code) and `details` into `row`, under its
+    /// `sealTerm`, bound to its columns. The term must exist when the row is inserted (its foreign
+    /// key); rotation keeps it while the row lives.
+    private func seal(_ row: inout SealedAuthorization, secret: SecretBytes, details: AuthorizationDetails) throws {
+        row.secret = try sealer.seal(secret, associatedData: Self.associatedData(row, "secret"), term: row.sealTerm)
+        row.details = try sealer.seal(
+            SecretBytes(try JSONEncoder().encode(details)), associatedData: Self.associatedData(row, "details"),
+            term: row.sealTerm)
+    }
+
+    /// A row's sealed secret and details, opened (its term loaded first if this process lacks it).
+    private func open(_ row: SealedAuthorization) async throws -> (SecretBytes, AuthorizationDetails) {
+        if !sealer.hasKey(for: row.sealTerm) { try await loadKeyTerms() }
+        let secret = try sealer.open(row.secret, associatedData: Self.associatedData(row, "secret"))
+        let details = try sealer.open(row.details, associatedData: Self.associatedData(row, "details"))
+            .withUnsafeBytes { try JSONDecoder().decode(AuthorizationDetails.self, from: Data($0)) }
+        return (secret, details)
     }
 
     /// The row's key: a fingerprint of the state (or the device code) in a domain of its own (it
