@@ -14,7 +14,9 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
     public var kind: String
     /// The id token's `sub` claim, read (not verified) for display.
     public var subject: String?
-    /// `active`, `failing`, `needs_reauth`, `revoke_pending` or `expired`.
+    /// `active`, `failing`, `needs_reauth`, `revoke_pending` or `expired`; shown only, never
+    /// stored: `pending_authorization` while a device sign-in into a credential without tokens
+    /// to serve waits for the person.
     public var status: String
     /// Incremented on every write of new tokens; 1 when created.
     public var generation: Int64

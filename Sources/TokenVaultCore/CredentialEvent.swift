@@ -14,6 +14,11 @@ public struct CredentialEvent: Sendable, Equatable {
         /// Past expiry with no way to refresh.
         case expired
         case deleted
+        /// A device sign-in ended with tokens stored (after their own `stored`).
+        case authorized
+        /// A device sign-in ended without tokens: the person refused, the code expired, or the
+        /// answer was refused. `reason` says which; `metadata` is nil when no credential exists.
+        case authorizationFailed = "authorization_failed"
     }
 
     public var kind: Kind
@@ -21,11 +26,14 @@ public struct CredentialEvent: Sendable, Equatable {
     public var at: Timestamp
     /// The credential after the change (for `deleted`, its last state).
     public var metadata: CredentialMetadata?
+    /// Why a sign-in failed (`access_denied`, `expired_token`, …), for `authorizationFailed`.
+    public var reason: String?
 
-    public init(kind: Kind, id: CredentialID, at: Timestamp, metadata: CredentialMetadata?) {
+    public init(kind: Kind, id: CredentialID, at: Timestamp, metadata: CredentialMetadata?, reason: String? = nil) {
         self.kind = kind
         self.id = id
         self.at = at
         self.metadata = metadata
+        self.reason = reason
     }
 }

@@ -1,4 +1,5 @@
-/// Where a credential stands. Stored in `credentials.status` (the schema CHECKs these values).
+/// Where a credential stands. Stored in `credentials.status` (the schema CHECKs these values),
+/// except `pendingAuthorization`, which is only shown.
 public enum CredentialStatus: String, Sendable, Codable, CaseIterable {
     /// Usable; refreshed on schedule when it can be.
     case active
@@ -10,6 +11,16 @@ public enum CredentialStatus: String, Sendable, Codable, CaseIterable {
     case revokePending = "revoke_pending"
     /// Past its expiry with no way to refresh.
     case expired
+    /// Never stored: what a credential shows while a device sign-in into it waits for the
+    /// person, when it has no tokens to serve (none yet, or `needs_reauth` or `expired` ones).
+    case pendingAuthorization = "pending_authorization"
+
+    /// The statuses a row can hold (a listing's filter, the counts of `tokenvault status`).
+    public static let stored: [CredentialStatus] = [.active, .failing, .needsReauth, .revokePending, .expired]
+
+    /// A stored status whose tokens can be neither served nor refreshed: a device sign-in into
+    /// such a credential shows it as `pendingAuthorization` while the sign-in waits.
+    public var awaitsSignIn: Bool { self == .needsReauth || self == .expired }
 }
 
 /// What kind of secret a credential holds.

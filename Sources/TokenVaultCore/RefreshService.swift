@@ -59,6 +59,9 @@ public struct RefreshCounters: Sendable, Equatable {
     /// Provider answers this node held but could not store because another node took their
     /// attempt over (`Vault.RefreshCommit.leaseLost`).
     public var answersLostToTakeover = 0
+    /// Device sign-ins this node ended with tokens stored, and without.
+    public var deviceSignInsAuthorized = 0
+    public var deviceSignInsFailed = 0
 
     public init() {}
 }

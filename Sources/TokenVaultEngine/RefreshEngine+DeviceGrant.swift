@@ -85,7 +85,7 @@ extension RefreshEngine {
     func endAuthorizedDeviceGrant(_ key: String, _ id: CredentialID, provider: String) async {
         do {
             try await vault.announceSignInEnded(id, provider: provider, key: key, reason: nil)
-            _ = try await vault.removeDevicePoll(key: key)
+            if try await vault.removeDevicePoll(key: key) { statistics.record { $0.deviceSignInsAuthorized += 1 } }
         } catch {
             logger.warning(
                 "a device sign-in's end could not be written; it is ended at its next look: \(error)",
@@ -201,7 +201,7 @@ extension RefreshEngine {
                     at: vault.clock.now, uid: pending.uid, gid: pending.gid, operation: .credentialAuthorized,
                     credentialID: pending.credentialID, outcome: .failed, detail: reason)
             ])
-            _ = try await vault.removeDevicePoll(key: pending.key)
+            if try await vault.removeDevicePoll(key: pending.key) { statistics.record { $0.deviceSignInsFailed += 1 } }
         } catch {
             // The row stays, claimed until its claim lapses: the end is written then.
             logger.warning(

@@ -100,6 +100,8 @@ extension RefreshEngine {
             return .skipped("credential \(metadata.id) needs re-authorisation", metadata)
         case .expired:
             return .skipped("credential \(metadata.id) has expired", metadata)
+        case .pendingAuthorization:
+            return .skipped("credential \(metadata.id) waits for a sign-in", metadata)
         case .active, .failing, .revokePending:
             break
         }

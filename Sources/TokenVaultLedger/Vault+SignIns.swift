@@ -103,6 +103,34 @@ extension Vault {
         return opened
     }
 
+    /// The credential as a reader sees it: `metadata(_:)`, except that while a device sign-in
+    /// into it waits, a credential with no tokens to serve (none stored yet, or `needs_reauth` or
+    /// `expired` ones) shows `pending_authorization`. One that has none stored yet shows only
+    /// what the grant says (its provider, when it started); its labels arrive with its tokens.
+    /// Nothing the engine decides reads this.
+    public func shownMetadata(_ id: CredentialID) async throws -> CredentialMetadata {
+        var stored: CredentialMetadata?
+        do {
+            stored = try await metadata(id)
+        } catch let error as VaultError where error.code == .credentialNotFound {
+            stored = nil
+        }
+        if let stored, !stored.status.awaitsSignIn { return stored }
+        let now = clock.now
+        guard let grant = try await store.devicePolls(for: id).first(where: { $0.expiresAt > now }) else {
+            guard let stored else { throw VaultError.notFound(id) }
+            return stored
+        }
+        guard var shown = stored else {
+            return CredentialMetadata(
+                id: id, provider: grant.provider, kind: .oauth2, status: .pendingAuthorization, generation: 0,
+                issuedAt: grant.createdAt, createdAt: grant.createdAt, updatedAt: grant.createdAt,
+                hasRefreshToken: false, hasIDToken: false)
+        }
+        shown.status = .pendingAuthorization
+        return shown
+    }
+
     public func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
         try await store.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
     }

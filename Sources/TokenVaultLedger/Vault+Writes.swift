@@ -88,7 +88,10 @@ extension Vault {
             whenDurable?()
             publish(.stored, id, metadata)
         }
-        if case .committed = result { whenDurable?() }
+        if case .committed(let metadata) = result {
+            whenDurable?()
+            publish(.stored, id, metadata)
+        }
         return result
     }
 

@@ -271,8 +271,11 @@ public final class Vault: Sendable {
         try await load.value
     }
 
-    func publish(_ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?) {
-        events.publish(CredentialEvent(kind: kind, id: id, at: clock.now, metadata: metadata.map(withPending)))
+    func publish(
+        _ kind: CredentialEvent.Kind, _ id: CredentialID, _ metadata: CredentialMetadata?, reason: String? = nil
+    ) {
+        events.publish(
+            CredentialEvent(kind: kind, id: id, at: clock.now, metadata: metadata.map(withPending), reason: reason))
     }
 }
 

@@ -101,10 +101,24 @@ import TokenVaultTesting
         let (harness, server, daemon) = try await signIns.start(webhooks: receiver)
         defer { daemon.terminate() }
         let denied = try #require(try startDevice(harness, "jane")["user_code"] as? String)
+        // While it waits, the credential shows it; its watch and the events stream hear the end.
+        let shown = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/jane")
+        #expect(shown.status == 200 && shown.json()["status"] as? String == "pending_authorization", "\(shown.text)")
+        let watch = try UnixSocketConnection(path: harness.socket)
+        try watch.send("GET /v1/credentials/people/jane/watch HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try #require(try watch.readResponse(firstLine: true))
+        #expect(first.status == 200 && first.text.contains("pending_authorization"), "\(first.text)")
+        let events = try UnixSocketConnection(path: harness.socket)
+        try events.send("GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try events.skip(through: "\r\n\r\n", timeout: 10))
         try await server.decideDevice(denied, allow: false)
         let last = try await waitUntilEnded(harness, "jane")
         #expect(last["outcome"] as? String == "failed" && last["reason"] as? String == "access_denied", "\(last)")
         #expect(try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/jane").status == 404)
+        // Keys sorted: the error comes before the type.
+        #expect(try events.skip(through: #""error":{"code":"access_denied""#, timeout: 30))
+        #expect(try events.skip(through: #""type":"authorization_failed""#, timeout: 5))
+        #expect(try watch.skip(through: "0\r\n\r\n", timeout: 30), "the watch of a sign-in that failed did not end")
         let data = try await webhook(receiver, "credential.authorization_failed", "jane")
         #expect(data["reason"] as? String == "access_denied" && data["provider"] as? String == "authlib", "\(data)")
 

@@ -37,8 +37,13 @@ import TokenVaultTesting
         fixture.server.state.withLock {
             $0.deviceAnswers = [Self.answer("authorization_pending"), Self.answer("slow_down"), nil]
         }
+        let events = fixture.vault.events.subscribe(to: Self.id)
         let started = try await startDevice(fixture)
         #expect(started.device?.userCode == "WDJB-MJHT" && started.device?.interval == 5)
+        // Until it ends, a reader sees the credential waiting; the engine sees none.
+        let waiting = try await fixture.vault.shownMetadata(Self.id)
+        #expect(waiting.status == .pendingAuthorization && waiting.generation == 0 && !waiting.hasRefreshToken)
+        await #expect(throws: VaultError.self) { _ = try await fixture.vault.metadata(Self.id) }
         #expect(
             started.authorizationURL == nil && started.expiresAt == fixture.testVault.clock.now.adding(seconds: 600))
         // Not due before the interval.
@@ -56,7 +61,16 @@ import TokenVaultTesting
         #expect(fixture.server.state.withLock { $0.devicePolls } == 3)
         let metadata = try await fixture.vault.metadata(Self.id)
         #expect(metadata.generation == 1 && metadata.labels == ["via": "device"] && metadata.status == .active)
+        #expect(try await fixture.vault.shownMetadata(Self.id) == metadata)
         #expect(try await pending(fixture).isEmpty)
+        // The streams hear the tokens stored, then the grant authorized; the counters count it.
+        fixture.vault.events.close()
+        var heard: [CredentialEvent] = []
+        for await event in events { heard.append(event) }
+        #expect(heard.map(\.kind) == [.stored, .authorized], "\(heard.map(\.kind))")
+        #expect(heard.last?.metadata?.generation == 1)
+        #expect(
+            fixture.engine.counters.deviceSignInsAuthorized == 1 && fixture.engine.counters.deviceSignInsFailed == 0)
         // The audit trail says who authorized it.
         let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
         let authorized = try #require(rows.first { $0.event.operation == AuditOperation.credentialAuthorized.name })
@@ -70,9 +84,17 @@ import TokenVaultTesting
         ] {
             let fixture = try Fixture()
             fixture.server.state.withLock { $0.deviceAnswers = [answer ?? Self.answer("authorization_pending")] }
+            let events = fixture.vault.events.subscribe(to: Self.id)
             _ = try await startDevice(fixture)
             fixture.testVault.clock.advance(seconds: advance)
             #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .ended(reason: reason)])
+            fixture.vault.events.close()
+            var heard: [CredentialEvent] = []
+            for await event in events { heard.append(event) }
+            #expect(heard.map(\.kind) == [.authorizationFailed] && heard.first?.reason == reason)
+            #expect(heard.first?.metadata == nil)
+            #expect(fixture.engine.counters.deviceSignInsFailed == 1)
+            await #expect(throws: VaultError.self) { _ = try await fixture.vault.shownMetadata(Self.id) }
             // The expiry ends it without asking the server.
             #expect(fixture.server.state.withLock { $0.devicePolls } == (answer == nil ? 0 : 1))
             #expect(try await pending(fixture).isEmpty)
@@ -126,6 +148,38 @@ import TokenVaultTesting
         #expect(try await self.pending(fixture).isEmpty)
         let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
         #expect(!rows.contains { $0.event.outcome == .failed }, "a failure was recorded for stored tokens")
+    }
+
+    /// A credential whose refresh token was refused shows `pending_authorization` while a device
+    /// sign-in into it waits, and `needs_reauth` again when the person refuses; one with tokens
+    /// to serve keeps its status.
+    @Test func aCredentialThatNeedsASignInShowsItWaitingForOne() async throws {
+        let fixture = try Fixture()
+        _ = try await fixture.vault.put(
+            Self.id,
+            payload: TokenPayload(
+                kind: .oauth2,
+                secrets: CredentialSecrets(
+                    accessToken: SecretBytes(utf8: "old"), refreshToken: SecretBytes(utf8: "rt")),
+                tokenType: "Bearer", expiry: .after(seconds: 60)),
+            provider: fixture.server.name, labels: ["owner": "billing"])
+        _ = try await startDevice(fixture)
+        #expect(
+            try await fixture.vault.shownMetadata(Self.id).status == .active, "a servable credential is not waiting")
+        // The server refuses the refresh token: the credential needs the sign-in under way.
+        _ = try await fixture.engine.refresh(Self.id, reason: .forced)
+        let shown = try await fixture.vault.shownMetadata(Self.id)
+        #expect(shown.status == .pendingAuthorization && shown.labels == ["owner": "billing"] && shown.generation == 1)
+        #expect(try await fixture.vault.metadata(Self.id).status == .needsReauth)
+        let events = fixture.vault.events.subscribe(to: Self.id)
+        fixture.server.state.withLock { $0.deviceAnswers = [Self.answer("access_denied")] }
+        fixture.testVault.clock.advance(seconds: 5)
+        #expect(await fixture.engine.pollDueDeviceSignIns() == [Self.id: .ended(reason: "access_denied")])
+        fixture.vault.events.close()
+        var heard: [CredentialEvent] = []
+        for await event in events { heard.append(event) }
+        #expect(heard.map(\.kind) == [.authorizationFailed] && heard.first?.metadata?.status == .needsReauth)
+        #expect(try await fixture.vault.shownMetadata(Self.id).status == .needsReauth)
     }
 
     /// Two engines (two nodes of one vault) looking at once: the grant is polled once.

@@ -70,7 +70,9 @@ type Page struct {
 	NextCursor string       `json:"next_cursor"`
 }
 
-// Event is one line of /v1/events: stored, refreshed, refresh_failed, status_changed or deleted.
+// Event is one line of /v1/events: stored, refreshed, refresh_failed, status_changed, deleted,
+// authorized or authorization_failed (a device sign-in's end; Status is empty and Generation 0
+// when it failed for a credential that does not exist, and Error.Code says why).
 type Event struct {
 	Type         string     `json:"type"`
 	CredentialID string     `json:"credential_id"`

@@ -134,7 +134,9 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         case .show(let id):
             guard let (peer, groups) = knownCaller,
                 api.policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace),
-                let metadata = try? api.vault.metadataWithoutWaiting(id)
+                let metadata = try? api.vault.metadataWithoutWaiting(id),
+                // One a device sign-in may be under way for is shown by the router (`shownMetadata`).
+                !metadata.status.awaitsSignIn
             else { return nil }
             api.audit.record(api.auditEvent(peer, .credentialShow, id, .allowed))
             body = MetadataJSON.document(metadata, allocator: context.channel.allocator)

@@ -166,7 +166,7 @@ public final class APIMetrics: Sendable {
             name: "tokenvault_database_up", help: "1 when the database answered this scrape (alert if 0)."
         ).set(counts == nil ? 0.0 : 1.0)
         // Unknown while the database does not answer (NaN), not the last values read.
-        for status in CredentialStatus.allCases {
+        for status in CredentialStatus.stored {
             registry.gauge(
                 name: "tokenvault_credentials", labels: [("status", status.rawValue)],
                 help: "Stored credentials by status."
@@ -215,6 +215,13 @@ public final class APIMetrics: Sendable {
                 help:
                     "Provider answers this node held but could not store because another node took the refresh over (alert if > 0)."
             )
+            for (outcome, count) in [
+                ("authorized", refresh.deviceSignInsAuthorized), ("failed", refresh.deviceSignInsFailed),
+            ] {
+                advance(
+                    "tokenvault_device_sign_ins_total", labels: [("outcome", outcome)], to: count,
+                    help: "Device sign-ins this node's poller ended since start-up, with tokens stored or without.")
+            }
             for (outcome, count) in [("revoked", refresh.revoked), ("failed", refresh.revocationFailures)] {
                 advance(
                     "tokenvault_revocations_total", labels: [("outcome", outcome)], to: count,

@@ -80,27 +80,37 @@ struct EventDocument: Encodable {
     let type: String
     let credentialID: String
     let at: String
-    let status: String
-    let generation: Int64
+    /// Absent only from an `authorization_failed` of a credential that does not exist.
+    let status: String?
+    let generation: Int64?
     let error: Failure?
     enum CodingKeys: String, CodingKey { case type, credentialID = "credential_id", at, status, generation, error }
 
     init?(_ event: CredentialEvent) {
-        guard let metadata = event.metadata else { return nil }
+        let failedSignIn = event.kind == .authorizationFailed
+        let metadata = event.metadata
+        guard metadata != nil || failedSignIn else { return nil }
         switch event.kind {
         case .stored: type = "stored"
         case .refreshed: type = "refreshed"
         case .failing, .needsReauth: type = "refresh_failed"
         case .revokePending, .expired: type = "status_changed"
         case .deleted: type = "deleted"
+        case .authorized: type = "authorized"
+        case .authorizationFailed: type = "authorization_failed"
         }
         credentialID = event.id.description
         at = event.at.description
-        status = metadata.status.rawValue
-        generation = metadata.generation
-        error =
-            type == "refresh_failed" || event.kind == .revokePending
-            ? metadata.lastError.map { Failure(code: $0.code, message: $0.message) } : nil
+        status = metadata?.status.rawValue
+        generation = metadata?.generation
+        if failedSignIn {
+            error = Failure(
+                code: event.reason ?? "authorization_failed", message: "the device sign-in ended without tokens")
+        } else {
+            error =
+                type == "refresh_failed" || event.kind == .revokePending
+                ? metadata?.lastError.map { Failure(code: $0.code, message: $0.message) } : nil
+        }
     }
 }
 

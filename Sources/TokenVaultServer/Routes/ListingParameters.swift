@@ -14,10 +14,10 @@ struct ListingParameters: Equatable {
             query.namespace = namespace
         }
         if let status = value("status") {
-            guard let parsed = CredentialStatus(rawValue: status) else {
+            guard let parsed = CredentialStatus(rawValue: status), CredentialStatus.stored.contains(parsed) else {
                 throw VaultError.invalidField(
                     "status",
-                    "'\(status)' is not one of \(CredentialStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "'\(status)' is not one of \(CredentialStatus.stored.map(\.rawValue).joined(separator: ", "))")
             }
             query.status = parsed
         }

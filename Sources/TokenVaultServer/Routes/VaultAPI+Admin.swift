@@ -69,7 +69,7 @@ extension VaultAPI {
             StatusDocument(
                 health: health,
                 credentials: counts.map { counts in
-                    Dictionary(uniqueKeysWithValues: CredentialStatus.allCases.map { ($0.rawValue, counts[$0] ?? 0) })
+                    Dictionary(uniqueKeysWithValues: CredentialStatus.stored.map { ($0.rawValue, counts[$0] ?? 0) })
                 },
                 nextRefreshAt: next?.description,
                 audit: .init(rows: auditRows, pending: recorder.pending, writeFailures: recorder.writeFailures)))

@@ -19,7 +19,7 @@ extension VaultAPI {
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
         let peer = try await authorise(context, .credentialList, id: id, operation: .credentialShow)
-        let metadata = try await vault.metadata(id)
+        let metadata = try await vault.shownMetadata(id)
         audit.record(auditEvent(peer, .credentialShow, id, .allowed))
         return json(metadata)
     }

@@ -4,7 +4,8 @@ import NIOCore
 import TokenVaultCore
 
 /// NDJSON streams: `GET .../watch` (one credential's metadata document at once, then again on
-/// each change; the stream ends when the credential is deleted) and `GET /v1/events` (an
+/// each change; the stream ends when the credential is deleted, or when the device sign-in that
+/// was to create it fails) and `GET /v1/events` (an
 /// `EventDocument` per change of any credential the caller may list). Never a token. Streams
 /// also end when the client goes away or the daemon shuts down. A caller may hold at most
 /// `limits.max_streams_per_uid` open (`429 too_many_streams` beyond), and every stream gets an
@@ -20,13 +21,15 @@ extension VaultAPI {
         let slot = try streamSlot(for: peer)
         // Subscribe before reading the state, so no change falls between the two.
         let events = vault.events.subscribe(to: id)
-        let current = try await vault.metadata(id)
+        let current = try await vault.shownMetadata(id)
         return ndjson(events, peer: peer, slot: slot, first: [Self.line(current)]) {
             event, last, groups in
             // The rules in force now, for the groups the caller is in now.
             guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
             guard let event else { return .skip }
             if event.kind == .deleted { return .end }
+            // A device sign-in that was to create the credential failed: there is none to watch.
+            if event.kind == .authorizationFailed, event.metadata == nil { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
             return .write(Self.line(metadata), metadata)
         }

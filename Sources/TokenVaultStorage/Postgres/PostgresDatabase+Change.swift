@@ -16,7 +16,7 @@ extension PostgresDatabase.Change {
                 case .revokePending?: return .revokePending
                 case .expired?: return .expired
                 case .active?: return newGeneration != oldGeneration ? .refreshed : nil
-                case nil: return nil
+                case .pendingAuthorization?, nil: return nil
                 }
             }
             return newGeneration != oldGeneration ? .refreshed : nil

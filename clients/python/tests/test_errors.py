@@ -41,5 +41,21 @@ class ProblemParsingTests(unittest.TestCase):
             self.assertEqual(repr(vars(copy)), repr(vars(error)))
 
 
+class EventParsingTests(unittest.TestCase):
+    def test_a_failed_sign_in_of_a_credential_that_does_not_exist_parses(self) -> None:
+        from tokenvault.models import Event
+
+        event = Event.from_json(
+            {
+                "type": "authorization_failed",
+                "credential_id": "people/jane",
+                "at": "2026-12-07T08:00:00.000Z",
+                "error": {"code": "access_denied", "message": "the device sign-in ended without tokens"},
+            }
+        )
+        self.assertEqual((event.status, event.generation), (None, None))
+        self.assertEqual(event.error["code"], "access_denied")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -100,13 +100,15 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True)
 class Event:
-    """One line of `/v1/events`: `stored`, `refreshed`, `refresh_failed`, `status_changed` or `deleted`."""
+    """One line of `/v1/events`: `stored`, `refreshed`, `refresh_failed`, `status_changed`,
+    `deleted`, `authorized` or `authorization_failed` (a device sign-in's end; `status` and
+    `generation` are None when it failed for a credential that does not exist)."""
 
     type: str
     credential_id: str
     at: str
-    status: str
-    generation: int
+    status: Optional[str]
+    generation: Optional[int]
     error: Optional[Dict[str, str]] = None
 
     @staticmethod
@@ -115,8 +117,8 @@ class Event:
             type=document["type"],
             credential_id=document["credential_id"],
             at=document["at"],
-            status=document["status"],
-            generation=document["generation"],
+            status=document.get("status"),
+            generation=document.get("generation"),
             error=document.get("error"),
         )
 
