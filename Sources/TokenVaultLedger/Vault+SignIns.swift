@@ -109,6 +109,25 @@ extension Vault {
     /// what the grant says (its provider, when it started); its labels arrive with its tokens.
     /// Nothing the engine decides reads this.
     public func shownMetadata(_ id: CredentialID) async throws -> CredentialMetadata {
+        guard let shown = try await shownMetadata(id, excluding: nil) else { throw VaultError.notFound(id) }
+        return shown
+    }
+
+    /// The credential as a reader will see it once the device grant `key` is gone: what the
+    /// watch and events streams are told when that grant ends. Nil when no credential exists and
+    /// no other grant waits for one. Read before the grant's row goes, so a failed read leaves
+    /// the end to be written again.
+    public func shownMetadata(_ id: CredentialID, endingGrant key: String) async throws -> CredentialMetadata? {
+        try await shownMetadata(id, excluding: key)
+    }
+
+    /// Tells this process's watch and events streams that a device grant ended, with what
+    /// `shownMetadata(_:endingGrant:)` read: `authorized` (reason nil) or `authorizationFailed`.
+    public func publishSignInEnded(_ id: CredentialID, reason: String?, shown: CredentialMetadata?) {
+        publish(reason == nil ? .authorized : .authorizationFailed, id, shown, reason: reason)
+    }
+
+    private func shownMetadata(_ id: CredentialID, excluding key: String?) async throws -> CredentialMetadata? {
         var stored: CredentialMetadata?
         do {
             stored = try await metadata(id)
@@ -117,10 +136,9 @@ extension Vault {
         }
         if let stored, !stored.status.awaitsSignIn { return stored }
         let now = clock.now
-        guard let grant = try await store.devicePolls(for: id).first(where: { $0.expiresAt > now }) else {
-            guard let stored else { throw VaultError.notFound(id) }
-            return stored
-        }
+        guard
+            let grant = try await store.devicePolls(for: id).first(where: { $0.expiresAt > now && $0.key != key })
+        else { return stored }
         guard var shown = stored else {
             return CredentialMetadata(
                 id: id, provider: grant.provider, kind: .oauth2, status: .pendingAuthorization, generation: 0,

@@ -32,12 +32,10 @@ extension Vault {
     /// `credential.authorization_failed`. Written before the grant's row is removed, under a
     /// message id of the grant and the outcome, so a crash in between announces it again as the
     /// same message (and an authorization found after a failure was announced still goes out).
-    /// The watch and events streams of this process hear of it too.
     public func announceSignInEnded(_ id: CredentialID, provider: String, key: String, reason: String?) async throws {
-        let metadata = try? await self.metadata(id)
-        publish(reason == nil ? .authorized : .authorizationFailed, id, metadata, reason: reason)
         let announcer = announcer
         guard announcer.isActive else { return }
+        let metadata = try? await self.metadata(id)
         let event = WebhookEvent(
             kind: reason == nil ? .authorized : .authorizationFailed, at: announcer.now, credentialID: id,
             provider: provider, status: metadata?.status, generation: metadata?.generation, reason: reason)

@@ -6,14 +6,18 @@ struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Follow a credential: its state now, then a line on every refresh, failure or status change.",
-        discussion: "Ends when the credential is deleted or on Ctrl-C. With --json, one metadata document per line.")
+        discussion:
+            "Ends when the credential is deleted (or, for one a device sign-in was to create, when that sign-in fails) "
+            + "or on Ctrl-C. With --json, one metadata document per line.")
 
     @OptionGroup var client: ClientOptions
     @Argument(help: "Credential id, namespace/name.") var id: String
 
     func run() async throws {
         try await client.withClient { vault in
+            var last: String?
             for try await metadata in vault.watch(id) {
+                last = metadata.status
                 // Written straight to the descriptor: a pipe must see each line as it happens.
                 var line: String
                 if client.json {
@@ -27,7 +31,10 @@ struct WatchCommand: AsyncParsableCommand {
                 }
                 TerminalText.line(line)
             }
-            TerminalText.error("tokenvault: \(id) was deleted")
+            TerminalText.error(
+                last == "pending_authorization"
+                    ? "tokenvault: the sign-in into \(id) ended without tokens (tokenvault audit --credential \(id) says why)"
+                    : "tokenvault: \(id) was deleted")
         }
     }
 }

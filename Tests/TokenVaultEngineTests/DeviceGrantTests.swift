@@ -43,7 +43,7 @@ import TokenVaultTesting
         // Until it ends, a reader sees the credential waiting; the engine sees none.
         let waiting = try await fixture.vault.shownMetadata(Self.id)
         #expect(waiting.status == .pendingAuthorization && waiting.generation == 0 && !waiting.hasRefreshToken)
-        await #expect(throws: VaultError.self) { _ = try await fixture.vault.metadata(Self.id) }
+        await #expect(throws: VaultError.notFound(Self.id)) { _ = try await fixture.vault.metadata(Self.id) }
         #expect(
             started.authorizationURL == nil && started.expiresAt == fixture.testVault.clock.now.adding(seconds: 600))
         // Not due before the interval.
@@ -94,11 +94,11 @@ import TokenVaultTesting
             #expect(heard.map(\.kind) == [.authorizationFailed] && heard.first?.reason == reason)
             #expect(heard.first?.metadata == nil)
             #expect(fixture.engine.counters.deviceSignInsFailed == 1)
-            await #expect(throws: VaultError.self) { _ = try await fixture.vault.shownMetadata(Self.id) }
+            await #expect(throws: VaultError.notFound(Self.id)) { _ = try await fixture.vault.shownMetadata(Self.id) }
             // The expiry ends it without asking the server.
             #expect(fixture.server.state.withLock { $0.devicePolls } == (answer == nil ? 0 : 1))
             #expect(try await pending(fixture).isEmpty)
-            await #expect(throws: VaultError.self) { _ = try await fixture.vault.metadata(Self.id) }
+            await #expect(throws: VaultError.notFound(Self.id)) { _ = try await fixture.vault.metadata(Self.id) }
             let rows = try await fixture.vault.auditEvents(AuditQuery(.newestFirst, credentialID: Self.id, limit: 10))
             let failed = try #require(rows.first { $0.event.operation == AuditOperation.credentialAuthorized.name })
             #expect(failed.event.outcome == .failed && failed.event.detail == reason)

@@ -33,7 +33,9 @@ import TokenVaultTesting
         for code in userCodes.values { try await server.decideDevice(code) }
         for name in userCodes.keys {
             let stored = try await waitUntil(within: 60) {
-                (try? UnixSocketHTTP.request(harness.socket(1), "GET", "/v1/credentials/people/\(name)").status) == 200
+                // While the grant waits the credential shows `pending_authorization`.
+                (try? UnixSocketHTTP.request(harness.socket(1), "GET", "/v1/credentials/people/\(name)").json())?[
+                    "status"] as? String == "active"
             }
             #expect(stored, "\(name) was not stored")
             let metadata = try UnixSocketHTTP.request(harness.socket(2), "GET", "/v1/credentials/people/\(name)").json()

@@ -28,7 +28,8 @@ extension VaultAPI {
             guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
             guard let event else { return .skip }
             if event.kind == .deleted { return .end }
-            // A device sign-in that was to create the credential failed: there is none to watch.
+            // The device sign-in that was to create the credential failed, and no other waits:
+            // there is none to watch.
             if event.kind == .authorizationFailed, event.metadata == nil { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
             return .write(Self.line(metadata), metadata)
