@@ -5,7 +5,8 @@
 /// after it has watched that counter stand still for a whole lease period (`SilenceWatch`).
 ///
 /// Times here are the database's: `clock_timestamp()` on PostgreSQL, the host's clock on
-/// SQLite (one host owns the file). A node never compares them with its own clock.
+/// SQLite (one host owns the file). A node compares them with its own clock only to measure how
+/// far off its own is (`CorrectedClock`), never to judge a lease.
 public struct NodeBeat: Sendable, Equatable {
     /// The node's identity (random, created once per data directory).
     public var node: String
@@ -14,12 +15,16 @@ public struct NodeBeat: Sendable, Equatable {
     /// For operators only (`tokenvault nodes`); nothing is decided by them.
     public var host: String
     public var pid: Int64
+    /// The database's clock minus this node's, in seconds, as last measured (`CorrectedClock`);
+    /// nil where it is not measured (SQLite: the database's clock is the host's).
+    public var clockOffset: Double?
 
-    public init(node: String, incarnation: String, host: String, pid: Int64) {
+    public init(node: String, incarnation: String, host: String, pid: Int64, clockOffset: Double? = nil) {
         self.node = node
         self.incarnation = incarnation
         self.host = host
         self.pid = pid
+        self.clockOffset = clockOffset
     }
 }
 
@@ -35,10 +40,12 @@ public struct NodeRecord: Sendable, Equatable {
     public var startedAt: Timestamp
     public var host: String
     public var pid: Int64
+    /// The node's clock offset as its last beat reported it (`NodeBeat.clockOffset`).
+    public var clockOffset: Double?
 
     public init(
         node: String, incarnation: String, beat: Int64, beatAt: Timestamp, startedAt: Timestamp, host: String,
-        pid: Int64
+        pid: Int64, clockOffset: Double? = nil
     ) {
         self.node = node
         self.incarnation = incarnation
@@ -47,6 +54,7 @@ public struct NodeRecord: Sendable, Equatable {
         self.startedAt = startedAt
         self.host = host
         self.pid = pid
+        self.clockOffset = clockOffset
     }
 }
 

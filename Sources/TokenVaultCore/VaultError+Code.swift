@@ -57,6 +57,7 @@ extension VaultError {
             case storageUnavailable = "storage_unavailable"
             case commitPending = "commit_pending"
             case engineUnavailable = "engine_unavailable"
+            case clockSkew = "clock_skew"
             case tooManyConnections = "too_many_connections"
             case internalError = "internal_error"
             case integrityError = "integrity_error"
@@ -162,6 +163,9 @@ extension VaultError {
         /// tokens yet: they are held in memory and committed as soon as it does.
         public static let commitPending = Code(.commitPending)
         public static let engineUnavailable = Code(.engineUnavailable)
+        /// This node's clock is further off the database's than `limits.max_clock_offset_seconds`:
+        /// it serves and refreshes nothing until the clock is set right (another node can).
+        public static let clockSkew = Code(.clockSkew)
         public static let internalError = Code(.internalError)
         public static let integrityError = Code(.integrityError)
         public static let cryptoError = Code(.cryptoError)
@@ -197,7 +201,7 @@ extension VaultError {
             case .rateLimited, .tooManyStreams, .tooManyProxyCalls, .tooManyAuthorizations: 429
             case .providerUnavailable, .upstreamUnavailable, .upstreamTooLarge: 502
             case .upstreamTimeout: 504
-            case .storageUnavailable, .commitPending, .engineUnavailable, .tooManyConnections: 503
+            case .storageUnavailable, .commitPending, .engineUnavailable, .tooManyConnections, .clockSkew: 503
             case .internalError, .integrityError, .cryptoError, .unknownKeyTerm, .storageError, .wrongMasterKey,
                 .keySourceError, .migrationError:
                 500
@@ -251,6 +255,7 @@ extension VaultError {
             case .storageUnavailable: "Storage unavailable"
             case .commitPending: "Tokens held, commit pending"
             case .engineUnavailable: "Refresh engine not running"
+            case .clockSkew: "Clock too far off"
             case .tooManyConnections: "Too many connections"
             case .internalError: "Internal error"
             case .integrityError: "Integrity error"

@@ -82,6 +82,18 @@ extension VaultError {
         VaultError(code: .storageUnavailable, message: detail, retryAfter: retryAfter)
     }
 
+    /// This node's clock is `offset` seconds behind the database's (negative: ahead), too far to
+    /// correct (`CorrectedClock`): the one wording of the refusal, in answers and logs.
+    public static func clockSkew(_ offset: Double) -> VaultError {
+        let seconds = (abs(offset) * 10).rounded() / 10
+        return VaultError(
+            code: .clockSkew,
+            message: "this node's clock is \(seconds) s \(offset > 0 ? "behind" : "ahead of") the database's, "
+                + "more than limits.max_clock_offset_seconds allows: it serves and refreshes nothing until "
+                + "the clock is set right (NTP)",
+            retryAfter: 5)
+    }
+
     public static func migration(_ detail: String) -> VaultError {
         VaultError(code: .migrationError, message: detail)
     }

@@ -86,9 +86,16 @@ final class LeaseKeeper: Sendable {
     @discardableResult
     func beat() async -> Bool {
         let sentAt = ContinuousClock.now
-        let beat = NodeBeat(node: owner.node, incarnation: owner.incarnation, host: host, pid: Int64(getpid()))
+        let corrected = vault.clock as? CorrectedClock
+        let beat = NodeBeat(
+            node: owner.node, incarnation: owner.incarnation, host: host, pid: Int64(getpid()),
+            clockOffset: corrected?.offset)
         do {
+            let hostSentAt = corrected?.base.now
             let reading = try await vault.heartbeat(beat)
+            if let corrected, let hostSentAt {
+                measure(corrected, reading.databaseNow, sentAt: hostSentAt)
+            }
             let (resumed, lapsed, waiting) = state.withLock { state -> (Int, Bool, [@Sendable () -> Void]) in
                 let lapsed =
                     !state.idled && (state.lastRenewal.map { sentAt - $0 >= .seconds(fenceAfter) } ?? false)
@@ -128,6 +135,26 @@ final class LeaseKeeper: Sendable {
                     ])
             }
             return false
+        }
+    }
+
+    /// Takes the beat's reading of the database's clock, and says so in the log when the offset
+    /// crosses `CorrectedClock.maximumOffset` either way.
+    private func measure(_ clock: CorrectedClock, _ databaseNow: Timestamp, sentAt: Timestamp) {
+        let wasTrusted = clock.untrustedOffset == nil
+        guard clock.record(databaseNow: databaseNow, sentAt: sentAt, receivedAt: clock.base.now) else { return }
+        let offset = clock.untrustedOffset
+        if wasTrusted, let offset {
+            logger.error(
+                "\(VaultError.clockSkew(offset).message)",
+                metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.clock.offset_seconds": "\(offset)"])
+        } else if !wasTrusted, offset == nil {
+            logger.notice(
+                "this node's clock is within limits.max_clock_offset_seconds of the database's again; serving and refreshing",
+                metadata: [
+                    "tokenvault.node": "\(owner.node)",
+                    "tokenvault.clock.offset_seconds": "\(clock.offset ?? 0)",
+                ])
         }
     }
 

@@ -22,6 +22,8 @@ extension RefreshEngine {
     /// Polls every device grant due now, once each (at most `limit`); answers what each poll did.
     @discardableResult
     public func pollDueDeviceSignIns(limit: Int = 32) async -> [CredentialID: DevicePollOutcome] {
+        // Expiry is judged on this node's clock: not while it is too far off the database's.
+        guard vault.clock.untrustedOffset == nil else { return [:] }
         let claimed: [Result<PendingDeviceSignIn, Vault.DeviceRowError>]
         do {
             claimed = try await vault.claimDevicePolls(
@@ -81,11 +83,16 @@ extension RefreshEngine {
     }
 
     /// A grant whose tokens are stored: `credential.authorized`, then its row goes. A failure
-    /// leaves the row for the next look, which finds the tokens stored and ends it then.
+    /// leaves the row for the next look, which finds the tokens stored and ends it then. The
+    /// streams hear of it once, from the look that removed the row.
     func endAuthorizedDeviceGrant(_ key: String, _ id: CredentialID, provider: String) async {
         do {
             try await vault.announceSignInEnded(id, provider: provider, key: key, reason: nil)
-            if try await vault.removeDevicePoll(key: key) { statistics.record { $0.deviceSignInsAuthorized += 1 } }
+            let shown = try await vault.shownMetadata(id, endingGrant: key)
+            if try await vault.removeDevicePoll(key: key) {
+                statistics.record { $0.deviceSignInsAuthorized += 1 }
+                vault.publishSignInEnded(id, reason: nil, shown: shown)
+            }
         } catch {
             logger.warning(
                 "a device sign-in's end could not be written; it is ended at its next look: \(error)",
@@ -201,7 +208,11 @@ extension RefreshEngine {
                     at: vault.clock.now, uid: pending.uid, gid: pending.gid, operation: .credentialAuthorized,
                     credentialID: pending.credentialID, outcome: .failed, detail: reason)
             ])
-            if try await vault.removeDevicePoll(key: pending.key) { statistics.record { $0.deviceSignInsFailed += 1 } }
+            let shown = try await vault.shownMetadata(pending.credentialID, endingGrant: pending.key)
+            if try await vault.removeDevicePoll(key: pending.key) {
+                statistics.record { $0.deviceSignInsFailed += 1 }
+                vault.publishSignInEnded(pending.credentialID, reason: reason, shown: shown)
+            }
         } catch {
             // The row stays, claimed until its claim lapses: the end is written then.
             logger.warning(

@@ -18,6 +18,12 @@ extension RefreshEngine {
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)
         }
+        // A clock too far off the database's decides nothing (`CorrectedClock`); the scheduler
+        // waits for it too, so nothing comes back here in a loop.
+        if let offset = vault.clock.untrustedOffset {
+            statistics.record { $0.skipped += 1 }
+            return .skipped(VaultError.clockSkew(offset).message, nil)
+        }
         do {
             let outcome = try await performRefresh(id, reason)
             if resuming { stranded.settle(id) }

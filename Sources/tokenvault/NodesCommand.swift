@@ -31,11 +31,21 @@ struct NodesCommand: ParsableCommand {
             let startedAt: String
             let host: String
             let pid: Int64
+            /// The database's clock minus the node's, in seconds, as its last beat measured it
+            /// (PostgreSQL); nil where it is not measured.
+            let clockOffsetSeconds: Double?
             /// This data directory's node.
             let this: Bool
             enum CodingKeys: String, CodingKey {
                 case node, incarnation, beat, lastBeat = "last_beat", startedAt = "started_at", host, pid, this
+                case clockOffsetSeconds = "clock_offset_seconds"
             }
+        }
+
+        /// `1.2 s behind the database` / `0.3 s ahead of the database`.
+        static func describe(offset: Double) -> String {
+            let seconds = (abs(offset) * 10).rounded() / 10
+            return "\(seconds) s " + (offset > 0 ? "behind the database" : "ahead of the database")
         }
 
         func run() async throws {
@@ -46,14 +56,16 @@ struct NodesCommand: ParsableCommand {
                 let nodes = try await database.nodes().map {
                     Node(
                         node: $0.node, incarnation: $0.incarnation, beat: $0.beat, lastBeat: "\($0.beatAt)",
-                        startedAt: "\($0.startedAt)", host: $0.host, pid: $0.pid, this: $0.node == this)
+                        startedAt: "\($0.startedAt)", host: $0.host, pid: $0.pid, clockOffsetSeconds: $0.clockOffset,
+                        this: $0.node == this)
                 }
                 if json { return try printJSON(nodes) }
                 guard !nodes.isEmpty else { return print("no node has beaten in this vault yet") }
                 for node in nodes {
                     print(
                         "\(node.node)\(node.this ? " (this data directory)" : "")  host \(TerminalText.safe(node.host)) "
-                            + "pid \(node.pid)  beat \(node.beat) at \(node.lastBeat)  running since \(node.startedAt)")
+                            + "pid \(node.pid)  beat \(node.beat) at \(node.lastBeat)  running since \(node.startedAt)"
+                            + (node.clockOffsetSeconds.map { "  clock \(Self.describe(offset: $0))" } ?? ""))
                 }
             }
         }

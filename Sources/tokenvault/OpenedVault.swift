@@ -21,7 +21,11 @@ struct OpenedVault {
     let keyDescription: String
 
     /// The daemon's provider table is put in force by its engine.
-    static func open(_ options: VaultOptions, commitRetryCap: Double = 30) throws -> OpenedVault {
+    /// `maximumClockOffset`: the daemon's; on PostgreSQL its vault decides by a `CorrectedClock`
+    /// (tools decide nothing about expiry and keep the host's clock).
+    static func open(
+        _ options: VaultOptions, commitRetryCap: Double = 30, maximumClockOffset: Double? = nil
+    ) throws -> OpenedVault {
         TokenVaultCommand.restrictFileCreation()
         try requireVault(options)
         let database = try openBackend(options)
@@ -31,7 +35,13 @@ struct OpenedVault {
                 code: .vaultNotFound,
                 message: "no vault in \(database.location); create one with: tokenvault init --storage-url URL")
         }
-        return try open(database, options, commitRetryCap: commitRetryCap)
+        let clock: any VaultClock =
+            if let maximumClockOffset, database is PostgresDatabase {
+                CorrectedClock(maximumOffset: maximumClockOffset)
+            } else {
+                SystemClock()
+            }
+        return try open(database, options, commitRetryCap: commitRetryCap, clock: clock)
     }
 
     /// A database already opened (the vault's own, or a copy of a backup that `restore` checks):
@@ -39,7 +49,8 @@ struct OpenedVault {
     /// between tries of a held commit (the daemon keeps it well under the lease period, so an
     /// answer held through an outage is committed before anyone could take its attempt over).
     static func open(
-        _ database: any VaultBackend, _ options: VaultOptions, commitRetryCap: Double = 30
+        _ database: any VaultBackend, _ options: VaultOptions, commitRetryCap: Double = 30,
+        clock: any VaultClock = SystemClock()
     ) throws -> OpenedVault {
         let (keyring, description) = try unlock(database, options)
         try database.migrate()
@@ -47,7 +58,7 @@ struct OpenedVault {
         return OpenedVault(
             database: database, keyring: keyring,
             vault: Vault(
-                store: database, sealer: keyring,
+                store: database, sealer: keyring, clock: clock,
                 options: Vault.Options(
                     commitRetryCap: commitRetryCap, maximumGroup: database.writesPerTransaction,
                     concurrentTransactions: database.concurrentWriteTransactions,

@@ -133,7 +133,9 @@ extension ServeCommand {
         TokenVaultCommand.restrictFileCreation()
         try OpenedVault.requireVault(options)
         let lock = try DatabaseLock(databasePath: options.databasePath, socket: socketPath)
-        let opened = try OpenedVault.open(options, commitRetryCap: min(30, Double(settings.leaseSeconds) / 6))
+        let opened = try OpenedVault.open(
+            options, commitRetryCap: min(30, Double(settings.leaseSeconds) / 6),
+            maximumClockOffset: Double(settings.maximumClockOffsetSeconds))
         return (lock, opened)
     }
 

@@ -192,8 +192,9 @@ import TokenVaultTesting
     /// in flight: on its clock every attempt node 1 journalled is long past its recorded lease end.
     /// Leases are judged by heartbeats on the database's clock, so it takes none over. (Judged by
     /// their recorded ends, each would look expired to it, and it would present the same refresh
-    /// token again.)
-    @Test func aNodeWithItsClockMinutesAheadTakesNothingOver() async throws {
+    /// token again.) Its heartbeat measures the offset, far beyond `limits.max_clock_offset_seconds`:
+    /// it serves nothing and refreshes nothing, says why, and node 1 goes on.
+    @Test func aNodeWithItsClockMinutesAheadTakesNothingOverAndRefuses() async throws {
         let (server, database) = try await TestPostgres.makeDatabase()
         let count = 40
         let harness = try await ResilienceHarness(
@@ -206,27 +207,99 @@ import TokenVaultTesting
         try await Task.sleep(for: .seconds(5))
         #expect(try await waitUntil(within: 10) { Self.inFlight(harness, node: 1) >= 5 })
         let before = harness.server.successfulRefreshes
-        // faketime (Debian's, installed by scripts/install-deps.sh --test) moves the clock by a
-        // constant, so the durations the daemon times its own waits with stay true.
-        let skewed = try harness.startDaemon(node: 2, launcher: ["/usr/bin/faketime", "-f", "+10m"])
-        // faketime runs the daemon as its child: the daemon's own pid is in its lock file.
-        let lock = try String(contentsOfFile: harness.dataDir(2) + "/vault.db.lock", encoding: .utf8)
-        let pid = lock.split(separator: "\n").first { $0.hasPrefix("pid=") }.flatMap { Int32($0.dropFirst(4)) }
-        defer {
-            if let pid { Glibc.kill(pid, SIGKILL) }
-            skewed.kill()
-        }
-        #expect(pid != nil, "no pid in the lock file: \(lock)")
+        let skewed = try Self.startSkewed(harness, by: "+10m")
+        defer { skewed.stop() }
         try await Task.sleep(for: .seconds(12))
-        let logs = first.log + skewed.log
+        let logs = first.log + skewed.daemon.log
         #expect(harness.server.revokedFamilies == 0, "\(harness.server.revokedFamilies) token families revoked")
         let presentedTwice = harness.server.refreshTokensPresentedTwice.count
         #expect(presentedTwice == 0, "\(presentedTwice) refresh tokens presented twice")
         #expect(!logs.contains("taking over a refresh attempt"), "an attempt was taken over")
-        #expect(harness.server.successfulRefreshes > before + count / 2, "node 2 refreshed little")
+        #expect(harness.server.successfulRefreshes > before + count / 2, "refreshes stopped")
+        // Node 2 refuses, and says why: in its answers, its log, its metrics and `tokenvault nodes`.
+        let read = try UnixSocketHTTP.request(
+            harness.socket(2), "GET", "/v1/credentials/\(ResilienceHarness.name(0))/token")
+        #expect(read.status == 503 && read.json()["code"] as? String == "clock_skew", "\(read.text)")
+        #expect((read.json()["detail"] as? String)?.contains("ahead of the database's") == true, "\(read.text)")
+        #expect(skewed.daemon.log.contains("this node's clock is"), "the refusal was not logged")
+        let metrics = try UnixSocketHTTP.request(harness.socket(2), "GET", "/metrics").text
+        #expect(metrics.contains("\ntokenvault_clock_skew_refusing 1"), "\(metrics.prefix(200))")
+        #expect(metrics.contains("\ntokenvault_clock_offset_seconds -"), "\(metrics.prefix(200))")
+        let offset = try await Self.reportedOffset(harness, node: 2)
+        #expect(offset.map { abs($0 + 600) < 5 } == true, "node 2 reported \(String(describing: offset))")
         print(
-            "clock ten minutes ahead on node 2: \(harness.server.successfulRefreshes - before) refreshes after it "
-                + "joined, none presented twice")
+            "clock ten minutes ahead on node 2: \(harness.server.successfulRefreshes - before) refreshes by node 1 "
+                + "after it joined, none presented twice; node 2 measured \(offset ?? .nan) s and refused")
+    }
+
+    /// A node whose clock is 4 s behind (within the bound) judges expiry on the database's clock:
+    /// a token that the database's clock has expired is not served, though the node's own clock
+    /// says 4 s are left (before the correction it was served for those 4 s).
+    @Test func aNodeWhoseClockIsBehindServesNothingTheDatabasesClockHasExpired() async throws {
+        let (server, database) = try await TestPostgres.makeDatabase()
+        let harness = try await ResilienceHarness(
+            lifetime: 600, limits: Self.limits, refresh: Self.refresh, timeoutSeconds: nil,
+            postgres: (server, database), nodes: 2)
+        let first = try harness.startDaemon(node: 1)
+        defer { first.kill() }
+        let skewed = try Self.startSkewed(harness, by: "-4")
+        defer { skewed.stop() }
+        // Measured (the next beat reports it) before anything is read.
+        let offset = try await Self.reportedOffset(harness, node: 2)
+        #expect(offset.map { abs($0 - 4) < 1 } == true, "node 2 reported \(String(describing: offset))")
+        // No refresh token: nothing renews it; it expires 3 s from now by the real clock.
+        let expiresAt = Date().timeIntervalSince1970 + 3
+        let body =
+            #"{"provider": "idp", "token": {"access_token": "at-fixed", "token_type": "Bearer", "expires_at": "#
+            + "\(expiresAt)}}"
+        let put = try UnixSocketHTTP.request(harness.socket(1), "PUT", "/v1/credentials/skew/fixed", body: body)
+        #expect(put.status == 201, "\(put.text)")
+        let fresh = try UnixSocketHTTP.request(harness.socket(2), "GET", "/v1/credentials/skew/fixed/token")
+        #expect(fresh.status == 200, "\(fresh.text)")
+        try await Task.sleep(for: .seconds(max(0, expiresAt + 0.5 - Date().timeIntervalSince1970)))
+        let stale = try UnixSocketHTTP.request(harness.socket(2), "GET", "/v1/credentials/skew/fixed/token")
+        #expect(stale.status == 409 && stale.json()["code"] as? String == "token_expired", "\(stale.text)")
+    }
+
+    /// Node 2 under faketime (Debian's, installed by scripts/install-deps.sh --test), which moves
+    /// the wall clock by a constant. Only the wall clock, as a host's clock that is off: with the
+    /// monotonic clock moved too, a node 4 s behind slept through its heartbeats.
+    static func startSkewed(_ harness: ResilienceHarness, by offset: String) throws -> SkewedNode {
+        let daemon = try harness.startDaemon(
+            node: 2, launcher: ["/usr/bin/faketime", "-f", offset], environment: ["FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+        // faketime runs the daemon as its child: the daemon's own pid is in its lock file.
+        let lock = try String(contentsOfFile: harness.dataDir(2) + "/vault.db.lock", encoding: .utf8)
+        let pid = lock.split(separator: "\n").first { $0.hasPrefix("pid=") }.flatMap { Int32($0.dropFirst(4)) }
+        #expect(pid != nil, "no pid in the lock file: \(lock)")
+        return SkewedNode(daemon: daemon, pid: pid)
+    }
+
+    struct SkewedNode {
+        let daemon: DaemonProcess
+        let pid: Int32?
+
+        func stop() {
+            if let pid { Glibc.kill(pid, SIGKILL) }
+            daemon.kill()
+        }
+    }
+
+    /// The clock offset `tokenvault nodes --json` shows for `node`, once its beats report one.
+    static func reportedOffset(_ harness: ResilienceHarness, node: Int) async throws -> Double? {
+        var offset: Double?
+        var last = ""
+        _ = try await waitUntil(within: 30) {
+            let listed = try? harness.cli.run(
+                ["nodes", "--json", "--data-dir", harness.dataDir(node), "--config", harness.configPath],
+                environment: harness.storageEnvironment)
+            let nodes =
+                (try? JSONSerialization.jsonObject(with: Data((listed?.stdout ?? "").utf8))) as? [[String: Any]] ?? []
+            offset = (nodes.first { $0["this"] as? Bool == true }?["clock_offset_seconds"] as? NSNumber)?.doubleValue
+            if offset == nil { last = (listed?.stdout ?? "") + (listed?.stderr ?? "") }
+            return offset != nil
+        }
+        if offset == nil { print("tokenvault nodes said: \(last)") }
+        return offset
     }
 }
 

@@ -97,6 +97,26 @@ import TokenVaultTesting
         #expect(TokenReadVerdict(failing, minimumTTL: 0, now: Self.now, canRefresh: true) == .refreshFirst)
     }
 
+    /// A node's clock: within its bound, expiry is judged on the corrected time (a token the
+    /// database's clock has expired is not served by a host 4 s behind); beyond it nothing is.
+    @Test func expiryIsJudgedOnTheDatabasesClockAndNothingIsServedBeyondTheBound() throws {
+        let host = FakeClock(Self.now)
+        let clock = CorrectedClock(base: host, maximumOffset: 10)
+        // Expired 2 s ago by the database's clock, 2 s left by the host's.
+        let expired = try Self.metadata(expiresIn: 2)
+        #expect(TokenReadVerdict(expired, minimumTTL: 0, clock: clock, canRefresh: false) == .serve)
+        clock.record(databaseNow: Self.now.adding(seconds: 4), sentAt: Self.now, receivedAt: Self.now)
+        guard case .refuse(let code, _) = TokenReadVerdict(expired, minimumTTL: 0, clock: clock, canRefresh: false)
+        else { Issue.record("served a token the database's clock has expired"); return }
+        #expect(code == .tokenExpired)
+        clock.record(databaseNow: Self.now.adding(seconds: 600), sentAt: Self.now, receivedAt: Self.now)
+        let fresh = try Self.metadata()
+        guard
+            case .refuse(let skew, let detail) = TokenReadVerdict(fresh, minimumTTL: 0, clock: clock, canRefresh: true)
+        else { Issue.record("served with a clock 600 s off"); return }
+        #expect(skew == .clockSkew && detail.contains("600.0 s behind"), "\(detail)")
+    }
+
     @Test func refusesWhatCannotBeServed() throws {
         let short = TokenReadVerdict(try Self.metadata(), minimumTTL: 601, now: Self.now, canRefresh: false)
         #expect(

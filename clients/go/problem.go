@@ -97,6 +97,7 @@ const (
 	CodeStorageUnavailable    = "storage_unavailable"
 	CodeCommitPending         = "commit_pending"
 	CodeEngineUnavailable     = "engine_unavailable"
+	CodeClockSkew             = "clock_skew"
 	CodeTooManyConnections    = "too_many_connections"
 	CodeUpstreamTimeout       = "upstream_timeout"
 	CodeInvalidCallback       = "invalid_callback"
@@ -126,6 +127,7 @@ var CodeStatus = map[string]int{
 	CodeStorageError: 500, CodeWrongMasterKey: 500, CodeKeySourceError: 500, CodeMigrationError: 500,
 	CodeProviderUnavailable: 502, CodeUpstreamUnavailable: 502, CodeUpstreamTooLarge: 502,
 	CodeStorageUnavailable: 503, CodeCommitPending: 503, CodeEngineUnavailable: 503, CodeTooManyConnections: 503,
+	CodeClockSkew:       503,
 	CodeUpstreamTimeout: 504,
 	CodeInvalidCallback: 400, CodeAuthorizationUnknown: 404, CodeAuthorizationExpired: 409,
 	CodeAuthorizationMismatch: 409, CodeAuthorizationDenied: 422, CodeIssuerMismatch: 422,

@@ -11,6 +11,7 @@ public final class ProviderHTTPClient: Sendable {
     let providerName: String
     let transport: any ProviderTransport
     let logger: Logger
+    private let clockCheck = ProviderClockCheck()
 
     init(providerName: String, transport: any ProviderTransport, logger: Logger) {
         self.providerName = providerName
@@ -29,10 +30,12 @@ public final class ProviderHTTPClient: Sendable {
         var all = Self.standardHeaders
         for (name, value) in headers { all.replaceOrAdd(name: name, value: value) }
         all.replaceOrAdd(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        return try await transport.send(
+        let answer = try await transport.send(
             PreparedRequest(
                 method: "POST", url: url, headers: all.map { HeaderField(name: $0.name, value: $0.value) },
                 body: form.bytes), call: call)
+        clockCheck.observe(answer, provider: providerName, logger: logger)
+        return answer
     }
 
     func get(_ url: String) async throws(ProviderFailure) -> HTTPAnswer {

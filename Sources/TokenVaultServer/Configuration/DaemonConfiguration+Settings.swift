@@ -63,6 +63,9 @@ extension DaemonConfiguration {
                 key: "limits.lease_seconds", environment: "TOKENVAULT_LEASE_SECONDS", range: 2...86_400,
                 field: \.leaseSeconds),
             .init(
+                key: "limits.max_clock_offset_seconds", environment: "TOKENVAULT_MAX_CLOCK_OFFSET_SECONDS",
+                range: 1...3600, field: \.maximumClockOffsetSeconds),
+            .init(
                 key: "server.event_loops", environment: "TOKENVAULT_EVENT_LOOPS", range: 1...256, field: \.eventLoops),
             .init(
                 key: "server.group_refresh_seconds", environment: "TOKENVAULT_GROUP_REFRESH_SECONDS",

@@ -48,6 +48,12 @@ public struct DaemonConfiguration: Sendable {
     /// failover or a paused process; a node that died for good keeps its few in-flight
     /// credentials waiting this long unless `tokenvault nodes forget` releases them.
     public var leaseSeconds = 300
+    /// How far (seconds, either way) a node's clock may be off the database's before it serves
+    /// and refreshes nothing (PostgreSQL; `CorrectedClock`). Within it, expiry is decided on the
+    /// corrected time. 10 s: far above what a host kept by NTP drifts (milliseconds), and under
+    /// the margins tokens are refreshed and asked for with (`margin_seconds`, a `min_ttl` of 30 s
+    /// or more), so a clock that would step by this much between two beats still errs inside them.
+    public var maximumClockOffsetSeconds = 10
     /// How token reads are aggregated in the audit trail and how long rows are kept.
     public var audit = AuditSettings()
     /// How long a sign-in the vault started may take to finish (`sign_in.expiry_seconds`).

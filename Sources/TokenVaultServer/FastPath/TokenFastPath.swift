@@ -184,7 +184,7 @@ final class TokenFastPath: ChannelInboundHandler, RemovableChannelHandler {
         else { return false }
         let metadata = credential.metadata
         let verdict = TokenReadVerdict(
-            metadata, minimumTTL: target.minimumTTL, now: api.vault.clock.now, canRefresh: api.engine != nil)
+            metadata, minimumTTL: target.minimumTTL, clock: api.vault.clock, canRefresh: api.engine != nil)
         guard verdict == .serve else { return false }
         let body = api.servedToken(credential, to: peer, allocator: context.channel.allocator)
         let response = FastResponse.make(

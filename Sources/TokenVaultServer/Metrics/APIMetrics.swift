@@ -154,8 +154,20 @@ public final class APIMetrics: Sendable {
         credentialsByStatus counts: [CredentialStatus: Int]?, refresh: RefreshCounters? = nil,
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
         courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil,
-        upstreamClients: Int? = nil
+        upstreamClients: Int? = nil, clock: CorrectedClock? = nil
     ) -> [UInt8] {
+        // PostgreSQL: this node's clock against the database's, once measured.
+        if let clock, let offset = clock.offset {
+            registry.gauge(
+                name: "tokenvault_clock_offset_seconds",
+                help: "The database's clock minus this node's, as the last heartbeat measured it."
+            ).set(offset)
+            registry.gauge(
+                name: "tokenvault_clock_skew_refusing",
+                help:
+                    "1 while this node's clock is further off the database's than limits.max_clock_offset_seconds: it serves and refreshes nothing (alert if 1)."
+            ).set(clock.untrustedOffset == nil ? 0.0 : 1.0)
+        }
         if let upstreamClients {
             registry.gauge(
                 name: "tokenvault_proxy_upstream_clients",

@@ -8,13 +8,28 @@ enum TokenReadVerdict: Equatable {
     case serve
     /// Refresh on demand first (the token can be refreshed and has less than S seconds left).
     case refreshFirst
-    /// 409 with this problem code and detail; nothing is served.
+    /// The code's status (409, or 503 for `clock_skew`) with this detail; nothing is served.
     case refuse(code: VaultError.Code, detail: String)
 
     /// - Parameters:
     ///   - canRefresh: a refresh engine runs and no refresh was tried for this request yet.
     ///   - refreshTried: this is the verdict after an on-demand refresh was asked for.
     ///   - refreshFailure: why the refresh tried for this request did not help, for the detail.
+    ///   - clock: whose `now` judges expiry; a clock too far off the database's serves nothing.
+    init(
+        _ metadata: CredentialMetadata, minimumTTL: Double, clock: any VaultClock, canRefresh: Bool,
+        refreshTried: Bool = false, refreshFailure: String? = nil
+    ) {
+        if let offset = clock.untrustedOffset {
+            self = .refuse(code: .clockSkew, detail: VaultError.clockSkew(offset).message)
+            return
+        }
+        self.init(
+            metadata, minimumTTL: minimumTTL, now: clock.now, canRefresh: canRefresh, refreshTried: refreshTried,
+            refreshFailure: refreshFailure)
+    }
+
+    /// The rule itself, at `now`.
     init(
         _ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp, canRefresh: Bool,
         refreshTried: Bool = false, refreshFailure: String? = nil

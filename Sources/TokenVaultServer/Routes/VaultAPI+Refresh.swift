@@ -64,7 +64,7 @@ extension VaultAPI {
             credential = try await readCredential(id)
         }
         var verdict = TokenReadVerdict(
-            credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: engine != nil)
+            credential.metadata, minimumTTL: minimumTTL, clock: vault.clock, canRefresh: engine != nil)
         if let engine, verdict == .refreshFirst {
             var refreshFailure: String?
             switch try await engine.refreshOnDemand(id, minimumTTL: minimumTTL) {
@@ -77,7 +77,7 @@ extension VaultAPI {
             }
             credential = try await readCredential(id)
             verdict = TokenReadVerdict(
-                credential.metadata, minimumTTL: minimumTTL, now: vault.clock.now, canRefresh: false,
+                credential.metadata, minimumTTL: minimumTTL, clock: vault.clock, canRefresh: false,
                 refreshTried: true, refreshFailure: refreshFailure)
         }
         if case .refuse(let code, let detail) = verdict { return .failure(ProblemDetails(code, detail: detail)) }

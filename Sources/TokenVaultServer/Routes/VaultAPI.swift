@@ -187,7 +187,8 @@ public struct VaultAPI: Sendable {
             heldCommits: .init(
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
             audit: audit.counters, courier: options.courier?(), storage: options.storage?(),
-            webhooks: options.webhooks?(), upstreamClients: options.upstream?.count)
+            webhooks: options.webhooks?(), upstreamClients: options.upstream?.count,
+            clock: vault.clock as? CorrectedClock)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -10,16 +10,18 @@ extension PostgresDatabase: NodeRegistry {
         """
         WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms),
         mine AS (
-            INSERT INTO nodes (\(unescaped: NodeSQL.columns))
-            SELECT \(beat.node), \(beat.incarnation), 1, ms, ms, \(beat.host), \(beat.pid) FROM clock
+            INSERT INTO nodes (\(unescaped: columns))
+            SELECT \(beat.node), \(beat.incarnation), 1, ms, ms, \(beat.host), \(beat.pid),
+                \(beat.clockOffset.map { Int64(($0 * 1000).rounded()) })::BIGINT FROM clock
             ON CONFLICT (node) DO UPDATE SET beat = nodes.beat + 1, beat_at = excluded.beat_at,
                 started_at = CASE WHEN nodes.incarnation = excluded.incarnation THEN nodes.started_at
                                   ELSE excluded.started_at END,
-                incarnation = excluded.incarnation, host = excluded.host, pid = excluded.pid
-            RETURNING \(unescaped: NodeSQL.columns))
-        SELECT \(unescaped: NodeSQL.columns), (SELECT ms FROM clock) AS now FROM mine
+                incarnation = excluded.incarnation, host = excluded.host, pid = excluded.pid,
+                clock_offset_ms = excluded.clock_offset_ms
+            RETURNING \(unescaped: columns))
+        SELECT \(unescaped: columns), (SELECT ms FROM clock) AS now FROM mine
         UNION ALL
-        SELECT \(unescaped: NodeSQL.columns), (SELECT ms FROM clock) AS now FROM nodes WHERE node <> \(beat.node)
+        SELECT \(unescaped: columns), (SELECT ms FROM clock) AS now FROM nodes WHERE node <> \(beat.node)
         """
     }
 
@@ -36,7 +38,7 @@ extension PostgresDatabase: NodeRegistry {
 
     public func nodes() async throws -> [NodeRecord] {
         try await withReader { reader in
-            try await reader.query("SELECT \(unescaped: NodeSQL.columns) FROM nodes ORDER BY node").rows.map {
+            try await reader.query("SELECT \(unescaped: Self.columns) FROM nodes ORDER BY node").rows.map {
                 try Self.node($0.makeRandomAccess())
             }
         }
@@ -67,8 +69,12 @@ extension PostgresDatabase: NodeRegistry {
             beat: try row["beat"].decode(Int64.self),
             beatAt: Timestamp(milliseconds: try row["beat_at"].decode(Int64.self)),
             startedAt: Timestamp(milliseconds: try row["started_at"].decode(Int64.self)),
-            host: try row["host"].decode(String.self), pid: try row["pid"].decode(Int64.self))
+            host: try row["host"].decode(String.self), pid: try row["pid"].decode(Int64.self),
+            clockOffset: try row["clock_offset_ms"].decode(Int64?.self).map { Double($0) / 1000 })
     }
+
+    /// SQLite's columns, and the clock offset each node reports (`0007_node_clock_offsets.sql`).
+    private static let columns = NodeSQL.columns + ", clock_offset_ms"
 }
 
 extension PostgresDatabase {

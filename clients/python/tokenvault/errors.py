@@ -168,7 +168,8 @@ class BadGateway(ProblemError):
 
 
 class Unavailable(ProblemError):
-    """503: try again later (`storage_unavailable`, `commit_pending`, `engine_unavailable`, `too_many_connections`)."""
+    """503: try again later (`storage_unavailable`, `commit_pending`, `engine_unavailable`, `too_many_connections`,
+    `clock_skew`)."""
 
     status_code = 503
 
@@ -255,7 +256,10 @@ CODES: Dict[str, Type[ProblemError]] = {
         InternalError,
     ),
     **dict.fromkeys(["provider_unavailable", "upstream_unavailable", "upstream_too_large"], BadGateway),
-    **dict.fromkeys(["storage_unavailable", "commit_pending", "engine_unavailable", "too_many_connections"], Unavailable),
+    **dict.fromkeys(
+        ["storage_unavailable", "commit_pending", "engine_unavailable", "too_many_connections", "clock_skew"],
+        Unavailable,
+    ),
     "upstream_timeout": GatewayTimeout,
 }
 
