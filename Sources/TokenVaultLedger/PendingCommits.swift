@@ -18,6 +18,8 @@ final class PendingCommits: Sendable {
         var failures = 0
         /// Held answers that were committed (or found superseded) after at least one failure.
         var recovered = 0
+        /// Why the latest failed commit failed (never a token).
+        var lastFailure: String?
     }
 
     private let state = Mutex(State())
@@ -78,6 +80,7 @@ final class PendingCommits: Sendable {
     {
         state.withLock { state in
             state.totals.failures += 1
+            state.totals.lastFailure = error
             var entry =
                 state.holds[id]?[hold]
                 ?? PendingCommit(since: now, failures: 0, lastError: error, nextAttemptAt: retryAt)

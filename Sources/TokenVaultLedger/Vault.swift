@@ -197,6 +197,10 @@ public final class Vault: Sendable {
     /// Provider answers held in memory because the database has not taken them yet.
     public var pendingCommitCount: Int { pending.count }
 
+    /// Why the latest commit of received tokens failed, while any answer is still held: what
+    /// health says keeps the vault from writing (a full disk, a database that refuses writes).
+    public var heldCommitError: String? { pending.count > 0 ? pending.snapshot.lastFailure : nil }
+
     /// Failed commits of received tokens since start-up, and held answers committed since.
     public var commitCounters: (failures: Int, recovered: Int) {
         let totals = pending.snapshot

@@ -7,12 +7,14 @@ struct HealthDocument: Encodable, Equatable {
         let schemaVersion: Int?
         /// Provider answers held in memory because the database has not taken them yet.
         let heldCommits: Int
+        /// While answers are held: why the database did not take the latest (a full disk, say).
+        let writeError: String?
         let backend: String
         /// PostgreSQL only: whether this node hears the other nodes' changes.
         let changeFeed: ChangeFeed?
         enum CodingKeys: String, CodingKey {
             case reachable, schemaVersion = "schema_version", heldCommits = "held_commits", backend
-            case changeFeed = "change_feed"
+            case changeFeed = "change_feed", writeError = "write_error"
         }
     }
     struct ChangeFeed: Encodable, Equatable {

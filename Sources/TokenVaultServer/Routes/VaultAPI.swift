@@ -167,7 +167,7 @@ public struct VaultAPI: Sendable {
             status: degraded ? "degraded" : "ok", version: options.version,
             database: .init(
                 reachable: schemaVersion != nil, schemaVersion: schemaVersion, heldCommits: held,
-                backend: storage.backend,
+                writeError: held > 0 ? vault.heldCommitError : nil, backend: storage.backend,
                 changeFeed: storage.changeFeedConnected.map {
                     .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
                 }),

@@ -58,7 +58,7 @@ final class SQLiteConnection: @unchecked Sendable {
         if result != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(result))
             sqlite3_free(message)
-            throw VaultError.storage("SQLite error \(result): \(text)")
+            throw failure(result, text)
         }
     }
 
@@ -88,8 +88,15 @@ final class SQLiteConnection: @unchecked Sendable {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    func error(_ result: Int32) -> VaultError {
-        VaultError.storage("SQLite error \(result): \(String(cString: sqlite3_errmsg(handle)))")
+    func error(_ result: Int32) -> VaultError { failure(result, String(cString: sqlite3_errmsg(handle))) }
+
+    /// A full disk is said plainly, and as a condition that passes (`storage_unavailable`): the
+    /// ledger holds what it could not write and commits it when space returns.
+    private func failure(_ result: Int32, _ text: String) -> VaultError {
+        guard result & 0xff == SQLITE_FULL else { return VaultError.storage("SQLite error \(result): \(text)") }
+        return VaultError.storageUnavailable(
+            "the disk holding \(path) is full (SQLite error \(result): \(text)); what could not be written is "
+                + "held and written when space returns")
     }
 
     /// Begins, runs `body`, commits; rolls back if anything throws.
