@@ -2,13 +2,17 @@
 /// tests can move time by hand.
 public protocol VaultClock: Sendable {
     var now: Timestamp { get }
-    /// How far off the database's clock this one is, when too far to decide by
-    /// (`CorrectedClock`): then nothing is served or refreshed. Nil: decisions may go on.
-    var untrustedOffset: Double? { get }
+    /// Why no decision about expiry may be taken on this clock now (`CorrectedClock`: not yet
+    /// measured against the database's, or too far off it): then no token is served and no
+    /// refresh starts. Nil: decisions may go on.
+    var refusal: VaultError? { get }
+    /// A time this host's clock gave (a courier's stamp), as this clock would have given it.
+    func corrected(_ hostTime: Timestamp) -> Timestamp
 }
 
 extension VaultClock {
-    public var untrustedOffset: Double? { nil }
+    public var refusal: VaultError? { nil }
+    public func corrected(_ hostTime: Timestamp) -> Timestamp { hostTime }
 }
 
 /// The real clock.

@@ -6,9 +6,9 @@ import Synchronization
 /// whatever each host's says.
 ///
 /// The correction is only as good as the host's clock is steady between two beats, so an offset
-/// larger than `maximumOffset` is not corrected but refused: the node neither serves tokens nor
-/// refreshes until its clock is set right (`untrustedOffset`). Until the first measurement the
-/// host's clock is taken as it is.
+/// larger than `maximumOffset` is refused: the node serves no token and starts no refresh until
+/// its clock is set right (`refusal`); what it already holds is finished on the corrected time.
+/// Until the first measurement nothing is decided either (the daemon measures before it listens).
 public final class CorrectedClock: VaultClock {
     public let base: any VaultClock
     /// Seconds either way the host's clock may be off before the node refuses.
@@ -34,9 +34,13 @@ public final class CorrectedClock: VaultClock {
         return Double(offsetMilliseconds.load(ordering: .relaxed)) / 1000
     }
 
-    public var untrustedOffset: Double? {
-        guard let offset, abs(offset) > maximumOffset else { return nil }
-        return offset
+    public var refusal: VaultError? {
+        guard let offset else { return VaultError.clockUnmeasured }
+        return abs(offset) > maximumOffset ? VaultError.clockSkew(offset) : nil
+    }
+
+    public func corrected(_ hostTime: Timestamp) -> Timestamp {
+        Timestamp(milliseconds: hostTime.milliseconds + offsetMilliseconds.load(ordering: .relaxed))
     }
 
     /// Takes a reading of the database's clock, `databaseNow`, asked for at `sentAt` and answered

@@ -94,6 +94,14 @@ extension VaultError {
             retryAfter: 5)
     }
 
+    /// This node has not measured its clock against the database's yet (its first heartbeat has
+    /// not gone through): it decides nothing about expiry until it has.
+    public static let clockUnmeasured = VaultError(
+        code: .clockSkew,
+        message: "this node has not yet measured its clock against the database's (no heartbeat has gone "
+            + "through): it serves and refreshes nothing until one has",
+        retryAfter: 1)
+
     public static func migration(_ detail: String) -> VaultError {
         VaultError(code: .migrationError, message: detail)
     }

@@ -141,14 +141,16 @@ final class LeaseKeeper: Sendable {
     /// Takes the beat's reading of the database's clock, and says so in the log when the offset
     /// crosses `CorrectedClock.maximumOffset` either way.
     private func measure(_ clock: CorrectedClock, _ databaseNow: Timestamp, sentAt: Timestamp) {
-        let wasTrusted = clock.untrustedOffset == nil
+        let wasRefused = clock.offset != nil && clock.refusal != nil
         guard clock.record(databaseNow: databaseNow, sentAt: sentAt, receivedAt: clock.base.now) else { return }
-        let offset = clock.untrustedOffset
-        if wasTrusted, let offset {
+        let refusal = clock.refusal
+        if !wasRefused, let refusal {
             logger.error(
-                "\(VaultError.clockSkew(offset).message)",
-                metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.clock.offset_seconds": "\(offset)"])
-        } else if !wasTrusted, offset == nil {
+                "\(refusal.message)",
+                metadata: [
+                    "tokenvault.node": "\(owner.node)", "tokenvault.clock.offset_seconds": "\(clock.offset ?? 0)",
+                ])
+        } else if wasRefused, refusal == nil {
             logger.notice(
                 "this node's clock is within limits.max_clock_offset_seconds of the database's again; serving and refreshing",
                 metadata: [

@@ -23,7 +23,7 @@ extension RefreshEngine {
     @discardableResult
     public func pollDueDeviceSignIns(limit: Int = 32) async -> [CredentialID: DevicePollOutcome] {
         // Expiry is judged on this node's clock: not while it is too far off the database's.
-        guard vault.clock.untrustedOffset == nil else { return [:] }
+        guard vault.clock.refusal == nil else { return [:] }
         let claimed: [Result<PendingDeviceSignIn, Vault.DeviceRowError>]
         do {
             claimed = try await vault.claimDevicePolls(

@@ -46,7 +46,7 @@ extension RefreshEngine {
             try IDTokenCheck.check(
                 idToken: payload.secrets.idToken, expectedNonce: redemption.nonce, clientID: provider.clientID,
                 issuer: redemption.issuer, required: redemption.idTokenRequired,
-                now: recovering ? (payload.sentAt ?? vault.clock.now) : vault.clock.now)
+                now: recovering ? (payload.sentAt.map(vault.clock.corrected) ?? vault.clock.now) : vault.clock.now)
             if let expected = redemption.expectedSubject, payload.subject != expected || expected.isEmpty {
                 throw VaultError(
                     code: .authorizationMismatch,
@@ -68,7 +68,7 @@ extension RefreshEngine {
                 id: redemption.request.credentialID, payload: payload, provider: redemption.provider,
                 labels: redemption.labels, audit: redemption.audit,
                 // An answer recovered from the spool: its lifetimes count from its own request.
-                issuedAt: payload.sentAt, answerKey: call.key, planner: slot.planner),
+                issuedAt: payload.sentAt.map(vault.clock.corrected), answerKey: call.key, planner: slot.planner),
             whenDurable: { [settlement] in settlement.settle(call.key) })
         if let key = redemption.deviceGrantKey, case .committed = stored {
             // Held tokens commit later; the poller ends the grant once the store says they are in

@@ -18,11 +18,12 @@ extension RefreshEngine {
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)
         }
-        // A clock too far off the database's decides nothing (`CorrectedClock`); the scheduler
-        // waits for it too, so nothing comes back here in a loop.
-        if let offset = vault.clock.untrustedOffset {
+        // A refused clock starts nothing new (`CorrectedClock`; the scheduler waits for it too,
+        // so nothing comes back here in a loop). What this node holds is finished: its attempt
+        // is leased to this node, which beats on, so no other node would resume it.
+        if let refusal = vault.clock.refusal, reason != .recovery, reason != .resumption {
             statistics.record { $0.skipped += 1 }
-            return .skipped(VaultError.clockSkew(offset).message, nil)
+            return .skipped(refusal.message, nil)
         }
         do {
             let outcome = try await performRefresh(id, reason)
@@ -299,7 +300,8 @@ extension RefreshEngine {
         gate.recordSuccess()
         lostAnswers.remove(fingerprint)
         // An answer the courier kept through a restart: its lifetimes count from its own request.
-        if let original = payload.sentAt { sentAt = original }
+        // The courier stamps its send time on this host's clock.
+        if let original = payload.sentAt { sentAt = vault.clock.corrected(original) }
         timings.http = clock.now - httpStart
         let commitStart = clock.now
         let commit = await vault.commitRefresh(

@@ -218,6 +218,14 @@ public final class RefreshEngine: RefreshService, Sendable {
         await leases.run { [flight, vault] in flight.count == 0 && vault.pendingCommitCount == 0 }
     }
 
+    /// One heartbeat now, when the vault's clock is measured by them (`CorrectedClock`): the
+    /// daemon beats once before it listens, so it decides about expiry on a measured clock from
+    /// its first request. A beat that fails leaves the clock refused until one goes through.
+    public func measureClock() async {
+        guard vault.clock is CorrectedClock else { return }
+        await leases.beat()
+    }
+
     /// Wakes the scheduler (a sooner credential may have arrived).
     public func wakeScheduler() { wake.signal() }
 

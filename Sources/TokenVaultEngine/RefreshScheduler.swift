@@ -45,7 +45,6 @@ public struct RefreshScheduler: Service {
             try? await gracefulShutdown()
             return
         }
-        await waitForATrustedClock()
         await engine.recoverSpool()
         // Device grants are polled once the spool is recovered: a grant whose tokens a courier
         // spooled is ended by storing them, not by a poll that finds its code spent.
@@ -54,11 +53,13 @@ public struct RefreshScheduler: Service {
         await resumeOpenAttempts()
         var lastPrune = engine.vault.clock.now
         while !Task.isCancelled {
-            await waitForATrustedClock()
             var delay: Double = 1
             var retryAt: ContinuousClock.Instant?
             do {
-                let scan = try await startDueRefreshes()
+                // While this node's clock is refused (`CorrectedClock`) nothing comes due here
+                // (other nodes refresh), but what it holds (stranded refreshes) is finished.
+                let refused = engine.vault.clock.refusal != nil
+                let scan = refused ? Scan(due: true) : try await startDueRefreshes()
                 retryAt = try await restartStranded()
                 // A full page started: more may be due beyond it. Otherwise everything due is in
                 // flight, and a finishing refresh wakes the loop; only with nothing due is the
@@ -78,15 +79,6 @@ public struct RefreshScheduler: Service {
             // Counted from now, after the reads above: a stranded refresh's wait is a time.
             if let retryAt { delay = min(delay, max(0.001, (retryAt - .now) / .seconds(1))) }
             await engine.wake.wait(seconds: delay)
-        }
-    }
-
-    /// While this node's clock is too far off the database's (`CorrectedClock`), nothing is
-    /// refreshed or resumed here: other nodes refresh, and what this node holds waits for its
-    /// clock. Each heartbeat measures it again.
-    private func waitForATrustedClock() async {
-        while !Task.isCancelled, engine.vault.clock.untrustedOffset != nil {
-            await engine.wake.wait(seconds: 1)
         }
     }
 

@@ -65,6 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
             if !earlierCourier { _ = await courier.waitUntilReady() }
             dpop.use(opened.keyring)
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
+            await engine.measureClock()
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)

@@ -104,6 +104,9 @@ import TokenVaultTesting
         let clock = CorrectedClock(base: host, maximumOffset: 10)
         // Expired 2 s ago by the database's clock, 2 s left by the host's.
         let expired = try Self.metadata(expiresIn: 2)
+        guard case .refuse(.clockSkew, _) = TokenReadVerdict(expired, minimumTTL: 0, clock: clock, canRefresh: false)
+        else { Issue.record("served before the clock was measured"); return }
+        clock.record(databaseNow: Self.now, sentAt: Self.now, receivedAt: Self.now)
         #expect(TokenReadVerdict(expired, minimumTTL: 0, clock: clock, canRefresh: false) == .serve)
         clock.record(databaseNow: Self.now.adding(seconds: 4), sentAt: Self.now, receivedAt: Self.now)
         guard case .refuse(let code, _) = TokenReadVerdict(expired, minimumTTL: 0, clock: clock, canRefresh: false)

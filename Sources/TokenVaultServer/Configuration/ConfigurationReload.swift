@@ -208,6 +208,7 @@ public final class ConfigurationReload: Service, Sendable {
         if old.connections != new.connections || old.tokenSizes != new.tokenSizes
             || old.maximumBodySize != new.maximumBodySize || old.idleTimeoutSeconds != new.idleTimeoutSeconds
             || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds || old.leaseSeconds != new.leaseSeconds
+            || old.maximumClockOffsetSeconds != new.maximumClockOffsetSeconds
         {
             sections.append("limits")
         }

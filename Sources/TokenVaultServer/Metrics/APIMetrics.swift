@@ -166,7 +166,7 @@ public final class APIMetrics: Sendable {
                 name: "tokenvault_clock_skew_refusing",
                 help:
                     "1 while this node's clock is further off the database's than limits.max_clock_offset_seconds: it serves and refreshes nothing (alert if 1)."
-            ).set(clock.untrustedOffset == nil ? 0.0 : 1.0)
+            ).set(clock.refusal == nil ? 0.0 : 1.0)
         }
         if let upstreamClients {
             registry.gauge(

@@ -20,8 +20,8 @@ enum TokenReadVerdict: Equatable {
         _ metadata: CredentialMetadata, minimumTTL: Double, clock: any VaultClock, canRefresh: Bool,
         refreshTried: Bool = false, refreshFailure: String? = nil
     ) {
-        if let offset = clock.untrustedOffset {
-            self = .refuse(code: .clockSkew, detail: VaultError.clockSkew(offset).message)
+        if let refusal = clock.refusal {
+            self = .refuse(code: refusal.code, detail: refusal.message)
             return
         }
         self.init(

@@ -80,7 +80,10 @@ extension VaultAPI {
                 credential.metadata, minimumTTL: minimumTTL, clock: vault.clock, canRefresh: false,
                 refreshTried: true, refreshFailure: refreshFailure)
         }
-        if case .refuse(let code, let detail) = verdict { return .failure(ProblemDetails(code, detail: detail)) }
+        if case .refuse(let code, let detail) = verdict {
+            // A refused clock passes: the caller is told when to try again.
+            return .failure(ProblemDetails(code, detail: detail, retryAfter: vault.clock.refusal?.retryAfter))
+        }
         return .success(credential)
     }
 
@@ -90,6 +93,8 @@ extension VaultAPI {
         let id = try credentialID(context)
         let peer = try await authorise(context, .tokenRead, id: id, operation: .credentialRefresh)
         let engine = try requireEngine()
+        // A node whose clock is refused starts no refresh: `503 clock_skew`, not "not refreshable".
+        if let refusal = vault.clock.refusal { throw ProblemDetails(refusal) }
         let outcome = try await engine.refreshForced(id)
         switch outcome {
         case .refreshed(let refreshed):
