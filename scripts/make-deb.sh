@@ -149,6 +149,7 @@ put 0644 "$repo/packaging/config.json" etc/tokenvault/config.json
 
 # Prometheus rules (not under /usr/share/doc, which minimal images leave out).
 put 0644 "$repo/packaging/prometheus/tokenvault-alerts.yml" usr/share/tokenvault/prometheus/tokenvault-alerts.yml
+put 0644 "$repo/packaging/grafana/tokenvault-dashboard.json" usr/share/tokenvault/grafana/tokenvault-dashboard.json
 
 # Documentation: README.md, every page of docs/ (configuration, operations, architecture,
 # webhooks, scale-out, benchmarks) and the provider pages (PackagingTests checks the main ones).

@@ -9,4 +9,7 @@ public protocol AdminStore: Sendable {
     func credentialCountsByStatus() async throws -> [CredentialStatus: Int]
     /// Rows in the audit trail (for `tokenvault status`).
     func auditRowCount() async throws -> Int
+    /// Webhook deliveries in the outbox by state: `pending` (the backlog) and `failed` (dead
+    /// letters), for metrics.
+    func webhookBacklog() async throws -> [String: Int]
 }

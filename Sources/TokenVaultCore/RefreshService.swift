@@ -59,6 +59,12 @@ public struct RefreshCounters: Sendable, Equatable {
     /// Provider answers this node held but could not store because another node took their
     /// attempt over (`Vault.RefreshCommit.leaseLost`).
     public var answersLostToTakeover = 0
+    /// Refreshes by provider instance and outcome (`succeeded`, or a failure's class).
+    public var byProvider: [String: [String: Int]] = [:]
+    /// Seconds since this node's heartbeat last went through (nil before the first).
+    public var heartbeatAge: Double?
+    /// Renewals that came after a gap of a third of the lease period (`LeaseKeeper`).
+    public var heartbeatLapses = 0
     /// Device sign-ins this node ended with tokens stored, and without.
     public var deviceSignInsAuthorized = 0
     public var deviceSignInsFailed = 0

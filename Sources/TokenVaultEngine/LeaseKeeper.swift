@@ -203,6 +203,11 @@ final class LeaseKeeper: Sendable {
         if idleInterval != nil { activity.signal() }
     }
 
+    /// Seconds since the last beat that went through; nil before the first.
+    var renewalAge: Double? {
+        state.withLock { $0.lastRenewal.map { (ContinuousClock.now - $0) / .seconds(1) } }
+    }
+
     /// Renewals after a lapse so far: taken before journalling, handed back to `permit`.
     var lapses: Int { state.withLock { $0.lapses } }
 

@@ -311,7 +311,10 @@ extension RefreshEngine {
         timings.commit = clock.now - commitStart
         switch commit {
         case .committed(.committed(let refreshed)):
-            statistics.record { $0.refreshed += 1 }
+            statistics.record {
+                $0.refreshed += 1
+                $0.byProvider[metadata.provider, default: [:]]["succeeded", default: 0] += 1
+            }
             options.timings?(timings)
             logger.debug(
                 "credential refreshed",
@@ -370,7 +373,10 @@ extension RefreshEngine {
         let updated = try await vault.recordFailure(
             attempt: attempt, outcome: "\(failure.kind.rawValue): \(failure.code)", update: decision.update,
             event: decision.event)
-        statistics.record { $0.failed[failure.kind.rawValue, default: 0] += 1 }
+        statistics.record {
+            $0.failed[failure.kind.rawValue, default: 0] += 1
+            $0.byProvider[metadata.provider, default: [:]][failure.kind.rawValue, default: 0] += 1
+        }
         // An instance without endpoints is reported by health once; its credentials, visited
         // ever more rarely, are not worth a warning each.
         let level: Logger.Level =

@@ -196,7 +196,11 @@ public final class RefreshEngine: RefreshService, Sendable {
         }
     }
 
-    public var counters: RefreshCounters { statistics.snapshot }
+    public var counters: RefreshCounters {
+        var counters = statistics.snapshot
+        (counters.heartbeatAge, counters.heartbeatLapses) = (leases.renewalAge, leases.lapses)
+        return counters
+    }
 
     /// Refreshes in flight in this process.
     public var inFlightCount: Int { flight.count }

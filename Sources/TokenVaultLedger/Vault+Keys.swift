@@ -3,6 +3,9 @@ import TokenVaultCore
 /// Key rotation's re-seal and `verify`: the two walks over every row, done by the ledger like
 /// every other read and write of a row.
 extension Vault {
+    /// The data key term new seals use (raised by each rotation), for metrics.
+    public var activeKeyTerm: UInt32 { sealer.activeTerm }
+
     /// Re-seals up to `limit` rows not yet sealed under `term`, in one transaction. Returns how
     /// many rows it picked (0: none is left) and how many it moved. A row changed since it was
     /// picked is re-read inside the transaction, so a concurrent write is never overwritten with

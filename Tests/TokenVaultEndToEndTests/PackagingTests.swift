@@ -100,7 +100,8 @@ import Yams
             "./usr/share/doc/tokenvault/configuration.md", "./usr/share/doc/tokenvault/webhooks.md",
             "./usr/share/doc/tokenvault/scale-out.md", "./usr/share/doc/tokenvault/copyright",
             "./usr/share/doc/tokenvault/changelog.Debian.gz",
-            "./usr/share/tokenvault/prometheus/tokenvault-alerts.yml", "./usr/share/lintian/overrides/tokenvault",
+            "./usr/share/tokenvault/prometheus/tokenvault-alerts.yml",
+            "./usr/share/tokenvault/grafana/tokenvault-dashboard.json", "./usr/share/lintian/overrides/tokenvault",
         ] {
             #expect(paths.contains(expected), "\(expected) is not in the package")
         }

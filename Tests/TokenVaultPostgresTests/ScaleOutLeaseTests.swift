@@ -225,6 +225,8 @@ import TokenVaultTesting
         let metrics = try UnixSocketHTTP.request(harness.socket(2), "GET", "/metrics").text
         #expect(metrics.contains("\ntokenvault_clock_skew_refusing 1"), "\(metrics.prefix(200))")
         #expect(metrics.contains("\ntokenvault_clock_offset_seconds -"), "\(metrics.prefix(200))")
+        // The outbox is counted on PostgreSQL too (NaN when the read fails).
+        #expect(metrics.contains("\ntokenvault_webhook_outbox{state=\"pending\"} 0"), "\(metrics.prefix(400))")
         let offset = try await Self.reportedOffset(harness, node: 2)
         #expect(offset.map { abs($0 + 600) < 5 } == true, "node 2 reported \(String(describing: offset))")
         print(

@@ -154,8 +154,21 @@ public final class APIMetrics: Sendable {
         credentialsByStatus counts: [CredentialStatus: Int]?, refresh: RefreshCounters? = nil,
         providers: [ProviderState] = [], heldCommits: HeldCommits? = nil, audit: AuditRecorder.Counters? = nil,
         courier: CourierStatus? = nil, storage: StorageStatus? = nil, webhooks: WebhookCounters? = nil,
-        upstreamClients: Int? = nil, clock: CorrectedClock? = nil
+        upstreamClients: Int? = nil, clock: CorrectedClock? = nil, webhookBacklog: [String: Int]? = nil,
+        keyTerm: UInt32? = nil
     ) -> [UInt8] {
+        if let keyTerm {
+            registry.gauge(
+                name: "tokenvault_key_term_active", help: "The data key term new seals use (each rotate-key raises it)."
+            ).set(Double(keyTerm))
+        }
+        // Unknown while the database does not answer (NaN), like the credential counts.
+        for state in ["pending", "failed"] {
+            registry.gauge(
+                name: "tokenvault_webhook_outbox", labels: [("state", state)],
+                help: "Webhook deliveries in the outbox: pending (the backlog) and failed (dead letters)."
+            ).set(webhookBacklog.map { Double($0[state] ?? 0) } ?? .nan)
+        }
         // PostgreSQL: this node's clock against the database's, once measured.
         if let clock, let offset = clock.offset {
             registry.gauge(
@@ -219,6 +232,22 @@ public final class APIMetrics: Sendable {
                     "tokenvault_refreshes_total", labels: [("outcome", outcome)], to: count,
                     help: "Refreshes since start-up, by outcome (a failure by its class).")
             }
+            for (provider, outcomes) in refresh.byProvider {
+                for (outcome, count) in outcomes {
+                    advance(
+                        "tokenvault_provider_refreshes_total", labels: [("provider", provider), ("outcome", outcome)],
+                        to: count, help: "Refreshes since start-up, by provider instance and outcome.")
+                }
+            }
+            if let age = refresh.heartbeatAge {
+                registry.gauge(
+                    name: "tokenvault_heartbeat_age_seconds",
+                    help: "Seconds since this node's heartbeat last went through (leases renew with it)."
+                ).set(age)
+            }
+            advance(
+                "tokenvault_heartbeat_lapses_total", labels: [], to: refresh.heartbeatLapses,
+                help: "Heartbeats that went through only after a third of the lease period or more, since start-up.")
             advance(
                 "tokenvault_refresh_recoveries_total", labels: [], to: refresh.recovered,
                 help: "Refresh attempts resumed after a crash since start-up.")

@@ -74,6 +74,7 @@ public struct VaultAPI: Sendable {
     /// The health document's JSON, for the router and the event loop.
     let healthBody = LastEncoding<HealthDocument>()
     let countsRead = RecentValue<[CredentialStatus: Int]?>(maximumAge: .seconds(1))
+    let backlogRead = RecentValue<[String: Int]?>(maximumAge: .seconds(1))
     /// Pages of the listing kept while current, for the router and the event loop.
     let pages: RenderedPages
 
@@ -181,6 +182,9 @@ public struct VaultAPI: Sendable {
         let counts = try await countsRead.get { [admin] in
             try? await admin.credentialCountsByStatus()
         }
+        let backlog = try await backlogRead.get { [admin] in
+            try? await admin.webhookBacklog()
+        }
         let commits = vault.commitCounters
         let body = metrics.exposition(
             credentialsByStatus: counts, refresh: engine?.counters, providers: engine?.providerStates() ?? [],
@@ -188,7 +192,7 @@ public struct VaultAPI: Sendable {
                 held: vault.pendingCommitCount, failures: commits.failures, recovered: commits.recovered),
             audit: audit.counters, courier: options.courier?(), storage: options.storage?(),
             webhooks: options.webhooks?(), upstreamClients: options.upstream?.count,
-            clock: vault.clock as? CorrectedClock)
+            clock: vault.clock as? CorrectedClock, webhookBacklog: backlog, keyTerm: vault.activeKeyTerm)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -252,6 +252,17 @@ extension PostgresDatabase: AdminStore {
             return counts
         }
     }
+
+    public func webhookBacklog() async throws -> [String: Int] {
+        try await withReader { reader in
+            var counts: [String: Int] = [:]
+            for row in try await reader.query("SELECT state, count(*) FROM webhook_deliveries GROUP BY state").rows {
+                let (state, count) = try row.decode((String, Int64).self)
+                counts[state] = Int(count)
+            }
+            return counts
+        }
+    }
 }
 
 extension PostgresDatabase {

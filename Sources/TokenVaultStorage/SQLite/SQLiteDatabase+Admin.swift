@@ -52,4 +52,16 @@ extension SQLiteDatabase: AdminStore {
             }
         }
     }
+
+    public func webhookBacklog() async throws -> [String: Int] {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    "SELECT state, count(*) FROM webhook_deliveries GROUP BY state")
+                var counts: [String: Int] = [:]
+                while try statement.step() { counts[statement.text(0) ?? ""] = Int(statement.int64(1)) }
+                return counts
+            }
+        }
+    }
 }
