@@ -29,6 +29,7 @@ public enum VaultServer {
         onRunning: @escaping @Sendable () async -> Void
     ) -> some ServiceLifecycle.Service {
         let router = Router(context: VaultRequestContext.self)
+        router.add(middleware: TraceContextMiddleware())
         router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
         router.add(middleware: ProblemMiddleware(routes: api.routes))
         api.register(on: router)

@@ -143,9 +143,29 @@ import TokenVaultTesting
         _ = try client(
             ["put", "logs/bad", "--provider", "oauth2"], stdin: "{\"access_token\":\"leak-me\",\"expires_in\":\"x\"}")
         secrets.append("leak-me")
+        // A caller's trace context: its trace id is in the request's log lines; a malformed one is not.
+        let traced = try UnixSocketHTTP.request(
+            socket, "PUT", "/v1/credentials/logs/traced",
+            body: #"{"provider": "oauth2", "token": {"access_token": "traced-token", "expires_in": 600}}"#,
+            headers: ["traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"])
+        #expect(traced.status == 201, "\(traced.text)")
+        _ = try UnixSocketHTTP.request(
+            socket, "PUT", "/v1/credentials/logs/untraced",
+            body: #"{"provider": "oauth2", "token": {"access_token": "untraced-token", "expires_in": 600}}"#,
+            headers: ["traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"])
+        secrets += ["traced-token", "untraced-token"]
         daemon.terminate()
         let log = daemon.log
         #expect(log.contains("credential stored"), "the log must have been captured")
+        let tracedLine = log.split(separator: "\n").first {
+            $0.contains("logs/traced") && $0.contains("credential stored")
+        }
+        #expect(
+            tracedLine?.contains("tokenvault.trace.id=4bf92f3577b34da6a3ce929d0e0e4736") == true, "\(tracedLine ?? "")")
+        let untracedLine = log.split(separator: "\n").first {
+            $0.contains("logs/untraced") && $0.contains("credential stored")
+        }
+        #expect(untracedLine.map { !$0.contains("tokenvault.trace.id") } == true, "\(untracedLine ?? "")")
         for secret in secrets { #expect(!log.contains(secret), "a token value reached the daemon log") }
     }
 
