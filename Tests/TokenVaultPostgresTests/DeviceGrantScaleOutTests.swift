@@ -43,3 +43,33 @@ import TokenVaultTesting
         }
     }
 }
+
+/// The watch of a credential a device sign-in was to create ends on every node when the person
+/// refuses, whichever node polled: the polling node's streams hear the end, and the other node's
+/// watch reads the state again at its heartbeat.
+@Suite struct DeviceGrantWatchScaleOutTests {
+    @Test func aRefusedSignInEndsItsWatchOnBothNodes() async throws {
+        let (postgres, database) = try await TestPostgres.makeDatabase()
+        let (harness, server) = try await SignInHarness.make(
+            sections: #""limits": {"stream_heartbeat_seconds": 1}"#, postgres: (postgres, database), nodes: 2)
+        let daemons = [try harness.startDaemon(node: 1), try harness.startDaemon(node: 2)]
+        defer { for daemon in daemons { _ = daemon.terminate() } }
+        let started = try UnixSocketHTTP.request(
+            harness.socket(1), "POST", "/v1/credentials/people/refused/authorization",
+            body: #"{"provider": "authlib", "mode": "device", "scopes": ["profile"]}"#)
+        let userCode = try #require(started.json()["user_code"] as? String, "\(started.text)")
+        var watches: [UnixSocketConnection] = []
+        for node in [1, 2] {
+            let watch = try UnixSocketConnection(path: harness.socket(node))
+            try watch.send("GET /v1/credentials/people/refused/watch HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try #require(try watch.readResponse(firstLine: true))
+            #expect(first.text.contains("pending_authorization"), "node \(node): \(first.text)")
+            watches.append(watch)
+        }
+        try await server.decideDevice(userCode, allow: false)
+        for (index, watch) in watches.enumerated() {
+            let ended = try watch.skip(through: "0\r\n\r\n", timeout: 30)
+            #expect(ended, "the watch on node \(index + 1) did not end")
+        }
+    }
+}

@@ -26,13 +26,29 @@ extension VaultAPI {
             event, last, groups in
             // The rules in force now, for the groups the caller is in now.
             guard policy.allows(uid: peer.uid, groups: groups, .credentialList, in: id.namespace) else { return .end }
-            guard let event else { return .skip }
+            guard let event else { return await lookAgainIfPending(id, shown: last ?? current) }
             if event.kind == .deleted { return .end }
             // The device sign-in that was to create the credential failed, and no other waits:
             // there is none to watch.
             if event.kind == .authorizationFailed, event.metadata == nil { return .end }
             guard let metadata = event.metadata, !Self.sameState(metadata, last ?? current) else { return .skip }
             return .write(Self.line(metadata), metadata)
+        }
+    }
+
+    /// At a heartbeat of the watch of a credential shown `pending_authorization`: its device
+    /// sign-in may have ended on another node of a PostgreSQL vault (that node's streams hear the
+    /// end; this one hears only tokens stored), so the state is read again. Nothing is read for
+    /// any other state.
+    private func lookAgainIfPending(_ id: CredentialID, shown: CredentialMetadata) async -> StreamStep {
+        guard shown.status == .pendingAuthorization else { return .skip }
+        do {
+            let now = try await vault.shownMetadata(id)
+            return Self.sameState(now, shown) ? .skip : .write(Self.line(now), now)
+        } catch let error as VaultError where error.code == .credentialNotFound {
+            return .end
+        } catch {
+            return .skip
         }
     }
 
@@ -86,7 +102,7 @@ extension VaultAPI {
     /// each heartbeat (a nil event), with the caller's groups as they are then, and may end it.
     private func ndjson(
         _ events: AsyncStream<CredentialEvent>, peer: PeerCredentials, slot: StreamSlot, first: [ByteBuffer],
-        step: @escaping @Sendable (CredentialEvent?, CredentialMetadata?, Set<UInt32>) throws -> StreamStep
+        step: @escaping @Sendable (CredentialEvent?, CredentialMetadata?, Set<UInt32>) async throws -> StreamStep
     ) -> Response {
         let heartbeat = Duration.seconds(options.connections.streamHeartbeatSeconds)
         return Response(
@@ -98,7 +114,7 @@ extension VaultAPI {
                 var last: CredentialMetadata?
                 streaming: for await item in Self.withHeartbeats(events, every: heartbeat) {
                     let groups = try await groups.groups(uid: peer.uid, primaryGID: peer.gid)
-                    switch try step(item, last, groups) {
+                    switch try await step(item, last, groups) {
                     case .write(let line, let metadata):
                         try await writer.write(line)
                         last = metadata ?? last
