@@ -57,7 +57,10 @@ public struct NoSpaceInjector {
             const char *flag = getenv("TOKENVAULT_TEST_NOSPACE_FLAG");
             const char *directory = getenv("TOKENVAULT_TEST_NOSPACE_DIRECTORY");
             struct stat st;
-            if (!flag || !directory || stat(flag, &st) != 0) return 0;
+            int saved = errno;
+            int absent = !flag || !directory || stat(flag, &st) != 0;
+            errno = saved;
+            if (absent) return 0;
             char link[64], path[PATH_MAX];
             snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
             ssize_t n = readlink(link, path, sizeof path - 1);
@@ -77,7 +80,7 @@ public struct NoSpaceInjector {
 
         WRAP(ssize_t, write, (int fd, const void *buf, size_t count), (fd, buf, count), fd)
         WRAP(ssize_t, pwrite, (int fd, const void *buf, size_t count, off_t offset), (fd, buf, count, offset), fd)
-        WRAP(ssize_t, pwrite64, (int fd, const void *buf, size_t count, off_t offset), (fd, buf, count, offset), fd)
+        WRAP(ssize_t, pwrite64, (int fd, const void *buf, size_t count, off64_t offset), (fd, buf, count, offset), fd)
         WRAP(ssize_t, writev, (int fd, const struct iovec *iov, int iovcnt), (fd, iov, iovcnt), fd)
         WRAP(int, fallocate, (int fd, int mode, off_t offset, off_t len), (fd, mode, offset, len), fd)
 

@@ -91,12 +91,13 @@ final class SQLiteConnection: @unchecked Sendable {
     func error(_ result: Int32) -> VaultError { failure(result, String(cString: sqlite3_errmsg(handle))) }
 
     /// A full disk is said plainly, and as a condition that passes (`storage_unavailable`): the
-    /// ledger holds what it could not write and commits it when space returns.
+    /// ledger holds what it could not write and commits it when space returns. The caller may
+    /// read it (a `PUT`'s answer), so it names no file.
     private func failure(_ result: Int32, _ text: String) -> VaultError {
         guard result & 0xff == SQLITE_FULL else { return VaultError.storage("SQLite error \(result): \(text)") }
         return VaultError.storageUnavailable(
-            "the disk holding \(path) is full (SQLite error \(result): \(text)); what could not be written is "
-                + "held and written when space returns")
+            "the database or the disk holding it is full (SQLite error \(result): \(text)); what could not be "
+                + "written is held and written when space returns")
     }
 
     /// Begins, runs `body`, commits; rolls back if anything throws.
