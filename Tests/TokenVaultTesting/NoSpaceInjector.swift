@@ -34,7 +34,10 @@ public struct NoSpaceInjector {
     }
 
     /// From now on, writes under `directory` fail for lack of space.
-    public func fill() { FileManager.default.createFile(atPath: flag, contents: Data()) }
+    public func fill() {
+        let created = FileManager.default.createFile(atPath: flag, contents: Data())
+        precondition(created, "cannot create \(flag)")
+    }
 
     /// Space is back.
     public func release() { try? FileManager.default.removeItem(atPath: flag) }
