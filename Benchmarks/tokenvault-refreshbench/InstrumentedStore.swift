@@ -120,6 +120,10 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
         try await base.devicePolls(for: credentialID)
     }
 
+    func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int {
+        try await base.waitingAuthorizations(uid: uid, now: now)
+    }
+
     // MARK: RefreshJournal
 
     func dueCredentials(at now: Timestamp, limit: Int, skipping: Set<CredentialID>) async throws

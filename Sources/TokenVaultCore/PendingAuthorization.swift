@@ -133,4 +133,7 @@ public protocol AuthorizationStore: Sendable {
     func removeDevicePoll(key: String) async throws -> Bool
     /// The device grants waiting for `credentialID`, expired or not, for its status.
     func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization]
+    /// The rows of `uid` that `addAuthorization` counts at `now` against its limit (device grants
+    /// whatever their expiry: their poller ends them).
+    func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int
 }

@@ -150,6 +150,10 @@ extension RefreshEngine {
     private func startDeviceSignIn(_ start: SignInStart, uid: UInt32, provider: any SignInProvider) async throws
         -> StartedSignIn
     {
+        // Before the server issues codes a caller over the limit could not use.
+        guard try await vault.waitingSignIns(uid: uid) < options.signIn.maximumPendingPerUID else {
+            throw tooManySignIns
+        }
         let granted = try await provider.requestDeviceAuthorization(scopes: start.scopes, extra: start.extra)
         let expiresAt = vault.clock.now.adding(
             seconds: min(max(granted.expiresIn, 1), options.signIn.maximumDeviceSeconds))

@@ -96,6 +96,12 @@ extension Vault {
         public var error: any Error
     }
 
+    /// How many sign-ins `uid` has waiting, as the limit counts them: checked before the server
+    /// is asked for a device code, so a caller over the limit spends none (the insert checks again).
+    public func waitingSignIns(uid: UInt32) async throws -> Int {
+        try await store.waitingAuthorizations(uid: uid, now: clock.now)
+    }
+
     /// The device grants waiting for `credentialID`, opened.
     public func devicePolls(for credentialID: CredentialID) async throws -> [PendingDeviceSignIn] {
         var opened: [PendingDeviceSignIn] = []

@@ -182,6 +182,22 @@ import TokenVaultTesting
         #expect(try await fixture.vault.shownMetadata(Self.id).status == .needsReauth)
     }
 
+    /// A caller at its limit of waiting sign-ins is refused before the server is asked for
+    /// codes it could not use.
+    @Test func aCallerAtItsLimitIsRefusedBeforeTheServerIssuesCodes() async throws {
+        let fixture = try Fixture(limits: SignInLimits(expirySeconds: 60, maximumPendingPerUID: 1))
+        _ = try await startDevice(fixture)
+        do {
+            _ = try await startDevice(fixture)
+            Issue.record("a second device sign-in was started over the limit")
+        } catch let error as VaultError {
+            #expect(error.code == .tooManyAuthorizations)
+        }
+        #expect(fixture.server.state.withLock { $0.deviceAuthorizations } == 1, "the server issued unusable codes")
+        _ = try await startDevice(fixture, uid: 1001)
+        #expect(fixture.server.state.withLock { $0.deviceAuthorizations } == 2)
+    }
+
     /// Two engines (two nodes of one vault) looking at once: the grant is polled once.
     @Test func twoEnginesPollAGrantOnce() async throws {
         let fixture = try Fixture()

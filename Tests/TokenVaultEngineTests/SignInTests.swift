@@ -26,6 +26,7 @@ import TokenVaultTesting
             /// for nil or once they run out, tokens.
             var deviceAnswers: [ProviderFailure?] = []
             var devicePolls = 0
+            var deviceAuthorizations = 0
         }
 
         let name = "signin"
@@ -60,8 +61,12 @@ import TokenVaultTesting
         func requestDeviceAuthorization(scopes: [String], extra: [String: String]) async throws(ProviderFailure)
             -> DeviceAuthorization
         {
-            DeviceAuthorization(
-                deviceCode: SecretBytes(utf8: "device-code-1"),
+            let count = state.withLock {
+                $0.deviceAuthorizations += 1
+                return $0.deviceAuthorizations
+            }
+            return DeviceAuthorization(
+                deviceCode: SecretBytes(utf8: "device-code-\(count)"),
                 userCode: DeviceUserCode(
                     userCode: "WDJB-MJHT", verificationURI: "https://as.example/device",
                     verificationURIComplete: nil, interval: 5),

@@ -105,6 +105,10 @@ public final class FailingStore: CredentialStore, Sendable {
     public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
         try await base.devicePolls(for: credentialID)
     }
+
+    public func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int {
+        try await base.waitingAuthorizations(uid: uid, now: now)
+    }
 }
 
 /// Passes every call through and notes whether a row was saved or an attempt journalled.

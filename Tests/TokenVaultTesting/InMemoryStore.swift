@@ -173,6 +173,13 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
+    public func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int {
+        lock.withLock {
+            state.authorizations.values.filter { $0.uid == uid && ($0.expiresAt > now || $0.kind == .deviceCode) }
+                .count
+        }
+    }
+
     public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
         lock.withLock {
             state.authorizations.values.filter { $0.kind == .deviceCode && $0.credentialID == credentialID }

@@ -6,6 +6,18 @@ import TokenVaultCore
 /// statement on a writer. Times are the starting node's (its `now`), the same clock that set the
 /// row's expiry; a node whose clock is off shortens or lengthens a sign-in by as much.
 extension PostgresDatabase: AuthorizationStore {
+    public func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int {
+        try await withReader { reader in
+            let rows = try await reader.query(
+                """
+                SELECT count(*) FROM authorizations
+                WHERE uid = \(Int64(uid)) AND (expires_at > \(now.milliseconds) OR kind = 'device_code')
+                """
+            ).rows
+            return Int(try rows.first?.decode(Int64.self) ?? 0)
+        }
+    }
+
     public func addAuthorization(_ row: SealedAuthorization, limit: Int, now: Timestamp) async throws -> Bool {
         let uid = Int64(row.uid)
         // The prune and the count see the same snapshot, so the count leaves expired rows out

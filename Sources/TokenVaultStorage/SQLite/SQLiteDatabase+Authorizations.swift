@@ -96,6 +96,21 @@ extension SQLiteDatabase: AuthorizationStore {
         }
     }
 
+    public func waitingAuthorizations(uid: UInt32, now: Timestamp) async throws -> Int {
+        try await threads.run { [self] in
+            try withReader { connection in
+                let statement = try connection.statement(
+                    """
+                    SELECT count(*) FROM authorizations
+                    WHERE uid = ?1 AND (expires_at > ?2 OR kind = 'device_code')
+                    """
+                ).bind(Int64(uid), now.milliseconds)
+                defer { statement.reset() }
+                return try statement.step() ? Int(statement.int64(0)) : 0
+            }
+        }
+    }
+
     public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
         try await threads.run { [self] in
             try withReader { connection in
