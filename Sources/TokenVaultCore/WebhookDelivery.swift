@@ -28,12 +28,15 @@ public struct WebhookDelivery: Sendable, Equatable {
     /// The claim the node delivering it holds (nil: nobody's); a node whose claim was taken
     /// over changes nothing (`WebhookOutbox`).
     public var claim: String?
+    /// The W3C `traceparent` of the request that caused it, sent with it (nil: none).
+    public var traceparent: String?
 
     public init(
         id: Int64, endpoint: String, messageID: String, kind: String, credentialID: CredentialID?, payload: [UInt8],
         createdAt: Timestamp, state: State = .pending, attempts: Int = 0, nextAttemptAt: Timestamp,
-        lastError: String? = nil, claim: String? = nil
+        lastError: String? = nil, claim: String? = nil, traceparent: String? = nil
     ) {
+        self.traceparent = traceparent
         self.id = id
         self.endpoint = endpoint
         self.messageID = messageID
@@ -59,11 +62,14 @@ public struct NewWebhookDelivery: Sendable, Equatable {
     public var payload: [UInt8]
     /// Due this many seconds after the commit (0: at once).
     public var delaySeconds: Double
+    /// The W3C `traceparent` of the request that caused it (`TraceContext.current`).
+    public var traceparent: String?
 
     public init(
         endpoint: String, messageID: String, kind: String, credentialID: CredentialID?, payload: [UInt8],
-        delaySeconds: Double = 0
+        delaySeconds: Double = 0, traceparent: String? = nil
     ) {
+        self.traceparent = traceparent
         self.endpoint = endpoint
         self.messageID = messageID
         self.kind = kind

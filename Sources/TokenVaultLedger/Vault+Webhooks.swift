@@ -11,8 +11,11 @@ extension Vault {
     /// Puts routes in force for the next write (start-up, and each reload).
     public func install(webhooks: WebhookRoutes) { webhookRoutes.withLock { $0 = webhooks } }
 
-    /// What a write closure takes along: the routes as they were when the write was asked for.
-    var announcer: WebhookAnnouncer { WebhookAnnouncer(routes: webhooks, now: clock.now) }
+    /// What a write closure takes along: the routes as they were when the write was asked for,
+    /// and the trace context of the request that asked for it.
+    var announcer: WebhookAnnouncer {
+        WebhookAnnouncer(routes: webhooks, now: clock.now, traceparent: TraceContext.current?.traceparent)
+    }
 
     /// A rotation finished: every credential is sealed under `term`. Its own transaction, after
     /// the last re-seal; a crash before it leaves the rotation to `rotate-key --resume`, which
@@ -63,6 +66,8 @@ extension Vault {
 struct WebhookAnnouncer: Sendable {
     let routes: WebhookRoutes
     let now: Timestamp
+    /// Sent with every delivery this change causes (nil: no request's, a scheduled refresh's).
+    var traceparent: String? = nil
 
     var isActive: Bool { !routes.isEmpty }
 
@@ -155,7 +160,7 @@ struct WebhookAnnouncer: Sendable {
             endpoints.map { endpoint in
                 NewWebhookDelivery(
                     endpoint: endpoint, messageID: messageID ?? "msg_" + Vault.randomID(), kind: event.kind.rawValue,
-                    credentialID: event.credentialID, payload: payload, delaySeconds: delay)
+                    credentialID: event.credentialID, payload: payload, delaySeconds: delay, traceparent: traceparent)
             })
     }
 }

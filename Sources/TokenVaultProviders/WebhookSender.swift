@@ -46,6 +46,10 @@ public final class WebhookSender: WebhookSending {
         headers += sign(delivery.messageID, timestamp, delivery.payload).map {
             HeaderField(name: $0.name, value: $0.value)
         }
+        // The trace context of the request that caused it: the receiver's work joins that trace.
+        if let traceparent = delivery.traceparent {
+            headers.append(HeaderField(name: "traceparent", value: traceparent))
+        }
         do {
             let answer = try await transport.send(
                 PreparedRequest(method: "POST", url: url, headers: headers, body: delivery.payload), call: nil)

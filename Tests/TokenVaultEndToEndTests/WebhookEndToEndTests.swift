@@ -224,6 +224,28 @@ import TokenVaultTesting
 
     /// The daemon SIGKILLed after the change committed and before the endpoint took its event:
     /// the next daemon delivers it.
+    /// A delivery a request caused carries that request's trace context; one the scheduler
+    /// caused (an expiry) carries none.
+    @Test func aDeliveryCarriesTheTraceContextOfTheRequestThatCausedIt() async throws {
+        let (server, receiver, daemon) = try await start()
+        defer {
+            daemon.terminate()
+            Task { await server.shutdown() }
+        }
+        try put("t", server.issue().responseJSON)
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let deleting = try UnixSocketHTTP.request(
+            socket, "DELETE", "/v1/credentials/w/t", headers: ["traceparent": trace])
+        #expect(deleting.status < 300, "\(deleting.text)")
+        try await waitFor(receiver, "credential.deleted", "w/t")
+        let deleted = receiver.deliveries.first { $0.type == "credential.deleted" && $0.credential == "w/t" }
+        #expect(deleted?.traceparent == trace, "\(String(describing: deleted?.traceparent))")
+        try put("x", #"{"access_token": "at-expiring-\#(UUID().uuidString)", "token_type": "Bearer", "expires_in": 1}"#)
+        try await waitFor(receiver, "credential.expired", "w/x")
+        let expired = receiver.deliveries.first { $0.type == "credential.expired" && $0.credential == "w/x" }
+        #expect(expired != nil && expired?.traceparent == nil)
+    }
+
     @Test func anEventOfADaemonKilledBeforeDeliveryIsDeliveredAfterRestart() async throws {
         let server = try await TestOAuthServer.start()
         let receiver = try await TestWebhookReceiver(mode: .refuse(503))

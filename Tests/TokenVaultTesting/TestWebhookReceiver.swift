@@ -4,7 +4,8 @@ import NIOCore
 import Synchronization
 
 /// A loopback webhook endpoint for the tests (Hummingbird on 127.0.0.1): `POST /hook` records
-/// each delivery (its three Standard Webhooks headers and its body) and answers as `mode` says.
+/// each delivery (its three Standard Webhooks headers, its trace context and its body) and answers
+/// as `mode` says.
 /// It can be stopped and started again on the same port (an endpoint that is down, then back).
 public final class TestWebhookReceiver: Sendable {
     public struct Delivery: Sendable, Equatable {
@@ -14,6 +15,8 @@ public final class TestWebhookReceiver: Sendable {
         public var body: [UInt8]
         /// When it arrived.
         public var at: Date
+        /// The W3C trace context it carried, if any.
+        public var traceparent: String? = nil
 
         /// The body's `type`.
         public var type: String { (json["type"] as? String) ?? "" }
@@ -74,7 +77,7 @@ public final class TestWebhookReceiver: Sendable {
                 id: request.headers[.init("webhook-id")!] ?? "",
                 timestamp: request.headers[.init("webhook-timestamp")!] ?? "",
                 signature: request.headers[.init("webhook-signature")!] ?? "",
-                body: Array(body.readableBytesView), at: Date())
+                body: Array(body.readableBytesView), at: Date(), traceparent: request.headers[.init("traceparent")!])
             let mode = state.withLock { state -> Mode in
                 state.requests += 1
                 if case .refuse = state.mode { return state.mode }

@@ -107,16 +107,17 @@ extension PostgresDatabase: WebhookOutbox {
     private static func delivery(_ row: PostgresRow) throws -> WebhookDelivery {
         let (
             id, endpoint, messageID, kind, credential, payload, createdAt, state, attempts, nextAttemptAt, lastError,
-            claim
+            claim, traceparent
         ) =
             try row.decode(
-                (Int64, String, String, String, String?, String, Int64, String, Int32, Int64, String?, String?).self)
+                (Int64, String, String, String, String?, String, Int64, String, Int32, Int64, String?, String?, String?)
+                    .self)
         return WebhookDelivery(
             id: id, endpoint: endpoint, messageID: messageID, kind: kind,
             credentialID: credential.flatMap { try? CredentialID($0) }, payload: Array(payload.utf8),
             createdAt: Timestamp(milliseconds: createdAt), state: WebhookDelivery.State(rawValue: state) ?? .pending,
             attempts: Int(attempts), nextAttemptAt: Timestamp(milliseconds: nextAttemptAt), lastError: lastError,
-            claim: claim)
+            claim: claim, traceparent: traceparent)
     }
 }
 
@@ -127,9 +128,11 @@ extension PostgresCredentialWriter {
             try await change(
                 """
                 INSERT INTO webhook_deliveries
-                    (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at)
+                    (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at,
+                     traceparent)
                 SELECT \(row.endpoint), \(row.messageID), \(row.kind), \(row.credentialID?.description),
-                       \(String(decoding: row.payload, as: UTF8.self)), ms, \(row.delaySeconds > 0), ms + \(delay)
+                       \(String(decoding: row.payload, as: UTF8.self)), ms, \(row.delaySeconds > 0), ms + \(delay),
+                       \(row.traceparent)
                 FROM (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms) AS clock
                 ON CONFLICT (endpoint, message_id) DO NOTHING
                 """)

@@ -130,7 +130,7 @@ extension SQLiteDatabase: WebhookOutbox {
                     createdAt: Timestamp(milliseconds: statement.int64(6)),
                     state: WebhookDelivery.State(rawValue: statement.text(7) ?? "") ?? .pending,
                     attempts: Int(statement.int64(8)), nextAttemptAt: Timestamp(milliseconds: statement.int64(9)),
-                    lastError: statement.text(10), claim: statement.text(11)))
+                    lastError: statement.text(10), claim: statement.text(11), traceparent: statement.text(12)))
         }
         return rows
     }
@@ -141,8 +141,8 @@ extension SQLiteCredentialWriter {
         let statement = try connection.statement(
             """
             INSERT INTO webhook_deliveries
-                (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                (endpoint, message_id, type, credential_id, payload, created_at, delayed, next_attempt_at, traceparent)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             ON CONFLICT (endpoint, message_id) DO NOTHING
             """)
         let now = clock.now
@@ -151,7 +151,7 @@ extension SQLiteCredentialWriter {
             try statement.bind(
                 row.endpoint, row.messageID, row.kind, row.credentialID?.description,
                 String(decoding: row.payload, as: UTF8.self), now.milliseconds, Int64(row.delaySeconds > 0 ? 1 : 0),
-                now.adding(seconds: row.delaySeconds).milliseconds
+                now.adding(seconds: row.delaySeconds).milliseconds, row.traceparent
             ).run()
         }
     }
@@ -176,7 +176,7 @@ extension SQLiteCredentialWriter {
 enum WebhookSQL {
     private static let names = [
         "id", "endpoint", "message_id", "type", "credential_id", "payload", "created_at", "state", "attempts",
-        "next_attempt_at", "last_error", "claim",
+        "next_attempt_at", "last_error", "claim", "traceparent",
     ]
     /// The columns a `WebhookDelivery` is read from, in order.
     static let columns = names.joined(separator: ", ")
