@@ -1,3 +1,5 @@
+import Foundation
+
 /// Parses the three HTTP-date forms RFC 9110 §5.6.7 says a recipient must accept, without
 /// locale-dependent formatters: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete
 /// RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
@@ -5,6 +7,12 @@ enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
     private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+    /// `parse`, with RFC 850's century taken from the year `now` falls in (UTC).
+    static func parse(_ text: String, near now: Date) -> Double? {
+        let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: now).year
+        return parse(text, referenceYear: year ?? 2000)
+    }
 
     /// Seconds since the Unix epoch, or nil when `text` is not an HTTP-date.
     /// `referenceYear` resolves RFC 850's two-digit years: a year more than 50 years in the

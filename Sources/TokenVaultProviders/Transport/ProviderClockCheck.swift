@@ -16,9 +16,7 @@ final class ProviderClockCheck: Sendable {
 
     /// The provider's clock minus this host's, in seconds, when the header is an HTTP-date.
     static func offset(dateHeader: String?, now: Date) -> Double? {
-        guard let dateHeader else { return nil }
-        let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: now).year
-        guard let epoch = HTTPDate.parse(dateHeader, referenceYear: year ?? 2000) else { return nil }
+        guard let dateHeader, let epoch = HTTPDate.parse(dateHeader, near: now) else { return nil }
         return epoch - now.timeIntervalSince1970
     }
 

@@ -12,8 +12,7 @@ enum RetryAfter {
         let text = value.trimmingCharacters(in: .whitespaces)
         guard !text.isEmpty else { return nil }
         if let delta = delta(text) { return min(delta, maximum) }
-        let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: now).year
-        guard let epoch = HTTPDate.parse(text, referenceYear: year ?? 2000) else { return nil }
+        guard let epoch = HTTPDate.parse(text, near: now) else { return nil }
         return min(max(0, epoch - now.timeIntervalSince1970), maximum)
     }
 
