@@ -18,7 +18,23 @@ public struct Health: Codable, Sendable, Equatable {
         /// `sqlite` or `postgres`.
         public var backend: String?
         public var reachable: Bool?
-        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version", backend, reachable }
+        /// PostgreSQL only: the server's standbys, and a failover being reconciled.
+        public var replication: Replication?
+        enum CodingKeys: String, CodingKey { case schemaVersion = "schema_version", backend, reachable, replication }
+    }
+
+    public struct Replication: Codable, Sendable, Equatable {
+        /// Standbys streaming from the server.
+        public var standbys: Int
+        /// Whether a commit waits for a standby.
+        public var synchronous: Bool
+        public var timeline: Int64?
+        public var reconciledTimeline: Int64?
+        /// Why refreshes wait after a failover, while they do.
+        public var hold: String?
+        enum CodingKeys: String, CodingKey {
+            case standbys, synchronous, timeline, reconciledTimeline = "reconciled_timeline", hold
+        }
     }
 
     public struct Provider: Codable, Sendable, Equatable {

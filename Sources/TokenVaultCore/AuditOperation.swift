@@ -26,6 +26,8 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     /// A sign-in finished (`POST …/authorization/callback`): the code redeemed, or the refusal.
     public static let credentialAuthorized = Self("credential.authorized")
     public static let credentialWatch = Self("credential.watch")
+    /// A commit the database lost in a failover, written back by the node that kept it.
+    public static let credentialReapply = Self("credential.reapply")
     /// A proxied call (aggregated like token reads).
     public static let credentialProxy = Self("credential.proxy")
     /// The credentials a caller may use through the proxy (`GET /v1/proxy/credentials`).
@@ -40,7 +42,7 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     public static let all: [Self] = [
         .tokenRead, .credentialPut, .credentialShow, .credentialList, .credentialDelete, .credentialPurge,
         .credentialRefresh, .credentialExchange, .credentialAuthorize, .credentialAuthorized, .credentialWatch,
-        .credentialProxy, .proxyList, .eventsStream,
+        .credentialReapply, .credentialProxy, .proxyList, .eventsStream,
         .adminRotateKey, .adminAudit, .adminBackup, .adminStatus,
     ]
 }

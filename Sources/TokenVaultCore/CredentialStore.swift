@@ -125,6 +125,13 @@ public protocol CredentialWriter {
     /// succeeded attempt leaves no row: the new generation is its record); false, and no change,
     /// if another process took it over or it was closed.
     func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool
+    /// Whether the journal has a row for `attemptID`, in any state. Only a database that lost
+    /// commits (a failover to a standby that lagged) forgets an attempt it journalled; the
+    /// default, true, is SQLite's and the test stores'.
+    func isAttemptRecorded(_ attemptID: String) async throws -> Bool
+    /// The database server's timeline as this transaction sees it (`HeartbeatReading.timeline`),
+    /// read once per transaction; nil where there is none (SQLite).
+    func timeline() async throws -> Int64?
     /// Changes schedule and state without touching secrets; false (and no change) when the
     /// row is gone or has another generation.
     func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool
@@ -170,6 +177,8 @@ extension CredentialStore {
 
 extension CredentialWriter {
     public func recordUnlessBusy(_ id: CredentialID) async throws -> SealedCredentialRecord? { try await record(id) }
+    public func timeline() async throws -> Int64? { nil }
+    public func isAttemptRecorded(_ attemptID: String) async throws -> Bool { true }
     public func prefetch(_ claims: [CredentialID]) async throws {}
     public func finishGroup() async throws {}
 }

@@ -18,13 +18,20 @@ public struct NodeBeat: Sendable, Equatable {
     /// The database's clock minus this node's, in seconds, as last measured (`CorrectedClock`);
     /// nil where it is not measured (SQLite: the database's clock is the host's).
     public var clockOffset: Double?
+    /// The database timeline on which this node last re-applied what it retained
+    /// (`FailoverGuard`); nil before its first reconciliation, and on SQLite.
+    public var reconciledTimeline: Int64?
 
-    public init(node: String, incarnation: String, host: String, pid: Int64, clockOffset: Double? = nil) {
+    public init(
+        node: String, incarnation: String, host: String, pid: Int64, clockOffset: Double? = nil,
+        reconciledTimeline: Int64? = nil
+    ) {
         self.node = node
         self.incarnation = incarnation
         self.host = host
         self.pid = pid
         self.clockOffset = clockOffset
+        self.reconciledTimeline = reconciledTimeline
     }
 }
 
@@ -42,10 +49,12 @@ public struct NodeRecord: Sendable, Equatable {
     public var pid: Int64
     /// The node's clock offset as its last beat reported it (`NodeBeat.clockOffset`).
     public var clockOffset: Double?
+    /// The timeline the node last reported as reconciled (`NodeBeat.reconciledTimeline`).
+    public var reconciledTimeline: Int64?
 
     public init(
         node: String, incarnation: String, beat: Int64, beatAt: Timestamp, startedAt: Timestamp, host: String,
-        pid: Int64, clockOffset: Double? = nil
+        pid: Int64, clockOffset: Double? = nil, reconciledTimeline: Int64? = nil
     ) {
         self.node = node
         self.incarnation = incarnation
@@ -55,6 +64,7 @@ public struct NodeRecord: Sendable, Equatable {
         self.host = host
         self.pid = pid
         self.clockOffset = clockOffset
+        self.reconciledTimeline = reconciledTimeline
     }
 }
 
@@ -62,10 +72,14 @@ public struct NodeRecord: Sendable, Equatable {
 public struct HeartbeatReading: Sendable, Equatable {
     public var databaseNow: Timestamp
     public var nodes: [NodeRecord]
+    /// The database server's timeline (PostgreSQL's: it goes up by one at every promotion of a
+    /// standby and every point-in-time recovery); nil on SQLite, which has none.
+    public var timeline: Int64?
 
-    public init(databaseNow: Timestamp, nodes: [NodeRecord]) {
+    public init(databaseNow: Timestamp, nodes: [NodeRecord], timeline: Int64? = nil) {
         self.databaseNow = databaseNow
         self.nodes = nodes
+        self.timeline = timeline
     }
 }
 

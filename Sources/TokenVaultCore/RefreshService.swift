@@ -68,6 +68,12 @@ public struct RefreshCounters: Sendable, Equatable {
     /// Device sign-ins this node ended with tokens stored, and without.
     public var deviceSignInsAuthorized = 0
     public var deviceSignInsFailed = 0
+    /// Commits a failover lost that this node wrote back from what it keeps, and kept rows whose
+    /// credential the database no longer had (`Vault.reapply`).
+    public var failoverReapplied = 0
+    public var failoverMissing = 0
+    /// Whether refreshes wait for a failover's reconciliation now (`FailoverGuard`).
+    public var failoverHold = false
 
     public init() {}
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which database holds the vault and, for one shared by several nodes, whether this node hears
 /// the others' changes (health and metrics show it; the wiring reports it).
 public struct StorageStatus: Sendable, Equatable {
@@ -11,15 +13,39 @@ public struct StorageStatus: Sendable, Equatable {
 
     /// The cache of sealed rows that token reads are served from (metrics only).
     public var rowCache: RowCacheStatistics?
+    /// PostgreSQL: the standbys the server replicates to, as the last heartbeat saw them.
+    public var replication: ReplicationStatus?
 
     public init(
         backend: String, changeFeedConnected: Bool? = nil, changeFeedReconnects: Int? = nil,
-        rowCache: RowCacheStatistics? = nil
+        rowCache: RowCacheStatistics? = nil, replication: ReplicationStatus? = nil
     ) {
         self.backend = backend
         self.changeFeedConnected = changeFeedConnected
         self.changeFeedReconnects = changeFeedReconnects
         self.rowCache = rowCache
+        self.replication = replication
+    }
+}
+
+/// What a node can see of its PostgreSQL server's replication without monitoring rights: how
+/// many standbys stream from it, and whether a commit waits for one (`synchronous_standby_names`
+/// set, and `synchronous_commit` not `local` or `off`). Standbys that stream asynchronously are
+/// what a failover can lose commits to (docs/scale-out.md, "Failover").
+public struct ReplicationStatus: Sendable, Equatable {
+    public var standbys: Int
+    public var synchronous: Bool
+
+    public init(standbys: Int, synchronous: Bool) {
+        self.standbys = standbys
+        self.synchronous = synchronous
+    }
+
+    /// From the server's settings: `synchronous_standby_names` and `synchronous_commit`.
+    public init(standbys: Int, standbyNames: String, synchronousCommit: String) {
+        self.standbys = standbys
+        synchronous =
+            !standbyNames.trimmingCharacters(in: .whitespaces).isEmpty && !["local", "off"].contains(synchronousCommit)
     }
 }
 

@@ -37,6 +37,9 @@ final class LeaseKeeper: Sendable {
     var fenceAfter: Double { period / 3 }
 
     private let vault: Vault
+    private let statistics: RefreshStatistics?
+    /// The credentials whose refresh runs in this process now (the engine's single flight).
+    private let inFlight: @Sendable () -> Set<CredentialID>
     private let logger: Logger
     private let state: Mutex<State>
     /// For operators only (`tokenvault nodes`), read once: `ProcessInfo.hostName` resolves the
@@ -65,16 +68,24 @@ final class LeaseKeeper: Sendable {
         /// After renewal came back from a lapse or failures: the held answers' commits, which
         /// every provider call waits for (what the node holds is stored before anything new).
         var recovery: Task<Void, Never>?
+        /// Writing back what the database lost in a failover (`reconcile`), while it runs.
+        var reconciliation: Task<Void, Never>?
+        /// When kept commits were last pruned.
+        var prunedAt: ContinuousClock.Instant?
     }
 
     init(
-        owner: LeaseOwner, period: Double, interval: Double, idleInterval: Double? = nil, vault: Vault, logger: Logger
+        owner: LeaseOwner, period: Double, interval: Double, idleInterval: Double? = nil, vault: Vault,
+        statistics: RefreshStatistics? = nil, inFlight: @escaping @Sendable () -> Set<CredentialID> = { [] },
+        logger: Logger
     ) {
         self.owner = owner
         self.period = period
         self.interval = interval
         self.idleInterval = idleInterval
         self.vault = vault
+        self.statistics = statistics
+        self.inFlight = inFlight
         self.logger = logger
         state = Mutex(State(watch: SilenceWatch(period: period, maximumGap: period / 3)))
     }
@@ -89,7 +100,7 @@ final class LeaseKeeper: Sendable {
         let corrected = vault.clock as? CorrectedClock
         let beat = NodeBeat(
             node: owner.node, incarnation: owner.incarnation, host: host, pid: Int64(getpid()),
-            clockOffset: corrected?.offset)
+            clockOffset: corrected?.offset, reconciledTimeline: vault.failover.reconciledTimeline)
         do {
             let hostSentAt = corrected?.base.now
             let reading = try await vault.heartbeat(beat)
@@ -118,6 +129,11 @@ final class LeaseKeeper: Sendable {
                 recover(thenStart: waiting)
             } else {
                 for start in waiting { start() }
+            }
+            if vault.failover.observe(reading, node: owner.node, period: period), let timeline = reading.timeline {
+                reconcile(timeline)
+            } else if reading.timeline != nil {
+                pruneKept()
             }
             return true
         } catch {
@@ -174,6 +190,76 @@ final class LeaseKeeper: Sendable {
             for start in waiting { start() }
         }
         state.withLock { $0.recovery = task }
+    }
+
+    /// The database is on a timeline this node has not reconciled (a failover, or this node's
+    /// first beat): writes back what it kept that the database lost, records the timeline, beats
+    /// at once so the other nodes read it, and commits the answers it held meanwhile. Tried again
+    /// at the next beat if it fails. One at a time.
+    private func reconcile(_ timeline: Int64) {
+        state.withLock { state in
+            guard state.reconciliation == nil else { return }
+            state.reconciliation = Task { [self] in
+                defer { self.state.withLock { $0.reconciliation = nil } }
+                guard await reconciled(timeline) else { return }
+                vault.failover.reconciled(timeline)
+                await beat()
+                await vault.commitHeldNow(waitingUpTo: max(1, interval))
+            }
+        }
+    }
+
+    /// Writes back what this node keeps (nothing when it already did for `timeline`, before a
+    /// restart, or keeps nothing). False when it could not.
+    private func reconciled(_ timeline: Int64) async -> Bool {
+        do {
+            let rejournalled = try await vault.rejournal(inFlight: inFlight())
+            if rejournalled > 0 {
+                logger.error(
+                    "the database on timeline \(timeline) had lost the journal of \(rejournalled) refresh(es) this node has out; journalled them again",
+                    metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.database.timeline": "\(timeline)"])
+            }
+            guard let retention = vault.retention, retention.reconciledTimeline != timeline else { return true }
+            let report = try await vault.reapply(try retention.retained(), timeline: timeline)
+            try retention.markReconciled(timeline)
+            statistics?.record {
+                $0.failoverReapplied += report.reapplied.count
+                $0.failoverMissing += report.missing.count
+            }
+            let metadata: Logger.Metadata = [
+                "tokenvault.node": "\(owner.node)", "tokenvault.database.timeline": "\(timeline)",
+                "tokenvault.failover.reapplied": "\(report.reapplied.count)",
+                "tokenvault.failover.missing": "\(report.missing.count)",
+                "tokenvault.failover.current": "\(report.current)",
+            ]
+            if !report.reapplied.isEmpty || !report.missing.isEmpty {
+                let missing = report.missing.prefix(10).map(\.description).joined(separator: ", ")
+                logger.error(
+                    "the database is on timeline \(timeline) and lacked commits this node made: \(report.reapplied.count) re-applied (audited as credential.reapply), \(report.missing.count) whose credential it no longer has (not created again: \(missing))",
+                    metadata: metadata)
+            } else {
+                logger.notice(
+                    "the database's timeline \(timeline) holds every commit this node keeps", metadata: metadata)
+            }
+            return true
+        } catch {
+            logger.error(
+                "cannot reconcile the commits this node keeps with the database on timeline \(timeline); refreshes wait",
+                metadata: ["tokenvault.node": "\(owner.node)", "tokenvault.error": "\(error)"])
+            return false
+        }
+    }
+
+    /// Forgets kept commits past the retention period, at most once a minute, and only while the
+    /// database's timeline is the one this node reconciled: across a failover nothing is dropped.
+    private func pruneKept() {
+        guard let retention = vault.retention, vault.failover.refusal() == nil else { return }
+        let due = state.withLock { state -> Bool in
+            guard state.prunedAt.map({ ContinuousClock.now - $0 >= .seconds(60) }) ?? true else { return false }
+            state.prunedAt = .now
+            return true
+        }
+        if due { retention.prune() }
     }
 
     /// Beats every `interval` until cancelled; every `idleInterval` (when set) while `isIdle`

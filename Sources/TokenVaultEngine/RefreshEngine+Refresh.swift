@@ -18,10 +18,11 @@ extension RefreshEngine {
             statistics.record { $0.skipped += 1 }
             return .commitPending(held)
         }
-        // A refused clock starts nothing new (`CorrectedClock`; the scheduler waits for it too,
-        // so nothing comes back here in a loop). What this node holds is finished: its attempt
-        // is leased to this node, which beats on, so no other node would resume it.
-        if let refusal = vault.clock.refusal, reason != .recovery, reason != .resumption {
+        // A refused clock starts nothing new (`CorrectedClock`), nor does a failover not yet
+        // reconciled (`FailoverGuard`); the scheduler waits for them too, so nothing comes back
+        // here in a loop. What this node holds is finished: its attempt is leased to this node,
+        // which beats on, so no other node would resume it.
+        if let refusal = vault.clock.refusal ?? vault.failover.refusal(), reason != .recovery, reason != .resumption {
             statistics.record { $0.skipped += 1 }
             return .skipped(refusal.message, nil)
         }

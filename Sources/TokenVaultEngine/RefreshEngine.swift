@@ -72,12 +72,12 @@ public final class RefreshEngine: RefreshService, Sendable {
     let logger: Logger
     /// This node's leases: renewed by heartbeat, judged by observed silence.
     let leases: LeaseKeeper
-    let flight = SingleFlight()
+    let flight: SingleFlight
     let wake = WakeSignal()
     /// Wakes the device grant poller (`RefreshEngine+DeviceGrant.swift`).
     let deviceWake = WakeSignal()
     let remoteWake: CoalescedWake
-    let statistics = RefreshStatistics()
+    let statistics: RefreshStatistics
     let onDemand: OnDemandLimiter
     let lostAnswers = LostAnswers()
     /// Refreshes a storage error ended, for the scheduler to start again (`StrandedRefreshes`).
@@ -105,10 +105,15 @@ public final class RefreshEngine: RefreshService, Sendable {
         self.settlement = settlement
         self.options = options
         self.logger = logger
+        let statistics = RefreshStatistics()
+        self.statistics = statistics
+        let flight = SingleFlight()
+        self.flight = flight
         leases = LeaseKeeper(
             owner: LeaseOwner(node: options.node), period: options.leasePeriod,
             interval: options.heartbeatInterval ?? LeaseKeeper.interval(for: options.leasePeriod),
-            idleInterval: options.idleHeartbeatInterval, vault: vault, logger: logger)
+            idleInterval: options.idleHeartbeatInterval, vault: vault, statistics: statistics,
+            inFlight: { flight.ids }, logger: logger)
         onDemand = OnDemandLimiter(interval: .milliseconds(Int64(options.onDemandInterval * 1000)))
         slots = Mutex(Self.slots(for: table, replacing: [:]).slots)
         vault.install(table)
@@ -199,6 +204,7 @@ public final class RefreshEngine: RefreshService, Sendable {
     public var counters: RefreshCounters {
         var counters = statistics.snapshot
         (counters.heartbeatAge, counters.heartbeatLapses) = (leases.renewalAge, leases.lapses)
+        counters.failoverHold = vault.failover.refusal() != nil
         return counters
     }
 

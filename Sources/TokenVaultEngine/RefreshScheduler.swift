@@ -57,8 +57,9 @@ public struct RefreshScheduler: Service {
             var retryAt: ContinuousClock.Instant?
             do {
                 // While this node's clock is refused (`CorrectedClock`) nothing comes due here
-                // (other nodes refresh), but what it holds (stranded refreshes) is finished.
-                let refused = engine.vault.clock.refusal != nil
+                // (other nodes refresh), nor while a failover is reconciled (`FailoverGuard`), but
+                // what it holds (stranded refreshes) is finished.
+                let refused = engine.vault.clock.refusal != nil || engine.vault.failover.refusal() != nil
                 let scan = refused ? Scan(due: true) : try await startDueRefreshes()
                 retryAt = try await restartStranded()
                 // A full page started: more may be due beyond it. Otherwise everything due is in

@@ -53,8 +53,12 @@ extension Vault {
         let now = clock.now
         let metadata = request.metadata
         let attemptID = Self.randomID()
-        return try await writes.write(.full, claiming: [metadata.id]) {
+        let failover = failover
+        let started = try await writes.write(.full, claiming: [metadata.id]) {
             writer -> (RefreshAttempt, resumedFrom: String?)? in
+            // After a failover no refresh token is presented until every node re-applied the
+            // commits the database lost: the row may hold a token the provider has spent.
+            if let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
             // The row as it is now (on a shared database, under the credential's lock): a refresh
             // planned from an older read, the credential refreshed since by another process, is
             // not started; its refresh token is spent. A credential another node is writing
@@ -108,6 +112,8 @@ extension Vault {
             _ = try await writer.updateSchedule(schedule)
             return (attempt, resumedFrom)
         }
+        if let (attempt, _) = started { journalled.add(attempt) }
+        return started
     }
 
     /// Whether the row under the lock is the one a refresh was planned from, which may have been
@@ -181,13 +187,21 @@ extension Vault {
         let jitter = Double.random(in: 0..<1)
         let id = received.previous.id
         let announcer = announcer
+        let written = WrittenRecord()
         let body: @Sendable (any CredentialWriter) async throws -> RefreshCommit = { [self] writer in
             let now = clock.now
             let attempt = received.attempt
             // The credential the refresh started from: the same generation of the same row (one
             // deleted and stored again starts at generation 1 again, with a new `createdAt`).
             let current = try await writer.record(id)
-            guard let current, current.metadata.generation == attempt.generation,
+            // A row older than the one the refresh started from: the database lost commits (a
+            // failover). Held until every node re-applied what it keeps, then stored over it.
+            let behind =
+                current.map {
+                    $0.metadata.createdAt == received.previous.createdAt && $0.metadata.generation < attempt.generation
+                } ?? false
+            if behind, let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
+            guard let current, behind || current.metadata.generation == attempt.generation,
                 current.metadata.createdAt == received.previous.createdAt
             else {
                 try await writer.finishAttempt(
@@ -199,7 +213,14 @@ extension Vault {
                         ? "deleted and stored again" : "replaced"
                 return .superseded("credential \(id) was \(why) while it was being refreshed", gone: current == nil)
             }
-            guard try await writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner) else {
+            let closed = try await writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner)
+            // An attempt the journal does not know at all was lost with the database's commits,
+            // not taken over (a taker's attempt is the same row): the answer is stored once the
+            // failover is reconciled.
+            var forgotten = false
+            if !closed { forgotten = try await !writer.isAttemptRecorded(attempt.attemptID) }
+            if forgotten, let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
+            guard closed || forgotten else {
                 let why =
                     "this node received new tokens for \(id) (attempt \(attempt.attemptID)) but another node took "
                     + "the attempt over; the provider has probably revoked the grant"
@@ -211,8 +232,9 @@ extension Vault {
                 return .leaseLost(why)
             }
             var next = NextGeneration(
-                previous: current.metadata, previousSecrets: received.previousSecrets, payload: received.payload,
-                succession: .refresh, id: id, issuedAt: received.sentAt, now: now, planner: planner, jitter: jitter)
+                previous: behind ? received.previous : current.metadata, previousSecrets: received.previousSecrets,
+                payload: received.payload, succession: .refresh, id: id, issuedAt: received.sentAt, now: now,
+                planner: planner, jitter: jitter)
             if current.metadata.status == .revokePending {
                 // Removed while it was being refreshed (on another node): the new tokens are kept
                 // so that the removal's next try revokes them, at the time it set.
@@ -221,11 +243,15 @@ extension Vault {
                 next.metadata.lastError = current.metadata.lastError
                 next.metadata.refreshFailures = current.metadata.refreshFailures
             }
-            try await writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            let record = try seal(next.secrets, metadata: next.metadata, term: try await writer.activeTerm())
+            try await writer.save(record)
             try await announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
+            written.keep(record)
             return .committed(next.metadata)
         }
         let settled: @Sendable (RefreshCommit) -> Void = { [self] commit in
+            retain(written)
+            journalled.remove(received.attempt.attemptID)
             received.whenDurable?()
             switch commit {
             case .committed(let metadata): publish(.refreshed, id, metadata)
@@ -246,6 +272,7 @@ extension Vault {
     ) async throws -> CredentialMetadata? {
         let now = clock.now
         let change = scheduleChange(update, announcing: [])
+        defer { if let attempt { journalled.remove(attempt.attemptID) } }
         let updated = try await writes.write(.normal, claiming: [update.id]) {
             writer -> CredentialMetadata? in
             if let attempt {

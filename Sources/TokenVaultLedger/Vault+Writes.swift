@@ -48,7 +48,9 @@ extension Vault {
         let credential = NewCredential(
             id: id, payload: payload, provider: provider, labels: labels, audit: audit, planner: planner)
         try Self.validate(labels: labels)
-        let metadata = try await writes.write(.full, insertion(of: credential, now: clock.now))
+        let written = WrittenRecord()
+        let metadata = try await writes.write(.full, insertion(of: credential, now: clock.now, keeping: written))
+        retain(written)
         publish(.stored, id, metadata)
         return metadata
     }
@@ -84,14 +86,15 @@ extension Vault {
     ) async throws -> HeldOrCommitted<CredentialMetadata> {
         try Self.validate(labels: credential.labels ?? [:])
         let id = credential.id
-        let result = await commitHolding(id, insertion(of: credential, now: clock.now)) { [self] metadata in
+        let written = WrittenRecord()
+        let stored: @Sendable (CredentialMetadata) -> Void = { [self] metadata in
+            retain(written)
             whenDurable?()
             publish(.stored, id, metadata)
         }
-        if case .committed(let metadata) = result {
-            whenDurable?()
-            publish(.stored, id, metadata)
-        }
+        let result = await commitHolding(
+            id, insertion(of: credential, now: clock.now, keeping: written), committed: stored)
+        if case .committed(let metadata) = result { stored(metadata) }
         return result
     }
 
@@ -147,7 +150,9 @@ extension Vault {
 
     /// The write of one new credential: next generation from the stored one, sealed under the
     /// term active in this transaction, with its audit row.
-    private func insertion(of credential: NewCredential, now: Timestamp)
+    private func insertion(
+        of credential: NewCredential, now: Timestamp, keeping written: WrittenRecord? = nil
+    )
         -> @Sendable (any CredentialWriter) async throws
         -> CredentialMetadata
     {
@@ -162,7 +167,9 @@ extension Vault {
                 succession: .replacement(
                     provider: credential.provider, labels: credential.labels ?? previous?.labels ?? [:]),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
-            try await writer.save(try seal(next.secrets, metadata: next.metadata, term: try writer.activeTerm()))
+            let record = try seal(next.secrets, metadata: next.metadata, term: try await writer.activeTerm())
+            try await writer.save(record)
+            written?.keep(record)
             if let key = credential.answerKey {
                 try await writer.recordReceivedAnswer(key, credentialID: credential.id, at: now)
             }
@@ -170,6 +177,12 @@ extension Vault {
             try await announcer.newTokens(previous: previous, after: next.metadata, writer)
             return next.metadata
         }
+    }
+
+    /// Keeps a committed row on this node's disk for a while (`AnswerRetention`).
+    func retain(_ written: WrittenRecord) {
+        guard let retention, let record = written.value else { return }
+        retention.retain(record)
     }
 
     /// Labels' limits: the ledger checks them on every write, and the API as soon as it reads them.

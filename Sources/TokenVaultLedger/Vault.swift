@@ -64,6 +64,12 @@ public final class Vault: Sendable {
     let pending = PendingCommits()
     let options: Options
     private let observerBox = Mutex<(any LedgerObserver)?>(nil)
+    private let retentionBox = Mutex<(any AnswerRetention)?>(nil)
+    /// Whether refreshes may be journalled after the database's timeline changed
+    /// (`Vault+Failover.swift`).
+    public let failover = FailoverGuard()
+    /// Attempts journalled here and not closed yet (`Vault+Failover.swift`).
+    let journalled = JournalledAttempts()
     /// The load of key terms under way, which callers at the same moment share (`loadKeyTerms`).
     private let keyTermLoad = Mutex<Task<Void, any Error>?>(nil)
     /// Which endpoints hear of which events (`Vault+Webhooks.swift`).
@@ -90,6 +96,12 @@ public final class Vault: Sendable {
     public func observe(_ observer: any LedgerObserver) { observerBox.withLock { $0 = observer } }
 
     var observer: (any LedgerObserver)? { observerBox.withLock { $0 } }
+
+    /// Where committed tokens are kept for a while on this node's disk, to be re-applied after a
+    /// failover that lost their commit (`AnswerRetention`); none: nothing is kept.
+    public func retainAnswers(in retention: (any AnswerRetention)?) { retentionBox.withLock { $0 = retention } }
+
+    public var retention: (any AnswerRetention)? { retentionBox.withLock { $0 } }
 
     /// The provider table in force: take it once per request and use what was taken.
     public var providers: ProviderTable { table.withLock { $0 } }

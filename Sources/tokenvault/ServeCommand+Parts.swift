@@ -157,6 +157,12 @@ extension ServeCommand {
         // (an idle daemon's wake-ups, docs/benchmarks.md).
         if opened.database is SQLiteDatabase {
             engineOptions.idleHeartbeatInterval = Double(settings.leaseSeconds)
+        } else if settings.retainAnswersSeconds > 0 {
+            // What a failover to a standby that lagged may lose, kept on this node's disk.
+            opened.vault.retainAnswers(
+                in: RetainedAnswers(
+                    directory: options.resolvedDataDir + "/retained", retention: Double(settings.retainAnswersSeconds),
+                    clock: opened.vault.clock))
         }
         engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
         return RefreshEngine(

@@ -141,7 +141,7 @@ extension ServeCommand {
             let listener = shared.listenerStatus
             return StorageStatus(
                 backend: "postgres", changeFeedConnected: listener.connected, changeFeedReconnects: listener.reconnects,
-                rowCache: shared.rowCacheStatistics)
+                rowCache: shared.rowCacheStatistics, replication: shared.replication)
         }
     }
 }

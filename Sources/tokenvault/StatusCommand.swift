@@ -59,6 +59,9 @@ struct StatusCommand: AsyncParsableCommand {
             "database:      \(database?.backend ?? "sqlite"), "
                 + (database?.reachable == false
                     ? "NOT REACHABLE" : "schema \(database?.schemaVersion.map(String.init) ?? "?")"))
+        if let replication = database?.replication {
+            print("replication:   " + Self.replicationLine(replication))
+        }
         if let credentials = status.credentials {
             let total = credentials.values.reduce(0, +)
             let parts = credentials.keys.sorted().filter { credentials[$0]! > 0 }.map { "\($0) \(credentials[$0]!)" }
@@ -76,6 +79,18 @@ struct StatusCommand: AsyncParsableCommand {
         printTable(
             ["  NAME", "KIND", "CONDITION", "DETAIL"],
             providers.map { ["  " + $0.name, $0.kind, $0.condition, $0.detail ?? ""] })
+    }
+
+    /// The standbys and timeline, with a warning when a failover can lose commits.
+    static func replicationLine(_ replication: Health.Replication) -> String {
+        let timeline = replication.timeline.map { ", timeline \($0)" } ?? ""
+        if let hold = replication.hold { return "FAILOVER\(timeline): \(hold)" }
+        guard replication.standbys > 0 else { return "no standby streams from the server\(timeline)" }
+        let standbys = replication.standbys == 1 ? "1 standby" : "\(replication.standbys) standbys"
+        guard !replication.synchronous else { return "synchronous, \(standbys)\(timeline)" }
+        return "WARNING: asynchronous, \(standbys)\(timeline): a failover can lose the last commits; the nodes "
+            + "keep theirs and re-apply them (limits.retain_answers_seconds), or set synchronous_standby_names "
+            + "(docs/scale-out.md, \"Failover\")"
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -12,18 +12,18 @@ import Synchronization
 /// either side gave up. One daemon connecting through it is "one node cut off from the database".
 public final class PartitionProxy: Sendable {
     public let port: Int
-    private let target: Int
     private let listener: Int32
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     private struct State {
+        var target: Int
         var cut = false
         var closed = false
         var sockets: [Int32] = []
     }
 
     public init(to target: Int) throws {
-        self.target = target
+        state = Mutex(State(target: target))
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestPostgresError("socket() failed") }
         var yes: Int32 = 1
@@ -50,6 +50,17 @@ public final class PartitionProxy: Sendable {
 
     public func heal() { state.withLock { $0.cut = false } }
 
+    /// Sends new connections to `target` and ends the open ones, as a virtual IP moved to a
+    /// promoted standby does.
+    public func retarget(to target: Int) {
+        let sockets = state.withLock { state -> [Int32] in
+            state.target = target
+            defer { state.sockets = [] }
+            return state.sockets
+        }
+        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
     /// Stops listening and closes every connection.
     public func close() {
         let sockets = state.withLock { state -> [Int32] in
@@ -70,7 +81,7 @@ public final class PartitionProxy: Sendable {
                 return
             }
             let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = Self.loopback(port: target)
+            var address = Self.loopback(port: state.withLock { $0.target })
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0

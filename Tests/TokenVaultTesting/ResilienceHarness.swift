@@ -41,19 +41,22 @@ public final class ResilienceHarness: Sendable {
     /// done at once and answered so many seconds later. `timeoutSeconds`: the instance's read
     /// timeout (nil: the default). `leaseSeconds`: `limits.lease_seconds` (nil: the default).
     /// `dpop`: the provider requires DPoP proofs, checked by it; `idpOptions`: more members of the
-    /// `idp` instance (`"dpop": true, …`).
+    /// `idp` instance (`"dpop": true, …`). `storage`: environment that replaces or adds to how
+    /// every daemon and command reaches the database (a URL through a proxy, its password file).
     public init(
         lifetime: Double, graceWindow: Double = 0, limits: String, refresh: String, includeIDToken: Bool = false,
         answerDelay: ClosedRange<Double>? = nil, lateAnswers: (share: Double, seconds: Double)? = nil,
         timeoutSeconds: Double? = 5, leaseSeconds: Int? = nil, providers: String? = nil, sections: String? = nil,
         postgres: (server: TestPostgres, database: String)? = nil, nodes: Int = 1,
-        clientSecretByCredential: Bool = false, dpop: DPoPVerifier? = nil, idpOptions: String? = nil
+        clientSecretByCredential: Bool = false, dpop: DPoPVerifier? = nil, idpOptions: String? = nil,
+        storage: [String: String] = [:]
     ) async throws {
         self.lifetime = lifetime
         self.postgres = postgres
         var environment =
             postgres.map { ["TOKENVAULT_STORAGE_URL": $0.server.socketURL(database: $0.database)] } ?? [:]
         if let leaseSeconds { environment["TOKENVAULT_LEASE_SECONDS"] = "\(leaseSeconds)" }
+        environment.merge(storage) { $1 }
         storageEnvironment = environment
         var options = TestOAuthServer.Options()
         options.accessTokenLifetime = lifetime

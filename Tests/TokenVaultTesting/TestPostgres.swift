@@ -72,6 +72,20 @@ public final class TestPostgres: Sendable {
         return try await onQueue { try TestPostgres() }
     }
 
+    /// An asynchronous standby of this server, as operators make one (`pg_basebackup -R`): it
+    /// streams from `replicationPort` (a `PartitionProxy` in front of this server, so a test can
+    /// hold the stream back) and listens on a port of its own. `destroy()` it at the end.
+    public func makeStandby(replicationPort: Int) async throws -> TestPostgres {
+        try await Self.onQueue { [self] in try TestPostgres(standbyOf: self, replicationPort: replicationPort) }
+    }
+
+    /// Ends the standby's recovery: it takes writes, on a new timeline (`pg_ctl promote`).
+    public func promoteAsync() async throws {
+        _ = try await Self.onQueue { [self] in
+            try run([binaries + "/pg_ctl", "-D", directory + "/data", "-w", "-t", "60", "promote"], log: "promote.log")
+        }
+    }
+
     /// A new, empty database on this server; its name.
     public func makeDatabaseAsync() async throws -> String {
         try await Self.onQueue { [self] in try makeDatabase() }
@@ -113,6 +127,17 @@ public final class TestPostgres: Sendable {
 
     private static let sharedServer = Mutex<TestPostgres?>(nil)
 
+    private init(standbyOf primary: TestPostgres, replicationPort: Int) throws {
+        binaries = primary.binaries
+        directory = try Self.makeDirectory()
+        try Self.run(
+            [
+                binaries + "/pg_basebackup", "-D", directory + "/data", "-R", "-X", "stream", "--no-sync", "-d",
+                "host=127.0.0.1 port=\(replicationPort) user=\(Self.superuserName) password=\(Self.password)",
+            ], in: directory, log: "basebackup.log")
+        port = try Self.startOnFreePort(binaries: binaries, directory: directory)
+    }
+
     private init() throws {
         guard
             let binaries = try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")
@@ -132,14 +157,17 @@ public final class TestPostgres: Sendable {
                 "--pwfile=\(directory)/pwfile",
                 "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
             ], in: directory, log: "initdb.log")
-        // A port free when chosen may be taken before the server binds it: another, then.
+        port = try Self.startOnFreePort(binaries: binaries, directory: directory)
+    }
+
+    /// A port free when chosen may be taken before the server binds it: another, then.
+    private static func startOnFreePort(binaries: String, directory: String) throws -> Int {
         var attempt = 0
         while true {
-            let port = try Self.freePort()
+            let port = try freePort()
             do {
-                try Self.start(binaries: binaries, directory: directory, port: port)
-                self.port = port
-                break
+                try start(binaries: binaries, directory: directory, port: port)
+                return port
             } catch let error as TestPostgresError where attempt < 4 && error.description.contains("pg_ctl") {
                 attempt += 1
                 let log = (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""

@@ -209,6 +209,7 @@ public final class ConfigurationReload: Service, Sendable {
             || old.maximumBodySize != new.maximumBodySize || old.idleTimeoutSeconds != new.idleTimeoutSeconds
             || old.onDemandRefreshSeconds != new.onDemandRefreshSeconds || old.leaseSeconds != new.leaseSeconds
             || old.maximumClockOffsetSeconds != new.maximumClockOffsetSeconds
+            || old.retainAnswersSeconds != new.retainAnswersSeconds
         {
             sections.append("limits")
         }

@@ -66,6 +66,9 @@ extension DaemonConfiguration {
                 key: "limits.max_clock_offset_seconds", environment: "TOKENVAULT_MAX_CLOCK_OFFSET_SECONDS",
                 range: 1...3600, field: \.maximumClockOffsetSeconds),
             .init(
+                key: "limits.retain_answers_seconds", environment: "TOKENVAULT_RETAIN_ANSWERS_SECONDS",
+                range: 0...86_400, field: \.retainAnswersSeconds),
+            .init(
                 key: "server.event_loops", environment: "TOKENVAULT_EVENT_LOOPS", range: 1...256, field: \.eventLoops),
             .init(
                 key: "server.group_refresh_seconds", environment: "TOKENVAULT_GROUP_REFRESH_SECONDS",

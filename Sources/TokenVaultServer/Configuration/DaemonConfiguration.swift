@@ -54,6 +54,13 @@ public struct DaemonConfiguration: Sendable {
     /// the margins tokens are refreshed and asked for with (`margin_seconds`, a `min_ttl` of 30 s
     /// or more), so a clock that would step by this much between two beats still errs inside them.
     public var maximumClockOffsetSeconds = 10
+    /// How long (seconds) a PostgreSQL node keeps each commit of new tokens on its own disk after
+    /// it returned (`limits.retain_answers_seconds`; 0: none), to write it back if a failover to
+    /// an asynchronous standby loses it. It must cover how far the standby may lag; pruning stops
+    /// while the database is unreachable or on a timeline not yet reconciled, so the failover's
+    /// own duration does not count. 15 minutes: far beyond the seconds a healthy standby lags,
+    /// and the room it takes is small (one row's size per refresh; docs/scale-out.md).
+    public var retainAnswersSeconds = 900
     /// How token reads are aggregated in the audit trail and how long rows are kept.
     public var audit = AuditSettings()
     /// How long a sign-in the vault started may take to finish (`sign_in.expiry_seconds`).

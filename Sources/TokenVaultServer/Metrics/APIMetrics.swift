@@ -256,6 +256,18 @@ public final class APIMetrics: Sendable {
                 help:
                     "Provider answers this node held but could not store because another node took the refresh over (alert if > 0)."
             )
+            for (outcome, count) in [("reapplied", refresh.failoverReapplied), ("missing", refresh.failoverMissing)] {
+                advance(
+                    "tokenvault_failover_kept_commits_total", labels: [("outcome", outcome)], to: count,
+                    help:
+                        "Commits a database failover lost that this node kept: re-applied, or whose credential the database no longer had (alert if > 0)."
+                )
+            }
+            registry.gauge(
+                name: "tokenvault_failover_hold",
+                help:
+                    "1 while refreshes wait for every node to re-apply what a database failover lost (alert if 1 for minutes)."
+            ).set(Double(refresh.failoverHold ? 1 : 0))
             for (outcome, count) in [
                 ("authorized", refresh.deviceSignInsAuthorized), ("failed", refresh.deviceSignInsFailed),
             ] {

@@ -12,9 +12,27 @@ struct HealthDocument: Encodable, Equatable {
         let backend: String
         /// PostgreSQL only: whether this node hears the other nodes' changes.
         let changeFeed: ChangeFeed?
+        /// PostgreSQL only: the server's standbys and timeline, and this node's reconciliation.
+        let replication: Replication?
         enum CodingKeys: String, CodingKey {
             case reachable, schemaVersion = "schema_version", heldCommits = "held_commits", backend
-            case changeFeed = "change_feed", writeError = "write_error"
+            case changeFeed = "change_feed", writeError = "write_error", replication
+        }
+    }
+    /// What a failover could lose and whether one is being reconciled (docs/scale-out.md).
+    struct Replication: Encodable, Equatable {
+        /// Standbys streaming from the server (as a node without monitoring rights sees them).
+        let standbys: Int
+        /// Whether a commit waits for a standby; false with standbys: a failover can lose the
+        /// last commits, which the nodes keep and re-apply.
+        let synchronous: Bool
+        let timeline: Int64?
+        /// The timeline this node re-applied what it keeps for.
+        let reconciledTimeline: Int64?
+        /// Why refreshes wait after a failover, while they do.
+        let hold: String?
+        enum CodingKeys: String, CodingKey {
+            case standbys, synchronous, timeline, reconciledTimeline = "reconciled_timeline", hold
         }
     }
     struct ChangeFeed: Encodable, Equatable {

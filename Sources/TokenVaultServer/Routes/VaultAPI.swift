@@ -160,10 +160,11 @@ public struct VaultAPI: Sendable {
         let held = vault.pendingCommitCount
         let courier = options.courier?()
         let storage = options.storage?() ?? StorageStatus(backend: "sqlite")
+        let failoverHold = vault.failover.refusal()
         let degraded =
             held > 0 || providers.contains { $0.condition == .misconfigured || $0.condition == .circuitOpen }
             || courier.map { !$0.isUp || $0.refusedSpoolFiles > 0 } ?? false || storage.changeFeedConnected == false
-            || schemaVersion == nil
+            || schemaVersion == nil || failoverHold != nil
         return HealthDocument(
             status: degraded ? "degraded" : "ok", version: options.version,
             database: .init(
@@ -171,6 +172,11 @@ public struct VaultAPI: Sendable {
                 writeError: held > 0 ? vault.heldCommitError : nil, backend: storage.backend,
                 changeFeed: storage.changeFeedConnected.map {
                     .init(connected: $0, reconnects: storage.changeFeedReconnects ?? 0)
+                },
+                replication: storage.replication.map {
+                    .init(
+                        standbys: $0.standbys, synchronous: $0.synchronous, timeline: vault.failover.currentTimeline,
+                        reconciledTimeline: vault.failover.reconciledTimeline, hold: failoverHold?.message)
                 }),
             uptimeSeconds: Double((ContinuousClock.now - startedAt).components.seconds),
             providers: providers.map(HealthDocument.Provider.init),

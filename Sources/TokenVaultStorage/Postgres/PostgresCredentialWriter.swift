@@ -17,6 +17,8 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// What the transaction changed, for the cache once it has ended.
     private(set) var cacheWrites = RecordCache.Writes()
     var term: UInt32?
+    /// The server's timeline, once this transaction read it (`timeline()`).
+    var seenTimeline: Int64?
     /// Audit chains whose turn this transaction holds (one round trip the first time only).
     private var lockedChains: Set<String> = []
     private var savepoints = 0

@@ -8,20 +8,26 @@ extension PostgresDatabase: NodeRegistry {
     /// Renews this node's row and reads every other node's, as of the same moment.
     private static func beat(_ beat: NodeBeat) -> PostgresQuery {
         """
-        WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms),
+        WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms,
+                              \(unescaped: PostgresDatabase.walFile) AS wal_file,
+                              (SELECT count(*) FROM pg_stat_replication) AS standbys,
+                              current_setting('synchronous_standby_names') AS standby_names,
+                              current_setting('synchronous_commit') AS synchronous_commit),
         mine AS (
             INSERT INTO nodes (\(unescaped: columns))
             SELECT \(beat.node), \(beat.incarnation), 1, ms, ms, \(beat.host), \(beat.pid),
-                \(beat.clockOffset.map { Int64(($0 * 1000).rounded()) })::BIGINT FROM clock
+                \(beat.clockOffset.map { Int64(($0 * 1000).rounded()) })::BIGINT, \(beat.reconciledTimeline)::BIGINT
+            FROM clock
             ON CONFLICT (node) DO UPDATE SET beat = nodes.beat + 1, beat_at = excluded.beat_at,
                 started_at = CASE WHEN nodes.incarnation = excluded.incarnation THEN nodes.started_at
                                   ELSE excluded.started_at END,
                 incarnation = excluded.incarnation, host = excluded.host, pid = excluded.pid,
-                clock_offset_ms = excluded.clock_offset_ms
+                clock_offset_ms = excluded.clock_offset_ms, reconciled_timeline = excluded.reconciled_timeline
             RETURNING \(unescaped: columns))
-        SELECT \(unescaped: columns), (SELECT ms FROM clock) AS now FROM mine
+        SELECT \(unescaped: columns), ms AS now, wal_file, standbys, standby_names, synchronous_commit FROM mine, clock
         UNION ALL
-        SELECT \(unescaped: columns), (SELECT ms FROM clock) AS now FROM nodes WHERE node <> \(beat.node)
+        SELECT \(unescaped: columns), ms AS now, wal_file, standbys, standby_names, synchronous_commit
+        FROM nodes, clock WHERE node <> \(beat.node)
         """
     }
 
@@ -31,7 +37,13 @@ extension PostgresDatabase: NodeRegistry {
         for row in rows {
             let columns = row.makeRandomAccess()
             reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
+            reading.timeline = Self.timeline(ofWALFile: try columns["wal_file"].decode(String.self))
             reading.nodes.append(try Self.node(columns))
+            let seen = ReplicationStatus(
+                standbys: Int(try columns["standbys"].decode(Int64.self)),
+                standbyNames: try columns["standby_names"].decode(String.self),
+                synchronousCommit: try columns["synchronous_commit"].decode(String.self))
+            replicationSeen.withLock { $0 = seen }
         }
         return reading
     }
@@ -70,11 +82,23 @@ extension PostgresDatabase: NodeRegistry {
             beatAt: Timestamp(milliseconds: try row["beat_at"].decode(Int64.self)),
             startedAt: Timestamp(milliseconds: try row["started_at"].decode(Int64.self)),
             host: try row["host"].decode(String.self), pid: try row["pid"].decode(Int64.self),
-            clockOffset: try row["clock_offset_ms"].decode(Int64?.self).map { Double($0) / 1000 })
+            clockOffset: try row["clock_offset_ms"].decode(Int64?.self).map { Double($0) / 1000 },
+            reconciledTimeline: try row["reconciled_timeline"].decode(Int64?.self))
     }
 
-    /// SQLite's columns, and the clock offset each node reports (`0007_node_clock_offsets.sql`).
-    private static let columns = NodeSQL.columns + ", clock_offset_ms"
+    /// SQLite's columns, the clock offset each node reports (`0007_node_clock_offsets.sql`) and
+    /// the timeline it reconciled (`0009_node_reconciled_timelines.sql`).
+    private static let columns = NodeSQL.columns + ", clock_offset_ms, reconciled_timeline"
+
+    /// The name of the WAL file being written: its first eight hex digits are the server's
+    /// timeline (PostgreSQL has no plainer way for a role without `pg_monitor` to read it).
+    static let walFile = "pg_walfile_name(pg_current_wal_lsn())"
+
+    /// The timeline in a WAL file name, or nil if it is not one.
+    static func timeline(ofWALFile name: String) -> Int64? {
+        guard name.utf8.count == 24 else { return nil }
+        return Int64(name.prefix(8), radix: 16)
+    }
 }
 
 extension PostgresDatabase {
@@ -94,6 +118,18 @@ extension PostgresCredentialWriter {
             VALUES (\(callKey), \(credentialID.description), \(unescaped: PostgresDatabase.clockMilliseconds))
             ON CONFLICT DO NOTHING
             """)
+    }
+
+    /// Read once per transaction: the journalling and a held commit ask.
+    func timeline() async throws -> Int64? {
+        if let timeline = seenTimeline { return timeline }
+        let name = try await run("SELECT \(unescaped: PostgresDatabase.walFile)").rows.first?.decode(String.self)
+        seenTimeline = name.flatMap(PostgresDatabase.timeline(ofWALFile:))
+        return seenTimeline
+    }
+
+    func isAttemptRecorded(_ attemptID: String) async throws -> Bool {
+        try await !run("SELECT 1 FROM refresh_attempts WHERE attempt_id = \(attemptID)").rows.isEmpty
     }
 
     func nodeBeat(_ node: String) async throws -> Int64? {

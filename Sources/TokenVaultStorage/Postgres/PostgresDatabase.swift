@@ -96,6 +96,9 @@ public final class PostgresDatabase: Sendable {
     /// The node's heartbeats only (`PostgresDatabase+Nodes`): a beat never queues behind reads
     /// waiting for a connection.
     let heartbeats: PostgresLinkPool
+    /// The server's replication as the last heartbeat read it (`StorageStatus.replication`).
+    let replicationSeen = Mutex<ReplicationStatus?>(nil)
+    public var replication: ReplicationStatus? { replicationSeen.withLock { $0 } }
     let cache: RecordCache
     let connectionConfiguration: PostgresConnection.Configuration
     /// Told about every change (the wiring publishes it and wakes the scheduler).

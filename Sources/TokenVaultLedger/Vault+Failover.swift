@@ -1,0 +1,81 @@
+import TokenVaultCore
+
+/// Re-applying, after a failover, the commits this node keeps (`AnswerRetention`) that the
+/// database lost. A kept row is written back only over the same credential (same `createdAt`)
+/// at a lower generation: that row holds a refresh token the provider has already spent. A
+/// credential the database no longer has at all is reported, not created again: a row that a
+/// lost commit created cannot be told from one deleted since.
+extension Vault {
+    /// What one reconciliation did.
+    public struct Reapplication: Sendable, Equatable {
+        /// Credentials written back, each audited (`credential.reapply`).
+        public var reapplied: [CredentialID] = []
+        /// Kept rows the database has no credential for.
+        public var missing: [CredentialID] = []
+        /// Kept rows the database already had, or had newer.
+        public var current = 0
+
+        public init() {}
+    }
+
+    /// Journals again the attempts this process has out (`inFlight`: the credentials whose
+    /// refresh runs here now) or answered and holds, whose rows the database lost: without them
+    /// another node would present the same refresh tokens. Returns how many were journalled again.
+    public func rejournal(inFlight: Set<CredentialID>) async throws -> Int {
+        var count = 0
+        for attempt in journalled.all {
+            guard inFlight.contains(attempt.credentialID) || pendingCommit(for: attempt.credentialID) != nil else {
+                journalled.remove(attempt.attemptID)
+                continue
+            }
+            let again = try await writes.write(.full, claiming: [attempt.credentialID]) { writer -> Bool in
+                guard try await !writer.isAttemptRecorded(attempt.attemptID) else { return false }
+                do {
+                    try await writer.beginAttempt(attempt)
+                    return true
+                } catch let error as VaultError where error.code == .conflict {
+                    return false
+                }
+            }
+            if again { count += 1 }
+        }
+        return count
+    }
+
+    /// Writes back every kept row the database is behind, one FULL transaction each, closing the
+    /// attempt the lost commit would have closed. `timeline` is the one being reconciled; the
+    /// audit row names it.
+    public func reapply(_ records: [SealedCredentialRecord], timeline: Int64) async throws -> Reapplication {
+        var report = Reapplication()
+        let appendAudit = auditAppender
+        let announcer = announcer
+        for record in records {
+            let id = record.metadata.id
+            let outcome = try await writes.write(.full, claiming: [id]) {
+                [clock] writer -> (Bool?, CredentialMetadata?) in
+                guard let current = try await writer.record(id)?.metadata else { return (nil, nil) }
+                guard current.createdAt == record.metadata.createdAt, current.generation < record.metadata.generation
+                else { return (false, nil) }
+                if let open = try await writer.openAttempt(for: id), open.generation < record.metadata.generation {
+                    _ = try await writer.closeSucceededAttempt(attemptID: open.attemptID, owner: open.leaseOwner)
+                }
+                try await writer.save(record)
+                let audit = AuditEvent(
+                    at: clock.now, operation: .credentialReapply, credentialID: id, outcome: .succeeded,
+                    detail: "generation \(record.metadata.generation) over \(current.generation) after the database "
+                        + "lost commits (timeline \(timeline))")
+                try await appendAudit([audit], writer)
+                try await announcer.newTokens(previous: current, after: record.metadata, writer)
+                return (true, current)
+            }
+            switch outcome.0 {
+            case nil: report.missing.append(id)
+            case false?: report.current += 1
+            case true?:
+                report.reapplied.append(id)
+                publish(.refreshed, id, record.metadata)
+            }
+        }
+        return report
+    }
+}
