@@ -22,11 +22,20 @@ public final class FailoverGuard: Sendable {
         var reconciled: Int64?
         /// Nodes that beat within a lease period and have not reconciled `current` yet.
         var waitingFor: [String] = []
+        /// A daemon on PostgreSQL holds; a vault used alone (tools, tests) never does.
+        var armed = false
     }
 
     private let state = Mutex(State())
 
     public init() {}
+
+    /// Makes the guard hold until this node has reconciled the timeline its transactions see:
+    /// a daemon with a heartbeat on a shared database calls this before it starts.
+    public func arm() { state.withLock { $0.armed = true } }
+
+    /// Whether the guard may hold (`arm`): only then do transactions read the timeline.
+    public var isArmed: Bool { state.withLock { $0.armed } }
 
     /// The timeline the heartbeat reports as this node's reconciled one.
     public var reconciledTimeline: Int64? { state.withLock { $0.reconciled } }
@@ -47,8 +56,10 @@ public final class FailoverGuard: Sendable {
                 return false
             }
             let liveSince = reading.databaseNow.adding(seconds: -period)
+            // A node that never reported a timeline keeps nothing to write back (a daemon that
+            // keeps nothing, or of a version before this): it is not waited for.
             state.waitingFor = reading.nodes.filter {
-                $0.node != node && $0.beatAt >= liveSince && $0.reconciledTimeline != timeline
+                $0.node != node && $0.beatAt >= liveSince && $0.reconciledTimeline.map { $0 != timeline } ?? false
             }.map(\.node).sorted()
             return state.reconciled != timeline
         }
@@ -63,7 +74,7 @@ public final class FailoverGuard: Sendable {
     /// (nil: not read; then the last beat's).
     public func refusal(seeing timeline: Int64? = nil) -> VaultError? {
         state.withLock { state in
-            guard let current = timeline ?? state.current else { return nil }
+            guard state.armed, let current = timeline ?? state.current else { return nil }
             if state.reconciled != current {
                 return VaultError.storageUnavailable(
                     "the database is on timeline \(current), which this node has not reconciled yet (a failover: "

@@ -67,7 +67,12 @@ public final class RetainedAnswers: AnswerRetention {
                 state.open = (name, handle, now)
             }
             let written = entry.withUnsafeBytes { Glibc.write(state.open!.handle, $0.baseAddress, $0.count) }
-            if written != entry.count { state.failures += 1 }
+            if written != entry.count {
+                // A short write would leave a torn entry mid-file: the next one starts a new file.
+                state.failures += 1
+                close(state.open!.handle)
+                state.open = nil
+            }
         }
     }
 

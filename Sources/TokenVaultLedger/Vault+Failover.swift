@@ -5,6 +5,15 @@ import TokenVaultCore
 /// at a lower generation: that row holds a refresh token the provider has already spent. A
 /// credential the database no longer has at all is reported, not created again: a row that a
 /// lost commit created cannot be told from one deleted since.
+extension FailoverGuard {
+    /// Why no refresh may be journalled in the transaction `writer` runs, which reads the
+    /// server's timeline once (only where the guard is armed: a daemon on PostgreSQL).
+    func refusal(in writer: any CredentialWriter) async throws -> VaultError? {
+        guard isArmed else { return nil }
+        return refusal(seeing: try await writer.timeline())
+    }
+}
+
 extension Vault {
     /// What one reconciliation did.
     public struct Reapplication: Sendable, Equatable {
@@ -30,6 +39,12 @@ extension Vault {
             }
             let again = try await writes.write(.full, claiming: [attempt.credentialID]) { writer -> Bool in
                 guard try await !writer.isAttemptRecorded(attempt.attemptID) else { return false }
+                // An attempt still open at an older generation finished on the lost primary (its
+                // commit made the generation this one started from): it is closed as succeeded.
+                if let open = try await writer.openAttempt(for: attempt.credentialID) {
+                    guard open.generation < attempt.generation else { return false }
+                    _ = try await writer.closeSucceededAttempt(attemptID: open.attemptID, owner: open.leaseOwner)
+                }
                 do {
                     try await writer.beginAttempt(attempt)
                     return true

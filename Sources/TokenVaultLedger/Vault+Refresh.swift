@@ -58,7 +58,7 @@ extension Vault {
             writer -> (RefreshAttempt, resumedFrom: String?)? in
             // After a failover no refresh token is presented until every node re-applied the
             // commits the database lost: the row may hold a token the provider has spent.
-            if let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
+            if let refusal = try await failover.refusal(in: writer) { throw refusal }
             // The row as it is now (on a shared database, under the credential's lock): a refresh
             // planned from an older read, the credential refreshed since by another process, is
             // not started; its refresh token is spent. A credential another node is writing
@@ -189,6 +189,7 @@ extension Vault {
         let announcer = announcer
         let written = WrittenRecord()
         let body: @Sendable (any CredentialWriter) async throws -> RefreshCommit = { [self] writer in
+            written.keep(nil)  // a held commit's earlier try that saved a row and then failed
             let now = clock.now
             let attempt = received.attempt
             // The credential the refresh started from: the same generation of the same row (one
@@ -200,7 +201,7 @@ extension Vault {
                 current.map {
                     $0.metadata.createdAt == received.previous.createdAt && $0.metadata.generation < attempt.generation
                 } ?? false
-            if behind, let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
+            if behind, let refusal = try await failover.refusal(in: writer) { throw refusal }
             guard let current, behind || current.metadata.generation == attempt.generation,
                 current.metadata.createdAt == received.previous.createdAt
             else {
@@ -219,7 +220,7 @@ extension Vault {
             // failover is reconciled.
             var forgotten = false
             if !closed { forgotten = try await !writer.isAttemptRecorded(attempt.attemptID) }
-            if forgotten, let refusal = failover.refusal(seeing: try await writer.timeline()) { throw refusal }
+            if forgotten, let refusal = try await failover.refusal(in: writer) { throw refusal }
             guard closed || forgotten else {
                 let why =
                     "this node received new tokens for \(id) (attempt \(attempt.attemptID)) but another node took "

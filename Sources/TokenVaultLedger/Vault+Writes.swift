@@ -161,6 +161,7 @@ extension Vault {
         let appendAudit = auditAppender
         let announcer = announcer
         return { [self] writer in
+            written?.keep(nil)  // a held commit's earlier try that saved a row and then failed
             let previous = try await writer.record(credential.id)?.metadata
             let next = NextGeneration(
                 previous: previous, payload: credential.payload,

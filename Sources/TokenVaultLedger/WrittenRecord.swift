@@ -6,7 +6,7 @@ import TokenVaultCore
 final class WrittenRecord: Sendable {
     private let record = Mutex<SealedCredentialRecord?>(nil)
 
-    func keep(_ written: SealedCredentialRecord) { record.withLock { $0 = written } }
+    func keep(_ written: SealedCredentialRecord?) { record.withLock { $0 = written } }
 
     var value: SealedCredentialRecord? { record.withLock { $0 } }
 }

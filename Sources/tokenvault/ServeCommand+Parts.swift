@@ -157,12 +157,18 @@ extension ServeCommand {
         // (an idle daemon's wake-ups, docs/benchmarks.md).
         if opened.database is SQLiteDatabase {
             engineOptions.idleHeartbeatInterval = Double(settings.leaseSeconds)
-        } else if settings.retainAnswersSeconds > 0 {
-            // What a failover to a standby that lagged may lose, kept on this node's disk.
-            opened.vault.retainAnswers(
-                in: RetainedAnswers(
-                    directory: options.resolvedDataDir + "/retained", retention: Double(settings.retainAnswersSeconds),
-                    clock: opened.vault.clock))
+        } else {
+            // A failover to a standby that lagged: refreshes wait for its reconciliation, and
+            // what it may lose is kept on this node's disk (docs/scale-out.md, "Failover").
+            opened.vault.failover.arm()
+            if settings.retainAnswersSeconds > 0 {
+                let retained = RetainedAnswers(
+                    directory: options.resolvedDataDir + "/retained",
+                    retention: Double(settings.retainAnswersSeconds), clock: opened.vault.clock)
+                opened.vault.retainAnswers(in: retained)
+                // A restart on the timeline reconciled before holds nobody: the first beat says so.
+                if let timeline = retained.reconciledTimeline { opened.vault.failover.reconciled(timeline) }
+            }
         }
         engineOptions.node = try NodeIdentity.load(dataDirectory: options.resolvedDataDir)
         return RefreshEngine(

@@ -22,6 +22,10 @@ import TokenVaultTesting
 
     @Test func aNewTimelineHoldsRefreshesUntilEveryLiveNodeReconciled() {
         let failover = FailoverGuard()
+        // A vault used alone (tools, tests) is never held.
+        #expect(failover.refusal(seeing: 1) == nil)
+        failover.arm()
+        #expect(failover.refusal(seeing: 1) != nil)
         // First beat: this node has reconciled nothing yet.
         #expect(failover.observe(Self.reading(timeline: 1, [("a", nil, 0)]), node: "a", period: 30))
         #expect(failover.refusal() != nil)
@@ -35,6 +39,11 @@ import TokenVaultTesting
         failover.reconciled(2)
         #expect(failover.refusal()?.message.contains("waiting for b") == true)
         #expect(failover.waitingFor == ["b"])
+        // d never reported a timeline (it keeps nothing) and is not waited for.
+        #expect(
+            !failover.observe(
+                Self.reading(timeline: 2, [("a", 2, 0), ("b", 1, 1), ("d", nil, 0)]), node: "a", period: 30))
+        #expect(failover.waitingFor == ["b"])
         // b reconciled; c has not beaten for longer than a lease period and holds nobody.
         #expect(
             !failover.observe(
@@ -45,6 +54,7 @@ import TokenVaultTesting
 
     @Test func aDatabaseWithoutTimelinesNeverHolds() {
         let failover = FailoverGuard()
+        failover.arm()
         #expect(!failover.observe(Self.reading(timeline: nil, [("a", nil, 0), ("b", 7, 0)]), node: "a", period: 30))
         #expect(failover.refusal() == nil && failover.refusal(seeing: nil) == nil)
     }

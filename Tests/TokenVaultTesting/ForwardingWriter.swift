@@ -45,6 +45,10 @@ open class ForwardingWriter: CredentialWriter {
     open func closeSucceededAttempt(attemptID: String, owner: String) async throws -> Bool {
         try await base.closeSucceededAttempt(attemptID: attemptID, owner: owner)
     }
+    open func isAttemptRecorded(_ attemptID: String) async throws -> Bool {
+        try await base.isAttemptRecorded(attemptID)
+    }
+    open func timeline() async throws -> Int64? { try await base.timeline() }
     open func updateSchedule(_ update: ScheduleUpdate) async throws -> Bool { try await base.updateSchedule(update) }
     open func insertWebhookDeliveries(_ rows: [NewWebhookDelivery]) async throws {
         try await base.insertWebhookDeliveries(rows)

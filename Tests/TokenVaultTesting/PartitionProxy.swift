@@ -62,15 +62,16 @@ public final class PartitionProxy: Sendable {
     }
 
     /// Stops listening and closes every connection.
+    /// Bytes held back by a cut are never delivered: the connections end before the cut lifts.
     public func close() {
         let sockets = state.withLock { state -> [Int32] in
             state.closed = true
-            state.cut = false
             return state.sockets
         }
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
         for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+        state.withLock { $0.cut = false }
     }
 
     private func acceptLoop() {

@@ -33,9 +33,13 @@ final class PostgresCredentialWriter: CredentialWriter {
     /// Why the group must be retried one write at a time (`WriteGroupSplit`), once known.
     var splitReason: String?
 
-    init(link: PostgresLink, cache: RecordCache) {
+    /// Whether the server lets this role read its timeline.
+    let timelines: TimelineReader
+
+    init(link: PostgresLink, cache: RecordCache, timelines: TimelineReader) {
         self.link = link
         self.cache = cache
+        self.timelines = timelines
     }
 
     /// Every statement of the transaction goes through here (the first failure is remembered).

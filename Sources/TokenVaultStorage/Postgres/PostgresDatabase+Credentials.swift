@@ -117,7 +117,7 @@ extension PostgresDatabase: CredentialStore {
     ) async throws -> Result {
         let link = await writers.take()
         defer { writers.giveBack(link) }
-        let transaction = PostgresCredentialWriter(link: link, cache: cache)
+        let transaction = PostgresCredentialWriter(link: link, cache: cache, timelines: timelines)
         var committed = false
         // Also after a failure: a commit whose outcome is unknown may have happened.
         defer { cache.end(transaction.cacheWrites, committed: committed) }

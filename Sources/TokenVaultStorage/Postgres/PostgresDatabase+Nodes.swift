@@ -9,7 +9,6 @@ extension PostgresDatabase: NodeRegistry {
     private static func beat(_ beat: NodeBeat) -> PostgresQuery {
         """
         WITH clock AS (SELECT \(unescaped: PostgresDatabase.clockMilliseconds) AS ms,
-                              \(unescaped: PostgresDatabase.walFile) AS wal_file,
                               (SELECT count(*) FROM pg_stat_replication) AS standbys,
                               current_setting('synchronous_standby_names') AS standby_names,
                               current_setting('synchronous_commit') AS synchronous_commit),
@@ -24,20 +23,21 @@ extension PostgresDatabase: NodeRegistry {
                 incarnation = excluded.incarnation, host = excluded.host, pid = excluded.pid,
                 clock_offset_ms = excluded.clock_offset_ms, reconciled_timeline = excluded.reconciled_timeline
             RETURNING \(unescaped: columns))
-        SELECT \(unescaped: columns), ms AS now, wal_file, standbys, standby_names, synchronous_commit FROM mine, clock
+        SELECT \(unescaped: columns), ms AS now, standbys, standby_names, synchronous_commit FROM mine, clock
         UNION ALL
-        SELECT \(unescaped: columns), ms AS now, wal_file, standbys, standby_names, synchronous_commit
+        SELECT \(unescaped: columns), ms AS now, standbys, standby_names, synchronous_commit
         FROM nodes, clock WHERE node <> \(beat.node)
         """
     }
 
     public func heartbeat(_ beat: NodeBeat) async throws -> HeartbeatReading {
-        let rows = try await heartbeats.withConnection { try await $0.query(Self.beat(beat)).rows }
+        let (rows, timeline) = try await heartbeats.withConnection { link in
+            (try await link.query(Self.beat(beat)).rows, try await timelines.read(on: link))
+        }
         var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
         for row in rows {
             let columns = row.makeRandomAccess()
             reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
-            reading.timeline = Self.timeline(ofWALFile: try columns["wal_file"].decode(String.self))
             reading.nodes.append(try Self.node(columns))
             let seen = ReplicationStatus(
                 standbys: Int(try columns["standbys"].decode(Int64.self)),
@@ -45,6 +45,7 @@ extension PostgresDatabase: NodeRegistry {
                 synchronousCommit: try columns["synchronous_commit"].decode(String.self))
             replicationSeen.withLock { $0 = seen }
         }
+        reading.timeline = timeline
         return reading
     }
 
@@ -120,9 +121,12 @@ extension PostgresCredentialWriter {
             """)
     }
 
-    /// Read once per transaction: the journalling and a held commit ask.
+    /// Read once per transaction (the journalling and a held commit ask), and only from a
+    /// server that lets this role read it (`TimelineReader`): a failed statement would abort
+    /// the transaction.
     func timeline() async throws -> Int64? {
         if let timeline = seenTimeline { return timeline }
+        guard timelines.isSupported else { return nil }
         let name = try await run("SELECT \(unescaped: PostgresDatabase.walFile)").rows.first?.decode(String.self)
         seenTimeline = name.flatMap(PostgresDatabase.timeline(ofWALFile:))
         return seenTimeline

@@ -96,6 +96,8 @@ public final class PostgresDatabase: Sendable {
     /// The node's heartbeats only (`PostgresDatabase+Nodes`): a beat never queues behind reads
     /// waiting for a connection.
     let heartbeats: PostgresLinkPool
+    /// Reads the server's timeline, where the server allows it.
+    let timelines = TimelineReader()
     /// The server's replication as the last heartbeat read it (`StorageStatus.replication`).
     let replicationSeen = Mutex<ReplicationStatus?>(nil)
     public var replication: ReplicationStatus? { replicationSeen.withLock { $0 } }
