@@ -25,6 +25,8 @@ import TokenVaultTesting
         let reapplyAudits: Int
         /// Refreshes the provider answered while the standby heard nothing.
         let unreplicated: Int
+        /// `tokenvault status` on node 1 while the standby streamed.
+        let status: String
         /// Holds the password file `verify` reads.
         let directory: TemporaryDirectory
     }
@@ -33,6 +35,9 @@ import TokenVaultTesting
     /// refreshes; then the primary dies and the standby takes over. `retainSeconds` is
     /// `limits.retain_answers_seconds` (nil: the default).
     static func failover(retainSeconds: Int?, check: (Run) throws -> Void) async throws {
+        let started = ContinuousClock.now
+        func phase(_ what: String) { print("failover test, \(ContinuousClock.now - started): \(what)") }
+        defer { phase("ending") }
         let primary = try await TestPostgres.dedicated()
         defer { primary.destroy() }
         let database = try await primary.makeDatabaseAsync()
@@ -40,6 +45,7 @@ import TokenVaultTesting
         defer { stream.close() }
         let standby = try await primary.makeStandby(replicationPort: stream.port)
         defer { standby.destroy() }
+        phase("standby made")
         let front = try PartitionProxy(to: primary.port)
         defer { front.close() }
         let directory = TemporaryDirectory("tokenvault-failover")
@@ -57,10 +63,14 @@ import TokenVaultTesting
             try harness.startDaemon(logLevel: "info", node: 1), try harness.startDaemon(logLevel: "info", node: 2),
         ]
         defer { for daemon in daemons { daemon.kill() } }
+        phase("daemons started")
         try harness.seed(count)
+        phase("seeded")
         // Every credential refreshed at least once on both servers.
         try await Task.sleep(for: .seconds(8))
         #expect(try await waitUntil(within: 20) { try Self.replicated(primary, standby, database) })
+        phase("standby caught up")
+        let status = try harness.cli.run(["status", "--socket", harness.socket(1)]).stdout
         let before = harness.server.successfulRefreshes
         stream.cut()
         try await Task.sleep(for: .seconds(5))
@@ -71,16 +81,14 @@ import TokenVaultTesting
         stream.close()
         let promoting = ContinuousClock.now
         try await standby.promoteAsync()
-        print("standby promoted in \(ContinuousClock.now - promoting)")
+        phase("standby promoted in \(ContinuousClock.now - promoting)")
         front.retarget(to: standby.port)
         print("primary killed with \(unreplicated) refreshes unreplicated; standby promoted")
         // Two token lifetimes: every credential comes due again on the new primary.
         try await Task.sleep(for: .seconds(22))
         let listed = try harness.list()
+        phase("listed")
         let logs = daemons.map(\.log)
-        for (index, log) in logs.enumerated() {
-            try? log.write(toFile: "/tmp/failover-node\(index + 1).log", atomically: true, encoding: .utf8)
-        }
         let audits =
             Int(
                 try standby.psql(
@@ -89,7 +97,8 @@ import TokenVaultTesting
         try check(
             Run(
                 harness: harness, listed: listed, logs: logs, reapplyAudits: audits, unreplicated: unreplicated,
-                directory: directory))
+                status: status, directory: directory))
+        phase("checked")
     }
 
     /// Whether the standby has replayed everything the primary has written so far.
@@ -111,6 +120,7 @@ import TokenVaultTesting
             }
             try run.harness.checkNothingLost(listed: run.listed, count: Self.count)
             #expect(run.unreplicated > 0, "no refresh happened while the standby was held back")
+            #expect(run.status.contains("replication:   WARNING: asynchronous, 1 standby, timeline 1"), "\(run.status)")
             #expect(reapplied > 0, "no node re-applied anything: \(run.unreplicated) refreshes were unreplicated")
             #expect(run.reapplyAudits == reapplied, "\(run.reapplyAudits) audit rows for \(reapplied) re-applied")
             #expect(run.logs.allSatisfy { $0.contains("lacked commits this node made") || Self.reapplied(in: $0) == 0 })

@@ -132,7 +132,8 @@ public final class TestPostgres: Sendable {
         directory = try Self.makeDirectory()
         try Self.run(
             [
-                binaries + "/pg_basebackup", "-D", directory + "/data", "-R", "-X", "stream", "--no-sync", "-d",
+                binaries + "/pg_basebackup", "-D", directory + "/data", "-R", "-X", "stream", "--no-sync", "-c", "fast",
+                "-d",
                 "host=127.0.0.1 port=\(replicationPort) user=\(Self.superuserName) password=\(Self.password)",
             ], in: directory, log: "basebackup.log")
         port = try Self.startOnFreePort(binaries: binaries, directory: directory)
