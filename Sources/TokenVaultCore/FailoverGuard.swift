@@ -56,8 +56,8 @@ public final class FailoverGuard: Sendable {
                 return false
             }
             let liveSince = reading.databaseNow.adding(seconds: -period)
-            // A node that never reported a timeline keeps nothing to write back (a daemon that
-            // keeps nothing, or of a version before this): it is not waited for.
+            // A node that never reported a timeline (a daemon of an older version, or one whose
+            // first reconciliation is still under way) is not waited for.
             state.waitingFor = reading.nodes.filter {
                 $0.node != node && $0.beatAt >= liveSince && $0.reconciledTimeline.map { $0 != timeline } ?? false
             }.map(\.node).sorted()

@@ -132,7 +132,7 @@ final class LeaseKeeper: Sendable {
             }
             if vault.failover.observe(reading, node: owner.node, period: period), let timeline = reading.timeline {
                 reconcile(timeline)
-            } else if reading.timeline != nil {
+            } else {
                 pruneKept()
             }
             return true
@@ -209,8 +209,9 @@ final class LeaseKeeper: Sendable {
         }
     }
 
-    /// Writes back what this node keeps (nothing when it already did for `timeline`, before a
-    /// restart, or keeps nothing). False when it could not.
+    /// Journals again the attempts this node has out, then writes back what it keeps (nothing
+    /// when it already did for `timeline`, before a restart, or keeps nothing). False when it
+    /// could not.
     private func reconciled(_ timeline: Int64) async -> Bool {
         do {
             let rejournalled = try await vault.rejournal(inFlight: inFlight())
@@ -252,14 +253,17 @@ final class LeaseKeeper: Sendable {
 
     /// Forgets kept commits past the retention period, at most once a minute, and only while the
     /// database's timeline is the one this node reconciled: across a failover nothing is dropped.
+    /// The attempts remembered for re-journalling are tidied at the same pace.
     private func pruneKept() {
-        guard let retention = vault.retention, vault.failover.refusal() == nil else { return }
+        guard vault.failover.refusal() == nil else { return }
         let due = state.withLock { state -> Bool in
             guard state.prunedAt.map({ ContinuousClock.now - $0 >= .seconds(60) }) ?? true else { return false }
             state.prunedAt = .now
             return true
         }
-        if due { retention.prune() }
+        guard due else { return }
+        vault.forgetSettledAttempts(inFlight: inFlight())
+        vault.retention?.prune()
     }
 
     /// Beats every `interval` until cancelled; every `idleInterval` (when set) while `isIdle`

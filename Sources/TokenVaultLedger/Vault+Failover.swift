@@ -57,6 +57,15 @@ extension Vault {
         return count
     }
 
+    /// Forgets the attempts that are neither out (`inFlight`) nor answered and held: left open
+    /// on purpose (a resumption takes them up) or ended on a path that closed nothing.
+    public func forgetSettledAttempts(inFlight: Set<CredentialID>) {
+        for attempt in journalled.all
+        where !inFlight.contains(attempt.credentialID) && pendingCommit(for: attempt.credentialID) == nil {
+            journalled.remove(attempt.attemptID)
+        }
+    }
+
     /// Writes back every kept row the database is behind, one FULL transaction each, closing the
     /// attempt the lost commit would have closed. `timeline` is the one being reconciled; the
     /// audit row names it.

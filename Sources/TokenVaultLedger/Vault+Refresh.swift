@@ -112,7 +112,7 @@ extension Vault {
             _ = try await writer.updateSchedule(schedule)
             return (attempt, resumedFrom)
         }
-        if let (attempt, _) = started { journalled.add(attempt) }
+        if let (attempt, _) = started, failover.isArmed { journalled.add(attempt) }
         return started
     }
 

@@ -75,7 +75,7 @@ import TokenVaultTesting
         stream.cut()
         try await Task.sleep(for: .seconds(5))
         let unreplicated = harness.server.successfulRefreshes - before
-        try await primary.stopAsync()
+        try await primary.killAsync()
         // The stream ends without what it held back (its receiver would otherwise wait for its
         // timeout, a minute, before the promotion goes on).
         stream.close()

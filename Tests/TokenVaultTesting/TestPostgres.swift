@@ -79,6 +79,18 @@ public final class TestPostgres: Sendable {
         try await Self.onQueue { [self] in try TestPostgres(standbyOf: self, replicationPort: replicationPort) }
     }
 
+    /// SIGKILLs the server: the postmaster and every backend (their process group, which
+    /// `pg_ctl` made), as a host that dies takes them all; waits until the postmaster is gone.
+    public func killAsync() async throws {
+        let text = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        guard let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), pid > 1 else {
+            throw TestPostgresError("no postmaster.pid to kill")
+        }
+        kill(-pid, SIGKILL)
+        kill(pid, SIGKILL)
+        for _ in 0..<200 where kill(pid, 0) == 0 { try await Task.sleep(for: .milliseconds(25)) }
+    }
+
     /// Ends the standby's recovery: it takes writes, on a new timeline (`pg_ctl promote`).
     public func promoteAsync() async throws {
         _ = try await Self.onQueue { [self] in
