@@ -19,7 +19,22 @@ public final class PartitionProxy: Sendable {
         var target: Int
         var cut = false
         var closed = false
-        var sockets: [Int32] = []
+        /// Open connections by number: their two descriptors and how many pumps still run.
+        /// A connection's descriptors are closed only here, by the last pump to end, and are
+        /// shut down only while listed: a closed number may already be another socket's.
+        var connections: [Int: Connection] = [:]
+        var nextConnection = 0
+    }
+
+    private struct Connection {
+        let client: Int32
+        let upstream: Int32
+        var pumping = 2
+
+        func shutDown() {
+            shutdown(client, Int32(SHUT_RDWR))
+            shutdown(upstream, Int32(SHUT_RDWR))
+        }
     }
 
     public init(to target: Int) throws {
@@ -53,24 +68,25 @@ public final class PartitionProxy: Sendable {
     /// Sends new connections to `target` and ends the open ones, as a virtual IP moved to a
     /// promoted standby does.
     public func retarget(to target: Int) {
-        let sockets = state.withLock { state -> [Int32] in
+        state.withLock { state in
             state.target = target
-            defer { state.sockets = [] }
-            return state.sockets
+            for connection in state.connections.values { connection.shutDown() }
         }
-        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and ends every connection; a second call does nothing.
     /// Bytes held back by a cut are never delivered: the connections end before the cut lifts.
+    /// The listener is shut down here and closed by the accepting thread once `accept` fails:
+    /// closed here, its number could be another socket's by the time that thread calls `accept`.
     public func close() {
-        let sockets = state.withLock { state -> [Int32] in
+        let first = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
             state.closed = true
-            return state.sockets
+            for connection in state.connections.values { connection.shutDown() }
+            return true
         }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
-        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
         state.withLock { $0.cut = false }
     }
 
@@ -79,6 +95,7 @@ public final class PartitionProxy: Sendable {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
                 if errno == EINTR { continue }
+                Glibc.close(listener)
                 return
             }
             let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -88,29 +105,27 @@ public final class PartitionProxy: Sendable {
                     connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
                 }
             }
-            let open = state.withLock { state -> Bool in
-                guard !state.closed else { return false }
-                state.sockets += [client, upstream]
-                return true
+            let number = state.withLock { state -> Int? in
+                guard connected, !state.closed else { return nil }
+                state.nextConnection += 1
+                state.connections[state.nextConnection] = Connection(client: client, upstream: upstream)
+                return state.nextConnection
             }
-            guard connected, open else {
+            guard let number else {
                 Glibc.close(client)
                 Glibc.close(upstream)
                 continue
             }
-            Thread { [self] in pump(from: client, to: upstream) }.start()
-            Thread { [self] in pump(from: upstream, to: client) }.start()
+            Thread { [self] in pump(from: client, to: upstream, connection: number) }.start()
+            Thread { [self] in pump(from: upstream, to: client, connection: number) }.start()
         }
     }
 
     /// Copies bytes until either side closes; while cut, holds them (reads nothing, writes
     /// nothing), so the kernel's buffers fill and the sender waits, as behind a partition.
-    private func pump(from source: Int32, to destination: Int32) {
+    private func pump(from source: Int32, to destination: Int32, connection number: Int) {
         var buffer = [UInt8](repeating: 0, count: 16_384)
-        defer {
-            shutdown(source, Int32(SHUT_RDWR))
-            shutdown(destination, Int32(SHUT_RDWR))
-        }
+        defer { ended(number) }
         while true {
             waitWhileCut()
             let count = read(source, &buffer, buffer.count)
@@ -122,6 +137,22 @@ public final class PartitionProxy: Sendable {
                 guard written > 0 else { return }
                 sent += written
             }
+        }
+    }
+
+    /// A pump ended: the connection is shut down both ways, and the last pump closes it.
+    private func ended(_ number: Int) {
+        state.withLock { state in
+            guard var connection = state.connections[number] else { return }
+            connection.shutDown()
+            connection.pumping -= 1
+            guard connection.pumping == 0 else {
+                state.connections[number] = connection
+                return
+            }
+            state.connections[number] = nil
+            Glibc.close(connection.client)
+            Glibc.close(connection.upstream)
         }
     }
 

@@ -89,6 +89,9 @@ public final class TestPostgres: Sendable {
         kill(-pid, SIGKILL)
         kill(pid, SIGKILL)
         for _ in 0..<200 where kill(pid, 0) == 0 { try await Task.sleep(for: .milliseconds(25)) }
+        // A later `pg_ctl stop` (in `destroy()`) would otherwise signal whatever process has the
+        // dead postmaster's number by then: numbers come round again within a minute here.
+        unlink(directory + "/data/postmaster.pid")
     }
 
     /// Ends the standby's recovery: it takes writes, on a new timeline (`pg_ctl promote`).
