@@ -31,20 +31,13 @@ extension Vault {
     /// refresh runs here now) or answered and holds, whose rows the database lost: without them
     /// another node would present the same refresh tokens. Returns how many were journalled again.
     public func rejournal(inFlight: Set<CredentialID>) async throws -> Int {
+        forgetSettledAttempts(inFlight: inFlight)
         var count = 0
         for attempt in journalled.all {
-            guard inFlight.contains(attempt.credentialID) || pendingCommit(for: attempt.credentialID) != nil else {
-                journalled.remove(attempt.attemptID)
-                continue
-            }
             let again = try await writes.write(.full, claiming: [attempt.credentialID]) { writer -> Bool in
-                guard try await !writer.isAttemptRecorded(attempt.attemptID) else { return false }
-                // An attempt still open at an older generation finished on the lost primary (its
-                // commit made the generation this one started from): it is closed as succeeded.
-                if let open = try await writer.openAttempt(for: attempt.credentialID) {
-                    guard open.generation < attempt.generation else { return false }
-                    _ = try await writer.closeSucceededAttempt(attemptID: open.attemptID, owner: open.leaseOwner)
-                }
+                guard try await !writer.isAttemptRecorded(attempt.attemptID),
+                    try await writer.settleLostAttempt(of: attempt.credentialID, below: attempt.generation) == nil
+                else { return false }
                 do {
                     try await writer.beginAttempt(attempt)
                     return true
@@ -80,9 +73,7 @@ extension Vault {
                 guard let current = try await writer.record(id)?.metadata else { return (nil, nil) }
                 guard current.createdAt == record.metadata.createdAt, current.generation < record.metadata.generation
                 else { return (false, nil) }
-                if let open = try await writer.openAttempt(for: id), open.generation < record.metadata.generation {
-                    _ = try await writer.closeSucceededAttempt(attemptID: open.attemptID, owner: open.leaseOwner)
-                }
+                _ = try await writer.settleLostAttempt(of: id, below: record.metadata.generation)
                 try await writer.save(record)
                 let audit = AuditEvent(
                     at: clock.now, operation: .credentialReapply, credentialID: id, outcome: .succeeded,
@@ -101,5 +92,17 @@ extension Vault {
             }
         }
         return report
+    }
+}
+
+extension CredentialWriter {
+    /// Closes the attempt open on `id` as succeeded when it started below `generation`: it
+    /// finished on the lost primary, whose commit made the later generation. Returns the attempt
+    /// still open at `generation` or above, if any.
+    fileprivate func settleLostAttempt(of id: CredentialID, below generation: Int64) async throws -> RefreshAttempt? {
+        guard let open = try await openAttempt(for: id) else { return nil }
+        guard open.generation < generation else { return open }
+        _ = try await closeSucceededAttempt(attemptID: open.attemptID, owner: open.leaseOwner)
+        return nil
     }
 }

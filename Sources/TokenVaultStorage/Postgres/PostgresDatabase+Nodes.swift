@@ -34,15 +34,15 @@ extension PostgresDatabase: NodeRegistry {
         let (rows, timeline) = try await heartbeats.withConnection { link in
             (try await link.query(Self.beat(beat)).rows, try await timelines.read(on: link))
         }
-        var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: [])
-        for row in rows {
-            let columns = row.makeRandomAccess()
-            reading.databaseNow = Timestamp(milliseconds: try columns["now"].decode(Int64.self))
-            reading.nodes.append(try Self.node(columns))
+        let columns = rows.map { $0.makeRandomAccess() }
+        var reading = HeartbeatReading(databaseNow: Timestamp(milliseconds: 0), nodes: try columns.map(Self.node))
+        // The clock and the replication settings are the same on every row: read once.
+        if let first = columns.first {
+            reading.databaseNow = Timestamp(milliseconds: try first["now"].decode(Int64.self))
             let seen = ReplicationStatus(
-                standbys: Int(try columns["standbys"].decode(Int64.self)),
-                standbyNames: try columns["standby_names"].decode(String.self),
-                synchronousCommit: try columns["synchronous_commit"].decode(String.self))
+                standbys: Int(try first["standbys"].decode(Int64.self)),
+                standbyNames: try first["standby_names"].decode(String.self),
+                synchronousCommit: try first["synchronous_commit"].decode(String.self))
             replicationSeen.withLock { $0 = seen }
         }
         reading.timeline = timeline
@@ -91,15 +91,6 @@ extension PostgresDatabase: NodeRegistry {
     /// the timeline it reconciled (`0009_node_reconciled_timelines.sql`).
     private static let columns = NodeSQL.columns + ", clock_offset_ms, reconciled_timeline"
 
-    /// The name of the WAL file being written: its first eight hex digits are the server's
-    /// timeline (PostgreSQL has no plainer way for a role without `pg_monitor` to read it).
-    static let walFile = "pg_walfile_name(pg_current_wal_lsn())"
-
-    /// The timeline in a WAL file name, or nil if it is not one.
-    static func timeline(ofWALFile name: String) -> Int64? {
-        guard name.utf8.count == 24 else { return nil }
-        return Int64(name.prefix(8), radix: 16)
-    }
 }
 
 extension PostgresDatabase {
@@ -121,14 +112,10 @@ extension PostgresCredentialWriter {
             """)
     }
 
-    /// Read once per transaction (the journalling and a held commit ask), and only from a
-    /// server that lets this role read it (`TimelineReader`): a failed statement would abort
-    /// the transaction.
+    /// Read once per transaction (the journalling and a held commit ask).
     func timeline() async throws -> Int64? {
         if let timeline = seenTimeline { return timeline }
-        guard timelines.isSupported else { return nil }
-        let name = try await run("SELECT \(unescaped: PostgresDatabase.walFile)").rows.first?.decode(String.self)
-        seenTimeline = name.flatMap(PostgresDatabase.timeline(ofWALFile:))
+        seenTimeline = try await timelines.read(in: self)
         return seenTimeline
     }
 

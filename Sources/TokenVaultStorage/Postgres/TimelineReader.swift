@@ -1,3 +1,4 @@
+import PostgresNIO
 import Synchronization
 import TokenVaultCore
 
@@ -15,12 +16,31 @@ final class TimelineReader: Sendable {
     func read(on link: PostgresLink) async throws -> Int64? {
         guard isSupported else { return nil }
         do {
-            let name = try await link.query("SELECT \(unescaped: PostgresDatabase.walFile)").rows.first?
-                .decode(String.self)
-            return name.flatMap(PostgresDatabase.timeline(ofWALFile:))
+            return try Self.timeline(in: try await link.query(Self.query))
         } catch is PostgresStatementError {
             refused.store(true, ordering: .relaxed)
             return nil
         }
+    }
+
+    /// The same inside a transaction, only while the reading is on: a refused statement would
+    /// abort the transaction, so a refusal is learned by the heartbeat's reading, never here.
+    func read(in writer: PostgresCredentialWriter) async throws -> Int64? {
+        guard isSupported else { return nil }
+        return try Self.timeline(in: try await writer.run(Self.query))
+    }
+
+    /// The name of the WAL file being written: its first eight hex digits are the server's
+    /// timeline (PostgreSQL has no plainer way for a role without `pg_monitor` to read it).
+    private static let query: PostgresQuery = "SELECT pg_walfile_name(pg_current_wal_lsn())"
+
+    private static func timeline(in result: PostgresQueryResult) throws -> Int64? {
+        try result.rows.first.flatMap { timeline(ofWALFile: try $0.decode(String.self)) }
+    }
+
+    /// The timeline in a WAL file name, or nil if it is not one.
+    static func timeline(ofWALFile name: String) -> Int64? {
+        guard name.utf8.count == 24 else { return nil }
+        return Int64(name.prefix(8), radix: 16)
     }
 }
