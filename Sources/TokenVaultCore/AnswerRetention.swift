@@ -4,6 +4,8 @@
 /// commits, whose refresh tokens the provider has already rotated. The node writes back what it
 /// kept when it finds the database on a timeline it has not reconciled (`FailoverGuard`).
 public protocol AnswerRetention: Sendable {
+    /// How long each commit is kept, in seconds.
+    var retention: Double { get }
     /// Keeps `record`, just committed.
     func retain(_ record: SealedCredentialRecord)
     /// The newest record kept for each credential.

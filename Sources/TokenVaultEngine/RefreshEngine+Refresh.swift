@@ -295,7 +295,7 @@ extension RefreshEngine {
             let outcome = try await recordFailure(
                 error, metadata: metadata, attempt: courierEnded ? nil : attempt, resumingLostAnswer: resumingLostAnswer
             )
-            if !courierEnded { settlement.settle(call.key) }
+            if courierEnded { vault.awaitResumption(of: attempt) } else { settlement.settle(call.key) }
             return outcome
         }
         gate.recordSuccess()

@@ -28,13 +28,18 @@ extension Vault {
     }
 
     /// Journals again the attempts this process has out (`inFlight`: the credentials whose
-    /// refresh runs here now) or answered and holds, whose rows the database lost: without them
-    /// another node would present the same refresh tokens. Returns how many were journalled again.
+    /// refresh runs here now), answered and holds, or left open for a resumption, whose rows the
+    /// database lost: without them another node would present the same refresh tokens. Returns
+    /// how many were journalled again.
     public func rejournal(inFlight: Set<CredentialID>) async throws -> Int {
         forgetSettledAttempts(inFlight: inFlight)
         var count = 0
         for attempt in journalled.all {
-            let again = try await writes.write(.full, claiming: [attempt.credentialID]) { writer -> Bool in
+            let again = try await writes.write(.full, claiming: [attempt.credentialID]) { writer -> Bool? in
+                // A credential deleted since, or refreshed past the attempt's generation: moot.
+                guard let current = try await writer.record(attempt.credentialID)?.metadata,
+                    current.generation <= attempt.generation
+                else { return nil }
                 guard try await !writer.isAttemptRecorded(attempt.attemptID),
                     try await writer.settleLostAttempt(of: attempt.credentialID, below: attempt.generation) == nil
                 else { return false }
@@ -45,18 +50,28 @@ extension Vault {
                     return false
                 }
             }
-            if again { count += 1 }
+            switch again {
+            case true?: count += 1
+            case false?: break
+            case nil: journalled.remove(attempt.attemptID)
+            }
         }
         return count
     }
 
-    /// Forgets the attempts that are neither out (`inFlight`) nor answered and held: left open
-    /// on purpose (a resumption takes them up) or ended on a path that closed nothing.
+    /// Forgets the attempts that are neither out (`inFlight`) nor answered and held, but for one
+    /// left open for a resumption (`awaitResumption(of:)`), kept as long as commits are: a
+    /// resumption hands it the answer the courier spooled, which a fresh attempt would not get.
     public func forgetSettledAttempts(inFlight: Set<CredentialID>) {
-        for attempt in journalled.all
-        where !inFlight.contains(attempt.credentialID) && pendingCommit(for: attempt.credentialID) == nil {
-            journalled.remove(attempt.attemptID)
+        journalled.forget(now: clock.now, keepingAwaitedFor: retention?.retention ?? 0) {
+            !inFlight.contains($0.credentialID) && pendingCommit(for: $0.credentialID) == nil
         }
+    }
+
+    /// The courier ended during the call of `attempt`: it stays open, and a resumption takes it up.
+    /// Remembered, so that it is journalled again if a failover loses its row.
+    public func awaitResumption(of attempt: RefreshAttempt) {
+        journalled.awaitResumption(attempt.attemptID, since: clock.now)
     }
 
     /// Writes back every kept row the database is behind, one FULL transaction each, closing the

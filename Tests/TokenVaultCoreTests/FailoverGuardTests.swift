@@ -96,12 +96,71 @@ import TokenVaultTesting
     }
 }
 
+extension FailoverGuardTests {
+    /// After a failover a node journals again what it has out, and what it left open for a
+    /// resumption when its courier ended, for as long as commits are kept; the rest it forgets.
+    @Test func rejournalRestoresTheAttemptsTheDatabaseLost() async throws {
+        let store = InMemoryStore()
+        let clock = FakeClock()
+        let keyring = try Keyring.bootstrap(masterKey: SodiumRandom.secret(count: 32), store: store, clock: clock)
+        let vault = Vault(store: store, sealer: keyring, clock: clock)
+        vault.retainAnswers(in: KeptRows())
+        vault.failover.arm()
+        var started: [RefreshAttempt] = []
+        for name in ["idp/out", "idp/awaiting", "idp/ended"] {
+            let id = try CredentialID(name)
+            let put = try await vault.put(
+                id, payload: try SamplePayloads.decode(SamplePayloads.oauth(name).json), provider: "p")
+            let request = Vault.AttemptRequest(
+                metadata: put, fingerprint: "f-\(name)", owner: "node-a/1",
+                leaseUntil: clock.now.adding(seconds: 30), isOwnerGone: { _, _ in false })
+            started.append(try #require(try await vault.beginAttempt(request)).0)
+        }
+        let attempts = started
+        let (out, awaiting) = (attempts[0], attempts[1])
+        // The courier ended during the second call; the third call ended and its attempt stays
+        // open without a resumption to come (nothing is remembered for it).
+        vault.awaitResumption(of: awaiting)
+        func loseEveryJournalRow() async throws {
+            try await store.write(durability: .full) { writer in
+                for attempt in attempts {
+                    _ = try await writer.closeSucceededAttempt(attemptID: attempt.attemptID, owner: attempt.leaseOwner)
+                }
+            }
+        }
+        func open() async throws -> Set<String> {
+            var open: Set<String> = []
+            for attempt in attempts {
+                let row = try await store.write(durability: .full) {
+                    try await $0.openAttempt(for: attempt.credentialID)
+                }
+                if let row {
+                    open.insert(row.attemptID)
+                }
+            }
+            return open
+        }
+        vault.forgetSettledAttempts(inFlight: [out.credentialID])
+        try await loseEveryJournalRow()
+        #expect(try await vault.rejournal(inFlight: [out.credentialID]) == 2)
+        #expect(try await open() == [out.attemptID, awaiting.attemptID])
+
+        // Past the retention, the attempt awaiting its resumption is forgotten too.
+        clock.advance(seconds: 901)
+        vault.forgetSettledAttempts(inFlight: [out.credentialID])
+        try await loseEveryJournalRow()
+        #expect(try await vault.rejournal(inFlight: [out.credentialID]) == 1)
+        #expect(try await open() == [out.attemptID])
+    }
+}
+
 /// An `AnswerRetention` that keeps rows in memory.
 final class KeptRows: AnswerRetention {
     private let kept = Mutex<[SealedCredentialRecord]>([])
     var rows: [SealedCredentialRecord] { kept.withLock { $0 } }
     func retain(_ record: SealedCredentialRecord) { kept.withLock { $0.append(record) } }
     func retained() throws -> [SealedCredentialRecord] { rows }
+    var retention: Double { 900 }
     var reconciledTimeline: Int64? { nil }
     func markReconciled(_ timeline: Int64) throws {}
     func prune() {}

@@ -302,6 +302,9 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
             state.attempts.values.first { $0.attempt.credentialID == id && $0.state == .open }?.attempt
         }
 
+        /// A succeeded attempt leaves no row, as on PostgreSQL.
+        func isAttemptRecorded(_ attemptID: String) async throws -> Bool { state.attempts[attemptID] != nil }
+
         func beginAttempt(_ attempt: RefreshAttempt) async throws {
             guard try await openAttempt(for: attempt.credentialID) == nil else {
                 throw VaultError.conflict("credential \(attempt.credentialID) already has an open refresh attempt")

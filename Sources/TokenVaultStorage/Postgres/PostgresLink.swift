@@ -358,12 +358,13 @@ final class PostgresLink: Sendable {
 
     /// Refusals that say nothing about the statement itself, only about the moment: a deadlock,
     /// a serialization failure, a lock not had within `lock_timeout`, a server whose disk is full
-    /// (53100, `could not extend file`) or out of memory. The transaction is rolled back and the
+    /// (53100, `could not extend file`; not 53200, out of memory, which a statement can meet
+    /// every time it runs). The transaction is rolled back and the
     /// same write may succeed when tried again, so callers see `storage_unavailable` (which the
     /// ledger's held commits and the engine retry). A cancelled statement (57014, also a
     /// server-side `statement_timeout`) is not among them: a write that always takes longer would
     /// be retried for ever.
-    static let transientStates: Set<String> = ["40P01", "40001", "55P03", "53100", "53200"]
+    static let transientStates: Set<String> = ["40P01", "40001", "55P03", "53100"]
 
     static func isConnectionLost(_ error: any Error) -> Bool {
         if error is PostgresLinkTimeout { return true }
