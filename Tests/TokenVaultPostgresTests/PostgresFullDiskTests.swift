@@ -61,17 +61,7 @@ import TokenVaultTesting
         #expect(daemon.log.contains("53100"), "the log does not say why the database refused")
 
         disk.release()
-        let committed = try await waitUntil(within: 60) {
-            let health = try? UnixSocketHTTP.request(harness.socket, "GET", "/v1/health").json()
-            return (health?["database"] as? [String: Any])?["held_commits"] as? Int == 0
-        }
-        #expect(committed, "held answers were not committed after space returned")
-        let refreshedAfter = harness.server.successfulRefreshes
-        #expect(try await waitUntil(within: 30) { harness.server.successfulRefreshes > refreshedAfter + count / 2 })
-        let listed = try harness.list()
-        #expect(daemon.terminate() == 0)
-        try harness.checkNothingLost(listed: listed, count: count)
-        #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in the daemon log")
+        try await harness.checkHeldAnswersCommitted(by: daemon, count: count)
         print(
             "PostgreSQL's disk full for 20 s: \(report.served) tokens served, \(seen.heldCommits) commits held at "
                 + "most, \(answeredWhileFull) answers in all, none presented twice")

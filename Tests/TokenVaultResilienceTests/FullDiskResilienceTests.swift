@@ -42,19 +42,7 @@ import TokenVaultTesting
         #expect(daemon.log.contains("is full"), "the log does not say the disk is full")
 
         disk.release()
-        // Committed without a restart once space is back (held commits are retried every few
-        // seconds), and refreshing again.
-        let committed = try await waitUntil(within: 60) {
-            let health = try? UnixSocketHTTP.request(harness.socket, "GET", "/v1/health").json()
-            return (health?["database"] as? [String: Any])?["held_commits"] as? Int == 0
-        }
-        #expect(committed, "held answers were not committed after space returned")
-        let refreshedAfter = harness.server.successfulRefreshes
-        #expect(try await waitUntil(within: 30) { harness.server.successfulRefreshes > refreshedAfter + count / 2 })
-        let listed = try harness.list()
-        #expect(daemon.terminate() == 0)
-        try harness.checkNothingLost(listed: listed, count: count)
-        #expect(ResilienceHarness.leakedTokens(in: daemon.log).isEmpty, "tokens in the daemon log")
+        try await harness.checkHeldAnswersCommitted(by: daemon, count: count)
         print(
             "disk full for 15 s: \(report.served) tokens served, \(answeredWhileFull) answers held and committed "
                 + "after space returned, none presented twice")

@@ -241,6 +241,23 @@ public final class ResilienceHarness: Sendable {
         return (total, interruptions)
     }
 
+    /// Once the database takes writes again (space returned): the answers `daemon` held are
+    /// committed without a restart (held commits are retried every few seconds), refreshes go
+    /// on, and nothing was lost or presented twice; stops the daemon.
+    public func checkHeldAnswersCommitted(by daemon: DaemonProcess, count: Int) async throws {
+        let committed = try await waitUntil(within: 60) {
+            let health = try? UnixSocketHTTP.request(socket, "GET", "/v1/health").json()
+            return (health?["database"] as? [String: Any])?["held_commits"] as? Int == 0
+        }
+        #expect(committed, "held answers were not committed after space returned")
+        let refreshedAfter = server.successfulRefreshes
+        #expect(try await waitUntil(within: 30) { server.successfulRefreshes > refreshedAfter + count / 2 })
+        let listed = try list()
+        #expect(daemon.terminate() == 0)
+        try checkNothingLost(listed: listed, count: count)
+        #expect(Self.leakedTokens(in: daemon.log).isEmpty, "tokens in the daemon log")
+    }
+
     /// What a run that must lose nothing ends with: all `count` credentials there and active,
     /// no family revoked at the provider, no refresh token presented twice, `verify` clean.
     public func checkNothingLost(listed: [[String: Any]], count: Int) throws {
