@@ -115,7 +115,9 @@ final class InstrumentedStore: CredentialStore, RefreshJournal, Sendable {
     func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
         try await base.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
     }
-    func removeDevicePoll(key: String) async throws -> Bool { try await base.removeDevicePoll(key: key) }
+    func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
+        try await base.removeDevicePoll(key: key, ended: ended)
+    }
     func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
         try await base.devicePolls(for: credentialID)
     }

@@ -128,9 +128,10 @@ public protocol AuthorizationStore: Sendable {
     /// The next poll of the device grant `key`, which `claim` holds: `interval` seconds apart,
     /// due at `at`, and no longer held. False when the row is gone or another node holds it.
     func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool
-    /// Removes the device grant `key` (it ended: tokens stored, refused or expired); false when
+    /// Removes the device grant `key` (it ended: tokens stored, refused or expired), telling the
+    /// other nodes sharing the store how it `ended` (nil: removed for another cause); false when
     /// it was gone.
-    func removeDevicePoll(key: String) async throws -> Bool
+    func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool
     /// The device grants waiting for `credentialID`, expired or not, for its status.
     func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization]
     /// The rows of `uid` that `addAuthorization` counts at `now` against its limit (device grants

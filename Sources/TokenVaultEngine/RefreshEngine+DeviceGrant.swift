@@ -51,7 +51,7 @@ extension RefreshEngine {
                     logger.error(
                         "a device sign-in does not open and is dropped: \(broken.error)",
                         metadata: ["tokenvault.credential.id": "\(broken.credentialID)"])
-                    _ = try? await vault.removeDevicePoll(key: broken.key)
+                    _ = try? await vault.removeDevicePoll(key: broken.key, ended: nil)
                 }
             }
             for await (id, outcome) in group { outcomes[id] = outcome }
@@ -89,9 +89,9 @@ extension RefreshEngine {
         do {
             try await vault.announceSignInEnded(id, provider: provider, key: key, reason: nil)
             let shown = try await vault.shownMetadata(id, endingGrant: key)
-            if try await vault.removeDevicePoll(key: key) {
+            if try await vault.removeDevicePoll(key: key, ended: .authorized) {
                 statistics.record { $0.deviceSignInsAuthorized += 1 }
-                vault.publishSignInEnded(id, reason: nil, shown: shown)
+                vault.publishSignInEnded(id, .authorized, shown: shown)
             }
         } catch {
             logger.warning(
@@ -209,9 +209,9 @@ extension RefreshEngine {
                     credentialID: pending.credentialID, outcome: .failed, detail: reason)
             ])
             let shown = try await vault.shownMetadata(pending.credentialID, endingGrant: pending.key)
-            if try await vault.removeDevicePoll(key: pending.key) {
+            if try await vault.removeDevicePoll(key: pending.key, ended: .failed(reason: reason)) {
                 statistics.record { $0.deviceSignInsFailed += 1 }
-                vault.publishSignInEnded(pending.credentialID, reason: reason, shown: shown)
+                vault.publishSignInEnded(pending.credentialID, .failed(reason: reason), shown: shown)
             }
         } catch {
             // The row stays, claimed until its claim lapses: the end is written then.

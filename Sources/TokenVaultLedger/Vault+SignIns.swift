@@ -128,9 +128,20 @@ extension Vault {
     }
 
     /// Tells this process's watch and events streams that a device grant ended, with what
-    /// `shownMetadata(_:endingGrant:)` read: `authorized` (reason nil) or `authorizationFailed`.
-    public func publishSignInEnded(_ id: CredentialID, reason: String?, shown: CredentialMetadata?) {
-        publish(reason == nil ? .authorized : .authorizationFailed, id, shown, reason: reason)
+    /// `shownMetadata(_:endingGrant:)` read.
+    public func publishSignInEnded(_ id: CredentialID, _ ended: SignInEnd, shown: CredentialMetadata?) {
+        publish(ended.eventKind, id, shown, reason: ended.reason)
+    }
+
+    /// A device sign-in another node polled ended (its change reached this one): this process's
+    /// watch and events streams hear it as that node's did, with the credential as shown now.
+    public func publishSignInEndedElsewhere(_ id: CredentialID, ended: SignInEnd) async {
+        guard events.hasSubscriber(for: ended.eventKind, id) else { return }
+        do {
+            publishSignInEnded(id, ended, shown: try await shownMetadata(id, excluding: nil))
+        } catch {
+            // Unreadable now: a watch learns the end at its next heartbeat's look.
+        }
     }
 
     private func shownMetadata(_ id: CredentialID, excluding key: String?) async throws -> CredentialMetadata? {
@@ -159,7 +170,9 @@ extension Vault {
         try await store.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
     }
 
-    public func removeDevicePoll(key: String) async throws -> Bool { try await store.removeDevicePoll(key: key) }
+    public func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
+        try await store.removeDevicePoll(key: key, ended: ended)
+    }
 
     private func openDevice(_ row: SealedAuthorization) async throws -> PendingDeviceSignIn {
         let (deviceCode, details) = try await open(row)

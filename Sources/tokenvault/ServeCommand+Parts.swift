@@ -176,17 +176,31 @@ extension ServeCommand {
     }
 
     /// Several nodes on one PostgreSQL vault: what the others change wakes this node's scheduler,
-    /// leaves its cache and reaches its watch and events streams. Nil on SQLite.
+    /// leaves its cache and reaches its watch and events streams, one change after the other in
+    /// the order they committed (a sign-in's `authorized` after its tokens' `stored`). Nil on
+    /// SQLite.
     static func listenForChanges(_ opened: OpenedVault, _ engine: RefreshEngine) -> Task<Void, Never>? {
         (opened.database as? PostgresDatabase).map { database in
-            database.onChange { [vault = opened.vault] change in
+            let (announced, announce) = AsyncStream.makeStream(of: PostgresDatabase.Change.self)
+            database.onChange { change in
                 guard !change.isOwn else { return }
                 engine.wakeSchedulerSoon()
-                if let kind = change.eventKind {
-                    Task { await vault.publishChangeMadeElsewhere(kind, change.id) }
-                }
+                if change.eventKind != nil { announce.yield(change) }
             }
-            return Task { await database.listenForChanges() }
+            return Task { [vault = opened.vault] in
+                async let published: Void = {
+                    for await change in announced {
+                        if let ended = change.signInEnd {
+                            await vault.publishSignInEndedElsewhere(change.id, ended: ended)
+                        } else if let kind = change.eventKind {
+                            await vault.publishChangeMadeElsewhere(kind, change.id)
+                        }
+                    }
+                }()
+                await database.listenForChanges()
+                announce.finish()
+                await published
+            }
         }
     }
 

@@ -5,7 +5,7 @@ import TokenVaultTesting
 /// Device grants on a PostgreSQL vault shared by two daemons, against Authlib's device grant:
 /// each grant is polled by one node at a time (one poll sequence at the server's interval, not
 /// one per node), whichever node started it, and ends stored once; a refused one ends its watch
-/// on both nodes.
+/// and is announced on the events stream of both nodes.
 @Suite struct DeviceGrantScaleOutTests {
     @Test func twoNodesPollEachGrantOnce() async throws {
         let (postgres, database) = try await TestPostgres.makeDatabase()
@@ -32,6 +32,14 @@ import TokenVaultTesting
             #expect(polls.count >= 3 && polls.count <= 7, "\(name): \(polls.count) polls in 16 s at a 3 s interval")
             #expect(gaps.allSatisfy { $0 > 2 }, "\(name): polls \(gaps) s apart at a 3 s interval")
         }
+        // Every node's events stream announces each sign-in's end, whichever node polled it.
+        var events: [UnixSocketConnection] = []
+        for node in [1, 2] {
+            let stream = try UnixSocketConnection(path: harness.socket(node))
+            try stream.send("GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try stream.skip(through: "\r\n\r\n", timeout: 10), "node \(node): no events stream")
+            events.append(stream)
+        }
         for code in userCodes.values { try await server.decideDevice(code) }
         for name in userCodes.keys {
             let stored = try await waitUntil(within: 60) {
@@ -43,14 +51,21 @@ import TokenVaultTesting
             let metadata = try UnixSocketHTTP.request(harness.socket(2), "GET", "/v1/credentials/people/\(name)").json()
             #expect(metadata["generation"] as? Int == 1, "\(name) stored more than once: \(metadata)")
         }
+        for (index, stream) in events.enumerated() {
+            for _ in userCodes {
+                #expect(
+                    try stream.skip(through: #""type":"authorized""#, timeout: 30),
+                    "the events stream of node \(index + 1) did not announce every sign-in")
+            }
+        }
         try await refusedSignInEndsItsWatchOnBothNodes(harness, server)
     }
 
     /// The watch of a credential a device sign-in was to create ends on every node when the
-    /// person refuses, whichever node polled: the polling node's streams hear the end, and the
-    /// other node's watch reads the state again at its heartbeat (every second here). Run on the
-    /// daemons of the test above: two more daemons beside the other PostgreSQL suites slow those
-    /// past their timeouts.
+    /// person refuses, and every node's events stream announces `authorization_failed`, whichever
+    /// node polled: the polling node's streams hear the end, and the other node's through the
+    /// change feed. Run on the daemons of the test above: two more daemons beside the other
+    /// PostgreSQL suites slow those past their timeouts.
     func refusedSignInEndsItsWatchOnBothNodes(_ harness: ResilienceHarness, _ server: AuthorizationServerProcess)
         async throws
     {
@@ -66,9 +81,22 @@ import TokenVaultTesting
             #expect(first.text.contains("pending_authorization"), "node \(node): \(first.text)")
             watches.append(watch)
         }
+        var events: [UnixSocketConnection] = []
+        for node in [1, 2] {
+            let stream = try UnixSocketConnection(path: harness.socket(node))
+            try stream.send("GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try stream.skip(through: "\r\n\r\n", timeout: 10), "node \(node): no events stream")
+            events.append(stream)
+        }
         try await server.decideDevice(userCode, allow: false)
         for (index, watch) in watches.enumerated() {
             #expect(try watch.skip(through: "0\r\n\r\n", timeout: 30), "the watch on node \(index + 1) did not end")
+        }
+        for (index, stream) in events.enumerated() {
+            #expect(
+                try stream.skip(through: #""error":{"code":"access_denied""#, timeout: 30)
+                    && stream.skip(through: #""type":"authorization_failed""#, timeout: 5),
+                "the events stream of node \(index + 1) did not announce the refusal")
         }
     }
 }

@@ -201,8 +201,8 @@ extension StorageContractTests {
             try await fixture.vault.claimDevicePolls(claim: "e", seconds: 60, limit: 20).map { try $0.get().key } == [
                 grant.key
             ])
-        #expect(try await fixture.vault.removeDevicePoll(key: grant.key))
-        #expect(try await !fixture.vault.removeDevicePoll(key: grant.key))
+        #expect(try await fixture.vault.removeDevicePoll(key: grant.key, ended: .failed(reason: "access_denied")))
+        #expect(try await !fixture.vault.removeDevicePoll(key: grant.key, ended: .authorized))
 
         // A restarted node takes over what its earlier run held, at once; another node does not.
         #expect(try await fixture.vault.claimDevicePolls(claim: "node-1/run-1", seconds: 60, limit: 20).count == 0)

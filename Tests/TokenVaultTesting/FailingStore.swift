@@ -101,7 +101,9 @@ public final class FailingStore: CredentialStore, Sendable {
     public func scheduleDevicePoll(key: String, claim: String, interval: Int, at: Timestamp) async throws -> Bool {
         try await base.scheduleDevicePoll(key: key, claim: claim, interval: interval, at: at)
     }
-    public func removeDevicePoll(key: String) async throws -> Bool { try await base.removeDevicePoll(key: key) }
+    public func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
+        try await base.removeDevicePoll(key: key, ended: ended)
+    }
     public func devicePolls(for credentialID: CredentialID) async throws -> [SealedAuthorization] {
         try await base.devicePolls(for: credentialID)
     }

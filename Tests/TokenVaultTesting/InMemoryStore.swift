@@ -165,7 +165,7 @@ public final class InMemoryStore: CredentialStore, KeyTermStore, RefreshJournal,
         }
     }
 
-    public func removeDevicePoll(key: String) async throws -> Bool {
+    public func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
         lock.withLock {
             state.deviceClaims[key] = nil
             guard state.authorizations[key]?.kind == .deviceCode else { return false }

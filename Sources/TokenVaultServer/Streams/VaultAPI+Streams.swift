@@ -37,9 +37,9 @@ extension VaultAPI {
     }
 
     /// At a heartbeat of the watch of a credential shown `pending_authorization`: its device
-    /// sign-in may have ended on another node of a PostgreSQL vault (that node's streams hear the
-    /// end; this one hears only tokens stored), so the state is read again. Nothing is read for
-    /// any other state.
+    /// sign-in may have ended on another node of a PostgreSQL vault, whose change may not have
+    /// reached this one (its listener reconnecting), so the state is read again. Nothing is read
+    /// for any other state.
     private func lookAgainIfPending(_ id: CredentialID, shown: CredentialMetadata) async -> StreamStep {
         guard shown.status == .pendingAuthorization else { return .skip }
         do {

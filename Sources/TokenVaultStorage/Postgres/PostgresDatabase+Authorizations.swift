@@ -101,10 +101,30 @@ extension PostgresDatabase: AuthorizationStore {
         }
     }
 
-    public func removeDevicePoll(key: String) async throws -> Bool {
+    /// With an end, the removal records it in the change feed in the same statement, which
+    /// announces it as it announces a row's change (`0010_sign_in_ends.sql`): the other nodes'
+    /// event streams announce it.
+    public func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
         try await writers.withConnection { link in
-            try await !link.query(
-                "DELETE FROM authorizations WHERE state_key = \(key) AND kind = 'device_code' RETURNING state_key"
+            guard let ended else {
+                return try await !link.query(
+                    "DELETE FROM authorizations WHERE state_key = \(key) AND kind = 'device_code' RETURNING state_key"
+                ).rows.isEmpty
+            }
+            let code = ended.feedCode
+            return try await !link.query(
+                """
+                WITH gone AS (
+                    DELETE FROM authorizations WHERE state_key = \(key) AND kind = 'device_code'
+                    RETURNING credential_id),
+                noted AS (
+                    INSERT INTO credential_changes (op, credential_id, new_status, failed, node, at)
+                    SELECT 'sign_in_ended', credential_id, \(code), false, current_setting('tokenvault.node', true),
+                        \(unescaped: PostgresDatabase.clockMilliseconds)
+                    FROM gone
+                    RETURNING seq)
+                SELECT seq FROM noted
+                """
             ).rows.isEmpty
         }
     }

@@ -6,6 +6,7 @@ extension PostgresDatabase.Change {
     /// refresh: the change table does not tell a refresh from a PUT that replaced the tokens.
     public var eventKind: CredentialEvent.Kind? {
         switch operation {
+        case .signInEnded: return signInEnd?.eventKind
         case .delete: return .deleted
         case .insert: return .stored
         case .update:

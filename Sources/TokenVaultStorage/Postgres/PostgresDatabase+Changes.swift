@@ -56,6 +56,8 @@ extension PostgresDatabase {
                     if disconnected {
                         try await replay(on: connection)
                         listenerState.withLock { $0.reconnects += 1 }
+                    } else {
+                        try await markReplayFloor(on: connection)
                     }
                     listenerState.withLock { $0.connected = true }
                     cacheTrusted.store(true, ordering: .releasing)
@@ -128,7 +130,7 @@ extension PostgresDatabase {
     /// delivered can still commit later: the replay starts `replayMargin` below it, and what was
     /// delivered already is skipped.
     private func replay(on connection: PostgresConnection) async throws {
-        let after = listenerState.withLock { $0.lastSequence } - Self.replayMargin
+        let after = listenerState.withLock { max($0.lastSequence - Self.replayMargin, $0.replayFloor) }
         let rows = try await connection.query(
             """
             SELECT seq, op, credential_id, old_generation, new_generation, old_status, new_status, failed, node
@@ -144,7 +146,19 @@ extension PostgresDatabase {
                     newGeneration: newGeneration,
                     oldStatus: oldStatus.flatMap(CredentialStatus.init),
                     newStatus: newStatus.flatMap(CredentialStatus.init),
-                    failed: failed, isOwn: node == self.node))
+                    failed: failed, isOwn: node == self.node,
+                    signInEnd: Self.signInEnd(operation, newStatus)))
+        }
+    }
+
+    /// The newest change when this process first listened: a replay never starts below it, so
+    /// a node that lost its first connection before hearing anything does not announce again
+    /// the changes made before it started (a credential's old sign-in end would end its watch).
+    /// One committing late below it was heard while listening.
+    private func markReplayFloor(on connection: PostgresConnection) async throws {
+        let rows = try await connection.query("SELECT coalesce(max(seq), 0) FROM credential_changes", logger: logger)
+        for try await newest in rows.decode(Int64.self) {
+            listenerState.withLock { $0.replayFloor = max($0.replayFloor, newest) }
         }
     }
 
@@ -165,7 +179,14 @@ extension PostgresDatabase {
         return Change(
             sequence: sequence, operation: operation, id: id, oldGeneration: Int64(fields[2]),
             newGeneration: Int64(fields[3]), oldStatus: CredentialStatus(rawValue: fields[4]),
-            newStatus: CredentialStatus(rawValue: fields[5]), failed: fields[6] == "true", isOwn: fields[7] == node)
+            newStatus: CredentialStatus(rawValue: fields[5]), failed: fields[6] == "true", isOwn: fields[7] == node,
+            signInEnd: Self.signInEnd(operation, fields[5]))
+    }
+
+    /// A `sign_in_ended` change carries the end's code where a row change has its new status
+    /// (`SignInEnd.feedCode`).
+    static func signInEnd(_ operation: Change.Operation, _ code: String?) -> SignInEnd? {
+        operation == .signInEnded ? SignInEnd(feedCode: code ?? "") : nil
     }
 
     /// Changes older than `seconds` by the database's clock (the one that wrote `at`) are not

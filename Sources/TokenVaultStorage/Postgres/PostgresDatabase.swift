@@ -67,7 +67,11 @@ public final class PostgresDatabase: Sendable {
 
     /// A change to a credential made anywhere, as the change trigger recorded it.
     public struct Change: Sendable, Equatable {
-        public enum Operation: String, Sendable { case insert, update, delete }
+        public enum Operation: String, Sendable {
+            case insert, update, delete
+            /// A device sign-in ended (`removeDevicePoll(key:ended:)`): no row changed.
+            case signInEnded = "sign_in_ended"
+        }
         public var sequence: Int64
         public var operation: Operation
         public var id: CredentialID
@@ -79,6 +83,8 @@ public final class PostgresDatabase: Sendable {
         public var failed: Bool
         /// Made by this process (its writer's node name).
         public var isOwn: Bool
+        /// How the sign-in of a `signInEnded` change ended.
+        public var signInEnd: SignInEnd? = nil
     }
 
     /// `postgres://user@host:port/database` (never the password).
@@ -113,6 +119,8 @@ public final class PostgresDatabase: Sendable {
     struct ListenerState {
         var connected = false
         var lastSequence: Int64 = 0
+        /// No replay starts below it (`markReplayFloor`).
+        var replayFloor: Int64 = 0
         var reconnects = 0
         /// Sequence numbers already delivered (a replay may repeat some).
         var delivered: Set<Int64> = []

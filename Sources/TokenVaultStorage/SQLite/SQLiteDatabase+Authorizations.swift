@@ -86,7 +86,8 @@ extension SQLiteDatabase: AuthorizationStore {
         }
     }
 
-    public func removeDevicePoll(key: String) async throws -> Bool {
+    /// One process uses a SQLite vault: its streams heard of the end already.
+    public func removeDevicePoll(key: String, ended: SignInEnd?) async throws -> Bool {
         try await threads.run { [self] in
             try writeTransaction(durability: .full) { connection in
                 try connection.statement("DELETE FROM authorizations WHERE state_key = ?1 AND kind = 'device_code'")
