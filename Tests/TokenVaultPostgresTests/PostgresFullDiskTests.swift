@@ -22,13 +22,17 @@ import TokenVaultTesting
         defer { disk.unmount() }
         let database = "tv_full_" + UUID().uuidString.prefix(8).lowercased()
         let tablespace = database + "_space"
+        // Dropped whatever was made, before the tmpfs goes (the defers run last first).
+        defer {
+            for statement in [
+                "DROP DATABASE IF EXISTS \(database) WITH (FORCE)", "DROP TABLESPACE IF EXISTS \(tablespace)",
+            ] {
+                do { try server.psql(statement) } catch { print("cleaning up: \(error)") }
+            }
+        }
         try await offThePool {
             try server.psql("CREATE TABLESPACE \(tablespace) LOCATION '\(disk.path)'")
             try server.psql("CREATE DATABASE \(database) TABLESPACE \(tablespace)")
-        }
-        defer {
-            _ = try? server.psql("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
-            _ = try? server.psql("DROP TABLESPACE IF EXISTS \(tablespace)")
         }
         let harness = try await ResilienceHarness(
             lifetime: 40, limits: #"{"concurrency": 16, "rate_per_second": 5000, "burst": 1000}"#,
@@ -110,7 +114,12 @@ private struct SmallDisk {
             "-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0755", "tokenvault-small-disk", mountPoint,
         ])
         guard mounted.status == 0 else { throw SocketTestError("mount: \(mounted.stderr)") }
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        } catch {
+            unmount()
+            throw error
+        }
         chown(path, user.pointee.pw_uid, user.pointee.pw_gid)
         chmod(path, 0o700)
     }
@@ -132,9 +141,15 @@ private struct SmallDisk {
 
     func release() { unlink(filler) }
 
+    /// Says so when the tmpfs is still in use (a database left in it): it is then detached
+    /// lazily, and goes once PostgreSQL lets go of its files.
     func unmount() {
         release()
-        _ = try? CommandRunner(executable: "/usr/bin/umount").run(["-l", mountPoint])
+        let unmounted = try? CommandRunner(executable: "/usr/bin/umount").run([mountPoint])
+        if unmounted?.status != 0 {
+            print("cleaning up: umount \(mountPoint): \(unmounted?.stderr ?? "did not run"); detaching it lazily")
+            _ = try? CommandRunner(executable: "/usr/bin/umount").run(["-l", mountPoint])
+        }
         try? FileManager.default.removeItem(atPath: mountPoint)
     }
 }

@@ -6,10 +6,9 @@ import TokenVaultTesting
     import Glibc
 #endif
 
-/// The tests' TCP proxy touches only its own connections. A proxy whose target refused a
-/// connection once closed that connection's descriptors but kept their numbers, and a later
-/// `retarget` or `close` shut down whatever the test process had opened under those numbers
-/// since: in a `make test` run, the sockets of suites running beside the failover test.
+/// The tests' TCP proxy touches only its own connections: it shuts down and closes only the
+/// descriptors it still holds. A descriptor's number is handed out again as soon as it is closed,
+/// and the test process holds the sockets of every suite running beside one that uses the proxy.
 @Suite struct PartitionProxyTests {
     @Test func aConnectionItsTargetRefusedLeavesOtherSocketsAlone() async throws {
         let proxy = try PartitionProxy(to: Self.closedPort())
@@ -27,7 +26,7 @@ import TokenVaultTesting
         let proxy = try PartitionProxy(to: Self.closedPort())
         proxy.close()
         // The accepting thread closes the listener; its number is then handed out again.
-        usleep(50_000)
+        #expect(proxy.waitUntilStopped())
         let pairs = (0..<32).map { _ in Self.socketPair() }
         defer { for pair in pairs { close(pair.0); close(pair.1) } }
         proxy.close()

@@ -19,6 +19,9 @@ public final class PartitionProxy: Sendable {
         var target: Int
         var cut = false
         var closed = false
+        /// Until the accepting thread closed it, under this lock: only then may `close()` shut
+        /// it down (its number may be another socket's after).
+        var listening = true
         /// Open connections by number: their two descriptors and how many pumps still run.
         /// A connection's descriptors are closed only here, by the last pump to end, and are
         /// shut down only while listed: a closed number may already be another socket's.
@@ -79,24 +82,40 @@ public final class PartitionProxy: Sendable {
     /// The listener is shut down here and closed by the accepting thread once `accept` fails:
     /// closed here, its number could be another socket's by the time that thread calls `accept`.
     public func close() {
-        let first = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        state.withLock { state in
+            guard !state.closed else { return }
             state.closed = true
+            state.cut = false
             for connection in state.connections.values { connection.shutDown() }
-            return true
+            if state.listening { shutdown(listener, Int32(SHUT_RDWR)) }
         }
-        guard first else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        state.withLock { $0.cut = false }
+    }
+
+    /// Whether the accepting thread has closed the listener (after `close()`), within `seconds`.
+    public func waitUntilStopped(seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while state.withLock({ $0.listening }) {
+            guard Date() < deadline else { return false }
+            usleep(5_000)
+        }
+        return true
     }
 
     private func acceptLoop() {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
-                if errno == EINTR { continue }
-                Glibc.close(listener)
-                return
+                let failure = errno
+                let stopped = state.withLock { state -> Bool in
+                    guard state.closed else { return false }
+                    Glibc.close(listener)
+                    state.listening = false
+                    return true
+                }
+                if stopped { return }
+                // A connection aborted before it was taken, or no descriptor free: try again.
+                if failure != EINTR { usleep(10_000) }
+                continue
             }
             let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = Self.loopback(port: state.withLock { $0.target })
