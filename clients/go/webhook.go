@@ -21,7 +21,24 @@ var ErrWebhookNotVerified = errors.New("tokenvault: webhook not verified")
 // ("whsec_" + base64), sent as one or more space-separated "v1,<base64>" entries in
 // webhook-signature, and a timestamp within tolerance of now. Pass the body exactly as received,
 // before any JSON parsing.
+//
+// Whatever the delivery, it returns an error that is not ErrWebhookNotVerified for a secret that
+// is not "whsec_" + base64 of a key of at least one byte (an empty key is one anyone has, so
+// every forged signature would verify), a negative tolerance, or a zero now.
 func VerifyWebhook(secret string, header http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+	if tolerance < 0 {
+		return fmt.Errorf("tokenvault: the webhook tolerance %v is negative", tolerance)
+	}
+	if now.IsZero() {
+		return errors.New("tokenvault: now is the zero time")
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return fmt.Errorf("tokenvault: the secret is not whsec_ followed by base64: %w", err)
+	}
+	if len(key) == 0 {
+		return errors.New("tokenvault: the secret is empty: whsec_ must be followed by a key")
+	}
 	id, timestamp, signatures := header.Get("webhook-id"), header.Get("webhook-timestamp"), header.Get("webhook-signature")
 	if id == "" || timestamp == "" || signatures == "" {
 		return fmt.Errorf("%w: webhook-id, webhook-timestamp and webhook-signature are all required", ErrWebhookNotVerified)
@@ -32,10 +49,6 @@ func VerifyWebhook(secret string, header http.Header, body []byte, tolerance tim
 	}
 	if age := now.Sub(time.Unix(sent, 0)); age > tolerance || age < -tolerance {
 		return fmt.Errorf("%w: webhook-timestamp is too far from the current time", ErrWebhookNotVerified)
-	}
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return fmt.Errorf("tokenvault: the secret is not whsec_ followed by base64: %w", err)
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + timestamp + "."))

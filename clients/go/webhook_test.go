@@ -3,6 +3,9 @@ package tokenvault_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +74,43 @@ func TestAnythingChangedIsRefused(t *testing.T) {
 		late := time.Unix(1614265330+offset, 0)
 		if err := tokenvault.VerifyWebhook(specSecret, specHeader(specID, specTimestamp, specSignature), []byte(specBody), 5*time.Minute, late); !errors.Is(err, tokenvault.ErrWebhookNotVerified) {
 			t.Errorf("%d s away: %v", offset, err)
+		}
+	}
+}
+
+func TestTheBoundaryOfTheToleranceIsIn(t *testing.T) {
+	for _, offset := range []int64{300, -300} {
+		now := time.Unix(1614265330+offset, 0)
+		if err := tokenvault.VerifyWebhook(specSecret, specHeader(specID, specTimestamp, specSignature), []byte(specBody), 5*time.Minute, now); err != nil {
+			t.Errorf("%d s away: %v", offset, err)
+		}
+	}
+}
+
+// TestASecretOrSettingThatWouldLetAnythingThroughIsAnError: "whsec_" decodes to an empty key,
+// which anyone can sign with; the refusal is not ErrWebhookNotVerified, whatever the delivery.
+func TestASecretOrSettingThatWouldLetAnythingThroughIsAnError(t *testing.T) {
+	mac := hmac.New(sha256.New, nil)
+	mac.Write([]byte(specID + "." + specTimestamp + "." + specBody))
+	forged := specHeader(specID, specTimestamp, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	now := time.Unix(1614265330+10, 0)
+	cases := []struct {
+		name      string
+		secret    string
+		header    http.Header
+		tolerance time.Duration
+		now       time.Time
+	}{
+		{"whsec_ forged", "whsec_", forged, 5 * time.Minute, now},
+		{"empty forged", "", forged, 5 * time.Minute, now},
+		{"whsec_ unsigned", "whsec_", http.Header{}, 5 * time.Minute, now},
+		{"negative tolerance", specSecret, specHeader(specID, specTimestamp, specSignature), -time.Second, now},
+		{"zero now", specSecret, specHeader(specID, specTimestamp, specSignature), 5 * time.Minute, time.Time{}},
+	}
+	for _, c := range cases {
+		err := tokenvault.VerifyWebhook(c.secret, c.header, []byte(specBody), c.tolerance, c.now)
+		if err == nil || errors.Is(err, tokenvault.ErrWebhookNotVerified) {
+			t.Errorf("%s: %v, want an error that is not ErrWebhookNotVerified", c.name, err)
 		}
 	}
 }

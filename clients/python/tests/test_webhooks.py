@@ -3,7 +3,11 @@ delivery must be refused, and the daemon's own deliveries."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
+import math
 import os
 import re
 import unittest
@@ -59,6 +63,33 @@ class WebhookVerificationTests(unittest.TestCase):
             with self.assertRaises(WebhookVerificationError):
                 verify_webhook(SECRET, HEADERS, BODY, now=now)
         verify_webhook(SECRET, HEADERS, BODY, tolerance=3600, now=1614265330 + 3000)
+        for now in (1614265330 + 300, 1614265330 - 300):
+            verify_webhook(SECRET, HEADERS, BODY, now=now)  # the boundary is in
+
+    def test_a_secret_time_or_tolerance_that_would_let_anything_through_is_refused(self) -> None:
+        # Signed with the empty key "whsec_" decodes to, which anyone can do.
+        signed = f"{HEADERS['webhook-id']}.{HEADERS['webhook-timestamp']}.".encode() + BODY
+        forged = base64.b64encode(hmac.new(b"", signed, hashlib.sha256).digest()).decode()
+        headers = dict(HEADERS, **{"webhook-signature": "v1," + forged})
+        for secret in ("whsec_", ""):
+            with self.subTest(secret=secret):
+                with self.assertRaisesRegex(ValueError, "the secret is empty"):
+                    verify_webhook(secret, headers, BODY, now=NOW)
+                with self.assertRaises(ValueError):
+                    verify_webhook(secret, {}, BODY, now=NOW)  # whatever the delivery
+        wrong = [
+            {"now": math.nan},
+            {"now": math.inf},
+            {"tolerance": math.nan},
+            {"tolerance": math.inf},
+            {"tolerance": -1},
+        ]
+        for options in wrong:
+            with self.subTest(options=options):
+                with self.assertRaises(ValueError):
+                    verify_webhook(SECRET, HEADERS, BODY, **dict({"now": NOW}, **options))  # type: ignore[arg-type]
+                with self.assertRaises(ValueError):
+                    verify_webhook(SECRET, {}, BODY, **dict({"now": NOW}, **options))  # type: ignore[arg-type]
 
 
 class DaemonDeliveryTests(unittest.TestCase):

@@ -8,6 +8,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 import time
 from typing import Mapping, Optional
 
@@ -25,7 +26,23 @@ def verify_webhook(
 ) -> None:
     """Returns when `body` with these `headers` was signed with `secret` within `tolerance`
     seconds of `now` (default: the clock); raises `WebhookVerificationError` otherwise. Pass the
-    body exactly as received, before any JSON parsing. Header names are matched in any case."""
+    body exactly as received, before any JSON parsing. Header names are matched in any case.
+
+    Raises `ValueError`, whatever the delivery, for a secret that is not `whsec_` + base64 of a
+    key of at least one byte, a tolerance that is not a finite number of seconds, 0 or more, or a
+    `now` that is not a finite time: each would let forged or stale deliveries through (an empty
+    key is one anyone has; a NaN compares false, so no timestamp would be too far)."""
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise ValueError("the tolerance is not a finite number of seconds, 0 or more")
+    current = time.time() if now is None else now
+    if not math.isfinite(current):
+        raise ValueError("now is not a finite time")
+    try:
+        key = base64.b64decode(secret[len("whsec_") :] if secret.startswith("whsec_") else secret, validate=True)
+    except binascii.Error:
+        raise ValueError("the secret is not whsec_ followed by base64") from None
+    if not key:
+        raise ValueError("the secret is empty: whsec_ must be followed by a key")
     lowered = {name.lower(): value for name, value in headers.items()}
     webhook_id = lowered.get("webhook-id")
     timestamp = lowered.get("webhook-timestamp")
@@ -36,12 +53,8 @@ def verify_webhook(
         sent = int(timestamp)
     except ValueError:
         raise WebhookVerificationError("webhook-timestamp is not a number of seconds") from None
-    if abs((time.time() if now is None else now) - sent) > tolerance:
+    if abs(current - sent) > tolerance:
         raise WebhookVerificationError("webhook-timestamp is too far from the current time")
-    try:
-        key = base64.b64decode(secret[len("whsec_") :] if secret.startswith("whsec_") else secret, validate=True)
-    except binascii.Error:
-        raise ValueError("the secret is not whsec_ followed by base64") from None
     signed = f"{webhook_id}.{timestamp}.".encode() + body
     expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
     for entry in signatures.split(" "):
