@@ -34,7 +34,7 @@ run: build
 # 4. TokenVaultResilienceTests (soak, crashes, key operations under load: each loads both cores
 #    for up to a minute): the soak alone first, since its reads-served floor needs both cores,
 #    then the others side by side;
-# then the Python and Go clients' tests against the built daemon.
+# then the Python, Go, Java and Node clients' tests against the built daemon.
 test:
 	@bash scripts/install-deps.sh --test
 	SWIFT=$(SWIFT) bash scripts/build-checked.sh --build-tests
@@ -47,6 +47,8 @@ test:
 	$(SWIFT) test --skip-build --filter 'TokenVaultResilienceTests\.' --skip 'ResilienceTests/soak'
 	bash scripts/test-python-client.sh
 	bash scripts/test-go-client.sh
+	bash scripts/test-java-client.sh
+	bash scripts/test-node-client.sh
 
 bench: deps
 	$(SWIFT) build -c release --product tokenvault-bench

@@ -12,9 +12,12 @@ deb_packages=(dpkg-dev binutils lintian libcurl4-openssl-dev)
 # psql; the tests run their own throwaway server and never use a system cluster), libfaketime
 # (a daemon whose clock is minutes off, for the lease tests), Python's venv (the mcp client and
 # the Python client's tests install into environments of the build directory), Go (the Go
-# client's tests) and the packaging tools PackagingTests runs.
+# client's tests), the JDK and JUnit 5 (the Java client's), TypeScript's compiler (the Node
+# client's; Node itself is the machine's `nodejs`, 20 or newer) and the packaging tools
+# PackagingTests runs.
 case "${1:-}" in
---test) packages+=(postgresql faketime python3-venv golang-go "${deb_packages[@]}") ;;
+--test) packages+=(postgresql faketime python3-venv golang-go openjdk-17-jdk-headless junit5 nodejs node-typescript
+    "${deb_packages[@]}") ;;
 --deb) packages+=("${deb_packages[@]}") ;;
 esac
 missing=()
