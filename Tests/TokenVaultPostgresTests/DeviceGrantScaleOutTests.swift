@@ -58,17 +58,17 @@ import TokenVaultTesting
                     "the events stream of node \(index + 1) did not announce every sign-in")
             }
         }
-        try await refusedSignInEndsItsWatchOnBothNodes(harness, server)
+        try await refusedSignInEndsItsWatchOnBothNodes(harness, server, events: events)
     }
 
     /// The watch of a credential a device sign-in was to create ends on every node when the
     /// person refuses, and every node's events stream announces `authorization_failed`, whichever
     /// node polled: the polling node's streams hear the end, and the other node's through the
-    /// change feed. Run on the daemons of the test above: two more daemons beside the other
-    /// PostgreSQL suites slow those past their timeouts.
-    func refusedSignInEndsItsWatchOnBothNodes(_ harness: ResilienceHarness, _ server: AuthorizationServerProcess)
-        async throws
-    {
+    /// change feed. Run on the daemons and the events streams of the test above: two more
+    /// daemons beside the other PostgreSQL suites slow those past their timeouts.
+    func refusedSignInEndsItsWatchOnBothNodes(
+        _ harness: ResilienceHarness, _ server: AuthorizationServerProcess, events: [UnixSocketConnection]
+    ) async throws {
         let started = try UnixSocketHTTP.request(
             harness.socket(1), "POST", "/v1/credentials/people/refused/authorization",
             body: #"{"provider": "authlib", "mode": "device", "scopes": ["profile"]}"#)
@@ -80,13 +80,6 @@ import TokenVaultTesting
             let first = try #require(try watch.readResponse(firstLine: true))
             #expect(first.text.contains("pending_authorization"), "node \(node): \(first.text)")
             watches.append(watch)
-        }
-        var events: [UnixSocketConnection] = []
-        for node in [1, 2] {
-            let stream = try UnixSocketConnection(path: harness.socket(node))
-            try stream.send("GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(try stream.skip(through: "\r\n\r\n", timeout: 10), "node \(node): no events stream")
-            events.append(stream)
         }
         try await server.decideDevice(userCode, allow: false)
         for (index, watch) in watches.enumerated() {
