@@ -47,7 +47,23 @@ import TokenVaultTesting
     @Test func optionsWithoutAnEndpoint() async {
         let failure = await error(["client_id": "app"])
         #expect(failure?.key == "providers.acme.token_endpoint")
-        #expect(failure?.problem.contains("discovery_url") == true)
+        #expect(failure?.problem.contains("discovery_url") == true && failure?.problem.contains("issuer") == true)
+    }
+
+    /// `issuer` alone: every endpoint comes from the server's metadata, so none may be given.
+    @Test func anIssuerAloneTakesItsEndpointsFromItsMetadata() async throws {
+        let settings = ProviderTestSupport.settings(["issuer": "https://id.example.com/tenant", "client_id": "app"])
+        let configuration = try #require(try OAuth2Configuration.parse(settings, environment: [:]))
+        #expect(configuration.endpoints == .issuer("https://id.example.com/tenant"))
+        let failure = await error([
+            "issuer": "https://id.example.com", "revocation_endpoint": "https://id.example.com/revoke",
+            "client_id": "app",
+        ])
+        #expect(failure?.key == "providers.acme.revocation_endpoint")
+        #expect(failure?.problem.contains("metadata") == true)
+        #expect(
+            await error(["issuer": "https://id.example.com/?tenant=1", "client_id": "app"])?.key
+                == "providers.acme.issuer")
     }
 
     @Test(arguments: [

@@ -582,6 +582,55 @@ import TokenVaultTesting
         }
     }
 
+    /// RFC 8414 section 3.1 inserts its suffix between the host and the issuer's path; OpenID
+    /// Connect Discovery appends its own; a terminating `/` is removed first.
+    @Test func theMetadataURLsOfAnIssuer() {
+        #expect(
+            OAuth2Wire.metadataURLs(ofIssuer: "https://id.example") == [
+                "https://id.example/.well-known/oauth-authorization-server",
+                "https://id.example/.well-known/openid-configuration",
+            ])
+        #expect(
+            OAuth2Wire.metadataURLs(ofIssuer: "https://id.example:8443/tenant/1/") == [
+                "https://id.example:8443/.well-known/oauth-authorization-server/tenant/1",
+                "https://id.example:8443/tenant/1/.well-known/openid-configuration",
+            ])
+    }
+
+    /// An instance given only its `issuer` reads RFC 8414's document, or OpenID Connect's where
+    /// the server has only that one, and takes every endpoint from it.
+    @Test(arguments: [false, true])
+    func anIssuerAloneFindsTheEndpoints(onlyOpenID: Bool) async throws {
+        try await Fixture.run(
+            server: { options in
+                if onlyOpenID { options.discoveryPaths = ["/.well-known/openid-configuration"] }
+            },
+            options: { server, _ in
+                ["token_endpoint": .null, "revocation_endpoint": .null, "issuer": .string(server.baseURL)]
+            }
+        ) { fixture in
+            let issued = fixture.server.issue()
+            _ = try await fixture.provider.refresh(Fixture.refreshRequest(issued.refreshToken))
+            let paths = fixture.server.requests.map(\.path)
+            let expected =
+                onlyOpenID
+                ? ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/token"]
+                : ["/.well-known/oauth-authorization-server", "/token"]
+            #expect(paths == expected)
+            let discovered = try await fixture.provider.discover()
+            #expect(discovered.tokenEndpoint == fixture.server.tokenURL)
+            #expect(discovered.revocationEndpoint == fixture.server.revocationURL)
+        }
+        // The document must name exactly the configured issuer (a trailing `/` is another one).
+        try await Fixture.run(options: { server, _ in
+            ["token_endpoint": .null, "revocation_endpoint": .null, "issuer": .string(server.baseURL + "/")]
+        }) { fixture in
+            let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))
+            #expect(failure.code == .discoveryFailed && failure.message.contains("issuer"), "\(failure)")
+            #expect(fixture.server.tokenRequestCount == 0)
+        }
+    }
+
     @Test func concurrentFirstCallsShareOneDiscovery() async throws {
         try await Fixture.run(options: { server, _ in
             [

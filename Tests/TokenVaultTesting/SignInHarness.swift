@@ -30,11 +30,12 @@ public enum SignInHarness {
         let hooks = webhooks.map {
             #", "webhooks": {"retry_base_seconds": 1, "endpoints": {"test": {"url": "\#($0.url)", "secret_file": "\#(hookSecret)"}}}"#
         }
-        // A forced refresh is refused for a second after the sign-in asked the server.
+        // A forced refresh is refused for a second after the sign-in asked the server. The
+        // instance has only its issuer: the vault reads the server's RFC 8414 document.
         let harness = try await ResilienceHarness(
             lifetime: 3600, limits: "{}", refresh: "{}",
             providers: """
-                "authlib": {"kind": "oauth2", "discovery_url": "\(server.issuer)/.well-known/openid-configuration",
+                "authlib": {"kind": "oauth2",
                     "issuer": "\(server.issuer)", "client_id": "vault-client", "client_secret_file": "\(secret)",
                     "redirect_uris": ["\(callback)"]}
                 """,

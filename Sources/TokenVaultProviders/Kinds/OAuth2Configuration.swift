@@ -15,6 +15,9 @@ public struct OAuth2Configuration: KindConfiguration {
             deviceAuthorization: String? = nil)
         /// Fetched on first use and cached (RFC 8414 / OpenID Connect Discovery).
         case discovery(String)
+        /// The server's metadata found from its issuer alone, fetched on first use and cached:
+        /// RFC 8414's well-known URL first, then OpenID Connect Discovery's.
+        case issuer(String)
     }
 
     public static let knownOptions: Set<String> = [
@@ -67,6 +70,17 @@ public struct OAuth2Configuration: KindConfiguration {
         let authorizationEndpoint = try reader.endpoint("authorization_endpoint")
         let pushedEndpoint = try reader.endpoint("pushed_authorization_request_endpoint")
         let deviceEndpoint = try reader.endpoint("device_authorization_endpoint")
+        issuer = try reader.string("issuer")
+        if let issuer {
+            guard case .success(let url) = EndpointURL.validate(issuer), url.url.query == nil else {
+                throw fail("issuer", "must be an https URL without a query or fragment (RFC 8414 section 2)")
+            }
+        }
+        let discovered = [
+            ("revocation_endpoint", revocationEndpoint), ("authorization_endpoint", authorizationEndpoint),
+            ("pushed_authorization_request_endpoint", pushedEndpoint),
+            ("device_authorization_endpoint", deviceEndpoint),
+        ]
         switch (tokenEndpoint, discoveryURL) {
         case (let token?, nil):
             endpoints = .fixed(
@@ -74,21 +88,23 @@ public struct OAuth2Configuration: KindConfiguration {
                 authorization: authorizationEndpoint?.description, pushedAuthorization: pushedEndpoint?.description,
                 deviceAuthorization: deviceEndpoint?.description)
         case (nil, let discovery?):
-            for (key, value) in [
-                ("revocation_endpoint", revocationEndpoint), ("authorization_endpoint", authorizationEndpoint),
-                ("pushed_authorization_request_endpoint", pushedEndpoint),
-                ("device_authorization_endpoint", deviceEndpoint),
-            ] where value != nil {
+            for (key, value) in discovered where value != nil {
                 throw fail(key, "give it only with token_endpoint; discovery_url supplies the endpoints")
             }
             endpoints = .discovery(discovery.description)
         case (_?, _?):
             throw fail("discovery_url", "give either token_endpoint or discovery_url, not both")
         case (nil, nil):
-            throw fail(
-                "token_endpoint",
-                "required (or discovery_url); to store credentials without refreshing them, give the provider no options"
-            )
+            guard let issuer else {
+                throw fail(
+                    "token_endpoint",
+                    "required (or issuer, or discovery_url); to store credentials without refreshing them, give the "
+                        + "provider no options")
+            }
+            for (key, value) in discovered where value != nil {
+                throw fail(key, "give it only with token_endpoint; the issuer's metadata supplies the endpoints")
+            }
+            endpoints = .issuer(issuer)
         }
 
         clientID = try reader.requiredString("client_id", why: "required when the provider has an endpoint")
@@ -116,12 +132,6 @@ public struct OAuth2Configuration: KindConfiguration {
 
         headers = try reader.headers("headers")
         sendScope = try reader.bool("send_scope") ?? false
-        issuer = try reader.string("issuer")
-        if let issuer {
-            guard case .success(let url) = EndpointURL.validate(issuer), url.url.query == nil else {
-                throw fail("issuer", "must be an https URL without a query or fragment (RFC 8414 section 2)")
-            }
-        }
         redirectURIs = try reader.redirectURIs()
         if authorizationEndpoint == nil, pushedEndpoint != nil {
             throw fail("pushed_authorization_request_endpoint", "needs authorization_endpoint too")

@@ -26,17 +26,18 @@ enum DiscoveryState: Sendable {
 
 extension OAuth2Wire {
     func resolveEndpoints(over http: ProviderHTTPClient) async throws(ProviderFailure) -> ResolvedEndpoints {
-        let url: String
+        let urls: [String]
         switch configuration.endpoints {
         case .fixed(let token, let revocation, let authorization, let pushed, let device):
             return ResolvedEndpoints(
                 token: token, revocation: revocation, authorization: authorization, pushedAuthorization: pushed,
                 deviceAuthorization: device, issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer)
-        case .discovery(let discoveryURL): url = discoveryURL
+        case .discovery(let discoveryURL): urls = [discoveryURL]
+        case .issuer(let issuer): urls = Self.metadataURLs(ofIssuer: issuer)
         }
         let next = discovery.withLock { state -> DiscoveryState in
             if case .notStarted = state {
-                state = .fetching(Task { try await self.fetchDiscoveryDocument(url, over: http) })
+                state = .fetching(Task { try await self.fetchFirstDocument(urls, over: http) })
             }
             return state
         }
@@ -57,6 +58,37 @@ extension OAuth2Wire {
             throw error as? ProviderFailure
                 ?? ProviderFailure(kind: .transient, code: .discoveryFailed, message: "discovery was interrupted")
         }
+    }
+
+    /// The first of `urls` the server answers: a server that does not publish one of them
+    /// (answering 4xx) is asked for the next. The configured issuer is checked in each.
+    private func fetchFirstDocument(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> ResolvedEndpoints
+    {
+        for (index, url) in urls.enumerated() {
+            do {
+                return try await fetchDiscoveryDocument(url, over: http)
+            } catch let failure where index < urls.count - 1 && (400..<500).contains(failure.httpStatus ?? 0) {
+                continue
+            }
+        }
+        preconditionFailure("no metadata URL to fetch")
+    }
+
+    /// Where an issuer's metadata is published: RFC 8414 section 3.1's well-known URL (the suffix
+    /// inserted between the host and the issuer's path), then OpenID Connect Discovery section
+    /// 4's (appended to the issuer), each without the issuer's terminating `/`.
+    public static func metadataURLs(ofIssuer issuer: String) -> [String] {
+        let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        var rfc8414 = "/.well-known/oauth-authorization-server"
+        if let scheme = trimmed.range(of: "://"),
+            let pathStart = trimmed[scheme.upperBound...].firstIndex(of: "/")
+        {
+            rfc8414 = String(trimmed[..<pathStart]) + rfc8414 + String(trimmed[pathStart...])
+        } else {
+            rfc8414 = trimmed + rfc8414
+        }
+        return [rfc8414, trimmed + "/.well-known/openid-configuration"]
     }
 
     /// Reads the endpoints (token, revocation, authorization, pushed authorization requests), the

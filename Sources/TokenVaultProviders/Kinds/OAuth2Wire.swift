@@ -20,7 +20,7 @@ public final class OAuth2Wire: ProviderWire {
         switch configuration.endpoints {
         case .fixed(_, let revocation, _, _, _):
             return revocation != nil
-        case .discovery:
+        case .discovery, .issuer:
             // Until the document is read, assume revocation exists: answering false would make
             // a delete skip revocation and leave the tokens alive at the provider.
             return discovery.withLock { state in

@@ -28,10 +28,6 @@ struct ProviderState {
         case token, revocation, discovery, other
     }
 
-    static let discoveryPaths: Set<String> = [
-        "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server",
-    ]
-
     init(options: TestOAuthServer.Options) { self.options = options }
 
     /// The server's clock: the wall clock, moved by `clockOffset`.
@@ -40,7 +36,7 @@ struct ProviderState {
     func endpoint(for path: String) -> Endpoint {
         if path == options.tokenPath { return .token }
         if path == options.revocationPath { return .revocation }
-        return Self.discoveryPaths.contains(path) ? .discovery : .other
+        return options.discoveryPaths.contains(path) ? .discovery : .other
     }
 
     /// Records and counts the request, then answers it: from the endpoint's script if one is

@@ -31,6 +31,11 @@ extension TestOAuthServer {
         /// answers 400 `invalid_request` (e.g. T-ID's `X-SSO-No-Adapter: true`).
         public var requiredHeaders: [String: String] = [:]
         public var tokenPath: String = "/token"
+        /// Where the metadata document is served (RFC 8414's and OpenID Connect's well-known
+        /// paths); any other path answers 404.
+        public var discoveryPaths: Set<String> = [
+            "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server",
+        ]
         public var revocationPath: String = "/revoke"
         public var revocationAnswer: RevocationAnswer = .emptyJSON
 
