@@ -12,12 +12,15 @@ import TokenVaultTesting
 /// each write that needs a new page, `could not extend file`, SQLSTATE 53100, as a full data
 /// disk does). The answers that arrive meanwhile are held, stored tokens are served, health says
 /// why, and once space returns the held answers are committed without a restart; no refresh
-/// token is presented twice. Mounting takes root, which `make test` has.
+/// token is presented twice. Mounting takes root, which `make test` has. The server is the
+/// test's own: while the tablespace is full, any backend that evicts one of its dirty pages, and
+/// every checkpoint, fails to write, so the shared server's other suites would fail with it.
 @Suite(.serialized) struct PostgresFullDiskTests {
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs takes root"))
     func aFullDataDiskHoldsTheAnswersServesWhatIsStoredAndLosesNothing() async throws {
         let count = 20
-        let server = try await TestPostgres.shared()
+        let server = try await TestPostgres.dedicated()
+        defer { server.destroy() }
         let disk = try SmallDisk(megabytes: 48)
         defer { disk.unmount() }
         let database = "tv_full_" + UUID().uuidString.prefix(8).lowercased()
