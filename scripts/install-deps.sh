@@ -13,10 +13,9 @@ deb_packages=(dpkg-dev binutils lintian libcurl4-openssl-dev)
 # (a daemon whose clock is minutes off, for the lease tests), Python's venv (the mcp client and
 # the Python client's tests install into environments of the build directory), Go (the Go
 # client's tests), the JDK and JUnit 5 (the Java client's), TypeScript's compiler (the Node
-# client's; Node itself is the machine's `nodejs`, 20 or newer) and the packaging tools
-# PackagingTests runs.
+# client's) and the packaging tools PackagingTests runs.
 case "${1:-}" in
---test) packages+=(postgresql faketime python3-venv golang-go openjdk-17-jdk-headless junit5 nodejs node-typescript
+--test) packages+=(postgresql faketime python3-venv golang-go openjdk-17-jdk-headless junit5 node-typescript
     "${deb_packages[@]}") ;;
 --deb) packages+=("${deb_packages[@]}") ;;
 esac
@@ -54,5 +53,21 @@ install_system_packages() {
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
+# `--test`: the Node client's tests need Node 20 or newer with npm. Debian 12's own `nodejs` is 18
+# and comes without npm, so it is not installed from here: NodeSource's `nodejs` 20 is (on the
+# machines this project builds on, it is there already). Said now, not after every other test.
+check_node() {
+    local major
+    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if [ "$major" -lt 20 ] || ! command -v npm >/dev/null 2>&1; then
+        echo "error: the Node client's tests need Node 20 or newer with npm, and this machine has" \
+            "$(node --version 2>/dev/null || echo 'no node')$(command -v npm >/dev/null 2>&1 || echo ', no npm'):" \
+            "install NodeSource's nodejs 20 (https://github.com/nodesource/distributions)" >&2
+        exit 1
+    fi
+}
 install_system_packages
-if [ "${1:-}" = "--test" ]; then install_test_packages; fi
+if [ "${1:-}" = "--test" ]; then
+    install_test_packages
+    check_node
+fi
