@@ -23,7 +23,7 @@ extension TokenVaultClient {
     /// The local socket is checked because the current directory may be anyone's (`/tmp`, a
     /// shared checkout): a socket another user planted there would receive the refresh tokens a
     /// script stores, or the code and verifier it exchanges. The same rule is in the CLI,
-    /// `tokenvault mcp` and the Python and Go clients.
+    /// `tokenvault mcp` and the Python, Go, Java and Node clients.
     public static func defaultSocketPath(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         dataDirectory: String? = nil,

@@ -631,6 +631,24 @@ import TokenVaultTesting
         }
     }
 
+    /// A server that answers RFC 8414's URL as busy or down is not asked for OpenID Connect's:
+    /// the failure is the passing one, and the instance is not taken for misconfigured.
+    @Test func aBusyMetadataServerIsNotAskedForTheNextDocument() async throws {
+        try await Fixture.run(
+            server: { options in
+                options.discoveryPaths = ["/.well-known/openid-configuration"]
+                options.unavailablePaths = ["/.well-known/oauth-authorization-server"]
+            },
+            options: { server, _ in
+                ["token_endpoint": .null, "revocation_endpoint": .null, "issuer": .string(server.baseURL)]
+            }
+        ) { fixture in
+            let failure = try #require(await fixture.refreshFailure(fixture.server.issue().refreshToken))
+            #expect(failure.kind == .transient && failure.httpStatus == 503, "\(failure)")
+            #expect(fixture.server.requests.map(\.path) == ["/.well-known/oauth-authorization-server"])
+        }
+    }
+
     @Test func concurrentFirstCallsShareOneDiscovery() async throws {
         try await Fixture.run(options: { server, _ in
             [

@@ -41,7 +41,8 @@ public struct OAuth2Configuration: KindConfiguration {
     public let headers: [(name: String, value: String)]
     public let sendScope: Bool
     /// The authorization server's issuer identifier: a sign-in's callback `iss` (RFC 9207) and
-    /// its id token's `iss` must equal it. With `discovery_url`, the document's must too.
+    /// its id token's `iss` must equal it, and so must a discovered document's `issuer`. Given
+    /// alone, it is where the endpoints are found (`Endpoints.issuer`).
     public let issuer: String?
     /// Where sign-ins may send the person back to (`RedirectURIRule`); empty: the instance
     /// cannot start sign-ins.

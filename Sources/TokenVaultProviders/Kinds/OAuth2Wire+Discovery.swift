@@ -60,15 +60,20 @@ extension OAuth2Wire {
         }
     }
 
-    /// The first of `urls` the server answers: a server that does not publish one of them
-    /// (answering 4xx) is asked for the next. The configured issuer is checked in each.
+    /// The first of `urls` the server answers: a server that does not publish one of them (a 4xx
+    /// the vault counts as misconfiguration: 404, 403, …) is asked for the next; one that answers
+    /// it is busy or down (429, 5xx, no connection) is not, and the failure says so. The
+    /// configured issuer is checked in each.
     private func fetchFirstDocument(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure)
         -> ResolvedEndpoints
     {
         for (index, url) in urls.enumerated() {
             do {
                 return try await fetchDiscoveryDocument(url, over: http)
-            } catch let failure where index < urls.count - 1 && (400..<500).contains(failure.httpStatus ?? 0) {
+            } catch let failure
+                where index < urls.count - 1 && failure.kind == .misconfigured
+                && (400..<500).contains(failure.httpStatus ?? 0)
+            {
                 continue
             }
         }
@@ -80,7 +85,7 @@ extension OAuth2Wire {
     /// 4's (appended to the issuer), each without the issuer's terminating `/`.
     public static func metadataURLs(ofIssuer issuer: String) -> [String] {
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        var rfc8414 = "/.well-known/oauth-authorization-server"
+        var rfc8414 = metadataSuffix
         if let scheme = trimmed.range(of: "://"),
             let pathStart = trimmed[scheme.upperBound...].firstIndex(of: "/")
         {
@@ -88,8 +93,12 @@ extension OAuth2Wire {
         } else {
             rfc8414 = trimmed + rfc8414
         }
-        return [rfc8414, trimmed + "/.well-known/openid-configuration"]
+        return [rfc8414, trimmed + openIDSuffix]
     }
+
+    /// RFC 8414 section 3.1's well-known path and OpenID Connect Discovery section 4's.
+    static let metadataSuffix = "/.well-known/oauth-authorization-server"
+    static let openIDSuffix = "/.well-known/openid-configuration"
 
     /// Reads the endpoints (token, revocation, authorization, pushed authorization requests), the
     /// `issuer` and whether the server sends `iss` in its authorization responses from an RFC 8414
@@ -178,10 +187,8 @@ extension OAuth2Wire {
     /// authorization-server` inserted before the issuer's path; OpenID Connect Discovery section
     /// 4: `/.well-known/openid-configuration` appended to it); nil for any other URL.
     public static func issuer(ofDiscoveryURL url: String) -> String? {
-        let openID = "/.well-known/openid-configuration"
-        if url.hasSuffix(openID) { return String(url.dropLast(openID.count)) }
-        let metadata = "/.well-known/oauth-authorization-server"
-        guard let range = url.range(of: metadata) else { return nil }
+        if url.hasSuffix(openIDSuffix) { return String(url.dropLast(openIDSuffix.count)) }
+        guard let range = url.range(of: metadataSuffix) else { return nil }
         return String(url[..<range.lowerBound]) + String(url[range.upperBound...])
     }
 }

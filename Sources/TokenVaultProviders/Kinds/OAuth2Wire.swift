@@ -99,7 +99,7 @@ public final class OAuth2Wire: ProviderWire {
 
 extension KindProvider where Wire == OAuth2Wire {
     /// Fetches the discovery document now (it is otherwise fetched on first use), so a daemon
-    /// can report a broken `discovery_url` at start-up. Returns the endpoints in use.
+    /// can report a broken `discovery_url` or `issuer` at start-up. Returns the endpoints in use.
     @discardableResult
     public func discover() async throws(ProviderFailure) -> (tokenEndpoint: String, revocationEndpoint: String?) {
         let endpoints = try await wire.resolveEndpoints(over: http)

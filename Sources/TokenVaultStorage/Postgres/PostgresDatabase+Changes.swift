@@ -53,7 +53,9 @@ extension PostgresDatabase {
                     // came before it, while changes went unheard) are dropped; after a lost
                     // connection, whatever committed meanwhile is replayed to the change handler.
                     cache.invalidateAll()
-                    if disconnected {
+                    // A replay needs the floor the first connection marks; a first connection
+                    // that failed before marking it marks it now instead.
+                    if disconnected, listenerState.withLock({ $0.hasReplayFloor }) {
                         try await replay(on: connection)
                         listenerState.withLock { $0.reconnects += 1 }
                     } else {
@@ -158,7 +160,10 @@ extension PostgresDatabase {
     private func markReplayFloor(on connection: PostgresConnection) async throws {
         let rows = try await connection.query("SELECT coalesce(max(seq), 0) FROM credential_changes", logger: logger)
         for try await newest in rows.decode(Int64.self) {
-            listenerState.withLock { $0.replayFloor = max($0.replayFloor, newest) }
+            listenerState.withLock {
+                $0.replayFloor = max($0.replayFloor, newest)
+                $0.hasReplayFloor = true
+            }
         }
     }
 

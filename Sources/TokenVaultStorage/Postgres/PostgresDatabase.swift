@@ -121,6 +121,7 @@ public final class PostgresDatabase: Sendable {
         var lastSequence: Int64 = 0
         /// No replay starts below it (`markReplayFloor`).
         var replayFloor: Int64 = 0
+        var hasReplayFloor = false
         var reconnects = 0
         /// Sequence numbers already delivered (a replay may repeat some).
         var delivered: Set<Int64> = []

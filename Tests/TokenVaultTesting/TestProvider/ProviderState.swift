@@ -64,7 +64,9 @@ struct ProviderState {
             counters.revocationRequests += 1
             if !revocationScript.isEmpty { step = revocationScript.removeFirst() }
         case .discovery, .other:
-            break
+            if options.unavailablePaths.contains(request.path) {
+                step = .error(status: 503, code: "temporarily_unavailable")
+            }
         }
         guard let step else {
             // Served first, then padded: `padded(serve(...))` would copy the whole state (every

@@ -36,6 +36,8 @@ extension TestOAuthServer {
         public var discoveryPaths: Set<String> = [
             "/.well-known/openid-configuration", "/.well-known/oauth-authorization-server",
         ]
+        /// Paths answered 503 `temporarily_unavailable`, as a server that is down answers.
+        public var unavailablePaths: Set<String> = []
         public var revocationPath: String = "/revoke"
         public var revocationAnswer: RevocationAnswer = .emptyJSON
 
