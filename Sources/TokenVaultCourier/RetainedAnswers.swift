@@ -13,8 +13,8 @@ import TokenVaultSystem
 /// database, so nothing here opens without the master key. Appends are not flushed to the disk
 /// one by one: the entries outlive the daemon (a SIGKILL, a crash), not a power loss of the host.
 ///
-/// Entry: its length (4 bytes, big-endian), then `tokenvault.retained.v1`, the metadata, the
-/// term and the four envelopes.
+/// Entry: a `WireWriter` byte string (its length, 4 bytes big-endian, then the bytes) holding
+/// `tokenvault.retained.v1`, the metadata, the term and the four envelopes.
 public final class RetainedAnswers: AnswerRetention {
     public let directory: String
     /// Seconds an entry is kept after its commit.
@@ -47,8 +47,11 @@ public final class RetainedAnswers: AnswerRetention {
         var writer = WireWriter()
         writer.data(Self.magic)
         Self.write(record, to: &writer)
-        var entry = withUnsafeBytes(of: UInt32(writer.bytes.count).bigEndian) { Array($0) } + writer.bytes
+        var framed = WireWriter()
+        framed.data(writer.bytes)
         writer.wipe()
+        var entry = framed.bytes
+        framed.wipe()
         defer { entry.wipe() }
         let now = clock.now
         state.withLock { state in
@@ -94,13 +97,10 @@ public final class RetainedAnswers: AnswerRetention {
         for segment in segments {
             guard let bytes = FileManager.default.contents(atPath: directory + "/" + segment.name).map(Array.init)
             else { continue }
-            var offset = 0
+            var entries = WireReader(bytes)
             // A torn last entry (the daemon died mid-append) ends the segment.
-            while offset + 4 <= bytes.count {
-                let length = Int(bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) })
-                guard offset + 4 + length <= bytes.count else { break }
-                var reader = WireReader(Array(bytes[offset + 4..<offset + 4 + length]))
-                offset += 4 + length
+            while !entries.isAtEnd, let entry = try? entries.data() {
+                var reader = WireReader(entry)
                 guard (try? reader.data()) == Self.magic, let record = try? Self.read(from: &reader) else { continue }
                 if let kept = newest[record.metadata.id], kept.metadata.createdAt == record.metadata.createdAt,
                     kept.metadata.generation > record.metadata.generation

@@ -83,11 +83,10 @@ extension Vault {
         let announcer = announcer
         for record in records {
             let id = record.metadata.id
-            let outcome = try await writes.write(.full, claiming: [id]) {
-                [clock] writer -> (Bool?, CredentialMetadata?) in
-                guard let current = try await writer.record(id)?.metadata else { return (nil, nil) }
+            let outcome = try await writes.write(.full, claiming: [id]) { [clock] writer -> Bool? in
+                guard let current = try await writer.record(id)?.metadata else { return nil }
                 guard current.createdAt == record.metadata.createdAt, current.generation < record.metadata.generation
-                else { return (false, nil) }
+                else { return false }
                 _ = try await writer.settleLostAttempt(of: id, below: record.metadata.generation)
                 try await writer.save(record)
                 let audit = AuditEvent(
@@ -96,9 +95,9 @@ extension Vault {
                         + "lost commits (timeline \(timeline))")
                 try await appendAudit([audit], writer)
                 try await announcer.newTokens(previous: current, after: record.metadata, writer)
-                return (true, current)
+                return true
             }
-            switch outcome.0 {
+            switch outcome {
             case nil: report.missing.append(id)
             case false?: report.current += 1
             case true?:

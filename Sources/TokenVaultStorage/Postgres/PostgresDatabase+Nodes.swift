@@ -90,7 +90,6 @@ extension PostgresDatabase: NodeRegistry {
     /// SQLite's columns, the clock offset each node reports (`0007_node_clock_offsets.sql`) and
     /// the timeline it reconciled (`0009_node_reconciled_timelines.sql`).
     private static let columns = NodeSQL.columns + ", clock_offset_ms, reconciled_timeline"
-
 }
 
 extension PostgresDatabase {
