@@ -58,12 +58,13 @@ let package = Package(
         // private files opened and checked one way, core dumps off. A platform layer, like the
         // C targets: it depends on Core only (for SecretBytes), and nothing here is domain logic.
         .target(name: "TokenVaultSystem", dependencies: ["TokenVaultCore", "CProcess"]),
-        // The only importer of libsodium: envelope, keyring, KDF; and of swift-crypto, for the
-        // one thing libsodium lacks: ES256 (P-256) signatures for DPoP proofs.
+        // The only importer of libsodium: envelope, keyring, KDF; and of swift-crypto, for what
+        // libsodium lacks: P-256 (DPoP proofs, client assertions) and RSA (id-token signatures).
         .target(
             name: "TokenVaultCrypto",
             dependencies: [
                 "TokenVaultCore", "TokenVaultSystem", "CSodium", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // The only importer of the database drivers (SQLite, PostgreSQL): connections, migrations,
         // queries, the change feed between nodes. Sees ciphertext only.
@@ -235,7 +236,12 @@ let package = Package(
             name: "TokenVaultCoreTests",
             dependencies: ["TokenVaultCore", "TokenVaultLedger", "TokenVaultCrypto", "TokenVaultTesting"]),
         .testTarget(
-            name: "TokenVaultCryptoTests", dependencies: ["TokenVaultCrypto", "TokenVaultCore", "TokenVaultTesting"]),
+            name: "TokenVaultCryptoTests",
+            dependencies: [
+                "TokenVaultCrypto", "TokenVaultCore", "TokenVaultTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "TokenVaultStorageTests",
             dependencies: [

@@ -69,7 +69,9 @@ public struct NextGeneration: Sendable {
                     issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn,
                     canRefresh: secrets.refreshToken != nil, jitter: jitter,
                     refreshTokenExpiresAt: next.refreshTokenExpiresAt) ?? expiresAt
-            next.lastError = nil
+            next.lastError = payload.idTokenRejection.map {
+                CredentialFailure(code: $0.code.rawValue, message: $0.message, at: now)
+            }
             next.refreshFailures = 0
             next.updatedAt = now
             next.hasRefreshToken = secrets.refreshToken != nil

@@ -44,7 +44,8 @@ extension ProviderFailure {
         public static let providerNotConfigured = Code(rawValue: "provider_not_configured")
         /// The credential's own tokens do not open.
         public static let unreadable = Code(rawValue: "unreadable")
-        /// ESIA's GOST signer did not answer in time, or failed.
+        /// ESIA's GOST signer did not answer in time, or failed; or a client assertion could not be
+        /// signed (`signer_failed`, nothing was sent).
         public static let signerTimeout = Code(rawValue: "signer_timeout")
         public static let signerFailed = Code(rawValue: "signer_failed")
         /// No DPoP proof could be made (the vault's DPoP key is unavailable): nothing was sent.

@@ -34,6 +34,11 @@ public struct TokenPayload: Sendable {
     /// kept through a restart and handed back to the call with the same key. Relative lifetimes
     /// count from it. Nil: the caller's own send time.
     public var sentAt: Timestamp?
+    /// Why the answer's id token was not accepted (its signature or claims, `IDTokenVerifier`):
+    /// the id token and the subject read from it are removed, and the rest of the answer is kept,
+    /// so a refresh never loses the new refresh token; the credential shows this as its
+    /// `last_error`, and a sign-in is refused with it.
+    public var idTokenRejection: VaultError?
 
     public init(
         kind: CredentialKind, secrets: CredentialSecrets, tokenType: String? = nil, scopes: [String] = [],

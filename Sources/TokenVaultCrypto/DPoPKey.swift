@@ -34,7 +34,7 @@ public struct DPoPKey: DPoPSigner {
     /// RFC 7638: SHA-256 over the required members in lexicographic order, no whitespace.
     static func thumbprint(x: String, y: String) -> String {
         let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
-        return Base64URL.encode(Crypto.SHA256.hash(data: Array(canonical.utf8)))
+        return Base64URL.encode(Array(Crypto.SHA256.hash(data: Array(canonical.utf8))))
     }
 
     private struct Header: Encodable {
@@ -57,7 +57,7 @@ public struct DPoPKey: DPoPSigner {
             jti: Base64URL.encode(SodiumRandom.bytes(count: 16)), htm: method,
             htu: String(url.prefix { $0 != "?" && $0 != "#" }), iat: clock.now.milliseconds / 1000,
             ath: accessToken.map { token in
-                token.withUnsafeBytes { Base64URL.encode(Crypto.SHA256.hash(data: $0)) }
+                token.withUnsafeBytes { Base64URL.encode(Array(Crypto.SHA256.hash(data: $0))) }
             },
             nonce: nonce)
         let encoder = JSONEncoder()
@@ -70,29 +70,28 @@ public struct DPoPKey: DPoPSigner {
 }
 
 extension Keyring: DPoPKeySource {
-    /// The DPoP key of provider instance `instance`: keyed BLAKE2b of the seed over the name (and
-    /// a counter, for the 1 in 2^32 outputs that are not a P-256 scalar). A renamed instance has
-    /// another key, so tokens bound to the old name's key must be refreshed under the old name.
+    /// The DPoP key of provider instance `instance`. A renamed instance has another key, so tokens
+    /// bound to the old name's key must be refreshed under the old name.
     public func signer(for instance: String) throws -> any DPoPSigner {
+        try derivedP256Key(label: "tokenvault.dpop-key.v1", instance: instance) { scalar in
+            try DPoPKey(scalar: scalar, clock: clock)
+        }
+    }
+
+    /// A P-256 key of instance `instance` for one purpose (`label`): keyed BLAKE2b of the DPoP seed
+    /// over the label and the name (and a counter, for the 1 in 2^32 outputs that are not a P-256
+    /// scalar). Keys of different labels are unrelated; none is ever stored.
+    func derivedP256Key<Key>(label: String, instance: String, _ make: ([UInt8]) throws -> Key) throws -> Key {
         guard let seed = secret(.dpopSeed) else { throw VaultError.integrity("this vault has no DPoP seed yet") }
         for counter in UInt8(0)..<16 {
-            var scalar = Self.dpopScalar(seed: seed, instance: instance, counter: counter)
+            var scalar = Self.derivedScalar(seed: seed, label: label, instance: instance, counter: counter)
             defer { scalar.wipe() }
-            if let key = try? DPoPKey(scalar: scalar, clock: clock) { return key }
+            if let key = try? make(scalar) { return key }
         }
-        throw VaultError.integrity("no DPoP key could be derived for provider instance \(instance)")
+        throw VaultError.integrity("no \(label) could be derived for provider instance \(instance)")
     }
 
-    static func dpopScalar(seed: SecretBytes, instance: String, counter: UInt8) -> [UInt8] {
-        KeyedHash.mac(key: seed, Array("tokenvault.dpop-key.v1".utf8) + [0] + Array(instance.utf8) + [0, counter])
-    }
-}
-
-/// Base64url without padding (RFC 7515 section 2), as JOSE writes every binary member.
-enum Base64URL {
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+    static func derivedScalar(seed: SecretBytes, label: String, instance: String, counter: UInt8) -> [UInt8] {
+        KeyedHash.mac(key: seed, Array(label.utf8) + [0] + Array(instance.utf8) + [0, counter])
     }
 }

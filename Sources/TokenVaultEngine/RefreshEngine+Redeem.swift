@@ -41,6 +41,7 @@ extension RefreshEngine {
         var payload: TokenPayload
         do {
             payload = try answer.get()
+            if let rejection = payload.idTokenRejection { throw rejection }
             // An answer recovered from the spool is judged at the time it was answered: an id token
             // that expired while no daemon ran must not cost the only copy of the tokens.
             try IDTokenCheck.check(

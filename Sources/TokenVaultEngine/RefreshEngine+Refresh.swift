@@ -312,6 +312,14 @@ extension RefreshEngine {
         timings.commit = clock.now - commitStart
         switch commit {
         case .committed(.committed(let refreshed)):
+            if let rejection = payload.idTokenRejection {
+                logger.warning(
+                    "credential refreshed; the answer's id token was not accepted and is not stored",
+                    metadata: [
+                        "tokenvault.credential.id": "\(id)", "tokenvault.error.code": "\(rejection.code)",
+                        "tokenvault.detail": "\(rejection.message)",
+                    ])
+            }
             statistics.record {
                 $0.refreshed += 1
                 $0.byProvider[metadata.provider, default: [:]]["succeeded", default: 0] += 1

@@ -6,6 +6,7 @@ import ServiceLifecycle
 import Synchronization
 import TokenVaultCore
 import TokenVaultCourier
+import TokenVaultCrypto
 import TokenVaultEngine
 import TokenVaultProviders
 import TokenVaultServer
@@ -39,10 +40,10 @@ struct ServeCommand: AsyncParsableCommand {
         // Checked before anything is opened: a misconfigured provider instance stops start-up
         // naming its key. Requests go through the courier, started once the vault is open.
         let courier = Self.makeCourier(options, settings, logger: logger)
-        // DPoP instances' keys come from the keyring, handed over once the vault is open.
-        let dpop = DPoPSessions()
+        // Client and DPoP keys come from the keyring, handed over once the vault is open.
+        let signing = ProviderSigning(cryptography: JWSVerification())
         let instances = ProviderInstances(
-            environment: options.environment, transport: courier.transportMaker, dpop: dpop,
+            environment: options.environment, transport: courier.transportMaker, signing: signing,
             ready: { await Self.courierLearnsInstances(courier) })
         let table = try await Self.buildProviders(instances, settings, configPath: options.configPath)
         raiseOpenFileLimit()
@@ -63,13 +64,13 @@ struct ServeCommand: AsyncParsableCommand {
             let earlierCourier = courier.earlierCourierHoldsTheSpool
             let courierStart = Task { try await courier.start(keyring: opened.keyring) }
             if !earlierCourier { _ = await courier.waitUntilReady() }
-            dpop.use(opened.keyring)
+            signing.use(opened.keyring)
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             await engine.measureClock()
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
-            let upstream = UpstreamClients(dpop: dpop, eventLoopGroup: eventLoops)
+            let upstream = UpstreamClients(dpop: signing.dpop, eventLoopGroup: eventLoops)
             let webhooks = try await Self.startWebhooks(opened, settings, options, logger: logger)
             let api = Self.makeAPI(
                 opened, engine, audit, settings, options, courier: courier, upstream: upstream,

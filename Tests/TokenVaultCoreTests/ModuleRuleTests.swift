@@ -21,7 +21,8 @@ import Testing
     /// Modules one target alone may import: libsodium and swift-crypto (Crypto), the database
     /// drivers (Storage), the process calls (System).
     static let owners: [String: String] = [
-        "CSodium": "TokenVaultCrypto", "Crypto": "TokenVaultCrypto", "CSQLite": "TokenVaultStorage",
+        "CSodium": "TokenVaultCrypto", "Crypto": "TokenVaultCrypto", "CryptoExtras": "TokenVaultCrypto",
+        "CSQLite": "TokenVaultStorage",
         "PostgresNIO": "TokenVaultStorage", "CProcess": "TokenVaultSystem",
     ]
 

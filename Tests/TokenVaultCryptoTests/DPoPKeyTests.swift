@@ -88,7 +88,7 @@ import TokenVaultTesting
         let signer = try vault.keyring.signer(for: "bank")
         _ = try signer.proof(method: "POST", url: "https://bank.example/token", accessToken: nil, nonce: nil)
         let seed = try #require(vault.keyring.secret(.dpopSeed))
-        var scalar = Keyring.dpopScalar(seed: seed, instance: "bank", counter: 0)
+        var scalar = Keyring.derivedScalar(seed: seed, label: "tokenvault.dpop-key.v1", instance: "bank", counter: 0)
         defer { scalar.wipe() }
         #expect(try DPoPKey(scalar: scalar, clock: vault.clock).thumbprint == signer.thumbprint)
         let seedBytes = seed.withUnsafeBytes { Array($0) }

@@ -105,7 +105,7 @@ import TokenVaultTesting
         let keyring = try Keyring(
             masterKey: try MasterKey.read(keyFile: harness.dataDir + "/master.key"), store: database)
         let seed = try #require(keyring.secret(.dpopSeed))
-        var scalar = Keyring.dpopScalar(seed: seed, instance: "idp", counter: 0)
+        var scalar = Keyring.derivedScalar(seed: seed, label: "tokenvault.dpop-key.v1", instance: "idp", counter: 0)
         defer { scalar.wipe() }
         #expect(try DPoPKey(scalar: scalar, clock: SystemClock()).thumbprint == thumbprint)
         var needles: [[UInt8]] = []

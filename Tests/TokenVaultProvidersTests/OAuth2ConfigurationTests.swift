@@ -197,7 +197,7 @@ import TokenVaultTesting
 
     @Test func unknownClientAuthentication() async {
         let failure = await error([
-            "token_endpoint": endpoint, "client_id": "app", "client_authentication": "private_key_jwt",
+            "token_endpoint": endpoint, "client_id": "app", "client_authentication": "client_secret_magic",
         ])
         #expect(failure?.key == "providers.acme.client_authentication")
         #expect(failure?.problem.contains("client_secret_basic") == true)

@@ -14,12 +14,14 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
     public var configuration: Wire.Configuration { wire.configuration }
 
     /// `transport`: how requests leave (the courier's in the daemon); direct by default.
+    /// `signing`: the daemon's signatures and keys; without it an `oauth2` instance checks no
+    /// id-token signature and cannot sign client assertions.
     public init(
         configuration: Wire.Configuration, transport: (any ProviderTransport)? = nil,
-        logger: Logger = ProviderLog.silent
+        signing: ProviderSigning? = nil, logger: Logger = ProviderLog.silent
     ) {
         name = configuration.providerName
-        wire = Wire(configuration: configuration)
+        wire = Wire(configuration: configuration, signing: signing)
         http = ProviderHTTPClient(
             providerName: configuration.providerName,
             transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
@@ -81,7 +83,9 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
         tokenCall.operation = operation
         tokenCall.credential = credential
         tokenCall.providerCall = call
-        return try await http.token(tokenCall)
+        var payload = try await http.token(tokenCall)
+        await wire.vet(&payload, over: http)
+        return payload
     }
 }
 

@@ -25,8 +25,19 @@ public struct OAuth2Configuration: KindConfiguration {
         "client_secret_credential", "client_authentication", "headers", "ca_file", "trust_system_roots", "send_scope",
         "authorization_endpoint", "pushed_authorization_request_endpoint", "issuer", "redirect_uris",
         "authorization_parameters", "authorization_response_iss_parameter_supported",
-        "device_authorization_endpoint",
+        "device_authorization_endpoint", "jwks_uri", "id_token_signature", "id_token_signing_algorithms",
+        "jwks_refetch_seconds", "client_certificate_file", "client_certificate_password_file",
     ]
+
+    /// How the id tokens of token answers are checked.
+    public enum IDTokenSignature: String, Sendable, Equatable, CaseIterable {
+        /// By signature, with the issuer's published keys (`IDTokenVerifier`).
+        case jwks
+        /// Not by signature: the token came straight from the token endpoint over TLS (OpenID
+        /// Connect Core section 3.1.3.7 allows this for the code flow). For servers that sign
+        /// with keys the vault cannot check (GOST).
+        case tls
+    }
     /// Headers TokenVault sets itself; letting the config override them would break requests or
     /// smuggle credentials around `client_authentication`.
     static let reservedHeaders: Set<String> = [
@@ -56,6 +67,15 @@ public struct OAuth2Configuration: KindConfiguration {
     /// limit, not the HTTP client's default pool of 8, decides how many calls run together.
     /// Timeouts and CA file (`OptionReader.transportSettings`).
     public let httpSettings: TransportSettings
+    /// `id_token_signature`; nil: `jwks` where a JWKS is known, `tls` where none is.
+    public let idTokenSignature: IDTokenSignature?
+    /// `id_token_signing_algorithms`; nil: those the server advertises among
+    /// `JWSAlgorithm.publicKey`, or RS256 (OpenID Connect's default) if it advertises none.
+    public let idTokenAlgorithms: Set<JWSAlgorithm>?
+    /// `jwks_uri`, with configured endpoints (discovery supplies its own).
+    public let jwksURI: String?
+    /// How soon a token signed with a key the cached JWKS lacks may fetch it again.
+    public let jwksRefetchSeconds: Double
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
@@ -71,6 +91,8 @@ public struct OAuth2Configuration: KindConfiguration {
         let authorizationEndpoint = try reader.endpoint("authorization_endpoint")
         let pushedEndpoint = try reader.endpoint("pushed_authorization_request_endpoint")
         let deviceEndpoint = try reader.endpoint("device_authorization_endpoint")
+        let jwksEndpoint = try reader.endpoint("jwks_uri")
+        jwksURI = jwksEndpoint?.description
         issuer = try reader.string("issuer")
         if let issuer {
             guard case .success(let url) = EndpointURL.validate(issuer), url.url.query == nil else {
@@ -80,7 +102,7 @@ public struct OAuth2Configuration: KindConfiguration {
         let discovered = [
             ("revocation_endpoint", revocationEndpoint), ("authorization_endpoint", authorizationEndpoint),
             ("pushed_authorization_request_endpoint", pushedEndpoint),
-            ("device_authorization_endpoint", deviceEndpoint),
+            ("device_authorization_endpoint", deviceEndpoint), ("jwks_uri", jwksEndpoint),
         ]
         switch (tokenEndpoint, discoveryURL) {
         case (let token?, nil):
@@ -122,6 +144,51 @@ public struct OAuth2Configuration: KindConfiguration {
         } else {
             clientAuthentication = clientSecret == nil ? .none : .clientSecretBasic
         }
+        httpSettings = try reader.transportSettings(settings.limits)
+        switch clientAuthentication {
+        case .clientSecretJWT where clientSecret == nil:
+            throw fail(
+                "client_authentication", "client_secret_jwt needs client_secret_file or client_secret_credential")
+        case .privateKeyJWT, .tlsClientAuth, .selfSignedTLSClientAuth:
+            if clientSecret != nil {
+                throw fail(
+                    "client_authentication",
+                    "is \(clientAuthentication.rawValue), so the configured client secret would never be sent; "
+                        + "remove one")
+            }
+            if clientAuthentication != .privateKeyJWT, httpSettings.clientIdentity == nil {
+                throw fail(
+                    "client_authentication",
+                    "\(clientAuthentication.rawValue) needs client_certificate_file (RFC 8705: the client "
+                        + "authenticates with its TLS certificate)")
+            }
+        default: break
+        }
+        idTokenSignature = try reader.string("id_token_signature").map { (rule) throws(ProviderConfigurationError) in
+            guard let parsed = IDTokenSignature(rawValue: rule) else {
+                throw fail("id_token_signature", "'\(rule.prefix(32))' is not jwks or tls")
+            }
+            return parsed
+        }
+        idTokenAlgorithms = try reader.stringArray("id_token_signing_algorithms").map {
+            (names) throws(ProviderConfigurationError) in
+            let allowed = JWSAlgorithm.publicKey.sorted().map(\.rawValue).joined(separator: ", ")
+            var algorithms: Set<JWSAlgorithm> = []
+            for name in names {
+                guard let algorithm = JWSAlgorithm(rawValue: name), JWSAlgorithm.publicKey.contains(algorithm) else {
+                    throw fail(
+                        "id_token_signing_algorithms",
+                        "'\(name.prefix(32))' is not one of \(allowed) (never none, never an HMAC algorithm)")
+                }
+                algorithms.insert(algorithm)
+            }
+            guard !algorithms.isEmpty else { throw fail("id_token_signing_algorithms", "must name at least one") }
+            return algorithms
+        }
+        jwksRefetchSeconds = try reader.number("jwks_refetch_seconds", in: 0...86_400) ?? 60
+        if jwksURI != nil, issuer == nil {
+            throw fail("jwks_uri", "needs issuer: an id token's iss is checked against it")
+        }
         if clientAuthentication == .clientSecretPost, clientSecret == nil {
             throw fail(
                 "client_authentication", "client_secret_post needs client_secret_file or client_secret_credential")
@@ -142,7 +209,6 @@ public struct OAuth2Configuration: KindConfiguration {
         for name in authorizationParameters where AuthorizationRequest.reservedNames.contains(name) {
             throw fail("authorization_parameters", "\(name) is set by the vault itself")
         }
-        httpSettings = try reader.transportSettings(settings.limits)
     }
 }
 

@@ -12,6 +12,11 @@ struct ResolvedEndpoints: Sendable, Equatable {
     var issuer: String? = nil
     /// `authorization_response_iss_parameter_supported` (RFC 9207 section 3).
     var sendsIssuer = false
+    /// Where the server publishes its signing keys (`jwks_uri`).
+    var jwks: String? = nil
+    /// The id-token algorithms the server advertises that the vault checks; RS256 (OpenID Connect
+    /// Discovery's required one) when it advertises none of them.
+    var idTokenAlgorithms: Set<JWSAlgorithm> = [.rs256]
     /// Why sign-ins cannot start although refreshes can (a discovery document whose issuer is
     /// not the one its URL was made from, or whose sign-in endpoints are unusable).
     var signInProblem: String? = nil
@@ -31,7 +36,8 @@ extension OAuth2Wire {
         case .fixed(let token, let revocation, let authorization, let pushed, let device):
             return ResolvedEndpoints(
                 token: token, revocation: revocation, authorization: authorization, pushedAuthorization: pushed,
-                deviceAuthorization: device, issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer)
+                deviceAuthorization: device, issuer: configuration.issuer, sendsIssuer: configuration.sendsIssuer,
+                jwks: configuration.jwksURI)
         case .discovery(let discoveryURL): urls = [discoveryURL]
         case .issuer(let issuer): urls = Self.metadataURLs(ofIssuer: issuer)
         }
@@ -145,6 +151,19 @@ extension OAuth2Wire {
             token: tokenEndpoint.description, revocation: revocationEndpoint,
             sendsIssuer: configuration.sendsIssuer
                 || fields["authorization_response_iss_parameter_supported"] == .bool(true))
+        switch fields["jwks_uri"] {
+        case nil, .null?: break
+        case .string(let text)?:
+            endpoints.jwks = try EndpointURL.validate(text).mapError { broken("jwks_uri: \($0.problem)") }.get()
+                .description
+        case let other?: throw broken("jwks_uri is \(other.typeName), not a string")
+        }
+        if case .array(let names)? = fields["id_token_signing_alg_values_supported"] {
+            let advertised = Set(
+                names.compactMap { if case .string(let name) = $0 { JWSAlgorithm(rawValue: name) } else { nil } }
+            ).intersection(JWSAlgorithm.publicKey)
+            if !advertised.isEmpty { endpoints.idTokenAlgorithms = advertised }
+        }
         // What only sign-ins need fails only sign-ins: refreshes go on with a document whose
         // authorization endpoints are unusable.
         for (name, keyPath) in [

@@ -120,7 +120,7 @@ extension OAuth2Wire: SignInWire {
     ) async throws(ProviderFailure) -> [String: JSONValue] {
         var form = form
         var headers = HTTPHeaders()
-        authenticate(&headers, &form)
+        try authenticate(&headers, &form, endpoints: try await resolveEndpoints(over: http))
         let answer: HTTPAnswer
         do throws(ProviderFailure) {
             answer = try await http.post(endpoint, form: form, headers: headers, call: nil)

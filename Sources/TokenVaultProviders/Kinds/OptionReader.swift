@@ -225,7 +225,8 @@ struct OptionReader {
         let notAfter = Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter))
         guard notAfter > Date() else {
             throw fail(
-                "client_certificate_file", "\(path): the certificate expired on \(notAfter); ask Sber for a new one")
+                "client_certificate_file",
+                "\(path): the certificate expired on \(notAfter); ask the server's operator for a new one")
         }
         return TLSClientIdentity(certificateChain: bundle.certificateChain, privateKey: bundle.privateKey)
     }

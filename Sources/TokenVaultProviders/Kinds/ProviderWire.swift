@@ -13,6 +13,9 @@ public protocol ProviderWire: Sendable {
 
     var configuration: Configuration { get }
     init(configuration: Configuration)
+    /// With what the instance signs and verifies with (client assertions, id-token signatures);
+    /// a kind that signs nothing ignores it.
+    init(configuration: Configuration, signing: ProviderSigning?)
 
     var supportsRevocation: Bool { get }
 
@@ -26,6 +29,16 @@ public protocol ProviderWire: Sendable {
     /// The RFC 7009 request revoking `token`; nil for a kind without a revocation endpoint.
     func revocationCall(_ token: SecretBytes, hint: TokenHint, over http: ProviderHTTPClient)
         async throws(ProviderFailure) -> RevocationCall?
+    /// Checks a token answer beyond its form (`vet` in the extension: nothing by default).
+    func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async
+}
+
+extension ProviderWire {
+    public init(configuration: Configuration, signing: ProviderSigning?) { self.init(configuration: configuration) }
+
+    /// Checks a token answer beyond its form before it is returned (an `oauth2` instance's id-token
+    /// signature); a kind without such a check leaves it as it is.
+    public func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async {}
 }
 
 /// An RFC 7009 revocation request as a kind builds it.
