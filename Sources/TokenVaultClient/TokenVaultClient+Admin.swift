@@ -36,4 +36,17 @@ extension TokenVaultClient {
     public func status() async throws -> DaemonStatus {
         try await send(.get, "/v1/admin/status").decode(DaemonStatus.self)
     }
+
+    /// `GET /v1/admin/providers/{provider}`: the instance `name` as the daemon uses it (an `oauth2`
+    /// instance reads its server's metadata now if it has not yet).
+    public func provider(_ name: String) async throws -> ProviderDetails {
+        try await send(.get, "/v1/admin/providers/" + Self.percentEncoded(name)).decode(ProviderDetails.self)
+    }
+
+    /// `GET /v1/admin/providers/{provider}/jwks`: the public JWK Set of instance `name`'s client
+    /// key, to register at its server for `private_key_jwt`.
+    public func providerKeys(_ name: String) async throws -> ProviderDetails.KeySet {
+        try await send(.get, "/v1/admin/providers/" + Self.percentEncoded(name) + "/jwks")
+            .decode(ProviderDetails.KeySet.self)
+    }
 }

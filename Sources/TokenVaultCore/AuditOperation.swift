@@ -37,12 +37,13 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     public static let adminAudit = Self("admin.audit")
     public static let adminBackup = Self("admin.backup")
     public static let adminStatus = Self("admin.status")
+    public static let adminProvider = Self("admin.provider")
 
     /// Every operation the daemon writes.
     public static let all: [Self] = [
         .tokenRead, .credentialPut, .credentialShow, .credentialList, .credentialDelete, .credentialPurge,
         .credentialRefresh, .credentialExchange, .credentialAuthorize, .credentialAuthorized, .credentialWatch,
         .credentialReapply, .credentialProxy, .proxyList, .eventsStream,
-        .adminRotateKey, .adminAudit, .adminBackup, .adminStatus,
+        .adminRotateKey, .adminAudit, .adminBackup, .adminStatus, .adminProvider,
     ]
 }

@@ -42,6 +42,14 @@ public protocol RefreshService: Sendable {
 
     /// Counters since start-up, for `/metrics`.
     var counters: RefreshCounters { get }
+
+    /// The configured instance `name`: its kind, and its provider (nil for a name-only or
+    /// store-only instance); nil when no instance has that name.
+    func providerInstance(named name: String) -> (kind: String, provider: (any TokenProvider)?)?
+}
+
+extension RefreshService {
+    public func providerInstance(named name: String) -> (kind: String, provider: (any TokenProvider)?)? { nil }
 }
 
 /// What the engine has done since start-up.

@@ -8,6 +8,12 @@ import TokenVaultCore
 extension RefreshEngine: ProviderRouting {
     public var providerTable: ProviderTable { vault.providers }
 
+    public func providerInstance(named name: String) -> (kind: String, provider: (any TokenProvider)?)? {
+        let table = vault.providers
+        guard let settings = table.settings[name] else { return nil }
+        return (settings.kind, table.providers[name])
+    }
+
     public func install(_ table: ProviderTable) -> ProviderReplacement {
         let made = slots.withLock { current in
             let made = Self.slots(for: table, replacing: current)

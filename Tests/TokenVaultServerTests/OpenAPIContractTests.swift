@@ -15,7 +15,7 @@ import Yams
 /// changes on one side only must fail here rather than in a client.
 @Suite struct OpenAPIContractTests {
     /// Sample values for path parameters; every `{parameter}` in the document needs one.
-    static let pathValues = ["namespace": "contract", "name": "alice"]
+    static let pathValues = ["namespace": "contract", "name": "alice", "provider": "tinkoff-id"]
 
     // MARK: - Routes
 

@@ -16,10 +16,12 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
 
     /// `redirectURIs`: the client's registered ones; `par`: the server requires pushed requests;
     /// `slowDown`: the first polls of each device code answered `slow_down`; `deviceTokenDelay`:
-    /// seconds the answer that redeems a device code is held.
+    /// seconds the answer that redeems a device code is held; `arguments`: more of the script's
+    /// options (`--id-token-alg ES256`, `--client-auth private_key_jwt`).
     public init(
         directory: TemporaryDirectory, redirectURIs: [String], par: Bool = false, lifetime: Int = 3600,
-        slowDown: Int = 0, deviceTokenDelay: Double = 0, deviceInterval: Int = 1, timeout: Double = 30
+        slowDown: Int = 0, deviceTokenDelay: Double = 0, deviceInterval: Int = 1, arguments extra: [String] = [],
+        timeout: Double = 30
     ) throws {
         self.directory = directory
         let root = Self.packageRoot
@@ -33,10 +35,11 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
         var arguments = [root + "/scripts/authorization-server.py", "--port", "0", "--lifetime", "\(lifetime)"]
         for uri in redirectURIs { arguments += ["--redirect-uri", uri] }
         if par { arguments.append("--par") }
-        arguments += [
-            "--slow-down", "\(slowDown)", "--device-token-delay", "\(deviceTokenDelay)", "--device-interval",
-            "\(deviceInterval)",
-        ]
+        arguments +=
+            [
+                "--slow-down", "\(slowDown)", "--device-token-delay", "\(deviceTokenDelay)", "--device-interval",
+                "\(deviceInterval)",
+            ] + extra
         process = try SpawnedProcess(
             executable: python, arguments: arguments, environment: ProcessInfo.processInfo.environment,
             stdout: output, stderr: logPath)
@@ -79,6 +82,16 @@ public final class AuthorizationServerProcess: @unchecked Sendable {
     /// Revokes every refresh token it issued: the next refresh is `invalid_grant`.
     public func revokeEverything() async throws {
         _ = try await TestHTTPClient.request("POST", issuer + "/test/revoke", timeout: 60)
+    }
+
+    /// One of the script's `/test/` hooks, with a JSON body when given; its answer as a JSON object.
+    @discardableResult
+    public func hook(_ method: String, _ path: String, json body: String? = nil) async throws -> [String: Any] {
+        let answer = try await TestHTTPClient.request(
+            method, issuer + path, headers: body == nil ? [:] : ["Content-Type": "application/json"],
+            body: Array((body ?? "").utf8), timeout: 60)
+        guard answer.status == 200 else { throw SocketTestError("\(path) answered \(answer.status): \(answer.text)") }
+        return try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any] ?? [:]
     }
 
     /// What the person does at the verification page with the user code: allow or deny.

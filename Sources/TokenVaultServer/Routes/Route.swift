@@ -31,6 +31,10 @@ enum Route: CaseIterable, Sendable {
     case audit
     case backup
     case status
+    /// A provider instance as the daemon uses it: endpoints, authentication, client keys.
+    case provider
+    /// The public JWK Set of an instance's client key, to register at its server.
+    case providerKeys
 
     /// The path, parameters in braces (`{namespace}`), `**` for the rest of the path.
     var template: String {
@@ -53,6 +57,8 @@ enum Route: CaseIterable, Sendable {
         case .audit: "/v1/admin/audit"
         case .backup: "/v1/admin/backup"
         case .status: "/v1/admin/status"
+        case .provider: "/v1/admin/providers/{provider}"
+        case .providerKeys: "/v1/admin/providers/{provider}/jwks"
         }
     }
 
@@ -62,7 +68,8 @@ enum Route: CaseIterable, Sendable {
         case .delete: [.delete]
         case .refresh, .exchange, .authorize, .authorizeCallback, .rotateKey, .backup: [.post]
         case .proxy, .proxyPath: Self.proxyMethods
-        case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status, .authorizationStatus:
+        case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status, .authorizationStatus,
+            .provider, .providerKeys:
             [.get]
         }
     }

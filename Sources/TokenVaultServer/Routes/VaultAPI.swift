@@ -131,6 +131,8 @@ public struct VaultAPI: Sendable {
         case .audit: try await auditTrail(request, context)
         case .backup: try await backup(context)
         case .status: try await status(context)
+        case .provider: try await providerDetails(context)
+        case .providerKeys: try await providerKeys(context)
         }
     }
 

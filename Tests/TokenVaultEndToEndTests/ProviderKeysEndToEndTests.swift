@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+import TokenVaultTesting
+
+/// Id-token signatures and client authentication by key, through the built daemon against
+/// Authlib (`scripts/authorization-server.py`), a server that is not ours: id tokens signed RS256
+/// and ES256 checked with the server's JWKS, a rotated key found by its `kid`, refused id tokens
+/// that cost no refresh token, another issuer's metadata refused, and `private_key_jwt` and
+/// `client_secret_jwt` accepted by the server (a wrong key refused).
+@Suite struct ProviderKeysEndToEndTests {
+    static let signInBody =
+        #"{"provider": "authlib", "redirect_uri": "http://127.0.0.1:43817/callback", "scopes": ["openid", "profile"]}"#
+
+    /// Signs `name` in through the vault and Authlib's consent page; the finishing answer.
+    static func signIn(_ harness: ResilienceHarness, _ server: AuthorizationServerProcess, _ name: String) async throws
+        -> RawHTTPResponse
+    {
+        let started = try UnixSocketHTTP.request(
+            harness.socket, "POST", "/v1/credentials/people/\(name)/authorization", body: signInBody)
+        let url = try #require(started.json()["authorization_url"] as? String, "\(started.text)")
+        let callback = try await server.signIn(url)
+        let body = try JSONSerialization.data(withJSONObject: ["callback_url": callback])
+        return try UnixSocketHTTP.request(
+            harness.socket, "POST", "/v1/credentials/people/\(name)/authorization/callback",
+            body: String(decoding: body, as: UTF8.self))
+    }
+
+    /// A forced refresh, a second after the last call to the server (the instance's on-demand
+    /// floor), and the credential's metadata after it.
+    static func refresh(_ harness: ResilienceHarness, _ name: String) async throws -> (
+        status: Int, metadata: [String: Any]
+    ) {
+        try await Task.sleep(for: .seconds(1.1))
+        let refreshed = try UnixSocketHTTP.request(harness.socket, "POST", "/v1/credentials/people/\(name)/refresh")
+        let shown = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/\(name)")
+        return (refreshed.status, shown.json())
+    }
+
+    static func lastError(_ metadata: [String: Any]) -> String? {
+        (metadata["last_error"] as? [String: Any])?["code"] as? String
+    }
+
+    @Test(arguments: ["RS256", "ES256"])
+    func idTokensAreCheckedWithTheServersKeysAndARotatedKeyIsFound(algorithm: String) async throws {
+        let (harness, server) = try await SignInHarness.make(serverArguments: ["--id-token-alg", algorithm])
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        let shown = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let details = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(
+            details["id_token_signature"] as? String == "jwks"
+                && details["jwks_uri"] as? String == server.issuer + "/jwks")
+        #expect((details["id_token_signing_algorithms"] as? [String])?.contains(algorithm) == true, "\(details)")
+
+        let finished = try await Self.signIn(harness, server, "alice")
+        #expect(finished.status == 201 && finished.json()["has_id_token"] as? Bool == true, "\(finished.text)")
+        var (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
+        #expect(try await server.hook("GET", "/test/jwks-fetches")["count"] as? Int == 1)
+
+        // The server signs with a new key from now on: its kid is unknown, so the set is read again.
+        let rotated = try await server.hook("POST", "/test/rotate-signing-key")["kid"] as? String
+        (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
+        #expect(
+            try await server.hook("GET", "/test/jwks-fetches")["count"] as? Int == 2, "rotated to \(rotated ?? "?")")
+    }
+
+    /// Each refused id token: the refresh is stored without it and says why on the credential;
+    /// the next refresh works, which it could not had the rotated refresh token been lost (Authlib
+    /// revokes the one it replaced). A sign-in whose id token is refused stores nothing.
+    @Test func refusedIDTokensCostNoRefreshToken() async throws {
+        let (harness, server) = try await SignInHarness.make()
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        for fault in ["tampered", "expired", "wrong_audience", "alg_none", "hs256_public_key", "unknown_kid"] {
+            try await server.hook("POST", "/test/id-token-fault", json: #"{"fault": "\#(fault)"}"#)
+            var (status, metadata) = try await Self.refresh(harness, "alice")
+            #expect(status == 200, "\(fault): \(metadata)")
+            #expect(Self.lastError(metadata) == "id_token_invalid", "\(fault): \(metadata)")
+            #expect(metadata["has_refresh_token"] as? Bool == true && metadata["subject"] as? String == "person-1")
+            try await server.hook("POST", "/test/id-token-fault", json: #"{"fault": null}"#)
+            (status, metadata) = try await Self.refresh(harness, "alice")
+            #expect(status == 200 && Self.lastError(metadata) == nil, "after \(fault): \(metadata)")
+        }
+        try await server.hook("POST", "/test/id-token-fault", json: #"{"fault": "wrong_audience"}"#)
+        let refused = try await Self.signIn(harness, server, "bob")
+        #expect(refused.status == 422 && refused.json()["code"] as? String == "id_token_invalid", "\(refused.text)")
+        #expect(try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/bob").status == 404)
+    }
+
+    @Test func metadataNamingAnotherIssuerIsRefused() async throws {
+        let (harness, server) = try await SignInHarness.make()
+        try await server.hook("POST", "/test/metadata-issuer", json: #"{"issuer": "https://attacker.example"}"#)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        let refused = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket])
+        #expect(refused.status != 0 && refused.stderr.contains("attacker.example"), "\(refused.stderr)")
+        let started = try UnixSocketHTTP.request(
+            harness.socket, "POST", "/v1/credentials/people/alice/authorization", body: Self.signInBody)
+        #expect(started.status >= 400 && started.text.contains("issuer"), "\(started.text)")
+        // Fixed at the server, the next call reads the document again.
+        try await server.hook("POST", "/test/metadata-issuer", json: #"{"issuer": null}"#)
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+    }
+
+    @Test func privateKeyJWTIsAcceptedAndAnotherKeyRefused() async throws {
+        let (harness, server) = try await SignInHarness.make(
+            serverArguments: ["--client-auth", "private_key_jwt"],
+            instance: #""client_authentication": "private_key_jwt""#,
+            providers: """
+                "other": {"kind": "oauth2", "issuer": "http://127.0.0.1:1", "client_id": "vault-client",
+                    "client_authentication": "private_key_jwt"}
+                """)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        func keys(_ instance: String) throws -> String {
+            let printed = try CommandRunner().run(["providers", "jwks", instance, "--socket", harness.socket])
+            #expect(printed.status == 0, "\(printed.stderr)")
+            return printed.stdout
+        }
+        // Until the server knows the key, the client is refused.
+        let unknown = try UnixSocketHTTP.request(
+            harness.socket, "POST", "/v1/credentials/people/alice/authorization", body: Self.signInBody)
+        #expect(unknown.status == 201, "a plain authorization request needs no client authentication: \(unknown.text)")
+        try await server.hook("POST", "/test/client-jwks", json: try keys("authlib"))
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        var (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
+        let methods = try await server.hook("GET", "/test/client-auth")["methods"] as? [String] ?? []
+        #expect(!methods.isEmpty && methods.allSatisfy { $0 == "private_key_jwt" }, "\(methods)")
+
+        // The server now holds another instance's key: this one's assertions are refused.
+        let otherKeys = try keys("other")
+        #expect(otherKeys != (try keys("authlib")))
+        try await server.hook("POST", "/test/client-jwks", json: otherKeys)
+        (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status != 200 && Self.lastError(metadata) == "invalid_client", "\(metadata)")
+    }
+
+    @Test func clientSecretJWTIsAccepted() async throws {
+        let (harness, server) = try await SignInHarness.make(
+            serverArguments: ["--client-auth", "client_secret_jwt"],
+            instance: #""client_secret_file": "$SECRET", "client_authentication": "client_secret_jwt""#)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        let (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
+        let methods = try await server.hook("GET", "/test/client-auth")["methods"] as? [String] ?? []
+        #expect(methods.count >= 2 && methods.allSatisfy { $0 == "client_secret_jwt" }, "\(methods)")
+    }
+}
