@@ -58,8 +58,9 @@ let package = Package(
         // private files opened and checked one way, core dumps off. A platform layer, like the
         // C targets: it depends on Core only (for SecretBytes), and nothing here is domain logic.
         .target(name: "TokenVaultSystem", dependencies: ["TokenVaultCore", "CProcess"]),
-        // The only importer of libsodium: envelope, keyring, KDF; and of swift-crypto, for what
-        // libsodium lacks: P-256 (DPoP proofs, client assertions) and RSA (id-token signatures).
+        // The only importer of libsodium: envelope, keyring, KDF; and of swift-crypto: P-256 (DPoP
+        // proofs, client assertions) and RSA, which libsodium lacks, and JOSE's Ed25519 and HMAC
+        // with them, so id-token signatures are checked by one library.
         .target(
             name: "TokenVaultCrypto",
             dependencies: [

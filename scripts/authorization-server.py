@@ -41,7 +41,8 @@ on; `GET /test/jwks-fetches` counts `GET /jwks`. `POST /test/id-token-fault` wit
 `{"fault": F}` spoils every id token issued until F is null: `tampered`, `expired`,
 `wrong_audience`, `alg_none`, `hs256_public_key` (HMAC keyed with the signing key's public PEM),
 `unknown_kid`. `POST /test/metadata-issuer` with `{"issuer": X}` makes both discovery documents
-name X (null: the real one). `POST /test/client-jwks` with a JWKS registers the client's public
+name X (null: the real one); `POST /test/metadata-down` with `{"down": true}` makes them answer
+503. `POST /test/client-jwks` with a JWKS registers the client's public
 keys for `private_key_jwt` (until then every assertion is refused). `GET /test/client-auth` lists
 the method each token request authenticated with; `GET /test/client-credentials` and
 `GET /test/exchanges` list the client credentials and token exchange requests that got a token.
@@ -109,7 +110,7 @@ EXCHANGES = []
 USED_JTIS = set()
 # Id-token signing: the alg, every key that has been current (the last signs), the fault.
 SIGNING = {"alg": "RS256", "keys": [], "fault": None}
-TEST = {"jwks_fetches": 0, "metadata_issuer": None, "client_jwks": None}
+TEST = {"jwks_fetches": 0, "metadata_issuer": None, "metadata_down": False, "client_jwks": None}
 # What the token endpoint, the device authorization endpoint and /par accept; --client-auth
 # replaces the contents, and every grant shares this one list.
 AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
@@ -692,6 +693,9 @@ def build(args, issuer):
     def discovery():
         with LOCK:
             named = TEST["metadata_issuer"]
+            down = TEST["metadata_down"]
+        if down:
+            return jsonify(error="temporarily_unavailable"), 503
         return jsonify(metadata if named is None else dict(metadata, issuer=named))
 
     @app.get("/jwks")
@@ -832,6 +836,15 @@ def build(args, issuer):
         with LOCK:
             TEST["metadata_issuer"] = body["issuer"]
         return jsonify(issuer=body["issuer"] if body["issuer"] is not None else issuer)
+
+    @app.post("/test/metadata-down")
+    def metadata_down():
+        body = json_body()
+        if body is None or not isinstance(body.get("down"), bool):
+            return jsonify(error='expected {"down": true or false}'), 400
+        with LOCK:
+            TEST["metadata_down"] = body["down"]
+        return jsonify(down=body["down"])
 
     @app.post("/test/client-jwks")
     def client_jwks():

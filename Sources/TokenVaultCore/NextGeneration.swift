@@ -44,6 +44,18 @@ public struct NextGeneration: Sendable {
                 refreshTokenExpiresAt: refreshTokenExpiresAt, createdAt: previous?.createdAt ?? now, updatedAt: now,
                 hasRefreshToken: canRefresh, hasIDToken: payload.secrets.idToken != nil)
         case .refresh:
+            var payload = payload
+            // OpenID Connect Core section 12.2: a refreshed id token names the same subject. One
+            // that names another is not stored, and the credential keeps its subject.
+            if let subject = previous?.subject, let claimed = payload.subject, claimed != subject,
+                payload.secrets.idToken != nil
+            {
+                payload.secrets.idToken = nil
+                payload.subject = nil
+                payload.idTokenRejection = VaultError(
+                    code: .idTokenInvalid,
+                    message: "the refreshed id token names another subject than the credential's; it is not stored")
+            }
             let kept = previousSecrets
             secrets = CredentialSecrets(
                 accessToken: payload.secrets.accessToken,

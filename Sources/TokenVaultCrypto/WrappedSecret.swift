@@ -15,8 +15,9 @@ public struct WrappedSecret: Sendable, Hashable {
     public static let spoolKey = WrappedSecret(
         setting: "spool.key", label: "tokenvault.spool-key.v1", size: SealedBox.secretKeySize)
 
-    /// What each DPoP provider instance's key is derived from (`Keyring.signer(for:)`): one
-    /// random seed, so every node of a shared vault holds the same keys without a table of them.
+    /// What each provider instance's DPoP key and client key are derived from
+    /// (`Keyring.derivedP256Key`, under a label each): one random seed, so every node of a shared
+    /// vault holds the same keys without a table of them.
     public static let dpopSeed = WrappedSecret(setting: "dpop.seed", label: "tokenvault.dpop-seed.v1", size: 32)
 
     static let all: [WrappedSecret] = [.auditKey, .spoolKey, .dpopSeed]

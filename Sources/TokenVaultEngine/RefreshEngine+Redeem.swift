@@ -58,7 +58,10 @@ extension RefreshEngine {
             // Recovering a spooled answer, a failure before any answer was read (the request
             // could not be built: a signer, a discovery document; the courier) keeps the spooled
             // copy for the next start: it is the only copy of those tokens.
-            let answered = (error as? ProviderFailure).map { $0.httpStatus != nil } ?? true
+            // So does an answer whose id token could not be checked (the issuer's keys could not be
+            // read): the next start checks it again.
+            let unchecked = (error as? VaultError)?.code == .providerUnavailable
+            let answered = !unchecked && ((error as? ProviderFailure).map { $0.httpStatus != nil } ?? true)
             if !recovering || answered { settlement.settle(call.key) }
             throw error
         }

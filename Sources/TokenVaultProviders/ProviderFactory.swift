@@ -5,15 +5,15 @@ import TokenVaultCore
 public enum ProviderFactory {
     /// The provider, or nil for a name-only instance (no endpoint at all). Every configuration
     /// problem is thrown with its key. `transport` makes how its requests leave (direct by default;
-    /// the daemon's go through the courier). `signing`: the daemon's signature checks and keys;
+    /// the daemon's go through the courier). `services`: the daemon's signature checks and keys;
     /// without it id tokens are not checked by signature, and an instance that must sign (`dpop`,
     /// `private_key_jwt`) is refused. `dpop`: DPoP sessions of their own (tests).
     public static func make(
         _ settings: ProviderSettings, environment: [String: String],
         transport: TransportMaker = { _, settings in DirectTransport(settings: settings) },
-        signing: ProviderSigning? = nil, dpop: DPoPSessions? = nil
+        services: ProviderServices? = nil, dpop: DPoPSessions? = nil
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
-        let dpop = dpop ?? signing?.dpop
+        let dpop = dpop ?? services?.dpop
         var transport = transport
         if settings.dpop {
             guard !ProviderKinds.storeOnly.contains(settings.kind) else {
@@ -32,17 +32,17 @@ public enum ProviderFactory {
         }
         switch settings.kind {
         case OAuth2Wire.kind:
-            if signing == nil, case .string(let method)? = settings.options["client_authentication"],
+            if services == nil, case .string(let method)? = settings.options["client_authentication"],
                 ClientAuthentication(rawValue: method)?.usesAssertion == true
             {
                 throw ProviderConfigurationError(
                     key: "providers.\(settings.name).client_authentication",
                     problem: "\(method) needs the daemon's keys (tokenvault serve)")
             }
-            return try build(OAuth2Wire.self, settings, environment, transport, signing)
-        case TinkoffIDWire.kind: return try build(TinkoffIDWire.self, settings, environment, transport, signing)
-        case SberIDWire.kind: return try build(SberIDWire.self, settings, environment, transport, signing)
-        case ESIAWire.kind: return try build(ESIAWire.self, settings, environment, transport, signing)
+            return try build(OAuth2Wire.self, settings, environment, transport, services)
+        case TinkoffIDWire.kind: return try build(TinkoffIDWire.self, settings, environment, transport, services)
+        case SberIDWire.kind: return try build(SberIDWire.self, settings, environment, transport, services)
+        case ESIAWire.kind: return try build(ESIAWire.self, settings, environment, transport, services)
         case let kind where ProviderKinds.storeOnly.contains(kind):
             try checkStoreOnly(settings)
             return nil
@@ -68,11 +68,12 @@ public enum ProviderFactory {
     /// One kind's provider over the transport `transport` makes for it; nil for a name-only instance.
     private static func build<Wire: ProviderWire>(
         _ wire: Wire.Type, _ settings: ProviderSettings, _ environment: [String: String], _ transport: TransportMaker,
-        _ signing: ProviderSigning?
+        _ services: ProviderServices?
     ) throws(ProviderConfigurationError) -> (any TokenProvider)? {
         guard let configuration = try Wire.Configuration.parse(settings, environment: environment) else { return nil }
         return KindProvider<Wire>(
-            configuration: configuration, transport: transport(settings, configuration.httpSettings), signing: signing)
+            configuration: configuration, transport: transport(settings, configuration.httpSettings), services: services
+        )
     }
 
     /// `ebs` has no options of its own: its only setting, `expired_unit`, is the engine's and was

@@ -7,24 +7,24 @@ import TokenVaultCore
 public final class ProviderInstances: ProviderBuilding {
     private let environment: [String: String]
     private let transport: TransportMaker
-    private let signing: ProviderSigning?
+    private let services: ProviderServices?
     private let ready: @Sendable () async -> ProviderConfigurationError?
 
     /// - Parameters:
     ///   - transport: how requests leave (the courier's transports in the daemon).
-    ///   - signing: id-token signature checks, and the keys of client assertions and of instances
+    ///   - services: id-token signature checks, and the keys of client assertions and of instances
     ///     marked `dpop` (the keyring's).
     ///   - ready: called once new instances are built, before they are handed out: the courier
     ///     learns them here. A problem it returns refuses the whole table, as a build error does.
     public init(
         environment: [String: String],
         transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
-        signing: ProviderSigning? = nil,
+        services: ProviderServices? = nil,
         ready: @escaping @Sendable () async -> ProviderConfigurationError? = { nil }
     ) {
         self.environment = environment
         self.transport = transport
-        self.signing = signing
+        self.services = services
         self.ready = ready
     }
 
@@ -32,7 +32,7 @@ public final class ProviderInstances: ProviderBuilding {
         async throws(ProviderConfigurationError) -> ProviderTable
     {
         let next = try await previous.rebuilt(
-            settings, environment: environment, transport: transport, signing: signing)
+            settings, environment: environment, transport: transport, services: services)
         let fresh = next.providers.filter { name, provider in
             !(previous.providers[name]?.isSameObject(as: provider) ?? false)
         }

@@ -8,11 +8,11 @@ extension ProviderTable {
     public static func make(
         _ settings: [ProviderSettings], environment: [String: String],
         transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
-        signing: ProviderSigning? = nil
+        services: ProviderServices? = nil
     ) async throws(ProviderConfigurationError) -> ProviderTable {
         try await ProviderTable.empty.rebuilt(
             Dictionary(settings.map { ($0.name, $0) }) { $1 }, environment: environment, transport: transport,
-            signing: signing)
+            services: services)
     }
 
     /// The next table, for `settings`: this table's object of every instance whose provider would
@@ -22,7 +22,7 @@ extension ProviderTable {
     public func rebuilt(
         _ settings: [String: ProviderSettings], environment: [String: String],
         transport: @escaping TransportMaker = { _, settings in DirectTransport(settings: settings) },
-        signing: ProviderSigning? = nil
+        services: ProviderServices? = nil
     ) async throws(ProviderConfigurationError) -> ProviderTable {
         var next: [String: any TokenProvider] = [:]
         var built: [any TokenProvider] = []
@@ -34,7 +34,7 @@ extension ProviderTable {
             }
             do throws(ProviderConfigurationError) {
                 if let provider = try ProviderFactory.make(
-                    instance, environment: environment, transport: transport, signing: signing)
+                    instance, environment: environment, transport: transport, services: services)
                 {
                     next[name] = provider
                     built.append(provider)

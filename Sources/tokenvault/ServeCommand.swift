@@ -41,9 +41,9 @@ struct ServeCommand: AsyncParsableCommand {
         // naming its key. Requests go through the courier, started once the vault is open.
         let courier = Self.makeCourier(options, settings, logger: logger)
         // Client and DPoP keys come from the keyring, handed over once the vault is open.
-        let signing = ProviderSigning(cryptography: JWSVerification())
+        let services = ProviderServices(cryptography: JWSVerification())
         let instances = ProviderInstances(
-            environment: options.environment, transport: courier.transportMaker, signing: signing,
+            environment: options.environment, transport: courier.transportMaker, services: services,
             ready: { await Self.courierLearnsInstances(courier) })
         let table = try await Self.buildProviders(instances, settings, configPath: options.configPath)
         raiseOpenFileLimit()
@@ -64,13 +64,13 @@ struct ServeCommand: AsyncParsableCommand {
             let earlierCourier = courier.earlierCourierHoldsTheSpool
             let courierStart = Task { try await courier.start(keyring: opened.keyring) }
             if !earlierCourier { _ = await courier.waitUntilReady() }
-            signing.use(opened.keyring)
+            services.use(opened.keyring, metadata: KeptProviderMetadataSettings(store: opened.database, logger: logger))
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             await engine.measureClock()
             let changeListener = Self.listenForChanges(opened, engine)
             let audit = AuditRecorder(vault: opened.vault, options: .init(settings.audit), logger: logger)
             let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: settings.eventLoops)
-            let upstream = UpstreamClients(dpop: signing.dpop, eventLoopGroup: eventLoops)
+            let upstream = UpstreamClients(dpop: services.dpop, eventLoopGroup: eventLoops)
             let webhooks = try await Self.startWebhooks(opened, settings, options, logger: logger)
             let api = Self.makeAPI(
                 opened, engine, audit, settings, options, courier: courier, upstream: upstream,

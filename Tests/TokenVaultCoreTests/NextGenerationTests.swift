@@ -57,6 +57,30 @@ import TokenVaultCore
         #expect(next.metadata.refreshAt == next.metadata.expiresAt)
     }
 
+    /// OpenID Connect Core section 12.2: a refreshed id token for another subject is not stored,
+    /// and says so, while the new tokens are; a refused id token (`idTokenRejection`) shows too.
+    @Test func aRefreshedIDTokenForAnotherSubjectIsNotStored() {
+        let first = Self.first()
+        let later = Self.now.adding(seconds: 100)
+        func refresh(_ payload: TokenPayload) -> NextGeneration {
+            NextGeneration(
+                previous: first.metadata, previousSecrets: first.secrets, payload: payload, succession: .refresh,
+                id: Self.id, issuedAt: later, now: later, planner: Self.planner, jitter: 0)
+        }
+        let other = refresh(Self.payload(access: "a2", refresh: "r2", idToken: "i2", subject: "u-2"))
+        #expect(other.metadata.subject == "u-1" && other.secrets.idToken?.revealString() == "i1")
+        #expect(other.secrets.refreshToken?.revealString() == "r2" && other.secrets.accessToken.revealString() == "a2")
+        #expect(other.metadata.lastError?.code == "id_token_invalid")
+        let same = refresh(Self.payload(access: "a3", refresh: "r3", idToken: "i3", subject: "u-1"))
+        #expect(same.secrets.idToken?.revealString() == "i3" && same.metadata.lastError == nil)
+        var refused = Self.payload(access: "a4", refresh: "r4")
+        refused.idTokenRejection = VaultError(
+            code: .idTokenInvalid, message: "the id token's signature does not verify")
+        let shown = refresh(refused)
+        #expect(shown.metadata.lastError?.message == "the id token's signature does not verify")
+        #expect(shown.secrets.refreshToken?.revealString() == "r4" && shown.secrets.idToken?.revealString() == "i1")
+    }
+
     @Test func aRefreshKeepsWhatTheAnswerLeavesOut() {
         let first = Self.first()
         var failing = first.metadata

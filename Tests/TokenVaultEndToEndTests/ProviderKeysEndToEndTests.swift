@@ -106,6 +106,23 @@ import TokenVaultTesting
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
     }
 
+    /// The metadata read at the first start is kept in the vault: a restart while the server's
+    /// metadata answers 503 uses that copy, and refreshes go on.
+    @Test func aRestartWithTheMetadataDownUsesTheKeptCopy() async throws {
+        let (harness, server) = try await SignInHarness.make()
+        var daemon = try harness.startDaemon()
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        daemon.terminate()
+        try await server.hook("POST", "/test/metadata-down", json: #"{"down": true}"#)
+        daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        let shown = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains(server.issuer + "/token"), "\(shown.stdout)")
+        let (status, metadata) = try await Self.refresh(harness, "alice")
+        #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
+    }
+
     @Test func privateKeyJWTIsAcceptedAndAnotherKeyRefused() async throws {
         let (harness, server) = try await SignInHarness.make(
             serverArguments: ["--client-auth", "private_key_jwt"],
@@ -121,7 +138,8 @@ import TokenVaultTesting
             #expect(printed.status == 0, "\(printed.stderr)")
             return printed.stdout
         }
-        // Until the server knows the key, the client is refused.
+        // A sign-in starts without client authentication (no pushed request); the code exchange
+        // needs it, so the key is registered first.
         let unknown = try UnixSocketHTTP.request(
             harness.socket, "POST", "/v1/credentials/people/alice/authorization", body: Self.signInBody)
         #expect(unknown.status == 201, "a plain authorization request needs no client authentication: \(unknown.text)")

@@ -19,10 +19,12 @@ import TokenVaultTesting
         let idToken = Mutex("")
         let keys = Mutex<[[String: JSONValue]]>([])
         let fetches = Mutex(0)
+        let unreadable = Mutex(false)
 
         func send(_ request: PreparedRequest, call: ProviderCall?) async throws(ProviderFailure) -> HTTPAnswer {
             if request.url.hasSuffix("/jwks") {
                 fetches.withLock { $0 += 1 }
+                if unreadable.withLock({ $0 }) { return HTTPAnswer(status: 503, headers: [:], body: []) }
                 let set = JSONValue.object(["keys": .array(keys.withLock { $0 }.map(JSONValue.object))])
                 return HTTPAnswer(status: 200, headers: [:], body: Array(try! JSONEncoder().encode(set)))
             }
@@ -71,7 +73,7 @@ import TokenVaultTesting
         let configuration = try OAuth2Configuration(ProviderTestSupport.settings(all), environment: [:])
         return OAuth2Provider(
             configuration: configuration, transport: server,
-            signing: ProviderSigning(cryptography: JWSVerification()))
+            services: ProviderServices(cryptography: JWSVerification()))
     }
 
     static func refresh(_ provider: OAuth2Provider) async throws -> TokenPayload {
@@ -158,6 +160,43 @@ import TokenVaultTesting
         #expect(payload.secrets.accessToken.revealString() == "at-2")
     }
 
+    /// Keys that cannot be read make the token unverifiable, not refused: `provider_unavailable`,
+    /// and no second fetch within the interval. A key replaced under the same `kid` is read again.
+    @Test func unreadableKeysAndAReplacedKeyUnderTheSameKid() async throws {
+        let server = Server()
+        let old = try Self.key(7)
+        let new = try Self.key(8)
+        var renamed = new.publicJWK
+        renamed["kid"] = old.publicJWK["kid"]
+        server.keys.withLock { $0 = [old.publicJWK] }
+        server.idToken.withLock { $0 = try! Self.token(Self.claims(), key: old) }
+        let provider = try Self.provider(server, options: ["jwks_refetch_seconds": 3600])
+        defer { Task { try? await provider.shutdown() } }
+        var payload = try await Self.refresh(provider)
+        #expect(payload.idTokenRejection == nil && server.fetches.withLock { $0 } == 1)
+        // The server replaces its key under the same kid: the cached key fails the signature, so the
+        // set is read again at once, and holds the new key.
+        server.keys.withLock { $0 = [renamed] }
+        server.idToken.withLock {
+            $0 = try! Self.token(Self.claims(), key: new, header: ["alg": "ES256", "kid": .string(old.keyID)])
+        }
+        payload = try await Self.refresh(provider)
+        #expect(payload.idTokenRejection == nil, "\(String(describing: payload.idTokenRejection))")
+        #expect(server.fetches.withLock { $0 } == 2)
+
+        let down = Server()
+        down.unreadable.withLock { $0 = true }
+        down.idToken.withLock { $0 = try! Self.token(Self.claims(), key: old) }
+        let blind = try Self.provider(down, options: ["jwks_refetch_seconds": 3600])
+        defer { Task { try? await blind.shutdown() } }
+        for _ in 0..<2 {
+            payload = try await Self.refresh(blind)
+            #expect(payload.idTokenRejection?.code == .providerUnavailable)
+            #expect(payload.secrets.refreshToken?.revealString() == "rt-2" && payload.secrets.idToken == nil)
+        }
+        #expect(down.fetches.withLock { $0 } == 1)
+    }
+
     @Test func theTLSRuleChecksNoSignature() async throws {
         let server = Server()
         server.idToken.withLock { $0 = try! Self.token(Self.claims(audience: "x"), key: try! Self.key(6)) }
@@ -166,6 +205,17 @@ import TokenVaultTesting
         let payload = try await Self.refresh(provider)
         #expect(payload.idTokenRejection == nil && payload.secrets.idToken != nil)
         #expect(server.fetches.withLock { $0 } == 0)
+    }
+
+    @Test func theJWKSRuleNeedsKeysAndAnIssuerWithConfiguredEndpoints() async {
+        let failure = await ProviderTestSupport.configurationError([
+            "token_endpoint": "https://idp.example/token", "client_id": "vault", "id_token_signature": "jwks",
+        ])
+        #expect(failure?.key == "providers.acme.id_token_signature")
+        let orphan = await ProviderTestSupport.configurationError([
+            "token_endpoint": "https://idp.example/token", "client_id": "vault", "jwks_uri": "https://idp.example/jwks",
+        ])
+        #expect(orphan?.key == "providers.acme.jwks_uri")
     }
 
     @Test func algorithmsOutsideThePublicKeyOnesAreRefusedInTheConfiguration() async {

@@ -2,11 +2,15 @@ import Foundation
 import Synchronization
 import TokenVaultCore
 
-/// Checks an id token as OpenID Connect Core sections 3.1.3.7 and 12.2 ask: signed with an allowed
+/// Checks an id token as OpenID Connect Core section 3.1.3.7 asks: signed with an allowed
 /// public-key algorithm by a key of the issuer's JWKS, by the issuer, for this client, and current.
-/// The key set is fetched on first use and kept; a token signed with a key it does not list (`kid`
-/// unknown: the server rotated its keys) fetches it again at once, and later ones at most once per
-/// `refetchInterval`, so a stream of forged `kid`s cannot make the vault hammer the server.
+/// (Section 12.2's rule for refreshes, the same `sub`, is `NextGeneration`'s.)
+///
+/// The key set is fetched on first use and kept for `maximumAge`. A token signed with a key it
+/// does not list (`kid` unknown), or whose signature none of its keys verifies (a key replaced
+/// under the same `kid`, or a server that names none), fetches it again at once, and later ones at
+/// most once per `refetchInterval`, so a stream of forged tokens cannot make the vault hammer the
+/// server. A fetch that failed is not tried again within that interval either.
 final class IDTokenVerifier: Sendable {
     /// What the token must satisfy.
     struct Rules: Sendable {
@@ -17,54 +21,70 @@ final class IDTokenVerifier: Sendable {
         var skew: Double = 60
     }
 
+    /// Why a token is not accepted.
+    enum Verdict: Sendable, Equatable {
+        /// The token is not the issuer's, or not for this client now.
+        case refused(String)
+        /// It could not be checked: the issuer's keys could not be read.
+        case unverifiable(String)
+    }
+
     private struct KeySet: Sendable {
         var keys: [JSONWebKey] = []
         var fetchedAt: Date?
-        /// When a token's unknown key last made the vault fetch the set again.
+        /// When a token's unknown key or failed signature last made the vault fetch the set again.
         var refetchedAt: Date?
+        var failure: (at: Date, message: String)?
         var fetching: Task<[JSONWebKey], any Error>?
     }
 
     private let cryptography: any JWSCryptography
     private let refetchInterval: Double
+    private let maximumAge: Double
     private let keySet = Mutex(KeySet())
 
-    init(cryptography: any JWSCryptography, refetchInterval: Double) {
+    init(cryptography: any JWSCryptography, refetchInterval: Double, maximumAge: Double) {
         self.cryptography = cryptography
         self.refetchInterval = refetchInterval
+        self.maximumAge = maximumAge
     }
 
     /// Why `idToken` is not acceptable, or nil when it is. `now`: when the token was received (a
     /// spooled answer's send time).
-    func problem(
-        with idToken: SecretBytes, jwks: String, rules: Rules, now: Date, over http: ProviderHTTPClient
-    ) async -> String? {
-        guard let token = CompactJWS(idToken) else { return "the id token is not a compact JWS" }
+    func verdict(
+        on idToken: SecretBytes, jwks: String, rules: Rules, now: Date, over http: ProviderHTTPClient
+    ) async -> Verdict? {
+        guard let token = CompactJWS(idToken) else { return .refused("the id token is not a compact JWS") }
         let named = token.algorithmName ?? "none"
         guard let algorithm = JWSAlgorithm(rawValue: named), rules.algorithms.contains(algorithm) else {
             let allowed = rules.algorithms.sorted().map(\.rawValue).joined(separator: ", ")
-            return OperatorText.clean("the id token is signed with '\(named.prefix(32))', not one of \(allowed)")
+            return .refused(
+                OperatorText.clean("the id token is signed with '\(named.prefix(32))', not one of \(allowed)"))
         }
-        var keys: [JSONWebKey]
-        do {
-            keys = try await candidates(for: token, algorithm: algorithm, jwks: jwks, refetch: false, over: http)
-            if keys.isEmpty {
-                keys = try await candidates(for: token, algorithm: algorithm, jwks: jwks, refetch: true, over: http)
+        var found = false
+        for refetch in [false, true] {
+            let keys: [JSONWebKey]
+            do {
+                keys = try await self.keys(jwks, refetch: refetch, over: http).filter { key in
+                    algorithm.fits(key) && (token.keyID == nil || key.keyID == token.keyID)
+                }
+            } catch {
+                return .unverifiable(OperatorText.clean("the issuer's keys could not be read: \(error)"))
             }
-        } catch {
-            return OperatorText.clean("the issuer's keys could not be read: \(error)")
-        }
-        guard !keys.isEmpty else {
-            return OperatorText.clean(
-                "no \(algorithm.rawValue) key \(token.keyID.map { "with kid '\($0.prefix(64))' " } ?? "")in the "
-                    + "issuer's JWKS")
-        }
-        guard
-            keys.contains(where: {
+            found = found || !keys.isEmpty
+            if keys.contains(where: {
                 cryptography.isValidSignature(token.signature, of: token.signingInput, algorithm: algorithm, key: $0)
-            })
-        else { return "the id token's signature does not verify" }
-        return Self.claimsProblem(token.claims, rules: rules, now: now)
+            }) {
+                return Self.claimsProblem(token.claims, rules: rules, now: now).map(Verdict.refused)
+            }
+        }
+        guard found else {
+            return .refused(
+                OperatorText.clean(
+                    "no \(algorithm.rawValue) key \(token.keyID.map { "with kid '\($0.prefix(64))' " } ?? "")in the "
+                        + "issuer's JWKS"))
+        }
+        return .refused("the id token's signature does not verify")
     }
 
     /// The claims' rules: `iss` the issuer exactly; `aud` naming the client, and with more than one
@@ -105,44 +125,45 @@ final class IDTokenVerifier: Sendable {
         }
     }
 
-    /// The set's keys that may have signed `token`: its `kid`'s if it names one, else every key that
-    /// fits the algorithm. `refetch`: fetch the set again first, unless it was fetched within the
-    /// interval.
-    private func candidates(
-        for token: CompactJWS, algorithm: JWSAlgorithm, jwks: String, refetch: Bool, over http: ProviderHTTPClient
-    ) async throws -> [JSONWebKey] {
-        let keys = try await keys(jwks, refetch: refetch, over: http)
-        return keys.filter { key in
-            algorithm.fits(key) && (token.keyID == nil || key.keyID == token.keyID)
-        }
-    }
-
+    /// The set's keys: as kept while it is younger than `maximumAge`, else read again; `refetch`:
+    /// read again now unless that was done within `refetchInterval`. One fetch at a time, which
+    /// alone writes what it read; after a failed one, none within the interval.
     private func keys(_ jwks: String, refetch: Bool, over http: ProviderHTTPClient) async throws -> [JSONWebKey] {
         let now = Date()
-        let task = keySet.withLock { set -> Task<[JSONWebKey], any Error>? in
-            if let fetching = set.fetching { return fetching }
-            if set.fetchedAt != nil {
-                guard refetch else { return nil }
-                if let last = set.refetchedAt, now.timeIntervalSince(last) < refetchInterval { return nil }
+        let next = keySet.withLock { set -> Result<Task<[JSONWebKey], any Error>?, ProviderFailure> in
+            if let fetching = set.fetching { return .success(fetching) }
+            if let failure = set.failure, now.timeIntervalSince(failure.at) < refetchInterval {
+                guard set.fetchedAt != nil else {
+                    return .failure(
+                        ProviderFailure(kind: .transient, code: .discoveryFailed, message: failure.message))
+                }
+                return .success(nil)
+            }
+            if let fetchedAt = set.fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge {
+                guard refetch else { return .success(nil) }
+                if let last = set.refetchedAt, now.timeIntervalSince(last) < refetchInterval { return .success(nil) }
                 set.refetchedAt = now
             }
-            let fetching = Task { try await Self.fetch(jwks, over: http) }
-            set.fetching = fetching
-            return fetching
-        }
-        guard let task else { return keySet.withLock { $0.keys } }
-        do {
-            let keys = try await task.value
-            keySet.withLock { set in
-                set.keys = keys
-                set.fetchedAt = Date()
-                set.fetching = nil
+            let fetching = Task { [self] () async throws -> [JSONWebKey] in
+                do {
+                    let keys = try await Self.fetch(jwks, over: http)
+                    self.keySet.withLock { set in
+                        set = KeySet(keys: keys, fetchedAt: Date(), refetchedAt: set.refetchedAt)
+                    }
+                    return keys
+                } catch {
+                    self.keySet.withLock { set in
+                        set.fetching = nil
+                        set.failure = (Date(), "\(error)")
+                    }
+                    throw error
+                }
             }
-            return keys
-        } catch {
-            keySet.withLock { $0.fetching = nil }
-            throw error
+            set.fetching = fetching
+            return .success(fetching)
         }
+        guard let task = try next.get() else { return keySet.withLock { $0.keys } }
+        return try await task.value
     }
 
     private static func fetch(_ url: String, over http: ProviderHTTPClient) async throws -> [JSONWebKey] {

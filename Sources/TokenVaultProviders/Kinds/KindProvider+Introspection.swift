@@ -13,11 +13,15 @@ extension KindProvider: ProviderIntrospection where Wire == OAuth2Wire {
         case .discovery(let url): source = url
         case .issuer(let issuer): source = OAuth2Wire.metadataURLs(ofIssuer: issuer).joined(separator: " then ")
         }
-        let signature: String
-        switch configuration.idTokenSignature {
-        case .tls?: signature = "tls"
-        case .jwks?: signature = "jwks"
-        case nil: signature = endpoints.jwks != nil && endpoints.issuer != nil && wire.signing != nil ? "jwks" : "tls"
+        let signature: JSONValue
+        let algorithms: [JWSAlgorithm]
+        var problem = endpoints.signInProblem
+        switch wire.idTokenRule(endpoints) {
+        case .tls: (signature, algorithms) = (.string("tls"), [])
+        case .jwks(_, let rules): (signature, algorithms) = (.string("jwks"), rules.algorithms.sorted())
+        case .missing(let why):
+            (signature, algorithms) = (.string("jwks"), [])
+            problem = "every id token is refused: " + why
         }
         return [
             "name": .string(name), "kind": .string(OAuth2Wire.kind), "metadata_source": .string(source),
@@ -29,15 +33,14 @@ extension KindProvider: ProviderIntrospection where Wire == OAuth2Wire {
             "authorization_response_iss_parameter_supported": .bool(endpoints.sendsIssuer),
             "client_id": .string(configuration.clientID),
             "client_authentication": .string(configuration.clientAuthentication.rawValue),
-            "id_token_signature": .string(signature),
-            "id_token_signing_algorithms": .array(
-                (configuration.idTokenAlgorithms ?? endpoints.idTokenAlgorithms).sorted().map { .string($0.rawValue) }),
-            "sign_in_problem": text(endpoints.signInProblem),
+            "id_token_signature": signature,
+            "id_token_signing_algorithms": .array(algorithms.map { .string($0.rawValue) }),
+            "sign_in_problem": text(problem),
         ]
     }
 
     public func clientKeySet() throws -> JSONValue? {
-        guard let signing = wire.signing else { return nil }
-        return .object(["keys": .array([.object(try signing.clientKey(for: name).publicJWK)])])
+        guard let services = wire.services else { return nil }
+        return .object(["keys": .array([.object(try services.clientKey(for: name).publicJWK)])])
     }
 }

@@ -14,14 +14,14 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
     public var configuration: Wire.Configuration { wire.configuration }
 
     /// `transport`: how requests leave (the courier's in the daemon); direct by default.
-    /// `signing`: the daemon's signatures and keys; without it an `oauth2` instance checks no
+    /// `services`: the daemon's signatures, keys and kept metadata; without it an `oauth2` instance checks no
     /// id-token signature and cannot sign client assertions.
     public init(
         configuration: Wire.Configuration, transport: (any ProviderTransport)? = nil,
-        signing: ProviderSigning? = nil, logger: Logger = ProviderLog.silent
+        services: ProviderServices? = nil, logger: Logger = ProviderLog.silent
     ) {
         name = configuration.providerName
-        wire = Wire(configuration: configuration, signing: signing)
+        wire = Wire(configuration: configuration, services: services)
         http = ProviderHTTPClient(
             providerName: configuration.providerName,
             transport: transport ?? DirectTransport(settings: configuration.httpSettings), logger: logger)
@@ -63,8 +63,14 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
             throw error
         }
         guard let revocation else { throw .revocationNotSupported(name, kind: Wire.kind) }
-        try await http.revoke(
-            revocation.url, form: revocation.form, headers: revocation.headers, secrets: revocation.secrets, call: call)
+        do throws(ProviderFailure) {
+            try await http.revoke(
+                revocation.url, form: revocation.form, headers: revocation.headers, secrets: revocation.secrets,
+                call: call)
+        } catch {
+            wire.noteFailure(error)
+            throw error
+        }
     }
 
     /// Builds the kind's request (a failure to build it, a signer's or a discovery's, is logged
@@ -83,7 +89,13 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
         tokenCall.operation = operation
         tokenCall.credential = credential
         tokenCall.providerCall = call
-        var payload = try await http.token(tokenCall)
+        var payload: TokenPayload
+        do throws(ProviderFailure) {
+            payload = try await http.token(tokenCall)
+        } catch {
+            wire.noteFailure(error)
+            throw error
+        }
         await wire.vet(&payload, over: http)
         return payload
     }

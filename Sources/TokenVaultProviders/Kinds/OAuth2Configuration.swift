@@ -27,6 +27,7 @@ public struct OAuth2Configuration: KindConfiguration {
         "authorization_parameters", "authorization_response_iss_parameter_supported",
         "device_authorization_endpoint", "jwks_uri", "id_token_signature", "id_token_signing_algorithms",
         "jwks_refetch_seconds", "client_certificate_file", "client_certificate_password_file",
+        "metadata_refresh_seconds",
     ]
 
     /// How the id tokens of token answers are checked.
@@ -76,6 +77,8 @@ public struct OAuth2Configuration: KindConfiguration {
     public let jwksURI: String?
     /// How soon a token signed with a key the cached JWKS lacks may fetch it again.
     public let jwksRefetchSeconds: Double
+    /// How long discovered metadata is used before it is read again (in the background).
+    public let metadataRefreshSeconds: Double
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
@@ -186,8 +189,14 @@ public struct OAuth2Configuration: KindConfiguration {
             return algorithms
         }
         jwksRefetchSeconds = try reader.number("jwks_refetch_seconds", in: 0...86_400) ?? 60
+        metadataRefreshSeconds = try reader.number("metadata_refresh_seconds", in: 1...2_592_000) ?? 86_400
         if jwksURI != nil, issuer == nil {
             throw fail("jwks_uri", "needs issuer: an id token's iss is checked against it")
+        }
+        if idTokenSignature == .jwks, case .fixed = endpoints, jwksURI == nil || issuer == nil {
+            throw fail(
+                "id_token_signature",
+                "jwks needs jwks_uri and issuer with a configured token_endpoint (discovery supplies both)")
         }
         if clientAuthentication == .clientSecretPost, clientSecret == nil {
             throw fail(

@@ -22,11 +22,15 @@ struct ResolvedEndpoints: Sendable, Equatable {
     var signInProblem: String? = nil
 }
 
-/// Discovery happens once per provider instance; concurrent first calls share one fetch.
+/// Discovery happens once per provider instance; concurrent first calls share one fetch. Once
+/// read, the document is read again in the background, calls going on with the endpoints in hand:
+/// when `readAgainAt` has come (`metadata_refresh_seconds` after a read, sooner after a failed
+/// one or when the endpoints came from the kept copy), or at once after a call found an endpoint
+/// gone (`endpointMoved`).
 enum DiscoveryState: Sendable {
     case notStarted
-    case fetching(Task<ResolvedEndpoints, any Error>)
-    case discovered(ResolvedEndpoints)
+    case fetching(Task<(ResolvedEndpoints, fresh: Bool), any Error>)
+    case discovered(ResolvedEndpoints, readAgainAt: Date, reading: Bool)
 }
 
 extension OAuth2Wire {
@@ -41,21 +45,33 @@ extension OAuth2Wire {
         case .discovery(let discoveryURL): urls = [discoveryURL]
         case .issuer(let issuer): urls = Self.metadataURLs(ofIssuer: issuer)
         }
+        let now = Date()
+        var readAgain = false
         let next = discovery.withLock { state -> DiscoveryState in
-            if case .notStarted = state {
-                state = .fetching(Task { try await self.fetchFirstDocument(urls, over: http) })
+            switch state {
+            case .notStarted:
+                state = .fetching(Task { try await self.discover(urls, over: http) })
+            case .discovered(let endpoints, let due, false) where due <= now:
+                state = .discovered(endpoints, readAgainAt: due, reading: true)
+                readAgain = true
+            default: break
             }
             return state
         }
-        let task: Task<ResolvedEndpoints, any Error>
+        if readAgain { Task { await self.readAgain(urls, over: http) } }
+        let task: Task<(ResolvedEndpoints, fresh: Bool), any Error>
         switch next {
-        case .discovered(let endpoints): return endpoints
+        case .discovered(let endpoints, _, _): return endpoints
         case .fetching(let fetching): task = fetching
         case .notStarted: preconditionFailure("discovery state was just set")
         }
         do {
-            let endpoints = try await task.value
-            discovery.withLock { $0 = .discovered(endpoints) }
+            let (endpoints, fresh) = try await task.value
+            discovery.withLock { state in
+                if case .fetching = state {
+                    state = .discovered(endpoints, readAgainAt: readAgainAt(fresh: fresh), reading: false)
+                }
+            }
             return endpoints
         } catch {
             discovery.withLock { state in
@@ -66,16 +82,92 @@ extension OAuth2Wire {
         }
     }
 
+    /// The server's metadata, read now and kept in the store; when it cannot be read, the copy
+    /// kept for this instance from the same source, checked as a fresh one is (`fresh` false).
+    private func discover(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure) -> (
+        ResolvedEndpoints, fresh: Bool
+    ) {
+        do {
+            return (try await readAndKeep(urls, over: http), true)
+        } catch {
+            let source = urls.joined(separator: " ")
+            guard let kept = await services?.metadata?.keptMetadata(of: configuration.providerName),
+                kept.source == source,
+                let endpoints = try? readDocument(Array(kept.document.utf8), from: kept.url)
+            else { throw error }
+            http.logger.warning(
+                "the server's metadata cannot be read; using the copy kept from an earlier read",
+                metadata: [
+                    "tokenvault.provider": "\(configuration.providerName)",
+                    "tokenvault.detail": "\(error.message)",
+                    "tokenvault.provider.metadata_read_at": "\(Timestamp(seconds: kept.readAt))",
+                ])
+            return (endpoints, false)
+        }
+    }
+
+    /// Reads the metadata again for endpoints in use: the new ones replace them, and a failure
+    /// leaves them as they are until the next try.
+    private func readAgain(_ urls: [String], over http: ProviderHTTPClient) async {
+        let read: ResolvedEndpoints?
+        do {
+            read = try await readAndKeep(urls, over: http)
+        } catch {
+            read = nil
+            http.logger.notice(
+                "the server's metadata could not be read again; the endpoints in use are kept",
+                metadata: [
+                    "tokenvault.provider": "\(configuration.providerName)", "tokenvault.detail": "\(error.message)",
+                ])
+        }
+        discovery.withLock { state in
+            guard case .discovered(let endpoints, _, _) = state else { return }
+            state = .discovered(read ?? endpoints, readAgainAt: readAgainAt(fresh: read != nil), reading: false)
+        }
+    }
+
+    /// Marks the endpoints in use as possibly outdated: a call to one of them was answered 404 or
+    /// 410, so the next call reads the metadata again (in the background).
+    func endpointMoved() {
+        discovery.withLock { state in
+            if case .discovered(let endpoints, _, let reading) = state {
+                state = .discovered(endpoints, readAgainAt: .distantPast, reading: reading)
+            }
+        }
+    }
+
+    /// When to read the metadata again: a full period after a successful read, at most five
+    /// minutes after a failed one.
+    private func readAgainAt(fresh: Bool) -> Date {
+        let period = configuration.metadataRefreshSeconds
+        return Date().addingTimeInterval(fresh ? period : min(period, 300))
+    }
+
+    /// `fetchFirstDocument`, and the document kept in the store (a failure to keep it is the
+    /// store's to log).
+    private func readAndKeep(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> ResolvedEndpoints
+    {
+        let (endpoints, url, body) = try await fetchFirstDocument(urls, over: http)
+        await services?.metadata?.keep(
+            KeptProviderMetadata(
+                source: urls.joined(separator: " "), url: url, readAt: Date().timeIntervalSince1970,
+                document: String(decoding: body, as: UTF8.self)),
+            of: configuration.providerName)
+        return endpoints
+    }
+
     /// The first of `urls` the server answers: a server that does not publish one of them (a 4xx
     /// the vault counts as misconfiguration: 404, 403, …) is asked for the next; one that answers
     /// it is busy or down (429, 5xx, no connection) is not, and the failure says so. The
     /// configured issuer is checked in each.
     private func fetchFirstDocument(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure)
-        -> ResolvedEndpoints
+        -> (ResolvedEndpoints, url: String, body: [UInt8])
     {
         for (index, url) in urls.enumerated() {
             do {
-                return try await fetchDiscoveryDocument(url, over: http)
+                let body = try await fetchDiscoveryDocument(url, over: http)
+                return (try readDocument(body, from: url), url, body)
             } catch let failure
                 where index < urls.count - 1 && failure.kind == .misconfigured
                 && (400..<500).contains(failure.httpStatus ?? 0)
@@ -106,18 +198,11 @@ extension OAuth2Wire {
     static let metadataSuffix = "/.well-known/oauth-authorization-server"
     static let openIDSuffix = "/.well-known/openid-configuration"
 
-    /// Reads the endpoints (token, revocation, authorization, pushed authorization requests), the
-    /// `issuer` and whether the server sends `iss` in its authorization responses from an RFC 8414
-    /// / OIDC discovery document. A configured `issuer` must be the document's exactly (RFC 8414
-    /// section 3.3: a document naming another issuer may be an attacker's). Fetching it spends nothing, so every transport failure is merely transient.
+    /// The body of the metadata document at `url`. Fetching it spends nothing, so every transport
+    /// failure is merely transient.
     private func fetchDiscoveryDocument(_ url: String, over http: ProviderHTTPClient) async throws(ProviderFailure)
-        -> ResolvedEndpoints
+        -> [UInt8]
     {
-        func broken(_ problem: String) -> ProviderFailure {
-            ProviderFailure(
-                kind: .misconfigured, code: .discoveryFailed,
-                message: OperatorText.clean("discovery document \(url): \(problem)"))
-        }
         let answer: HTTPAnswer
         do {
             answer = try await http.get(url)
@@ -133,8 +218,27 @@ extension OAuth2Wire {
             failure.message = OperatorText.clean("discovery document \(url): \(failure.message)")
             throw failure
         }
-        guard !answer.bodyTooLarge,
-            let json = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body)),
+        guard !answer.bodyTooLarge else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .discoveryFailed,
+                message: OperatorText.clean(
+                    "discovery document \(url): larger than \(HTTPAnswer.maximumBodySize) bytes"))
+        }
+        return answer.body
+    }
+
+    /// Reads the endpoints (token, revocation, authorization, pushed authorization requests, JWKS),
+    /// the `issuer` and whether the server sends `iss` in its authorization responses from an RFC
+    /// 8414 / OIDC discovery document read from `url`. A configured `issuer` must be the
+    /// document's exactly (RFC 8414 section 3.3: a document naming another issuer may be an
+    /// attacker's).
+    private func readDocument(_ body: [UInt8], from url: String) throws(ProviderFailure) -> ResolvedEndpoints {
+        func broken(_ problem: String) -> ProviderFailure {
+            ProviderFailure(
+                kind: .misconfigured, code: .discoveryFailed,
+                message: OperatorText.clean("discovery document \(url): \(problem)"))
+        }
+        guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(body)),
             case .object(let fields) = json
         else { throw broken("not a JSON object") }
         guard case .string(let token)? = fields["token_endpoint"] else { throw broken("no token_endpoint") }

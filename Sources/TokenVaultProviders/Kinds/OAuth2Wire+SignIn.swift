@@ -120,7 +120,7 @@ extension OAuth2Wire: SignInWire {
     ) async throws(ProviderFailure) -> [String: JSONValue] {
         var form = form
         var headers = HTTPHeaders()
-        try authenticate(&headers, &form, endpoints: try await resolveEndpoints(over: http))
+        let assertion = try authenticate(&headers, &form, endpoints: try await resolveEndpoints(over: http))
         let answer: HTTPAnswer
         do throws(ProviderFailure) {
             answer = try await http.post(endpoint, form: form, headers: headers, call: nil)
@@ -131,7 +131,8 @@ extension OAuth2Wire: SignInWire {
         }
         guard (200..<300).contains(answer.status) else {
             throw ProviderErrorClassifier.classify(
-                status: answer.status, headers: answer.headers, body: answer.body, now: Date())
+                status: answer.status, headers: answer.headers, body: answer.body, now: Date(),
+                redacting: (configuration.clientSecret.map { [$0] } ?? []) + (assertion.map { [$0] } ?? []))
         }
         guard !answer.bodyTooLarge,
             case .object(let fields)? = try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body))

@@ -16,19 +16,21 @@ public final class OAuth2Wire: ProviderWire {
     let discovery = Mutex<DiscoveryState>(.notStarted)
     /// The daemon's signatures and client keys; nil: no id-token signature is checked and no
     /// client assertion can be signed.
-    let signing: ProviderSigning?
+    let services: ProviderServices?
     /// The issuer's keys, cached (`IDTokenVerifier`).
     let idTokens: IDTokenVerifier?
 
     public convenience init(configuration: OAuth2Configuration) {
-        self.init(configuration: configuration, signing: nil)
+        self.init(configuration: configuration, services: nil)
     }
 
-    public init(configuration: OAuth2Configuration, signing: ProviderSigning?) {
+    public init(configuration: OAuth2Configuration, services: ProviderServices?) {
         self.configuration = configuration
-        self.signing = signing
-        idTokens = signing.map {
-            IDTokenVerifier(cryptography: $0.cryptography, refetchInterval: configuration.jwksRefetchSeconds)
+        self.services = services
+        idTokens = services.map {
+            IDTokenVerifier(
+                cryptography: $0.cryptography, refetchInterval: configuration.jwksRefetchSeconds,
+                maximumAge: configuration.metadataRefreshSeconds)
         }
     }
 
@@ -40,7 +42,7 @@ public final class OAuth2Wire: ProviderWire {
             // Until the document is read, assume revocation exists: answering false would make
             // a delete skip revocation and leave the tokens alive at the provider.
             return discovery.withLock { state in
-                if case .discovered(let endpoints) = state { return endpoints.revocation != nil }
+                if case .discovered(let endpoints, _, _) = state { return endpoints.revocation != nil }
                 return true
             }
         }
@@ -88,10 +90,10 @@ public final class OAuth2Wire: ProviderWire {
         form.append("token", secret: token)
         form.append("token_type_hint", hint.rawValue)
         var headers = HTTPHeaders()
-        try authenticate(&headers, &form, endpoints: try await resolveEndpoints(over: http))
+        let assertion = try authenticate(&headers, &form, endpoints: try await resolveEndpoints(over: http))
         return RevocationCall(
             url: revocation, form: form, headers: headers,
-            secrets: [token] + (configuration.clientSecret.map { [$0] } ?? []))
+            secrets: [token] + (configuration.clientSecret.map { [$0] } ?? []) + (assertion.map { [$0] } ?? []))
     }
 
     /// A token request (configured headers and client authentication added) to the token endpoint.
@@ -101,15 +103,19 @@ public final class OAuth2Wire: ProviderWire {
         let endpoints = try await resolveEndpoints(over: http)
         var call = TokenCall(
             url: endpoints.token, form: form, secrets: sent + (configuration.clientSecret.map { [$0] } ?? []))
-        try authenticate(&call.headers, &call.form, endpoints: endpoints)
+        if let assertion = try authenticate(&call.headers, &call.form, endpoints: endpoints) {
+            call.secrets.append(assertion)
+        }
         return call
     }
 
     /// The configured extra headers, then the client's credentials (RFC 6749 section 2.3.1): a
-    /// JWT method's assertion is addressed to the token endpoint, which RFC 7523 section 3 and
-    /// RFC 9126 section 2 have every endpoint of the server accept.
+    /// JWT method's assertion is addressed to the token endpoint (RFC 7523 section 3 allows it,
+    /// OpenID Connect Core section 9 asks for it, RFC 9126 section 2 has pushed requests accept it).
+    /// Returns the client assertion it added, if any, to be kept out of messages.
+    @discardableResult
     func authenticate(_ headers: inout HTTPHeaders, _ form: inout FormBody, endpoints: ResolvedEndpoints)
-        throws(ProviderFailure)
+        throws(ProviderFailure) -> SecretBytes?
     {
         for (name, value) in configuration.headers { headers.replaceOrAdd(name: name, value: value) }
         let method = configuration.clientAuthentication
@@ -117,6 +123,7 @@ public final class OAuth2Wire: ProviderWire {
         configuration.clientAuthentication.apply(
             clientID: configuration.clientID, secret: configuration.clientSecret, assertion: assertion,
             headers: &headers, form: &form)
+        return assertion
     }
 
     /// A new client assertion for `audience`, signed with the instance's client key or its secret.
@@ -126,16 +133,16 @@ public final class OAuth2Wire: ProviderWire {
                 kind: .misconfigured, code: .signerFailed,
                 message: OperatorText.clean("no client assertion could be signed: \(why)"))
         }
-        guard let signing else { throw failure("the instance was built without the daemon's keys") }
+        guard let services else { throw failure("the instance was built without the daemon's keys") }
         do {
             switch configuration.clientAuthentication {
             case .clientSecretJWT:
                 guard let secret = configuration.clientSecret else { throw failure("no client secret") }
                 return try ClientAssertion.make(
                     clientID: configuration.clientID, audience: audience, now: Date(), algorithm: .hs256, keyID: nil
-                ) { signing.cryptography.hmacSHA256(key: secret, $0) }
+                ) { services.cryptography.hmacSHA256(key: secret, $0) }
             default:
-                let key = try signing.clientKey(for: configuration.providerName)
+                let key = try services.clientKey(for: configuration.providerName)
                 return try ClientAssertion.make(
                     clientID: configuration.clientID, audience: audience, now: Date(), algorithm: key.algorithm,
                     keyID: key.keyID, sign: key.sign)
@@ -147,32 +154,65 @@ public final class OAuth2Wire: ProviderWire {
         }
     }
 
-    /// Checks the answer's id token by signature (`IDTokenVerifier`) unless the instance keeps the
-    /// TLS rule; one that fails is removed, and the answer says why (`idTokenRejection`).
+    /// An endpoint answered 404 or 410: the server may have moved it, so discovered metadata is
+    /// read again.
+    public func noteFailure(_ failure: ProviderFailure) {
+        if failure.httpStatus == 404 || failure.httpStatus == 410 { endpointMoved() }
+    }
+
+    /// How the instance checks id tokens, given the endpoints in use: the one rule `vet` applies
+    /// and `tokenvault providers show` reports.
+    enum IDTokenRule {
+        /// By signature, with the issuer's keys.
+        case jwks(url: String, rules: IDTokenVerifier.Rules)
+        /// Trusted from the token endpoint's TLS (`id_token_signature: tls`, or no JWKS known).
+        case tls
+        /// `id_token_signature: jwks`, but the keys cannot be found: every id token is refused.
+        case missing(String)
+    }
+
+    func idTokenRule(_ endpoints: ResolvedEndpoints) -> IDTokenRule {
+        guard configuration.idTokenSignature != .tls else { return .tls }
+        if let jwks = endpoints.jwks, idTokens != nil, let issuer = endpoints.issuer {
+            return .jwks(
+                url: jwks,
+                rules: IDTokenVerifier.Rules(
+                    issuer: issuer, clientID: configuration.clientID,
+                    algorithms: configuration.idTokenAlgorithms ?? endpoints.idTokenAlgorithms))
+        }
+        guard configuration.idTokenSignature == .jwks else { return .tls }
+        if idTokens == nil { return .missing("the instance was built without the daemon's keys") }
+        return .missing(endpoints.jwks == nil ? "the server publishes no JWKS (jwks_uri)" : "no issuer is known")
+    }
+
+    /// Checks the answer's id token (`idTokenRule`); one that is not accepted is removed, and the
+    /// answer says why (`idTokenRejection`): `id_token_invalid` when the token was refused,
+    /// `provider_unavailable` when it could not be checked (the server's keys or metadata could not
+    /// be read), so a sign-in answered while the daemon was down waits in the spool for a retry.
     public func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async {
         guard let idToken = payload.secrets.idToken, configuration.idTokenSignature != .tls else { return }
-        var problem: String?
+        let verdict: IDTokenVerifier.Verdict?
         do throws(ProviderFailure) {
-            let endpoints = try await resolveEndpoints(over: http)
-            if let jwks = endpoints.jwks, let idTokens, let issuer = endpoints.issuer {
-                let rules = IDTokenVerifier.Rules(
-                    issuer: issuer, clientID: configuration.clientID,
-                    algorithms: configuration.idTokenAlgorithms ?? endpoints.idTokenAlgorithms)
+            switch idTokenRule(try await resolveEndpoints(over: http)) {
+            case .tls: verdict = nil
+            case .missing(let why): verdict = .refused(why)
+            case .jwks(let url, let rules):
                 let received = payload.sentAt.map { Date(timeIntervalSince1970: $0.seconds) } ?? Date()
-                problem = await idTokens.problem(with: idToken, jwks: jwks, rules: rules, now: received, over: http)
-            } else if configuration.idTokenSignature == .jwks {
-                problem =
-                    idTokens == nil
-                    ? "the instance was built without the daemon's keys"
-                    : endpoints.jwks == nil ? "the server publishes no JWKS (jwks_uri)" : "no issuer is known"
+                verdict = await idTokens?.verdict(on: idToken, jwks: url, rules: rules, now: received, over: http)
             }
         } catch {
-            problem = "the server's metadata could not be read: \(error.message)"
+            verdict = .unverifiable("the server's metadata could not be read: \(error.message)")
         }
-        guard let problem else { return }
+        guard let verdict else { return }
         payload.secrets.idToken = nil
         payload.subject = nil
-        payload.idTokenRejection = VaultError(code: .idTokenInvalid, message: OperatorText.clean(problem))
+        switch verdict {
+        case .refused(let why):
+            payload.idTokenRejection = VaultError(code: .idTokenInvalid, message: OperatorText.clean(why))
+        case .unverifiable(let why):
+            payload.idTokenRejection = VaultError(
+                code: .providerUnavailable, message: OperatorText.clean("the id token could not be checked: \(why)"))
+        }
     }
 }
 

@@ -15,7 +15,7 @@ public protocol ProviderWire: Sendable {
     init(configuration: Configuration)
     /// With what the instance signs and verifies with (client assertions, id-token signatures);
     /// a kind that signs nothing ignores it.
-    init(configuration: Configuration, signing: ProviderSigning?)
+    init(configuration: Configuration, services: ProviderServices?)
 
     var supportsRevocation: Bool { get }
 
@@ -31,14 +31,20 @@ public protocol ProviderWire: Sendable {
         async throws(ProviderFailure) -> RevocationCall?
     /// Checks a token answer beyond its form (`vet` in the extension: nothing by default).
     func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async
+    /// Hears every failed call (`noteFailure` in the extension: nothing by default).
+    func noteFailure(_ failure: ProviderFailure)
 }
 
 extension ProviderWire {
-    public init(configuration: Configuration, signing: ProviderSigning?) { self.init(configuration: configuration) }
+    public init(configuration: Configuration, services: ProviderServices?) { self.init(configuration: configuration) }
 
     /// Checks a token answer beyond its form before it is returned (an `oauth2` instance's id-token
     /// signature); a kind without such a check leaves it as it is.
     public func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async {}
+
+    /// What a failed call says about the instance beyond itself (an `oauth2` endpoint gone:
+    /// its metadata is read again); nothing by default.
+    public func noteFailure(_ failure: ProviderFailure) {}
 }
 
 /// An RFC 7009 revocation request as a kind builds it.

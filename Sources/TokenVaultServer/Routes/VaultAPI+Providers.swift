@@ -18,7 +18,7 @@ extension VaultAPI {
                 let failure = error
                 audit.record(auditEvent(peer, .adminProvider, nil, .failed, detail: failure.code.rawValue))
                 throw ProblemDetails(
-                    failure.kind == .transient ? .providerUnavailable : .providerRejected,
+                    .providerUnavailable,
                     detail: "the metadata of \(name) could not be read: \(failure.code): \(failure.message)",
                     retryAfter: failure.retryAfterWholeSeconds)
             }
@@ -33,7 +33,7 @@ extension VaultAPI {
         guard let keys = try described?.clientKeySet() else {
             throw VaultError(
                 code: .invalidRequest,
-                message: "provider instance \(name) signs no client assertions (an oauth2 instance does)")
+                message: "provider instance \(name) has no client key: only an oauth2 instance with endpoints has one")
         }
         audit.record(auditEvent(peer, .adminProvider, nil, .allowed, detail: name + " jwks"))
         return try json(keys)

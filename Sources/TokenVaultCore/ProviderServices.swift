@@ -1,15 +1,16 @@
 import Synchronization
 
-/// What provider instances sign and verify with: the JOSE math (`JWSCryptography`), the
-/// instances' client keys and their DPoP sessions. The keys come from the keyring, which the
-/// daemon opens after it has built its provider instances: `use(_:)` hands them over then, and
-/// until it has, no client assertion or DPoP proof can be made (a refresh waits for the vault to
-/// open anyway).
-public final class ProviderSigning: Sendable {
+/// What the daemon lends its provider instances: the JOSE math (`JWSCryptography`), the
+/// instances' client keys and DPoP sessions, and a place to keep their servers' metadata. Keys
+/// and store come from the vault, which the daemon opens after it has built its provider
+/// instances: `use(_:metadata:)` hands them over then, and until it has, no client assertion or
+/// DPoP proof can be made (a refresh waits for the vault to open anyway) and no metadata kept.
+public final class ProviderServices: Sendable {
     public let cryptography: any JWSCryptography
     public let dpop: DPoPSessions
     private let source: Mutex<(any ClientKeySource)?>
     private let keys = Mutex<[String: any JWSSigner]>([:])
+    private let metadataStore = Mutex<(any ProviderMetadataStore)?>(nil)
 
     public init(cryptography: any JWSCryptography, keys: (any ClientKeySource & DPoPKeySource)? = nil) {
         self.cryptography = cryptography
@@ -17,10 +18,14 @@ public final class ProviderSigning: Sendable {
         dpop = DPoPSessions(keys: keys)
     }
 
-    public func use(_ keys: any ClientKeySource & DPoPKeySource) {
+    public func use(_ keys: any ClientKeySource & DPoPKeySource, metadata: (any ProviderMetadataStore)? = nil) {
         source.withLock { $0 = keys }
         dpop.use(keys)
+        metadataStore.withLock { $0 = metadata }
     }
+
+    /// Where server metadata is kept; nil until the vault is open.
+    public var metadata: (any ProviderMetadataStore)? { metadataStore.withLock { $0 } }
 
     /// Instance `instance`'s client key, derived once.
     public func clientKey(for instance: String) throws -> any JWSSigner {
