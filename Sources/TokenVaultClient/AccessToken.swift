@@ -16,9 +16,14 @@ public struct AccessToken: Codable, Sendable, CustomStringConvertible, CustomDeb
     public var expiresAt: String?
     /// The OIDC id token, when the credential has one.
     public var idToken: String?
+    /// A derived token's `issued_token_type` (`exchangeToken`); nil for the credential's own.
+    public var issuedTokenType: String?
+    /// A derived token's scopes (`exchangeToken`); nil for the credential's own.
+    public var scopes: [String]?
 
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token", tokenType = "token_type", expiresAt = "expires_at", idToken = "id_token"
+        case issuedTokenType = "issued_token_type", scopes
     }
 
     public init(accessToken: String, tokenType: String, expiresAt: String? = nil, idToken: String? = nil) {

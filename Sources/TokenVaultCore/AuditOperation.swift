@@ -13,6 +13,8 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
     public var description: String { name }
 
     public static let tokenRead = Self("token.read")
+    /// A token derived from the credential's by RFC 8693 token exchange.
+    public static let tokenExchange = Self("token.exchange")
     public static let credentialPut = Self("credential.put")
     public static let credentialShow = Self("credential.show")
     public static let credentialList = Self("credential.list")
@@ -41,7 +43,8 @@ public struct AuditOperation: Hashable, Sendable, CustomStringConvertible {
 
     /// Every operation the daemon writes.
     public static let all: [Self] = [
-        .tokenRead, .credentialPut, .credentialShow, .credentialList, .credentialDelete, .credentialPurge,
+        .tokenRead, .tokenExchange, .credentialPut, .credentialShow, .credentialList, .credentialDelete,
+        .credentialPurge,
         .credentialRefresh, .credentialExchange, .credentialAuthorize, .credentialAuthorized, .credentialWatch,
         .credentialReapply, .credentialProxy, .proxyList, .eventsStream,
         .adminRotateKey, .adminAudit, .adminBackup, .adminStatus, .adminProvider,

@@ -54,6 +54,8 @@ extension ProviderFailure {
         public static let discoveryFailed = Code(rawValue: "discovery_failed")
         /// The instance cannot revoke (no revocation endpoint).
         public static let revocationNotSupported = Code(rawValue: "revocation_not_supported")
+        /// The instance cannot make RFC 8693 token exchanges (not an `oauth2` instance).
+        public static let tokenExchangeNotSupported = Code(rawValue: "token_exchange_not_supported")
         /// The refresh token's own expiry has passed.
         public static let refreshTokenExpired = Code(rawValue: "refresh_token_expired")
         /// The access token expired and there is nothing to refresh it with.

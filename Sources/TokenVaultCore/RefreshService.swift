@@ -46,10 +46,18 @@ public protocol RefreshService: Sendable {
     /// The configured instance `name`: its kind, and its provider (nil for a name-only or
     /// store-only instance); nil when no instance has that name.
     func providerInstance(named name: String) -> (kind: String, provider: (any TokenProvider)?)?
+
+    /// A token derived from a credential's by RFC 8693 token exchange, from the cache while it
+    /// has a minute left, else from the provider (paced like any call to it).
+    func exchangeToken(_ exchange: TokenExchange) async throws -> DerivedToken
 }
 
 extension RefreshService {
     public func providerInstance(named name: String) -> (kind: String, provider: (any TokenProvider)?)? { nil }
+
+    public func exchangeToken(_ exchange: TokenExchange) async throws -> DerivedToken {
+        throw VaultError(code: .engineUnavailable, message: "no refresh engine runs: tokens cannot be exchanged")
+    }
 }
 
 /// What the engine has done since start-up.
@@ -69,6 +77,9 @@ public struct RefreshCounters: Sendable, Equatable {
     public var answersLostToTakeover = 0
     /// Refreshes by provider instance and outcome (`succeeded`, or a failure's class).
     public var byProvider: [String: [String: Int]] = [:]
+    /// RFC 8693 exchanges for callers by provider instance and outcome: `derived`, `cached`, or a
+    /// failure's class.
+    public var tokenExchanges: [String: [String: Int]] = [:]
     /// Seconds since this node's heartbeat last went through (nil before the first).
     public var heartbeatAge: Double?
     /// Renewals that came after a gap of a third of the lease period (`LeaseKeeper`).

@@ -27,6 +27,10 @@ public protocol TokenProvider: Sendable {
     /// for a first token set. A refused code (`invalid_grant`: replayed, expired, wrong
     /// verifier) is thrown as the provider said it.
     func exchange(_ request: CodeExchangeRequest) async throws(ProviderFailure) -> TokenPayload
+
+    /// RFC 8693 token exchange of `subjectToken` (`TokenExchange.swift`; refused by default).
+    func exchangeToken(_ request: TokenExchangeRequest, subjectToken: SecretBytes, for credential: CredentialID)
+        async throws(ProviderFailure) -> TokenPayload
 }
 
 /// What a server-side code exchange sends: the one-time code the mobile SDK handed the app,

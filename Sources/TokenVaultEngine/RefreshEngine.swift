@@ -80,6 +80,8 @@ public final class RefreshEngine: RefreshService, Sendable {
     let statistics: RefreshStatistics
     let onDemand: OnDemandLimiter
     let lostAnswers = LostAnswers()
+    /// Tokens derived by RFC 8693 exchanges, until they near their expiry (never stored).
+    let derivedTokens = DerivedTokens()
     /// Refreshes a storage error ended, for the scheduler to start again (`StrandedRefreshes`).
     let stranded = StrandedRefreshes()
     /// The courier, told when an answer it keeps is safe without it (`NoSettlement` without one).

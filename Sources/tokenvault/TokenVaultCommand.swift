@@ -23,7 +23,7 @@ struct TokenVaultCommand: AsyncParsableCommand {
             LoginCommand.self,
             RemoveCommand.self, RotateKeyCommand.self, RekeyCommand.self, VerifyCommand.self, BackupCommand.self,
             RestoreCommand.self, MigrateStoreCommand.self, NodesCommand.self, WebhooksCommand.self,
-            CourierCommand.self, ProvidersCommand.self,
+            CourierCommand.self, ProvidersCommand.self, TokenExchangeCommand.self,
         ])
 
     /// Every file TokenVault creates (database, WAL, keys) is private to its user from birth.

@@ -158,6 +158,59 @@ import TokenVaultTesting
         #expect(status != 200 && Self.lastError(metadata) == "invalid_client", "\(metadata)")
     }
 
+    /// RFC 8693 at Authlib: a token for an audience the server allows, derived from the stored
+    /// access token (or refresh token) and answered from memory the second time; an audience it
+    /// refuses and a wider scope are the server's refusals, and the credential is left as it is.
+    @Test func tokenExchangeDerivesATokenForAnAudience() async throws {
+        let (harness, server) = try await SignInHarness.make()
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        func exchange(_ body: String) throws -> RawHTTPResponse {
+            try UnixSocketHTTP.request(
+                harness.socket, "POST", "/v1/credentials/people/alice/token-exchange", body: body)
+        }
+        let own = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/token")
+        let derived = try exchange(#"{"audience": "api.example", "scopes": ["profile"]}"#)
+        #expect(derived.status == 200 && derived.headers["cache-control"] == "no-store", "\(derived.text)")
+        let token = try #require(derived.json()["access_token"] as? String)
+        #expect(token != own.json()["access_token"] as? String)
+        #expect(derived.json()["issued_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token")
+        #expect(derived.json()["scopes"] as? [String] == ["profile"] && derived.json()["expires_at"] != nil)
+        // The same request, its lists in another order: from memory.
+        let again = try exchange(#"{"scopes": ["profile"], "audience": ["api.example"]}"#)
+        #expect(again.json()["access_token"] as? String == token)
+        // The command line (and the Swift client under it) gets the same token.
+        let printed = try CommandRunner().run([
+            "token-exchange", "people/alice", "--audience", "api.example", "--scope", "profile", "--socket",
+            harness.socket,
+        ])
+        #expect(printed.status == 0 && printed.stdout == token + "\n", "\(printed.stderr)")
+        var recorded = try await server.hook("GET", "/test/exchanges")
+        #expect(recorded["count"] as? Int == 1, "\(recorded)")
+        let requests = recorded["requests"] as? [[String: Any]] ?? []
+        #expect(requests.first?["audience"] as? [String] == ["api.example"])
+        #expect(requests.first?["subject_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token")
+
+        let fromRefresh = try exchange(#"{"audience": "reports.example", "subject_token_type": "refresh_token"}"#)
+        #expect(fromRefresh.status == 200, "\(fromRefresh.text)")
+        recorded = try await server.hook("GET", "/test/exchanges")
+        #expect(
+            (recorded["requests"] as? [[String: Any]])?.last?["subject_token_type"] as? String
+                == "urn:ietf:params:oauth:token-type:refresh_token")
+
+        let refusedAudience = try exchange(#"{"audience": "evil.example"}"#)
+        #expect(
+            refusedAudience.status == 422 && refusedAudience.text.contains("invalid_target"), "\(refusedAudience.text)")
+        let widerScope = try exchange(#"{"audience": "api.example", "scopes": ["admin"]}"#)
+        #expect(widerScope.status == 422 && widerScope.text.contains("invalid_scope"), "\(widerScope.text)")
+        // The credential itself is as it was: same generation, no error.
+        let shown = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice").json()
+        #expect(shown["generation"] as? Int == 1 && Self.lastError(shown) == nil, "\(shown)")
+        let audit = try CommandRunner().run(["audit", "--socket", harness.socket, "--json"])
+        #expect(audit.stdout.contains("token.exchange"), "\(audit.stdout.prefix(400))")
+    }
+
     @Test func clientSecretJWTIsAccepted() async throws {
         let (harness, server) = try await SignInHarness.make(
             serverArguments: ["--client-auth", "client_secret_jwt"],

@@ -54,6 +54,20 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
         }
     }
 
+    public func exchangeToken(
+        _ request: TokenExchangeRequest, subjectToken: SecretBytes, for credential: CredentialID
+    ) async throws(ProviderFailure) -> TokenPayload {
+        try await token(operation: "token_exchange", credential: credential, call: nil) {
+            () async throws(ProviderFailure) -> TokenCall in
+            guard let call = try await wire.tokenExchangeCall(request, subjectToken: subjectToken, over: http) else {
+                throw ProviderFailure(
+                    kind: .misconfigured, code: .tokenExchangeNotSupported,
+                    message: "provider instance \(name) of kind \(Wire.kind) cannot exchange tokens (RFC 8693)")
+            }
+            return call
+        }
+    }
+
     public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         let revocation: RevocationCall?
         do throws(ProviderFailure) {

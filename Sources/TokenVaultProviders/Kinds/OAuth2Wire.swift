@@ -81,6 +81,22 @@ public final class OAuth2Wire: ProviderWire {
             form, secrets: [request.code] + (request.codeVerifier.map { [$0] } ?? []), over: http)
     }
 
+    /// RFC 8693 section 2.1: the subject token and its type, each audience and resource, the
+    /// scope and the requested token type, with the client's authentication.
+    public func tokenExchangeCall(
+        _ request: TokenExchangeRequest, subjectToken: SecretBytes, over http: ProviderHTTPClient
+    ) async throws(ProviderFailure) -> TokenCall? {
+        var form = FormBody()
+        form.append("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange")
+        form.append("subject_token", secret: subjectToken)
+        form.append("subject_token_type", request.subjectTokenType.rawValue)
+        for audience in request.audiences { form.append("audience", audience) }
+        for resource in request.resources { form.append("resource", resource) }
+        if !request.scopes.isEmpty { form.append("scope", request.scopes.joined(separator: " ")) }
+        if let type = request.requestedTokenType { form.append("requested_token_type", type) }
+        return try await tokenCall(form, secrets: [subjectToken], over: http)
+    }
+
     /// RFC 7009 to the configured or discovered revocation endpoint; nil when there is none.
     public func revocationCall(_ token: SecretBytes, hint: TokenHint, over http: ProviderHTTPClient)
         async throws(ProviderFailure) -> RevocationCall?

@@ -33,6 +33,10 @@ public protocol ProviderWire: Sendable {
     func vet(_ payload: inout TokenPayload, over http: ProviderHTTPClient) async
     /// Hears every failed call (`noteFailure` in the extension: nothing by default).
     func noteFailure(_ failure: ProviderFailure)
+    /// The RFC 8693 token request deriving a token from `subjectToken`; nil for a kind without
+    /// token exchange (the extension's default).
+    func tokenExchangeCall(_ request: TokenExchangeRequest, subjectToken: SecretBytes, over http: ProviderHTTPClient)
+        async throws(ProviderFailure) -> TokenCall?
 }
 
 extension ProviderWire {
@@ -45,6 +49,10 @@ extension ProviderWire {
     /// What a failed call says about the instance beyond itself (an `oauth2` endpoint gone:
     /// its metadata is read again); nothing by default.
     public func noteFailure(_ failure: ProviderFailure) {}
+
+    public func tokenExchangeCall(
+        _ request: TokenExchangeRequest, subjectToken: SecretBytes, over http: ProviderHTTPClient
+    ) async throws(ProviderFailure) -> TokenCall? { nil }
 }
 
 /// An RFC 7009 revocation request as a kind builds it.

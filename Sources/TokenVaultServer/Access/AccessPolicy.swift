@@ -1,6 +1,10 @@
 /// A permission a peer needs for an operation, scoped to a namespace.
 public enum Permission: String, Sendable, Codable, CaseIterable {
     case tokenRead = "token:read"
+    /// Receive tokens derived from the credential's by RFC 8693 token exchange (another audience,
+    /// a narrower scope), never the credential's own. `token:read` gives it too: a caller that
+    /// may read the token could exchange it itself.
+    case tokenExchange = "token:exchange"
     /// Have the daemon make API calls with the credential's token (the proxy) without ever
     /// seeing it. `token:read` gives it too: a caller that may read the token could make the
     /// call itself.
@@ -16,9 +20,11 @@ public enum Permission: String, Sendable, Codable, CaseIterable {
 
 extension Permission {
     /// Whether a rule granting `granted` gives this permission: `admin` gives every one, and
-    /// `token:read` gives `credential:use`, and `credential:write` gives `credential:authorize`.
+    /// `token:read` gives `credential:use` and `token:exchange`, and `credential:write` gives
+    /// `credential:authorize`.
     public func isGranted(by granted: Set<Permission>) -> Bool {
-        granted.contains(self) || granted.contains(.admin) || (self == .credentialUse && granted.contains(.tokenRead))
+        granted.contains(self) || granted.contains(.admin)
+            || ((self == .credentialUse || self == .tokenExchange) && granted.contains(.tokenRead))
             || (self == .credentialAuthorize && granted.contains(.credentialWrite))
     }
 }

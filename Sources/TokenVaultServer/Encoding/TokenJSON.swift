@@ -11,13 +11,15 @@ enum TokenJSON {
     /// The same, as the event loop writes the header's line.
     static let cacheControlLine = "Cache-Control: \(cacheControl)\r\n"
 
+    /// `issuedTokenType` and `scopes`: a derived token's (`POST .../token-exchange`).
     static func body(
         accessToken: SecretBytes, tokenType: String, expiresAt: Timestamp?, idToken: SecretBytes?,
-        allocator: ByteBufferAllocator
+        issuedTokenType: String? = nil, scopes: [String]? = nil, allocator: ByteBufferAllocator
     ) -> ByteBuffer {
         let bound =
-            64 + JSONBytes.bound(string: accessToken.count) + JSONBytes.bound(string: idToken?.count ?? 0)
-            + JSONBytes.bound(tokenType) + JSONBytes.timestampBound
+            96 + JSONBytes.bound(string: accessToken.count) + JSONBytes.bound(string: idToken?.count ?? 0)
+            + JSONBytes.bound(tokenType) + JSONBytes.timestampBound + JSONBytes.bound(issuedTokenType ?? "")
+            + (scopes ?? []).reduce(0) { $0 + 4 + JSONBytes.bound($1) }
         var buffer = allocator.buffer(capacity: bound)
         buffer.writeJSON(reserving: bound) { json in
             json.raw("{\"access_token\":")
@@ -29,6 +31,18 @@ enum TokenJSON {
             if let idToken {
                 json.raw(",\"id_token\":")
                 idToken.withUnsafeBytes { json.string($0) }
+            }
+            if let issuedTokenType {
+                json.raw(",\"issued_token_type\":")
+                json.string(issuedTokenType)
+            }
+            if let scopes {
+                json.raw(",\"scopes\":[")
+                for (index, scope) in scopes.enumerated() {
+                    if index > 0 { json.raw(",") }
+                    json.string(scope)
+                }
+                json.raw("]")
             }
             json.raw(",\"token_type\":")
             json.string(tokenType)

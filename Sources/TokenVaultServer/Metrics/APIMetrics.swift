@@ -239,6 +239,15 @@ public final class APIMetrics: Sendable {
                         to: count, help: "Refreshes since start-up, by provider instance and outcome.")
                 }
             }
+            for (provider, outcomes) in refresh.tokenExchanges {
+                for (outcome, count) in outcomes {
+                    advance(
+                        "tokenvault_token_exchanges_total", labels: [("provider", provider), ("outcome", outcome)],
+                        to: count,
+                        help: "RFC 8693 exchanges for callers since start-up, by provider instance and outcome "
+                            + "(derived, cached, or a failure's class).")
+                }
+            }
             if let age = refresh.heartbeatAge {
                 registry.gauge(
                     name: "tokenvault_heartbeat_age_seconds",

@@ -16,6 +16,8 @@ enum Route: CaseIterable, Sendable {
     case refresh
     case watch
     case exchange
+    /// A token derived from the credential's (RFC 8693).
+    case tokenExchange
     /// Starts a sign-in the vault finishes itself.
     case authorize
     /// The caller's device grants waiting for the credential, and how their last sign-in ended.
@@ -47,6 +49,7 @@ enum Route: CaseIterable, Sendable {
         case .refresh: "/v1/credentials/{namespace}/{name}/refresh"
         case .watch: "/v1/credentials/{namespace}/{name}/watch"
         case .exchange: "/v1/credentials/{namespace}/{name}/exchange"
+        case .tokenExchange: "/v1/credentials/{namespace}/{name}/token-exchange"
         case .authorize, .authorizationStatus: "/v1/credentials/{namespace}/{name}/authorization"
         case .authorizeCallback: "/v1/credentials/{namespace}/{name}/authorization/callback"
         case .proxy: "/v1/credentials/{namespace}/{name}/proxy"
@@ -66,7 +69,7 @@ enum Route: CaseIterable, Sendable {
         switch self {
         case .put: [.put]
         case .delete: [.delete]
-        case .refresh, .exchange, .authorize, .authorizeCallback, .rotateKey, .backup: [.post]
+        case .refresh, .exchange, .tokenExchange, .authorize, .authorizeCallback, .rotateKey, .backup: [.post]
         case .proxy, .proxyPath: Self.proxyMethods
         case .health, .metrics, .list, .show, .token, .watch, .events, .usable, .audit, .status, .authorizationStatus,
             .provider, .providerKeys:

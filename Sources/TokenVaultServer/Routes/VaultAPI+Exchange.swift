@@ -85,7 +85,7 @@ extension VaultAPI {
         case .transient, .unknownOutcome:
             return ProblemDetails(
                 .providerUnavailable,
-                detail: "the code exchange at \(provider) failed: \(failure.code): \(failure.message)",
+                detail: "the call to \(provider) failed: \(failure.code): \(failure.message)",
                 retryAfter: failure.retryAfterWholeSeconds)
         }
     }

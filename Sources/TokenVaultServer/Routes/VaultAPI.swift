@@ -121,6 +121,7 @@ public struct VaultAPI: Sendable {
         case .refresh: try await forceRefresh(request, context)
         case .watch: try await watch(request, context)
         case .exchange: try await exchange(request, context)
+        case .tokenExchange: try await exchangeToken(request, context)
         case .authorize: try await startSignIn(request, context)
         case .authorizationStatus: try await signInStatus(request, context)
         case .authorizeCallback: try await finishSignIn(request, context)

@@ -1,0 +1,54 @@
+import Foundation
+import TokenVaultCore
+
+/// RFC 8693 token exchange for callers: a token derived from a credential's, from the cache while
+/// it lives (`DerivedTokens`), else from the provider, paced by the instance's gate like every
+/// call to it. A refused exchange is the caller's answer and changes nothing on the credential:
+/// the credential's own tokens were not spent.
+extension RefreshEngine {
+    public func exchangeToken(_ exchange: TokenExchange) async throws -> DerivedToken {
+        let key = DerivedTokens.Key(
+            credential: exchange.credential, createdAt: exchange.createdAt, generation: exchange.generation,
+            request: exchange.request.canonical)
+        if let cached = derivedTokens.token(for: key, now: vault.clock.now) {
+            count(exchange.provider, "cached")
+            return cached
+        }
+        let slot = enterSlot(exchange.provider)
+        defer { slot?.leave() }
+        guard let slot, let provider = slot.provider else {
+            throw ProviderFailure.notConfigured(exchange.provider, listed: slot != nil)
+        }
+        let sentAt = vault.clock.now
+        await slot.gate.acquire()
+        defer { slot.gate.release() }
+        let payload: TokenPayload
+        do throws(ProviderFailure) {
+            payload = try await provider.exchangeToken(
+                exchange.request, subjectToken: exchange.subjectToken, for: exchange.credential)
+        } catch {
+            count(exchange.provider, error.kind.rawValue)
+            throw error
+        }
+        var issuedTokenType: String?
+        if let extras = payload.secrets.extras,
+            case .object(let fields)? = extras.withUnsafeBytes({
+                try? JSONDecoder().decode(JSONValue.self, from: Data($0))
+            }),
+            case .string(let type)? = fields["issued_token_type"]
+        {
+            issuedTokenType = type
+        }
+        let derived = DerivedToken(
+            accessToken: payload.secrets.accessToken, tokenType: payload.tokenType ?? "Bearer",
+            issuedTokenType: issuedTokenType, expiresAt: payload.expiry.resolve(issuedAt: sentAt),
+            scopes: payload.scopes.isEmpty ? exchange.request.scopes : payload.scopes)
+        derivedTokens.keep(derived, for: key, now: vault.clock.now)
+        count(exchange.provider, "derived")
+        return derived
+    }
+
+    private func count(_ provider: String, _ outcome: String) {
+        statistics.record { $0.tokenExchanges[provider, default: [:]][outcome, default: 0] += 1 }
+    }
+}
