@@ -5,8 +5,12 @@ public struct APIBase: Sendable, Equatable, CustomStringConvertible {
     public let origin: UpstreamURL
     /// Without a trailing `/` (empty for the root).
     public let pathPrefix: String
+    /// The audience calls under this base are made for: the proxy sends a token derived for it
+    /// by RFC 8693 token exchange instead of the credential's own. Nil: the credential's token.
+    public let audience: String?
 
-    public init(parsing text: String) throws(UpstreamURLProblem) {
+    public init(parsing text: String, audience: String? = nil) throws(UpstreamURLProblem) {
+        self.audience = audience
         let url = try UpstreamURL(parsing: text)
         guard url.query == nil else {
             throw UpstreamURLProblem("'\(text.prefix(200))': a base has no ?query")

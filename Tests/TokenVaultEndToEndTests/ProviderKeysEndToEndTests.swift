@@ -211,6 +211,38 @@ import TokenVaultTesting
         #expect(audit.stdout.contains("token.exchange"), "\(audit.stdout.prefix(400))")
     }
 
+    /// A proxy base that names an audience gets a token derived for it (RFC 8693 at Authlib), the
+    /// same one `token-exchange` answers for that audience; a base without one gets the
+    /// credential's own token.
+    @Test func theProxySendsADerivedTokenToABaseWithAnAudience() async throws {
+        let upstream = try await TestUpstream()
+        let (harness, server) = try await SignInHarness.make(
+            instance: #"""
+                "client_secret_file": "$SECRET", "api_base_urls": [
+                    {"url": "\#(upstream.base)/echo", "audience": "api.example"}, "\#(upstream.base)/"]
+                """#)
+        let daemon = try harness.startDaemon()
+        defer { daemon.terminate() }
+        #expect(try await Self.signIn(harness, server, "alice").status == 201)
+        let derived = try UnixSocketHTTP.request(
+            harness.socket, "POST", "/v1/credentials/people/alice/token-exchange", body: #"{"audience": "api.example"}"#
+        )
+        let token = try #require(derived.json()["access_token"] as? String, "\(derived.text)")
+        let own = try #require(
+            try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/token").json()[
+                "access_token"]
+                as? String)
+        let echoed = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/proxy/echo/x")
+        #expect(echoed.status == 200, "\(echoed.text)")
+        let plain = try UnixSocketHTTP.request(
+            harness.socket, "GET", "/v1/credentials/people/alice/proxy/status?code=204",
+            headers: ["TokenVault-Upstream-Base": upstream.base + "/"])
+        #expect(plain.status == 204, "\(plain.text)")
+        #expect(upstream.authorizations == ["Bearer " + token, "Bearer " + own], "\(upstream.received)")
+        #expect(try await server.hook("GET", "/test/exchanges")["count"] as? Int == 1)
+        await upstream.stop()
+    }
+
     @Test func clientSecretJWTIsAccepted() async throws {
         let (harness, server) = try await SignInHarness.make(
             serverArguments: ["--client-auth", "client_secret_jwt"],

@@ -81,7 +81,19 @@ import TokenVaultTesting
                 "api_base_urls[0]: "))
         #expect(
             error(#"{"bank": {"kind": "oauth2", "api_base_urls": ["https://a.example", 3]}}"#).contains(
-                "api_base_urls[1]: expected a string"))
+                "api_base_urls[1]: expected a base URL"))
+        // An entry may name the audience calls under it are made for (a derived token).
+        let audienced = try load(
+            #"{"bank": {"kind": "oauth2", "api_base_urls": [{"url": "https://api.bank.example/v1", "audience": "payments"}]}}"#
+        )
+        #expect(audienced.providers["bank"]?.apiBases.first?.audience == "payments")
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": [{"url": "https://a.example", "aud": "x"}]}}"#)
+                .contains(
+                    "api_base_urls[0]: expected a base URL, or an object with url and audience"))
+        #expect(
+            error(#"{"bank": {"kind": "oauth2", "api_base_urls": [{"url": "https://a.example", "audience": ""}]}}"#)
+                .contains("api_base_urls[0].audience"))
         #expect(
             error(#"{"bank": {"kind": "oauth2", "api_base_urls": "https://a.example"}}"#).contains("expected a list"))
         #expect(

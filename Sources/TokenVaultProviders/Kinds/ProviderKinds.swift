@@ -153,12 +153,30 @@ public struct ProviderKinds: ProviderCatalog {
         case nil: break
         case .array(let values)?:
             for (index, value) in values.enumerated() {
-                guard case .string(let text) = value else {
+                // A base URL, or `{"url": …, "audience": …}`: calls under it carry a token derived
+                // for the audience (RFC 8693) instead of the credential's own.
+                let text: String
+                var audience: String?
+                switch value {
+                case .string(let url): text = url
+                case .object(let members)
+                where Set(members.keys).isSubset(of: ["url", "audience"]):
+                    guard case .string(let url)? = members["url"] else { fallthrough }
+                    text = url
+                    if let named = members["audience"] {
+                        guard case .string(let name) = named, !name.isEmpty else {
+                            throw ProviderConfigurationError(
+                                key: key + ".api_base_urls[\(index)].audience", problem: "expected a non-empty string")
+                        }
+                        audience = name
+                    }
+                default:
                     throw ProviderConfigurationError(
-                        key: key + ".api_base_urls[\(index)]", problem: "expected a string")
+                        key: key + ".api_base_urls[\(index)]",
+                        problem: "expected a base URL, or an object with url and audience")
                 }
                 do {
-                    settings.apiBases.append(try APIBase(parsing: text))
+                    settings.apiBases.append(try APIBase(parsing: text, audience: audience))
                 } catch {
                     throw ProviderConfigurationError(key: key + ".api_base_urls[\(index)]", problem: error.problem)
                 }

@@ -60,9 +60,22 @@ extension VaultAPI {
         } catch let problem as ProblemDetails {
             throw refuse(problem)
         }
+        // Under a base that names an audience, the call carries a token derived for it (RFC
+        // 8693) from the credential's, never the credential's own.
+        let audience = settings.apiBases.base(holding: target)?.audience
+        func forUpstream(_ credential: Credential) async throws -> Credential {
+            guard let audience else { return credential }
+            do {
+                return try await derived(credential, audience: audience)
+            } catch let failure as ProviderFailure {
+                throw refuse(Self.problem(failure, at: metadata.provider))
+            } catch let problem as ProblemDetails {
+                throw refuse(problem)
+            }
+        }
         var credential: Credential
         switch try await usableCredential(id, minimumTTL: Double(options.proxy.minimumTTLSeconds), read: stored) {
-        case .success(let usable): credential = usable
+        case .success(let usable): credential = try await forUpstream(usable)
         case .failure(let refusal): throw refuse(refusal)
         }
         let use: UpstreamClients.Use
@@ -105,7 +118,7 @@ extension VaultAPI {
         {
             // A credential gone or a store that fails meanwhile: the 401 as it came.
             if let renewed = (try? await renewedAfterRefusal(id, used: credential)) ?? nil {
-                credential = renewed
+                credential = try await forUpstream(renewed)
                 tokens.append(renewed.secrets.accessToken)
                 refreshed = true
                 response = try await send(
@@ -171,6 +184,21 @@ extension VaultAPI {
 
     /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
     /// limits apply) and the new token, or nil when none came (the caller gets the 401 as it came).
+    /// `credential` with a token derived for `audience` (RFC 8693, `RefreshEngine.exchangeToken`,
+    /// from its cache while the token lives) in place of its own access token.
+    func derived(_ credential: Credential, audience: String) async throws -> Credential {
+        let metadata = credential.metadata
+        let token = try await requireEngine().exchangeToken(
+            TokenExchange(
+                credential: metadata.id, provider: metadata.provider, createdAt: metadata.createdAt,
+                generation: metadata.generation, subjectToken: credential.secrets.accessToken,
+                request: TokenExchangeRequest(audiences: [audience])))
+        var derived = credential
+        derived.secrets.accessToken = token.accessToken
+        derived.metadata.tokenType = token.tokenType
+        return derived
+    }
+
     func renewedAfterRefusal(_ id: CredentialID, used: Credential) async throws -> Credential? {
         guard let engine else { return nil }
         _ = try? await engine.refreshForced(id)
