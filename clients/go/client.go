@@ -119,6 +119,24 @@ func (c *Client) Token(ctx context.Context, id string, minTTL time.Duration) (To
 	return token, err
 }
 
+// ExchangeToken is a token the provider derives from the credential's by RFC 8693 token exchange
+// (for another audience or resource, narrower scopes), so a downstream API gets a token meant for
+// it while the credential's own never leaves the daemon. The daemon answers the same request from
+// memory while the derived token lives. The provider's refusal is a Problem with code
+// provider_rejected and the OAuth error (invalid_target, invalid_scope) in Detail.
+func (c *Client) ExchangeToken(ctx context.Context, id string, request TokenExchangeRequest) (Token, error) {
+	var token Token
+	path, err := credentialPath(id, "/token-exchange")
+	if err != nil {
+		return token, err
+	}
+	answer, err := c.send(ctx, http.MethodPost, path, nil, request)
+	if err == nil {
+		err = answer.decode(&token)
+	}
+	return token, err
+}
+
 // List is one page of metadata, ordered by id.
 func (c *Client) List(ctx context.Context, options ListOptions) (Page, error) {
 	var page Page

@@ -1,13 +1,16 @@
 package tokenvault_test
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +119,12 @@ func startDaemon(t *testing.T, p *provider) *daemon { return startDaemonWithWebh
 // startDaemonWithWebhooks is startDaemon with a webhook endpoint "receiver" at webhookURL (none
 // when empty), its secret made by `tokenvault webhooks secret`.
 func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daemon {
+	return startDaemonWith(t, p, webhookURL, "")
+}
+
+// startDaemonWith is startDaemonWithWebhooks with more provider instances: providers is JSON
+// object members ("name": {...}), in which "$SECRET" is the path of a file holding vault-secret.
+func startDaemonWith(t *testing.T, p *provider, webhookURL, providers string) *daemon {
 	binary := os.Getenv("TOKENVAULT_BIN")
 	if binary == "" {
 		binary = filepath.Join(repository, ".build", "debug", "tokenvault")
@@ -142,12 +151,16 @@ func startDaemonWithWebhooks(t *testing.T, p *provider, webhookURL string) *daem
 		webhookSecret = strings.TrimSpace(string(written))
 		webhooks = fmt.Sprintf(`, "webhooks": {"endpoints": {"receiver": {"url": %q, "secret_file": %q}}}`, webhookURL, secretFile)
 	}
+	if providers != "" {
+		quoted, _ := json.Marshal(secret)
+		providers = ", " + strings.ReplaceAll(providers, `"$SECRET"`, string(quoted))
+	}
 	document := fmt.Sprintf(`{"providers": {"oauth2": {"kind": "oauth2"}, "idp": {"kind": "oauth2",
 		"token_endpoint": %q, "client_id": "vault-client", "client_secret_file": %q, "api_base_urls": [%q],
 		"authorization_endpoint": %q, "redirect_uris": ["https://app.example/cb"],
-		"device_authorization_endpoint": %q}},
+		"device_authorization_endpoint": %q}%s},
 		"limits": {"on_demand_refresh_seconds": 1}%s}`, p.server.URL+"/token", secret, p.server.URL+"/api",
-		p.server.URL+"/authorize", p.server.URL+"/device", webhooks)
+		p.server.URL+"/authorize", p.server.URL+"/device", providers, webhooks)
 	if err := os.WriteFile(config, []byte(document), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +208,109 @@ func (d *daemon) stop() {
 	case <-time.After(30 * time.Second):
 		_ = d.process.Process.Kill()
 		<-d.done
+	}
+}
+
+// authlib is scripts/authorization-server.py, a real OAuth server built on Authlib (client
+// vault-client, secret vault-secret), run with the Python environment `make test` installs it in.
+type authlib struct {
+	issuer string
+}
+
+// startAuthlib starts the Authlib server for one test (killed at its end), or skips the test,
+// saying why, when .build/test-venv is missing: an optional peer, never a silent pass.
+func startAuthlib(t *testing.T) *authlib {
+	python := filepath.Join(repository, ".build", "test-venv", "bin", "python")
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("no %s with Authlib (run scripts/install-deps.sh --test, or make test): %v", python, err)
+	}
+	log, err := os.Create(filepath.Join(t.TempDir(), "authorization-server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := exec.Command(python, filepath.Join(repository, "scripts", "authorization-server.py"), "--port", "0")
+	process.Stderr = log
+	stdout, err := process.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := process.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// SIGKILL: it holds nothing worth a graceful end.
+	t.Cleanup(func() { _ = process.Process.Kill(); _ = process.Wait(); log.Close() })
+	// It prints one JSON line with its issuer once it listens.
+	line := make(chan string, 1)
+	go func() {
+		text, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- text
+	}()
+	var started struct {
+		Issuer string `json:"issuer"`
+	}
+	select {
+	case text := <-line:
+		if err := json.Unmarshal([]byte(text), &started); err != nil || started.Issuer == "" {
+			output, _ := os.ReadFile(log.Name())
+			t.Fatalf("the authorization server did not start (%q, %v):\n%s", text, err, output)
+		}
+	case <-time.After(30 * time.Second):
+		output, _ := os.ReadFile(log.Name())
+		t.Fatalf("the authorization server did not say its issuer within 30 s:\n%s", output)
+	}
+	return &authlib{issuer: started.Issuer}
+}
+
+// clientCredentials is an access token of the client credentials grant, asked for directly.
+func (a *authlib) clientCredentials(t *testing.T, scope string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope}}
+	request, err := http.NewRequest(http.MethodPost, a.issuer+"/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	request.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	request.SetBasicAuth("vault-client", "vault-secret")
+	var issued struct {
+		AccessToken string `json:"access_token"`
+	}
+	a.get(t, request, &issued)
+	if issued.AccessToken == "" {
+		t.Fatal("the client credentials grant answered no access token")
+	}
+	return issued.AccessToken
+}
+
+// exchanges is GET /test/exchanges: the token exchange requests that got a token.
+func (a *authlib) exchanges(t *testing.T) []map[string]any {
+	t.Helper()
+	request, err := http.NewRequest(http.MethodGet, a.issuer+"/test/exchanges", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded struct {
+		Count    int              `json:"count"`
+		Requests []map[string]any `json:"requests"`
+	}
+	a.get(t, request, &recorded)
+	if recorded.Count != len(recorded.Requests) {
+		t.Fatalf("/test/exchanges: count %d, %d requests", recorded.Count, len(recorded.Requests))
+	}
+	return recorded.Requests
+}
+
+func (a *authlib) get(t *testing.T, request *http.Request, document any) {
+	t.Helper()
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer response.Body.Close()
+	body, _ := io.ReadAll(response.Body)
+	if response.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %d %s", request.Method, request.URL, response.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, document); err != nil {
+		t.Fatalf("%s %s: %v", request.Method, request.URL, err)
 	}
 }

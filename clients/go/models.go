@@ -2,20 +2,30 @@ package tokenvault
 
 import "fmt"
 
-// Token is an access token (GET .../token). Never a refresh token: the daemon does not give
-// those out. Its String and GoString never show the token.
+// Token is an access token: the credential's own (GET .../token) or one derived from it
+// (ExchangeToken). Never a refresh token: the daemon does not give those out. Its String and
+// GoString never show the token.
 type Token struct {
 	AccessToken string `json:"access_token"`
 	TokenType   string `json:"token_type"`
 	ExpiresAt   string `json:"expires_at,omitempty"`
 	IDToken     string `json:"id_token,omitempty"`
+	// IssuedTokenType is a derived token's RFC 8693 issued_token_type; "" for the credential's own.
+	IssuedTokenType string `json:"issued_token_type,omitempty"`
+	// Scopes are a derived token's scopes; nil for the credential's own.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Authorization is the Authorization header's value: "Bearer <token>".
 func (t Token) Authorization() string { return t.TokenType + " " + t.AccessToken }
 
 func (t Token) String() string {
-	return fmt.Sprintf("Token{type: %s, expires_at: %s, redacted}", t.TokenType, t.ExpiresAt)
+	// A derived token's type and scopes say what it is for, not what it is: shown when there.
+	derived := ""
+	if t.IssuedTokenType != "" || t.Scopes != nil {
+		derived = fmt.Sprintf(", issued_token_type: %s, scopes: %q", t.IssuedTokenType, t.Scopes)
+	}
+	return fmt.Sprintf("Token{type: %s, expires_at: %s%s, redacted}", t.TokenType, t.ExpiresAt, derived)
 }
 
 func (t Token) GoString() string { return t.String() }
@@ -108,6 +118,21 @@ type ExchangeRequest struct {
 	Nonce        string            `json:"nonce,omitempty"`
 	State        string            `json:"state,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
+}
+
+// TokenExchangeRequest is what ExchangeToken asks the provider for; every field may be left
+// empty. The daemon treats lists as sets: the same members in another order is the same request.
+type TokenExchangeRequest struct {
+	// Audience is RFC 8693 audience, one or several.
+	Audience []string `json:"audience,omitempty"`
+	// Resource is RFC 8707 resource, one or several.
+	Resource []string `json:"resource,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
+	// RequestedTokenType is a token type URN ("" lets the provider choose).
+	RequestedTokenType string `json:"requested_token_type,omitempty"`
+	// SubjectTokenType is which of the credential's tokens the provider is given: "access_token"
+	// ("", the daemon's default) or "refresh_token". Neither leaves the daemon.
+	SubjectTokenType string `json:"subject_token_type,omitempty"`
 }
 
 // SignInRequest is what StartSignIn sends: where the person comes back to and what to ask for.

@@ -42,6 +42,26 @@ export interface ClientOptions {
   timeoutMs?: number;
 }
 
+/**
+ * What `exchangeToken` asks the credential's provider for (RFC 8693); anything left out is the
+ * provider's to decide.
+ */
+export interface TokenExchangeOptions {
+  /** RFC 8693 `audience`: the service(s) the derived token is meant for. */
+  audience?: string | readonly string[];
+  /** RFC 8707 `resource`: the URI(s) of the resource(s) it is for. */
+  resource?: string | readonly string[];
+  /** The scopes it should have, typically narrower than the credential's. */
+  scopes?: readonly string[];
+  /** RFC 8693 `requested_token_type`, such as `urn:ietf:params:oauth:token-type:access_token`. */
+  requestedTokenType?: string;
+  /**
+   * Which of the credential's tokens the provider is given as `subject_token` (default
+   * `access_token`); neither leaves the daemon.
+   */
+  subjectTokenType?: "access_token" | "refresh_token";
+}
+
 export interface CallOptions {
   /**
    * Headers for the upstream. The daemon passes an allowlist (`Accept`, `Content-Type`,
@@ -126,6 +146,30 @@ export class Client {
   async token(id: string, options: { minTtl?: number } = {}): Promise<Token> {
     const query = [["min_ttl", options.minTtl === undefined ? null : String(options.minTtl)]] as const;
     const reply = await this.#transport.send("GET", credentialPath(id, "/token"), { query });
+    return reply.decode(decodeToken);
+  }
+
+  /**
+   * A token derived from the credential's by RFC 8693 token exchange at its provider: for
+   * another audience or resource, narrower scopes, or another token type, so a downstream
+   * service gets a token meant for it alone while the credential's own never leaves the daemon.
+   * The daemon answers the same request (lists in any order) from memory while the derived token
+   * lives, and leaves the credential as it is. The provider's refusal (`invalid_target`,
+   * `invalid_scope`) throws `Unprocessable` with code `provider_rejected` and the OAuth error in
+   * `detail`. The result's `issuedTokenType` and `scopes` say what was issued.
+   */
+  async exchangeToken(id: string, options: TokenExchangeOptions = {}): Promise<Token> {
+    // Only what was asked for: the daemon refuses members it does not know.
+    const body: Record<string, unknown> = {};
+    if (options.audience !== undefined) body.audience = copy(options.audience);
+    if (options.resource !== undefined) body.resource = copy(options.resource);
+    if (options.scopes !== undefined) body.scopes = [...options.scopes];
+    if (options.requestedTokenType !== undefined) body.requested_token_type = options.requestedTokenType;
+    if (options.subjectTokenType !== undefined) body.subject_token_type = options.subjectTokenType;
+    const reply = await this.#transport.send("POST", credentialPath(id, "/token-exchange"), {
+      json: body,
+      timeoutMs: this.#slow(),
+    });
     return reply.decode(decodeToken);
   }
 
@@ -299,6 +343,11 @@ export class Client {
     const timeoutMs = this.#transport.timeoutMs;
     return timeoutMs === 0 ? 0 : Math.max(timeoutMs, 60_000);
   }
+}
+
+/** One value or several, as sent: a string stays a string, a list is copied. */
+function copy(value: string | readonly string[]): string | string[] {
+  return typeof value === "string" ? value : [...value];
 }
 
 /**

@@ -57,6 +57,11 @@ export class Document {
     return [...value];
   }
 
+  /** An array of strings, or `null` when missing (where "none given" differs from "empty"). */
+  optionalStrings(name: string): string[] | null {
+    return this.#optional(name) === null ? null : this.strings(name);
+  }
+
   /** An array of objects, each made by `build`; missing or `null` is empty. */
   array<T>(name: string, build: (item: Document) => T): T[] {
     const value = this.#optional(name) ?? [];

@@ -6,7 +6,7 @@
  *     const token = await vault.token("payments/alice", { minTtl: 60 });
  */
 export { Client } from "./client.js";
-export type { CallOptions, ClientOptions } from "./client.js";
+export type { CallOptions, ClientOptions, TokenExchangeOptions } from "./client.js";
 export type { Credential, CredentialStatus, LastError, PendingCommit } from "./credential.js";
 export {
   BadGateway,

@@ -120,6 +120,88 @@ export class Provider {
   }
 }
 
+export const PYTHON = join(REPOSITORY, ".build", "test-venv", "bin", "python");
+
+/**
+ * scripts/authorization-server.py, an Authlib authorization server that is not ours, run with the
+ * test virtual environment's Python (scripts/install-deps.sh --test) on a free loopback port: the
+ * client credentials grant and RFC 8693 token exchange for `vault-client` / `vault-secret`,
+ * audiences `api.example` and `reports.example` (others get `invalid_target`), and
+ * `GET /test/exchanges`.
+ */
+export class Authlib {
+  /** Why the server cannot run here, or `null` when it can. */
+  static missing() {
+    try {
+      accessSync(PYTHON, constants.X_OK);
+      return null;
+    } catch {
+      return `no Authlib virtual environment at ${PYTHON} (scripts/install-deps.sh --test makes it)`;
+    }
+  }
+
+  static async start() {
+    const authlib = new Authlib();
+    const child = (authlib.process = spawn(
+      PYTHON,
+      [join(REPOSITORY, "scripts", "authorization-server.py"), "--port", "0"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    ));
+    authlib.exited = once(child, "exit");
+    // Both streams are read to their end, so the server's request log never fills a pipe.
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr = (stderr + chunk).slice(-8192)));
+    let stdout = "";
+    child.stdout.setEncoding("utf8");
+    try {
+      authlib.issuer = await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("the Authlib server did not start in 30 s:\n" + stderr)), 30_000);
+        child.stdout.on("data", (chunk) => {
+          stdout += chunk;
+          const end = stdout.indexOf("\n");
+          if (end >= 0) {
+            clearTimeout(timer);
+            resolve(JSON.parse(stdout.slice(0, end)).issuer); // {"issuer": ...} once it listens
+          }
+        });
+        child.on("exit", () => {
+          clearTimeout(timer);
+          reject(new Error("the Authlib server exited:\n" + stderr));
+        });
+      });
+    } catch (error) {
+      await authlib.close();
+      throw error;
+    }
+    return authlib;
+  }
+
+  /** A token response from the server itself (client credentials, client_secret_basic): what a test stores. */
+  async clientCredentials(scope) {
+    const response = await fetch(this.issuer + "/token", {
+      method: "POST",
+      headers: { Authorization: "Basic " + Buffer.from("vault-client:vault-secret").toString("base64") },
+      body: new URLSearchParams({ grant_type: "client_credentials", scope }),
+    });
+    if (response.status !== 200) throw new Error(`the token endpoint answered ${response.status}: ${await response.text()}`);
+    return response.json();
+  }
+
+  /** `GET /test/exchanges`: `count` and the `requests` that got a token. */
+  async exchanges() {
+    return (await fetch(this.issuer + "/test/exchanges")).json();
+  }
+
+  async close() {
+    if (this.process.exitCode === null && this.process.signalCode === null) {
+      this.process.kill("SIGTERM");
+      const killer = setTimeout(() => this.process.kill("SIGKILL"), 10_000);
+      await this.exited;
+      clearTimeout(killer);
+    }
+  }
+}
+
 /** A loopback webhook endpoint: keeps each delivery's headers and body as they arrived. */
 export class Receiver {
   deliveries = [];
@@ -166,10 +248,11 @@ export class Receiver {
 /**
  * `tokenvault serve` on a fresh vault in a temporary directory, with provider instances `oauth2`
  * (no endpoints, as `make run` has) and `idp` (the loopback provider), and, given a receiver, a
- * webhook endpoint `receiver` whose secret is `webhookSecret`.
+ * webhook endpoint `receiver` whose secret is `webhookSecret`, and, given an `Authlib`, instance
+ * `authlib` (its endpoints discovered from its issuer).
  */
 export class Daemon {
-  static async start(provider, receiver = null) {
+  static async start(provider, receiver = null, authlib = null) {
     try {
       accessSync(BINARY, constants.X_OK);
     } catch {
@@ -198,6 +281,14 @@ export class Daemon {
       },
       limits: { on_demand_refresh_seconds: 1 },
     };
+    if (authlib) {
+      config.providers.authlib = {
+        kind: "oauth2",
+        issuer: authlib.issuer,
+        client_id: "vault-client",
+        client_secret_file: secret,
+      };
+    }
     daemon.webhookSecret = "";
     if (receiver) {
       const secretFile = join(directory, "hook.whsec");
@@ -255,10 +346,10 @@ function accepts(socket) {
 }
 
 /** A provider, a daemon and a client of it for one test, all closed after it. */
-export async function setUp(t, Client, { receiver = null } = {}) {
+export async function setUp(t, Client, { receiver = null, authlib = null } = {}) {
   const provider = await Provider.start();
   t.after(() => provider.close());
-  const daemon = await Daemon.start(provider, receiver);
+  const daemon = await Daemon.start(provider, receiver, authlib);
   t.after(() => daemon.close());
   return { provider, daemon, vault: new Client(daemon.socket) };
 }

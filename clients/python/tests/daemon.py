@@ -1,12 +1,15 @@
 """The real daemon for the tests: the `tokenvault` binary `make test` built (`$TOKENVAULT_BIN`, by
 default `.build/debug/tokenvault` of the repository), on a fresh vault, with a loopback OAuth
-server that rotates refresh tokens and serves as the proxy's upstream."""
+server that rotates refresh tokens and serves as the proxy's upstream, and, where a test needs a
+real authorization server, the Authlib one of `scripts/authorization-server.py`."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -14,8 +17,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 from urllib.parse import parse_qs
 
 REPOSITORY = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -135,11 +140,77 @@ class Receiver:
         self.server.server_close()
 
 
+class AuthorizationServer:
+    """`scripts/authorization-server.py`, a real OAuth server built on Authlib (client
+    `vault-client`, secret `vault-secret`), run with the Python environment `make test` installs
+    it in (`.build/test-venv`); `available()` says whether that environment is there."""
+
+    PYTHON = os.path.join(REPOSITORY, ".build", "test-venv", "bin", "python")
+    SCRIPT = os.path.join(REPOSITORY, "scripts", "authorization-server.py")
+
+    @classmethod
+    def available(cls) -> bool:
+        return os.access(cls.PYTHON, os.X_OK)
+
+    def __init__(self, *arguments: str) -> None:
+        self.log = tempfile.TemporaryFile("w+")
+        self.process = subprocess.Popen(
+            [self.PYTHON, self.SCRIPT, "--port", "0", *arguments], stdout=subprocess.PIPE, stderr=self.log
+        )
+        # It prints one JSON line with its issuer once it listens.
+        deadline = time.monotonic() + 30
+        line = b""
+        assert self.process.stdout is not None
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.process.stdout], [], [], left)[0]:
+                self._fail("did not say its issuer within 30 s")
+            chunk = os.read(self.process.stdout.fileno(), 4096)
+            if not chunk:
+                self._fail("ended")
+            line += chunk
+        self.issuer: str = json.loads(line)["issuer"]
+
+    def _fail(self, what: str) -> None:
+        self.close()
+        self.log.seek(0)
+        raise RuntimeError(f"the authorization server {what}:\n{self.log.read()}")
+
+    def client_credentials(self, scope: str = "") -> Dict[str, object]:
+        """A token response of the client credentials grant, asked for directly (not by the vault)."""
+        form = urllib.parse.urlencode({"grant_type": "client_credentials", "scope": scope}).encode()
+        basic = base64.b64encode(b"vault-client:vault-secret").decode()
+        request = urllib.request.Request(self.issuer + "/token", data=form, headers={"Authorization": "Basic " + basic})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def hook(self, path: str) -> Dict[str, object]:
+        """A `GET /test/...` hook's JSON answer."""
+        with urllib.request.urlopen(self.issuer + path, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def close(self) -> None:
+        # SIGKILL: it holds nothing worth a graceful end.
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self.log.close()
+
+
 class Daemon:
     """`tokenvault serve` on a fresh vault in a temporary directory, with provider instance `idp`,
-    and, given a receiver, a webhook endpoint `receiver` whose secret is `webhook_secret`."""
+    the instances in `providers` (a `client_secret_file` of "$SECRET" names a file holding
+    `vault-secret`), and, given a receiver, a webhook endpoint `receiver` whose secret is
+    `webhook_secret`."""
 
-    def __init__(self, provider: Provider, receiver: Optional[Receiver] = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        receiver: Optional[Receiver] = None,
+        providers: Optional[Mapping[str, Mapping[str, object]]] = None,
+    ) -> None:
         if not os.access(BINARY, os.X_OK):
             raise RuntimeError(f"no tokenvault binary at {BINARY}: run `swift build` (or `make test`), or set TOKENVAULT_BIN")
         self.directory = tempfile.mkdtemp(prefix="tv-python-")
@@ -174,7 +245,14 @@ class Daemon:
                             "authorization_endpoint": provider.url + "/authorize",
                             "device_authorization_endpoint": provider.url + "/device",
                             "redirect_uris": ["https://app.example/cb"],
-                        }
+                        },
+                        **{
+                            name: {
+                                key: secret if (key, value) == ("client_secret_file", "$SECRET") else value
+                                for key, value in instance.items()
+                            }
+                            for name, instance in (providers or {}).items()
+                        },
                     },
                     "limits": {"on_demand_refresh_seconds": 1},
                 },

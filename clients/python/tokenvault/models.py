@@ -11,12 +11,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Token:
-    """An access token (`GET .../token`). Never a refresh token: the daemon does not give those out."""
+    """An access token: the credential's own (`GET .../token`) or one derived from it (`POST
+    .../token-exchange`). Never a refresh token: the daemon does not give those out."""
 
     access_token: str = field(repr=False)
     token_type: str
     expires_at: Optional[str] = None
     id_token: Optional[str] = field(default=None, repr=False)
+    # A derived token's RFC 8693 type and scopes (say what it is for, so shown); None for the
+    # credential's own. Left out of the hash: a list has none, and a Token stays hashable.
+    issued_token_type: Optional[str] = None
+    scopes: Optional[List[str]] = field(default=None, hash=False)
 
     @property
     def authorization(self) -> str:
@@ -30,6 +35,8 @@ class Token:
             token_type=document.get("token_type") or "Bearer",
             expires_at=document.get("expires_at"),
             id_token=document.get("id_token"),
+            issued_token_type=document.get("issued_token_type"),
+            scopes=None if document.get("scopes") is None else list(document["scopes"]),
         )
 
 

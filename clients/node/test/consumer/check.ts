@@ -26,6 +26,7 @@ import type {
   SignInStatus,
   SignedIn,
   Stream,
+  TokenExchangeOptions,
   UpstreamResponse,
   UsableCredential,
 } from "tokenvault";
@@ -59,6 +60,18 @@ export async function everyMethod(vault: Client): Promise<string[]> {
     redirectUri: "https://app.example/cb",
   });
   seen.push(exchanged.token.accessToken, String(exchanged.created));
+  const options: TokenExchangeOptions = { audience: ["https://api.example"], scopes: ["read"] };
+  const derived: Token = await vault.exchangeToken("a/b", options);
+  const issuedTokenType: string | null = derived.issuedTokenType;
+  const derivedScopes: readonly string[] | null = derived.scopes;
+  seen.push(derived.accessToken, issuedTokenType ?? "", ...(derivedScopes ?? []));
+  await vault.exchangeToken("a/b", {
+    audience: "api.example",
+    resource: "https://api.example/v1",
+    requestedTokenType: "urn:ietf:params:oauth:token-type:access_token",
+    subjectTokenType: "refresh_token",
+  });
+  await vault.exchangeToken("a/b");
   const started: SignIn = await vault.startSignIn("a/b", { provider: "idp", mode: "device", scopes: ["openid"] });
   seen.push(started.userCode ?? "", String(started.interval ?? 5));
   const status: SignInStatus = await vault.signInStatus("a/b");
@@ -122,6 +135,12 @@ export async function mistakes(vault: Client, token: Token): Promise<void> {
   await vault.startSignIn("a/b", { provider: "idp", mode: "popup" });
   // @ts-expect-error the exchange needs its PKCE verifier
   await vault.exchange("a/b", { provider: "idp", code: "c", redirectUri: "https://app.example/cb" });
+  // @ts-expect-error the subject is the access token or the refresh token
+  await vault.exchangeToken("a/b", { subjectTokenType: "id_token" });
+  // @ts-expect-error scopes are a list
+  await vault.exchangeToken("a/b", { scopes: "read" });
+  // @ts-expect-error a derived token's scopes are read-only
+  token.scopes?.push("admin");
   // @ts-expect-error a token is read-only
   token.accessToken = "x";
   // @ts-expect-error a body is text, bytes or chunks

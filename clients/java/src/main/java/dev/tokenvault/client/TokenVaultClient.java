@@ -135,6 +135,24 @@ public final class TokenVaultClient {
                 .decode(Token::from);
     }
 
+    /**
+     * A token derived from the credential's by RFC 8693 token exchange at its provider: for
+     * another audience or resource, narrower scopes, or another token type, so a service can
+     * hand a downstream API a token meant for it alone instead of the credential's own, which
+     * never leaves the daemon. The daemon answers the same request (lists in any order) from
+     * memory while the derived token lives, and leaves the credential as it is: the provider's
+     * refusal ({@code invalid_target}, {@code invalid_scope}) is an {@link UnprocessableException}
+     * with code {@code provider_rejected} and the OAuth error in {@code detail()}.
+     *
+     * @param options what to ask for ({@code null}: {@link TokenExchangeOptions#defaults()})
+     * @return the derived token, with {@link Token#issuedTokenType()} and {@link Token#scopes()}
+     */
+    public Token exchangeToken(String credentialId, TokenExchangeOptions options) {
+        TokenExchangeOptions asked = options == null ? TokenExchangeOptions.defaults() : options;
+        return transport.send("POST", Transport.credentialPath(credentialId, "/token-exchange"), Map.of(),
+                json(asked.toJson()), OK, PROVIDER_TIMEOUT).decode(Token::from);
+    }
+
     /** The first page of every credential's metadata, ordered by id. */
     public Page<Credential> list() {
         return list(ListOptions.all());

@@ -2,6 +2,7 @@ package dev.tokenvault.client;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -35,6 +36,15 @@ final class ReadmeExample {
         try (UpstreamResponse answer = vault.call("payments/alice", "GET", "/v1/accounts")) { // never sees the token
             System.out.println(answer.status() + " " + new String(answer.readAllBytes(), StandardCharsets.UTF_8));
         }
+        // README end
+    }
+
+    /** Run by {@link TokenExchangeTest}: the credential is an access token of the Authlib server's. */
+    static void exchangeForAnotherAudience(TokenVaultClient vault) {
+        // README begin
+        Token derived = vault.exchangeToken("apps/reports", TokenExchangeOptions.defaults()
+                .withAudience("api.example").withScopes(List.of("read"))); // the credential's own token stays inside
+        System.out.println(derived.issuedTokenType() + " " + derived.scopes()); // urn:ietf:params:oauth:token-type:access_token [read]
         // README end
     }
 

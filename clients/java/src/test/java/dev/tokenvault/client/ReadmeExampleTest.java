@@ -32,7 +32,7 @@ class ReadmeExampleTest {
                 .resolve("clients/java/src/test/java/dev/tokenvault/client/ReadmeExample.java"));
         List<String> shown = blocks(readme, Pattern.compile("(?s)```java\n(.*?)```"));
         List<String> compiled = blocks(source, Pattern.compile("(?s)// README begin\n(.*?)// README end"));
-        assertEquals(3, compiled.size());
+        assertEquals(4, compiled.size());
         assertEquals(compiled, shown, "README.md's Java blocks differ from ReadmeExample's marked lines");
     }
 

@@ -22,7 +22,8 @@ import java.util.stream.Stream;
  * start it: {@code tokenvault serve} ({@link Repository#binary()}) on a fresh vault in a temporary
  * directory, with provider instances {@code oauth2} (no endpoints, as {@code make run} has) and
  * {@code idp} (the loopback {@link TestProvider}), and, given a receiver URL, a webhook endpoint
- * {@code receiver} whose secret {@code tokenvault webhooks secret} made.
+ * {@code receiver} whose secret {@code tokenvault webhooks secret} made; given an Authlib issuer,
+ * instance {@code authlib} as well.
  */
 final class TestDaemon implements AutoCloseable {
     final Path directory;
@@ -45,6 +46,14 @@ final class TestDaemon implements AutoCloseable {
     }
 
     static TestDaemon start(TestProvider provider, String webhookUrl) throws Exception {
+        return start(provider, webhookUrl, null);
+    }
+
+    /**
+     * As {@link #start(TestProvider, String)}, with, given an issuer, provider instance
+     * {@code authlib} too: the {@link AuthlibServer} at that issuer, its endpoints discovered.
+     */
+    static TestDaemon start(TestProvider provider, String webhookUrl, String authlibIssuer) throws Exception {
         Path binary = Repository.binary();
         // Where nothing names a daemon and none was built (`mvn install` on a machine without
         // Swift), the daemon's tests are skipped; a TOKENVAULT_BIN that names none (what
@@ -75,7 +84,14 @@ final class TestDaemon implements AutoCloseable {
         idp.put("redirect_uris", List.of("https://app.example/cb"));
         Map<String, Object> config = new LinkedHashMap<>();
         // oauth2: what `make run` has without a configuration file (the README's examples use it).
-        config.put("providers", Map.of("oauth2", Map.of("kind", "oauth2"), "idp", idp));
+        Map<String, Object> providers = new LinkedHashMap<>();
+        providers.put("oauth2", Map.of("kind", "oauth2"));
+        providers.put("idp", idp);
+        if (authlibIssuer != null) {
+            providers.put("authlib", Map.of("kind", "oauth2", "issuer", authlibIssuer, "client_id", "vault-client",
+                    "client_secret_file", secret.toString()));
+        }
+        config.put("providers", providers);
         config.put("limits", Map.of("on_demand_refresh_seconds", 1));
         String webhookSecret = "";
         if (webhookUrl != null) {
