@@ -13,6 +13,9 @@ public struct ProviderDetails: Codable, Sendable, Equatable {
     public var pushedAuthorizationRequestEndpoint: String?
     public var deviceAuthorizationEndpoint: String?
     public var jwksURI: String?
+    public var userinfoEndpoint: String?
+    /// What the server's metadata says it accepts (empty when it says nothing).
+    public var tokenEndpointAuthMethodsSupported: [String]?
     public var clientID: String?
     /// `client_secret_basic`, `private_key_jwt`, `tls_client_auth`, …
     public var clientAuthentication: String?
@@ -46,6 +49,8 @@ public struct ProviderDetails: Codable, Sendable, Equatable {
         case pushedAuthorizationRequestEndpoint = "pushed_authorization_request_endpoint"
         case deviceAuthorizationEndpoint = "device_authorization_endpoint"
         case jwksURI = "jwks_uri"
+        case userinfoEndpoint = "userinfo_endpoint"
+        case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
         case clientID = "client_id"
         case clientAuthentication = "client_authentication"
         case idTokenSignature = "id_token_signature"

@@ -49,30 +49,27 @@ extension TokenVaultClient {
     /// `POST .../token-exchange`: a token derived from the credential's by RFC 8693 at its provider
     /// (another `audience` or `resource`, narrower `scopes`), never the credential's own. The
     /// daemon answers the same request from memory while the derived token lives.
-    ///
-    /// - Parameter subjectTokenType: `access_token` (the default) or `refresh_token`: which of the
-    ///   credential's tokens the provider is given; neither leaves the daemon.
+    /// The subject is always the stored access token; give at least one of `audience`, `resource`
+    /// and `scopes`.
     public func exchangeToken(
         _ id: String, audience: [String] = [], resource: [String] = [], scopes: [String] = [],
-        requestedTokenType: String? = nil, subjectTokenType: String? = nil
+        requestedTokenType: String? = nil
     ) async throws -> AccessToken {
         struct Body: Encodable {
             let audience: [String]
             let resource: [String]
             let scopes: [String]
             let requestedTokenType: String?
-            let subjectTokenType: String?
             enum CodingKeys: String, CodingKey {
                 case audience, resource, scopes
-                case requestedTokenType = "requested_token_type", subjectTokenType = "subject_token_type"
+                case requestedTokenType = "requested_token_type"
             }
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let body = try encoder.encode(
             Body(
-                audience: audience, resource: resource, scopes: scopes, requestedTokenType: requestedTokenType,
-                subjectTokenType: subjectTokenType))
+                audience: audience, resource: resource, scopes: scopes, requestedTokenType: requestedTokenType))
         return try await send(
             .post, try Self.credentialPath(id, "/token-exchange"), body: ByteBuffer(bytes: body), timeout: .seconds(60)
         ).decode(AccessToken.self)

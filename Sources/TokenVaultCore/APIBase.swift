@@ -36,6 +36,9 @@ public struct APIBase: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Array where Element == APIBase {
-    /// The first base that holds `url`, if any.
-    public func base(holding url: UpstreamURL) -> APIBase? { first { $0.contains(url) } }
+    /// The base that holds `url` most closely (the longest prefix), if any: a base nested in
+    /// another decides, so an audience named for `/v2` is not lost to the root's entry.
+    public func base(holding url: UpstreamURL) -> APIBase? {
+        filter { $0.contains(url) }.max { $0.pathPrefix.count < $1.pathPrefix.count }
+    }
 }

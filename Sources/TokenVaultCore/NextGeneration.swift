@@ -46,15 +46,20 @@ public struct NextGeneration: Sendable {
         case .refresh:
             var payload = payload
             // OpenID Connect Core section 12.2: a refreshed id token names the same subject. One
-            // that names another is not stored, and the credential keeps its subject.
+            // that names another says, in the server's own words, that these tokens are another
+            // account's: they are kept (the refresh token was rotated) but not served, and the
+            // credential needs a new sign-in.
+            var anotherAccount = false
             if let subject = previous?.subject, let claimed = payload.subject, claimed != subject,
                 payload.secrets.idToken != nil
             {
+                anotherAccount = true
                 payload.secrets.idToken = nil
                 payload.subject = nil
                 payload.idTokenRejection = VaultError(
                     code: .idTokenInvalid,
-                    message: "the refreshed id token names another subject than the credential's; it is not stored")
+                    message: "the refreshed id token names another subject than the credential's: its tokens are not "
+                        + "served until the person signs in again")
             }
             let kept = previousSecrets
             secrets = CredentialSecrets(
@@ -67,7 +72,7 @@ public struct NextGeneration: Sendable {
                     id: id, provider: "", kind: payload.kind, generation: 0, issuedAt: issuedAt, createdAt: now,
                     updatedAt: now, hasRefreshToken: false, hasIDToken: false)
             next.generation += 1
-            next.status = .active
+            next.status = anotherAccount ? .needsReauth : .active
             next.tokenType = payload.tokenType ?? next.tokenType
             if !payload.scopes.isEmpty { next.scopes = payload.scopes }
             next.subject = payload.subject ?? next.subject

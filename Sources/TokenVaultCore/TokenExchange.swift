@@ -1,37 +1,32 @@
 /// An RFC 8693 token exchange the vault makes for a caller: a token derived from a stored
-/// credential's (its access token, or its refresh token where the server wants that, which never
-/// leaves the vault), for another `audience` or `resource`, a narrower `scope`, or another token
-/// type. The derived token is the caller's; the credential is left as it is.
+/// credential's access token (the subject, which never reaches the caller), for another
+/// `audience` or `resource`, a narrower `scope`, or another token type. The derived token is the
+/// caller's; the credential is left as it is.
 public struct TokenExchangeRequest: Sendable, Hashable {
-    /// Which of the credential's tokens is the subject token (RFC 8693 section 3).
-    public enum SubjectTokenType: String, Sendable, CaseIterable {
-        case accessToken = "urn:ietf:params:oauth:token-type:access_token"
-        case refreshToken = "urn:ietf:params:oauth:token-type:refresh_token"
-    }
+    /// The subject token's type (RFC 8693 section 3).
+    public static let accessTokenType = "urn:ietf:params:oauth:token-type:access_token"
 
     public var audiences: [String]
     public var resources: [String]
     public var scopes: [String]
     /// `requested_token_type`; nil: the server's choice (an access token, usually).
     public var requestedTokenType: String?
-    public var subjectTokenType: SubjectTokenType
 
     public init(
-        audiences: [String] = [], resources: [String] = [], scopes: [String] = [], requestedTokenType: String? = nil,
-        subjectTokenType: SubjectTokenType = .accessToken
+        audiences: [String] = [], resources: [String] = [], scopes: [String] = [], requestedTokenType: String? = nil
     ) {
         self.audiences = audiences
         self.resources = resources
         self.scopes = scopes
         self.requestedTokenType = requestedTokenType
-        self.subjectTokenType = subjectTokenType
     }
 
-    /// The same request in any order of its lists: what derived tokens are cached under.
+    /// The same request with its lists as sorted sets: what is sent, and what derived tokens are
+    /// cached under.
     public var canonical: TokenExchangeRequest {
         TokenExchangeRequest(
-            audiences: audiences.sorted(), resources: resources.sorted(), scopes: scopes.sorted(),
-            requestedTokenType: requestedTokenType, subjectTokenType: subjectTokenType)
+            audiences: Set(audiences).sorted(), resources: Set(resources).sorted(), scopes: Set(scopes).sorted(),
+            requestedTokenType: requestedTokenType)
     }
 }
 

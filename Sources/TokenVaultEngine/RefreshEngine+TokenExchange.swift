@@ -27,7 +27,11 @@ extension RefreshEngine {
             payload = try await provider.exchangeToken(
                 exchange.request, subjectToken: exchange.subjectToken, for: exchange.credential)
         } catch {
-            count(exchange.provider, error.kind.rawValue)
+            // A refusal is the caller's request's (an audience the server does not serve), not the
+            // instance's configuration.
+            count(
+                exchange.provider,
+                error.httpStatus.map { (400..<500).contains($0) } == true ? "refused" : error.kind.rawValue)
             throw error
         }
         var issuedTokenType: String?

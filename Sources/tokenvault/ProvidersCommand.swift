@@ -31,7 +31,15 @@ struct ProvidersCommand: AsyncParsableCommand {
                     ("revocation", details.revocationEndpoint), ("authorization", details.authorizationEndpoint),
                     ("pushed requests", details.pushedAuthorizationRequestEndpoint),
                     ("device authorization", details.deviceAuthorizationEndpoint), ("jwks", details.jwksURI),
-                    ("client id", details.clientID), ("client auth", details.clientAuthentication),
+                    ("userinfo", details.userinfoEndpoint), ("client id", details.clientID),
+                    (
+                        "client auth",
+                        details.clientAuthentication.map { method in
+                            let supported = details.tokenEndpointAuthMethodsSupported ?? []
+                            return supported.isEmpty || supported.contains(method)
+                                ? method : method + " (the server lists only " + supported.joined(separator: ", ") + ")"
+                        }
+                    ),
                     (
                         "id tokens",
                         details.idTokenSignature.map { rule in

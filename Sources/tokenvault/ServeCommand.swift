@@ -64,7 +64,14 @@ struct ServeCommand: AsyncParsableCommand {
             let earlierCourier = courier.earlierCourierHoldsTheSpool
             let courierStart = Task { try await courier.start(keyring: opened.keyring) }
             if !earlierCourier { _ = await courier.waitUntilReady() }
-            services.use(opened.keyring, metadata: KeptProviderMetadataSettings(store: opened.database, logger: logger))
+            services.use(
+                opened.keyring,
+                metadata: KeptProviderMetadataSettings(
+                    store: opened.database,
+                    tag: { [keyring = opened.keyring] in
+                        try keyring.settingTag($0, label: "tokenvault.kept-metadata.v1")
+                    },
+                    logger: logger))
             let engine = try Self.makeEngine(opened, table, settings, options, courier: courier, logger: logger)
             await engine.measureClock()
             let changeListener = Self.listenForChanges(opened, engine)

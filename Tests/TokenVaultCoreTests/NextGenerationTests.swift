@@ -58,7 +58,8 @@ import TokenVaultCore
     }
 
     /// OpenID Connect Core section 12.2: a refreshed id token for another subject is not stored,
-    /// and says so, while the new tokens are; a refused id token (`idTokenRejection`) shows too.
+    /// and the new tokens are kept but not served (`needs_reauth`); a refused id token
+    /// (`idTokenRejection`) shows as `last_error`.
     @Test func aRefreshedIDTokenForAnotherSubjectIsNotStored() {
         let first = Self.first()
         let later = Self.now.adding(seconds: 100)
@@ -70,7 +71,7 @@ import TokenVaultCore
         let other = refresh(Self.payload(access: "a2", refresh: "r2", idToken: "i2", subject: "u-2"))
         #expect(other.metadata.subject == "u-1" && other.secrets.idToken?.revealString() == "i1")
         #expect(other.secrets.refreshToken?.revealString() == "r2" && other.secrets.accessToken.revealString() == "a2")
-        #expect(other.metadata.lastError?.code == "id_token_invalid")
+        #expect(other.metadata.lastError?.code == "id_token_invalid" && other.metadata.status == .needsReauth)
         let same = refresh(Self.payload(access: "a3", refresh: "r3", idToken: "i3", subject: "u-1"))
         #expect(same.secrets.idToken?.revealString() == "i3" && same.metadata.lastError == nil)
         var refused = Self.payload(access: "a4", refresh: "r4")

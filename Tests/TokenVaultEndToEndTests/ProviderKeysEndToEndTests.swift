@@ -192,12 +192,16 @@ import TokenVaultTesting
         #expect(requests.first?["audience"] as? [String] == ["api.example"])
         #expect(requests.first?["subject_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token")
 
+        // The refresh token is never the subject, and a refresh token is never what is asked for.
         let fromRefresh = try exchange(#"{"audience": "reports.example", "subject_token_type": "refresh_token"}"#)
-        #expect(fromRefresh.status == 200, "\(fromRefresh.text)")
+        #expect(fromRefresh.status == 400 && fromRefresh.json()["field"] as? String == "subject_token_type")
+        let asRefresh = try exchange(
+            #"{"audience": "reports.example", "requested_token_type": "urn:ietf:params:oauth:token-type:refresh_token"}"#
+        )
+        #expect(asRefresh.status == 400 && asRefresh.json()["field"] as? String == "requested_token_type")
+        #expect(try exchange("{}").status == 400, "an exchange names an audience, a resource or scopes")
         recorded = try await server.hook("GET", "/test/exchanges")
-        #expect(
-            (recorded["requests"] as? [[String: Any]])?.last?["subject_token_type"] as? String
-                == "urn:ietf:params:oauth:token-type:refresh_token")
+        #expect(recorded["count"] as? Int == 1)
 
         let refusedAudience = try exchange(#"{"audience": "evil.example"}"#)
         #expect(

@@ -98,24 +98,38 @@ import TokenVaultTesting
         try await other.shutdown()
     }
 
-    @Test func metadataIsReadAgainOnScheduleAndWhenAnEndpointMoves() async throws {
+    @Test func metadataIsReadAgainWhenAnEndpointMovesNotAtOnce() async throws {
         let server = Server()
         let store = MemoryStore()
-        let provider = try Self.provider(server, store, options: ["metadata_refresh_seconds": 1])
+        let provider = try Self.provider(
+            server, store, options: ["metadata_refresh_seconds": 3600, "jwks_refetch_seconds": 1])
         _ = try await Self.refresh(provider)
         #expect(server.metadataReads.withLock { $0 } == 1)
-        // The server moves its token endpoint: the old one answers 404, which makes the next call
-        // read the metadata again, and the call after it goes to the new endpoint.
+        // The server moves its token endpoint: the old one answers 404. The metadata is read
+        // again a second later (jwks_refetch_seconds), not at once, and not per 404.
         server.tokenPath.withLock { $0 = "/v2/token" }
-        await #expect(throws: ProviderFailure.self) { try await Self.refresh(provider) }
+        for _ in 0..<3 {
+            await #expect(throws: ProviderFailure.self) { try await Self.refresh(provider) }
+        }
+        #expect(server.metadataReads.withLock { $0 } == 1)
+        try await Task.sleep(for: .seconds(1.1))
         _ = try? await Self.refresh(provider)
         #expect(try await waitUntil { store.copies.withLock { $0["acme"] }?.document.contains("v2") == true })
         _ = try await Self.refresh(provider)
         #expect(server.tokenCalls.withLock { $0 }.last == Self.issuer + "/v2/token")
-        // A period later, the next call reads it again in the background.
+        #expect(server.metadataReads.withLock { $0 } == 2)
+        try await provider.shutdown()
+    }
+
+    @Test func metadataIsReadAgainAfterItsPeriod() async throws {
+        let server = Server()
+        let provider = try Self.provider(server, MemoryStore(), options: ["metadata_refresh_seconds": 1])
+        _ = try await Self.refresh(provider)
+        _ = try await Self.refresh(provider)
+        #expect(server.metadataReads.withLock { $0 } == 1)
         try await Task.sleep(for: .seconds(1.1))
         _ = try await Self.refresh(provider)
-        #expect(try await waitUntil { server.metadataReads.withLock { $0 } == 3 })
+        #expect(try await waitUntil { server.metadataReads.withLock { $0 } == 2 })
         try await provider.shutdown()
     }
 }

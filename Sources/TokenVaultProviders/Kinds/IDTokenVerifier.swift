@@ -163,7 +163,13 @@ final class IDTokenVerifier: Sendable {
             return .success(fetching)
         }
         guard let task = try next.get() else { return keySet.withLock { $0.keys } }
-        return try await task.value
+        do {
+            return try await task.value
+        } catch {
+            // Keys read before go on serving while the set cannot be read again.
+            if let held = keySet.withLock({ $0.fetchedAt != nil ? $0.keys : nil }) { return held }
+            throw error
+        }
     }
 
     private static func fetch(_ url: String, over http: ProviderHTTPClient) async throws -> [JSONWebKey] {

@@ -30,6 +30,8 @@ extension KindProvider: ProviderIntrospection where Wire == OAuth2Wire {
             "authorization_endpoint": text(endpoints.authorization),
             "pushed_authorization_request_endpoint": text(endpoints.pushedAuthorization),
             "device_authorization_endpoint": text(endpoints.deviceAuthorization), "jwks_uri": text(endpoints.jwks),
+            "userinfo_endpoint": text(endpoints.userinfo),
+            "token_endpoint_auth_methods_supported": .array(endpoints.authenticationMethods.map(JSONValue.string)),
             "authorization_response_iss_parameter_supported": .bool(endpoints.sendsIssuer),
             "client_id": .string(configuration.clientID),
             "client_authentication": .string(configuration.clientAuthentication.rawValue),

@@ -14,6 +14,10 @@ struct ResolvedEndpoints: Sendable, Equatable {
     var sendsIssuer = false
     /// Where the server publishes its signing keys (`jwks_uri`).
     var jwks: String? = nil
+    /// OpenID Connect's `userinfo_endpoint`, shown to operators (the vault calls it not).
+    var userinfo: String? = nil
+    /// `token_endpoint_auth_methods_supported`, shown beside the method the instance uses.
+    var authenticationMethods: [String] = []
     /// The id-token algorithms the server advertises that the vault checks; RS256 (OpenID Connect
     /// Discovery's required one) when it advertises none of them.
     var idTokenAlgorithms: Set<JWSAlgorithm> = [.rs256]
@@ -92,7 +96,7 @@ extension OAuth2Wire {
         } catch {
             let source = urls.joined(separator: " ")
             guard let kept = await services?.metadata?.keptMetadata(of: configuration.providerName),
-                kept.source == source,
+                kept.source == source, urls.contains(kept.url),
                 let endpoints = try? readDocument(Array(kept.document.utf8), from: kept.url)
             else { throw error }
             http.logger.warning(
@@ -127,11 +131,15 @@ extension OAuth2Wire {
     }
 
     /// Marks the endpoints in use as possibly outdated: a call to one of them was answered 404 or
-    /// 410, so the next call reads the metadata again (in the background).
+    /// 410, so a call `jwks_refetch_seconds` later reads the metadata again (in the background).
+    /// Not sooner, and not once per such answer: a server that answers 404 for one token must not
+    /// make every call read (and keep) its metadata.
     func endpointMoved() {
+        let soon = Date().addingTimeInterval(
+            max(1, min(configuration.jwksRefetchSeconds, configuration.metadataRefreshSeconds)))
         discovery.withLock { state in
-            if case .discovered(let endpoints, _, let reading) = state {
-                state = .discovered(endpoints, readAgainAt: .distantPast, reading: reading)
+            if case .discovered(let endpoints, let due, let reading) = state, due > soon {
+                state = .discovered(endpoints, readAgainAt: soon, reading: reading)
             }
         }
     }
@@ -261,6 +269,12 @@ extension OAuth2Wire {
             endpoints.jwks = try EndpointURL.validate(text).mapError { broken("jwks_uri: \($0.problem)") }.get()
                 .description
         case let other?: throw broken("jwks_uri is \(other.typeName), not a string")
+        }
+        if case .string(let text)? = fields["userinfo_endpoint"], case .success(let url) = EndpointURL.validate(text) {
+            endpoints.userinfo = url.description
+        }
+        if case .array(let names)? = fields["token_endpoint_auth_methods_supported"] {
+            endpoints.authenticationMethods = names.compactMap { if case .string(let name) = $0 { name } else { nil } }
         }
         if case .array(let names)? = fields["id_token_signing_alg_values_supported"] {
             let advertised = Set(

@@ -89,7 +89,7 @@ public final class OAuth2Wire: ProviderWire {
         var form = FormBody()
         form.append("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange")
         form.append("subject_token", secret: subjectToken)
-        form.append("subject_token_type", request.subjectTokenType.rawValue)
+        form.append("subject_token_type", TokenExchangeRequest.accessTokenType)
         for audience in request.audiences { form.append("audience", audience) }
         for resource in request.resources { form.append("resource", resource) }
         if !request.scopes.isEmpty { form.append("scope", request.scopes.joined(separator: " ")) }

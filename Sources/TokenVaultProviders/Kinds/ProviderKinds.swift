@@ -164,6 +164,11 @@ public struct ProviderKinds: ProviderCatalog {
                     guard case .string(let url)? = members["url"] else { fallthrough }
                     text = url
                     if let named = members["audience"] {
+                        guard settings.kind == OAuth2Wire.kind else {
+                            throw ProviderConfigurationError(
+                                key: key + ".api_base_urls[\(index)].audience",
+                                problem: "only an oauth2 instance derives tokens for an audience (RFC 8693)")
+                        }
                         guard case .string(let name) = named, !name.isEmpty else {
                             throw ProviderConfigurationError(
                                 key: key + ".api_base_urls[\(index)].audience", problem: "expected a non-empty string")

@@ -112,14 +112,16 @@ extension VaultAPI {
                 dpop: dpop, deadline: deadline, refuse: refuse)
         }
         var refreshed = false
-        var tokens = [credential.secrets.accessToken]
+        var tokens = [credential.secrets.accessToken, stored.secrets.accessToken]
         if response.status == .unauthorized, body.isReplayable, engine != nil,
             Self.refusesToken(response.headers, method: request.method)
         {
             // A credential gone or a store that fails meanwhile: the 401 as it came.
             if let renewed = (try? await renewedAfterRefusal(id, used: credential)) ?? nil {
                 credential = try await forUpstream(renewed)
-                tokens.append(renewed.secrets.accessToken)
+                // The token sent now (a newly derived one under an audience base), and the
+                // credential's own, are kept out of what the caller sees.
+                tokens += [credential.secrets.accessToken, renewed.secrets.accessToken]
                 refreshed = true
                 response = try await send(
                     client, method: method, target: target, headers: forwarded, body: body, credential: credential,
@@ -182,8 +184,6 @@ extension VaultAPI {
         return target.origin + String(decoding: target.path.utf8.prefix(200), as: UTF8.self) + "…"
     }
 
-    /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
-    /// limits apply) and the new token, or nil when none came (the caller gets the 401 as it came).
     /// `credential` with a token derived for `audience` (RFC 8693, `RefreshEngine.exchangeToken`,
     /// from its cache while the token lives) in place of its own access token.
     func derived(_ credential: Credential, audience: String) async throws -> Credential {
@@ -199,6 +199,8 @@ extension VaultAPI {
         return derived
     }
 
+    /// After the upstream refused `used`'s token: one forced refresh (single flight, the on-demand
+    /// limits apply) and the new token, or nil when none came (the caller gets the 401 as it came).
     func renewedAfterRefusal(_ id: CredentialID, used: Credential) async throws -> Credential? {
         guard let engine else { return nil }
         _ = try? await engine.refreshForced(id)

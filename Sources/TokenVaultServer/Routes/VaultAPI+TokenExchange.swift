@@ -2,11 +2,13 @@ import Hummingbird
 import NIOCore
 import TokenVaultCore
 
-/// `POST /v1/credentials/{ns}/{name}/token-exchange`: a token derived from the credential's by RFC
-/// 8693 token exchange at its provider, for another `audience` or `resource`, a narrower `scope`
-/// or another token type. The caller needs `token:exchange` (or `token:read`) and gets the derived
-/// token only: the credential's own tokens never leave the vault, and the credential is left as it
-/// is. The same request while the derived token lives is answered from memory.
+/// `POST /v1/credentials/{ns}/{name}/token-exchange`: a token derived from the credential's access
+/// token by RFC 8693 token exchange at its provider, for another `audience` or `resource`, a
+/// narrower `scope`, or as a JWT. The caller needs `token:exchange` (or `token:read`) and gets the
+/// derived token only: the credential's own tokens never leave the vault, and the credential is
+/// left as it is. The same request while the derived token lives is answered from memory. (The
+/// refresh token is never the subject: it would go out beside the refreshes' rotation, which a
+/// server detecting reuse punishes by revoking the grant.)
 extension VaultAPI {
     func exchangeToken(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
@@ -14,25 +16,15 @@ extension VaultAPI {
         try requireJSON(request)
         let exchangeRequest = try decodeTokenExchange(try await collectBody(request))
         let engine = try requireEngine()
+        // The subject must outlive the exchange: refreshed first if it is about to expire.
         let credential: Credential
-        switch exchangeRequest.subjectTokenType {
-        case .accessToken:
-            // The subject must outlive the exchange: refreshed first if it is about to expire.
-            switch try await usableCredential(id, minimumTTL: 30) {
-            case .success(let usable): credential = usable
-            case .failure(let refusal):
-                audit.record(auditEvent(peer, .tokenExchange, id, .failed, detail: refusal.code.rawValue))
-                throw refusal
-            }
-        case .refreshToken:
-            credential = try await vault.credential(id, opening: [.refreshToken])
+        switch try await usableCredential(id, minimumTTL: 30) {
+        case .success(let usable): credential = usable
+        case .failure(let refusal):
+            audit.record(auditEvent(peer, .tokenExchange, id, .failed, detail: refusal.code.rawValue))
+            throw refusal
         }
-        let subject =
-            exchangeRequest.subjectTokenType == .accessToken
-            ? credential.secrets.accessToken : credential.secrets.refreshToken
-        guard let subject else {
-            throw VaultError.invalidField("subject_token_type", "the credential has no refresh token")
-        }
+        let subject = credential.secrets.accessToken
         let metadata = credential.metadata
         let derived: DerivedToken
         do {
@@ -42,6 +34,15 @@ extension VaultAPI {
                     generation: metadata.generation, subjectToken: subject, request: exchangeRequest))
         } catch {
             throw auditedFailure(error, peer, .tokenExchange, id, provider: metadata.provider)
+        }
+        // A server that answers with the subject itself would hand a `token:exchange` caller the
+        // credential's own token.
+        guard derived.accessToken != subject else {
+            audit.record(auditEvent(peer, .tokenExchange, id, .failed, detail: "derived token is the subject"))
+            throw ProblemDetails(
+                .providerRejected,
+                detail:
+                    "the token endpoint of \(metadata.provider) answered the credential's own token; it is not given")
         }
         audit.record(auditEvent(peer, .tokenExchange, id, .allowed))
         return Response(
@@ -53,29 +54,54 @@ extension VaultAPI {
                     allocator: ByteBufferAllocator())))
     }
 
-    /// `audience` and `resource` (a string or an array), `scopes`, `requested_token_type` and
-    /// `subject_token_type` (`access_token`, the default, or `refresh_token`).
+    /// Token types a caller may ask for (RFC 8693 section 3): an access token or a JWT. A refresh
+    /// token would be a grant of its own, which even `token:read` never gives.
+    static let requestableTokenTypes: Set<String> = [
+        "urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt",
+    ]
+
+    /// `audience` and `resource` (a string or an array), `scopes` and `requested_token_type`; at
+    /// least one of audience, resource and scopes, or the derived token is merely the credential's
+    /// own with another name. Lists are sets: repeated values count once.
     func decodeTokenExchange(_ body: ByteBuffer) throws -> TokenExchangeRequest {
         let fields = try bodyMembers(
             body, known: ["audience", "resource", "scopes", "requested_token_type", "subject_token_type"])
         let reader = FieldReader(fields: fields)
-        func list(_ name: String) throws -> [String] {
-            if case .string(let single)? = fields[name] { return [single] }
-            return try reader.strings(name, maximum: 2048)
+        switch try reader.string("subject_token_type", required: false, maximum: 64) {
+        case nil, "access_token"?, TokenExchangeRequest.accessTokenType?: break
+        default:
+            throw VaultError.invalidField(
+                "subject_token_type",
+                "only access_token: the refresh token is never sent beside the refreshes that rotate it")
         }
-        let subject = try reader.string("subject_token_type", required: false, maximum: 64) ?? "access_token"
-        guard
-            let subjectType = TokenExchangeRequest.SubjectTokenType.allCases.first(where: {
-                $0.rawValue == subject || $0.rawValue.hasSuffix(":" + subject)
-            })
-        else { throw VaultError.invalidField("subject_token_type", "must be access_token or refresh_token") }
+        func list(_ name: String) throws -> [String] {
+            let values: [String]
+            switch fields[name] {
+            case .string(let single)?: values = [single]
+            case nil, .null?, .array?: values = try reader.strings(name, maximum: 2048)
+            case let other?:
+                throw VaultError.invalidField(name, "expected a string or an array of strings, got \(other.typeName)")
+            }
+            guard values.count <= 16, values.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 }) else {
+                throw VaultError.invalidField(name, "at most 16 values of 1-2048 bytes")
+            }
+            return values
+        }
+        let scopes = try reader.strings("scopes", maximum: 256)
+        guard scopes.count <= 64, scopes.allSatisfy({ !$0.isEmpty && !$0.contains(" ") }) else {
+            throw VaultError.invalidField("scopes", "at most 64 scopes, each non-empty and without spaces")
+        }
+        let requested = try reader.string("requested_token_type", required: false, maximum: 256)
+        if let requested, !Self.requestableTokenTypes.contains(requested) {
+            throw VaultError.invalidField(
+                "requested_token_type", "must be one of \(Self.requestableTokenTypes.sorted().joined(separator: ", "))")
+        }
         let request = TokenExchangeRequest(
-            audiences: try list("audience"), resources: try list("resource"),
-            scopes: try reader.strings("scopes", maximum: 256),
-            requestedTokenType: try reader.string("requested_token_type", required: false, maximum: 256),
-            subjectTokenType: subjectType)
-        guard !(request.audiences + request.resources + request.scopes).contains(where: \.isEmpty) else {
-            throw VaultError.invalidField("audience", "audiences, resources and scopes must not be empty strings")
+            audiences: try list("audience"), resources: try list("resource"), scopes: scopes,
+            requestedTokenType: requested
+        ).canonical
+        guard !(request.audiences.isEmpty && request.resources.isEmpty && request.scopes.isEmpty) else {
+            throw VaultError.invalidField("audience", "give an audience, a resource or scopes")
         }
         return request
     }
