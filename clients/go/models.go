@@ -120,8 +120,10 @@ type ExchangeRequest struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 }
 
-// TokenExchangeRequest is what ExchangeToken asks the provider for; every field may be left
-// empty. The daemon treats lists as sets: the same members in another order is the same request.
+// TokenExchangeRequest is what ExchangeToken asks the provider for: at least one of Audience,
+// Resource and Scopes. The subject is always the credential's stored access token: the refresh
+// token never leaves the vault for an exchange. The daemon treats lists as sets: the same members
+// in another order, or repeated, is the same request.
 type TokenExchangeRequest struct {
 	// Audience is RFC 8693 audience, one or several.
 	Audience []string `json:"audience,omitempty"`
@@ -130,9 +132,6 @@ type TokenExchangeRequest struct {
 	Scopes   []string `json:"scopes,omitempty"`
 	// RequestedTokenType is a token type URN ("" lets the provider choose).
 	RequestedTokenType string `json:"requested_token_type,omitempty"`
-	// SubjectTokenType is which of the credential's tokens the provider is given: "access_token"
-	// ("", the daemon's default) or "refresh_token". Neither leaves the daemon.
-	SubjectTokenType string `json:"subject_token_type,omitempty"`
 }
 
 // SignInRequest is what StartSignIn sends: where the person comes back to and what to ask for.

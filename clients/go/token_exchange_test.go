@@ -102,13 +102,12 @@ func TestExchangeTokenRefusalsAreProblems(t *testing.T) {
 	if shown, err := vault.Show(ctx, "payments/alice"); err != nil || shown.Generation != 1 || shown.LastError != nil {
 		t.Fatalf("a refused exchange changed the credential: %+v, %v", shown, err)
 	}
-	_, err = vault.ExchangeToken(ctx, "payments/alice", tokenvault.TokenExchangeRequest{
-		Audience: []string{"api.example"}, SubjectTokenType: "refresh_token",
-	})
-	if !errors.As(err, &problem) || problem.Code != tokenvault.CodeInvalidField || problem.Field != "subject_token_type" {
-		t.Fatalf("a refresh token subject without a refresh token: %v", err)
+	// Neither an audience, a resource nor scopes: the derived token would be the credential's own.
+	_, err = vault.ExchangeToken(ctx, "payments/alice", tokenvault.TokenExchangeRequest{})
+	if !errors.As(err, &problem) || problem.Code != tokenvault.CodeInvalidField || problem.Status != 400 || problem.Field != "audience" {
+		t.Fatalf("a request for nothing: %v", err)
 	}
-	if _, err := vault.ExchangeToken(ctx, "payments/nobody", tokenvault.TokenExchangeRequest{}); !tokenvault.HasCode(err, tokenvault.CodeCredentialNotFound) {
+	if _, err := vault.ExchangeToken(ctx, "payments/nobody", tokenvault.TokenExchangeRequest{Audience: []string{"api.example"}}); !tokenvault.HasCode(err, tokenvault.CodeCredentialNotFound) {
 		t.Fatalf("an unknown credential: %v", err)
 	}
 	if strings.Contains(fmt.Sprint(err), own) {

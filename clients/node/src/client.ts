@@ -43,8 +43,10 @@ export interface ClientOptions {
 }
 
 /**
- * What `exchangeToken` asks the credential's provider for (RFC 8693); anything left out is the
- * provider's to decide.
+ * What `exchangeToken` asks the credential's provider for (RFC 8693): at least one `audience`,
+ * `resource` or scope (the daemon refuses a request for none); anything left out is the
+ * provider's to decide. The subject is always the credential's stored access token: the refresh
+ * token never leaves the vault for an exchange.
  */
 export interface TokenExchangeOptions {
   /** RFC 8693 `audience`: the service(s) the derived token is meant for. */
@@ -55,11 +57,6 @@ export interface TokenExchangeOptions {
   scopes?: readonly string[];
   /** RFC 8693 `requested_token_type`, such as `urn:ietf:params:oauth:token-type:access_token`. */
   requestedTokenType?: string;
-  /**
-   * Which of the credential's tokens the provider is given as `subject_token` (default
-   * `access_token`); neither leaves the daemon.
-   */
-  subjectTokenType?: "access_token" | "refresh_token";
 }
 
 export interface CallOptions {
@@ -153,10 +150,11 @@ export class Client {
    * A token derived from the credential's by RFC 8693 token exchange at its provider: for
    * another audience or resource, narrower scopes, or another token type, so a downstream
    * service gets a token meant for it alone while the credential's own never leaves the daemon.
-   * The daemon answers the same request (lists in any order) from memory while the derived token
-   * lives, and leaves the credential as it is. The provider's refusal (`invalid_target`,
-   * `invalid_scope`) throws `Unprocessable` with code `provider_rejected` and the OAuth error in
-   * `detail`. The result's `issuedTokenType` and `scopes` say what was issued.
+   * The subject is always the stored access token: the refresh token never leaves the vault for
+   * an exchange. The daemon answers the same request (lists in any order) from memory while the
+   * derived token lives, and leaves the credential as it is. The provider's refusal
+   * (`invalid_target`, `invalid_scope`) throws `Unprocessable` with code `provider_rejected` and
+   * the OAuth error in `detail`. The result's `issuedTokenType` and `scopes` say what was issued.
    */
   async exchangeToken(id: string, options: TokenExchangeOptions = {}): Promise<Token> {
     // Only what was asked for: the daemon refuses members it does not know.
@@ -165,7 +163,6 @@ export class Client {
     if (options.resource !== undefined) body.resource = copy(options.resource);
     if (options.scopes !== undefined) body.scopes = [...options.scopes];
     if (options.requestedTokenType !== undefined) body.requested_token_type = options.requestedTokenType;
-    if (options.subjectTokenType !== undefined) body.subject_token_type = options.subjectTokenType;
     const reply = await this.#transport.send("POST", credentialPath(id, "/token-exchange"), {
       json: body,
       timeoutMs: this.#slow(),

@@ -99,8 +99,14 @@ test("a token exchange's request is checked and its problems keep their codes", 
   assert.deepEqual([single.issuedTokenType, single.scopes], [ACCESS_TOKEN_TYPE, ["read"]]);
   assert.equal(Object.isFrozen(single.scopes), true);
   const cases = [
-    [{ subjectTokenType: "id_token" }, tokenvault.BadRequest, "invalid_field", "subject_token_type"],
-    [{ subjectTokenType: "refresh_token" }, tokenvault.BadRequest, "invalid_field", "subject_token_type"],
+    // Neither an audience, a resource nor scopes: the derived token would be the credential's own.
+    [{}, tokenvault.BadRequest, "invalid_field", "audience"],
+    [
+      { audience: "api.example", requestedTokenType: "urn:ietf:params:oauth:token-type:refresh_token" },
+      tokenvault.BadRequest,
+      "invalid_field",
+      "requested_token_type",
+    ],
     [{ audience: "" }, tokenvault.BadRequest, "invalid_field", "audience"],
     [{ scopes: ["admin"] }, tokenvault.Unprocessable, "provider_rejected", null],
   ];
@@ -112,7 +118,7 @@ test("a token exchange's request is checked and its problems keep their codes", 
       return true;
     });
   }
-  await assert.rejects(vault.exchangeToken("apps/nobody"), (error) => {
+  await assert.rejects(vault.exchangeToken("apps/nobody", { audience: "api.example" }), (error) => {
     assert.ok(error instanceof tokenvault.NotFound);
     assert.equal(error.code, "credential_not_found");
     return true;

@@ -81,15 +81,16 @@ class TokenExchangeTests(unittest.TestCase):
         shown = self.vault.show("payments/alice")
         self.assertEqual((shown.generation, shown.last_error), (1, None), "a refused exchange leaves the credential as it is")
 
-        with self.assertRaises(tokenvault.BadRequest) as no_refresh_token:
-            self.vault.exchange_token("payments/alice", audience="api.example", subject_token_type="refresh_token")
-        self.assertEqual((no_refresh_token.exception.code, no_refresh_token.exception.field), ("invalid_field", "subject_token_type"))
+        # Neither an audience, a resource nor scopes: the derived token would be the credential's own.
+        with self.assertRaises(tokenvault.BadRequest) as no_target:
+            self.vault.exchange_token("payments/alice")
+        self.assertEqual((no_target.exception.code, no_target.exception.field), ("invalid_field", "audience"))
         with self.assertRaises(tokenvault.NotFound) as missing:
             self.vault.exchange_token("payments/nobody", audience="api.example")
         self.assertEqual(missing.exception.code, "credential_not_found")
         with self.assertRaises(TypeError):
             self.vault.exchange_token("payments/alice", scopes="profile")  # type: ignore[arg-type]
-        self.assertNotIn(self.own, str(refused.exception) + str(no_refresh_token.exception))
+        self.assertNotIn(self.own, str(refused.exception) + str(no_target.exception))
 
 
 if __name__ == "__main__":

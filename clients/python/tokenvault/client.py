@@ -119,15 +119,14 @@ class Client:
         resource: Union[str, Iterable[str], None] = None,
         scopes: Optional[Iterable[str]] = None,
         requested_token_type: Optional[str] = None,
-        subject_token_type: Optional[str] = None,
     ) -> Token:
         """A token the provider derives from the credential's by RFC 8693 token exchange (for
         another `audience` or `resource`, narrower `scopes`), so a downstream API gets a token meant
-        for it while the credential's own never leaves the daemon. `subject_token_type`:
-        "access_token" (the daemon's default) or "refresh_token", which of the credential's tokens
-        the provider is given. The daemon answers the same request (lists in any order) from
-        memory while the derived token lives. The provider's refusal is `Unprocessable`
-        (`provider_rejected`, the OAuth error such as `invalid_target` in `detail`)."""
+        for it while the credential's own never leaves the daemon. The subject is always the stored
+        access token: the refresh token never leaves the vault for an exchange. The daemon answers
+        the same request (lists in any order) from memory while the derived token lives. The
+        provider's refusal is `Unprocessable` (`provider_rejected`, the OAuth error such as
+        `invalid_target` in `detail`)."""
         if isinstance(scopes, str):
             # list("read") would ask for the scopes r, e, a and d.
             raise TypeError("scopes must be a list of strings, not a string")
@@ -137,9 +136,8 @@ class Client:
                 body[name] = value if isinstance(value, str) else list(value)
         if scopes is not None:
             body["scopes"] = list(scopes)
-        for name, text in (("requested_token_type", requested_token_type), ("subject_token_type", subject_token_type)):
-            if text is not None:
-                body[name] = text
+        if requested_token_type is not None:
+            body["requested_token_type"] = requested_token_type
         path = Transport.credential_path(credential_id, "/token-exchange")
         return self._transport.send("POST", path, json_body=body, timeout=60).decode(Token.from_json)
 

@@ -69,7 +69,6 @@ export async function everyMethod(vault: Client): Promise<string[]> {
     audience: "api.example",
     resource: "https://api.example/v1",
     requestedTokenType: "urn:ietf:params:oauth:token-type:access_token",
-    subjectTokenType: "refresh_token",
   });
   await vault.exchangeToken("a/b");
   const started: SignIn = await vault.startSignIn("a/b", { provider: "idp", mode: "device", scopes: ["openid"] });
@@ -135,8 +134,8 @@ export async function mistakes(vault: Client, token: Token): Promise<void> {
   await vault.startSignIn("a/b", { provider: "idp", mode: "popup" });
   // @ts-expect-error the exchange needs its PKCE verifier
   await vault.exchange("a/b", { provider: "idp", code: "c", redirectUri: "https://app.example/cb" });
-  // @ts-expect-error the subject is the access token or the refresh token
-  await vault.exchangeToken("a/b", { subjectTokenType: "id_token" });
+  // @ts-expect-error the subject is always the stored access token: no subjectTokenType to choose
+  await vault.exchangeToken("a/b", { audience: "api.example", subjectTokenType: "refresh_token" });
   // @ts-expect-error scopes are a list
   await vault.exchangeToken("a/b", { scopes: "read" });
   // @ts-expect-error a derived token's scopes are read-only

@@ -7,7 +7,10 @@ import java.util.Map;
 /**
  * What {@link TokenVaultClient#exchangeToken} asks the credential's provider for (RFC 8693): a
  * token for another audience or resource, with narrower scopes, or of another type. Empty lists
- * and {@code null} leave a member out, so the provider decides.
+ * and {@code null} leave a member out, so the provider decides; the daemon wants at least one
+ * audience, resource or scope (else a 400 {@code invalid_field}, field {@code audience}). The
+ * subject is always the credential's stored access token: the refresh token never leaves the
+ * vault for an exchange.
  * {@code TokenExchangeOptions.defaults().withAudience("https://api.example").withScopes(List.of("read"))}.
  *
  * @param audiences RFC 8693 {@code audience} values (unmodifiable, never {@code null})
@@ -15,12 +18,9 @@ import java.util.Map;
  * @param scopes the scopes the derived token should have (unmodifiable, never {@code null})
  * @param requestedTokenType RFC 8693 {@code requested_token_type}, such as
  *     {@code urn:ietf:params:oauth:token-type:access_token}, or {@code null}
- * @param subjectTokenType {@code access_token} (the daemon's default when {@code null}) or
- *     {@code refresh_token}: which of the credential's tokens the provider is given; neither
- *     leaves the daemon
  */
 public record TokenExchangeOptions(List<String> audiences, List<String> resources, List<String> scopes,
-        String requestedTokenType, String subjectTokenType) {
+        String requestedTokenType) {
 
     public TokenExchangeOptions {
         audiences = audiences == null ? List.of() : List.copyOf(audiences);
@@ -28,9 +28,9 @@ public record TokenExchangeOptions(List<String> audiences, List<String> resource
         scopes = scopes == null ? List.of() : List.copyOf(scopes);
     }
 
-    /** Nothing asked for: the provider's default audience and scopes, from the access token. */
+    /** Nothing asked for yet: add an audience, a resource or scopes, which the daemon requires. */
     public static TokenExchangeOptions defaults() {
-        return new TokenExchangeOptions(null, null, null, null, null);
+        return new TokenExchangeOptions(null, null, null, null);
     }
 
     /** One audience (replacing any others). */
@@ -39,24 +39,19 @@ public record TokenExchangeOptions(List<String> audiences, List<String> resource
     }
 
     public TokenExchangeOptions withAudiences(List<String> audiences) {
-        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType, subjectTokenType);
+        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType);
     }
 
     public TokenExchangeOptions withResources(List<String> resources) {
-        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType, subjectTokenType);
+        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType);
     }
 
     public TokenExchangeOptions withScopes(List<String> scopes) {
-        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType, subjectTokenType);
+        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType);
     }
 
     public TokenExchangeOptions withRequestedTokenType(String requestedTokenType) {
-        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType, subjectTokenType);
-    }
-
-    /** {@code access_token} or {@code refresh_token}. */
-    public TokenExchangeOptions withSubjectTokenType(String subjectTokenType) {
-        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType, subjectTokenType);
+        return new TokenExchangeOptions(audiences, resources, scopes, requestedTokenType);
     }
 
     /** The request's JSON document: only what was asked for (the daemon refuses unknown members). */
@@ -73,9 +68,6 @@ public record TokenExchangeOptions(List<String> audiences, List<String> resource
         }
         if (requestedTokenType != null) {
             body.put("requested_token_type", requestedTokenType);
-        }
-        if (subjectTokenType != null) {
-            body.put("subject_token_type", subjectTokenType);
         }
         return body;
     }

@@ -139,12 +139,15 @@ public final class TokenVaultClient {
      * A token derived from the credential's by RFC 8693 token exchange at its provider: for
      * another audience or resource, narrower scopes, or another token type, so a service can
      * hand a downstream API a token meant for it alone instead of the credential's own, which
-     * never leaves the daemon. The daemon answers the same request (lists in any order) from
-     * memory while the derived token lives, and leaves the credential as it is: the provider's
-     * refusal ({@code invalid_target}, {@code invalid_scope}) is an {@link UnprocessableException}
-     * with code {@code provider_rejected} and the OAuth error in {@code detail()}.
+     * never leaves the daemon. The subject is always the stored access token: the refresh token
+     * never leaves the vault for an exchange. The daemon answers the same request (lists in any
+     * order) from memory while the derived token lives, and leaves the credential as it is: the
+     * provider's refusal ({@code invalid_target}, {@code invalid_scope}) is an
+     * {@link UnprocessableException} with code {@code provider_rejected} and the OAuth error in
+     * {@code detail()}.
      *
-     * @param options what to ask for ({@code null}: {@link TokenExchangeOptions#defaults()})
+     * @param options what to ask for: at least one audience, resource or scope ({@code null}:
+     *     {@link TokenExchangeOptions#defaults()}, which the daemon refuses)
      * @return the derived token, with {@link Token#issuedTokenType()} and {@link Token#scopes()}
      */
     public Token exchangeToken(String credentialId, TokenExchangeOptions options) {

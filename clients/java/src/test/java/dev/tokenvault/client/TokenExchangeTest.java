@@ -105,12 +105,19 @@ class TokenExchangeTest {
 
     @Test
     void theRequestIsCheckedAndProblemsKeepTheirCodes() {
+        // Neither an audience, a resource nor scopes: the derived token would be the credential's own.
+        BadRequestException nothing = assertThrows(BadRequestException.class,
+                () -> vault.exchangeToken("apps/reports", TokenExchangeOptions.defaults()));
+        assertEquals(400, nothing.status());
+        assertEquals("invalid_field", nothing.code());
+        assertEquals("audience", nothing.field());
         BadRequestException unknownType = assertThrows(BadRequestException.class, () -> vault.exchangeToken(
-                "apps/reports", TokenExchangeOptions.defaults().withSubjectTokenType("id_token")));
+                "apps/reports", TokenExchangeOptions.defaults().withAudience("api.example")
+                        .withRequestedTokenType("urn:ietf:params:oauth:token-type:refresh_token")));
         assertEquals("invalid_field", unknownType.code());
-        assertEquals("subject_token_type", unknownType.field());
-        NotFoundException missing = assertThrows(NotFoundException.class,
-                () -> vault.exchangeToken("apps/nobody", null));
+        assertEquals("requested_token_type", unknownType.field());
+        NotFoundException missing = assertThrows(NotFoundException.class, () -> vault.exchangeToken(
+                "apps/nobody", TokenExchangeOptions.defaults().withAudience("api.example")));
         assertEquals("credential_not_found", missing.code());
         UnprocessableException scope = assertThrows(UnprocessableException.class, () -> vault.exchangeToken(
                 "apps/reports", TokenExchangeOptions.defaults().withScopes(List.of("admin"))));
