@@ -82,7 +82,9 @@ public struct NextGeneration: Sendable {
                 next.refreshTokenExpiresAt = payload.refreshTokenExpiry.resolve(issuedAt: issuedAt)
             }
             next.refreshAt =
-                planner.refreshAt(
+                anotherAccount
+                ? nil
+                : planner.refreshAt(
                     issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn,
                     canRefresh: secrets.refreshToken != nil, jitter: jitter,
                     refreshTokenExpiresAt: next.refreshTokenExpiresAt) ?? expiresAt

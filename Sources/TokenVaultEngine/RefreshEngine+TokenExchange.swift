@@ -27,12 +27,18 @@ extension RefreshEngine {
             payload = try await provider.exchangeToken(
                 exchange.request, subjectToken: exchange.subjectToken, for: exchange.credential)
         } catch {
-            // A refusal is the caller's request's (an audience the server does not serve), not the
-            // instance's configuration.
-            count(
-                exchange.provider,
-                error.httpStatus.map { (400..<500).contains($0) } == true ? "refused" : error.kind.rawValue)
+            // A 400 is the caller's request's (an audience the server does not serve), not the
+            // instance's configuration (`invalid_client` is a 401).
+            count(exchange.provider, error.httpStatus == 400 ? "refused" : error.kind.rawValue)
             throw error
+        }
+        // A server answering with the subject itself would hand the credential's own token to a
+        // caller allowed only derived ones (or to an upstream meant for another audience).
+        guard payload.secrets.accessToken != exchange.subjectToken else {
+            count(exchange.provider, "refused")
+            throw ProviderFailure(
+                kind: .misconfigured, code: .malformedResponse,
+                message: "the token endpoint answered the subject token itself; it is not used")
         }
         var issuedTokenType: String?
         if let extras = payload.secrets.extras,

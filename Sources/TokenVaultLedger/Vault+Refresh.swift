@@ -246,7 +246,13 @@ extension Vault {
             }
             let record = try seal(next.secrets, metadata: next.metadata, term: try await writer.activeTerm())
             try await writer.save(record)
-            try await announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
+            if next.metadata.status == .needsReauth, current.metadata.status != .needsReauth {
+                // The answer's id token named another account (`NextGeneration`): announced as
+                // what it is, not as a recovery.
+                try await announcer.changed(from: current.metadata, to: next.metadata, writer)
+            } else {
+                try await announcer.newTokens(previous: current.metadata, after: next.metadata, writer)
+            }
             written.keep(record)
             return .committed(next.metadata)
         }
@@ -255,7 +261,8 @@ extension Vault {
             journalled.remove(received.attempt.attemptID)
             received.whenDurable?()
             switch commit {
-            case .committed(let metadata): publish(.refreshed, id, metadata)
+            case .committed(let metadata):
+                publish(metadata.status == .needsReauth ? .needsReauth : .refreshed, id, metadata)
             case .leaseLost(let why): observer?.answerLost(id, attempt: received.attempt, why: why)
             case .superseded: break
             }

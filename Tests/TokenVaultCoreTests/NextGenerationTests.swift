@@ -72,6 +72,7 @@ import TokenVaultCore
         #expect(other.metadata.subject == "u-1" && other.secrets.idToken?.revealString() == "i1")
         #expect(other.secrets.refreshToken?.revealString() == "r2" && other.secrets.accessToken.revealString() == "a2")
         #expect(other.metadata.lastError?.code == "id_token_invalid" && other.metadata.status == .needsReauth)
+        #expect(other.metadata.refreshAt == nil, "not scheduled: it waits for a sign-in")
         let same = refresh(Self.payload(access: "a3", refresh: "r3", idToken: "i3", subject: "u-1"))
         #expect(same.secrets.idToken?.revealString() == "i3" && same.metadata.lastError == nil)
         var refused = Self.payload(access: "a4", refresh: "r4")

@@ -197,6 +197,27 @@ import TokenVaultTesting
         #expect(down.fetches.withLock { $0 } == 1)
     }
 
+    /// The server rotates while its JWKS cannot be read: the held keys do not verify the new
+    /// token, which is then unverifiable (`provider_unavailable`), not refused; the old key's
+    /// tokens still pass meanwhile.
+    @Test func aRotationWhileTheKeysCannotBeReadIsNotARefusal() async throws {
+        let server = Server()
+        let old = try Self.key(9)
+        server.keys.withLock { $0 = [old.publicJWK] }
+        server.idToken.withLock { $0 = try! Self.token(Self.claims(), key: old) }
+        let provider = try Self.provider(server, options: ["jwks_refetch_seconds": 3600])
+        defer { Task { try? await provider.shutdown() } }
+        #expect(try await Self.refresh(provider).idTokenRejection == nil)
+        server.unreadable.withLock { $0 = true }
+        server.idToken.withLock { $0 = try! Self.token(Self.claims(), key: try! Self.key(10)) }
+        for _ in 0..<2 {
+            #expect(try await Self.refresh(provider).idTokenRejection?.code == .providerUnavailable)
+        }
+        server.idToken.withLock { $0 = try! Self.token(Self.claims(), key: old) }
+        #expect(try await Self.refresh(provider).idTokenRejection == nil)
+        #expect(server.fetches.withLock { $0 } == 2, "one read, one failed read again, none after it")
+    }
+
     @Test func theTLSRuleChecksNoSignature() async throws {
         let server = Server()
         server.idToken.withLock { $0 = try! Self.token(Self.claims(audience: "x"), key: try! Self.key(6)) }

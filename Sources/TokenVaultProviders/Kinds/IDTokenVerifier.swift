@@ -62,10 +62,13 @@ final class IDTokenVerifier: Sendable {
                 OperatorText.clean("the id token is signed with '\(named.prefix(32))', not one of \(allowed)"))
         }
         var found = false
+        var unread: String?
         for refetch in [false, true] {
             let keys: [JSONWebKey]
             do {
-                keys = try await self.keys(jwks, refetch: refetch, over: http).filter { key in
+                let read = try await self.keys(jwks, refetch: refetch, over: http)
+                unread = read.unread ?? unread
+                keys = read.keys.filter { key in
                     algorithm.fits(key) && (token.keyID == nil || key.keyID == token.keyID)
                 }
             } catch {
@@ -77,6 +80,11 @@ final class IDTokenVerifier: Sendable {
             }) {
                 return Self.claimsProblem(token.claims, rules: rules, now: now).map(Verdict.refused)
             }
+        }
+        // Held keys failed, and a newer set could not be read: the token may be signed by a key the
+        // issuer published meanwhile, so it is not refused.
+        if let unread {
+            return .unverifiable(OperatorText.clean("the issuer's keys could not be read again: \(unread)"))
         }
         guard found else {
             return .refused(
@@ -127,17 +135,23 @@ final class IDTokenVerifier: Sendable {
 
     /// The set's keys: as kept while it is younger than `maximumAge`, else read again; `refetch`:
     /// read again now unless that was done within `refetchInterval`. One fetch at a time, which
-    /// alone writes what it read; after a failed one, none within the interval.
-    private func keys(_ jwks: String, refetch: Bool, over http: ProviderHTTPClient) async throws -> [JSONWebKey] {
+    /// alone writes what it read; after a failed one, none within the interval. Keys held before
+    /// are served when a read wanted now cannot be made, with why (`unread`).
+    private func keys(_ jwks: String, refetch: Bool, over http: ProviderHTTPClient) async throws -> (
+        keys: [JSONWebKey], unread: String?
+    ) {
         let now = Date()
         let next = keySet.withLock { set -> Result<Task<[JSONWebKey], any Error>?, ProviderFailure> in
             if let fetching = set.fetching { return .success(fetching) }
             if let failure = set.failure, now.timeIntervalSince(failure.at) < refetchInterval {
-                guard set.fetchedAt != nil else {
+                guard let fetchedAt = set.fetchedAt else {
                     return .failure(
                         ProviderFailure(kind: .transient, code: .discoveryFailed, message: failure.message))
                 }
-                return .success(nil)
+                let wanted = refetch || now.timeIntervalSince(fetchedAt) >= maximumAge
+                return wanted
+                    ? .failure(ProviderFailure(kind: .transient, code: .discoveryFailed, message: failure.message))
+                    : .success(nil)
             }
             if let fetchedAt = set.fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge {
                 guard refetch else { return .success(nil) }
@@ -162,13 +176,21 @@ final class IDTokenVerifier: Sendable {
             set.fetching = fetching
             return .success(fetching)
         }
-        guard let task = try next.get() else { return keySet.withLock { $0.keys } }
+        let held = keySet.withLock { $0.fetchedAt != nil ? $0.keys : nil }
+        let task: Task<[JSONWebKey], any Error>?
+        switch next {
+        case .success(let fetching): task = fetching
+        case .failure(let failure):
+            guard let held else { throw failure }
+            return (held, failure.message)
+        }
+        guard let task else { return (held ?? [], nil) }
         do {
-            return try await task.value
+            return (try await task.value, nil)
         } catch {
             // Keys read before go on serving while the set cannot be read again.
-            if let held = keySet.withLock({ $0.fetchedAt != nil ? $0.keys : nil }) { return held }
-            throw error
+            guard let held else { throw error }
+            return (held, "\(error)")
         }
     }
 

@@ -29,8 +29,8 @@ struct ResolvedEndpoints: Sendable, Equatable {
 /// Discovery happens once per provider instance; concurrent first calls share one fetch. Once
 /// read, the document is read again in the background, calls going on with the endpoints in hand:
 /// when `readAgainAt` has come (`metadata_refresh_seconds` after a read, sooner after a failed
-/// one or when the endpoints came from the kept copy), or at once after a call found an endpoint
-/// gone (`endpointMoved`).
+/// one or when the endpoints came from the kept copy), or `jwks_refetch_seconds` after a call found
+/// an endpoint gone (`endpointMoved`).
 enum DiscoveryState: Sendable {
     case notStarted
     case fetching(Task<(ResolvedEndpoints, fresh: Bool), any Error>)
