@@ -11,16 +11,29 @@ import TokenVaultTesting
     static let signInBody =
         #"{"provider": "authlib", "redirect_uri": "http://127.0.0.1:43817/callback", "scopes": ["openid", "profile"]}"#
 
+    /// The daemon's API and command line, each on a thread of its own: these tests' upstream and
+    /// the other suites' in-process servers answer on the concurrency pool, which a blocking read
+    /// on it would starve.
+    static func http(
+        _ socket: String, _ method: String, _ target: String, body: String? = nil, headers: [String: String] = [:]
+    ) async throws -> RawHTTPResponse {
+        try await offThePool { try UnixSocketHTTP.request(socket, method, target, body: body, headers: headers) }
+    }
+
+    static func cli(_ arguments: [String]) async throws -> CommandRunner.Result {
+        try await offThePool { try CommandRunner().run(arguments) }
+    }
+
     /// Signs `name` in through the vault and Authlib's consent page; the finishing answer.
     static func signIn(_ harness: ResilienceHarness, _ server: AuthorizationServerProcess, _ name: String) async throws
         -> RawHTTPResponse
     {
-        let started = try UnixSocketHTTP.request(
+        let started = try await Self.http(
             harness.socket, "POST", "/v1/credentials/people/\(name)/authorization", body: signInBody)
         let url = try #require(started.json()["authorization_url"] as? String, "\(started.text)")
         let callback = try await server.signIn(url)
         let body = try JSONSerialization.data(withJSONObject: ["callback_url": callback])
-        return try UnixSocketHTTP.request(
+        return try await Self.http(
             harness.socket, "POST", "/v1/credentials/people/\(name)/authorization/callback",
             body: String(decoding: body, as: UTF8.self))
     }
@@ -31,8 +44,8 @@ import TokenVaultTesting
         status: Int, metadata: [String: Any]
     ) {
         try await Task.sleep(for: .seconds(1.1))
-        let refreshed = try UnixSocketHTTP.request(harness.socket, "POST", "/v1/credentials/people/\(name)/refresh")
-        let shown = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/\(name)")
+        let refreshed = try await Self.http(harness.socket, "POST", "/v1/credentials/people/\(name)/refresh")
+        let shown = try await Self.http(harness.socket, "GET", "/v1/credentials/people/\(name)")
         return (refreshed.status, shown.json())
     }
 
@@ -43,9 +56,9 @@ import TokenVaultTesting
     @Test(arguments: ["RS256", "ES256"])
     func idTokensAreCheckedWithTheServersKeysAndARotatedKeyIsFound(algorithm: String) async throws {
         let (harness, server) = try await SignInHarness.make(serverArguments: ["--id-token-alg", algorithm])
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
-        let shown = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
+        let shown = try await Self.cli(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
         #expect(shown.status == 0, "\(shown.stderr)")
         let details = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any] ?? [:]
         #expect(
@@ -72,7 +85,7 @@ import TokenVaultTesting
     /// revokes the one it replaced). A sign-in whose id token is refused stores nothing.
     @Test func refusedIDTokensCostNoRefreshToken() async throws {
         let (harness, server) = try await SignInHarness.make()
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
         for fault in ["tampered", "expired", "wrong_audience", "alg_none", "hs256_public_key", "unknown_kid"] {
@@ -88,17 +101,17 @@ import TokenVaultTesting
         try await server.hook("POST", "/test/id-token-fault", json: #"{"fault": "wrong_audience"}"#)
         let refused = try await Self.signIn(harness, server, "bob")
         #expect(refused.status == 422 && refused.json()["code"] as? String == "id_token_invalid", "\(refused.text)")
-        #expect(try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/bob").status == 404)
+        #expect(try await Self.http(harness.socket, "GET", "/v1/credentials/people/bob").status == 404)
     }
 
     @Test func metadataNamingAnotherIssuerIsRefused() async throws {
         let (harness, server) = try await SignInHarness.make()
         try await server.hook("POST", "/test/metadata-issuer", json: #"{"issuer": "https://attacker.example"}"#)
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
-        let refused = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket])
+        let refused = try await Self.cli(["providers", "show", "authlib", "--socket", harness.socket])
         #expect(refused.status != 0 && refused.stderr.contains("attacker.example"), "\(refused.stderr)")
-        let started = try UnixSocketHTTP.request(
+        let started = try await Self.http(
             harness.socket, "POST", "/v1/credentials/people/alice/authorization", body: Self.signInBody)
         #expect(started.status >= 400 && started.text.contains("issuer"), "\(started.text)")
         // Fixed at the server, the next call reads the document again.
@@ -110,13 +123,13 @@ import TokenVaultTesting
     /// metadata answers 503 uses that copy, and refreshes go on.
     @Test func aRestartWithTheMetadataDownUsesTheKeptCopy() async throws {
         let (harness, server) = try await SignInHarness.make()
-        var daemon = try harness.startDaemon()
+        var daemon = try await offThePool { try harness.startDaemon() }
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
         daemon.terminate()
         try await server.hook("POST", "/test/metadata-down", json: #"{"down": true}"#)
-        daemon = try harness.startDaemon()
+        daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
-        let shown = try CommandRunner().run(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
+        let shown = try await Self.cli(["providers", "show", "authlib", "--socket", harness.socket, "--json"])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains(server.issuer + "/token"), "\(shown.stdout)")
         let (status, metadata) = try await Self.refresh(harness, "alice")
@@ -131,19 +144,19 @@ import TokenVaultTesting
                 "other": {"kind": "oauth2", "issuer": "http://127.0.0.1:1", "client_id": "vault-client",
                     "client_authentication": "private_key_jwt"}
                 """)
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
-        func keys(_ instance: String) throws -> String {
-            let printed = try CommandRunner().run(["providers", "jwks", instance, "--socket", harness.socket])
+        func keys(_ instance: String) async throws -> String {
+            let printed = try await Self.cli(["providers", "jwks", instance, "--socket", harness.socket])
             #expect(printed.status == 0, "\(printed.stderr)")
             return printed.stdout
         }
         // A sign-in starts without client authentication (no pushed request); the code exchange
         // needs it, so the key is registered first.
-        let unknown = try UnixSocketHTTP.request(
+        let unknown = try await Self.http(
             harness.socket, "POST", "/v1/credentials/people/alice/authorization", body: Self.signInBody)
         #expect(unknown.status == 201, "a plain authorization request needs no client authentication: \(unknown.text)")
-        try await server.hook("POST", "/test/client-jwks", json: try keys("authlib"))
+        try await server.hook("POST", "/test/client-jwks", json: try await keys("authlib"))
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
         var (status, metadata) = try await Self.refresh(harness, "alice")
         #expect(status == 200 && Self.lastError(metadata) == nil, "\(metadata)")
@@ -151,8 +164,8 @@ import TokenVaultTesting
         #expect(!methods.isEmpty && methods.allSatisfy { $0 == "private_key_jwt" }, "\(methods)")
 
         // The server now holds another instance's key: this one's assertions are refused.
-        let otherKeys = try keys("other")
-        #expect(otherKeys != (try keys("authlib")))
+        let otherKeys = try await keys("other")
+        #expect(otherKeys != (try await keys("authlib")))
         try await server.hook("POST", "/test/client-jwks", json: otherKeys)
         (status, metadata) = try await Self.refresh(harness, "alice")
         #expect(status != 200 && Self.lastError(metadata) == "invalid_client", "\(metadata)")
@@ -163,25 +176,25 @@ import TokenVaultTesting
     /// refuses and a wider scope are the server's refusals, and the credential is left as it is.
     @Test func tokenExchangeDerivesATokenForAnAudience() async throws {
         let (harness, server) = try await SignInHarness.make()
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
-        func exchange(_ body: String) throws -> RawHTTPResponse {
-            try UnixSocketHTTP.request(
+        func exchange(_ body: String) async throws -> RawHTTPResponse {
+            try await Self.http(
                 harness.socket, "POST", "/v1/credentials/people/alice/token-exchange", body: body)
         }
-        let own = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/token")
-        let derived = try exchange(#"{"audience": "api.example", "scopes": ["profile"]}"#)
+        let own = try await Self.http(harness.socket, "GET", "/v1/credentials/people/alice/token")
+        let derived = try await exchange(#"{"audience": "api.example", "scopes": ["profile"]}"#)
         #expect(derived.status == 200 && derived.headers["cache-control"] == "no-store", "\(derived.text)")
         let token = try #require(derived.json()["access_token"] as? String)
         #expect(token != own.json()["access_token"] as? String)
         #expect(derived.json()["issued_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token")
         #expect(derived.json()["scopes"] as? [String] == ["profile"] && derived.json()["expires_at"] != nil)
         // The same request, its lists in another order: from memory.
-        let again = try exchange(#"{"scopes": ["profile"], "audience": ["api.example"]}"#)
+        let again = try await exchange(#"{"scopes": ["profile"], "audience": ["api.example"]}"#)
         #expect(again.json()["access_token"] as? String == token)
         // The command line (and the Swift client under it) gets the same token.
-        let printed = try CommandRunner().run([
+        let printed = try await Self.cli([
             "token-exchange", "people/alice", "--audience", "api.example", "--scope", "profile", "--socket",
             harness.socket,
         ])
@@ -193,25 +206,25 @@ import TokenVaultTesting
         #expect(requests.first?["subject_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token")
 
         // The refresh token is never the subject, and a refresh token is never what is asked for.
-        let fromRefresh = try exchange(#"{"audience": "reports.example", "subject_token_type": "refresh_token"}"#)
+        let fromRefresh = try await exchange(#"{"audience": "reports.example", "subject_token_type": "refresh_token"}"#)
         #expect(fromRefresh.status == 400 && fromRefresh.json()["field"] as? String == "subject_token_type")
-        let asRefresh = try exchange(
+        let asRefresh = try await exchange(
             #"{"audience": "reports.example", "requested_token_type": "urn:ietf:params:oauth:token-type:refresh_token"}"#
         )
         #expect(asRefresh.status == 400 && asRefresh.json()["field"] as? String == "requested_token_type")
-        #expect(try exchange("{}").status == 400, "an exchange names an audience, a resource or scopes")
+        #expect(try await exchange("{}").status == 400, "an exchange names an audience, a resource or scopes")
         recorded = try await server.hook("GET", "/test/exchanges")
         #expect(recorded["count"] as? Int == 1)
 
-        let refusedAudience = try exchange(#"{"audience": "evil.example"}"#)
+        let refusedAudience = try await exchange(#"{"audience": "evil.example"}"#)
         #expect(
             refusedAudience.status == 422 && refusedAudience.text.contains("invalid_target"), "\(refusedAudience.text)")
-        let widerScope = try exchange(#"{"audience": "api.example", "scopes": ["admin"]}"#)
+        let widerScope = try await exchange(#"{"audience": "api.example", "scopes": ["admin"]}"#)
         #expect(widerScope.status == 422 && widerScope.text.contains("invalid_scope"), "\(widerScope.text)")
         // The credential itself is as it was: same generation, no error.
-        let shown = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice").json()
+        let shown = try await Self.http(harness.socket, "GET", "/v1/credentials/people/alice").json()
         #expect(shown["generation"] as? Int == 1 && Self.lastError(shown) == nil, "\(shown)")
-        let audit = try CommandRunner().run(["audit", "--socket", harness.socket, "--json"])
+        let audit = try await Self.cli(["audit", "--socket", harness.socket, "--json"])
         #expect(audit.stdout.contains("token.exchange"), "\(audit.stdout.prefix(400))")
     }
 
@@ -225,20 +238,20 @@ import TokenVaultTesting
                 "client_secret_file": "$SECRET", "api_base_urls": [
                     {"url": "\#(upstream.base)/echo", "audience": "api.example"}, "\#(upstream.base)/"]
                 """#)
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
-        let derived = try UnixSocketHTTP.request(
+        let derived = try await Self.http(
             harness.socket, "POST", "/v1/credentials/people/alice/token-exchange", body: #"{"audience": "api.example"}"#
         )
         let token = try #require(derived.json()["access_token"] as? String, "\(derived.text)")
         let own = try #require(
-            try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/token").json()[
+            try await Self.http(harness.socket, "GET", "/v1/credentials/people/alice/token").json()[
                 "access_token"]
                 as? String)
-        let echoed = try UnixSocketHTTP.request(harness.socket, "GET", "/v1/credentials/people/alice/proxy/echo/x")
+        let echoed = try await Self.http(harness.socket, "GET", "/v1/credentials/people/alice/proxy/echo/x")
         #expect(echoed.status == 200, "\(echoed.text)")
-        let plain = try UnixSocketHTTP.request(
+        let plain = try await Self.http(
             harness.socket, "GET", "/v1/credentials/people/alice/proxy/status?code=204",
             headers: ["TokenVault-Upstream-Base": upstream.base + "/"])
         #expect(plain.status == 204, "\(plain.text)")
@@ -251,7 +264,7 @@ import TokenVaultTesting
         let (harness, server) = try await SignInHarness.make(
             serverArguments: ["--client-auth", "client_secret_jwt"],
             instance: #""client_secret_file": "$SECRET", "client_authentication": "client_secret_jwt""#)
-        let daemon = try harness.startDaemon()
+        let daemon = try await offThePool { try harness.startDaemon() }
         defer { daemon.terminate() }
         #expect(try await Self.signIn(harness, server, "alice").status == 201)
         let (status, metadata) = try await Self.refresh(harness, "alice")
