@@ -29,12 +29,7 @@ public enum IDTokenCheck {
             }
         }
         if let clientID {
-            let audiences: [String]
-            switch claims["aud"] {
-            case .string(let single)?: audiences = [single]
-            case .array(let many)?: audiences = many.compactMap { if case .string(let text) = $0 { text } else { nil } }
-            default: audiences = []
-            }
+            let audiences = JWTClaims.audiences(in: claims)
             guard audiences.contains(clientID) else {
                 throw VaultError(
                     code: .audienceMismatch,
@@ -48,16 +43,8 @@ public enum IDTokenCheck {
                 throw VaultError(code: .issuerMismatch, message: "the id token was not issued by \(issuer)")
             }
         }
-        switch claims["exp"] {
-        case .integer(let seconds)?:
-            if Double(seconds) <= now.seconds { throw expired(seconds: Double(seconds)) }
-        case .number(let seconds)?:
-            if seconds <= now.seconds { throw expired(seconds: seconds) }
-        default: break
+        if let expiry = JWTClaims.seconds(claims["exp"]), expiry <= now.seconds {
+            throw VaultError(code: .idTokenExpired, message: "the id token expired at \(Timestamp(seconds: expiry))")
         }
-    }
-
-    private static func expired(seconds: Double) -> VaultError {
-        VaultError(code: .idTokenExpired, message: "the id token expired at \(Timestamp(seconds: seconds))")
     }
 }

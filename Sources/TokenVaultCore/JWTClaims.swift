@@ -15,6 +15,24 @@ public enum JWTClaims {
         }
     }
 
+    /// `aud` as a list: one string or an array of them (OpenID Connect Core section 2).
+    public static func audiences(in claims: [String: JSONValue]) -> [String] {
+        switch claims["aud"] {
+        case .string(let single)?: [single]
+        case .array(let many)?: many.compactMap { if case .string(let text) = $0 { text } else { nil } }
+        default: []
+        }
+    }
+
+    /// A NumericDate claim (`exp`, `iat`) in seconds, written as an integer or not.
+    public static func seconds(_ value: JSONValue?) -> Double? {
+        switch value {
+        case .integer(let seconds)?: Double(seconds)
+        case .number(let seconds)?: seconds
+        default: nil
+        }
+    }
+
     public static func subject(of token: SecretBytes) -> String? {
         guard case .string(let subject)? = claims(of: token)?["sub"], subject.utf8.count <= 255 else { return nil }
         return subject

@@ -101,12 +101,7 @@ final class IDTokenVerifier: Sendable {
         guard case .string(let issuer)? = claims["iss"], issuer == rules.issuer else {
             return OperatorText.clean("the id token was not issued by \(rules.issuer)")
         }
-        let audiences: [String]
-        switch claims["aud"] {
-        case .string(let single)?: audiences = [single]
-        case .array(let many)?: audiences = many.compactMap { if case .string(let text) = $0 { text } else { nil } }
-        default: audiences = []
-        }
+        let audiences = JWTClaims.audiences(in: claims)
         guard audiences.contains(rules.clientID) else {
             return OperatorText.clean("the id token's audience does not include client \(rules.clientID)")
         }
@@ -114,7 +109,7 @@ final class IDTokenVerifier: Sendable {
         if audiences.count > 1 || party != nil, party != rules.clientID {
             return "the id token's authorized party (azp) is not this client"
         }
-        guard let expiry = seconds(claims["exp"]), let issuedAt = seconds(claims["iat"]) else {
+        guard let expiry = JWTClaims.seconds(claims["exp"]), let issuedAt = JWTClaims.seconds(claims["iat"]) else {
             return "the id token lacks exp or iat"
         }
         let clock = now.timeIntervalSince1970
@@ -123,14 +118,6 @@ final class IDTokenVerifier: Sendable {
             return "the id token was issued in the future (\(Timestamp(seconds: issuedAt)))"
         }
         return nil
-    }
-
-    private static func seconds(_ value: JSONValue?) -> Double? {
-        switch value {
-        case .integer(let seconds)?: Double(seconds)
-        case .number(let seconds)?: seconds
-        default: nil
-        }
     }
 
     /// The set's keys: as kept while it is younger than `maximumAge`, else read again; `refetch`:

@@ -94,9 +94,8 @@ extension OAuth2Wire {
         do {
             return (try await readAndKeep(urls, over: http), true)
         } catch {
-            let source = urls.joined(separator: " ")
             guard let kept = await services?.metadata?.keptMetadata(of: configuration.providerName),
-                kept.source == source, urls.contains(kept.url),
+                kept.source == Self.keptSource(urls), urls.contains(kept.url),
                 let endpoints = try? readDocument(Array(kept.document.utf8), from: kept.url)
             else { throw error }
             http.logger.warning(
@@ -151,6 +150,9 @@ extension OAuth2Wire {
         return Date().addingTimeInterval(fresh ? period : min(period, 300))
     }
 
+    /// What a kept copy says it was read from: only an instance reading the same URLs uses it.
+    static func keptSource(_ urls: [String]) -> String { urls.joined(separator: " ") }
+
     /// `fetchFirstDocument`, and the document kept in the store (a failure to keep it is the
     /// store's to log).
     private func readAndKeep(_ urls: [String], over http: ProviderHTTPClient) async throws(ProviderFailure)
@@ -159,7 +161,7 @@ extension OAuth2Wire {
         let (endpoints, url, body) = try await fetchFirstDocument(urls, over: http)
         await services?.metadata?.keep(
             KeptProviderMetadata(
-                source: urls.joined(separator: " "), url: url, readAt: Date().timeIntervalSince1970,
+                source: Self.keptSource(urls), url: url, readAt: Date().timeIntervalSince1970,
                 document: String(decoding: body, as: UTF8.self)),
             of: configuration.providerName)
         return endpoints
