@@ -43,7 +43,9 @@ on; `GET /test/jwks-fetches` counts `GET /jwks`. `POST /test/id-token-fault` wit
 `unknown_kid`. `POST /test/metadata-issuer` with `{"issuer": X}` makes both discovery documents
 name X (null: the real one); `POST /test/metadata-down` with `{"down": true}` makes them answer
 503. `POST /test/client-jwks` with a JWKS registers the client's public
-keys for `private_key_jwt` (until then every assertion is refused). `GET /test/client-auth` lists
+keys for `private_key_jwt` (until then every assertion is refused). `POST /test/client-secret` with
+`{"secret": S}` changes the client's secret (every request with the old one is then
+`invalid_client`). `GET /test/client-auth` lists
 the method each token request authenticated with; `GET /test/client-credentials` and
 `GET /test/exchanges` list the client credentials and token exchange requests that got a token.
 Prints one JSON line with `issuer` once it listens.
@@ -508,7 +510,8 @@ class ClientCredentials(grants.ClientCredentialsGrant):
         form = self.request.form
         with LOCK:
             CLIENT_CREDENTIALS.append(
-                {"scope": form.get("scope"), "resource": form.getlist("resource"), "audience": form.get("audience")}
+                {"scope": form.get("scope"), "resource": form.getlist("resource"), "audience": form.get("audience"),
+                 "at": time.time()}
             )
         # Held after the token is made, so overlapping renewals each get one.
         time.sleep(self.DELAY)
@@ -845,6 +848,15 @@ def build(args, issuer):
         with LOCK:
             TEST["metadata_down"] = body["down"]
         return jsonify(down=body["down"])
+
+    @app.post("/test/client-secret")
+    def client_secret():
+        body = json_body()
+        if body is None or not isinstance(body.get("secret"), str) or not body["secret"]:
+            return jsonify(error="expected {\"secret\": S}"), 400
+        with LOCK:
+            CLIENT.client_secret = body["secret"]
+        return jsonify(ok=True)
 
     @app.post("/test/client-jwks")
     def client_jwks():

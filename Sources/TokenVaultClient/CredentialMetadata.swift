@@ -40,6 +40,27 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
     /// Present while new tokens a provider issued are held in the daemon's memory because the
     /// database has not accepted them yet (retried until it does).
     public var pendingCommit: PendingCommit?
+    /// The grant the daemon obtains and renews this credential by itself; absent for tokens a
+    /// person's sign-in gave.
+    public var grant: Grant?
+
+    /// A client credentials grant, as `put(_:provider:grant:labels:)` sends it.
+    public struct Grant: Codable, Sendable, Equatable, Hashable {
+        /// `client_credentials`.
+        public var type: String
+        public var scopes: [String]
+        public var audience: [String]
+        public var resource: [String]
+
+        public init(
+            type: String = "client_credentials", scopes: [String] = [], audience: [String] = [], resource: [String] = []
+        ) {
+            self.type = type
+            self.scopes = scopes
+            self.audience = audience
+            self.resource = resource
+        }
+    }
 
     public struct PendingCommit: Codable, Sendable, Equatable, Hashable {
         public var since: String
@@ -66,7 +87,7 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
         case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
-            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit"
+            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit", grant
     }
 
     /// Parses one of the API's RFC 3339 times (with or without fractional seconds).

@@ -32,6 +32,24 @@ extension TokenVaultClient {
         return (try reply.decode(CredentialMetadata.self), reply.status == 201)
     }
 
+    /// `PUT /v1/credentials/{namespace}/{name}` with a `grant`: the daemon obtains the tokens itself
+    /// (a client credentials grant of `provider`) and renews them before they expire; the caller
+    /// never holds them. A server refusing the grant is `providerRejected`.
+    public func put(
+        _ id: String, provider: String, grant: CredentialMetadata.Grant, labels: [String: String] = [:]
+    ) async throws -> (metadata: CredentialMetadata, created: Bool) {
+        struct Body: Encodable {
+            var provider: String
+            var labels: [String: String]
+            var grant: CredentialMetadata.Grant
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let body = ByteBuffer(bytes: try encoder.encode(Body(provider: provider, labels: labels, grant: grant)))
+        let reply = try await send(.put, try Self.credentialPath(id), body: body, expecting: [200, 201])
+        return (try reply.decode(CredentialMetadata.self), reply.status == 201)
+    }
+
     /// `GET /v1/credentials/{namespace}/{name}`: the metadata document; never a secret.
     public func metadata(_ id: String) async throws -> CredentialMetadata {
         try await send(.get, try Self.credentialPath(id)).decode(CredentialMetadata.self)

@@ -22,9 +22,15 @@ public struct CredentialMetadata: Sendable, Equatable {
     public var updatedAt: Timestamp
     public var hasRefreshToken: Bool
     public var hasIDToken: Bool
+    /// The grant the vault renews this credential by itself (client credentials); nil for tokens
+    /// a person's sign-in gave, renewed by their refresh token if any.
+    public var grant: CredentialGrant?
     /// New tokens a provider issued that the database has not taken yet (held in memory and
     /// retried). Never stored: `Vault` fills it in from its registry when it reads a row.
     public var pendingCommit: PendingCommit?
+
+    /// Whether the vault can get this credential new tokens: by its refresh token or its grant.
+    public var isRenewable: Bool { kind == .oauth2 && (hasRefreshToken || grant != nil) }
 
     /// How long the current tokens live as issued (`expires_at - issued_at`), if known.
     public var lifetime: Double? { expiresAt.map { $0.seconds - issuedAt.seconds } }
@@ -40,7 +46,7 @@ public struct CredentialMetadata: Sendable, Equatable {
         labels: [String: String] = [:], issuedAt: Timestamp, expiresAt: Timestamp? = nil, refreshAt: Timestamp? = nil,
         refreshTokenExpiresAt: Timestamp? = nil, lastError: CredentialFailure? = nil, refreshFailures: Int = 0,
         createdAt: Timestamp, updatedAt: Timestamp, hasRefreshToken: Bool, hasIDToken: Bool,
-        pendingCommit: PendingCommit? = nil
+        grant: CredentialGrant? = nil, pendingCommit: PendingCommit? = nil
     ) {
         self.id = id
         self.provider = provider
@@ -61,6 +67,7 @@ public struct CredentialMetadata: Sendable, Equatable {
         self.updatedAt = updatedAt
         self.hasRefreshToken = hasRefreshToken
         self.hasIDToken = hasIDToken
+        self.grant = grant
         self.pendingCommit = pendingCommit
     }
 }

@@ -4,9 +4,10 @@
 public struct NextGeneration: Sendable {
     /// How the new tokens relate to the stored ones.
     public enum Succession: Sendable, Equatable {
-        /// Tokens handed to the vault (`PUT`, a code exchange, an import): the payload replaces
-        /// every secret and every field it describes; provider and labels are the caller's.
-        case replacement(provider: String, labels: [String: String])
+        /// Tokens handed to the vault (`PUT`, a code exchange, an import) or obtained by a grant:
+        /// the payload replaces every secret and every field it describes; provider, labels and
+        /// grant are the caller's (a put of tokens leaves none).
+        case replacement(provider: String, labels: [String: String], grant: CredentialGrant? = nil)
         /// Tokens from a refresh: whatever the answer leaves out (the refresh token, the id token,
         /// extras, token type, scopes, subject) is kept from the previous generation.
         case refresh
@@ -28,10 +29,10 @@ public struct NextGeneration: Sendable {
     ) {
         let expiresAt = payload.expiry.resolve(issuedAt: issuedAt)
         switch succession {
-        case .replacement(let provider, let labels):
+        case .replacement(let provider, let labels, let grant):
             secrets = payload.secrets
             let refreshTokenExpiresAt = payload.refreshTokenExpiry.resolve(issuedAt: issuedAt)
-            let canRefresh = payload.secrets.refreshToken != nil
+            let canRefresh = payload.secrets.refreshToken != nil || (grant != nil && payload.kind == .oauth2)
             metadata = CredentialMetadata(
                 id: id, provider: provider, kind: payload.kind, subject: payload.subject, status: .active,
                 generation: (previous?.generation ?? 0) + 1, tokenType: payload.tokenType, scopes: payload.scopes,
@@ -42,7 +43,8 @@ public struct NextGeneration: Sendable {
                     issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn, canRefresh: canRefresh,
                     jitter: jitter, refreshTokenExpiresAt: refreshTokenExpiresAt) ?? expiresAt,
                 refreshTokenExpiresAt: refreshTokenExpiresAt, createdAt: previous?.createdAt ?? now, updatedAt: now,
-                hasRefreshToken: canRefresh, hasIDToken: payload.secrets.idToken != nil)
+                hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil,
+                grant: grant)
         case .refresh:
             var payload = payload
             // OpenID Connect Core section 12.2: a refreshed id token names the same subject. One
@@ -86,7 +88,7 @@ public struct NextGeneration: Sendable {
                 ? nil
                 : planner.refreshAt(
                     issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn,
-                    canRefresh: secrets.refreshToken != nil, jitter: jitter,
+                    canRefresh: secrets.refreshToken != nil || next.grant != nil, jitter: jitter,
                     refreshTokenExpiresAt: next.refreshTokenExpiresAt) ?? expiresAt
             next.lastError = payload.idTokenRejection.map {
                 CredentialFailure(code: $0.code.rawValue, message: $0.message, at: now)

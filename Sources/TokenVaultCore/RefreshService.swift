@@ -50,6 +50,11 @@ public protocol RefreshService: Sendable {
     /// A token derived from a credential's by RFC 8693 token exchange, from the cache while it
     /// has a minute left, else from the provider (paced like any call to it).
     func exchangeToken(_ exchange: TokenExchange) async throws -> DerivedToken
+
+    /// Obtains a credential's first tokens by its grant at its provider instance (paced like any
+    /// call to it) and stores them with the grant, which renews them from then on. A refused
+    /// grant is thrown as the `ProviderFailure` it was; nothing is stored then.
+    func obtain(_ acquisition: CredentialAcquisition) async throws -> CredentialMetadata
 }
 
 extension RefreshService {
@@ -57,6 +62,10 @@ extension RefreshService {
 
     public func exchangeToken(_ exchange: TokenExchange) async throws -> DerivedToken {
         throw VaultError(code: .engineUnavailable, message: "no refresh engine runs: tokens cannot be exchanged")
+    }
+
+    public func obtain(_ acquisition: CredentialAcquisition) async throws -> CredentialMetadata {
+        throw VaultError(code: .engineUnavailable, message: "no refresh engine runs: tokens cannot be obtained")
     }
 }
 

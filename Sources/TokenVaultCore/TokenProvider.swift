@@ -31,6 +31,9 @@ public protocol TokenProvider: Sendable {
     /// RFC 8693 token exchange of `subjectToken` (`TokenExchange.swift`; refused by default).
     func exchangeToken(_ request: TokenExchangeRequest, subjectToken: SecretBytes, for credential: CredentialID)
         async throws(ProviderFailure) -> TokenPayload
+
+    /// New tokens by the credential's own grant (`CredentialGrant.swift`; refused by default).
+    func obtain(_ request: GrantRequest) async throws(ProviderFailure) -> TokenPayload
 }
 
 /// What a server-side code exchange sends: the one-time code the mobile SDK handed the app,
@@ -75,6 +78,21 @@ public struct RefreshRequest: Sendable {
         self.credentialID = credentialID
         self.refreshToken = refreshToken
         self.scopes = scopes
+        self.call = call
+    }
+}
+
+/// What the engine asks a provider for when it obtains or renews a credential by its grant.
+public struct GrantRequest: Sendable {
+    /// The credential the tokens are for (for logs and signers; never sent).
+    public var credentialID: CredentialID
+    public var grant: CredentialGrant
+    /// The key the answer is kept under until the engine settles it (nil: none).
+    public var call: ProviderCall?
+
+    public init(credentialID: CredentialID, grant: CredentialGrant, call: ProviderCall? = nil) {
+        self.credentialID = credentialID
+        self.grant = grant
         self.call = call
     }
 }

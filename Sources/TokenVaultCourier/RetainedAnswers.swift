@@ -14,7 +14,8 @@ import TokenVaultSystem
 /// one by one: the entries outlive the daemon (a SIGKILL, a crash), not a power loss of the host.
 ///
 /// Entry: a `WireWriter` byte string (its length, 4 bytes big-endian, then the bytes) holding
-/// `tokenvault.retained.v1`, the metadata, the term and the four envelopes.
+/// `tokenvault.retained.v1`, the metadata, the term, the four envelopes and the credential's grant
+/// (JSON; an entry written before grants existed ends after the envelopes).
 public final class RetainedAnswers: AnswerRetention {
     public let directory: String
     /// Seconds an entry is kept after its commit.
@@ -188,6 +189,7 @@ public final class RetainedAnswers: AnswerRetention {
         for envelope in [record.refreshToken, record.idToken, record.extras] {
             writer.optional(envelope) { $0.data($1) }
         }
+        writer.optional(metadata.grant?.json) { $0.string($1) }
     }
 
     static func read(from reader: inout WireReader) throws -> SealedCredentialRecord {
@@ -216,10 +218,14 @@ public final class RetainedAnswers: AnswerRetention {
             refreshAt: refreshAt, refreshTokenExpiresAt: refreshTokenExpiresAt, lastError: lastError,
             refreshFailures: Int(try reader.i64()), createdAt: try timestamp(&reader),
             updatedAt: try timestamp(&reader), hasRefreshToken: try reader.bool(), hasIDToken: try reader.bool())
-        let record = SealedCredentialRecord(
+        var record = SealedCredentialRecord(
             metadata: metadata, sealTerm: try reader.u32(), accessToken: try reader.data(),
             refreshToken: try reader.optional { try $0.data() }, idToken: try reader.optional { try $0.data() },
             extras: try reader.optional { try $0.data() })
+        if !reader.isAtEnd, let json = try reader.optional({ try $0.string() }) {
+            guard let grant = CredentialGrant(json: json) else { throw WireError.malformed("grant") }
+            record.metadata.grant = grant
+        }
         try reader.finish()
         return record
     }

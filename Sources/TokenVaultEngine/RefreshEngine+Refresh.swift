@@ -113,9 +113,7 @@ extension RefreshEngine {
         case .active, .failing, .revokePending:
             break
         }
-        guard metadata.kind == .oauth2, metadata.hasRefreshToken else {
-            return try await retireIfExpired(metadata, now: now)
-        }
+        guard metadata.isRenewable else { return try await retireIfExpired(metadata, now: now) }
         if let refreshTokenExpiry = metadata.refreshTokenExpiresAt, refreshTokenExpiry <= now {
             let update = ScheduleUpdate(
                 id: metadata.id, generation: metadata.generation, expectedStatus: metadata.status, status: .expired,
@@ -196,13 +194,17 @@ extension RefreshEngine {
     ) async throws -> RefreshOutcome {
         let metadata = credential.metadata
         let id = metadata.id
-        guard let refreshToken = credential.secrets.refreshToken else {
+        // A refresh token when there is one; else the credential's own grant asked again, which
+        // spends nothing: its attempt is journalled under a fingerprint of the generation.
+        let refreshToken = credential.secrets.refreshToken
+        guard refreshToken != nil || metadata.grant != nil else {
             return .skipped("credential \(id) has no refresh token", metadata)
         }
         let clock = ContinuousClock()
         var timings = RefreshTimings()
         let journalStart = clock.now
-        let fingerprint = vault.fingerprint(refreshToken)
+        let fingerprint = vault.fingerprint(
+            refreshToken ?? SecretBytes(utf8: "grant:\(metadata.createdAt.milliseconds):\(metadata.generation)"))
         let lapses = leases.lapses
         var request = Vault.AttemptRequest(
             metadata: metadata, fingerprint: fingerprint, owner: leases.owner.id,
@@ -265,9 +267,17 @@ extension RefreshEngine {
         let httpStart = clock.now
         let answer: Result<TokenPayload, ProviderFailure>
         do throws(ProviderFailure) {
-            answer = .success(
-                try await provider.refresh(
-                    RefreshRequest(credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes, call: call)))
+            if let refreshToken {
+                answer = .success(
+                    try await provider.refresh(
+                        RefreshRequest(
+                            credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes, call: call)))
+            } else if let grant = metadata.grant {
+                answer = .success(
+                    try await obtain(GrantRequest(credentialID: id, grant: grant, call: call), at: provider))
+            } else {
+                return .skipped("credential \(id) has no refresh token", metadata)
+            }
         } catch {
             answer = .failure(error)
         }
@@ -279,7 +289,10 @@ extension RefreshEngine {
             case .unknownOutcome: lostAnswers.insert(fingerprint)
             default: if error.httpStatus != nil { lostAnswers.remove(fingerprint) }  // the provider answered
             }
-            if let reopening = gate.record(error, credential: id, now: vault.clock.now) {
+            // A grant refused for the client is the instance's misconfiguration, not this
+            // credential's: the instance is paused at once, as it is for every credential.
+            let instanceWide = refreshToken == nil && error.refusesTheClient
+            if let reopening = gate.record(error, credential: instanceWide ? nil : id, now: vault.clock.now) {
                 logger.warning(
                     "provider instance paused: its calls keep failing",
                     metadata: [

@@ -20,12 +20,15 @@ extension Vault {
         /// The planner of the provider table the caller took (a request's, an exchange's slot);
         /// nil: the table in force.
         public var planner: RefreshPlanner?
+        /// The grant the tokens were obtained by, which renews them (nil: a person's tokens).
+        public var grant: CredentialGrant?
 
         public init(
             id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String]? = [:],
             audit: AuditEvent? = nil, issuedAt: Timestamp? = nil, answerKey: String? = nil,
-            planner: RefreshPlanner? = nil
+            planner: RefreshPlanner? = nil, grant: CredentialGrant? = nil
         ) {
+            self.grant = grant
             self.id = id
             self.payload = payload
             self.provider = provider
@@ -38,15 +41,17 @@ extension Vault {
     }
 
     /// Stores `payload` as credential `id`, replacing any previous tokens (the generation goes
-    /// up by one). Durable (`synchronous=FULL`) because a payload may carry a refresh token the
+    /// up by one), with the `grant` that renews them if they were obtained by one. Durable (`synchronous=FULL`) because a payload may carry a refresh token the
     /// provider will not hand out again; concurrent puts share one commit (group commit).
     @discardableResult
     public func put(
         _ id: CredentialID, payload: TokenPayload, provider: String, labels: [String: String] = [:],
-        audit: AuditEvent? = nil, planner: RefreshPlanner? = nil
+        audit: AuditEvent? = nil, planner: RefreshPlanner? = nil, issuedAt: Timestamp? = nil,
+        grant: CredentialGrant? = nil
     ) async throws -> CredentialMetadata {
         let credential = NewCredential(
-            id: id, payload: payload, provider: provider, labels: labels, audit: audit, planner: planner)
+            id: id, payload: payload, provider: provider, labels: labels, audit: audit, issuedAt: issuedAt,
+            planner: planner, grant: grant)
         try Self.validate(labels: labels)
         let written = WrittenRecord()
         let metadata = try await writes.write(.full, insertion(of: credential, now: clock.now, keeping: written))
@@ -166,7 +171,8 @@ extension Vault {
             let next = NextGeneration(
                 previous: previous, payload: credential.payload,
                 succession: .replacement(
-                    provider: credential.provider, labels: credential.labels ?? previous?.labels ?? [:]),
+                    provider: credential.provider, labels: credential.labels ?? previous?.labels ?? [:],
+                    grant: credential.grant),
                 id: credential.id, issuedAt: credential.issuedAt ?? now, now: now, planner: planner, jitter: jitter)
             let record = try seal(next.secrets, metadata: next.metadata, term: try await writer.activeTerm())
             try await writer.save(record)

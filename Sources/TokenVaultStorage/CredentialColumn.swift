@@ -5,7 +5,7 @@
 enum CredentialColumn: Int32, CaseIterable {
     case id, namespace, name, provider, kind, subject, status, generation, tokenType, scopes, labels, issuedAt,
         expiresAt, refreshAt, refreshTokenExpiresAt, lastErrorCode, lastErrorMessage, lastErrorAt, createdAt,
-        updatedAt, refreshFailures, sealTerm, accessToken, refreshToken, idToken, extras
+        updatedAt, refreshFailures, grant, sealTerm, accessToken, refreshToken, idToken, extras
 
     /// The column's name in the schema.
     var name: String {
@@ -31,6 +31,7 @@ enum CredentialColumn: Int32, CaseIterable {
         case .createdAt: "created_at"
         case .updatedAt: "updated_at"
         case .refreshFailures: "refresh_failures"
+        case .grant: "grant_parameters"
         case .sealTerm: "seal_term"
         case .accessToken: "access_token"
         case .refreshToken: "refresh_token"

@@ -37,7 +37,17 @@ extension CredentialRow {
             lastError: failure, refreshFailures: Int(integer(.refreshFailures) ?? 0),
             createdAt: timestamp(.createdAt) ?? Timestamp(milliseconds: 0),
             updatedAt: timestamp(.updatedAt) ?? Timestamp(milliseconds: 0),
-            hasRefreshToken: hasRefreshToken, hasIDToken: hasIDToken)
+            hasRefreshToken: hasRefreshToken, hasIDToken: hasIDToken, grant: try grant())
+    }
+
+    /// The `grant_parameters` column: nil for a person's tokens. A row whose grant does not read
+    /// is refused like one whose kind does not: renewing it by a guess would ask for other tokens.
+    private func grant() throws -> CredentialGrant? {
+        guard let json = text(.grant) else { return nil }
+        guard let grant = CredentialGrant(json: json) else {
+            throw VaultError.storage("credential row '\(text(.id) ?? "")' has an unreadable grant")
+        }
+        return grant
     }
 
     /// The whole sealed record (a record read selects the sealed columns too).
@@ -86,6 +96,7 @@ extension CredentialColumn {
         case .createdAt: return .integer(metadata.createdAt.milliseconds)
         case .updatedAt: return .integer(metadata.updatedAt.milliseconds)
         case .refreshFailures: return .integer(Int64(metadata.refreshFailures))
+        case .grant: return text(metadata.grant?.json)
         case .sealTerm: return .integer(Int64(record.sealTerm))
         case .accessToken: return .blob(record.accessToken)
         case .refreshToken: return blob(record.refreshToken)

@@ -13,6 +13,13 @@ enum ClientOutput {
             ("issued at", metadata.issuedAt), ("expires at", metadata.expiresAt ?? "unknown"),
             ("refresh at", metadata.refreshAt ?? "never"),
             ("refresh token", metadata.hasRefreshToken ? "stored" : "none"),
+            (
+                "grant",
+                metadata.grant.map { grant in
+                    ([grant.type] + grant.scopes.map { "scope=\($0)" } + grant.audience.map { "audience=\($0)" }
+                        + grant.resource.map { "resource=\($0)" }).joined(separator: " ")
+                }
+            ),
             ("id token", metadata.hasIDToken ? "stored" : "none"),
             ("last error", metadata.lastError.map { "\($0.code): \($0.message) (at \($0.at))" }),
             ("failures", metadata.refreshFailures.flatMap { $0 > 0 ? String($0) : nil }),

@@ -57,6 +57,29 @@ import TokenVaultCore
         #expect(next.metadata.refreshAt == next.metadata.expiresAt)
     }
 
+    /// Tokens obtained by a grant have no refresh token and are still planned like a refresh (the
+    /// grant renews them); a renewal keeps the grant, and a put of tokens over them drops it.
+    @Test func aGrantIsPlannedLikeARefreshAndKeptByRenewals() {
+        let grant = CredentialGrant(scopes: ["reports.read"])
+        let obtained = NextGeneration(
+            previous: nil, payload: Self.payload(access: "a1"),
+            succession: .replacement(provider: "acme", labels: [:], grant: grant), id: Self.id, issuedAt: Self.now,
+            now: Self.now, planner: Self.planner, jitter: 0)
+        #expect(obtained.metadata.grant == grant && !obtained.metadata.hasRefreshToken && obtained.metadata.isRenewable)
+        #expect(obtained.metadata.refreshAt == Self.now.adding(seconds: 2700))
+        let later = Self.now.adding(seconds: 2700)
+        let renewed = NextGeneration(
+            previous: obtained.metadata, previousSecrets: obtained.secrets, payload: Self.payload(access: "a2"),
+            succession: .refresh, id: Self.id, issuedAt: later, now: later, planner: Self.planner, jitter: 0)
+        #expect(renewed.metadata.grant == grant && renewed.metadata.refreshAt == later.adding(seconds: 2700))
+        let replaced = NextGeneration(
+            previous: renewed.metadata, previousSecrets: renewed.secrets, payload: Self.payload(access: "a3"),
+            succession: .replacement(provider: "acme", labels: [:]), id: Self.id, issuedAt: later, now: later,
+            planner: Self.planner, jitter: 0)
+        #expect(replaced.metadata.grant == nil && !replaced.metadata.isRenewable)
+        #expect(replaced.metadata.refreshAt == replaced.metadata.expiresAt)
+    }
+
     /// OpenID Connect Core section 12.2: a refreshed id token for another subject is not stored,
     /// and the new tokens are kept but not served (`needs_reauth`); a refused id token
     /// (`idTokenRejection`) shows as `last_error`.

@@ -11,7 +11,9 @@ import TokenVaultTesting
     let directory = TemporaryDirectory("tokenvault-retained")
     let clock = FakeClock()
 
-    static func record(_ name: String, generation: Int64, createdAt: Int64 = 1) throws -> SealedCredentialRecord {
+    static func record(
+        _ name: String, generation: Int64, createdAt: Int64 = 1, grant: CredentialGrant? = nil
+    ) throws -> SealedCredentialRecord {
         SealedCredentialRecord(
             metadata: CredentialMetadata(
                 id: try CredentialID(name), provider: "idp", kind: .oauth2, subject: "sub", generation: generation,
@@ -20,7 +22,7 @@ import TokenVaultTesting
                 refreshAt: Timestamp(milliseconds: 15), refreshTokenExpiresAt: nil,
                 lastError: CredentialFailure(code: "c", message: "m", at: Timestamp(milliseconds: 12)),
                 refreshFailures: 2, createdAt: Timestamp(milliseconds: createdAt),
-                updatedAt: Timestamp(milliseconds: 14), hasRefreshToken: true, hasIDToken: false),
+                updatedAt: Timestamp(milliseconds: 14), hasRefreshToken: true, hasIDToken: false, grant: grant),
             sealTerm: 3, accessToken: [1, 2, 3, UInt8(generation)], refreshToken: [4, 5], idToken: nil, extras: [6])
     }
 
@@ -37,6 +39,25 @@ import TokenVaultTesting
         kept.retain(try Self.record("idp/b", generation: 1, createdAt: 5))
         #expect(try kept.retained().last == (try Self.record("idp/b", generation: 1, createdAt: 5)))
         #expect(kept.failedAppends == 0)
+    }
+
+    /// A credential obtained by a grant is written back with it; an entry written before grants
+    /// were kept (it ends after the envelopes) reads as one without.
+    @Test func theGrantIsKeptAndOlderEntriesReadWithout() throws {
+        let grant = CredentialGrant(scopes: ["s"], audiences: ["https://api.example"], resources: ["urn:r"])
+        let withGrant = try Self.record("idp/machine", generation: 4, grant: grant)
+        var writer = WireWriter()
+        RetainedAnswers.write(withGrant, to: &writer)
+        var reader = WireReader(writer.bytes)
+        #expect(try RetainedAnswers.read(from: &reader) == withGrant)
+
+        let without = try Self.record("idp/person", generation: 2)
+        var older = WireWriter()
+        RetainedAnswers.write(without, to: &older)
+        var bytes = older.bytes
+        bytes.removeLast()  // the absent grant's marker, which older entries do not have
+        var olderReader = WireReader(bytes)
+        #expect(try RetainedAnswers.read(from: &olderReader) == without)
     }
 
     @Test func aTornLastEntryIsIgnored() throws {

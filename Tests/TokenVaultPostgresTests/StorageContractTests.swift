@@ -51,6 +51,26 @@ import TokenVaultTesting
         await #expect(try vault.list(CredentialQuery()).count == 2)
     }
 
+    /// A credential's grant is stored in its plain column and read back by every read: by id,
+    /// listed, and by a second opening of the database; tokens put over it remove it.
+    @Test(arguments: TestBackendKind.allCases)
+    func aGrantIsStoredAndReadBack(_ kind: TestBackendKind) async throws {
+        let fixture = try await TestBackendVault.make(kind)
+        let id = try CredentialID("machines/reports")
+        let grant = CredentialGrant(
+            scopes: ["reports.read"], audiences: ["https://api.example"], resources: ["https://api.example/r\"q"])
+        var payload = Self.payload("machine")
+        payload.secrets.refreshToken = nil
+        try await fixture.vault.put(id, payload: payload, provider: "idp", grant: grant)
+        #expect(try await fixture.vault.metadata(id).grant == grant)
+        #expect(try await fixture.vault.list(CredentialQuery()).first?.grant == grant)
+        let other = try fixture.open(cacheBytes: kind == .sqlite ? 0 : nil)
+        defer { other.backend.close() }
+        #expect(try await other.vault.credential(id).metadata.grant == grant)
+        try await fixture.vault.put(id, payload: Self.payload("person"), provider: "idp")
+        #expect(try await fixture.vault.metadata(id).grant == nil)
+    }
+
     /// Another process on the same database (a second node) reads what the first wrote as soon
     /// as the write returned, and sees its deletes. (On SQLite the second process keeps no cache
     /// of rows: a daemon's lock keeps any other writer out while it serves, and its cache holds

@@ -29,6 +29,8 @@ struct CredentialMetadataDocument: Encodable, Sendable {
     /// Present while a provider's answer for this credential is held because the database has
     /// not taken it (see `PendingCommit`).
     let pendingCommit: Pending?
+    /// The grant the vault renews the credential by (`CredentialGrant`'s own coding).
+    let grant: CredentialGrant?
 
     struct Pending: Encodable, Sendable {
         let since: String
@@ -51,7 +53,7 @@ struct CredentialMetadataDocument: Encodable, Sendable {
         case tokenType = "token_type", issuedAt = "issued_at", expiresAt = "expires_at", refreshAt = "refresh_at"
         case refreshTokenExpiresAt = "refresh_token_expires_at", hasRefreshToken = "has_refresh_token"
         case hasIDToken = "has_id_token", lastError = "last_error", refreshFailures = "refresh_failures", createdAt =
-            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit"
+            "created_at", updatedAt = "updated_at", pendingCommit = "pending_commit", grant
     }
 
     init(_ metadata: CredentialMetadata) {
@@ -76,6 +78,7 @@ struct CredentialMetadataDocument: Encodable, Sendable {
         refreshFailures = metadata.refreshFailures
         createdAt = metadata.createdAt.description
         updatedAt = metadata.updatedAt.description
+        grant = metadata.grant
         pendingCommit = metadata.pendingCommit.map {
             Pending(
                 since: $0.since.description, failures: $0.failures, lastError: $0.lastError,

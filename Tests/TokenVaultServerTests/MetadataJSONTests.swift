@@ -31,6 +31,11 @@ import TokenVaultCore
             lastError: maybe(CredentialFailure(code: text(), message: text(), at: time())),
             refreshFailures: Int.random(in: 0...1000, using: &random), createdAt: time(), updatedAt: time(),
             hasRefreshToken: Bool.random(using: &random), hasIDToken: Bool.random(using: &random),
+            grant: maybe(
+                CredentialGrant(
+                    scopes: (0..<Int.random(in: 0...3, using: &random)).map { _ in text() },
+                    audiences: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() },
+                    resources: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() })),
             pendingCommit: maybe(
                 PendingCommit(
                     since: time(), failures: Int.random(in: 0...50, using: &random), lastError: text(),
@@ -54,6 +59,7 @@ import TokenVaultCore
             issuedAt: time, expiresAt: time, refreshAt: time, refreshTokenExpiresAt: time,
             lastError: CredentialFailure(code: worst, message: worst, at: time), refreshFailures: .max,
             createdAt: time, updatedAt: time, hasRefreshToken: true, hasIDToken: true,
+            grant: CredentialGrant(scopes: [worst, worst], audiences: [worst], resources: [worst, worst]),
             pendingCommit: PendingCommit(since: time, failures: .max, lastError: worst, nextAttemptAt: time))
         let ours = Array(buffer: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
         #expect(ours == (try Self.encoded(CredentialMetadataDocument(metadata))))

@@ -141,7 +141,7 @@ import TokenVaultTesting
         try await withStopping(server, stop: { await $0.stop() }) { server in
             let health = try await server.request("GET", "/v1/health").json()
             #expect(health["status"] as? String == "ok")
-            #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 9)
+            #expect((health["database"] as? [String: Any])?["schema_version"] as? Int == 10)
             let providers = health["providers"] as? [[String: Any]]
             #expect(providers?.first?["condition"] as? String == "ok")
             _ = try await server.request(

@@ -29,6 +29,7 @@ public final class ScriptedProvider: TokenProvider {
         var minted = 0
         var exchangeCalls: [ProviderCall] = []
         var refreshCallKeys: [String?] = []
+        var grants: [CredentialGrant] = []
     }
 
     public let name: String
@@ -107,6 +108,18 @@ public final class ScriptedProvider: TokenProvider {
         if let call = request.call { state.withLock { $0.exchangeCalls.append(call) } }
         return try await refresh(
             RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "code-exchange")))
+    }
+
+    /// The grants asked by `obtain`, in order.
+    public var grants: [CredentialGrant] { state.withLock { $0.grants } }
+
+    /// Grants take the next scripted step, like refreshes, and never answer a refresh token.
+    public func obtain(_ request: GrantRequest) async throws(ProviderFailure) -> TokenPayload {
+        state.withLock { $0.grants.append(request.grant) }
+        var payload = try await refresh(
+            RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "grant-\(UUID())")))
+        payload.secrets.refreshToken = nil
+        return payload
     }
 
     public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {

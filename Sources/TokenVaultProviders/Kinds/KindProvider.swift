@@ -68,6 +68,19 @@ public final class KindProvider<Wire: ProviderWire>: TokenProvider, Shutdownable
         }
     }
 
+    public func obtain(_ request: GrantRequest) async throws(ProviderFailure) -> TokenPayload {
+        try await token(operation: "grant", credential: request.credentialID, call: request.call) {
+            () async throws(ProviderFailure) -> TokenCall in
+            guard let call = try await wire.grantCall(request, over: http) else {
+                throw ProviderFailure(
+                    kind: .misconfigured, code: .grantNotSupported,
+                    message: "provider instance \(name) of kind \(Wire.kind) cannot obtain tokens by a client "
+                        + "credentials grant")
+            }
+            return call
+        }
+    }
+
     public func revoke(_ token: SecretBytes, hint: TokenHint, call: ProviderCall?) async throws(ProviderFailure) {
         let revocation: RevocationCall?
         do throws(ProviderFailure) {

@@ -97,6 +97,26 @@ public final class OAuth2Wire: ProviderWire {
         return try await tokenCall(form, secrets: [subjectToken], over: http)
     }
 
+    /// RFC 6749 section 4.4: `grant_type=client_credentials` with the scope, each audience and each
+    /// resource (RFC 8707), authenticated as the client. A public client has nothing to
+    /// authenticate with, so the grant is refused before anything is sent.
+    public func grantCall(_ request: GrantRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> TokenCall?
+    {
+        guard configuration.clientAuthentication != .none else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .grantNotSupported,
+                message: "provider instance \(configuration.providerName) is a public client "
+                    + "(client_authentication none): a client credentials grant needs the client to authenticate")
+        }
+        var form = FormBody()
+        form.append("grant_type", request.grant.type.rawValue)
+        if !request.grant.scopes.isEmpty { form.append("scope", request.grant.scopes.joined(separator: " ")) }
+        for audience in request.grant.audiences { form.append("audience", audience) }
+        for resource in request.grant.resources { form.append("resource", resource) }
+        return try await tokenCall(form, secrets: [], over: http)
+    }
+
     /// RFC 7009 to the configured or discovered revocation endpoint; nil when there is none.
     public func revocationCall(_ token: SecretBytes, hint: TokenHint, over http: ProviderHTTPClient)
         async throws(ProviderFailure) -> RevocationCall?

@@ -37,6 +37,9 @@ public protocol ProviderWire: Sendable {
     /// token exchange (the extension's default).
     func tokenExchangeCall(_ request: TokenExchangeRequest, subjectToken: SecretBytes, over http: ProviderHTTPClient)
         async throws(ProviderFailure) -> TokenCall?
+    /// The token request of a credential's own grant (client credentials); nil for a kind without
+    /// one (the extension's default).
+    func grantCall(_ request: GrantRequest, over http: ProviderHTTPClient) async throws(ProviderFailure) -> TokenCall?
 }
 
 extension ProviderWire {
@@ -53,6 +56,10 @@ extension ProviderWire {
     public func tokenExchangeCall(
         _ request: TokenExchangeRequest, subjectToken: SecretBytes, over http: ProviderHTTPClient
     ) async throws(ProviderFailure) -> TokenCall? { nil }
+
+    public func grantCall(_ request: GrantRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
+        -> TokenCall?
+    { nil }
 }
 
 /// An RFC 7009 revocation request as a kind builds it.

@@ -33,4 +33,29 @@ struct FieldReader {
         case let other?: throw VaultError.invalidField(name, "expected an array of strings, got \(other.typeName)")
         }
     }
+
+    /// `audience` and `resource` as OAuth requests take them: a string or an array of strings, at
+    /// most 16 values of 1-2048 bytes.
+    func targets(_ name: String) throws -> [String] {
+        let values: [String]
+        switch fields[name] {
+        case .string(let single)?: values = [single]
+        case nil, .null?, .array?: values = try strings(name, maximum: 2048)
+        case let other?:
+            throw VaultError.invalidField(name, "expected a string or an array of strings, got \(other.typeName)")
+        }
+        guard values.count <= 16, values.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 }) else {
+            throw VaultError.invalidField(name, "at most 16 values of 1-2048 bytes")
+        }
+        return values
+    }
+
+    /// Scopes as a request sends them, joined by spaces: at most 64, each non-empty and without one.
+    func scopes(_ name: String) throws -> [String] {
+        let scopes = try strings(name, maximum: 256)
+        guard scopes.count <= 64, scopes.allSatisfy({ !$0.isEmpty && !$0.contains(" ") }) else {
+            throw VaultError.invalidField(name, "at most 64 scopes, each non-empty and without spaces")
+        }
+        return scopes
+    }
 }

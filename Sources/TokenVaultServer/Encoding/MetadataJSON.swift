@@ -46,6 +46,9 @@ enum MetadataJSON {
         for scope in metadata.scopes { strings += scope.utf8.count + 2 }
         if let failure = metadata.lastError { strings += failure.code.utf8.count + failure.message.utf8.count }
         if let pending = metadata.pendingCommit { strings += pending.lastError.utf8.count }
+        if let grant = metadata.grant {
+            for value in grant.scopes + grant.audiences + grant.resources { strings += value.utf8.count + 2 }
+        }
         let id = 2 * (metadata.id.namespace.utf8.count + metadata.id.name.utf8.count) + 8
         return 512 + 6 * strings + id + 10 * JSONBytes.timestampBound + 3 * JSONBytes.numberBound
     }
@@ -59,6 +62,25 @@ enum MetadataJSON {
         }
         json.raw(",\"generation\":")
         json.integer(metadata.generation)
+        if let grant = metadata.grant {
+            func list(_ values: [String]) {
+                json.raw("[")
+                for (index, value) in values.enumerated() {
+                    if index > 0 { json.raw(",") }
+                    json.string(value)
+                }
+                json.raw("]")
+            }
+            json.raw(",\"grant\":{\"audience\":")
+            list(grant.audiences)
+            json.raw(",\"resource\":")
+            list(grant.resources)
+            json.raw(",\"scopes\":")
+            list(grant.scopes)
+            json.raw(",\"type\":")
+            json.string(grant.type.rawValue)
+            json.raw("}")
+        }
         json.raw(metadata.hasIDToken ? ",\"has_id_token\":true" : ",\"has_id_token\":false")
         json.raw(metadata.hasRefreshToken ? ",\"has_refresh_token\":true" : ",\"has_refresh_token\":false")
         json.raw(",\"id\":")

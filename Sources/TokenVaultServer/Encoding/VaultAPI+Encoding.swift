@@ -62,21 +62,64 @@ extension VaultAPI {
     }
 
     /// The payload, provider name, labels and planner of a `PUT`, all from one provider table.
-    func decodePut(_ body: ByteBuffer) throws -> (TokenPayload, String, [String: String], RefreshPlanner?) {
-        let fields = try bodyMembers(body, known: ["provider", "labels", "token"])
+    /// What a put stores: tokens the caller holds, or a grant the vault obtains tokens by itself.
+    enum PutContent {
+        case tokens(TokenPayload, RefreshPlanner?)
+        case grant(CredentialGrant)
+    }
+
+    /// `provider`, `labels`, and either `token` (the token payload) or `grant`.
+    func decodePut(_ body: ByteBuffer) throws -> (PutContent, String, [String: String]) {
+        let fields = try bodyMembers(body, known: ["provider", "labels", "token", "grant"])
         let table = vault.providers
         let provider = try provider(fields["provider"], in: table)
         let labels = try decodeLabels(fields["labels"])
-        guard case .object(let token)? = fields["token"] else {
-            throw VaultError.invalidField("token", "is required and must be an object (the token payload)")
+        // A member given as null counts as absent.
+        let token = fields["token"] == .null ? nil : fields["token"]
+        let grant = fields["grant"] == .null ? nil : fields["grant"]
+        switch (token, grant) {
+        case (.object(let token)?, nil):
+            do {
+                let decoder = TokenPayloadDecoder(
+                    expiredUnit: table.expiredUnit(for: provider), sizes: options.tokenSizes)
+                return (.tokens(try decoder.decode(token), table.planner(for: provider)), provider, labels)
+            } catch let error as VaultError where error.code == .invalidField {
+                // Name the field by its path in the request body.
+                throw error.nested(under: "token")
+            }
+        case (nil, .object(let grant)?):
+            do {
+                return (.grant(try decodeGrant(grant)), provider, labels)
+            } catch let error as VaultError where error.code == .invalidField {
+                throw error.nested(under: "grant")
+            }
+        case (.some, .some):
+            throw VaultError.invalidField("grant", "give either token or grant, not both")
+        case (nil, let other?):
+            throw VaultError.invalidField("grant", "expected an object, got \(other.typeName)")
+        case (_, nil):
+            throw VaultError.invalidField(
+                "token", "is required and must be an object (the token payload), unless a grant is given")
         }
-        do {
-            let decoder = TokenPayloadDecoder(expiredUnit: table.expiredUnit(for: provider), sizes: options.tokenSizes)
-            return (try decoder.decode(token), provider, labels, table.planner(for: provider))
-        } catch let error as VaultError where error.code == .invalidField {
-            // Name the field by its path in the request body.
-            throw error.nested(under: "token")
+    }
+
+    /// A put's `grant`: `type` (`client_credentials`), and the `scopes`, `audience` and `resource`
+    /// the server wants. Lists are sets, sorted: repeated values count once.
+    func decodeGrant(_ fields: [String: JSONValue]) throws -> CredentialGrant {
+        let known = ["type", "scopes", "audience", "resource"]
+        if let unknown = fields.keys.filter({ !known.contains($0) }).sorted().first {
+            throw VaultError.invalidField(unknown, "is not a known field (\(known.joined(separator: ", ")))")
         }
+        let reader = FieldReader(fields: fields)
+        let typeName = try reader.string("type", required: true, maximum: 64) ?? ""
+        guard let type = CredentialGrant.GrantType(rawValue: typeName) else {
+            throw VaultError.invalidField(
+                "type", "must be one of \(CredentialGrant.GrantType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return CredentialGrant(
+            type: type, scopes: Set(try reader.scopes("scopes")).sorted(),
+            audiences: Set(try reader.targets("audience")).sorted(),
+            resources: Set(try reader.targets("resource")).sorted())
     }
 
     /// The optional `labels` member of a request body: an object of strings.

@@ -81,7 +81,7 @@ enum TokenReadVerdict: Equatable {
 
     /// Worth an on-demand refresh: it can be refreshed and has less than `minimumTTL` left.
     static func needsRefresh(_ metadata: CredentialMetadata, minimumTTL: Double, now: Timestamp) -> Bool {
-        guard metadata.hasRefreshToken, metadata.status == .active || metadata.status == .failing,
+        guard metadata.isRenewable, metadata.status == .active || metadata.status == .failing,
             let expiresAt = metadata.expiresAt
         else { return false }
         return expiresAt < now.adding(seconds: minimumTTL)

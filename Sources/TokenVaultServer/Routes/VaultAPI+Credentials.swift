@@ -9,11 +9,26 @@ extension VaultAPI {
         let peer = try await authorise(context, .credentialWrite, id: id, operation: .credentialPut)
         try requireJSON(request)
         let body = try await collectBody(request)
-        let (payload, provider, labels, planner) = try decodePut(body)
-        let event = auditEvent(peer, .credentialPut, id, .allowed)
-        let metadata = try await vault.put(
-            id, payload: payload, provider: provider, labels: labels, audit: event, planner: planner)
-        return stored(metadata, context, logged: "credential stored")
+        let (content, provider, labels) = try decodePut(body)
+        switch content {
+        case .tokens(let payload, let planner):
+            let event = auditEvent(peer, .credentialPut, id, .allowed)
+            let metadata = try await vault.put(
+                id, payload: payload, provider: provider, labels: labels, audit: event, planner: planner)
+            return stored(metadata, context, logged: "credential stored")
+        case .grant(let grant):
+            // The vault obtains the tokens itself: the caller never holds them.
+            let engine = try requireEngine()
+            let event = auditEvent(peer, .credentialPut, id, .allowed, detail: grant.type.rawValue)
+            let metadata: CredentialMetadata
+            do {
+                metadata = try await engine.obtain(
+                    CredentialAcquisition(id: id, provider: provider, grant: grant, labels: labels, audit: event))
+            } catch {
+                throw auditedFailure(error, peer, .credentialPut, id, provider: provider)
+            }
+            return stored(metadata, context, logged: "credential obtained by its grant")
+        }
     }
 
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {

@@ -74,7 +74,7 @@ extension VaultAPI {
     }
 
     static func problem(_ failure: ProviderFailure, at provider: String) -> ProblemDetails {
-        if failure.code == .providerNotConfigured || failure.code == .tokenExchangeNotSupported {
+        if [.providerNotConfigured, .tokenExchangeNotSupported, .grantNotSupported].contains(failure.code) {
             return ProblemDetails(.providerNotConfigured, detail: failure.message)
         }
         switch failure.kind {

@@ -65,30 +65,14 @@ extension VaultAPI {
                 "subject_token_type",
                 "only access_token: the refresh token is never sent beside the refreshes that rotate it")
         }
-        func list(_ name: String) throws -> [String] {
-            let values: [String]
-            switch fields[name] {
-            case .string(let single)?: values = [single]
-            case nil, .null?, .array?: values = try reader.strings(name, maximum: 2048)
-            case let other?:
-                throw VaultError.invalidField(name, "expected a string or an array of strings, got \(other.typeName)")
-            }
-            guard values.count <= 16, values.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 2048 }) else {
-                throw VaultError.invalidField(name, "at most 16 values of 1-2048 bytes")
-            }
-            return values
-        }
-        let scopes = try reader.strings("scopes", maximum: 256)
-        guard scopes.count <= 64, scopes.allSatisfy({ !$0.isEmpty && !$0.contains(" ") }) else {
-            throw VaultError.invalidField("scopes", "at most 64 scopes, each non-empty and without spaces")
-        }
+        let scopes = try reader.scopes("scopes")
         let requested = try reader.string("requested_token_type", required: false, maximum: 256)
         if let requested, !Self.requestableTokenTypes.contains(requested) {
             throw VaultError.invalidField(
                 "requested_token_type", "must be one of \(Self.requestableTokenTypes.sorted().joined(separator: ", "))")
         }
         let request = TokenExchangeRequest(
-            audiences: try list("audience"), resources: try list("resource"), scopes: scopes,
+            audiences: try reader.targets("audience"), resources: try reader.targets("resource"), scopes: scopes,
             requestedTokenType: requested
         ).canonical
         guard !(request.audiences.isEmpty && request.resources.isEmpty && request.scopes.isEmpty) else {

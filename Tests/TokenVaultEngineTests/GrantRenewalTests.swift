@@ -1,0 +1,94 @@
+import Testing
+import TokenVaultCore
+import TokenVaultTesting
+
+@testable import TokenVaultEngine
+
+/// Credentials the engine obtains and renews by their grant (client credentials), with a fake
+/// clock and a scripted provider: planned like a refresh, renewed by the grant (never a refresh),
+/// and a refusal is the instance's misconfiguration, never a credential's `needs_reauth`.
+@Suite struct GrantRenewalTests {
+    static let grant = CredentialGrant(scopes: ["reports.read"], audiences: ["https://api.example"])
+
+    static func obtain(_ fixture: EngineFixture, _ name: String, labels: [String: String] = [:]) async throws
+        -> CredentialMetadata
+    {
+        try await fixture.engine.obtain(
+            CredentialAcquisition(
+                id: try CredentialID("tests/\(name)"), provider: fixture.provider.name, grant: grant, labels: labels))
+    }
+
+    @Test func obtainedThenRenewedByTheGrantBeforeExpiry() async throws {
+        let fixture = try EngineFixture(planner: RefreshPlanner(jitterFraction: 0))
+        let stored = try await Self.obtain(fixture, "machine", labels: ["team": "reports"])
+        #expect(stored.generation == 1 && stored.grant == Self.grant && !stored.hasRefreshToken)
+        #expect(stored.isRenewable && stored.labels == ["team": "reports"])
+        #expect(stored.scopes == ["reports.read"], "the grant's scopes when the answer names none")
+        // Planned like a refresh: three quarters into the hour, not at expiry.
+        #expect(stored.refreshAt == stored.issuedAt.adding(seconds: 2700))
+
+        fixture.testVault.clock.advance(seconds: 2700)
+        guard case .refreshed(let renewed) = try await fixture.engine.refresh(stored.id, reason: .scheduled) else {
+            Issue.record("the grant was not renewed")
+            return
+        }
+        #expect(renewed.generation == 2 && renewed.grant == Self.grant && !renewed.hasRefreshToken)
+        #expect(renewed.refreshAt == renewed.issuedAt.adding(seconds: 2700))
+        #expect(fixture.provider.grants == [Self.grant, Self.grant])
+        #expect(fixture.provider.refreshCallKeys.count == 2, "both answers came by the grant")
+        let reread = try await fixture.metadata(stored.id)
+        #expect(reread.grant == Self.grant, "the grant is stored")
+    }
+
+    /// `invalid_grant` to a client's own grant kills no person's grant: the credential fails and is
+    /// probed slowly, and is renewed once the server accepts the grant again.
+    @Test func invalidGrantIsAMisconfigurationNotNeedsReauth() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        fixture.provider.script(.fail(.testInvalidGrant))
+        fixture.testVault.clock.advance(seconds: 3000)
+        let outcome = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        guard case .failed(let failure, let metadata?) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(failure.kind == .misconfigured && failure.code == .invalidGrant)
+        #expect(metadata.status == .failing && metadata.lastError?.code == "invalid_grant")
+        let probe = try #require(metadata.refreshAt)
+        #expect(probe.seconds - fixture.testVault.clock.now.seconds >= 250, "a slow probe")
+        fixture.testVault.clock.advance(seconds: probe.seconds - fixture.testVault.clock.now.seconds)
+        guard case .refreshed(let renewed) = try await fixture.engine.refresh(stored.id, reason: .scheduled) else {
+            Issue.record("the probe did not renew")
+            return
+        }
+        #expect(renewed.status == .active && renewed.lastError == nil)
+    }
+
+    /// A client the server refuses is every grant's problem: one credential's renewal pauses the
+    /// instance (a refresh needs `limits.misconfigured_credentials` different credentials).
+    @Test func aRefusedClientPausesTheInstanceAtOnce() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        fixture.provider.script(.fail(.testInvalidClient))
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        let state = fixture.engine.providerStates().first
+        #expect(state?.condition == .misconfigured && state?.detail?.contains("invalid_client") == true)
+        #expect(try await fixture.metadata(stored.id).status == .failing)
+    }
+
+    /// A refused first grant stores nothing, and a refused client pauses the instance there too.
+    @Test func aRefusedFirstGrantStoresNothing() async throws {
+        let fixture = try EngineFixture()
+        fixture.provider.script(.fail(.testInvalidClient))
+        await #expect(throws: ProviderFailure.self) { _ = try await Self.obtain(fixture, "machine") }
+        await #expect(throws: VaultError.self) { _ = try await fixture.metadata(try CredentialID("tests/machine")) }
+        #expect(fixture.engine.providerStates().first?.condition == .misconfigured)
+    }
+
+    /// Tokens put over a credential obtained by a grant replace it whole: the grant goes too, and
+    /// the credential is renewed by its refresh token from then on.
+    @Test func aPutOfTokensDropsTheGrant() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        let (_, replaced) = try await fixture.store("machine")
+        #expect(replaced.generation == stored.generation + 1 && replaced.grant == nil && replaced.hasRefreshToken)
+    }
+}
