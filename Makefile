@@ -45,10 +45,7 @@ test:
 	$(SWIFT) test --skip-build --filter 'TokenVaultPostgresTests\.'
 	$(SWIFT) test --skip-build --filter 'TokenVaultResilienceTests\.ResilienceTests/soak'
 	$(SWIFT) test --skip-build --filter 'TokenVaultResilienceTests\.' --skip 'ResilienceTests/soak'
-	bash scripts/test-python-client.sh
-	bash scripts/test-go-client.sh
-	bash scripts/test-java-client.sh
-	bash scripts/test-node-client.sh
+	bash scripts/test-clients.sh
 
 bench: deps
 	$(SWIFT) build -c release --product tokenvault-bench
