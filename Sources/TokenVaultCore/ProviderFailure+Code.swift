@@ -15,8 +15,6 @@ extension ProviderFailure {
         public static let invalidGrant = Code(rawValue: "invalid_grant")
         /// The server refused the client's authentication (RFC 6749 section 5.2).
         public static let invalidClient = Code(rawValue: "invalid_client")
-        /// The client may not use the grant it asked by (RFC 6749 section 5.2).
-        public static let unauthorizedClient = Code(rawValue: "unauthorized_client")
         /// An answer with this HTTP status and no error code of the provider's.
         public static func http(_ status: Int) -> Code { Code(rawValue: "http_\(status)") }
         /// No answer within the read timeout.
@@ -62,6 +60,8 @@ extension ProviderFailure {
         public static let tokenExchangeNotSupported = Code(rawValue: "token_exchange_not_supported")
         /// The instance cannot obtain tokens by a grant of its own (not an `oauth2` instance).
         public static let grantNotSupported = Code(rawValue: "grant_not_supported")
+        /// The instance is paused (its circuit is open): nothing was sent.
+        public static let providerPaused = Code(rawValue: "provider_paused")
         /// The refresh token's own expiry has passed.
         public static let refreshTokenExpired = Code(rawValue: "refresh_token_expired")
         /// The access token expired and there is nothing to refresh it with.

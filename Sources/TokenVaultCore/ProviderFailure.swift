@@ -54,11 +54,10 @@ extension ProviderFailure {
         .timeout, .connectionDropped, .malformedResponse, .stateMismatch, .courierLost,
     ]
 
-    /// The server refused the client itself (`invalid_client`, `unauthorized_client`): a grant of
-    /// the client's own would be refused so whichever credential it is for.
-    public var refusesTheClient: Bool {
-        kind == .misconfigured && (code == .invalidClient || code == .unauthorizedClient)
-    }
+    /// The server refused the client's authentication (`invalid_client`): a grant of the client's
+    /// own would be refused so whichever credential it is for. (`unauthorized_client` is not: it
+    /// refuses one grant type, and the same client's refreshes go on.)
+    public var refusesTheClient: Bool { kind == .misconfigured && code == .invalidClient }
 
     /// The courier process ended with the call in flight: it may have been sent and answered.
     public static let courierLost = ProviderFailure(

@@ -13,6 +13,12 @@ extension RefreshEngine {
             throw ProviderFailure.notConfigured(acquisition.provider, listed: slot != nil)
         }
         let sentAt = vault.clock.now
+        if let until = slot.gate.admit(now: sentAt) {
+            throw ProviderFailure(
+                kind: .transient, code: .providerPaused,
+                message: "provider instance \(acquisition.provider) is paused until \(until); nothing was sent",
+                retryAfter: max(1, until.seconds - sentAt.seconds))
+        }
         await slot.gate.acquire()
         let answer: Result<TokenPayload, ProviderFailure>
         do throws(ProviderFailure) {
@@ -30,27 +36,33 @@ extension RefreshEngine {
         case .failure: break
         }
         var payload = try answer.get()
-        // A grant of a client gives no person's id token: none is kept, whatever came.
-        payload.secrets.idToken = nil
-        payload.subject = nil
         if payload.scopes.isEmpty { payload.scopes = acquisition.grant.scopes }
         return try await vault.put(
             acquisition.id, payload: payload, provider: acquisition.provider, labels: acquisition.labels,
             audit: acquisition.audit, planner: slot.planner, issuedAt: sentAt, grant: acquisition.grant)
     }
 
-    /// Asks `provider` for tokens by a credential's grant. A refusal is the instance's: no
-    /// person's grant died, so there is nothing a new sign-in would mend, and `invalid_grant`
-    /// (which some servers answer for a client the grant is not allowed to) is recorded as the
-    /// instance's misconfiguration, probed slowly, never as the credential's `needs_reauth`.
+    /// Asks `provider` for tokens by a credential's grant, at a put and at every renewal alike.
+    /// The answer is the client's own: a refresh token (RFC 6749 section 4.4.3 says none should
+    /// come) would make the credential depend on a session that can die, and an id token or
+    /// subject would name a person, so only the access token and its lifetime are kept. A
+    /// refusal is the instance's: no person's grant died, so nothing a new sign-in would mend, and
+    /// `invalid_grant` is recorded as a misconfiguration, probed slowly, never `needs_reauth`.
     func obtain(_ request: GrantRequest, at provider: any TokenProvider) async throws(ProviderFailure) -> TokenPayload {
+        var payload: TokenPayload
         do throws(ProviderFailure) {
-            return try await provider.obtain(request)
+            payload = try await provider.obtain(request)
         } catch {
             guard error.kind == .invalidGrant else { throw error }
             var failure = error
             failure.kind = .misconfigured
             throw failure
         }
+        payload.secrets.refreshToken = nil
+        payload.refreshTokenExpiry = .unknown
+        payload.secrets.idToken = nil
+        payload.idTokenRejection = nil
+        payload.subject = nil
+        return payload
     }
 }

@@ -194,9 +194,9 @@ extension RefreshEngine {
     ) async throws -> RefreshOutcome {
         let metadata = credential.metadata
         let id = metadata.id
-        // A refresh token when there is one; else the credential's own grant asked again, which
-        // spends nothing: its attempt is journalled under a fingerprint of the generation.
-        let refreshToken = credential.secrets.refreshToken
+        // The credential's own grant asked again when it has one, which spends nothing: its attempt
+        // is journalled under a fingerprint of the generation. Else its refresh token.
+        let refreshToken = metadata.grant == nil ? credential.secrets.refreshToken : nil
         guard refreshToken != nil || metadata.grant != nil else {
             return .skipped("credential \(id) has no refresh token", metadata)
         }
@@ -204,7 +204,7 @@ extension RefreshEngine {
         var timings = RefreshTimings()
         let journalStart = clock.now
         let fingerprint = vault.fingerprint(
-            refreshToken ?? SecretBytes(utf8: "grant:\(metadata.createdAt.milliseconds):\(metadata.generation)"))
+            refreshToken ?? SecretBytes(utf8: "grant:\(id):\(metadata.createdAt.milliseconds):\(metadata.generation)"))
         let lapses = leases.lapses
         var request = Vault.AttemptRequest(
             metadata: metadata, fingerprint: fingerprint, owner: leases.owner.id,

@@ -14,7 +14,12 @@ struct ListCommand: AsyncParsableCommand {
             if client.json { return try printJSON(all) }
             printTable(
                 ["ID", "PROVIDER", "STATUS", "EXPIRES", "REFRESH"],
-                all.map { [$0.id, $0.provider, $0.status, $0.expiresAt ?? "-", $0.hasRefreshToken ? "yes" : "no"] })
+                all.map {
+                    [
+                        $0.id, $0.provider, $0.status, $0.expiresAt ?? "-",
+                        $0.grant != nil ? "grant" : $0.hasRefreshToken ? "yes" : "no",
+                    ]
+                })
         }
     }
 }

@@ -33,11 +33,29 @@ import TokenVaultTesting
             return
         }
         #expect(renewed.generation == 2 && renewed.grant == Self.grant && !renewed.hasRefreshToken)
+        #expect(!renewed.hasIDToken && renewed.subject == nil, "no person's id token or subject is kept")
         #expect(renewed.refreshAt == renewed.issuedAt.adding(seconds: 2700))
         #expect(fixture.provider.grants == [Self.grant, Self.grant])
-        #expect(fixture.provider.refreshCallKeys.count == 2, "both answers came by the grant")
+        // The put's grant is asked unkeyed; the renewal under its journalled attempt's key, which
+        // the courier keeps its answer under through a restart.
+        let keys = fixture.provider.refreshCallKeys
+        #expect(keys.count == 2 && keys[0] == nil && keys[1]?.hasPrefix("refresh:") == true, "\(keys)")
         let reread = try await fixture.metadata(stored.id)
         #expect(reread.grant == Self.grant, "the grant is stored")
+        let secrets = try await fixture.secrets(stored.id)
+        #expect(secrets.refreshToken == nil && secrets.idToken == nil)
+    }
+
+    /// A token read wanting more time than is left renews by the grant on demand.
+    @Test func aTokenReadRenewsOnDemand() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        fixture.testVault.clock.advance(seconds: 3590)
+        guard case .refreshed(let renewed) = try await fixture.engine.refreshOnDemand(stored.id, minimumTTL: 60) else {
+            Issue.record("not renewed on demand")
+            return
+        }
+        #expect(renewed.generation == 2 && fixture.provider.grants.count == 2)
     }
 
     /// `invalid_grant` to a client's own grant kills no person's grant: the credential fails and is
@@ -72,6 +90,38 @@ import TokenVaultTesting
         let state = fixture.engine.providerStates().first
         #expect(state?.condition == .misconfigured && state?.detail?.contains("invalid_client") == true)
         #expect(try await fixture.metadata(stored.id).status == .failing)
+    }
+
+    /// `unauthorized_client` refuses this grant type only: the client's refreshes go on, so the
+    /// instance is not paused for one credential's grant.
+    @Test func unauthorizedClientDoesNotPauseTheInstance() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        fixture.provider.script(
+            .fail(
+                ProviderFailure(
+                    kind: .misconfigured, code: "unauthorized_client", message: "no service account", httpStatus: 400)))
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        #expect(fixture.engine.providerStates().first?.condition == .ok)
+        #expect(try await fixture.metadata(stored.id).lastError?.code == "unauthorized_client")
+    }
+
+    /// A put while the instance is paused sends nothing and says when to come back.
+    @Test func aPutWhileTheInstanceIsPausedSendsNothing() async throws {
+        let fixture = try EngineFixture()
+        let stored = try await Self.obtain(fixture, "machine")
+        fixture.provider.script(.fail(.testInvalidClient))
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        let calls = fixture.provider.calls
+        do {
+            _ = try await Self.obtain(fixture, "another")
+            Issue.record("a put went out to a paused instance")
+        } catch let failure as ProviderFailure {
+            #expect(failure.code == .providerPaused && failure.kind == .transient && failure.retryAfter != nil)
+        }
+        #expect(fixture.provider.calls == calls)
     }
 
     /// A refused first grant stores nothing, and a refused client pauses the instance there too.

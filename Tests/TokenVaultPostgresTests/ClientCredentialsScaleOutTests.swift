@@ -10,15 +10,22 @@ import TokenVaultTesting
 @Suite struct ClientCredentialsScaleOutTests {
     @Test func twoNodesRenewEachExpiryOnce() async throws {
         let (postgres, database) = try await TestPostgres.makeDatabase()
-        let (harness, server) = try await SignInHarness.make(
-            serverArguments: ["--lifetime", "6", "--client-credentials-delay", "1"], postgres: (postgres, database),
-            nodes: 2)
-        let daemons = [try harness.startDaemon(node: 1), try harness.startDaemon(node: 2)]
-        defer { for daemon in daemons { _ = daemon.terminate() } }
         let names = ["m0", "m1", "m2"]
+        let (harness, server) = try await SignInHarness.make(
+            serverArguments: ["--lifetime", "6", "--client-credentials-delay", "1"],
+            instance: #""client_secret_file": "$SECRET", "client_credentials": {"scopes": ["m0", "m1", "m2"]}"#,
+            postgres: (postgres, database), nodes: 2)
+        let daemons = try await offThePool { [try harness.startDaemon(node: 1), try harness.startDaemon(node: 2)] }
+        defer { for daemon in daemons { _ = daemon.terminate() } }
+        // The socket calls block: off the concurrency pool, which in-process servers beside answer on.
+        func request(_ node: Int, _ method: String, _ target: String, body: String? = nil) async throws
+            -> RawHTTPResponse
+        {
+            try await offThePool { try UnixSocketHTTP.request(harness.socket(node), method, target, body: body) }
+        }
         for (index, name) in names.enumerated() {
-            let put = try UnixSocketHTTP.request(
-                harness.socket(index % 2 + 1), "PUT", "/v1/credentials/machines/\(name)",
+            let put = try await request(
+                index % 2 + 1, "PUT", "/v1/credentials/machines/\(name)",
                 body: #"{"provider": "authlib", "grant": {"type": "client_credentials", "scopes": ["\#(name)"]}}"#)
             #expect(put.status == 201, "\(put.text)")
         }
@@ -27,18 +34,20 @@ import TokenVaultTesting
         while Date() < end {
             for node in [1, 2] {
                 for name in names {
-                    let read = try UnixSocketHTTP.request(
-                        harness.socket(node), "GET", "/v1/credentials/machines/\(name)/token?min_ttl=1")
+                    let read = try await request(node, "GET", "/v1/credentials/machines/\(name)/token?min_ttl=1")
                     #expect(read.status == 200, "node \(node), \(name): \(read.text)")
                 }
             }
             try await Task.sleep(for: .milliseconds(200))
         }
+        // The generations first, then the grants answered: a renewal between the two reads adds
+        // to the grants only.
+        var shown: [String: [String: Any]] = [:]
+        for name in names { shown[name] = try await request(1, "GET", "/v1/credentials/machines/\(name)").json() }
         let requests = try await server.hook("GET", "/test/client-credentials")["requests"] as? [[String: Any]] ?? []
         for name in names {
             let times = requests.filter { $0["scope"] as? String == name }.compactMap { $0["at"] as? Double }.sorted()
-            let metadata = try UnixSocketHTTP.request(harness.socket(1), "GET", "/v1/credentials/machines/\(name)")
-                .json()
+            let metadata = shown[name] ?? [:]
             let generation = metadata["generation"] as? Int ?? 0
             // Every grant the server answered became a generation (one more may be in flight).
             #expect(generation >= 5, "\(name): \(metadata)")

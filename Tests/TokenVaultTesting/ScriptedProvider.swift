@@ -113,12 +113,17 @@ public final class ScriptedProvider: TokenProvider {
     /// The grants asked by `obtain`, in order.
     public var grants: [CredentialGrant] { state.withLock { $0.grants } }
 
-    /// Grants take the next scripted step, like refreshes, and never answer a refresh token.
+    /// Grants take the next scripted step, like refreshes, and are counted among `refreshCallKeys`
+    /// under their own call key. Their answers carry what no grant answer should keep: a refresh
+    /// token (some servers send one), an id token and a subject.
     public func obtain(_ request: GrantRequest) async throws(ProviderFailure) -> TokenPayload {
         state.withLock { $0.grants.append(request.grant) }
         var payload = try await refresh(
-            RefreshRequest(credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "grant-\(UUID())")))
-        payload.secrets.refreshToken = nil
+            RefreshRequest(
+                credentialID: request.credentialID, refreshToken: SecretBytes(utf8: "grant-\(UUID())"),
+                call: request.call))
+        payload.secrets.idToken = SecretBytes(utf8: "id-token-of-a-person")
+        payload.subject = "person"
         return payload
     }
 

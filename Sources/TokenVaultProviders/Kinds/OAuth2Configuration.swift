@@ -27,7 +27,7 @@ public struct OAuth2Configuration: KindConfiguration {
         "authorization_parameters", "authorization_response_iss_parameter_supported",
         "device_authorization_endpoint", "jwks_uri", "id_token_signature", "id_token_signing_algorithms",
         "jwks_refetch_seconds", "client_certificate_file", "client_certificate_password_file",
-        "metadata_refresh_seconds",
+        "metadata_refresh_seconds", "client_credentials",
     ]
 
     /// How the id tokens of token answers are checked.
@@ -79,6 +79,8 @@ public struct OAuth2Configuration: KindConfiguration {
     public let jwksRefetchSeconds: Double
     /// How long discovered metadata is used before it is read again (in the background).
     public let metadataRefreshSeconds: Double
+    /// What credentials may ask for by the client credentials grant; nil: the grant is off.
+    public let clientCredentials: ClientCredentialsPolicy?
     /// From `client_secret_file` or `client_secret_credential`.
     let clientSecret: SecretBytes?
     public var hasClientSecret: Bool { clientSecret != nil }
@@ -201,6 +203,12 @@ public struct OAuth2Configuration: KindConfiguration {
         if clientAuthentication == .clientSecretPost, clientSecret == nil {
             throw fail(
                 "client_authentication", "client_secret_post needs client_secret_file or client_secret_credential")
+        }
+        clientCredentials = try reader.clientCredentialsPolicy()
+        if clientCredentials != nil, clientAuthentication == .none {
+            throw fail(
+                "client_credentials",
+                "a client credentials grant needs the client to authenticate; client_authentication is none")
         }
         if clientAuthentication == .none, clientSecret != nil {
             throw fail(

@@ -98,16 +98,21 @@ public final class OAuth2Wire: ProviderWire {
     }
 
     /// RFC 6749 section 4.4: `grant_type=client_credentials` with the scope, each audience and each
-    /// resource (RFC 8707), authenticated as the client. A public client has nothing to
-    /// authenticate with, so the grant is refused before anything is sent.
+    /// resource (RFC 8707), authenticated as the client. Only what the instance's
+    /// `client_credentials` option lists may be asked (`ClientCredentialsPolicy`), at a put and
+    /// at every renewal, so narrowing the option stops renewals too; anything else is refused
+    /// before it is sent.
     public func grantCall(_ request: GrantRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
         -> TokenCall?
     {
-        guard configuration.clientAuthentication != .none else {
+        guard let policy = configuration.clientCredentials else {
             throw ProviderFailure(
                 kind: .misconfigured, code: .grantNotSupported,
-                message: "provider instance \(configuration.providerName) is a public client "
-                    + "(client_authentication none): a client credentials grant needs the client to authenticate")
+                message: "provider instance \(configuration.providerName) does not allow client credentials "
+                    + "grants: its client_credentials option lists the scopes, audiences and resources they may ask")
+        }
+        if let refusal = policy.refusal(of: request.grant) {
+            throw ProviderFailure(kind: .misconfigured, code: .grantNotSupported, message: refusal)
         }
         var form = FormBody()
         form.append("grant_type", request.grant.type.rawValue)
