@@ -44,21 +44,33 @@ public struct CredentialMetadata: Codable, Sendable, Equatable, Hashable {
     /// person's sign-in gave.
     public var grant: Grant?
 
-    /// A client credentials grant, as `put(_:provider:grant:labels:)` sends it.
+    /// A grant the daemon makes itself, as `put(_:provider:grant:labels:)` sends it: a client
+    /// credentials grant, or a token exchange of `subject`'s access token.
     public struct Grant: Codable, Sendable, Equatable, Hashable {
-        /// `client_credentials`.
+        /// `client_credentials` or `token_exchange`.
         public var type: String
         public var scopes: [String]
         public var audience: [String]
         public var resource: [String]
+        /// A token exchange's subject credential (`namespace/name`).
+        public var subject: String?
+        /// A token exchange's `requested_token_type`.
+        public var requestedTokenType: String?
 
         public init(
-            type: String = "client_credentials", scopes: [String] = [], audience: [String] = [], resource: [String] = []
+            type: String = "client_credentials", scopes: [String] = [], audience: [String] = [],
+            resource: [String] = [], subject: String? = nil, requestedTokenType: String? = nil
         ) {
             self.type = type
             self.scopes = scopes
             self.audience = audience
             self.resource = resource
+            self.subject = subject
+            self.requestedTokenType = requestedTokenType
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case type, scopes, audience, resource, subject, requestedTokenType = "requested_token_type"
         }
     }
 

@@ -1,13 +1,16 @@
 import Foundation
 
-/// How the vault obtains a credential's tokens by itself, with nobody signing in: an OAuth 2.0
-/// client credentials grant (RFC 6749 section 4.4) at the credential's provider instance, asked
-/// again before each expiry instead of a refresh. Not secret: the client's secret or key is the
-/// instance's, never the credential's, so the grant is stored in a plain column and shown.
+/// How the vault obtains a credential's tokens by itself, with nobody signing in, and asks again
+/// before each expiry instead of a refresh: an OAuth 2.0 client credentials grant (RFC 6749
+/// section 4.4) at the credential's provider instance, or an RFC 8693 token exchange of another
+/// credential's access token (a derived token kept as a credential of its own, because a caller
+/// asked for that). Not secret: the client's secret or key is the instance's, and the subject
+/// is named, never held, so the grant is stored in a plain column and shown.
 public struct CredentialGrant: Sendable, Hashable, Codable {
     /// The grants the vault can make on its own.
     public enum GrantType: String, Sendable, Codable, CaseIterable {
         case clientCredentials = "client_credentials"
+        case tokenExchange = "token_exchange"
     }
 
     public var type: GrantType
@@ -17,20 +20,34 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
     public var audiences: [String]
     /// `resource` (RFC 8707), repeated when several.
     public var resources: [String]
+    /// A token exchange's subject: the credential whose current access token is exchanged.
+    public var subject: CredentialID?
+    /// A token exchange's `requested_token_type`; nil: the server's choice.
+    public var requestedTokenType: String?
 
     public init(
-        type: GrantType = .clientCredentials, scopes: [String] = [], audiences: [String] = [], resources: [String] = []
+        type: GrantType = .clientCredentials, scopes: [String] = [], audiences: [String] = [], resources: [String] = [],
+        subject: CredentialID? = nil, requestedTokenType: String? = nil
     ) {
         self.type = type
         self.scopes = scopes
         self.audiences = audiences
         self.resources = resources
+        self.subject = subject
+        self.requestedTokenType = requestedTokenType
     }
 
     private enum CodingKeys: String, CodingKey {
-        case type, scopes
+        case type, scopes, subject
         case audiences = "audience"
         case resources = "resource"
+        case requestedTokenType = "requested_token_type"
+    }
+
+    /// A token exchange grant's request, as a caller's exchange would make it.
+    public var exchange: TokenExchangeRequest {
+        TokenExchangeRequest(
+            audiences: audiences, resources: resources, scopes: scopes, requestedTokenType: requestedTokenType)
     }
 
     /// The one JSON form of a grant, as the database column, the retained rows and the API's

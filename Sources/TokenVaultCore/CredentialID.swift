@@ -67,3 +67,15 @@ public struct CredentialID: Hashable, Comparable, Sendable, CustomStringConverti
         return cleaned.count > 80 ? String(cleaned.prefix(80)) + "…" : cleaned
     }
 }
+
+/// As JSON, the id's text (`namespace/name`), checked when read.
+extension CredentialID: Codable {
+    public init(from decoder: any Decoder) throws {
+        try self.init(try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

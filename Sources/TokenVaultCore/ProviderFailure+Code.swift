@@ -62,6 +62,9 @@ extension ProviderFailure {
         public static let grantNotSupported = Code(rawValue: "grant_not_supported")
         /// The instance is paused (its circuit is open): nothing was sent.
         public static let providerPaused = Code(rawValue: "provider_paused")
+        /// A token exchange grant's subject credential has no access token to exchange (gone,
+        /// expired, waiting for a sign-in): nothing was sent.
+        public static let subjectUnavailable = Code(rawValue: "subject_unavailable")
         /// The refresh token's own expiry has passed.
         public static let refreshTokenExpired = Code(rawValue: "refresh_token_expired")
         /// The access token expired and there is nothing to refresh it with.

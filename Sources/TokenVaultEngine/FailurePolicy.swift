@@ -59,7 +59,9 @@ struct FailurePolicy: Sendable {
 
     /// How the failure bears on the provider's circuit breaker.
     static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
-        if failure.code == .courierLost || failure.code == .courierUnavailable || failure.code == .courierNotReady {
+        // Nothing reached the provider, or nothing about it: the courier's failures, and a derived
+        // credential's subject without a token to exchange.
+        if [.courierLost, .courierUnavailable, .courierNotReady, .subjectUnavailable].contains(failure.code) {
             return .local
         }
         switch failure.kind {

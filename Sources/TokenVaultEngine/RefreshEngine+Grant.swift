@@ -51,7 +51,21 @@ extension RefreshEngine {
     func obtain(_ request: GrantRequest, at provider: any TokenProvider) async throws(ProviderFailure) -> TokenPayload {
         var payload: TokenPayload
         do throws(ProviderFailure) {
-            payload = try await provider.obtain(request)
+            switch request.grant.type {
+            case .clientCredentials:
+                payload = try await provider.obtain(request)
+            case .tokenExchange:
+                let subject = try await subjectToken(of: request.grant, for: request.credentialID)
+                payload = try await provider.exchangeToken(
+                    request.grant.exchange, subjectToken: subject, for: request.credentialID)
+                // A server answering with the subject itself would store the subject's token under
+                // another credential, with other permissions.
+                guard payload.secrets.accessToken != subject else {
+                    throw ProviderFailure(
+                        kind: .misconfigured, code: .malformedResponse,
+                        message: "the token endpoint answered the subject token itself; it is not stored")
+                }
+            }
         } catch {
             guard error.kind == .invalidGrant else { throw error }
             var failure = error
@@ -64,5 +78,39 @@ extension RefreshEngine {
         payload.idTokenRejection = nil
         payload.subject = nil
         return payload
+    }
+
+    /// The access token a token exchange grant exchanges: its subject credential's current one,
+    /// refreshed first when it has less than a minute left. A subject with none to give (removed,
+    /// expired, waiting for a sign-in) fails the grant as `subject_unavailable`: nothing is sent,
+    /// it says nothing of the provider, and the grant is tried again as the subject may recover.
+    func subjectToken(of grant: CredentialGrant, for id: CredentialID) async throws(ProviderFailure) -> SecretBytes {
+        func unavailable(_ why: String) -> ProviderFailure {
+            ProviderFailure(
+                kind: .transient, code: .subjectUnavailable,
+                message: "the subject credential \(grant.subject?.description ?? "(none)") \(why); nothing was sent")
+        }
+        guard let subject = grant.subject, subject != id else { throw unavailable("is not another credential") }
+        do {
+            var metadata = try await vault.metadata(subject)
+            if metadata.isRenewable, metadata.expiresAt.map({ $0 < vault.clock.now.adding(seconds: 60) }) ?? false {
+                if case .refreshed(let refreshed) = try await refreshOnDemand(subject, minimumTTL: 60) {
+                    metadata = refreshed
+                }
+            }
+            guard metadata.status == .active || metadata.status == .failing else {
+                throw unavailable("is \(metadata.status.rawValue)")
+            }
+            if let expiresAt = metadata.expiresAt, expiresAt <= vault.clock.now {
+                throw unavailable("holds an expired access token")
+            }
+            return try await vault.credential(subject, opening: [.accessToken]).secrets.accessToken
+        } catch let failure as ProviderFailure {
+            throw failure
+        } catch let error as VaultError where error.code == .credentialNotFound {
+            throw unavailable("does not exist")
+        } catch {
+            throw unavailable("cannot be read: \(error)")
+        }
     }
 }

@@ -16,8 +16,11 @@ enum ClientOutput {
             (
                 "grant",
                 metadata.grant.map { grant in
-                    ([grant.type] + grant.scopes.map { "scope=\($0)" } + grant.audience.map { "audience=\($0)" }
-                        + grant.resource.map { "resource=\($0)" }).joined(separator: " ")
+                    ([grant.type] + (grant.subject.map { ["subject=\($0)"] } ?? [])
+                        + grant.scopes.map { "scope=\($0)" } + grant.audience.map { "audience=\($0)" }
+                        + grant.resource.map { "resource=\($0)" }
+                        + (grant.requestedTokenType.map { ["requested_token_type=\($0)"] } ?? []))
+                        .joined(separator: " ")
                 }
             ),
             ("id token", metadata.hasIDToken ? "stored" : "none"),

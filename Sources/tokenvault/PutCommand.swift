@@ -8,8 +8,9 @@ struct PutCommand: AsyncParsableCommand {
         abstract: "Store a token payload (T-ID, RFC 6749 token response or EBS verify token) as ns/name.",
         discussion: """
             The payload is JSON, read from --file or standard input. With --client-credentials the \
-            daemon obtains the tokens itself by the provider instance's client credentials grant, \
-            and renews them before they expire. Prints the stored metadata.
+            daemon obtains the tokens itself by the provider instance's client credentials grant; \
+            with --exchange-from, by an RFC 8693 token exchange of that credential's access token. \
+            Either way it renews them before they expire. Prints the stored metadata.
             """)
 
     @OptionGroup var client: ClientOptions
@@ -19,25 +20,48 @@ struct PutCommand: AsyncParsableCommand {
     @Option(help: "Read the payload from this file instead of standard input.") var file: String?
     @Flag(help: "Have the daemon obtain the tokens by a client credentials grant instead of reading a payload.")
     var clientCredentials = false
+    @Option(
+        name: .customLong("exchange-from"),
+        help: "Have the daemon obtain the tokens by exchanging this credential's access token (RFC 8693).")
+    var subject: String?
     @Option(name: .customLong("scope"), help: "A scope the grant asks for; repeatable.") var scopes: [String] = []
     @Option(name: .customLong("audience"), help: "An audience the grant asks for; repeatable.")
     var audiences: [String] = []
     @Option(name: .customLong("resource"), help: "A resource (RFC 8707) the grant asks for; repeatable.")
     var resources: [String] = []
+    @Option(help: "The token type a token exchange asks for (access_token or jwt URN).")
+    var requestedTokenType: String?
+
+    /// The grant the options name; nil for a payload.
+    var grant: TokenVaultClient.Metadata.Grant? {
+        if clientCredentials {
+            return .init(scopes: scopes, audience: audiences, resource: resources)
+        }
+        return subject.map {
+            .init(
+                type: "token_exchange", scopes: scopes, audience: audiences, resource: resources, subject: $0,
+                requestedTokenType: requestedTokenType)
+        }
+    }
 
     func validate() throws {
         _ = try parseLabels(labels)
-        if !clientCredentials, !(scopes.isEmpty && audiences.isEmpty && resources.isEmpty) {
-            throw ValidationError("--scope, --audience and --resource go with --client-credentials")
+        if clientCredentials, subject != nil {
+            throw ValidationError("--client-credentials and --exchange-from exclude each other")
         }
-        if clientCredentials, file != nil {
-            throw ValidationError("--file and --client-credentials exclude each other")
+        if grant == nil, !(scopes.isEmpty && audiences.isEmpty && resources.isEmpty) {
+            throw ValidationError("--scope, --audience and --resource go with --client-credentials or --exchange-from")
+        }
+        if subject == nil, requestedTokenType != nil {
+            throw ValidationError("--requested-token-type goes with --exchange-from")
+        }
+        if grant != nil, file != nil {
+            throw ValidationError("--file reads a payload; a grant has the daemon obtain the tokens")
         }
     }
 
     func run() async throws {
-        if clientCredentials {
-            let grant = TokenVaultClient.Metadata.Grant(scopes: scopes, audience: audiences, resource: resources)
+        if let grant {
             let labelMap = try parseLabels(labels)
             return try await client.withClient { vault in
                 let stored = try await vault.put(id, provider: provider, grant: grant, labels: labelMap)

@@ -141,4 +141,62 @@ import TokenVaultTesting
         let issued = try await server.hook("GET", "/test/client-credentials")["issued"] as? Int
         #expect(issued == 0)
     }
+
+    /// A token derived by RFC 8693 is kept as a credential of its own only when a put asks for it:
+    /// obtained by exchanging the subject's access token at Authlib, renewed by exchanging the
+    /// subject's current one, and refused where Authlib refuses the audience.
+    @Test func aDerivedTokenIsKeptAsACredentialWhenAsked() async throws {
+        let (harness, server) = try await SignInHarness.make(
+            serverArguments: ["--lifetime", "6", "--exchange-audience", "https://api.example"],
+            instance: #""client_secret_file": "$SECRET", "client_credentials": {"scopes": ["reports.read"]}"#)
+        let daemon = try await offThePool { try harness.startDaemon() }
+        defer { daemon.terminate() }
+        let subject = try await Self.http(
+            harness.socket, "PUT", "/v1/credentials/machines/reports",
+            body: #"{"provider": "authlib", "grant": {"type": "client_credentials", "scopes": ["reports.read"]}}"#)
+        #expect(subject.status == 201, "\(subject.text)")
+
+        let put = try await offThePool {
+            try CommandRunner().run([
+                "put", "machines/reports-api", "--provider", "authlib", "--exchange-from", "machines/reports",
+                "--audience", "https://api.example", "--socket", harness.socket, "--json",
+            ])
+        }
+        #expect(put.status == 0, "\(put.stderr)")
+        let stored = try JSONSerialization.jsonObject(with: Data(put.stdout.utf8)) as? [String: Any] ?? [:]
+        let grant = stored["grant"] as? [String: Any] ?? [:]
+        #expect(grant["type"] as? String == "token_exchange" && grant["subject"] as? String == "machines/reports")
+        let exchanges = try await server.hook("GET", "/test/exchanges")
+        let first = (exchanges["requests"] as? [[String: Any]])?.first ?? [:]
+        #expect(first["audience"] as? [String] == ["https://api.example"], "\(exchanges)")
+
+        // Renewed with nobody asking, each time by a new exchange.
+        let renewed = try await waitUntil(within: 30) {
+            (try await Self.metadata(harness, "reports-api"))["generation"] as? Int ?? 0 >= 3
+        }
+        #expect(renewed)
+        let count = try await server.hook("GET", "/test/exchanges")["count"] as? Int ?? 0
+        #expect(count >= 3, "\(count) exchanges")
+        let derived = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/reports-api/token").json()
+        let own = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/reports/token").json()
+        #expect(
+            derived["access_token"] as? String != nil
+                && derived["access_token"] as? String != own["access_token"] as? String)
+
+        // An audience the server does not serve, and a subject that does not exist.
+        let refused = try await Self.http(
+            harness.socket, "PUT", "/v1/credentials/machines/elsewhere",
+            body:
+                #"{"provider": "authlib", "grant": {"type": "token_exchange", "subject": "machines/reports", "audience": "https://other.example"}}"#
+        )
+        #expect(refused.status == 422 && refused.text.contains("invalid_target"), "\(refused.text)")
+        let missing = try await Self.http(
+            harness.socket, "PUT", "/v1/credentials/machines/elsewhere",
+            body:
+                #"{"provider": "authlib", "grant": {"type": "token_exchange", "subject": "machines/none", "audience": "https://api.example"}}"#
+        )
+        #expect(missing.status == 400 && missing.json()["field"] as? String == "grant.subject", "\(missing.text)")
+        let absent = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/elsewhere")
+        #expect(absent.status == 404)
+    }
 }

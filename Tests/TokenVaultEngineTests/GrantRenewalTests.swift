@@ -71,9 +71,10 @@ import TokenVaultTesting
         #expect(metadata.status == .failing && metadata.lastError?.code == "invalid_grant")
         let probe = try #require(metadata.refreshAt)
         #expect(probe.seconds - fixture.testVault.clock.now.seconds >= 250, "a slow probe")
-        fixture.testVault.clock.advance(seconds: probe.seconds - fixture.testVault.clock.now.seconds)
-        guard case .refreshed(let renewed) = try await fixture.engine.refresh(stored.id, reason: .scheduled) else {
-            Issue.record("the probe did not renew")
+        fixture.testVault.clock.advance(seconds: probe.seconds - fixture.testVault.clock.now.seconds + 1)
+        let probed = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        guard case .refreshed(let renewed) = probed else {
+            Issue.record("the probe did not renew: \(probed)")
             return
         }
         #expect(renewed.status == .active && renewed.lastError == nil)
@@ -140,5 +141,54 @@ import TokenVaultTesting
         let stored = try await Self.obtain(fixture, "machine")
         let (_, replaced) = try await fixture.store("machine")
         #expect(replaced.generation == stored.generation + 1 && replaced.grant == nil && replaced.hasRefreshToken)
+    }
+
+    /// A derived token kept as a credential of its own: obtained by exchanging the subject's access
+    /// token, and renewed by exchanging the subject's current one, the subject refreshed first
+    /// when it is about to expire.
+    @Test func aTokenExchangeGrantExchangesTheSubjectsCurrentToken() async throws {
+        let fixture = try EngineFixture(planner: RefreshPlanner(jitterFraction: 0))
+        let (subject, _) = try await fixture.store("person", lifetime: 600)
+        let grant = CredentialGrant(type: .tokenExchange, audiences: ["https://api.example"], subject: subject)
+        let derived = try await fixture.engine.obtain(
+            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        #expect(derived.grant == grant && !derived.hasRefreshToken && derived.generation == 1)
+        #expect(fixture.provider.exchangedSubjects == ["at-initial-person"])
+        #expect(fixture.provider.grants.isEmpty, "no client credentials grant")
+
+        // The subject has under a minute left when the derived credential is due: it is refreshed
+        // first, and its new token is the one exchanged.
+        fixture.testVault.clock.advance(seconds: 2700)
+        guard case .refreshed(let renewed) = try await fixture.engine.refresh(derived.id, reason: .scheduled) else {
+            Issue.record("not renewed")
+            return
+        }
+        #expect(renewed.generation == 2)
+        let subjectNow = try await fixture.metadata(subject)
+        #expect(subjectNow.generation == 2, "the subject was refreshed first")
+        let current = try await fixture.secrets(subject).accessToken.revealString()
+        #expect(fixture.provider.exchangedSubjects == ["at-initial-person", current])
+    }
+
+    /// A subject that is gone fails the derived credential's renewal with `subject_unavailable`:
+    /// nothing is sent, the credential is failing and tried again, and the instance is not
+    /// paused, since nothing was learnt of it.
+    @Test func aGoneSubjectFailsTheRenewalWithoutPausingTheInstance() async throws {
+        let fixture = try EngineFixture()
+        let (subject, _) = try await fixture.store("person")
+        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
+        let derived = try await fixture.engine.obtain(
+            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        try await fixture.vault.delete(subject)
+        let calls = fixture.provider.calls
+        for _ in 0..<6 {
+            fixture.testVault.clock.advance(seconds: 3000)
+            _ = try await fixture.engine.refresh(derived.id, reason: .scheduled)
+        }
+        let failing = try await fixture.metadata(derived.id)
+        #expect(failing.status == .failing && failing.lastError?.code == "subject_unavailable", "\(failing)")
+        #expect(failing.refreshAt != nil, "tried again")
+        #expect(fixture.provider.calls == calls, "nothing was sent")
+        #expect(fixture.engine.providerStates().first?.condition == .ok)
     }
 }

@@ -35,4 +35,25 @@ import TokenVaultTesting
             #expect(rows.allSatisfy { $0.event.uid == me && $0.event.pid == getpid() })
         }
     }
+
+    /// A put that keeps a token derived from another credential needs what the caller's own
+    /// exchange of it would: `token:exchange` in the subject's namespace, besides
+    /// `credential:write` where it is stored. Refused before anything is read or sent.
+    @Test func aDerivedCredentialNeedsTheRightToExchangeItsSubject() async throws {
+        let server = try await TestServer(policy: TestServer.policyAllowingOnlyNamespaceAllowed())
+        try await withStopping(server, stop: { await $0.stop() }) { server in
+            let body =
+                #"{"provider": "tinkoff-id", "grant": {"type": "token_exchange", "subject": "other/person", "scopes": ["a"]}}"#
+            let denied = try await server.request("PUT", "/v1/credentials/allowed/derived", body: body)
+            #expect(denied.status == 403, "\(denied.text)")
+            #expect(denied.json()["permission"] as? String == "token:exchange")
+            // Within its own namespace the subject is only looked for (and is not there).
+            let own = try await server.request(
+                "PUT", "/v1/credentials/allowed/derived",
+                body:
+                    #"{"provider": "tinkoff-id", "grant": {"type": "token_exchange", "subject": "allowed/person", "scopes": ["a"]}}"#
+            )
+            #expect(own.status == 400 && own.json()["field"] as? String == "grant.subject", "\(own.text)")
+        }
+    }
 }

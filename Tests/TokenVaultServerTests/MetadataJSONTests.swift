@@ -35,7 +35,9 @@ import TokenVaultCore
                 CredentialGrant(
                     scopes: (0..<Int.random(in: 0...3, using: &random)).map { _ in text() },
                     audiences: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() },
-                    resources: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() })),
+                    resources: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() },
+                    subject: maybe(try! CredentialID("ns\(index % 5)/subject-\(index)")),
+                    requestedTokenType: maybe(text()))),
             pendingCommit: maybe(
                 PendingCommit(
                     since: time(), failures: Int.random(in: 0...50, using: &random), lastError: text(),
@@ -59,7 +61,11 @@ import TokenVaultCore
             issuedAt: time, expiresAt: time, refreshAt: time, refreshTokenExpiresAt: time,
             lastError: CredentialFailure(code: worst, message: worst, at: time), refreshFailures: .max,
             createdAt: time, updatedAt: time, hasRefreshToken: true, hasIDToken: true,
-            grant: CredentialGrant(scopes: [worst, worst], audiences: [worst], resources: [worst, worst]),
+            grant: CredentialGrant(
+                type: .tokenExchange, scopes: [worst, worst], audiences: [worst], resources: [worst, worst],
+                subject: try CredentialID(
+                    namespace: String(repeating: "s", count: 64), name: String(repeating: "t", count: 128)),
+                requestedTokenType: worst),
             pendingCommit: PendingCommit(since: time, failures: .max, lastError: worst, nextAttemptAt: time))
         let ours = Array(buffer: MetadataJSON.document(metadata, allocator: ByteBufferAllocator()))
         #expect(ours == (try Self.encoded(CredentialMetadataDocument(metadata))))

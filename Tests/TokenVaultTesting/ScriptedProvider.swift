@@ -30,6 +30,7 @@ public final class ScriptedProvider: TokenProvider {
         var exchangeCalls: [ProviderCall] = []
         var refreshCallKeys: [String?] = []
         var grants: [CredentialGrant] = []
+        var exchangedSubjects: [String] = []
     }
 
     public let name: String
@@ -124,6 +125,20 @@ public final class ScriptedProvider: TokenProvider {
                 call: request.call))
         payload.secrets.idToken = SecretBytes(utf8: "id-token-of-a-person")
         payload.subject = "person"
+        return payload
+    }
+
+    /// The subject tokens token exchanges presented, in order.
+    public var exchangedSubjects: [String] { state.withLock { $0.exchangedSubjects } }
+
+    /// Token exchanges take the next scripted step, like refreshes, and answer no refresh token.
+    public func exchangeToken(_ request: TokenExchangeRequest, subjectToken: SecretBytes, for credential: CredentialID)
+        async throws(ProviderFailure) -> TokenPayload
+    {
+        state.withLock { $0.exchangedSubjects.append(subjectToken.revealString()) }
+        var payload = try await refresh(
+            RefreshRequest(credentialID: credential, refreshToken: SecretBytes(utf8: "exchange-\(UUID())")))
+        payload.secrets.refreshToken = nil
         return payload
     }
 

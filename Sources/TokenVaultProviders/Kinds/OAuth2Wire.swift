@@ -105,6 +105,11 @@ public final class OAuth2Wire: ProviderWire {
     public func grantCall(_ request: GrantRequest, over http: ProviderHTTPClient) async throws(ProviderFailure)
         -> TokenCall?
     {
+        guard request.grant.type == .clientCredentials else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .grantNotSupported,
+                message: "a \(request.grant.type.rawValue) grant is made as a token exchange, not at this call")
+        }
         guard let policy = configuration.clientCredentials else {
             throw ProviderFailure(
                 kind: .misconfigured, code: .grantNotSupported,

@@ -47,7 +47,9 @@ enum MetadataJSON {
         if let failure = metadata.lastError { strings += failure.code.utf8.count + failure.message.utf8.count }
         if let pending = metadata.pendingCommit { strings += pending.lastError.utf8.count }
         if let grant = metadata.grant {
-            for value in grant.scopes + grant.audiences + grant.resources { strings += value.utf8.count + 2 }
+            let values = grant.scopes + grant.audiences + grant.resources + [grant.requestedTokenType ?? ""]
+            for value in values { strings += value.utf8.count + 2 }
+            if let subject = grant.subject { strings += subject.description.utf8.count * 2 }
         }
         let id = 2 * (metadata.id.namespace.utf8.count + metadata.id.name.utf8.count) + 8
         return 512 + 6 * strings + id + 10 * JSONBytes.timestampBound + 3 * JSONBytes.numberBound
@@ -73,10 +75,18 @@ enum MetadataJSON {
             }
             json.raw(",\"grant\":{\"audience\":")
             list(grant.audiences)
+            if let requested = grant.requestedTokenType {
+                json.raw(",\"requested_token_type\":")
+                json.string(requested)
+            }
             json.raw(",\"resource\":")
             list(grant.resources)
             json.raw(",\"scopes\":")
             list(grant.scopes)
+            if let subject = grant.subject {
+                json.raw(",\"subject\":")
+                json.string(subject)
+            }
             json.raw(",\"type\":")
             json.string(grant.type.rawValue)
             json.raw("}")

@@ -103,10 +103,13 @@ extension VaultAPI {
         }
     }
 
-    /// A put's `grant`: `type` (`client_credentials`), and the `scopes`, `audience` and `resource`
-    /// the server wants. Lists are sets, sorted: repeated values count once.
+    /// A put's `grant`: `type`, and the `scopes`, `audience` and `resource` the server wants;
+    /// a `token_exchange` grant also names its `subject` credential and may ask a
+    /// `requested_token_type`, and asks for at least one of audience, resource and scopes (else
+    /// it would be the subject's own token by another name). Lists are sets, sorted: repeated
+    /// values count once.
     func decodeGrant(_ fields: [String: JSONValue]) throws -> CredentialGrant {
-        let known = ["type", "scopes", "audience", "resource"]
+        let known = ["type", "scopes", "audience", "resource", "subject", "requested_token_type"]
         if let unknown = fields.keys.filter({ !known.contains($0) }).sorted().first {
             throw VaultError.invalidField(unknown, "is not a known field (\(known.joined(separator: ", ")))")
         }
@@ -116,10 +119,35 @@ extension VaultAPI {
             throw VaultError.invalidField(
                 "type", "must be one of \(CredentialGrant.GrantType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        return CredentialGrant(
+        var grant = CredentialGrant(
             type: type, scopes: Set(try reader.scopes("scopes")).sorted(),
             audiences: Set(try reader.targets("audience")).sorted(),
             resources: Set(try reader.targets("resource")).sorted())
+        let subject = try reader.string("subject", required: type == .tokenExchange, maximum: 256)
+        let requested = try reader.string("requested_token_type", required: false, maximum: 256)
+        switch type {
+        case .clientCredentials:
+            if subject != nil { throw VaultError.invalidField("subject", "only a token_exchange grant has one") }
+            if requested != nil {
+                throw VaultError.invalidField("requested_token_type", "only a token_exchange grant asks one")
+            }
+        case .tokenExchange:
+            do {
+                grant.subject = try CredentialID(subject ?? "")
+            } catch {
+                throw VaultError.invalidField("subject", error.detail)
+            }
+            if let requested, !Self.requestableTokenTypes.contains(requested) {
+                throw VaultError.invalidField(
+                    "requested_token_type",
+                    "must be one of \(Self.requestableTokenTypes.sorted().joined(separator: ", "))")
+            }
+            grant.requestedTokenType = requested
+            guard !(grant.audiences.isEmpty && grant.resources.isEmpty && grant.scopes.isEmpty) else {
+                throw VaultError.invalidField("audience", "give an audience, a resource or scopes")
+            }
+        }
+        return grant
     }
 
     /// The optional `labels` member of a request body: an object of strings.

@@ -18,6 +18,9 @@ extension VaultAPI {
             return stored(metadata, context, logged: "credential stored")
         case .grant(let grant):
             // The vault obtains the tokens itself: the caller never holds them.
+            if let subject = grant.subject {
+                try await checkSubject(subject, of: id, provider: provider, context)
+            }
             let engine = try requireEngine()
             let event = auditEvent(peer, .credentialPut, id, .allowed, detail: grant.type.rawValue)
             let metadata: CredentialMetadata
@@ -28,6 +31,26 @@ extension VaultAPI {
                 throw auditedFailure(error, peer, .credentialPut, id, provider: provider)
             }
             return stored(metadata, context, logged: "credential obtained by its grant")
+        }
+    }
+
+    /// A token exchange grant's subject: another credential of the same provider instance, which
+    /// the caller may exchange (`token:exchange` in its namespace), as a caller's own exchange
+    /// would need. Checked before anything is sent.
+    private func checkSubject(
+        _ subject: CredentialID, of id: CredentialID, provider: String, _ context: VaultRequestContext
+    ) async throws {
+        _ = try await authorise(context, .tokenExchange, id: subject, operation: .credentialPut)
+        guard subject != id else { throw VaultError.invalidField("grant.subject", "must be another credential") }
+        let metadata: CredentialMetadata
+        do {
+            metadata = try await vault.metadata(subject)
+        } catch let error as VaultError where error.code == .credentialNotFound {
+            throw VaultError.invalidField("grant.subject", "there is no credential \(subject)")
+        }
+        guard metadata.provider == provider else {
+            throw VaultError.invalidField(
+                "provider", "must be the subject's provider instance, \(metadata.provider): the exchange is made there")
         }
     }
 

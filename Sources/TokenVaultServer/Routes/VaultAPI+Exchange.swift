@@ -77,6 +77,7 @@ extension VaultAPI {
         if [.providerNotConfigured, .tokenExchangeNotSupported, .grantNotSupported].contains(failure.code) {
             return ProblemDetails(.providerNotConfigured, detail: failure.message)
         }
+        if failure.code == .subjectUnavailable { return ProblemDetails(.conflict, detail: failure.message) }
         switch failure.kind {
         case .invalidGrant, .misconfigured:
             return ProblemDetails(
