@@ -33,8 +33,9 @@ extension TokenVaultClient {
     }
 
     /// `PUT /v1/credentials/{namespace}/{name}` with a `grant`: the daemon obtains the tokens itself
-    /// (a client credentials grant of `provider`) and renews them before they expire; the caller
-    /// never holds them. A server refusing the grant is `providerRejected`.
+    /// (a client credentials grant of `provider`, or a token exchange of the grant's `subject`
+    /// credential's access token) and renews them before they expire; the caller never holds
+    /// them. A server refusing the grant is `providerRejected`.
     public func put(
         _ id: String, provider: String, grant: CredentialMetadata.Grant, labels: [String: String] = [:]
     ) async throws -> (metadata: CredentialMetadata, created: Bool) {

@@ -24,6 +24,10 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
     public var subject: CredentialID?
     /// A token exchange's `requested_token_type`; nil: the server's choice.
     public var requestedTokenType: String?
+    /// When the subject credential was created, as the put found it: a subject removed and
+    /// stored again (by someone else, maybe) is another credential, and is not exchanged. Kept in
+    /// the stored grant only, not shown.
+    public var subjectCreatedAt: Timestamp?
 
     public init(
         type: GrantType = .clientCredentials, scopes: [String] = [], audiences: [String] = [], resources: [String] = [],
@@ -42,6 +46,7 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
         case audiences = "audience"
         case resources = "resource"
         case requestedTokenType = "requested_token_type"
+        case subjectCreatedAt = "subject_created_at"
     }
 
     /// A token exchange grant's request, as a caller's exchange would make it.

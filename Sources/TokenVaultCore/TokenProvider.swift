@@ -87,12 +87,17 @@ public struct GrantRequest: Sendable {
     /// The credential the tokens are for (for logs and signers; never sent).
     public var credentialID: CredentialID
     public var grant: CredentialGrant
+    /// A token exchange grant's subject token, read by the engine from the subject credential.
+    public var subjectToken: SecretBytes?
     /// The key the answer is kept under until the engine settles it (nil: none).
     public var call: ProviderCall?
 
-    public init(credentialID: CredentialID, grant: CredentialGrant, call: ProviderCall? = nil) {
+    public init(
+        credentialID: CredentialID, grant: CredentialGrant, subjectToken: SecretBytes? = nil, call: ProviderCall? = nil
+    ) {
         self.credentialID = credentialID
         self.grant = grant
+        self.subjectToken = subjectToken
         self.call = call
     }
 }

@@ -46,6 +46,17 @@ struct CircuitBreaker: Sendable, Equatable {
         self.misconfiguredCredentials = max(misconfiguredCredentials, 1)
     }
 
+    /// While the instance is paused (open, or a probe out), when to come back; nil when closed.
+    /// Unlike `admit`, never makes the caller the probe: for calls whose failures may say nothing
+    /// of the instance (a put's grant), which must not leave a probe unanswered.
+    func pausedUntil(now: Double) -> Double? {
+        switch state {
+        case .closed: nil
+        case .open(let until, _): max(until, now + 1)
+        case .halfOpen: now + min(cooldown, 5)
+        }
+    }
+
     /// Whether a call may go out now; if not, when to come back.
     mutating func admit(now: Double) -> Double? {
         switch state {

@@ -57,15 +57,17 @@ struct FailurePolicy: Sendable {
             update: update, event: changed ? (update.status == .needsReauth ? .needsReauth : .failing) : nil)
     }
 
-    /// How the failure bears on the provider's circuit breaker.
-    static func providerClass(_ failure: ProviderFailure) -> ProviderFailureClass {
-        // Nothing reached the provider, or nothing about it: the courier's failures, and a derived
-        // credential's subject without a token to exchange.
-        if [.courierLost, .courierUnavailable, .courierNotReady, .subjectUnavailable].contains(failure.code) {
+    /// How the failure bears on the provider's circuit breaker. `byGrant`: the failure answered a
+    /// credential's own grant (client credentials, token exchange), whose refusals (a scope, an
+    /// audience, a subject, the grant type) are that credential's, like a dead refresh token, but
+    /// for a refused client (`invalid_client`), which every call of the instance would meet.
+    static func providerClass(_ failure: ProviderFailure, byGrant: Bool = false) -> ProviderFailureClass {
+        if failure.code == .courierLost || failure.code == .courierUnavailable || failure.code == .courierNotReady {
             return .local
         }
         switch failure.kind {
         case .invalidGrant: return .credential
+        case .misconfigured where byGrant && !failure.refusesTheClient: return .credential
         case .misconfigured: return .misconfigured("\(failure.code): \(failure.message)")
         case .transient, .unknownOutcome: return .transient
         }

@@ -39,6 +39,12 @@ final class ProviderGate: Sendable {
         state.withLock { $0.breaker.admit(now: now.seconds) }.map { Timestamp(seconds: $0) }
     }
 
+    /// When a paused instance takes calls again; nil when it takes them now. Never makes the
+    /// caller the probe (`CircuitBreaker.pausedUntil`).
+    func pausedUntil(now: Timestamp) -> Timestamp? {
+        state.withLock { $0.breaker.pausedUntil(now: now.seconds) }.map { Timestamp(seconds: $0) }
+    }
+
     /// Calls waiting for a concurrency slot.
     var queued: Int { state.withLock { $0.waiters.count } }
 
@@ -102,13 +108,19 @@ final class ProviderGate: Sendable {
 
     /// A failed call, for the breaker; `credential` names whose call it was (nil: not about one
     /// credential, a revocation or an exchange), so a misconfiguration of one credential alone
-    /// does not pause the instance. Returns when the instance reopens if this failure paused it
-    /// (a change the operator must hear of: every credential of the instance waits).
+    /// does not pause the instance. `byGrant`: the call was a credential's own grant, whose
+    /// refusals are that grant's, but for a refused client, which is every grant's
+    /// (`FailurePolicy.providerClass`). Returns when the instance reopens if this failure paused
+    /// it (a change the operator must hear of: every credential of the instance waits).
     @discardableResult
-    func record(_ failure: ProviderFailure, credential: CredentialID?, now: Timestamp) -> Timestamp? {
-        state.withLock { state in
+    func record(_ failure: ProviderFailure, credential: CredentialID?, byGrant: Bool = false, now: Timestamp)
+        -> Timestamp?
+    {
+        let credential = byGrant && failure.refusesTheClient ? nil : credential
+        return state.withLock { state in
             let wasOpen = if case .open = state.breaker.state { true } else { false }
-            state.breaker.recordFailure(FailurePolicy.providerClass(failure), credential: credential, now: now.seconds)
+            state.breaker.recordFailure(
+                FailurePolicy.providerClass(failure, byGrant: byGrant), credential: credential, now: now.seconds)
             guard !wasOpen, case .open(let until, _) = state.breaker.state else { return nil }
             return Timestamp(seconds: until)
         }

@@ -1,19 +1,30 @@
 import TokenVaultCore
 import TokenVaultLedger
 
-/// Credentials the vault obtains itself, by a client credentials grant (`CredentialGrant`): the
-/// first tokens at a put, here, and every renewal after, which the refresh path makes under the
-/// same single flight and lease as a refresh (`RefreshEngine+Refresh.swift`). Nothing is spent by
-/// asking again, so a lost answer costs nothing but the call.
+/// Credentials the vault obtains itself, by their grant (`CredentialGrant`): a client credentials
+/// grant, or a token exchange of another credential's access token. The first tokens come at a
+/// put, here; every renewal after is made by the refresh path under the same single flight and
+/// lease as a refresh (`RefreshEngine+Refresh.swift`). Nothing is spent by asking again, so a lost
+/// answer costs nothing but the call.
 extension RefreshEngine {
     public func obtain(_ acquisition: CredentialAcquisition) async throws -> CredentialMetadata {
+        var grant = acquisition.grant
+        // Before the instance's gate: the subject's own refresh may need it.
+        var subjectToken: SecretBytes?
+        if grant.type == .tokenExchange {
+            let (token, subject) = try await self.subjectToken(
+                of: grant, for: acquisition.id, provider: acquisition.provider)
+            subjectToken = token
+            grant.subjectCreatedAt = subject.createdAt
+        }
         let slot = enterSlot(acquisition.provider)
         defer { slot?.leave() }
         guard let slot, let provider = slot.provider else {
             throw ProviderFailure.notConfigured(acquisition.provider, listed: slot != nil)
         }
         let sentAt = vault.clock.now
-        if let until = slot.gate.admit(now: sentAt) {
+        // A paused instance is not probed by a put: its refreshes do that.
+        if let until = slot.gate.pausedUntil(now: sentAt) {
             throw ProviderFailure(
                 kind: .transient, code: .providerPaused,
                 message: "provider instance \(acquisition.provider) is paused until \(until); nothing was sent",
@@ -23,30 +34,29 @@ extension RefreshEngine {
         let answer: Result<TokenPayload, ProviderFailure>
         do throws(ProviderFailure) {
             answer = .success(
-                try await obtain(GrantRequest(credentialID: acquisition.id, grant: acquisition.grant), at: provider))
+                try await obtain(
+                    GrantRequest(credentialID: acquisition.id, grant: grant, subjectToken: subjectToken), at: provider))
         } catch {
             answer = .failure(error)
         }
         slot.gate.release()
         switch answer {
         case .success: slot.gate.recordSuccess()
-        case .failure(let failure) where failure.refusesTheClient:
-            // The instance's client is refused: its renewals would be too (`RefreshEngine+Refresh`).
-            slot.gate.record(failure, credential: nil, now: vault.clock.now)
-        case .failure: break
+        case .failure(let failure):
+            slot.gate.record(failure, credential: acquisition.id, byGrant: true, now: vault.clock.now)
         }
         var payload = try answer.get()
-        if payload.scopes.isEmpty { payload.scopes = acquisition.grant.scopes }
+        if payload.scopes.isEmpty { payload.scopes = grant.scopes }
         return try await vault.put(
             acquisition.id, payload: payload, provider: acquisition.provider, labels: acquisition.labels,
-            audit: acquisition.audit, planner: slot.planner, issuedAt: sentAt, grant: acquisition.grant)
+            audit: acquisition.audit, planner: slot.planner, issuedAt: sentAt, grant: grant)
     }
 
     /// Asks `provider` for tokens by a credential's grant, at a put and at every renewal alike.
     /// The answer is the client's own: a refresh token (RFC 6749 section 4.4.3 says none should
     /// come) would make the credential depend on a session that can die, and an id token or
     /// subject would name a person, so only the access token and its lifetime are kept. A
-    /// refusal is the instance's: no person's grant died, so nothing a new sign-in would mend, and
+    /// refusal is the grant's: no person's grant died, so nothing a new sign-in would mend, and
     /// `invalid_grant` is recorded as a misconfiguration, probed slowly, never `needs_reauth`.
     func obtain(_ request: GrantRequest, at provider: any TokenProvider) async throws(ProviderFailure) -> TokenPayload {
         var payload: TokenPayload
@@ -55,7 +65,11 @@ extension RefreshEngine {
             case .clientCredentials:
                 payload = try await provider.obtain(request)
             case .tokenExchange:
-                let subject = try await subjectToken(of: request.grant, for: request.credentialID)
+                guard let subject = request.subjectToken else {
+                    throw ProviderFailure(
+                        kind: .misconfigured, code: .subjectUnavailable,
+                        message: "no subject token was read for the exchange; nothing was sent")
+                }
                 payload = try await provider.exchangeToken(
                     request.grant.exchange, subjectToken: subject, for: request.credentialID)
                 // A server answering with the subject itself would store the subject's token under
@@ -80,23 +94,33 @@ extension RefreshEngine {
         return payload
     }
 
-    /// The access token a token exchange grant exchanges: its subject credential's current one,
-    /// refreshed first when it has less than a minute left. A subject with none to give (removed,
-    /// expired, waiting for a sign-in) fails the grant as `subject_unavailable`: nothing is sent,
-    /// it says nothing of the provider, and the grant is tried again as the subject may recover.
-    func subjectToken(of grant: CredentialGrant, for id: CredentialID) async throws(ProviderFailure) -> SecretBytes {
+    /// The access token a token exchange grant exchanges, read before the instance's gate is
+    /// entered: its subject credential's current one, refreshed first when it has less than a
+    /// minute left. The subject must still be the credential the grant was made from (same
+    /// creation, same instance), so a subject removed and stored again by someone else, or moved to
+    /// another instance, is not exchanged. A subject with no token to give fails the grant as
+    /// `subject_unavailable`: nothing is sent, and it is probed slowly, like a misconfiguration,
+    /// until the subject is mended.
+    func subjectToken(of grant: CredentialGrant, for id: CredentialID, provider: String)
+        async throws(ProviderFailure) -> (SecretBytes, CredentialMetadata)
+    {
         func unavailable(_ why: String) -> ProviderFailure {
             ProviderFailure(
-                kind: .transient, code: .subjectUnavailable,
+                kind: .misconfigured, code: .subjectUnavailable,
                 message: "the subject credential \(grant.subject?.description ?? "(none)") \(why); nothing was sent")
         }
         guard let subject = grant.subject, subject != id else { throw unavailable("is not another credential") }
         do {
             var metadata = try await vault.metadata(subject)
+            if let created = grant.subjectCreatedAt, created != metadata.createdAt {
+                throw unavailable("was removed and stored again since this credential was made from it")
+            }
+            guard metadata.provider == provider else {
+                throw unavailable("belongs to provider instance \(metadata.provider) now, not \(provider)")
+            }
             if metadata.isRenewable, metadata.expiresAt.map({ $0 < vault.clock.now.adding(seconds: 60) }) ?? false {
-                if case .refreshed(let refreshed) = try await refreshOnDemand(subject, minimumTTL: 60) {
-                    metadata = refreshed
-                }
+                _ = try await refreshOnDemand(subject, minimumTTL: 60)
+                metadata = try await vault.metadata(subject)
             }
             guard metadata.status == .active || metadata.status == .failing else {
                 throw unavailable("is \(metadata.status.rawValue)")
@@ -104,7 +128,11 @@ extension RefreshEngine {
             if let expiresAt = metadata.expiresAt, expiresAt <= vault.clock.now {
                 throw unavailable("holds an expired access token")
             }
-            return try await vault.credential(subject, opening: [.accessToken]).secrets.accessToken
+            let credential = try await vault.credential(subject, opening: [.accessToken])
+            guard credential.metadata.createdAt == metadata.createdAt else {
+                throw unavailable("was removed and stored again meanwhile")
+            }
+            return (credential.secrets.accessToken, credential.metadata)
         } catch let failure as ProviderFailure {
             throw failure
         } catch let error as VaultError where error.code == .credentialNotFound {

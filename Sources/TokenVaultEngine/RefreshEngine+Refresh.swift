@@ -75,6 +75,16 @@ extension RefreshEngine {
             return try await retryRevocation(credential)
         }
         if let skip = try await reasonNotToRefresh(metadata, reason: reason, now: now) { return skip }
+        // A token exchange grant's subject token is read before the instance's gate: the subject's
+        // own refresh may need that gate, and a subject with none says nothing of the instance.
+        var subjectToken: SecretBytes?
+        if let grant = metadata.grant, grant.type == .tokenExchange {
+            do throws(ProviderFailure) {
+                subjectToken = try await self.subjectToken(of: grant, for: id, provider: metadata.provider).0
+            } catch {
+                return try await recordFailure(error, metadata: metadata, attempt: nil, resumingLostAnswer: false)
+            }
+        }
 
         // The slot is held until the call ends: a reload that replaces it meanwhile lets this call
         // finish on the provider it started with, and releases that provider afterwards.
@@ -94,7 +104,9 @@ extension RefreshEngine {
             // A reload removed or re-pointed the instance while this call waited for the gate:
             // nothing was sent yet, so it goes to the instance in force now (or fails as removed).
             guard isCurrent(slot, metadata.provider) else { continue }
-            return try await refresh(credential, reason: reason, provider: provider, gate: gate, planner: slot.planner)
+            return try await refresh(
+                credential, reason: reason, provider: provider, gate: gate, planner: slot.planner,
+                subjectToken: subjectToken)
         }
     }
 
@@ -190,7 +202,7 @@ extension RefreshEngine {
     /// `provider`, `gate` and `planner` come from one slot (one provider table).
     private func refresh(
         _ credential: Credential, reason: RefreshReason, provider: any TokenProvider, gate: ProviderGate,
-        planner: RefreshPlanner?
+        planner: RefreshPlanner?, subjectToken: SecretBytes?
     ) async throws -> RefreshOutcome {
         let metadata = credential.metadata
         let id = metadata.id
@@ -274,7 +286,9 @@ extension RefreshEngine {
                             credentialID: id, refreshToken: refreshToken, scopes: metadata.scopes, call: call)))
             } else if let grant = metadata.grant {
                 answer = .success(
-                    try await obtain(GrantRequest(credentialID: id, grant: grant, call: call), at: provider))
+                    try await obtain(
+                        GrantRequest(credentialID: id, grant: grant, subjectToken: subjectToken, call: call),
+                        at: provider))
             } else {
                 return .skipped("credential \(id) has no refresh token", metadata)
             }
@@ -289,10 +303,9 @@ extension RefreshEngine {
             case .unknownOutcome: lostAnswers.insert(fingerprint)
             default: if error.httpStatus != nil { lostAnswers.remove(fingerprint) }  // the provider answered
             }
-            // A grant refused for the client is the instance's misconfiguration, not this
-            // credential's: the instance is paused at once, as it is for every credential.
-            let instanceWide = refreshToken == nil && error.refusesTheClient
-            if let reopening = gate.record(error, credential: instanceWide ? nil : id, now: vault.clock.now) {
+            // A grant's refusal is its own, but a refused client is every grant's: the instance is
+            // paused at once (`FailurePolicy.providerClass`).
+            if let reopening = gate.record(error, credential: id, byGrant: refreshToken == nil, now: vault.clock.now) {
                 logger.warning(
                     "provider instance paused: its calls keep failing",
                     metadata: [

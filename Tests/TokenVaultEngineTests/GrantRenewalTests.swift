@@ -95,17 +95,41 @@ import TokenVaultTesting
 
     /// `unauthorized_client` refuses this grant type only: the client's refreshes go on, so the
     /// instance is not paused for one credential's grant.
+    /// Nor do other refusals of grants (a scope, an audience), however many credentials meet them:
+    /// three refreshes refused as misconfigured would pause the instance.
     @Test func unauthorizedClientDoesNotPauseTheInstance() async throws {
         let fixture = try EngineFixture()
-        let stored = try await Self.obtain(fixture, "machine")
-        fixture.provider.script(
-            .fail(
-                ProviderFailure(
-                    kind: .misconfigured, code: "unauthorized_client", message: "no service account", httpStatus: 400)))
+        var ids: [CredentialID] = []
+        for name in ["m1", "m2", "m3", "m4"] { ids.append(try await Self.obtain(fixture, name).id) }
+        let refusal = ProviderFailure(
+            kind: .misconfigured, code: "unauthorized_client", message: "no service account", httpStatus: 400)
+        fixture.provider.script(.fail(refusal), .fail(refusal), .fail(refusal), .fail(refusal))
         fixture.testVault.clock.advance(seconds: 3000)
-        _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        for id in ids { _ = try await fixture.engine.refresh(id, reason: .scheduled) }
         #expect(fixture.engine.providerStates().first?.condition == .ok)
-        #expect(try await fixture.metadata(stored.id).lastError?.code == "unauthorized_client")
+        #expect(try await fixture.metadata(ids[3]).lastError?.code == "unauthorized_client")
+        #expect(fixture.provider.grants.count == 8, "every renewal went out")
+    }
+
+    /// A put never becomes the probe of a paused instance: after the pause it is refused, and the
+    /// next scheduled refresh probes (a put's failure that said nothing of the instance would
+    /// leave the probe unanswered, and the instance paused for good).
+    @Test func aPutNeverProbesAPausedInstance() async throws {
+        let fixture = try EngineFixture(limits: ProviderLimits(breakerThreshold: 1, breakerCooldown: 30))
+        let (person, _) = try await fixture.store("person")
+        fixture.provider.script(.fail(.testUnavailable))
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(person, reason: .scheduled)
+        #expect(fixture.engine.providerStates().first?.condition == .circuitOpen)
+        fixture.testVault.clock.advance(seconds: 120)
+        let calls = fixture.provider.calls
+        await #expect(throws: ProviderFailure.self) { _ = try await Self.obtain(fixture, "machine") }
+        #expect(fixture.provider.calls == calls, "the put was not sent")
+        guard case .refreshed = try await fixture.engine.refresh(person, reason: .forced) else {
+            Issue.record("the refresh did not probe the instance")
+            return
+        }
+        #expect(fixture.engine.providerStates().first?.condition == .ok)
     }
 
     /// A put while the instance is paused sends nothing and says when to come back.
@@ -152,12 +176,13 @@ import TokenVaultTesting
         let grant = CredentialGrant(type: .tokenExchange, audiences: ["https://api.example"], subject: subject)
         let derived = try await fixture.engine.obtain(
             CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
-        #expect(derived.grant == grant && !derived.hasRefreshToken && derived.generation == 1)
+        #expect(derived.grant?.subject == subject && !derived.hasRefreshToken && derived.generation == 1)
+        #expect(derived.grant?.subjectCreatedAt == (try await fixture.metadata(subject)).createdAt)
         #expect(fixture.provider.exchangedSubjects == ["at-initial-person"])
         #expect(fixture.provider.grants.isEmpty, "no client credentials grant")
 
-        // The subject has under a minute left when the derived credential is due: it is refreshed
-        // first, and its new token is the one exchanged.
+        // The subject's token has run out when the derived credential is due: the subject is
+        // refreshed first, and its new token is the one exchanged.
         fixture.testVault.clock.advance(seconds: 2700)
         guard case .refreshed(let renewed) = try await fixture.engine.refresh(derived.id, reason: .scheduled) else {
             Issue.record("not renewed")
@@ -190,5 +215,54 @@ import TokenVaultTesting
         #expect(failing.refreshAt != nil, "tried again")
         #expect(fixture.provider.calls == calls, "nothing was sent")
         #expect(fixture.engine.providerStates().first?.condition == .ok)
+    }
+
+    /// The subject is read and refreshed before the derived credential takes the instance's only
+    /// concurrency slot: with `limits.concurrency` 1 the subject's refresh cannot wait behind the
+    /// renewal that needs it.
+    @Test func theSubjectIsRefreshedOutsideTheInstancesSlot() async throws {
+        let fixture = try EngineFixture(limits: ProviderLimits(concurrency: 1))
+        let (subject, _) = try await fixture.store("person", lifetime: 600)
+        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
+        let derived = try await fixture.engine.obtain(
+            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        fixture.testVault.clock.advance(seconds: 3000)
+        let started = ContinuousClock.now
+        guard case .refreshed = try await fixture.engine.refresh(derived.id, reason: .scheduled) else {
+            Issue.record("not renewed")
+            return
+        }
+        #expect(ContinuousClock.now - started < .seconds(2), "no wait for a slot")
+        let current = try await fixture.secrets(subject).accessToken.revealString()
+        #expect(fixture.provider.exchangedSubjects.last == current && current != "at-initial-person")
+    }
+
+    /// A subject removed and stored again (by whoever) is another credential: it is not exchanged.
+    /// Nor is one moved to another provider instance.
+    @Test func aReplacedOrMovedSubjectIsNotExchanged() async throws {
+        let fixture = try EngineFixture()
+        let (subject, _) = try await fixture.store("person")
+        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
+        let derived = try await fixture.engine.obtain(
+            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        fixture.testVault.clock.advance(seconds: 10)
+        try await fixture.vault.delete(subject)
+        try await fixture.store("person")
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(derived.id, reason: .scheduled)
+        let failing = try await fixture.metadata(derived.id)
+        #expect(
+            failing.lastError?.code == "subject_unavailable" && failing.lastError?.message.contains("again") == true)
+        #expect(fixture.provider.exchangedSubjects == ["at-initial-person"], "only the first subject was exchanged")
+
+        let (other, _) = try await fixture.store("other")
+        let moved = try await fixture.engine.obtain(
+            CredentialAcquisition(
+                id: try CredentialID("tests/moved"), provider: fixture.provider.name,
+                grant: CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: other)))
+        try await fixture.store("other", provider: "elsewhere")
+        fixture.testVault.clock.advance(seconds: 3000)
+        _ = try await fixture.engine.refresh(moved.id, reason: .scheduled)
+        #expect(try await fixture.metadata(moved.id).lastError?.message.contains("elsewhere") == true)
     }
 }

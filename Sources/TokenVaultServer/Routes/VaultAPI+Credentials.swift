@@ -52,7 +52,22 @@ extension VaultAPI {
             throw VaultError.invalidField(
                 "provider", "must be the subject's provider instance, \(metadata.provider): the exchange is made there")
         }
+        // Derived from derived ones, a chain back to this credential would renew itself from its
+        // own tokens, bounded by no sign-in: refused, as is a chain too long to follow.
+        var next = metadata.grant?.subject
+        for _ in 0..<Self.subjectChainLimit {
+            guard let link = next else { return }
+            guard link != id else {
+                throw VaultError.invalidField("grant.subject", "\(subject) is derived from \(id): a cycle")
+            }
+            next = try? await vault.metadata(link).grant?.subject
+        }
+        throw VaultError.invalidField(
+            "grant.subject", "\(subject) is derived through more than \(Self.subjectChainLimit) credentials")
     }
+
+    /// How many derived credentials a put follows from its subject looking for a cycle.
+    static let subjectChainLimit = 8
 
     func show(_ request: Request, _ context: VaultRequestContext) async throws -> Response {
         let id = try credentialID(context)
