@@ -64,20 +64,17 @@ import TokenVaultTesting
         let token = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/reports/token")
         #expect(token.status == 200, "\(token.text)")
         let firstToken = try #require(token.json()["access_token"] as? String)
+        // The token read is of this generation or an earlier one: the engine renews on its own
+        // clock, however slowly this test runs.
+        let readAt = (try await Self.metadata(harness, "reports"))["generation"] as? Int ?? 0
 
         // The engine renews it before each expiry, with nobody asking.
         let renewed = try await waitUntil(within: 30) {
-            (try await Self.metadata(harness, "reports"))["generation"] as? Int ?? 0 >= 3
+            (try await Self.metadata(harness, "reports"))["generation"] as? Int ?? 0 >= max(3, readAt + 1)
         }
         #expect(renewed)
-        // Readers get a renewed token (read again for up to five seconds, a renewal's length).
-        var later: [String: Any] = [:]
-        let served = try await waitUntil(within: 5) {
-            later = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/reports/token").json()
-            return later["access_token"] as? String != firstToken
-        }
-        let shownLater = try await Self.metadata(harness, "reports")
-        #expect(served, "the first token is still served at \(shownLater): \(later)")
+        let later = try await Self.http(harness.socket, "GET", "/v1/credentials/machines/reports/token").json()
+        #expect(later["access_token"] as? String != firstToken, "a later generation serves its own token")
         // Every grant answered became a generation (one more may be in flight), read in that order.
         let generation = (try await Self.metadata(harness, "reports"))["generation"] as? Int ?? 0
         let issued = try await server.hook("GET", "/test/client-credentials")["issued"] as? Int ?? 0
