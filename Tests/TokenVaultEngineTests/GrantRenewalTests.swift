@@ -18,6 +18,17 @@ import TokenVaultTesting
                 id: try CredentialID("tests/\(name)"), provider: fixture.provider.name, grant: grant, labels: labels))
     }
 
+    /// Keeps `name` as a token derived from `subject` (a token exchange grant).
+    static func derive(
+        _ fixture: EngineFixture, _ name: String, from subject: CredentialID,
+        _ grant: CredentialGrant = CredentialGrant(type: .tokenExchange, scopes: ["read"])
+    ) async throws -> CredentialMetadata {
+        var grant = grant
+        grant.subject = subject
+        return try await fixture.engine.obtain(
+            CredentialAcquisition(id: try CredentialID("tests/\(name)"), provider: fixture.provider.name, grant: grant))
+    }
+
     @Test func obtainedThenRenewedByTheGrantBeforeExpiry() async throws {
         let fixture = try EngineFixture(planner: RefreshPlanner(jitterFraction: 0))
         let stored = try await Self.obtain(fixture, "machine", labels: ["team": "reports"])
@@ -80,19 +91,6 @@ import TokenVaultTesting
         #expect(renewed.status == .active && renewed.lastError == nil)
     }
 
-    /// A client the server refuses is every grant's problem: one credential's renewal pauses the
-    /// instance (a refresh needs `limits.misconfigured_credentials` different credentials).
-    @Test func aRefusedClientPausesTheInstanceAtOnce() async throws {
-        let fixture = try EngineFixture()
-        let stored = try await Self.obtain(fixture, "machine")
-        fixture.provider.script(.fail(.testInvalidClient))
-        fixture.testVault.clock.advance(seconds: 3000)
-        _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
-        let state = fixture.engine.providerStates().first
-        #expect(state?.condition == .misconfigured && state?.detail?.contains("invalid_client") == true)
-        #expect(try await fixture.metadata(stored.id).status == .failing)
-    }
-
     /// `unauthorized_client` refuses this grant type only: the client's refreshes go on, so the
     /// instance is not paused for one credential's grant.
     /// Nor do other refusals of grants (a scope, an audience), however many credentials meet them:
@@ -132,13 +130,18 @@ import TokenVaultTesting
         #expect(fixture.engine.providerStates().first?.condition == .ok)
     }
 
-    /// A put while the instance is paused sends nothing and says when to come back.
-    @Test func aPutWhileTheInstanceIsPausedSendsNothing() async throws {
+    /// A client the server refuses is every grant's problem: one credential's renewal pauses the
+    /// instance (a refresh needs `limits.misconfigured_credentials` different credentials). A put
+    /// while it is paused sends nothing and says when to come back.
+    @Test func aRefusedClientPausesTheInstanceAtOnceAndPutsWait() async throws {
         let fixture = try EngineFixture()
         let stored = try await Self.obtain(fixture, "machine")
         fixture.provider.script(.fail(.testInvalidClient))
         fixture.testVault.clock.advance(seconds: 3000)
         _ = try await fixture.engine.refresh(stored.id, reason: .scheduled)
+        let state = fixture.engine.providerStates().first
+        #expect(state?.condition == .misconfigured && state?.detail?.contains("invalid_client") == true)
+        #expect(try await fixture.metadata(stored.id).status == .failing)
         let calls = fixture.provider.calls
         do {
             _ = try await Self.obtain(fixture, "another")
@@ -173,9 +176,9 @@ import TokenVaultTesting
     @Test func aTokenExchangeGrantExchangesTheSubjectsCurrentToken() async throws {
         let fixture = try EngineFixture(planner: RefreshPlanner(jitterFraction: 0))
         let (subject, _) = try await fixture.store("person", lifetime: 600)
-        let grant = CredentialGrant(type: .tokenExchange, audiences: ["https://api.example"], subject: subject)
-        let derived = try await fixture.engine.obtain(
-            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        let derived = try await Self.derive(
+            fixture, "derived", from: subject, CredentialGrant(type: .tokenExchange, audiences: ["https://api.example"])
+        )
         #expect(derived.grant?.subject == subject && !derived.hasRefreshToken && derived.generation == 1)
         #expect(derived.grant?.subjectCreatedAt == (try await fixture.metadata(subject)).createdAt)
         #expect(fixture.provider.exchangedSubjects == ["at-initial-person"])
@@ -201,9 +204,7 @@ import TokenVaultTesting
     @Test func aGoneSubjectFailsTheRenewalWithoutPausingTheInstance() async throws {
         let fixture = try EngineFixture()
         let (subject, _) = try await fixture.store("person")
-        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
-        let derived = try await fixture.engine.obtain(
-            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        let derived = try await Self.derive(fixture, "derived", from: subject)
         try await fixture.vault.delete(subject)
         let calls = fixture.provider.calls
         for _ in 0..<6 {
@@ -223,9 +224,7 @@ import TokenVaultTesting
     @Test func theSubjectIsRefreshedOutsideTheInstancesSlot() async throws {
         let fixture = try EngineFixture(limits: ProviderLimits(concurrency: 1))
         let (subject, _) = try await fixture.store("person", lifetime: 600)
-        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
-        let derived = try await fixture.engine.obtain(
-            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        let derived = try await Self.derive(fixture, "derived", from: subject)
         fixture.testVault.clock.advance(seconds: 3000)
         let started = ContinuousClock.now
         guard case .refreshed = try await fixture.engine.refresh(derived.id, reason: .scheduled) else {
@@ -242,9 +241,7 @@ import TokenVaultTesting
     @Test func aReplacedOrMovedSubjectIsNotExchanged() async throws {
         let fixture = try EngineFixture()
         let (subject, _) = try await fixture.store("person")
-        let grant = CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: subject)
-        let derived = try await fixture.engine.obtain(
-            CredentialAcquisition(id: try CredentialID("tests/derived"), provider: fixture.provider.name, grant: grant))
+        let derived = try await Self.derive(fixture, "derived", from: subject)
         fixture.testVault.clock.advance(seconds: 10)
         try await fixture.vault.delete(subject)
         try await fixture.store("person")
@@ -256,10 +253,7 @@ import TokenVaultTesting
         #expect(fixture.provider.exchangedSubjects == ["at-initial-person"], "only the first subject was exchanged")
 
         let (other, _) = try await fixture.store("other")
-        let moved = try await fixture.engine.obtain(
-            CredentialAcquisition(
-                id: try CredentialID("tests/moved"), provider: fixture.provider.name,
-                grant: CredentialGrant(type: .tokenExchange, scopes: ["read"], subject: other)))
+        let moved = try await Self.derive(fixture, "moved", from: other)
         try await fixture.store("other", provider: "elsewhere")
         fixture.testVault.clock.advance(seconds: 3000)
         _ = try await fixture.engine.refresh(moved.id, reason: .scheduled)

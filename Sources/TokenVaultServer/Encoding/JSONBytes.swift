@@ -70,6 +70,16 @@ struct JSONBytes {
         text.withUTF8 { string(UnsafeRawBufferPointer($0)) }
     }
 
+    /// A JSON array of strings.
+    mutating func strings(_ values: [String]) {
+        raw("[")
+        for (index, value) in values.enumerated() {
+            if index > 0 { raw(",") }
+            string(value)
+        }
+        raw("]")
+    }
+
     /// `"namespace/name"`: an id's characters (letters, digits, `.`, `_`, `-`: `CredentialID`
     /// validates them) need no escaping.
     mutating func string(_ id: CredentialID) {

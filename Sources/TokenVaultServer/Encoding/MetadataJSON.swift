@@ -65,24 +65,16 @@ enum MetadataJSON {
         json.raw(",\"generation\":")
         json.integer(metadata.generation)
         if let grant = metadata.grant {
-            func list(_ values: [String]) {
-                json.raw("[")
-                for (index, value) in values.enumerated() {
-                    if index > 0 { json.raw(",") }
-                    json.string(value)
-                }
-                json.raw("]")
-            }
             json.raw(",\"grant\":{\"audience\":")
-            list(grant.audiences)
+            json.strings(grant.audiences)
             if let requested = grant.requestedTokenType {
                 json.raw(",\"requested_token_type\":")
                 json.string(requested)
             }
             json.raw(",\"resource\":")
-            list(grant.resources)
+            json.strings(grant.resources)
             json.raw(",\"scopes\":")
-            list(grant.scopes)
+            json.strings(grant.scopes)
             if let subject = grant.subject {
                 json.raw(",\"subject\":")
                 json.string(subject)
@@ -146,12 +138,9 @@ enum MetadataJSON {
             json.raw(",\"refresh_token_expires_at\":")
             json.timestamp(refreshTokenExpiresAt)
         }
-        json.raw(",\"scopes\":[")
-        for (index, scope) in metadata.scopes.enumerated() {
-            if index > 0 { json.raw(",") }
-            json.string(scope)
-        }
-        json.raw("],\"status\":")
+        json.raw(",\"scopes\":")
+        json.strings(metadata.scopes)
+        json.raw(",\"status\":")
         json.string(metadata.status.rawValue)
         if let subject = metadata.subject {
             json.raw(",\"subject\":")

@@ -37,12 +37,8 @@ enum TokenJSON {
                 json.string(issuedTokenType)
             }
             if let scopes {
-                json.raw(",\"scopes\":[")
-                for (index, scope) in scopes.enumerated() {
-                    if index > 0 { json.raw(",") }
-                    json.string(scope)
-                }
-                json.raw("]")
+                json.raw(",\"scopes\":")
+                json.strings(scopes)
             }
             json.raw(",\"token_type\":")
             json.string(tokenType)
