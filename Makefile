@@ -34,7 +34,8 @@ run: build
 # 4. TokenVaultResilienceTests (soak, crashes, key operations under load: each loads both cores
 #    for up to a minute): the soak alone first, since its reads-served floor needs both cores,
 #    then the others side by side;
-# then the Python, Go, Java and Node clients' tests against the built daemon.
+# then the Python, Go, Java and Node clients' tests against the built daemon, the four side by
+# side (scripts/test-clients.sh).
 test:
 	@bash scripts/install-deps.sh --test
 	SWIFT=$(SWIFT) bash scripts/build-checked.sh --build-tests

@@ -35,7 +35,7 @@ extension TokenVaultClient {
     /// `PUT /v1/credentials/{namespace}/{name}` with a `grant`: the daemon obtains the tokens itself
     /// (a client credentials grant of `provider`, or a token exchange of the grant's `subject`
     /// credential's access token) and renews them before they expire; the caller never holds
-    /// them. A server refusing the grant is `providerRejected`.
+    /// them. A server refusing the grant is a problem with code `provider_rejected` (422).
     public func put(
         _ id: String, provider: String, grant: CredentialMetadata.Grant, labels: [String: String] = [:]
     ) async throws -> (metadata: CredentialMetadata, created: Bool) {

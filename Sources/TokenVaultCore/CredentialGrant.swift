@@ -31,7 +31,7 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
 
     public init(
         type: GrantType = .clientCredentials, scopes: [String] = [], audiences: [String] = [], resources: [String] = [],
-        subject: CredentialID? = nil, requestedTokenType: String? = nil
+        subject: CredentialID? = nil, requestedTokenType: String? = nil, subjectCreatedAt: Timestamp? = nil
     ) {
         self.type = type
         self.scopes = scopes
@@ -39,6 +39,7 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
         self.resources = resources
         self.subject = subject
         self.requestedTokenType = requestedTokenType
+        self.subjectCreatedAt = subjectCreatedAt
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -55,12 +56,12 @@ public struct CredentialGrant: Sendable, Hashable, Codable {
             audiences: audiences, resources: resources, scopes: scopes, requestedTokenType: requestedTokenType)
     }
 
-    /// The one JSON form of a grant, as the database column, the retained rows and the API's
-    /// metadata hold it: keys sorted, no whitespace.
+    /// The stored form of a grant, as the database column and the retained rows hold it: keys
+    /// sorted, no whitespace. (The API's metadata writes its own, without `subject_created_at`.)
     public var json: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Strings and arrays of strings only: encoding cannot fail.
+        // Strings, numbers and lists of strings only: encoding cannot fail.
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 

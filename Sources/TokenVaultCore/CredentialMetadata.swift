@@ -22,8 +22,9 @@ public struct CredentialMetadata: Sendable, Equatable {
     public var updatedAt: Timestamp
     public var hasRefreshToken: Bool
     public var hasIDToken: Bool
-    /// The grant the vault renews this credential by itself (client credentials); nil for tokens
-    /// a person's sign-in gave, renewed by their refresh token if any.
+    /// The grant the vault renews this credential by itself (client credentials, or a token
+    /// exchange of another credential's token); nil for tokens a person's sign-in gave, renewed
+    /// by their refresh token if any.
     public var grant: CredentialGrant?
     /// New tokens a provider issued that the database has not taken yet (held in memory and
     /// retried). Never stored: `Vault` fills it in from its registry when it reads a row.

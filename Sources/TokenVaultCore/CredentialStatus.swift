@@ -25,7 +25,7 @@ public enum CredentialStatus: String, Sendable, Codable, CaseIterable {
 
 /// What kind of secret a credential holds.
 public enum CredentialKind: String, Sendable, Codable, CaseIterable {
-    /// An OAuth 2.0 / OIDC token response; refreshable when it has a refresh token.
+    /// An OAuth 2.0 / OIDC token response; renewable when it has a refresh token or a grant.
     case oauth2
     /// A one-shot token that can be neither refreshed nor revoked (EBS `verify_token`).
     case verifyToken = "verify_token"

@@ -32,19 +32,21 @@ public struct NextGeneration: Sendable {
         case .replacement(let provider, let labels, let grant):
             secrets = payload.secrets
             let refreshTokenExpiresAt = payload.refreshTokenExpiry.resolve(issuedAt: issuedAt)
-            let canRefresh = payload.secrets.refreshToken != nil || (grant != nil && payload.kind == .oauth2)
-            metadata = CredentialMetadata(
+            var next = CredentialMetadata(
                 id: id, provider: provider, kind: payload.kind, subject: payload.subject, status: .active,
                 generation: (previous?.generation ?? 0) + 1, tokenType: payload.tokenType, scopes: payload.scopes,
                 labels: labels, issuedAt: issuedAt, expiresAt: expiresAt,
-                // A credential that cannot be refreshed is acted on at its expiry instead (an EBS
-                // verify token is purged, another one marked expired).
-                refreshAt: planner.refreshAt(
-                    issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn, canRefresh: canRefresh,
-                    jitter: jitter, refreshTokenExpiresAt: refreshTokenExpiresAt) ?? expiresAt,
                 refreshTokenExpiresAt: refreshTokenExpiresAt, createdAt: previous?.createdAt ?? now, updatedAt: now,
                 hasRefreshToken: payload.secrets.refreshToken != nil, hasIDToken: payload.secrets.idToken != nil,
                 grant: grant)
+            // A credential that cannot be renewed is acted on at its expiry instead (an EBS verify
+            // token is purged, another one marked expired).
+            next.refreshAt =
+                planner.refreshAt(
+                    issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn,
+                    canRefresh: next.isRenewable,
+                    jitter: jitter, refreshTokenExpiresAt: refreshTokenExpiresAt) ?? expiresAt
+            metadata = next
         case .refresh:
             var payload = payload
             // OpenID Connect Core section 12.2: a refreshed id token names the same subject. One
@@ -83,20 +85,20 @@ public struct NextGeneration: Sendable {
             if payload.secrets.refreshToken != nil {
                 next.refreshTokenExpiresAt = payload.refreshTokenExpiry.resolve(issuedAt: issuedAt)
             }
+            next.hasRefreshToken = secrets.refreshToken != nil
+            next.hasIDToken = secrets.idToken != nil
             next.refreshAt =
                 anotherAccount
                 ? nil
                 : planner.refreshAt(
                     issuedAt: issuedAt, expiresAt: expiresAt, refreshIn: payload.refreshIn,
-                    canRefresh: secrets.refreshToken != nil || next.grant != nil, jitter: jitter,
+                    canRefresh: next.isRenewable, jitter: jitter,
                     refreshTokenExpiresAt: next.refreshTokenExpiresAt) ?? expiresAt
             next.lastError = payload.idTokenRejection.map {
                 CredentialFailure(code: $0.code.rawValue, message: $0.message, at: now)
             }
             next.refreshFailures = 0
             next.updatedAt = now
-            next.hasRefreshToken = secrets.refreshToken != nil
-            next.hasIDToken = secrets.idToken != nil
             metadata = next
         }
     }

@@ -58,7 +58,8 @@ extension ProviderFailure {
         public static let revocationNotSupported = Code(rawValue: "revocation_not_supported")
         /// The instance cannot make RFC 8693 token exchanges (not an `oauth2` instance).
         public static let tokenExchangeNotSupported = Code(rawValue: "token_exchange_not_supported")
-        /// The instance cannot obtain tokens by a grant of its own (not an `oauth2` instance).
+        /// The instance makes no such grant: not an `oauth2` instance, or its `client_credentials`
+        /// option is absent or does not list what was asked. Nothing was sent.
         public static let grantNotSupported = Code(rawValue: "grant_not_supported")
         /// The instance is paused (its circuit is open): nothing was sent.
         public static let providerPaused = Code(rawValue: "provider_paused")

@@ -32,7 +32,8 @@ public protocol TokenProvider: Sendable {
     func exchangeToken(_ request: TokenExchangeRequest, subjectToken: SecretBytes, for credential: CredentialID)
         async throws(ProviderFailure) -> TokenPayload
 
-    /// New tokens by the credential's own grant (`CredentialGrant.swift`; refused by default).
+    /// New tokens by a client credentials grant (`CredentialGrant.swift`; refused by default). A
+    /// token exchange grant is made with `exchangeToken`.
     func obtain(_ request: GrantRequest) async throws(ProviderFailure) -> TokenPayload
 }
 

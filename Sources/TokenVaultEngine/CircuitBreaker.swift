@@ -118,8 +118,9 @@ struct CircuitBreaker: Sendable, Equatable {
 enum ProviderFailureClass: Sendable, Equatable {
     case transient
     case misconfigured(String)
-    /// About one credential only (`invalid_grant`).
+    /// About one credential only (`invalid_grant`, a grant's own refusal).
     case credential
-    /// Our own courier failed: nothing about the provider.
+    /// Nothing about the provider: our own courier failed, or a grant was refused before it was
+    /// sent.
     case local
 }

@@ -7,7 +7,9 @@ import TokenVaultCore
 /// - `invalid_grant`: `needs_reauth`, never retried. If the attempt was resuming one whose
 ///   answer was lost (a crash, a dropped connection), the reason says the provider probably
 ///   rotated the token then.
-/// - misconfigured client: `failing`, retried at the slow probe interval.
+/// - misconfigured client, a grant refused (`grant_not_supported`, an audience, a scope) or a
+///   derived credential's subject without a token (`subject_unavailable`): `failing`, retried at
+///   the slow probe interval.
 /// - transient or unknown outcome: `failing`, exponential backoff with full jitter, honouring
 ///   `Retry-After`. The current token keeps being served until it expires.
 struct FailurePolicy: Sendable {
@@ -65,6 +67,9 @@ struct FailurePolicy: Sendable {
         if failure.code == .courierLost || failure.code == .courierUnavailable || failure.code == .courierNotReady {
             return .local
         }
+        // A grant refused before it was sent (the instance's option, no subject token) says
+        // nothing of the server, and answers no probe.
+        if byGrant, failure.kind == .misconfigured, failure.httpStatus == nil { return .local }
         switch failure.kind {
         case .invalidGrant: return .credential
         case .misconfigured where byGrant && !failure.refusesTheClient: return .credential

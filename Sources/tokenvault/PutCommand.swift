@@ -5,7 +5,9 @@ import TokenVaultClient
 struct PutCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "put",
-        abstract: "Store a token payload (T-ID, RFC 6749 token response or EBS verify token) as ns/name.",
+        abstract:
+            "Store a token payload (T-ID, RFC 6749 token response or EBS verify token) as ns/name, or have the "
+            + "daemon obtain the tokens by a grant.",
         discussion: """
             The payload is JSON, read from --file or standard input. With --client-credentials the \
             daemon obtains the tokens itself by the provider instance's client credentials grant; \

@@ -14,10 +14,14 @@ struct ModelTests {
              "expires_at":"2026-11-22T04:07:05.123Z","refresh_at":"2026-11-22T04:01:05.123Z",
              "refresh_token_expires_at":"2026-12-22T03:37:05.123Z","has_refresh_token":true,"has_id_token":true,
              "last_error":{"code":"provider_unavailable","message":"timed out","at":"2026-11-22T04:01:15.000Z"},
-             "created_at":"2026-11-01T09:00:00.000Z","updated_at":"2026-11-22T03:37:05.123Z"}
+             "created_at":"2026-11-01T09:00:00.000Z","updated_at":"2026-11-22T03:37:05.123Z",
+             "grant":{"audience":["https://api.example"],"requested_token_type":"urn:ietf:params:oauth:token-type:jwt",
+              "resource":[],"scopes":["read"],"subject":"payments/bob","type":"token_exchange"}}
             """
         let metadata = try JSONDecoder().decode(CredentialMetadata.self, from: Data(json.utf8))
         #expect(metadata.generation == 3)
+        #expect(metadata.grant?.subject == "payments/bob" && metadata.grant?.audience == ["https://api.example"])
+        #expect(metadata.grant?.requestedTokenType == "urn:ietf:params:oauth:token-type:jwt")
         #expect(metadata.refreshTokenExpiresAt == "2026-12-22T03:37:05.123Z")
         #expect(metadata.hasIDToken)
         #expect(metadata.lastError?.code == "provider_unavailable")

@@ -4,9 +4,10 @@ import TokenVaultTesting
 
 @testable import TokenVaultEngine
 
-/// Credentials the engine obtains and renews by their grant (client credentials), with a fake
-/// clock and a scripted provider: planned like a refresh, renewed by the grant (never a refresh),
-/// and a refusal is the instance's misconfiguration, never a credential's `needs_reauth`.
+/// Credentials the engine obtains and renews by their grant (client credentials, token exchange),
+/// with a fake clock and a scripted provider: planned like a refresh, renewed by the grant (never a
+/// refresh); a refusal is the grant's own, never a credential's `needs_reauth`, and pauses the
+/// instance only when the server refused the client.
 @Suite struct GrantRenewalTests {
     static let grant = CredentialGrant(scopes: ["reports.read"], audiences: ["https://api.example"])
 

@@ -29,8 +29,21 @@ struct CredentialMetadataDocument: Encodable, Sendable {
     /// Present while a provider's answer for this credential is held because the database has
     /// not taken it (see `PendingCommit`).
     let pendingCommit: Pending?
-    /// The grant the vault renews the credential by (`CredentialGrant`'s own coding).
-    let grant: CredentialGrant?
+    /// The grant the vault renews the credential by, as the API shows it: all but the subject's
+    /// creation, which the vault keeps to itself.
+    let grant: Grant?
+
+    struct Grant: Encodable, Sendable {
+        let type: String
+        let scopes: [String]
+        let audience: [String]
+        let resource: [String]
+        let subject: String?
+        let requestedTokenType: String?
+        enum CodingKeys: String, CodingKey {
+            case type, scopes, audience, resource, subject, requestedTokenType = "requested_token_type"
+        }
+    }
 
     struct Pending: Encodable, Sendable {
         let since: String
@@ -78,7 +91,11 @@ struct CredentialMetadataDocument: Encodable, Sendable {
         refreshFailures = metadata.refreshFailures
         createdAt = metadata.createdAt.description
         updatedAt = metadata.updatedAt.description
-        grant = metadata.grant
+        grant = metadata.grant.map {
+            Grant(
+                type: $0.type.rawValue, scopes: $0.scopes, audience: $0.audiences, resource: $0.resources,
+                subject: $0.subject?.description, requestedTokenType: $0.requestedTokenType)
+        }
         pendingCommit = metadata.pendingCommit.map {
             Pending(
                 since: $0.since.description, failures: $0.failures, lastError: $0.lastError,

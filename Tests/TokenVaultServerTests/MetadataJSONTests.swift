@@ -37,7 +37,7 @@ import TokenVaultCore
                     audiences: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() },
                     resources: (0..<Int.random(in: 0...2, using: &random)).map { _ in text() },
                     subject: maybe(try! CredentialID("ns\(index % 5)/subject-\(index)")),
-                    requestedTokenType: maybe(text()))),
+                    requestedTokenType: maybe(text()), subjectCreatedAt: maybe(time()))),
             pendingCommit: maybe(
                 PendingCommit(
                     since: time(), failures: Int.random(in: 0...50, using: &random), lastError: text(),

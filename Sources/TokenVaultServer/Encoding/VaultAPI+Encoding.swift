@@ -119,35 +119,29 @@ extension VaultAPI {
             throw VaultError.invalidField(
                 "type", "must be one of \(CredentialGrant.GrantType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        var grant = CredentialGrant(
-            type: type, scopes: Set(try reader.scopes("scopes")).sorted(),
-            audiences: Set(try reader.targets("audience")).sorted(),
-            resources: Set(try reader.targets("resource")).sorted())
         let subject = try reader.string("subject", required: type == .tokenExchange, maximum: 256)
-        let requested = try reader.string("requested_token_type", required: false, maximum: 256)
         switch type {
         case .clientCredentials:
             if subject != nil { throw VaultError.invalidField("subject", "only a token_exchange grant has one") }
-            if requested != nil {
+            if fields["requested_token_type"] != nil {
                 throw VaultError.invalidField("requested_token_type", "only a token_exchange grant asks one")
             }
+            return CredentialGrant(
+                type: type, scopes: Set(try reader.scopes("scopes")).sorted(),
+                audiences: Set(try reader.targets("audience")).sorted(),
+                resources: Set(try reader.targets("resource")).sorted())
         case .tokenExchange:
+            let subjectID: CredentialID
             do {
-                grant.subject = try CredentialID(subject ?? "")
+                subjectID = try CredentialID(subject ?? "")
             } catch {
                 throw VaultError.invalidField("subject", error.detail)
             }
-            if let requested, !Self.requestableTokenTypes.contains(requested) {
-                throw VaultError.invalidField(
-                    "requested_token_type",
-                    "must be one of \(Self.requestableTokenTypes.sorted().joined(separator: ", "))")
-            }
-            grant.requestedTokenType = requested
-            guard !(grant.audiences.isEmpty && grant.resources.isEmpty && grant.scopes.isEmpty) else {
-                throw VaultError.invalidField("audience", "give an audience, a resource or scopes")
-            }
+            let exchange = try decodeExchange(reader)
+            return CredentialGrant(
+                type: type, scopes: exchange.scopes, audiences: exchange.audiences, resources: exchange.resources,
+                subject: subjectID, requestedTokenType: exchange.requestedTokenType)
         }
-        return grant
     }
 
     /// The optional `labels` member of a request body: an object of strings.

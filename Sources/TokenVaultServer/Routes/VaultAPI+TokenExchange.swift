@@ -65,6 +65,13 @@ extension VaultAPI {
                 "subject_token_type",
                 "only access_token: the refresh token is never sent beside the refreshes that rotate it")
         }
+        return try decodeExchange(reader)
+    }
+
+    /// What a token exchange asks for, as an exchange and a kept derived credential's grant both
+    /// take it: `audience` and `resource` (a string or an array), `scopes` and
+    /// `requested_token_type`, at least one of the first three, lists as sorted sets.
+    func decodeExchange(_ reader: FieldReader) throws -> TokenExchangeRequest {
         let scopes = try reader.scopes("scopes")
         let requested = try reader.string("requested_token_type", required: false, maximum: 256)
         if let requested, !Self.requestableTokenTypes.contains(requested) {
