@@ -57,6 +57,8 @@ type Credential struct {
 	CreatedAt             string            `json:"created_at"`
 	UpdatedAt             string            `json:"updated_at"`
 	PendingCommit         *PendingCommit    `json:"pending_commit,omitempty"`
+	// Grant is nil unless the daemon obtains and renews the credential itself.
+	Grant *Grant `json:"grant,omitempty"`
 }
 
 // LastError is the last refresh failure.
@@ -72,6 +74,17 @@ type PendingCommit struct {
 	Failures      int    `json:"failures"`
 	LastError     string `json:"last_error"`
 	NextAttemptAt string `json:"next_attempt_at"`
+}
+
+// Grant is how the daemon obtains and renews a credential itself: Type "client_credentials" or
+// "token_exchange" (then Subject is the credential whose access token it exchanges).
+type Grant struct {
+	Type               string   `json:"type"`
+	Scopes             []string `json:"scopes"`
+	Audience           []string `json:"audience"`
+	Resource           []string `json:"resource"`
+	Subject            string   `json:"subject,omitempty"`
+	RequestedTokenType string   `json:"requested_token_type,omitempty"`
 }
 
 // Page is one page of a listing; pass NextCursor for the next ("" after the last).

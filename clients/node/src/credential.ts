@@ -31,6 +31,22 @@ export interface PendingCommit {
 }
 
 /**
+ * How the vault obtains a credential's tokens itself and renews them before they expire: a client
+ * credentials grant of its provider instance, or an RFC 8693 token exchange of another credential's
+ * access token. Never a secret: the client's secret is the instance's, and the subject is only named.
+ */
+export interface Grant {
+  /** A newer daemon may add more. */
+  readonly type: "client_credentials" | "token_exchange" | (string & {});
+  readonly scopes: readonly string[];
+  readonly audience: readonly string[];
+  readonly resource: readonly string[];
+  /** `token_exchange` only: the credential (`namespace/name`) whose access token is exchanged. */
+  readonly subject: string | null;
+  readonly requestedTokenType: string | null;
+}
+
+/**
  * A credential's metadata (`GET /v1/credentials/{namespace}/{name}`): never a secret. Members
  * are the API's, in camelCase; absent optional ones are `null`. `raw` (not enumerable, so not in
  * `console.log` or `JSON.stringify`) is the document as the daemon sent it, so a newer daemon's
@@ -59,12 +75,15 @@ export interface Credential {
   readonly refreshFailures: number | null;
   readonly lastError: LastError | null;
   readonly pendingCommit: PendingCommit | null;
+  /** How the vault obtains and renews the tokens itself; `null` for tokens a put or a sign-in stored. */
+  readonly grant: Grant | null;
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
 export function decodeCredential(document: Document): Credential {
   const lastError = document.optionalDocument("last_error");
   const pendingCommit = document.optionalDocument("pending_commit");
+  const grant = document.optionalDocument("grant");
   const credential: Credential = {
     id: document.string("id"),
     namespace: document.string("namespace"),
@@ -96,6 +115,14 @@ export function decodeCredential(document: Document): Credential {
       failures: pendingCommit.number("failures"),
       lastError: pendingCommit.string("last_error"),
       nextAttemptAt: pendingCommit.string("next_attempt_at"),
+    },
+    grant: grant && {
+      type: grant.string("type"),
+      scopes: grant.strings("scopes"),
+      audience: grant.strings("audience"),
+      resource: grant.strings("resource"),
+      subject: grant.optionalString("subject"),
+      requestedTokenType: grant.optionalString("requested_token_type"),
     },
     raw: document.raw(),
   };

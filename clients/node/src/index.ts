@@ -7,7 +7,7 @@
  */
 export { Client } from "./client.js";
 export type { CallOptions, ClientOptions, TokenExchangeOptions } from "./client.js";
-export type { Credential, CredentialStatus, LastError, PendingCommit } from "./credential.js";
+export type { Credential, CredentialStatus, Grant, LastError, PendingCommit } from "./credential.js";
 export {
   BadGateway,
   BadRequest,

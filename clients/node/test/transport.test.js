@@ -1,7 +1,7 @@
 // What the client puts on the wire and makes of odd answers, against a stand-in daemon: the
 // request line for ids and targets that need encoding, a body that is not JSON never quoted,
-// `timeoutMs: 0` kept on the slow routes, a proxied answer read twice or after close, and the
-// caller's own error when its body fails after the answer came.
+// `timeoutMs: 0` kept on the slow routes, a credential's grant read or null, a proxied answer read
+// twice or after close, and the caller's own error when its body fails after the answer came.
 import assert from "node:assert/strict";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { test } from "node:test";
@@ -77,6 +77,66 @@ test("a body that is not JSON is refused without quoting it", async (t) => {
       return true;
     });
   }
+});
+
+test("a credential's grant is read, and null when the daemon sends none", async (t) => {
+  const metadata = (name, grant) => ({
+    id: `payments/${name}`,
+    namespace: "payments",
+    name,
+    provider: "idp",
+    kind: "oauth2",
+    status: "active",
+    generation: 1,
+    scopes: ["read"],
+    labels: {},
+    issued_at: "2026-01-01T00:00:00Z",
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    has_refresh_token: false,
+    has_id_token: false,
+    ...(grant === undefined ? {} : { grant }),
+  });
+  const documents = {
+    exchanged: metadata("exchanged", {
+      audience: ["https://api.example"],
+      requested_token_type: "urn:ietf:params:oauth:token-type:jwt",
+      resource: [],
+      scopes: ["read"],
+      subject: "payments/bob",
+      type: "token_exchange",
+    }),
+    obtained: metadata("obtained", { audience: [], resource: ["https://api.example/v1"], scopes: [], type: "client_credentials" }),
+    stored: metadata("stored"),
+    cleared: metadata("cleared", null),
+    untyped: metadata("untyped", { scopes: [] }),
+  };
+  const { socket } = await fakeDaemon(t, (connection, request) => {
+    const name = request.line.split(" ")[1].split("/").at(-1);
+    answer(connection, 200, JSON.stringify(documents[name]), { "Content-Type": "application/json" });
+  });
+  const vault = new Client(socket);
+  assert.deepEqual((await vault.show("payments/exchanged")).grant, {
+    type: "token_exchange",
+    scopes: ["read"],
+    audience: ["https://api.example"],
+    resource: [],
+    subject: "payments/bob",
+    requestedTokenType: "urn:ietf:params:oauth:token-type:jwt",
+  });
+  const obtained = await vault.show("payments/obtained");
+  assert.deepEqual(obtained.grant, {
+    type: "client_credentials",
+    scopes: [],
+    audience: [],
+    resource: ["https://api.example/v1"],
+    subject: null,
+    requestedTokenType: null,
+  });
+  assert.deepEqual(obtained.raw.grant, documents.obtained.grant);
+  assert.equal((await vault.show("payments/stored")).grant, null);
+  assert.equal((await vault.show("payments/cleared")).grant, null);
+  await assert.rejects(vault.show("payments/untyped"), UnexpectedResponse);
 });
 
 test("timeoutMs 0 means no timeout on every route, the slow ones too", async (t) => {

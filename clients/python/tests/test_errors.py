@@ -57,5 +57,66 @@ class EventParsingTests(unittest.TestCase):
         self.assertEqual(event.error["code"], "access_denied")
 
 
+class CredentialParsingTests(unittest.TestCase):
+    DOCUMENT = {
+        "id": "agents/reports",
+        "namespace": "agents",
+        "name": "reports",
+        "provider": "billing-api",
+        "kind": "oauth2",
+        "status": "active",
+        "generation": 2,
+        "scopes": ["read"],
+        "labels": {},
+        "issued_at": "2026-12-07T08:00:00.000Z",
+        "created_at": "2026-12-07T08:00:00.000Z",
+        "updated_at": "2026-12-07T08:00:00.000Z",
+        "has_refresh_token": False,
+        "has_id_token": False,
+    }
+
+    def test_a_grant_is_parsed(self) -> None:
+        from tokenvault.models import Credential, Grant
+
+        grant = {
+            "audience": ["https://api.example"],
+            "requested_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "resource": [],
+            "scopes": ["read"],
+            "subject": "payments/bob",
+            "type": "token_exchange",
+            "added_later": True,
+        }
+        credential = Credential.from_json({**self.DOCUMENT, "grant": grant, "also_added_later": 1})
+        self.assertEqual(
+            credential.grant,
+            Grant(
+                type="token_exchange",
+                scopes=["read"],
+                audience=["https://api.example"],
+                resource=[],
+                subject="payments/bob",
+                requested_token_type="urn:ietf:params:oauth:token-type:jwt",
+            ),
+        )
+        # Members this client does not know yet are still in raw; the lists are left out of the hash.
+        self.assertTrue(credential.raw["grant"]["added_later"])
+        self.assertEqual(hash(credential.grant), hash(Grant.from_json(grant)))
+
+    def test_a_client_credentials_grant_has_no_subject(self) -> None:
+        from tokenvault.models import Credential, Grant
+
+        grant = {"type": "client_credentials", "scopes": ["read"], "audience": [], "resource": ["https://api.example"]}
+        self.assertEqual(
+            Credential.from_json({**self.DOCUMENT, "grant": grant}).grant,
+            Grant(type="client_credentials", scopes=["read"], resource=["https://api.example"]),
+        )
+
+    def test_a_credential_without_a_grant_has_none(self) -> None:
+        from tokenvault.models import Credential
+
+        self.assertIsNone(Credential.from_json(self.DOCUMENT).grant)
+
+
 if __name__ == "__main__":
     unittest.main()

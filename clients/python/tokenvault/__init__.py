@@ -26,7 +26,7 @@ from .errors import (
     Unprocessable,
     UnsupportedMediaType,
 )
-from .models import Credential, Deleted, Event, Exchanged, Page, SignedIn, SignIn, SignInStatus, Token, UsableCredential
+from .models import Credential, Deleted, Event, Exchanged, Grant, Page, SignedIn, SignIn, SignInStatus, Token, UsableCredential
 from .stream import Stream
 from .upstream import UpstreamResponse
 from .webhooks import WebhookVerificationError, verify_webhook
@@ -44,6 +44,7 @@ __all__ = [
     "Exchanged",
     "Forbidden",
     "GatewayTimeout",
+    "Grant",
     "InternalError",
     "MethodNotAllowed",
     "NotFound",

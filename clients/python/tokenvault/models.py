@@ -41,6 +41,31 @@ class Token:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """How the daemon obtains and renews a credential itself: `type` "client_credentials" or
+    "token_exchange" (then `subject` is the credential whose access token it exchanges). Lists are
+    left out of the hash: a list has none, and a Grant stays hashable."""
+
+    type: str
+    scopes: List[str] = field(default_factory=list, hash=False)
+    audience: List[str] = field(default_factory=list, hash=False)
+    resource: List[str] = field(default_factory=list, hash=False)
+    subject: Optional[str] = None
+    requested_token_type: Optional[str] = None
+
+    @staticmethod
+    def from_json(document: Mapping[str, Any]) -> "Grant":
+        return Grant(
+            type=document["type"],
+            scopes=list(document.get("scopes") or []),
+            audience=list(document.get("audience") or []),
+            resource=list(document.get("resource") or []),
+            subject=document.get("subject"),
+            requested_token_type=document.get("requested_token_type"),
+        )
+
+
+@dataclass(frozen=True)
 class Credential:
     """A credential's metadata (`GET /v1/credentials/{namespace}/{name}`): never a secret."""
 
@@ -66,6 +91,8 @@ class Credential:
     refresh_failures: Optional[int] = None
     last_error: Optional[Dict[str, Any]] = None
     pending_commit: Optional[Dict[str, Any]] = None
+    # None unless the daemon obtains and renews the credential itself.
+    grant: Optional[Grant] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
@@ -93,6 +120,7 @@ class Credential:
             refresh_failures=document.get("refresh_failures"),
             last_error=document.get("last_error"),
             pending_commit=document.get("pending_commit"),
+            grant=None if document.get("grant") is None else Grant.from_json(document["grant"]),
             raw=dict(document),
         )
 

@@ -19,6 +19,7 @@ import type {
   Deleted,
   Event,
   Exchanged,
+  Grant,
   Health,
   Page,
   ProblemErrorClass,
@@ -44,6 +45,9 @@ export async function everyMethod(vault: Client): Promise<string[]> {
   const shown: Credential = await vault.show("a/b");
   const token: Token = await vault.token("a/b", { minTtl: 60 });
   seen.push(shown.id, token.authorization, token.accessToken, token.idToken ?? "", token.expiresAt ?? "");
+  const grant: Grant | null = shown.grant;
+  const audience: readonly string[] = grant?.audience ?? [];
+  seen.push(grant?.type ?? "", grant?.subject ?? "", grant?.requestedTokenType ?? "", ...audience);
   const page: Page<Credential> = await vault.list({ namespace: "a", status: "active", limit: 10 });
   const nextCursor: string | null = page.nextCursor;
   if (nextCursor !== null) await vault.list({ cursor: nextCursor });
@@ -140,6 +144,8 @@ export async function mistakes(vault: Client, token: Token): Promise<void> {
   await vault.exchangeToken("a/b", { scopes: "read" });
   // @ts-expect-error a derived token's scopes are read-only
   token.scopes?.push("admin");
+  // @ts-expect-error a credential's grant is read-only
+  (await vault.show("a/b")).grant?.scopes.push("admin");
   // @ts-expect-error a token is read-only
   token.accessToken = "x";
   // @ts-expect-error a body is text, bytes or chunks

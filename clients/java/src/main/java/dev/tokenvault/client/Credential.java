@@ -15,6 +15,8 @@ import java.util.Map;
  * @param generation grows by one with every new set of tokens
  * @param lastError the last refresh failure ({@code code}, {@code message}, {@code at}), or {@code null}
  * @param pendingCommit a provider answer the database has not taken yet, or {@code null}
+ * @param grant how the vault obtains and renews the tokens itself, or {@code null} for tokens a
+ *     put or a sign-in stored
  */
 public record Credential(
         String id,
@@ -39,9 +41,11 @@ public record Credential(
         Long refreshFailures,
         Map<String, Object> lastError,
         Map<String, Object> pendingCommit,
+        Grant grant,
         Map<String, Object> raw) {
 
     static Credential from(Document document) {
+        Document grant = document.optionalDocument("grant");
         return new Credential(
                 document.string("id"),
                 document.string("namespace"),
@@ -65,6 +69,7 @@ public record Credential(
                 document.optionalInteger("refresh_failures"),
                 document.optionalObject("last_error"),
                 document.optionalObject("pending_commit"),
+                grant == null ? null : Grant.from(grant),
                 document.raw());
     }
 }

@@ -82,10 +82,16 @@ final class Document {
         return of(required(name, members.get(name)));
     }
 
+    /** An optional object member as a document, or {@code null}. */
+    Document optionalDocument(String name) {
+        Object value = members.get(name);
+        return value == null ? null : of(value);
+    }
+
     /** An optional object member, unmodifiable, or {@code null}. */
     Map<String, Object> optionalObject(String name) {
-        Object value = members.get(name);
-        return value == null ? null : of(value).raw();
+        Document value = optionalDocument(name);
+        return value == null ? null : value.raw();
     }
 
     List<Object> list(String name) {

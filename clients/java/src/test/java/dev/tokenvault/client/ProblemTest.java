@@ -16,7 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** Problems parsed from the daemon's answers, without a daemon: classes, fields, what is quoted. */
+/** Problems and documents parsed from the daemon's answers, without a daemon: classes, fields, what is quoted. */
 class ProblemTest {
     /** The class each documented status is thrown as, written out here to check the client's table. */
     private static final Map<Integer, Class<? extends ProblemException>> CLASSES = Map.ofEntries(
@@ -111,6 +111,31 @@ class ProblemTest {
         assertNull(event.status());
         assertNull(event.generation());
         assertEquals("access_denied", event.error().get("code"));
+    }
+
+    @Test
+    void aCredentialsGrantParsesAndItsAbsenceIsNull() throws Exception {
+        String metadata = "{\"id\":\"payments/reports\",\"namespace\":\"payments\",\"name\":\"reports\","
+                + "\"provider\":\"idp\",\"kind\":\"oauth2\",\"status\":\"active\",\"generation\":1,"
+                + "\"scopes\":[\"read\"],\"labels\":{},\"issued_at\":\"2026-01-01T00:00:00Z\","
+                + "\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\","
+                + "\"has_refresh_token\":false,\"has_id_token\":false";
+        Credential exchanged = Credential.from(Document.of(Json.parse(metadata + ",\"grant\":{\"audience\":"
+                + "[\"https://api.example\"],\"requested_token_type\":\"urn:ietf:params:oauth:token-type:jwt\","
+                + "\"resource\":[],\"scopes\":[\"read\"],\"subject\":\"payments/bob\",\"type\":\"token_exchange\"}}")));
+        assertEquals(new Grant("token_exchange", List.of("read"), List.of("https://api.example"), List.of(),
+                "payments/bob", "urn:ietf:params:oauth:token-type:jwt"), exchanged.grant());
+        Credential obtained = Credential.from(Document.of(Json.parse(metadata + ",\"grant\":{\"audience\":[],"
+                + "\"resource\":[\"https://api.example/v1\"],\"scopes\":[],\"type\":\"client_credentials\"}}")));
+        assertEquals(new Grant("client_credentials", List.of(), List.of(), List.of("https://api.example/v1"), null, null),
+                obtained.grant());
+        assertThrows(UnsupportedOperationException.class, () -> obtained.grant().resources().add("x"));
+        assertNull(Credential.from(Document.of(Json.parse(metadata + "}"))).grant());
+        assertNull(Credential.from(Document.of(Json.parse(metadata + ",\"grant\":null}"))).grant());
+        Transport.Reply untyped = new Transport.Reply(200, List.of(),
+                (metadata + ",\"grant\":{\"scopes\":[]}}").getBytes(StandardCharsets.UTF_8));
+        assertTrue(assertThrows(UnexpectedResponseException.class, () -> untyped.decode(Credential::from))
+                .getMessage().contains("'type' is missing"));
     }
 
     @Test
