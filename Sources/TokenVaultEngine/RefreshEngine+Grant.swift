@@ -72,13 +72,7 @@ extension RefreshEngine {
                 }
                 payload = try await provider.exchangeToken(
                     request.grant.exchange, subjectToken: subject, for: request.credentialID)
-                // A server answering with the subject itself would store the subject's token under
-                // another credential, with other permissions.
-                guard payload.secrets.accessToken != subject else {
-                    throw ProviderFailure(
-                        kind: .misconfigured, code: .malformedResponse,
-                        message: "the token endpoint answered the subject token itself; it is not stored")
-                }
+                try Self.refuseSubjectAnswered(payload, subject: subject)
             }
         } catch {
             guard error.kind == .invalidGrant else { throw error }
@@ -111,28 +105,31 @@ extension RefreshEngine {
         }
         guard let subject = grant.subject, subject != id else { throw unavailable("is not another credential") }
         do {
-            var metadata = try await vault.metadata(subject)
-            if let created = grant.subjectCreatedAt, created != metadata.createdAt {
+            var credential = try await vault.credential(subject, opening: [.accessToken])
+            let createdAt = credential.metadata.createdAt
+            if let created = grant.subjectCreatedAt, created != createdAt {
                 throw unavailable("was removed and stored again since this credential was made from it")
             }
-            guard metadata.provider == provider else {
-                throw unavailable("belongs to provider instance \(metadata.provider) now, not \(provider)")
+            guard credential.metadata.provider == provider else {
+                throw unavailable("belongs to provider instance \(credential.metadata.provider) now, not \(provider)")
             }
-            if metadata.isRenewable, metadata.expiresAt.map({ $0 < vault.clock.now.adding(seconds: 60) }) ?? false {
+            if credential.metadata.isRenewable,
+                credential.metadata.expiresAt.map({ $0 < vault.clock.now.adding(seconds: 60) }) ?? false
+            {
                 _ = try await refreshOnDemand(subject, minimumTTL: 60)
-                metadata = try await vault.metadata(subject)
+                credential = try await vault.credential(subject, opening: [.accessToken])
+                guard credential.metadata.createdAt == createdAt else {
+                    throw unavailable("was removed and stored again meanwhile")
+                }
             }
+            let metadata = credential.metadata
             guard metadata.status == .active || metadata.status == .failing else {
                 throw unavailable("is \(metadata.status.rawValue)")
             }
             if let expiresAt = metadata.expiresAt, expiresAt <= vault.clock.now {
                 throw unavailable("holds an expired access token")
             }
-            let credential = try await vault.credential(subject, opening: [.accessToken])
-            guard credential.metadata.createdAt == metadata.createdAt else {
-                throw unavailable("was removed and stored again meanwhile")
-            }
-            return (credential.secrets.accessToken, credential.metadata)
+            return (credential.secrets.accessToken, metadata)
         } catch let failure as ProviderFailure {
             throw failure
         } catch let error as VaultError where error.code == .credentialNotFound {

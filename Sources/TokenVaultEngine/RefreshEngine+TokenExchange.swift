@@ -32,13 +32,11 @@ extension RefreshEngine {
             count(exchange.provider, error.httpStatus == 400 ? "refused" : error.kind.rawValue)
             throw error
         }
-        // A server answering with the subject itself would hand the credential's own token to a
-        // caller allowed only derived ones (or to an upstream meant for another audience).
-        guard payload.secrets.accessToken != exchange.subjectToken else {
+        do throws(ProviderFailure) {
+            try Self.refuseSubjectAnswered(payload, subject: exchange.subjectToken)
+        } catch {
             count(exchange.provider, "refused")
-            throw ProviderFailure(
-                kind: .misconfigured, code: .malformedResponse,
-                message: "the token endpoint answered the subject token itself; it is not used")
+            throw error
         }
         var issuedTokenType: String?
         if let extras = payload.secrets.extras,
@@ -56,6 +54,18 @@ extension RefreshEngine {
         derivedTokens.keep(derived, for: key, now: vault.clock.now)
         count(exchange.provider, "derived")
         return derived
+    }
+
+    /// A server answering an exchange with the subject itself would hand a credential's own token
+    /// to whoever may have only derived ones: a caller, an upstream meant for another audience, or
+    /// a credential kept with other permissions. Refused, for callers' exchanges and kept grants
+    /// alike.
+    static func refuseSubjectAnswered(_ payload: TokenPayload, subject: SecretBytes) throws(ProviderFailure) {
+        guard payload.secrets.accessToken != subject else {
+            throw ProviderFailure(
+                kind: .misconfigured, code: .malformedResponse,
+                message: "the token endpoint answered the subject token itself; it is not used")
+        }
     }
 
     private func count(_ provider: String, _ outcome: String) {
